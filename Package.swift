@@ -1,0 +1,42 @@
+// swift-tools-version:6.0
+// RoadSave services: the detection pipeline of RoadSaveKit, on Linux.
+import PackageDescription
+
+let package = Package(
+    name: "RoadSave",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "roadsave", targets: ["roadsave"]),
+    ],
+    targets: [
+        // Shared: the model (configuration, records, events, errors) and its codecs, used by every service.
+        .target(name: "RoadSaveModel", path: "Shared/RoadSaveModel"),
+
+        // Detection: the pure, deterministic trip and crash engines and the per-device session.
+        .target(name: "DetectionEngine", dependencies: ["RoadSaveModel"], path: "Services/Detection/Engine"),
+        // The RoadSave platform over HTTP (settings and crash evaluation), for the service shells.
+        .target(name: "PlatformHTTP", dependencies: ["RoadSaveModel", "DetectionEngine"],
+                path: "Services/Detection/PlatformHTTP"),
+
+        // Replay: the engines over a recorded NDJSON file, in one process.
+        .target(name: "Replay", dependencies: ["RoadSaveModel", "DetectionEngine", "PlatformHTTP"],
+                path: "Services/Replay"),
+        // Simulation: realistic record streams from a seed.
+        .target(name: "Simulator", path: "Services/Simulator"),
+        // Converters from the real recordings in ../shared/data to NDJSON records.
+        .target(name: "Recordings", path: "Services/Recordings"),
+
+        .executableTarget(name: "roadsave",
+                          dependencies: ["RoadSaveModel", "DetectionEngine", "PlatformHTTP", "Replay", "Simulator", "Recordings"],
+                          path: "Services/CLI"),
+
+        .testTarget(name: "ModelTests", dependencies: ["RoadSaveModel"], path: "Tests/ModelTests"),
+        .testTarget(name: "EngineTests", dependencies: ["RoadSaveModel", "DetectionEngine"], path: "Tests/EngineTests"),
+        .testTarget(name: "SimulatorTests", dependencies: ["Simulator"], path: "Tests/SimulatorTests"),
+        .testTarget(name: "RecordingConverterTests", dependencies: ["Recordings"], path: "Tests/RecordingConverterTests"),
+        .testTarget(name: "RecordingTests", dependencies: ["Recordings", "RoadSaveModel", "DetectionEngine", "Replay"],
+                    path: "Tests/RecordingTests"),
+        .testTarget(name: "CLITests", dependencies: ["RoadSaveModel"], path: "Tests/CLITests"),
+    ],
+    swiftLanguageModes: [.v6]
+)
