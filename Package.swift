@@ -11,6 +11,8 @@ let package = Package(
     targets: [
         // Shared: the model (configuration, records, events, errors) and its codecs, used by every service.
         .target(name: "RoadSaveModel", path: "Shared/RoadSaveModel"),
+        // Gateway-side signal code (the impact trigger), shared by the simulator and the recording converters.
+        .target(name: "GatewayKit", path: "Shared/GatewayKit"),
 
         // Detection: the pure, deterministic trip and crash engines and the per-device session.
         .target(name: "DetectionEngine", dependencies: ["RoadSaveModel"], path: "Services/Detection/Engine"),
@@ -22,14 +24,15 @@ let package = Package(
         .target(name: "Replay", dependencies: ["RoadSaveModel", "DetectionEngine", "PlatformHTTP"],
                 path: "Services/Replay"),
         // Simulation: realistic record streams from a seed.
-        .target(name: "Simulator", path: "Services/Simulator"),
+        .target(name: "Simulator", dependencies: ["GatewayKit"], path: "Services/Simulator"),
         // Converters from the real recordings in ../shared/data to NDJSON records.
-        .target(name: "Recordings", path: "Services/Recordings"),
+        .target(name: "Recordings", dependencies: ["GatewayKit"], path: "Services/Recordings"),
 
         .executableTarget(name: "roadsave",
                           dependencies: ["RoadSaveModel", "DetectionEngine", "PlatformHTTP", "Replay", "Simulator", "Recordings"],
                           path: "Services/CLI"),
 
+        .testTarget(name: "GatewayKitTests", dependencies: ["GatewayKit"], path: "Tests/GatewayKitTests"),
         .testTarget(name: "ModelTests", dependencies: ["RoadSaveModel"], path: "Tests/ModelTests"),
         .testTarget(name: "EngineTests", dependencies: ["RoadSaveModel", "DetectionEngine"], path: "Tests/EngineTests"),
         .testTarget(name: "SimulatorTests", dependencies: ["Simulator"], path: "Tests/SimulatorTests"),

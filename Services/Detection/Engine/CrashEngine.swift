@@ -1,0 +1,186 @@
+import RoadSaveModel
+
+/// The crash state machine of one device: impacts are gathered into one suspected crash, screened on the
+/// features around them once the vehicle has had time to stop, and the survivors go to the platform. An event is
+/// only emitted when the platform's evaluation has ended.
+struct CrashEngine: Sendable {
+    /// Impacts of one event, waiting until the decision time to see what the vehicle did afterwards.
+    struct ImpactCluster: Sendable, Equatable {
+        var firstImpact: Double
+        var firstImpactSamples: [ImpactSample]
+        var strongest: ImpactObservation
+        var count: Int
+        /// What was known about the device when the first impact arrived.
+        var activityMode: ActivityContext.Mode
+        var tripInProgress: Bool
+    }
+
+    let device: DeviceID
+    private(set) var pending: [ImpactCluster] = []
+    /// Candidates sent for evaluation, by crash ID.
+    private(set) var awaitingVerdict: [String: CrashCandidate] = [:]
+    /// First-impact times of recent crashes, so that later impacts of the same crash don't raise another.
+    private var recentCrashes: [Double] = []
+    private var testCrashCount = 0
+
+    init(device: DeviceID) {
+        self.device = device
+    }
+
+    func nextDeadline(settings: DetectionSettings) -> Double? {
+        pending.map { decisionTime(of: $0, settings: settings) }.min()
+    }
+
+    func decisionTime(of cluster: ImpactCluster, settings: DetectionSettings) -> Double {
+        cluster.firstImpact + settings.crashDecisionDelay
+    }
+
+    mutating func impact(_ observation: ImpactObservation, at t: Double, context: CrashContext) {
+        let settings = context.settings
+        if let index = pending.firstIndex(where: { t - $0.firstImpact <= settings.crashClusterWindow && t >= $0.firstImpact }) {
+            pending[index].count += 1
+            if observation.peakG > pending[index].strongest.peakG { pending[index].strongest = observation }
+            return
+        }
+        if recentCrashes.contains(where: { t >= $0 && t - $0 <= settings.crashClusterWindow }) { return }
+        pending.append(ImpactCluster(firstImpact: t, firstImpactSamples: observation.samples, strongest: observation,
+                                     count: 1, activityMode: context.activity.mode,
+                                     tripInProgress: context.tripInProgress))
+    }
+
+    /// Decides the clusters whose decision time has come.
+    mutating func advance(to now: Double, context: CrashContext) -> [DetectionAction] {
+        var actions: [DetectionAction] = []
+        let settings = context.settings
+        while let index = pending.firstIndex(where: { decisionTime(of: $0, settings: settings) <= now }) {
+            let cluster = pending.remove(at: index)
+            actions.append(decide(cluster, context: context))
+        }
+        return actions
+    }
+
+    /// Decides every pending cluster now, with what is known (monitoring stops).
+    mutating func decideAll(context: CrashContext) -> [DetectionAction] {
+        let clusters = pending
+        pending.removeAll()
+        return clusters.map { decide($0, context: context) }
+    }
+
+    mutating func raiseTestCrash(at t: Double, context: CrashContext) -> DetectionAction {
+        testCrashCount += 1
+        let position = context.gps.last
+        // A test crash runs the same evaluation path with the features of an unmistakable crash, so that every
+        // stage from the evaluator to the alerting systems is exercised; `isTest` tells them not to act.
+        let candidate = CrashCandidate(
+            crashID: StableID.make("test-crash", device.app, device.user, millis(t), String(testCrashCount)),
+            app: device.app, user: device.user, time: t,
+            latitude: position?.latitude ?? 0, longitude: position?.longitude ?? 0,
+            positionAccuracy: position?.accuracy, speedBefore: 15, speedAfter: 0, peakG: 45, durationMs: 90,
+            impactCount: 1, activity: ActivityContext.Mode.inVehicle.rawValue, tripInProgress: context.tripInProgress,
+            isTest: true, samples: [])
+        awaitingVerdict[candidate.crashID] = candidate
+        return .evaluateCrash(candidate)
+    }
+
+    /// The platform's answer (or its absence) for a candidate: the crash event, or a dismissal for `none`.
+    mutating func evaluated(crashID: String, outcome: CrashEvaluationOutcome) -> DetectionAction? {
+        guard let candidate = awaitingVerdict.removeValue(forKey: crashID) else { return nil }
+        let confidence: CrashConfidence
+        switch outcome {
+        case .unreachable:
+            confidence = .unknown
+        case let .verdict(verdict):
+            guard let fromVerdict = CrashConfidence(verdict: verdict) else {
+                return .crashDismissed(candidate, .platformVerdictNone)
+            }
+            confidence = fromVerdict
+        }
+        let info = CrashInfo(crashID: candidate.crashID, confidence: confidence, detectedAt: candidate.time,
+                             latitude: candidate.latitude, longitude: candidate.longitude, isTest: candidate.isTest)
+        return .emit(RoadSaveEvent(device: device, body: .crashDetected(info)))
+    }
+
+    // MARK: Screening
+
+    private mutating func decide(_ cluster: ImpactCluster, context: CrashContext) -> DetectionAction {
+        let settings = context.settings
+        let t0 = cluster.firstImpact
+        let before = context.gps.fixes(from: t0 - settings.crashSpeedWindowBefore, to: t0).compactMap(\.speed)
+        let after = context.gps.fixes(from: t0 + settings.crashSettleTime, to: t0 + settings.crashDecisionDelay)
+            .compactMap(\.speed)
+        let speedBefore = before.max()
+        let speedAfter = median(after)
+        let position = Array(context.gps.fixes(from: t0 - settings.crashPositionWindow, to: t0)).last
+            ?? Array(context.gps.fixes(from: t0, to: t0 + settings.crashPositionWindow)).first
+        let inVehicle = cluster.tripInProgress || cluster.activityMode == .inVehicle
+        let candidate = CrashCandidate(
+            crashID: StableID.make("crash", device.app, device.user, millis(t0)),
+            app: device.app, user: device.user, time: t0,
+            latitude: position?.latitude ?? 0, longitude: position?.longitude ?? 0,
+            positionAccuracy: position?.accuracy, speedBefore: speedBefore, speedAfter: speedAfter,
+            peakG: cluster.strongest.peakG, durationMs: cluster.strongest.durationMs, impactCount: cluster.count,
+            activity: cluster.activityMode.rawValue, tripInProgress: cluster.tripInProgress, isTest: false,
+            samples: cluster.strongest.samples.map { [$0.dt, $0.x, $0.y, $0.z] })
+
+        if let reason = falsePositiveReason(cluster, speedBefore: speedBefore, speedAfter: speedAfter,
+                                            hasPosition: position != nil, inVehicle: inVehicle, settings: settings) {
+            return .crashDismissed(candidate, reason)
+        }
+        recentCrashes.removeAll { t0 - $0 > settings.crashClusterWindow }
+        recentCrashes.append(t0)
+        awaitingVerdict[candidate.crashID] = candidate
+        return .evaluateCrash(candidate)
+    }
+
+    private func falsePositiveReason(_ cluster: ImpactCluster, speedBefore: Double?, speedAfter: Double?,
+                                     hasPosition: Bool, inVehicle: Bool,
+                                     settings: DetectionSettings) -> FalsePositiveReason? {
+        if cluster.strongest.peakG < settings.crashMinimumPeakG { return .weakImpact }
+        if Self.hasFreeFall(before: cluster.firstImpactSamples, settings: settings) { return .freeFallBeforeImpact }
+        if !cluster.tripInProgress, cluster.activityMode == .onFoot || cluster.activityMode == .cycling {
+            return .notInVehicle
+        }
+        guard let speedBefore, hasPosition else {
+            // Nothing shows speed or place; only the classifier can vouch for a vehicle.
+            return inVehicle ? nil : .unusablePosition
+        }
+        if speedBefore < settings.crashMinimumSpeedBefore { return .tooSlowBeforeImpact }
+        if let speedAfter, speedAfter >= settings.crashSpeedKeptAfter, speedAfter >= speedBefore / 2 {
+            return .speedMaintainedAfterImpact
+        }
+        return nil
+    }
+
+    /// A dropped phone falls freely before it hits the ground: |a| near zero for a stretch in the second before
+    /// the peak. A vehicle in a crash is decelerated, never weightless, before its impact.
+    static func hasFreeFall(before samples: [ImpactSample], settings: DetectionSettings) -> Bool {
+        var runStart: Double?
+        var longest = 0.0
+        for sample in samples where sample.dt < 0 {
+            if sample.magnitude < settings.freeFallMaximumG {
+                if runStart == nil { runStart = sample.dt }
+                longest = max(longest, sample.dt - runStart!)
+            } else {
+                runStart = nil
+            }
+        }
+        return longest >= settings.freeFallMinimumDuration
+    }
+
+    private func median(_ values: [Double]) -> Double? {
+        guard !values.isEmpty else { return nil }
+        let sorted = values.sorted()
+        let middle = sorted.count / 2
+        return sorted.count % 2 == 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
+    }
+}
+
+/// What the crash engine reads from the rest of the session.
+struct CrashContext {
+    var settings: DetectionSettings
+    var activity: ActivityContext
+    var gps: GPSTrack
+    var tripInProgress: Bool
+}
+
+func millis(_ t: Double) -> String { String(Int64((t * 1000).rounded())) }

@@ -1,0 +1,227 @@
+import RoadSaveModel
+
+/// The brief's SDK for one device, as a pure value: the API calls (`configure`, `startMonitoring`, …), the sensor
+/// records in event-time order, and `advance(to:)` for time passing. Each returns what the shell must do. The
+/// session never reads a clock: every input carries its time, so a recording replays to the same events.
+public struct DeviceSession: Sendable {
+    public enum Lifecycle: String, Sendable, Equatable {
+        case unconfigured, configured, monitoring
+    }
+
+    public let device: DeviceID
+    public private(set) var lifecycle: Lifecycle = .unconfigured
+    public private(set) var configuration: RoadSaveConfiguration?
+    /// The settings in force: the platform's latest, or the cached ones within the offline grace.
+    public private(set) var settings = DetectionSettings()
+    public private(set) var lastSuccessfulSettingsFetch: Double?
+    public private(set) var autoTripDetection = true
+    public private(set) var capabilities = DeviceCapabilities.full
+    /// The latest time the session has been advanced to.
+    public private(set) var clock: Double?
+
+    private var gps: GPSTrack
+    private var activity = ActivityContext()
+    private var steps = StepCounter()
+    private var lastRecordTime: Double?
+    private var trips: TripEngine
+    private var crashes: CrashEngine
+
+    public init(device: DeviceID) {
+        self.device = device
+        gps = GPSTrack(historySeconds: 150)
+        trips = TripEngine(device: device)
+        crashes = CrashEngine(device: device)
+    }
+
+    // MARK: The brief's API
+
+    public var detectionMode: CrashDetectionMode { configuration?.detectionMode ?? .all }
+    public var isTripInProgress: Bool { trips.isDriving }
+    private var monitoring: Bool { lifecycle == .monitoring }
+    private var tripsActive: Bool {
+        monitoring && autoTripDetection && detectionMode.detectsTrips && settings.tripDetectionEnabled
+    }
+    private var crashesActive: Bool { monitoring && detectionMode.detectsCrashes && settings.crashDetectionEnabled }
+
+    /// Configures the device. Configuring again replaces the configuration (a trip in progress is ended if the
+    /// new one leaves no trip detection).
+    public mutating func configure(_ configuration: RoadSaveConfiguration, at t: Double) throws(RoadSaveError) -> [DetectionAction] {
+        try configuration.validate()
+        guard configuration.device == device else {
+            throw .invalidConfiguration(field: "clientUserID", reason: "belongs to another device")
+        }
+        var actions = advance(to: t)
+        let wasTripping = tripsActive
+        self.configuration = configuration
+        autoTripDetection = configuration.shouldAutoDetectTrips
+        if lifecycle == .unconfigured { lifecycle = .configured }
+        if wasTripping && !tripsActive { actions += endTrip(reason: .detectionModeChanged) }
+        return actions
+    }
+
+    /// Starts monitoring with the result of a settings fetch (the startup guard).
+    public mutating func startMonitoring(at t: Double, fetch: SettingsFetch) throws(RoadSaveError) -> [DetectionAction] {
+        guard lifecycle != .unconfigured else { throw .notConfigured }
+        var actions = advance(to: t)
+        try applyStartupGuard(at: t, fetch: fetch)
+        if lifecycle != .monitoring {
+            lifecycle = .monitoring
+            trips.reset()
+        }
+        actions += []
+        return actions
+    }
+
+    /// Stops monitoring: a trip in progress ends; impacts waiting for their decision are decided now.
+    public mutating func stopMonitoring(at t: Double) throws(RoadSaveError) -> [DetectionAction] {
+        guard lifecycle != .unconfigured else { throw .notConfigured }
+        var actions = advance(to: t)
+        guard monitoring else { return actions }
+        actions += endTrip(reason: .monitoringStopped)
+        actions += crashes.decideAll(context: crashContext)
+        lifecycle = .configured
+        return actions
+    }
+
+    /// Pauses or resumes automatic trip detection. Pausing ends a trip in progress; resuming runs the startup
+    /// guard again (so it needs a settings fetch). Crash detection is unaffected either way.
+    public mutating func setAutoTripDetection(_ enabled: Bool, at t: Double, fetch: SettingsFetch? = nil) throws(RoadSaveError) -> [DetectionAction] {
+        guard lifecycle != .unconfigured else { throw .notConfigured }
+        var actions = advance(to: t)
+        if enabled {
+            if monitoring { try applyStartupGuard(at: t, fetch: fetch ?? .unreachable) }
+            if !autoTripDetection { trips.reset() }
+            autoTripDetection = true
+        } else {
+            actions += endTrip(reason: .detectionPaused)
+            autoTripDetection = false
+            trips.reset()
+        }
+        configuration?.shouldAutoDetectTrips = autoTripDetection
+        return actions
+    }
+
+    /// Switches the detection mode: a trip in progress ends if trips are no longer detected; crashes already sent
+    /// for evaluation are still reported, but no new ones are detected if crashes are switched off.
+    public mutating func setDetectionMode(_ mode: CrashDetectionMode, at t: Double) throws(RoadSaveError) -> [DetectionAction] {
+        guard lifecycle != .unconfigured else { throw .notConfigured }
+        var actions = advance(to: t)
+        let wasTripping = tripsActive
+        configuration?.detectionMode = mode
+        if wasTripping && !tripsActive { actions += endTrip(reason: .detectionModeChanged) }
+        if !mode.detectsTrips { trips.reset() }
+        return actions
+    }
+
+    /// Raises a test crash: the same evaluation path as a real one, flagged `isTest`.
+    public mutating func raiseTestCrash(at t: Double) throws(RoadSaveError) -> [DetectionAction] {
+        guard lifecycle != .unconfigured else { throw .notConfigured }
+        guard monitoring else { throw .notMonitoring }
+        guard crashesActive else { throw .crashDetectionDisabled }
+        var actions = advance(to: t)
+        actions.append(crashes.raiseTestCrash(at: t, context: crashContext))
+        return actions
+    }
+
+    /// The platform's evaluation of a candidate from `.evaluateCrash` ended.
+    public mutating func crashEvaluated(crashID: String, outcome: CrashEvaluationOutcome) -> [DetectionAction] {
+        crashes.evaluated(crashID: crashID, outcome: outcome).map { [$0] } ?? []
+    }
+
+    // MARK: Records and time
+
+    /// Applies one record; records must come in event-time order (see `RecordOrdering`). Time first advances to
+    /// the record, firing what was due before it.
+    public mutating func handle(_ record: SensorRecord) -> [DetectionAction] {
+        var actions = advance(to: record.t)
+        guard monitoring else { return actions }
+        // After a silence longer than the data-gap limit nothing is known of what happened in it: the trip in
+        // progress ends at its last movement rather than being merged with whatever comes next.
+        if let lastRecordTime, record.t - lastRecordTime > settings.dataGap {
+            actions += endTrip(reason: .dataGap)
+        }
+        lastRecordTime = record.t
+
+        switch record.payload {
+        case let .location(fix):
+            guard case let .success(accepted) = gps.accept(fix, at: record.t, settings: settings) else { break }
+            if accepted.isMovement { steps.movementSeen() }
+            if tripsActive, let event = trips.fixAccepted(accepted, context: tripContext) {
+                actions.append(.emit(event))
+            }
+        case let .activity(observation):
+            activity.update(observation, at: record.t)
+            if tripsActive, let event = trips.activityChanged(context: tripContext) {
+                actions.append(.emit(event))
+            }
+        case let .steps(count):
+            // Without a pedometer only the stop delay ends trips.
+            guard capabilities.pedometerAvailable else { break }
+            steps.update(cumulative: count)
+            if tripsActive, let event = trips.stepsCounted(steps.sinceMovement, context: tripContext) {
+                actions.append(.emit(event))
+            }
+        case let .impact(observation):
+            if crashesActive { crashes.impact(observation, at: record.t, context: crashContext) }
+        case let .capabilities(reported):
+            capabilities = reported
+        }
+        // A record may have moved a deadline to or before now (for example the end of automotive reports).
+        actions += fireDueTimers(at: record.t)
+        return actions
+    }
+
+    /// Lets time pass to `t` (it never runs backwards), firing the stop delay and crash decisions due by then.
+    public mutating func advance(to t: Double) -> [DetectionAction] {
+        guard let clock, t <= clock else {
+            let actions = fireDueTimers(at: t)
+            self.clock = t
+            return actions
+        }
+        return []
+    }
+
+    /// The earliest time at which `advance(to:)` will have something to do, for the shell's timer.
+    public var nextDeadline: Double? {
+        guard monitoring else { return nil }
+        let tripDeadline = tripsActive ? trips.stopDeadline(context: tripContext) : nil
+        let crashDeadline = crashes.nextDeadline(settings: settings)
+        return [tripDeadline, crashDeadline].compactMap { $0 }.min()
+    }
+
+    // MARK: Internals
+
+    private mutating func fireDueTimers(at now: Double) -> [DetectionAction] {
+        guard monitoring else { return [] }
+        var actions = crashes.advance(to: now, context: crashContext)
+        if tripsActive, let deadline = trips.stopDeadline(context: tripContext), deadline <= now {
+            actions += endTrip(reason: .stopDelay)
+        }
+        return actions
+    }
+
+    private mutating func endTrip(reason: TripEndReason) -> [DetectionAction] {
+        trips.end(reason: reason).map { [.emit($0)] } ?? []
+    }
+
+    private mutating func applyStartupGuard(at t: Double, fetch: SettingsFetch) throws(RoadSaveError) {
+        switch fetch {
+        case let .fetched(fetched):
+            settings = fetched
+            lastSuccessfulSettingsFetch = t
+        case .unreachable:
+            guard let last = lastSuccessfulSettingsFetch, t - last <= settings.offlineGrace else {
+                throw .offlineLimitExceeded(lastSuccessfulFetch: lastSuccessfulSettingsFetch,
+                                            graceSeconds: settings.offlineGrace)
+            }
+        }
+    }
+
+    private var tripContext: TripContext {
+        TripContext(settings: settings, capabilities: capabilities, activity: activity)
+    }
+
+    private var crashContext: CrashContext {
+        CrashContext(settings: settings, activity: activity, gps: gps, tripInProgress: trips.isDriving)
+    }
+}

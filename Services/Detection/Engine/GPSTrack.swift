@@ -1,0 +1,91 @@
+import RoadSaveModel
+
+/// A location fix that passed the GPS filter.
+public struct AcceptedFix: Sendable, Equatable {
+    public var t: Double
+    public var latitude: Double
+    public var longitude: Double
+    /// Reported GPS speed, or a conservative estimate from displacement; `nil` when neither is known yet.
+    public var speed: Double?
+    /// Horizontal accuracy in metres (a typical phone value when the record had none).
+    public var accuracy: Double
+    /// Fast enough to be movement evidence (`DetectionSettings.movementSpeed`).
+    public var isMovement: Bool
+
+    func distance(to other: AcceptedFix) -> Double {
+        Geo.distance(latitude, longitude, other.latitude, other.longitude)
+    }
+}
+
+/// Why a fix did not count.
+public enum FixRejection: String, Error, Sendable, CaseIterable {
+    case invalidFix, poorAccuracy, duplicate, implausibleJump
+}
+
+/// The GPS filter and the recent history of good fixes of one device. Fixes that are invalid, inaccurate,
+/// repeated or that jump at impossible speeds don't count: they neither move trips nor add distance.
+struct GPSTrack: Sendable {
+    /// Accuracy assumed for fixes that don't report one.
+    static let assumedAccuracy = 10.0
+    /// Consecutive "jumps" after which the new place is believed (the earlier fix was the bad one, or the device
+    /// really was moved while silent).
+    static let jumpsBeforeReanchor = 3
+    /// Shortest baseline for estimating speed from positions: over one second, jitter looks like movement.
+    static let speedBaseline = 5.0
+
+    private(set) var recent: [AcceptedFix] = []
+    private var consecutiveJumps = 0
+    /// How much history to keep, in seconds (enough for crash context).
+    var historySeconds: Double
+
+    init(historySeconds: Double) {
+        self.historySeconds = historySeconds
+    }
+
+    var last: AcceptedFix? { recent.last }
+
+    mutating func accept(_ fix: LocationFix, at t: Double, settings: DetectionSettings) -> Result<AcceptedFix, FixRejection> {
+        if let accuracy = fix.horizontalAccuracy, accuracy < 0 { return .failure(.invalidFix) }
+        let accuracy = fix.horizontalAccuracy ?? Self.assumedAccuracy
+        if accuracy > settings.maximumHorizontalAccuracy { return .failure(.poorAccuracy) }
+        var candidate = AcceptedFix(t: t, latitude: fix.latitude, longitude: fix.longitude, speed: fix.speed,
+                                    accuracy: accuracy, isMovement: false)
+        if let last {
+            if t <= last.t { return .failure(.duplicate) }
+            let implied = candidate.distance(to: last) / (t - last.t)
+            if implied > settings.maximumPlausibleSpeed {
+                consecutiveJumps += 1
+                guard consecutiveJumps >= Self.jumpsBeforeReanchor else { return .failure(.implausibleJump) }
+                // Believe the new place, but don't carry speed estimates across the jump.
+                recent.removeAll()
+            }
+        }
+        consecutiveJumps = 0
+        if candidate.speed == nil { candidate.speed = estimatedSpeed(for: candidate) }
+        candidate.isMovement = (candidate.speed ?? 0) >= settings.movementSpeed
+        recent.append(candidate)
+        trim(before: t - historySeconds)
+        return .success(candidate)
+    }
+
+    /// Speed from displacement over at least `speedBaseline` seconds, less both fixes' accuracy: parked jitter
+    /// gives zero rather than a phantom speed.
+    private func estimatedSpeed(for fix: AcceptedFix) -> Double? {
+        guard let reference = recent.last(where: { fix.t - $0.t >= Self.speedBaseline }) else { return nil }
+        guard fix.t - reference.t <= 30 else { return nil }
+        let travelled = fix.distance(to: reference) - fix.accuracy - reference.accuracy
+        return max(0, travelled) / (fix.t - reference.t)
+    }
+
+    private mutating func trim(before cutoff: Double) {
+        // Trimmed in chunks so the front of the array is not shifted on every fix.
+        if recent.count > 64, let first = recent.first, first.t < cutoff - 30 {
+            recent.removeAll { $0.t < cutoff }
+        }
+    }
+
+    /// Fixes with `from ≤ t ≤ to`.
+    func fixes(from: Double, to: Double) -> some Sequence<AcceptedFix> {
+        recent.lazy.filter { $0.t >= from && $0.t <= to }
+    }
+}

@@ -1,0 +1,167 @@
+import RoadSaveModel
+
+/// The trip state machine of one device. It only sees what `DeviceSession` hands it (filtered fixes, activity,
+/// step counts) and works on their event times; `advance(to:)` fires the stop delay.
+struct TripEngine: Sendable {
+    /// Movement seen before a trip, building evidence towards one.
+    struct MovementRun: Sendable, Equatable {
+        var start: AcceptedFix
+        var lastMovement: Double
+        var maximumSpeed: Double
+        var odometer: Odometer
+
+        var duration: Double { lastMovement - start.t }
+    }
+
+    struct ActiveTrip: Sendable, Equatable {
+        var tripID: String
+        var startDate: Double
+        var lastMovement: Double
+        var odometer: Odometer
+    }
+
+    enum State: Sendable, Equatable {
+        case idle(MovementRun?)
+        case driving(ActiveTrip)
+    }
+
+    private(set) var state: State = .idle(nil)
+    let device: DeviceID
+
+    init(device: DeviceID) {
+        self.device = device
+    }
+
+    var isDriving: Bool {
+        if case .driving = state { return true }
+        return false
+    }
+
+    // MARK: Inputs
+
+    mutating func fixAccepted(_ fix: AcceptedFix, context: TripContext) -> RoadSaveEvent? {
+        switch state {
+        case var .idle(run):
+            if fix.isMovement {
+                if var current = run, fix.t - current.lastMovement <= context.settings.startRunBreak {
+                    current.lastMovement = fix.t
+                    current.maximumSpeed = max(current.maximumSpeed, fix.speed ?? 0)
+                    current.odometer.add(fix)
+                    run = current
+                } else {
+                    run = MovementRun(start: fix, lastMovement: fix.t, maximumSpeed: fix.speed ?? 0,
+                                      odometer: Odometer(anchor: fix))
+                }
+            } else if var current = run {
+                if fix.t - current.lastMovement > context.settings.startRunBreak {
+                    run = nil
+                } else {
+                    current.odometer.add(fix)
+                    run = current
+                }
+            }
+            state = .idle(run)
+            return startIfEvidenceSuffices(at: fix, context: context)
+        case var .driving(trip):
+            trip.odometer.add(fix)
+            if fix.isMovement { trip.lastMovement = fix.t }
+            state = .driving(trip)
+            return nil
+        }
+    }
+
+    /// An activity report may complete the evidence gathered from GPS (the classifier lags behind the wheels).
+    mutating func activityChanged(context: TripContext) -> RoadSaveEvent? {
+        guard case .idle(let run) = state, let run, let last = run.odometer.last else { return nil }
+        return startIfEvidenceSuffices(at: last, context: context)
+    }
+
+    /// Steps since the last movement passed the threshold: the user walked away, so the trip ends at once.
+    mutating func stepsCounted(_ stepsSinceMovement: Int, context: TripContext) -> RoadSaveEvent? {
+        guard stepsSinceMovement > context.settings.stepThreshold else { return nil }
+        return end(reason: .steps)
+    }
+
+    /// The time at which the stop delay ends the trip in progress, if nothing moves before then.
+    func stopDeadline(context: TripContext) -> Double? {
+        guard case let .driving(trip) = state else { return nil }
+        // "medium keeps a trip going": while the classifier still says automotive (a queue, a long red light)
+        // the trip is held open, but never longer than the in-vehicle standstill limit.
+        let settings = context.settings
+        if context.activity.currentlyAutomotive && context.capabilities.activityAvailable {
+            return trip.lastMovement + settings.maximumStandstillInVehicle
+        }
+        return trip.lastMovement + settings.stopDelay
+    }
+
+    /// Ends the trip in progress, if any; its end date is its last movement.
+    mutating func end(reason: TripEndReason) -> RoadSaveEvent? {
+        guard case let .driving(trip) = state else { return nil }
+        state = .idle(nil)
+        let info = TripInfo(tripID: trip.tripID, startDate: trip.startDate, endDate: trip.lastMovement,
+                            distanceMetres: trip.odometer.distance, endReason: reason)
+        return RoadSaveEvent(device: device, body: .tripDidEnd(info))
+    }
+
+    /// Forgets evidence gathered so far (detection paused or resumed: the startup guard runs again).
+    mutating func reset() {
+        if case .idle = state { state = .idle(nil) }
+    }
+
+    // MARK: Start decision
+
+    private mutating func startIfEvidenceSuffices(at fix: AcceptedFix, context: TripContext) -> RoadSaveEvent? {
+        guard case let .idle(run?) = state else { return nil }
+        let settings = context.settings
+        let netDistance = run.start.distance(to: fix)
+        let evidence: Bool
+        if context.capabilities.activityAvailable {
+            evidence = context.activity.allowsTripStart
+                && run.duration >= settings.startDuration
+                && netDistance >= settings.startDistance
+                && run.maximumSpeed >= settings.startSpeed
+        } else {
+            // No classifier: sustained movement faster than walking, running or cycling, over a longer stretch.
+            evidence = run.duration >= settings.gpsOnlyStartDuration
+                && netDistance >= settings.gpsOnlyStartDistance
+                && run.odometer.distance / run.duration >= settings.gpsOnlyStartSpeed
+        }
+        guard evidence else { return nil }
+        let tripID = StableID.make("trip", device.app, device.user, millis(run.start.t))
+        state = .driving(ActiveTrip(tripID: tripID, startDate: run.start.t, lastMovement: run.lastMovement,
+                                    odometer: run.odometer))
+        return RoadSaveEvent(device: device, body: .tripDidStart(TripStartInfo(tripID: tripID, startDate: run.start.t)))
+    }
+}
+
+/// What the trip engine reads from the rest of the session.
+struct TripContext {
+    var settings: DetectionSettings
+    var capabilities: DeviceCapabilities
+    var activity: ActivityContext
+}
+
+/// Distance travelled, counted so that GPS jitter adds nothing: a fix adds its distance from the last counted
+/// position only when it is movement or has left that position by more than the fixes' accuracy.
+struct Odometer: Sendable, Equatable {
+    /// Smallest displacement counted while not moving, whatever the accuracy.
+    static let minimumStep = 15.0
+
+    private(set) var distance = 0.0
+    private(set) var anchor: AcceptedFix
+    private(set) var last: AcceptedFix?
+
+    init(anchor: AcceptedFix) {
+        self.anchor = anchor
+        self.last = anchor
+    }
+
+    mutating func add(_ fix: AcceptedFix) {
+        last = fix
+        let step = fix.distance(to: anchor)
+        if fix.isMovement || step > max(Self.minimumStep, 2 * max(fix.accuracy, anchor.accuracy)) {
+            distance += step
+            anchor = fix
+        }
+    }
+}

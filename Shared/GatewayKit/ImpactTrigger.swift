@@ -1,0 +1,84 @@
+// The device gateway's impact trigger (CONTRACT §2): whenever the acceleration magnitude passes 2.0 g the gateway
+// sends one `impact` record with the peak, the time spent above the threshold and the raw window from 1 s before
+// to 2 s after the peak. The simulator and the converters of real recordings both cut impacts with this one
+// trigger, so what reaches detection has the same shape whether it was synthesised or recorded.
+
+/// One accelerometer sample: time in seconds (any epoch), acceleration in g on each axis.
+public struct AccelerationSample: Sendable, Equatable {
+    public var t: Double
+    public var x: Double
+    public var y: Double
+    public var z: Double
+
+    public init(t: Double, x: Double, y: Double, z: Double) {
+        self.t = t
+        self.x = x
+        self.y = y
+        self.z = z
+    }
+
+    public var magnitude: Double { (x * x + y * y + z * z).squareRoot() }
+}
+
+/// What the gateway sends for one triggered event.
+public struct TriggeredImpact: Sendable, Equatable {
+    /// Time of the peak.
+    public var t: Double
+    /// Peak magnitude, in g.
+    public var peakG: Double
+    /// Time spent above the trigger threshold during the event, in milliseconds.
+    public var durationMs: Double
+    /// The raw window from `windowBefore` before to `windowAfter` after the peak, times relative to the peak.
+    public var samples: [AccelerationSample]
+}
+
+public struct ImpactTrigger: Sendable {
+    public static let gatewayThresholdG = 2.0
+
+    public var thresholdG: Double
+    public var windowBefore: Double
+    public var windowAfter: Double
+
+    public init(thresholdG: Double = ImpactTrigger.gatewayThresholdG, windowBefore: Double = 1.0, windowAfter: Double = 2.0) {
+        self.thresholdG = thresholdG
+        self.windowBefore = windowBefore
+        self.windowAfter = windowAfter
+    }
+
+    /// Cuts impacts from a stream of samples in time order. After a trigger the gateway is busy until the window
+    /// after the peak has been captured, so crossings inside that window (bounces, secondary hits) belong to the
+    /// same record; a crossing after it starts a new record.
+    public func impacts(in samples: [AccelerationSample]) -> [TriggeredImpact] {
+        var result: [TriggeredImpact] = []
+        var index = 0
+        while index < samples.count {
+            guard samples[index].magnitude > thresholdG else {
+                index += 1
+                continue
+            }
+            // The event lasts from the first crossing until the window after its peak closes; the peak may move
+            // later while the signal keeps rising.
+            var peakIndex = index
+            var end = index
+            var aboveSeconds = 0.0
+            while end < samples.count, samples[end].t <= samples[peakIndex].t + windowAfter {
+                let magnitude = samples[end].magnitude
+                if magnitude > samples[peakIndex].magnitude, samples[end].t - samples[index].t <= windowAfter {
+                    peakIndex = end
+                }
+                if magnitude > thresholdG, end + 1 < samples.count {
+                    aboveSeconds += samples[end + 1].t - samples[end].t
+                }
+                end += 1
+            }
+            let peak = samples[peakIndex]
+            let window = samples[..<end]
+                .filter { $0.t >= peak.t - windowBefore && $0.t <= peak.t + windowAfter }
+                .map { AccelerationSample(t: $0.t - peak.t, x: $0.x, y: $0.y, z: $0.z) }
+            result.append(TriggeredImpact(t: peak.t, peakG: peak.magnitude, durationMs: aboveSeconds * 1000,
+                                          samples: window))
+            index = end
+        }
+        return result
+    }
+}

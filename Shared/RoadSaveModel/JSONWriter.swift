@@ -1,0 +1,79 @@
+/// Writes a flat JSON object with members in the order they are added: event lines are byte-for-byte repeatable,
+/// which replay fixtures and deduplicating receivers rely on.
+public struct JSONObjectWriter {
+    private var text = "{"
+    private var empty = true
+
+    public init() {}
+
+    public mutating func add(_ key: String, _ value: String) {
+        separate(key)
+        JSONObjectWriter.appendQuoted(value, to: &text)
+    }
+
+    public mutating func add(_ key: String, _ value: Bool) {
+        separate(key)
+        text += value ? "true" : "false"
+    }
+
+    /// Numbers are rounded to `decimals` places and written in their shortest form.
+    public mutating func add(_ key: String, _ value: Double, decimals: Int) {
+        separate(key)
+        text += JSONObjectWriter.number(value, decimals: decimals)
+    }
+
+    public mutating func add(_ key: String, _ value: Int) {
+        separate(key)
+        text += String(value)
+    }
+
+    /// A value that is already JSON.
+    public mutating func add(_ key: String, raw json: String) {
+        separate(key)
+        text += json
+    }
+
+    public func finish() -> String { text + "}" }
+
+    private mutating func separate(_ key: String) {
+        if !empty { text += "," }
+        empty = false
+        JSONObjectWriter.appendQuoted(key, to: &text)
+        text += ":"
+    }
+
+    public static func number(_ value: Double, decimals: Int) -> String {
+        guard value.isFinite else { return "null" }
+        var scale = 1.0
+        for _ in 0..<decimals { scale *= 10 }
+        let rounded = (value * scale).rounded() / scale
+        if rounded == rounded.rounded(.towardZero), abs(rounded) < 1e15 {
+            return String(Int64(rounded))
+        }
+        return String(rounded)
+    }
+
+    public static func quoted(_ value: String) -> String {
+        var text = ""
+        appendQuoted(value, to: &text)
+        return text
+    }
+
+    public static func appendQuoted(_ value: String, to text: inout String) {
+        text += "\""
+        for scalar in value.unicodeScalars {
+            switch scalar {
+            case "\"": text += "\\\""
+            case "\\": text += "\\\\"
+            case "\n": text += "\\n"
+            case "\r": text += "\\r"
+            case "\t": text += "\\t"
+            case _ where scalar.value < 0x20:
+                let digits = String(scalar.value, radix: 16)
+                text += "\\u" + String(repeating: "0", count: 4 - digits.count) + digits
+            default: text.unicodeScalars.append(scalar)
+            }
+        }
+        text += "\""
+    }
+}
