@@ -1,1 +1,42 @@
-print("roadsave")
+import Foundation
+import RoadSaveModel
+import Recordings
+import Replay
+import Simulator
+
+/// `roadsave`: one executable, a subcommand per job (CONTRACT §6).
+@main
+struct RoadSaveCommand {
+    static let usage = """
+        Usage: roadsave COMMAND [options]
+
+        Commands:
+          replay FILE     run the detection engines over recorded records and print the events (NDJSON)
+          simulate        write realistic record streams (NDJSON) for any number of devices, from a seed
+          convert         convert a real recording from ../shared/data into records (NDJSON)
+
+        Run 'roadsave COMMAND --help' for a command's options.
+        """
+
+    static func main() async {
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        guard let command = arguments.first else {
+            FileHandle.standardError.write(Data((usage + "\n").utf8))
+            exit(2)
+        }
+        let rest = Array(arguments.dropFirst())
+        let status: Int32
+        switch command {
+        case "replay": status = await ReplayCommand.run(rest)
+        case "simulate": status = SimulateCommand.run(rest)
+        case "convert": status = ConvertCommand.run(rest)
+        case "-h", "--help", "help":
+            print(usage)
+            status = 0
+        default:
+            FileHandle.standardError.write(Data("roadsave: unknown command \"\(command)\"\n\n\(usage)\n".utf8))
+            status = 2
+        }
+        exit(status)
+    }
+}

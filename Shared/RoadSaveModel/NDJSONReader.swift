@@ -38,8 +38,27 @@ public struct NDJSONLineReader: ~Copyable {
         public var description: String { "cannot read \(path): \(reason)" }
     }
 
+    /// Like `forEachLine`, but stops after the line for which `body` returns false; `ended` says whether the
+    /// input is exhausted.
+    public mutating func forEachLineUntil(_ body: (UnsafeBufferPointer<UInt8>, Int) -> Bool, ended: (Bool) -> Void) {
+        var exhausted = true
+        forEachLineWhile { line, number in
+            let goOn = body(line, number)
+            if !goOn { exhausted = false }
+            return goOn
+        }
+        ended(exhausted)
+    }
+
     /// Calls `body` with each non-blank line (without its line break) and its number.
     public mutating func forEachLine(_ body: (UnsafeBufferPointer<UInt8>, Int) throws -> Void) rethrows {
+        try forEachLineWhile { line, number in
+            try body(line, number)
+            return true
+        }
+    }
+
+    private mutating func forEachLineWhile(_ body: (UnsafeBufferPointer<UInt8>, Int) throws -> Bool) rethrows {
         while true {
             let length = getline(&line, &capacity, file)
             guard length >= 0, let line else { return }
@@ -49,7 +68,7 @@ public struct NDJSONLineReader: ~Copyable {
             let bytes = UnsafeRawPointer(line).assumingMemoryBound(to: UInt8.self)
             let buffer = UnsafeBufferPointer(start: bytes, count: count)
             if buffer.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) { continue }
-            try body(buffer, lineNumber)
+            if try !body(buffer, lineNumber) { return }
         }
     }
 }

@@ -31,7 +31,7 @@ struct GPSTrack: Sendable {
     /// really was moved while silent).
     static let jumpsBeforeReanchor = 3
     /// Shortest baseline for estimating speed from positions: over one second, jitter looks like movement.
-    static let speedBaseline = 5.0
+    static let speedBaseline = 10.0
 
     private(set) var recent: [AcceptedFix] = []
     private var consecutiveJumps = 0
@@ -68,12 +68,13 @@ struct GPSTrack: Sendable {
         return .success(candidate)
     }
 
-    /// Speed from displacement over at least `speedBaseline` seconds, less both fixes' accuracy: parked jitter
-    /// gives zero rather than a phantom speed.
+    /// Speed from displacement over at least `speedBaseline` seconds, less twice the two fixes' combined accuracy
+    /// (about 95 % of jitter): parked jitter gives zero rather than a phantom speed.
     private func estimatedSpeed(for fix: AcceptedFix) -> Double? {
         guard let reference = recent.last(where: { fix.t - $0.t >= Self.speedBaseline }) else { return nil }
         guard fix.t - reference.t <= 30 else { return nil }
-        let travelled = fix.distance(to: reference) - fix.accuracy - reference.accuracy
+        let noise = 2 * (fix.accuracy * fix.accuracy + reference.accuracy * reference.accuracy).squareRoot()
+        let travelled = fix.distance(to: reference) - noise
         return max(0, travelled) / (fix.t - reference.t)
     }
 

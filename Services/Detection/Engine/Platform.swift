@@ -94,3 +94,18 @@ public struct CrashEvaluator: Sendable {
         }
     }
 }
+
+/// A platform whose settings are replaced by fixed ones (`--settings FILE`), evaluating through another.
+public struct SettingsOverridePlatform: Platform {
+    public var base: any Platform
+    public var fixedSettings: DetectionSettings
+
+    public init(base: any Platform, settings: DetectionSettings) {
+        self.base = base
+        self.fixedSettings = settings
+    }
+
+    public func settings(applicationID: String) async throws -> DetectionSettings { fixedSettings }
+
+    public func evaluate(_ candidate: CrashCandidate) async throws -> CrashVerdict { try await base.evaluate(candidate) }
+}

@@ -85,13 +85,16 @@ struct TripEngine: Sendable {
     /// The time at which the stop delay ends the trip in progress, if nothing moves before then.
     func stopDeadline(context: TripContext) -> Double? {
         guard case let .driving(trip) = state else { return nil }
-        // "medium keeps a trip going": while the classifier still says automotive (a queue, a long red light)
-        // the trip is held open, but never longer than the in-vehicle standstill limit.
         let settings = context.settings
-        if context.activity.currentlyAutomotive && context.capabilities.activityAvailable {
-            return trip.lastMovement + settings.maximumStandstillInVehicle
+        var from = trip.lastMovement
+        // "medium keeps a trip going": while the classifier keeps reporting automotive (a queue, a long red
+        // light) the stop delay runs from its latest report, but never past the in-vehicle standstill limit.
+        // A device that falls silent reports nothing, so its stop delay runs from its last movement.
+        if context.capabilities.activityAvailable, context.activity.currentlyAutomotive,
+           let report = context.activity.lastAutomotive, report > from {
+            from = min(report, trip.lastMovement + settings.maximumStandstillInVehicle - settings.stopDelay)
         }
-        return trip.lastMovement + settings.stopDelay
+        return from + settings.stopDelay
     }
 
     /// Ends the trip in progress, if any; its end date is its last movement.
@@ -141,12 +144,10 @@ struct TripContext {
     var activity: ActivityContext
 }
 
-/// Distance travelled, counted so that GPS jitter adds nothing: a fix adds its distance from the last counted
-/// position only when it is movement or has left that position by more than the fixes' accuracy.
+/// Distance travelled, counted so that GPS jitter adds nothing: only a fix that is movement adds distance, from
+/// the last fix counted. Fixes while stopped (jitter) add nothing; slow creeping between two movement fixes is
+/// recovered as the straight line between them.
 struct Odometer: Sendable, Equatable {
-    /// Smallest displacement counted while not moving, whatever the accuracy.
-    static let minimumStep = 15.0
-
     private(set) var distance = 0.0
     private(set) var anchor: AcceptedFix
     private(set) var last: AcceptedFix?
@@ -158,10 +159,8 @@ struct Odometer: Sendable, Equatable {
 
     mutating func add(_ fix: AcceptedFix) {
         last = fix
-        let step = fix.distance(to: anchor)
-        if fix.isMovement || step > max(Self.minimumStep, 2 * max(fix.accuracy, anchor.accuracy)) {
-            distance += step
-            anchor = fix
-        }
+        guard fix.isMovement else { return }
+        distance += fix.distance(to: anchor)
+        anchor = fix
     }
 }

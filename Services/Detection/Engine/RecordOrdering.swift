@@ -1,0 +1,149 @@
+import RoadSaveModel
+
+/// Puts one device's records into event-time order before they reach its session. A bounded window of event time
+/// absorbs small disorder (gateways batch sensors separately); a repeated `seq` is a duplicate and is dropped; a
+/// record older than what was already applied is reported as late, never silently applied; and a record that
+/// jumps far ahead of the device's stream is held until the next record shows whether the jump was real (a long
+/// silence) or a broken timestamp.
+public struct RecordOrdering: Sendable {
+    public struct Options: Sendable, Equatable {
+        /// How far behind the newest record a record may arrive and still be put in order, in seconds.
+        public var window: Double
+        /// A jump ahead of the newest record larger than this is held for confirmation, in seconds.
+        public var futureJump: Double
+        /// How many recent `seq` values are remembered for duplicate detection.
+        public var sequenceMemory: Int
+
+        public init(window: Double = 10, futureJump: Double = 900, sequenceMemory: Int = 4096) {
+            self.window = window
+            self.futureJump = futureJump
+            self.sequenceMemory = sequenceMemory
+        }
+    }
+
+    public enum Rejection: Sendable, Equatable, CustomStringConvertible {
+        /// The same `seq` (or, without one, the same record) was already taken.
+        case duplicate
+        /// Older than the records already applied by more than the window allows.
+        case late(appliedUpTo: Double)
+        /// A timestamp far ahead of the device's stream, not confirmed by the records after it.
+        case farInFuture(streamTime: Double)
+
+        public var description: String {
+            switch self {
+            case .duplicate:
+                "duplicate record (seq already received)"
+            case let .late(appliedUpTo):
+                "arrived after records up to \(ISO8601.string(fromSeconds: appliedUpTo)) were applied: too late for the reorder window, not applied"
+            case let .farInFuture(streamTime):
+                "timestamp far ahead of the device's other records (around \(ISO8601.string(fromSeconds: streamTime))) and not confirmed by the records after it: not applied"
+            }
+        }
+    }
+
+    public let options: Options
+    /// Buffered records in event-time order (ties in arrival order), from `head` on.
+    private var buffer: [SensorRecord] = []
+    private var head = 0
+    /// The newest event time taken in.
+    public private(set) var newest: Double?
+    /// The event time of the last record released.
+    public private(set) var released: Double?
+    /// A record far ahead of the stream, waiting for the next record to confirm it.
+    private var suspect: SensorRecord?
+    private var recentSequences = Set<UInt64>()
+    private var sequenceOrder: [UInt64] = []
+    private var sequenceHead = 0
+
+    public init(options: Options = Options()) {
+        self.options = options
+    }
+
+    /// Records waiting in the buffer.
+    public var bufferedCount: Int { buffer.count - head + (suspect == nil ? 0 : 1) }
+
+    /// Takes a record in. Returns the records now ready, in order, and what was rejected (the record itself, or a
+    /// suspect it disproved).
+    public mutating func insert(_ record: SensorRecord) -> (ready: [SensorRecord], rejected: [(SensorRecord, Rejection)]) {
+        var rejected: [(SensorRecord, Rejection)] = []
+        if let seq = record.seq {
+            if recentSequences.contains(seq) { return ([], [(record, .duplicate)]) }
+        } else if isBufferedCopy(record) {
+            return ([], [(record, .duplicate)])
+        }
+        if let released, record.t < released - 1e-9 {
+            return ([], [(record, .late(appliedUpTo: released))])
+        }
+        if let pending = suspect {
+            suspect = nil
+            if record.t > (newest ?? record.t) + options.futureJump {
+                // The stream really moved on (a long silence): the held record was genuine.
+                take(pending)
+            } else {
+                rejected.append((pending, .farInFuture(streamTime: newest ?? record.t)))
+            }
+        } else if let newest, record.t > newest + options.futureJump {
+            remember(record.seq)
+            suspect = record
+            return ([], rejected)
+        }
+        remember(record.seq)
+        take(record)
+        return (releaseReady(), rejected)
+    }
+
+    /// Releases everything (end of input, or a shell's idle flush).
+    public mutating func flush() -> [SensorRecord] {
+        if let pending = suspect {
+            suspect = nil
+            take(pending)
+        }
+        let all = Array(buffer[head...])
+        if let last = all.last { released = max(released ?? last.t, last.t) }
+        buffer.removeAll(keepingCapacity: true)
+        head = 0
+        return all
+    }
+
+    private mutating func take(_ record: SensorRecord) {
+        newest = max(newest ?? record.t, record.t)
+        // Mostly in order: search for the insertion point from the end.
+        var index = buffer.count
+        while index > head, buffer[index - 1].t > record.t { index -= 1 }
+        buffer.insert(record, at: index)
+    }
+
+    private mutating func releaseReady() -> [SensorRecord] {
+        guard let newest else { return [] }
+        let horizon = newest - options.window
+        var ready: [SensorRecord] = []
+        while head < buffer.count, buffer[head].t <= horizon {
+            ready.append(buffer[head])
+            head += 1
+        }
+        if let last = ready.last { released = max(released ?? last.t, last.t) }
+        if head > 256, head * 2 > buffer.count {
+            buffer.removeFirst(head)
+            head = 0
+        }
+        return ready
+    }
+
+    private func isBufferedCopy(_ record: SensorRecord) -> Bool {
+        buffer[head...].contains(record) || suspect == record
+    }
+
+    private mutating func remember(_ seq: UInt64?) {
+        guard let seq else { return }
+        recentSequences.insert(seq)
+        sequenceOrder.append(seq)
+        if sequenceOrder.count - sequenceHead > options.sequenceMemory {
+            recentSequences.remove(sequenceOrder[sequenceHead])
+            sequenceHead += 1
+            if sequenceHead > 4096 {
+                sequenceOrder.removeFirst(sequenceHead)
+                sequenceHead = 0
+            }
+        }
+    }
+}

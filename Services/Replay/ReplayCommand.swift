@@ -1,0 +1,146 @@
+import DetectionEngine
+import Foundation
+import PlatformHTTP
+import RoadSaveModel
+
+/// `roadsave replay FILE.ndjson`: the engines over a recording, events as NDJSON on standard output.
+public enum ReplayCommand {
+    public static let usage = """
+        Usage: roadsave replay FILE.ndjson [options]
+
+        Runs the trip and crash engines over recorded sensor records (CONTRACT §2, one JSON object a line; - reads
+        standard input) and prints the events as NDJSON on standard output. Each device met is configured with its
+        app and user (mode all, automatic trips on) and monitored from its first record. Records are applied per
+        device in event-time order; at the end of the input time runs on, so pending timers fire. Bad lines are
+        reported on standard error (line, field, reason) and skipped; a summary ends the run.
+
+        Options:
+          --platform URL        use the RoadSave platform at URL for settings and crash evaluation
+                                (default: the embedded platform: built-in settings and evaluator)
+          --settings FILE       JSON thresholds that replace the platform's settings (any subset of the fields)
+          --format FORMAT       current (default) or legacy (the 3.x keys)
+          --reorder-window S    seconds of event time a record may arrive late and still be put in order (default 10)
+          --platform-timeout S  seconds per platform request (default 5)
+          --platform-attempts N attempts per platform call, with exponential backoff (default 3)
+          --quiet               no log lines but errors
+          -h, --help            this text
+
+        Exit status: 0 when the file was replayed (even with bad lines), 2 when it could not run at all.
+        """
+
+    public static func run(_ arguments: [String]) async -> Int32 {
+        let log = Log(category: "replay")
+        let options: CommandLineOptions
+        do {
+            options = try CommandLineOptions(arguments,
+                                             valued: ["--platform", "--settings", "--format", "--reorder-window",
+                                                      "--platform-timeout", "--platform-attempts"],
+                                             flags: ["--quiet", "--help", "-h"])
+        } catch {
+            return fail(error.message)
+        }
+        if options.has("--help") || options.has("-h") {
+            print(usage)
+            return 0
+        }
+        guard options.positional.count == 1, let path = options.positional.first else {
+            return fail(options.positional.isEmpty ? "a record file is needed" : "only one record file can be replayed at a time")
+        }
+        let platform: any Platform
+        let format: EventFormat
+        let ordering: RecordOrdering.Options
+        do {
+            format = try options.choice("--format", EventFormat.self) ?? .current
+            let window = try options.double("--reorder-window", range: 0...3600) ?? 10
+            ordering = RecordOrdering.Options(window: window)
+            platform = try makePlatform(options)
+        } catch let error as CommandLineOptions.UsageError {
+            return fail(error.message)
+        } catch {
+            return fail("\(error)")
+        }
+        var reader: NDJSONLineReader
+        do {
+            reader = try NDJSONLineReader(path: path)
+        } catch {
+            return fail(error.description)
+        }
+
+        let quietLog = Log(category: "replay", minimumLevel: options.has("--quiet") ? .error : .info)
+        let output = LineWriter()
+        let replayer = Replayer(platform: platform, ordering: ordering, log: quietLog) { event in
+            output.write(line: event.json(format))
+        }
+        await withLines(&reader) { line, number in await replayer.feed(line: line, number: number) }
+        await replayer.finish()
+        output.flush()
+        let s = replayer.summary
+        quietLog.info("replay finished", [
+            "lines": String(s.lines), "applied": String(s.applied), "invalid": String(s.invalid),
+            "duplicates": String(s.duplicates), "late": String(s.late), "farInFuture": String(s.farInFuture),
+            "notMonitored": String(s.notMonitored), "devices": String(s.devices), "events": String(s.events),
+            "crashesDismissed": String(s.crashesDismissed),
+        ])
+        _ = log
+        return 0
+    }
+
+    static func makePlatform(_ options: CommandLineOptions) throws -> any Platform {
+        var platform: any Platform = EmbeddedPlatform()
+        if let url = options.string("--platform") {
+            guard let parsed = URL(string: url) else {
+                throw CommandLineOptions.UsageError("--platform: \"\(url)\" is not a URL")
+            }
+            let timeout = try options.double("--platform-timeout", range: 0.1...300) ?? 5
+            let attempts = try options.integer("--platform-attempts", range: 1...20) ?? 3
+            platform = try HTTPPlatform(baseURL: parsed, options: .init(requestTimeout: timeout, attempts: attempts))
+        }
+        if let path = options.string("--settings") {
+            platform = SettingsOverridePlatform(base: platform, settings: try loadSettings(path))
+        }
+        return platform
+    }
+
+    static func loadSettings(_ path: String) throws -> DetectionSettings {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw CommandLineOptions.UsageError("--settings: cannot read \(path)")
+        }
+        do {
+            return try JSONDecoder().decode(DetectionSettings.self, from: data)
+        } catch let error as RoadSaveError {
+            throw CommandLineOptions.UsageError("--settings \(path): \(error)")
+        } catch let DecodingError.typeMismatch(_, context), let DecodingError.valueNotFound(_, context) {
+            let field = context.codingPath.map(\.stringValue).joined(separator: ".")
+            throw CommandLineOptions.UsageError("--settings \(path): \(field): \(context.debugDescription)")
+        } catch {
+            throw CommandLineOptions.UsageError("--settings \(path): not a JSON object of thresholds (\(error))")
+        }
+    }
+
+    private static func fail(_ message: String) -> Int32 {
+        Log(category: "replay").error("roadsave replay: \(message)")
+        FileHandle.standardError.write(Data("roadsave replay: \(message)\nRun 'roadsave replay --help' for usage.\n".utf8))
+        return 2
+    }
+}
+
+/// Reads every line through an async body (the reader's own loop takes a synchronous one).
+private func withLines(_ reader: inout NDJSONLineReader,
+                       _ body: ([UInt8], Int) async -> Void) async {
+    // Lines are copied out in chunks so the async body never holds the reader's buffer across a suspension.
+    var chunk: [([UInt8], Int)] = []
+    var more = true
+    while more {
+        more = false
+        var count = 0
+        reader.forEachLineUntil { line, number in
+            chunk.append((Array(line), number))
+            count += 1
+            return count < 4096
+        } ended: { more = !$0 }
+        for (bytes, number) in chunk {
+            await body(bytes, number)
+        }
+        chunk.removeAll(keepingCapacity: true)
+    }
+}
