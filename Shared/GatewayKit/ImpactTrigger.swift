@@ -45,6 +45,10 @@ public struct ImpactTrigger: Sendable {
         self.windowAfter = windowAfter
     }
 
+    /// Longest gap between two samples counted as time above the threshold: sparse logs (a few Hz) would
+    /// otherwise turn one sample above 2 g into a long "duration".
+    public static let maximumSampleGap = 0.05
+
     /// Cuts impacts from a stream of samples in time order. After a trigger the gateway is busy until the window
     /// after the peak has been captured, so crossings inside that window (bounces, secondary hits) belong to the
     /// same record; a crossing after it starts a new record.
@@ -57,28 +61,40 @@ public struct ImpactTrigger: Sendable {
                 continue
             }
             // The event lasts from the first crossing until the window after its peak closes; the peak may move
-            // later while the signal keeps rising.
+            // later while the signal keeps rising within the window after the first crossing.
             var peakIndex = index
             var end = index
-            var aboveSeconds = 0.0
             while end < samples.count, samples[end].t <= samples[peakIndex].t + windowAfter {
-                let magnitude = samples[end].magnitude
-                if magnitude > samples[peakIndex].magnitude, samples[end].t - samples[index].t <= windowAfter {
+                if samples[end].magnitude > samples[peakIndex].magnitude, samples[end].t - samples[index].t <= windowAfter {
                     peakIndex = end
-                }
-                if magnitude > thresholdG, end + 1 < samples.count {
-                    aboveSeconds += samples[end + 1].t - samples[end].t
                 }
                 end += 1
             }
             let peak = samples[peakIndex]
-            let window = samples[..<end]
-                .filter { $0.t >= peak.t - windowBefore && $0.t <= peak.t + windowAfter }
-                .map { AccelerationSample(t: $0.t - peak.t, x: $0.x, y: $0.y, z: $0.z) }
-            result.append(TriggeredImpact(t: peak.t, peakG: peak.magnitude, durationMs: aboveSeconds * 1000,
+            var first = peakIndex
+            while first > 0, samples[first - 1].t >= peak.t - windowBefore { first -= 1 }
+            let window = samples[first..<end].map { AccelerationSample(t: $0.t - peak.t, x: $0.x, y: $0.y, z: $0.z) }
+            result.append(TriggeredImpact(t: peak.t, peakG: peak.magnitude,
+                                          durationMs: secondsAbove(around: peakIndex, in: samples) * 1000,
                                           samples: window))
             index = end
         }
         return result
+    }
+
+    /// How long the magnitude stayed above the threshold in the one continuous stretch that holds the peak.
+    private func secondsAbove(around peakIndex: Int, in samples: [AccelerationSample]) -> Double {
+        var first = peakIndex
+        while first > 0, samples[first - 1].magnitude > thresholdG { first -= 1 }
+        var last = peakIndex
+        while last + 1 < samples.count, samples[last + 1].magnitude > thresholdG { last += 1 }
+        // Each sample above stands for the time to its neighbours, half on each side, capped for sparse logs.
+        var seconds = 0.0
+        for i in first...last {
+            let before = i > 0 ? min(samples[i].t - samples[i - 1].t, Self.maximumSampleGap) : 0
+            let after = i + 1 < samples.count ? min(samples[i + 1].t - samples[i].t, Self.maximumSampleGap) : 0
+            seconds += (before + after) / 2
+        }
+        return seconds
     }
 }

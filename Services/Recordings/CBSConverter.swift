@@ -1,0 +1,221 @@
+// CBS Smart Survey open geodata → records.
+// A day file holds 1 Hz phone GPS (`user_id,timestamp,latitude,longitude,stop,mode`, times in UTC) labelled from a
+// travel diary: `stop` TRUE while the person was not moving, `mode` the diary's mode while moving. There is no speed,
+// accuracy or course, and the diary is minute-resolution.
+
+import Foundation
+
+/// A run of GPS points with the same diary label (stop flag and mode).
+public struct DiarySegment: Sendable, Equatable {
+    /// Unix seconds of the first and last point.
+    public var start: Double
+    public var end: Double
+    /// Diary mode (Walk, Bike, Bus, Tram, Metro, Train, Ferry, Car); empty during stops.
+    public var mode: String
+    public var stop: Bool
+    public var pointCount: Int
+}
+
+public enum CBSConverter {
+    public struct Fix: Sendable, Equatable {
+        public var t: Double
+        public var lat: Double
+        public var lon: Double
+        public var stop: Bool
+        public var mode: String
+    }
+
+    public struct Log: Sendable, Equatable {
+        public var fixes: [Fix] = []
+        /// The file's user_id column (first row).
+        public var userID: String?
+        /// Rows that could not be read (bad time, coordinates or stop flag).
+        public var malformedLines = 0
+        /// Rows with the same timestamp as the row before: kept, because a detection engine must cope with them.
+        public var duplicateTimestamps = 0
+        /// Rows earlier than the row before (none in the published files).
+        public var outOfOrderLines = 0
+    }
+
+    public static func parse(_ text: String) throws -> Log {
+        var log = Log()
+        var lines = textLines(text)[...]
+        guard let header = lines.first else { return log }
+        let names = fields(header).map { $0.lowercased() }
+        guard let timeColumn = names.firstIndex(of: "timestamp"), let latColumn = names.firstIndex(of: "latitude"),
+              let lonColumn = names.firstIndex(of: "longitude"), let stopColumn = names.firstIndex(of: "stop"),
+              let modeColumn = names.firstIndex(of: "mode") else {
+            throw RecordingError.malformed(file: "CBS file",
+                                           reason: "the header must name timestamp, latitude, longitude, stop and mode")
+        }
+        let userColumn = names.firstIndex(of: "user_id")
+        lines = lines.dropFirst()
+        let width = max(timeColumn, latColumn, lonColumn, stopColumn, modeColumn) + 1
+        for line in lines {
+            let parts = fields(line)
+            guard parts.count >= width, let t = parseTimestamp(parts[timeColumn]),
+                  let lat = Double(parts[latColumn]), let lon = Double(parts[lonColumn]),
+                  (-90...90).contains(lat), (-180...180).contains(lon) else { log.malformedLines += 1; continue }
+            let stop: Bool
+            switch parts[stopColumn].uppercased() {
+            case "TRUE": stop = true
+            case "FALSE": stop = false
+            default: log.malformedLines += 1; continue
+            }
+            if log.userID == nil, let userColumn, userColumn < parts.count { log.userID = String(parts[userColumn]) }
+            if let previous = log.fixes.last {
+                if t == previous.t { log.duplicateTimestamps += 1 } else if t < previous.t { log.outOfOrderLines += 1 }
+            }
+            log.fixes.append(Fix(t: t, lat: lat, lon: lon, stop: stop, mode: stop ? "" : String(parts[modeColumn])))
+        }
+        return log
+    }
+
+    /// `YYYY-MM-DDTHH:MM:SS[.fff](Z|±HH:MM)` → Unix seconds. Hand-written because the day files hold 150 000 of them
+    /// and the formatter classes are slow; returns nil for anything else.
+    public static func parseTimestamp(_ text: Substring) -> Double? {
+        let chars = Array(text.utf8)
+        guard chars.count >= 19, chars[4] == UInt8(ascii: "-"), chars[7] == UInt8(ascii: "-"),
+              chars[10] == UInt8(ascii: "T") || chars[10] == UInt8(ascii: " "),
+              chars[13] == UInt8(ascii: ":"), chars[16] == UInt8(ascii: ":") else { return nil }
+        func digits(_ range: Range<Int>) -> Int? {
+            var value = 0
+            for index in range {
+                let c = chars[index]
+                guard c >= UInt8(ascii: "0"), c <= UInt8(ascii: "9") else { return nil }
+                value = value * 10 + Int(c - UInt8(ascii: "0"))
+            }
+            return value
+        }
+        guard let year = digits(0..<4), let month = digits(5..<7), let day = digits(8..<10),
+              let hour = digits(11..<13), let minute = digits(14..<16), let second = digits(17..<19),
+              (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 61 else { return nil }
+        var index = 19
+        var fraction = 0.0
+        if index < chars.count, chars[index] == UInt8(ascii: ".") {
+            index += 1
+            var scale = 0.1
+            while index < chars.count, chars[index] >= UInt8(ascii: "0"), chars[index] <= UInt8(ascii: "9") {
+                fraction += Double(chars[index] - UInt8(ascii: "0")) * scale
+                scale /= 10
+                index += 1
+            }
+        }
+        var offset = 0
+        if index < chars.count {
+            if chars[index] == UInt8(ascii: "Z"), index + 1 == chars.count {
+                offset = 0
+            } else if chars[index] == UInt8(ascii: "+") || chars[index] == UInt8(ascii: "-"), chars.count == index + 6,
+                      chars[index + 3] == UInt8(ascii: ":"), let hours = digits((index + 1)..<(index + 3)),
+                      let minutes = digits((index + 4)..<(index + 6)) {
+                offset = (hours * 3600 + minutes * 60) * (chars[index] == UInt8(ascii: "+") ? 1 : -1)
+            } else {
+                return nil
+            }
+        }
+        let seconds = daysFromCivil(year: year, month: month, day: day) * 86400 + hour * 3600 + minute * 60 + second - offset
+        return Double(seconds) + fraction
+    }
+
+    /// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm).
+    static func daysFromCivil(year: Int, month: Int, day: Int) -> Int {
+        let y = month <= 2 ? year - 1 : year
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yoe = y - era * 400
+        let doy = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
+        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
+        return era * 146097 + doe - 719468
+    }
+
+    /// Runs of identical (stop, mode), the way segments_derived.csv beside the data was made.
+    public static func segments(_ fixes: [Fix]) -> [DiarySegment] {
+        var segments: [DiarySegment] = []
+        for fix in fixes {
+            if var last = segments.last, last.stop == fix.stop, last.mode == fix.mode {
+                last.end = fix.t
+                last.pointCount += 1
+                segments[segments.count - 1] = last
+            } else {
+                segments.append(DiarySegment(start: fix.t, end: fix.t, mode: fix.mode, stop: fix.stop, pointCount: 1))
+            }
+        }
+        return segments
+    }
+
+    /// The activity a phone's classifier would most plausibly report for a diary label. Rail and water modes get medium
+    /// confidence: phone classifiers confuse them with other motion more often than road vehicles.
+    public static func activity(for segment: DiarySegment) -> (ActivityKind, ActivityConfidence) {
+        if segment.stop { return (.stationary, .high) }
+        switch segment.mode.lowercased() {
+        case "walk": return (.walking, .high)
+        case "bike": return (.cycling, .high)
+        case "bus", "tram", "car": return (.automotive, .high)
+        case "metro", "train", "ferry": return (.automotive, .medium)
+        default: return (.unknown, .low)
+        }
+    }
+
+    public static func convert(file: URL, app: String = "recorded", user: String? = nil, deriveActivity: Bool = false) throws
+        -> ConvertedRecording {
+        let text = try RecordingFile.text(of: file)
+        return try convert(text: text, fileName: file.lastPathComponent, app: app, user: user, deriveActivity: deriveActivity)
+    }
+
+    public static func convert(text: String, fileName: String, app: String = "recorded", user: String? = nil,
+                               deriveActivity: Bool = false) throws -> ConvertedRecording {
+        let log: Log
+        do { log = try parse(text) } catch RecordingError.malformed(_, let reason) {
+            throw RecordingError.malformed(file: fileName, reason: reason)
+        }
+        guard let first = log.fixes.first else {
+            throw RecordingError.malformed(file: fileName, reason: "no readable GPS rows")
+        }
+        let segments = segments(log.fixes)
+        var records: [SensorRecord] = []
+        var derived: [String] = []
+        var notes: [String] = []
+
+        records.append(SensorRecord(t: first.t, body: .capabilities(activityAvailable: deriveActivity, pedometerAvailable: false)))
+        derived.append("capabilities: activityAvailable \(deriveActivity) ("
+            + (deriveActivity ? "activity derived from the diary" : "the recording has no activity classifier output")
+            + "), pedometerAvailable false (no step data)")
+
+        // Activity first, so a label change sorts before the GPS point taken at the same second.
+        if deriveActivity {
+            for segment in segments {
+                let (kind, confidence) = Self.activity(for: segment)
+                records.append(SensorRecord(t: segment.start, body: .activity(kind, confidence)))
+            }
+            derived.append("activity records derived from the travel-diary labels, one at each label change "
+                + "(\(segments.count) segments): Walk→walking high, Bike→cycling high, Bus/Tram/Car→automotive high, "
+                + "Metro/Train/Ferry→automotive medium, stop→stationary high; the diary is minute-resolution, so changes "
+                + "can be off by up to a minute")
+        }
+
+        for fix in log.fixes {
+            records.append(SensorRecord(t: fix.t, body: .location(lat: fix.lat, lon: fix.lon, speed: -1, course: nil, hacc: nil)))
+        }
+        notes.append("location: the 1 Hz GPS positions as recorded; speed -1 (unknown) because the recording has none, "
+            + "no hacc or course")
+
+        let modes = Dictionary(grouping: segments.filter { !$0.stop }, by: \.mode).mapValues(\.count)
+        notes.append("diary: \(segments.count) segments (\(segments.filter(\.stop).count) stops; "
+            + modes.keys.sorted().map { "\(modes[$0]!) \($0)" }.joined(separator: ", ") + ")")
+        if log.duplicateTimestamps > 0 {
+            notes.append("\(log.duplicateTimestamps) rows repeat the previous row's timestamp: kept as separate records")
+        }
+        if log.malformedLines > 0 { notes.append("skipped \(log.malformedLines) unreadable rows") }
+        if log.outOfOrderLines > 0 { notes.append("\(log.outOfOrderLines) rows earlier than the row before: records sorted by time") }
+
+        return ConvertedRecording(dataset: .cbs, sourceFile: fileName, app: app,
+                                  user: user ?? userID(from: defaultUser(fileName)),
+                                  records: records, label: log.userID, diarySegments: segments, derived: derived, notes: notes)
+    }
+
+    /// `ssi_open_geodata-Utrecht1-2024-06-02.csv.gz` → `Utrecht1-2024-06-02`: one device per user-day, so day files of
+    /// one user converted together do not collide on seq.
+    static func defaultUser(_ fileName: String) -> String {
+        let stem = fileStem(fileName)
+        return stem.hasPrefix("ssi_open_geodata-") ? String(stem.dropFirst("ssi_open_geodata-".count)) : stem
+    }
+}

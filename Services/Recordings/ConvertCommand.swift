@@ -1,0 +1,136 @@
+// `roadsave convert DATASET FILE [options]`: a real recording → NDJSON records on stdout (or --output), the conversion
+// report on stderr. Exit 0 on success, 2 for bad options and for files that cannot be read or converted.
+
+import Foundation
+
+public enum ConvertCommand {
+    public static let usage = """
+        Usage: roadsave convert DATASET FILE [options]
+
+        Converts a real recording from ../shared/data into NDJSON sensor records (CONTRACT §2) that
+        `roadsave replay` and `roadsave send` read. Records go to stdout (or --output); the report of what
+        was read, skipped and derived goes to stderr.
+
+        DATASET and FILE:
+          tmd          us-transportation-mode/raw/sensorfile_<user>_<Mode>_<startms>.csv.gz
+          cbs          cbs-smart-survey-gps/split-by-day/ssi_open_geodata-<user>-<date>.csv.gz
+          phone-drops  phone-drops/raw_data.tar.gz (every trial as its own device, or one with --trial)
+          escooter     escooter-impacts/data/<name>.tsv.gz
+
+        Options:
+          --app ID            applicationID written in every record (default: recorded)
+          --user ID           clientUserID (default: from the file name or trial name; for phone-drops
+                              without --trial it is a prefix: ID-fall_3, ID-fall_4, ...)
+          --derive-activity   cbs only: add activity records derived from the travel-diary labels
+          --trial NAME        phone-drops only: convert one trial, e.g. fall_3 or up_and_down_7
+          --output FILE       write the records to FILE instead of stdout
+          -h, --help          show this help
+
+        Impacts are cut from every accelerometer stream with the gateway's trigger (|a| > 2 g, raw
+        window -1 s..+2 s around the peak).
+
+        Exit status: 0 converted, 2 bad option or unreadable file.
+        """
+
+    /// `arguments` are those after `convert` (a leading "convert" is skipped). Writes to the process's stdout/stderr.
+    public static func run(_ arguments: [String]) -> Int32 {
+        run(arguments, standardOutput: { FileHandle.standardOutput.write(Data($0.utf8)) },
+            standardError: { FileHandle.standardError.write(Data($0.utf8)) })
+    }
+
+    /// The same, with the two output streams supplied by the caller (for tests).
+    public static func run(_ arguments: [String], standardOutput: (String) -> Void, standardError: (String) -> Void) -> Int32 {
+        func fail(_ message: String) -> Int32 {
+            standardError("roadsave convert: \(message)\nRun 'roadsave convert --help' for usage.\n")
+            return 2
+        }
+        var arguments = arguments[...]
+        if arguments.first == "convert" { arguments = arguments.dropFirst() }
+        if arguments.contains("--help") || arguments.contains("-h") {
+            standardOutput(usage + "\n")
+            return 0
+        }
+
+        var positional: [String] = []
+        var app = "recorded", user: String?, trial: String?, output: String?, deriveActivity = false
+        var index = arguments.startIndex
+        while index < arguments.endIndex {
+            var argument = arguments[index]
+            index += 1
+            guard argument.hasPrefix("-"), argument != "-" else {
+                positional.append(argument)
+                continue
+            }
+            // `--name value` and `--name=value` are both accepted.
+            var inlineValue: String?
+            if let equals = argument.firstIndex(of: "="), argument.hasPrefix("--") {
+                inlineValue = String(argument[argument.index(after: equals)...])
+                argument = String(argument[..<equals])
+            }
+            func value() -> String? {
+                if let inlineValue { return inlineValue }
+                guard index < arguments.endIndex else { return nil }
+                defer { index += 1 }
+                return arguments[index]
+            }
+            switch argument {
+            case "--app", "--user", "--trial", "--output":
+                guard let given = value(), !given.isEmpty else { return fail("option \(argument) needs a value") }
+                switch argument {
+                case "--app": app = given
+                case "--user": user = given
+                case "--trial": trial = given
+                default: output = given
+                }
+            case "--derive-activity":
+                guard inlineValue == nil else { return fail("option --derive-activity takes no value") }
+                deriveActivity = true
+            default:
+                return fail("unknown option \(argument)")
+            }
+        }
+
+        guard let datasetName = positional.first else { return fail("missing DATASET (tmd, cbs, phone-drops or escooter)") }
+        guard let dataset = Dataset(rawValue: datasetName) else {
+            return fail("unknown DATASET '\(datasetName)': expected tmd, cbs, phone-drops or escooter")
+        }
+        guard positional.count >= 2 else { return fail("missing FILE for dataset \(datasetName)") }
+        guard positional.count == 2 else { return fail("unexpected argument '\(positional[2])'") }
+        if deriveActivity, dataset != .cbs { return fail("option --derive-activity applies only to the cbs dataset") }
+        if trial != nil, dataset != .phoneDrops { return fail("option --trial applies only to the phone-drops dataset") }
+
+        let file = URL(fileURLWithPath: positional[1])
+        let recordings: [ConvertedRecording]
+        do {
+            try RecordingFile.checkReadable(file)
+            switch dataset {
+            case .tmd: recordings = [try RecordingConverter.tmd(file, app: app, user: user)]
+            case .cbs: recordings = [try RecordingConverter.cbs(file, app: app, user: user, deriveActivity: deriveActivity)]
+            case .phoneDrops: recordings = try RecordingConverter.phoneDrops(file, app: app, user: user, trial: trial)
+            case .escooter: recordings = [try RecordingConverter.escooter(file, app: app, user: user)]
+            }
+        } catch let error as RecordingError {
+            if case .unknownTrial = error { return fail("option --trial: \(error)") }
+            return fail("\(error)")
+        } catch {
+            return fail("\(file.path): \(error)")
+        }
+
+        let lines = recordings.count == 1 ? recordings[0].lines : NDJSONWriter.merged(recordings)
+        let text = lines.joined(separator: "\n") + (lines.isEmpty ? "" : "\n")
+        if let output {
+            do {
+                try Data(text.utf8).write(to: URL(fileURLWithPath: output), options: .atomic)
+            } catch {
+                return fail("option --output: cannot write \(output): \(error.localizedDescription)")
+            }
+        } else {
+            standardOutput(text)
+        }
+        for recording in recordings { standardError(recording.report.text + "\n") }
+        if recordings.count > 1 {
+            standardError("\(recordings.count) devices, \(lines.count) records in all, merged in time order\n")
+        }
+        return 0
+    }
+}

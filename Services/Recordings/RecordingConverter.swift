@@ -1,0 +1,29 @@
+// One entry point per dataset of ../shared/data. Each returns the device's NDJSON lines and a report of what was derived;
+// the per-dataset enums (TMDConverter, CBSConverter, PhoneDropConverter, EscooterConverter) hold the parsing.
+
+import Foundation
+
+public enum RecordingConverter {
+    /// us-transportation-mode/raw/sensorfile_<user>_<Mode>_<startms>.csv.gz; user defaults to `<user>_<Mode>_<startms>`.
+    public static func tmd(_ file: URL, app: String = "recorded", user: String? = nil) throws -> ConvertedRecording {
+        try TMDConverter.convert(file: file, app: app, user: user)
+    }
+
+    /// cbs-smart-survey-gps/split-by-day/ssi_open_geodata-<user>-<date>.csv.gz; user defaults to `<user>-<date>`.
+    public static func cbs(_ file: URL, app: String = "recorded", user: String? = nil, deriveActivity: Bool = false) throws
+        -> ConvertedRecording {
+        try CBSConverter.convert(file: file, app: app, user: user, deriveActivity: deriveActivity)
+    }
+
+    /// phone-drops/raw_data.tar.gz: every trial (or the one named) as its own device; user defaults to the trial name,
+    /// a given user becomes a prefix (`<user>-fall_3`) when several trials are converted.
+    public static func phoneDrops(_ archive: URL, app: String = "recorded", user: String? = nil, trial: String? = nil) throws
+        -> [ConvertedRecording] {
+        try PhoneDropConverter.convert(archive: archive, app: app, user: user, trial: trial)
+    }
+
+    /// escooter-impacts/data/<name>.tsv.gz; user defaults to `escooter-<name>`.
+    public static func escooter(_ file: URL, app: String = "recorded", user: String? = nil) throws -> ConvertedRecording {
+        try EscooterConverter.convert(file: file, app: app, user: user)
+    }
+}
