@@ -37,7 +37,7 @@ let package = Package(
         .testTarget(name: "EngineTests", dependencies: ["RoadSaveModel", "DetectionEngine"], path: "Tests/EngineTests"),
         .testTarget(name: "SimulatorTests", dependencies: ["Simulator"], path: "Tests/SimulatorTests"),
         .testTarget(name: "RecordingConverterTests", dependencies: ["Recordings"], path: "Tests/RecordingConverterTests"),
-        .testTarget(name: "RecordingTests", dependencies: ["Recordings", "RoadSaveModel", "DetectionEngine", "Replay"],
+        .testTarget(name: "RecordingTests", dependencies: ["Recordings", "RoadSaveModel", "DetectionEngine", "Replay", "GatewayKit"],
                     path: "Tests/RecordingTests"),
         .testTarget(name: "CLITests", dependencies: ["RoadSaveModel"], path: "Tests/CLITests"),
     ],

@@ -17,6 +17,8 @@ public final class Replayer {
         public var devices = 0
         public var events = 0
         public var crashesDismissed = 0
+
+        public init() {}
     }
 
     private let platform: any Platform
