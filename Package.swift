@@ -39,7 +39,9 @@ let package = Package(
         .testTarget(name: "RecordingConverterTests", dependencies: ["Recordings"], path: "Tests/RecordingConverterTests"),
         .testTarget(name: "RecordingTests", dependencies: ["Recordings", "RoadSaveModel", "DetectionEngine", "Replay", "GatewayKit"],
                     path: "Tests/RecordingTests"),
-        .testTarget(name: "CLITests", dependencies: ["RoadSaveModel"], path: "Tests/CLITests"),
+        // End-to-end tests run the built `roadsave` as a separate process (the dependency makes SwiftPM build it).
+        .testTarget(name: "CLITests", dependencies: ["roadsave"], path: "Tests/CLITests",
+                    exclude: ["Fixtures", "Support/stub_platform.py"]),
     ],
     swiftLanguageModes: [.v6]
 )
