@@ -32,6 +32,10 @@ let package = Package(
                           dependencies: ["RoadSaveModel", "DetectionEngine", "PlatformHTTP", "Replay", "Simulator", "Recordings"],
                           path: "Services/CLI"),
 
+        // The benchmark behind `make bench`.
+        .executableTarget(name: "roadsave-bench", dependencies: ["RoadSaveModel", "DetectionEngine", "Replay"],
+                          path: "Services/Bench"),
+
         .testTarget(name: "GatewayKitTests", dependencies: ["GatewayKit"], path: "Tests/GatewayKitTests"),
         .testTarget(name: "ModelTests", dependencies: ["RoadSaveModel"], path: "Tests/ModelTests"),
         .testTarget(name: "EngineTests", dependencies: ["RoadSaveModel", "DetectionEngine"], path: "Tests/EngineTests"),

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs what building and testing need and the machine lacks: Debian packages with apt-get (as root, after one
+# apt-get update). The Swift toolchain itself comes with the machine (/opt/swift).
+set -euo pipefail
+
+missing=()
+command -v python3 >/dev/null 2>&1 || missing+=(python3)
+command -v gzip >/dev/null 2>&1 || missing+=(gzip)
+command -v tar >/dev/null 2>&1 || missing+=(tar)
+command -v make >/dev/null 2>&1 || missing+=(make)
+
+if ((${#missing[@]})); then
+  if [ "$(id -u)" != 0 ]; then
+    echo "install-deps: missing ${missing[*]}; run as root (or: sudo apt-get install ${missing[*]})" >&2
+    exit 1
+  fi
+  echo "install-deps: installing ${missing[*]}" >&2
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+if ! command -v swift >/dev/null 2>&1; then
+  if [ -x /opt/swift/usr/bin/swift ]; then
+    echo "install-deps: swift is at /opt/swift/usr/bin; add it to PATH" >&2
+  else
+    echo "install-deps: no Swift toolchain found (Swift 6 is needed)" >&2
+  fi
+  exit 1
+fi
