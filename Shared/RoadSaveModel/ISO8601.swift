@@ -2,6 +2,8 @@
 /// deterministic, allocation-light and independent of locale and time zone settings.
 public enum ISO8601 {
     public static func string(fromSeconds seconds: Double) -> String {
+        // Beyond ±100,000 years (or NaN) there is no date to write; validated records never get near.
+        guard seconds.isFinite, abs(seconds) < 3e12 else { return "invalid-date" }
         let totalMilliseconds = Int64((seconds * 1000).rounded())
         var days = totalMilliseconds / 86_400_000
         var millisecondOfDay = totalMilliseconds % 86_400_000
@@ -33,7 +35,8 @@ public enum ISO8601 {
               bytes[13] == 58, bytes[16] == 58,
               let year = number(0, 4), let month = number(5, 2), let day = number(8, 2),
               let hour = number(11, 2), let minute = number(14, 2), let second = number(17, 2),
-              (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 61
+              (1...12).contains(month), (1...daysIn(month: month, year: year)).contains(day),
+              hour < 24, minute < 60, second < 61
         else { return nil }
         var index = 19
         var fraction = 0.0
@@ -52,13 +55,22 @@ public enum ISO8601 {
         if index < bytes.count, bytes[index] == 90, index + 1 == bytes.count {
             offsetSeconds = 0
         } else if index + 6 == bytes.count, bytes[index] == 43 || bytes[index] == 45, bytes[index + 3] == 58,
-                  let offsetHours = number(index + 1, 2), let offsetMinutes = number(index + 4, 2) {
+                  let offsetHours = number(index + 1, 2), let offsetMinutes = number(index + 4, 2),
+                  offsetHours < 24, offsetMinutes < 60 {
             offsetSeconds = (offsetHours * 3600 + offsetMinutes * 60) * (bytes[index] == 45 ? -1 : 1)
         } else {
             return nil
         }
         let days = daysSinceEpoch(year: Int64(year), month: Int64(month), day: Int64(day))
         return Double(days * 86_400 + Int64(hour * 3600 + minute * 60 + second - offsetSeconds)) + fraction
+    }
+
+    private static func daysIn(month: Int, year: Int) -> Int {
+        switch month {
+        case 2: (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 ? 29 : 28
+        case 4, 6, 9, 11: 30
+        default: 31
+        }
     }
 
     private static func pad(_ value: Int64, _ width: Int) -> String {

@@ -1,9 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// A small, strict JSON parser over UTF-8 bytes (RFC 8259). Records are decoded through it rather than
 /// Foundation's `JSONDecoder`, which manages only ~75,000 records a second here and reports errors without the
 /// field that caused them.
@@ -20,11 +14,10 @@ public struct JSONParser {
 
     /// Parses one complete JSON text; anything but white space after it is an error.
     public static func parse(_ bytes: some Collection<UInt8>) throws(SyntaxError) -> JSONValue {
-        // strtod needs a terminator after the last number, so parse from a copy that ends in NUL.
-        var buffer = [UInt8](bytes)
-        buffer.append(0)
+        // Free for an array (it is shared, not copied); other collections are copied once.
+        let buffer = Array(bytes)
         return try buffer.withUnsafeBufferPointer { (pointer) throws(SyntaxError) -> JSONValue in
-            var parser = JSONParser(bytes: pointer, end: pointer.count - 1)
+            var parser = JSONParser(bytes: pointer, end: pointer.count)
             parser.skipWhitespace()
             let value = try parser.parseValue(depth: 0)
             parser.skipWhitespace()
@@ -146,7 +139,7 @@ public struct JSONParser {
         }
     }
 
-    /// Checks the JSON number grammar (strtod alone would also take hex, `inf` and `nan`), then converts.
+    /// Checks the JSON number grammar (Double(_:) alone would also take hex, `inf` and `nan`), then converts.
     private mutating func parseNumber() throws(SyntaxError) -> Double {
         let start = index
         if bytes[index] == UInt8(ascii: "-") { index += 1 }
@@ -167,9 +160,10 @@ public struct JSONParser {
             guard index < end, isDigit(bytes[index]) else { throw error("a number needs digits in its exponent") }
             while index < end, isDigit(bytes[index]) { index += 1 }
         }
-        let value = bytes.baseAddress!.advanced(by: start).withMemoryRebound(to: CChar.self, capacity: index - start + 1) {
-            strtod($0, nil)
-        }
+        // Swift's Double(_:) parses in the C locale whatever the process's locale (plain strtod follows
+        // setlocale), and the grammar was checked above. Numbers are short, so the string stays inline (no allocation).
+        let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
+        guard let value = Double(text) else { throw error("not a number") }
         guard value.isFinite else {
             index = start
             throw error("number out of range")

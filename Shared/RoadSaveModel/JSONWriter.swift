@@ -46,7 +46,9 @@ public struct JSONObjectWriter {
         guard value.isFinite else { return "null" }
         var scale = 1.0
         for _ in 0..<decimals { scale *= 10 }
-        let rounded = (value * scale).rounded() / scale
+        // Values so large that scaling overflows have no fractional digits left to round.
+        let scaled = value * scale
+        let rounded = scaled.isFinite ? scaled.rounded() / scale : value
         if rounded == rounded.rounded(.towardZero), abs(rounded) < 1e15 {
             return String(Int64(rounded))
         }

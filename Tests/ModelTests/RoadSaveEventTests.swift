@@ -1,0 +1,277 @@
+import Foundation
+import Testing
+@testable import RoadSaveModel
+
+/// Events used by several tests, with their expected dates computed by hand (see ISO8601Tests' `Instants`).
+enum SampleEvents {
+    static let device = DeviceID(app: "app-1", user: "user-9")
+
+    /// Starts 2026-03-02T06:31:05.123Z, ends 20 min 0.5 s later at 06:51:05.623Z.
+    static let tripStart = TripStartInfo(tripID: "trip-1", startDate: 1_772_433_065.123)
+    static let trip = TripInfo(tripID: "trip-1", startDate: 1_772_433_065.123, endDate: 1_772_434_265.623,
+                               distanceMetres: 12_345.67, endReason: .stopDelay)
+    /// 2024-02-29T00:00:00.500Z.
+    static let crash = CrashInfo(crashID: "crash-1", confidence: .high, detectedAt: 1_709_164_800.5,
+                                 latitude: -33.92486851, longitude: 18.42405534, isTest: false)
+
+    static let started = RoadSaveEvent(device: device, body: .tripDidStart(tripStart))
+    static let ended = RoadSaveEvent(device: device, body: .tripDidEnd(trip))
+    static let crashed = RoadSaveEvent(device: device, body: .crashDetected(crash))
+}
+
+/// Parses an event line, failing the test if it is not a JSON object.
+func parseEvent(_ text: String, sourceLocation: SourceLocation = #_sourceLocation) throws -> JSONValue {
+    let value = try JSONParser.parse(text)
+    guard case .object = value else {
+        Issue.record("not an object: \(text)", sourceLocation: sourceLocation)
+        return value
+    }
+    return value
+}
+
+@Suite("RoadSaveEvent: current format")
+struct RoadSaveEventCurrentTests {
+    @Test func tripDidStartFields() throws {
+        let event = try parseEvent(SampleEvents.started.json())
+        #expect(keys(of: event) == ["event", "eventID", "app", "user", "tripID", "startDate"])
+        #expect(event["event"] == .string("tripDidStart"))
+        #expect(event["app"] == .string("app-1"))
+        #expect(event["user"] == .string("user-9"))
+        #expect(event["tripID"] == .string("trip-1"))
+        #expect(event["startDate"] == .string("2026-03-02T06:31:05.123Z"))
+    }
+
+    @Test func tripDidEndFields() throws {
+        let event = try parseEvent(SampleEvents.ended.json(.current))
+        #expect(keys(of: event) == ["event", "eventID", "app", "user", "tripID", "startDate", "endDate",
+                                    "distanceMetres", "duration", "averageSpeed", "endReason"])
+        #expect(event["event"] == .string("tripDidEnd"))
+        #expect(event["app"] == .string("app-1"))
+        #expect(event["user"] == .string("user-9"))
+        #expect(event["tripID"] == .string("trip-1"))
+        #expect(event["startDate"] == .string("2026-03-02T06:31:05.123Z"))
+        #expect(event["endDate"] == .string("2026-03-02T06:51:05.623Z"))
+        #expect(event["distanceMetres"] == .number(12_345.7)) // one decimal
+        #expect(event["duration"] == .number(1200.5)) // 06:51:05.623 − 06:31:05.123
+        #expect(event["averageSpeed"] == .number(10.28)) // 12345.67 m / 1200.5 s = 10.2838 m/s, two decimals
+        #expect(event["endReason"] == .string("stopDelay"))
+    }
+
+    @Test(arguments: [(TripEndReason.stopDelay, "stopDelay"), (.steps, "steps"), (.dataGap, "dataGap"),
+                      (.detectionPaused, "detectionPaused"), (.detectionModeChanged, "detectionModeChanged"),
+                      (.monitoringStopped, "monitoringStopped")])
+    func tripDidEndCarriesItsReason(reason: TripEndReason, name: String) throws {
+        var trip = SampleEvents.trip
+        trip.endReason = reason
+        let event = try parseEvent(RoadSaveEvent(device: SampleEvents.device, body: .tripDidEnd(trip)).json())
+        #expect(event["endReason"] == .string(name))
+    }
+
+    @Test func crashDetectedFields() throws {
+        let event = try parseEvent(SampleEvents.crashed.json(.current))
+        #expect(keys(of: event) == ["event", "eventID", "app", "user", "crashID", "confidence", "detectedAt",
+                                    "latitude", "longitude", "isTest"])
+        #expect(event["event"] == .string("crashDetected"))
+        #expect(event["app"] == .string("app-1"))
+        #expect(event["user"] == .string("user-9"))
+        #expect(event["crashID"] == .string("crash-1"))
+        #expect(event["confidence"] == .string("high"))
+        #expect(event["detectedAt"] == .string("2024-02-29T00:00:00.500Z"))
+        #expect(event["latitude"] == .number(-33.9248685)) // seven decimals
+        #expect(event["longitude"] == .number(18.4240553))
+        #expect(event["isTest"] == .bool(false))
+    }
+
+    @Test(arguments: [(CrashConfidence.high, "high"), (.medium, "medium"), (.low, "low"), (.unknown, "unknown")])
+    func crashConfidenceNames(confidence: CrashConfidence, name: String) throws {
+        var crash = SampleEvents.crash
+        crash.confidence = confidence
+        let event = try parseEvent(RoadSaveEvent(device: SampleEvents.device, body: .crashDetected(crash)).json())
+        #expect(event["confidence"] == .string(name))
+    }
+
+    @Test func testCrashIsFlagged() throws {
+        var crash = SampleEvents.crash
+        crash.isTest = true
+        let event = try parseEvent(RoadSaveEvent(device: SampleEvents.device, body: .crashDetected(crash)).json())
+        #expect(event["isTest"] == .bool(true))
+    }
+
+    @Test func zeroDurationTripHasZeroAverageSpeed() throws {
+        let trip = TripInfo(tripID: "t", startDate: 1_772_433_065, endDate: 1_772_433_065, distanceMetres: 0,
+                            endReason: .detectionPaused)
+        let event = try parseEvent(RoadSaveEvent(device: SampleEvents.device, body: .tripDidEnd(trip)).json())
+        #expect(event["duration"] == .number(0))
+        #expect(event["averageSpeed"] == .number(0))
+    }
+
+    @Test func namesAndTimes() {
+        #expect(SampleEvents.started.name == "tripDidStart")
+        #expect(SampleEvents.ended.name == "tripDidEnd")
+        #expect(SampleEvents.crashed.name == "crashDetected")
+        #expect(SampleEvents.started.time == SampleEvents.tripStart.startDate)
+        #expect(SampleEvents.ended.time == SampleEvents.trip.endDate)
+        #expect(SampleEvents.crashed.time == SampleEvents.crash.detectedAt)
+    }
+
+    @Test func identifiersAndTextAreEscaped() throws {
+        let device = DeviceID(app: "a\"pp", user: "us\\er\n")
+        let line = RoadSaveEvent(device: device, body: .tripDidStart(TripStartInfo(tripID: "t\"1", startDate: 0))).json()
+        #expect(!line.contains("\n"))
+        let event = try parseEvent(line)
+        #expect(event["app"] == .string("a\"pp"))
+        #expect(event["user"] == .string("us\\er\n"))
+        #expect(event["tripID"] == .string("t\"1"))
+    }
+
+    @Test(arguments: EventFormat.allCases)
+    func everyLineIsValidJSONForFoundation(format: EventFormat) throws {
+        for event in [SampleEvents.started, SampleEvents.ended, SampleEvents.crashed] {
+            let object = try JSONSerialization.jsonObject(with: Data(event.json(format).utf8)) as? [String: Any]
+            #expect(object?["event"] as? String == event.name)
+            #expect(object?["eventID"] as? String == event.eventID)
+        }
+    }
+
+    @Test func linesAreRepeatable() {
+        #expect(SampleEvents.crashed.json() == SampleEvents.crashed.json())
+        #expect(SampleEvents.ended.json(.legacy) == SampleEvents.ended.json(.legacy))
+    }
+}
+
+@Suite("RoadSaveEvent: eventID")
+struct RoadSaveEventIDTests {
+    @Test func eventIDIsCarriedAndUUIDShaped() throws {
+        for event in [SampleEvents.started, SampleEvents.ended, SampleEvents.crashed] {
+            let parsed = try parseEvent(event.json())
+            #expect(parsed["eventID"] == .string(event.eventID))
+            #expect(event.eventID.split(separator: "-").map(\.count) == [8, 4, 4, 4, 12])
+        }
+    }
+
+    @Test func eventIDIsStableForTheSameEvent() {
+        let again = RoadSaveEvent(device: DeviceID(app: "app-1", user: "user-9"), body: .crashDetected(
+            CrashInfo(crashID: "crash-1", confidence: .high, detectedAt: 1_709_164_800.5,
+                      latitude: -33.92486851, longitude: 18.42405534, isTest: false)))
+        #expect(again.eventID == SampleEvents.crashed.eventID)
+    }
+
+    @Test func startAndEndOfTheSameTripHaveDifferentIDs() {
+        #expect(SampleEvents.started.eventID != SampleEvents.ended.eventID)
+    }
+
+    @Test func eventIDsDifferBetweenEvents() {
+        var otherCrash = SampleEvents.crash
+        otherCrash.crashID = "crash-2"
+        var otherTrip = SampleEvents.trip
+        otherTrip.tripID = "trip-2"
+        let ids = [
+            SampleEvents.started.eventID, SampleEvents.ended.eventID, SampleEvents.crashed.eventID,
+            RoadSaveEvent(device: SampleEvents.device, body: .crashDetected(otherCrash)).eventID,
+            RoadSaveEvent(device: SampleEvents.device, body: .tripDidEnd(otherTrip)).eventID,
+            RoadSaveEvent(device: DeviceID(app: "app-1", user: "user-8"), body: .crashDetected(SampleEvents.crash)).eventID,
+            RoadSaveEvent(device: DeviceID(app: "app-2", user: "user-9"), body: .crashDetected(SampleEvents.crash)).eventID,
+            // The same crash ID as a trip ID is still a different event.
+            RoadSaveEvent(device: SampleEvents.device, body: .tripDidStart(TripStartInfo(tripID: "crash-1", startDate: 0))).eventID,
+        ]
+        #expect(Set(ids).count == ids.count)
+    }
+
+    @Test func deviceBoundaryCannotCollide() {
+        let a = RoadSaveEvent(device: DeviceID(app: "ab", user: "c"), body: .crashDetected(SampleEvents.crash))
+        let b = RoadSaveEvent(device: DeviceID(app: "a", user: "bc"), body: .crashDetected(SampleEvents.crash))
+        #expect(a.eventID != b.eventID)
+    }
+}
+
+@Suite("RoadSaveEvent: legacy format")
+struct RoadSaveEventLegacyTests {
+    @Test func tripDidStartCarriesNoTripData() throws {
+        let event = try parseEvent(SampleEvents.started.json(.legacy))
+        #expect(keys(of: event) == ["event", "eventID", "app", "user"])
+        #expect(event["event"] == .string("tripDidStart"))
+    }
+
+    @Test func tripDidEndUsesThe3xKeys() throws {
+        let event = try parseEvent(SampleEvents.ended.json(.legacy))
+        #expect(keys(of: event) == ["event", "eventID", "app", "user", "tripID", "startDate", "endDate", "distanceMetres"])
+        #expect(event["tripID"] == .string("trip-1"))
+        #expect(event["startDate"] == .string("2026-03-02T06:31:05.123Z"))
+        #expect(event["endDate"] == .string("2026-03-02T06:51:05.623Z"))
+        #expect(event["distanceMetres"] == .number(12_345.7))
+    }
+
+    @Test func crashDetectedUsesThe3xKeys() throws {
+        let event = try parseEvent(SampleEvents.crashed.json(.legacy))
+        #expect(keys(of: event) == ["event", "eventID", "app", "user", "crashID", "timestamp", "latitude",
+                                    "longitude", "confidence"])
+        #expect(event["crashID"] == .string("crash-1"))
+        #expect(event["timestamp"] == .string("2024-02-29T00:00:00.500Z"))
+        #expect(event["latitude"] == .number(-33.9248685))
+        #expect(event["longitude"] == .number(18.4240553))
+        #expect(event["confidence"] == .string("High"))
+        #expect(event["detectedAt"] == nil)
+        #expect(event["isTest"] == nil)
+    }
+
+    @Test(arguments: [(CrashConfidence.high, "High"), (.medium, "Medium"), (.low, "Low"), (.unknown, "Unknown")])
+    func confidencesAreCapitalised(confidence: CrashConfidence, name: String) throws {
+        var crash = SampleEvents.crash
+        crash.confidence = confidence
+        let event = try parseEvent(RoadSaveEvent(device: SampleEvents.device, body: .crashDetected(crash)).json(.legacy))
+        #expect(event["confidence"] == .string(name))
+    }
+
+    @Test func testCrashKeepsIsTest() throws {
+        var crash = SampleEvents.crash
+        crash.isTest = true
+        let event = try parseEvent(RoadSaveEvent(device: SampleEvents.device, body: .crashDetected(crash)).json(.legacy))
+        #expect(event["isTest"] == .bool(true))
+        #expect(event["crashID"] == .string("crash-1"))
+    }
+}
+
+@Suite("TripInfo and CrashConfidence")
+struct TripAndCrashModelTests {
+    @Test func durationAndAverageSpeed() {
+        let trip = TripInfo(tripID: "t", startDate: 1000, endDate: 1600, distanceMetres: 9000, endReason: .steps)
+        #expect(trip.duration == 600)
+        #expect(trip.averageSpeed == 15) // 9000 m / 600 s
+    }
+
+    @Test func zeroDurationGivesZeroSpeed() {
+        let trip = TripInfo(tripID: "t", startDate: 1000, endDate: 1000, distanceMetres: 50, endReason: .dataGap)
+        #expect(trip.duration == 0)
+        #expect(trip.averageSpeed == 0)
+        #expect(trip.averageSpeed.isFinite)
+    }
+
+    @Test func endBeforeStartGivesZeroDurationNotNegative() {
+        let trip = TripInfo(tripID: "t", startDate: 1000, endDate: 990, distanceMetres: 50, endReason: .dataGap)
+        #expect(trip.duration == 0)
+        #expect(trip.averageSpeed == 0)
+    }
+
+    @Test(arguments: [(CrashVerdict.high, CrashConfidence?.some(.high)), (.medium, .medium), (.low, .low), (.none, nil)])
+    func confidenceFromVerdict(verdict: CrashVerdict, expected: CrashConfidence?) {
+        #expect(CrashConfidence(verdict: verdict) == expected)
+    }
+
+    @Test func verdictNamesMatchThePlatformProtocol() {
+        #expect(CrashVerdict.allCases.map(\.rawValue) == ["high", "medium", "low", "none"])
+        #expect(CrashConfidence.allCases.map(\.rawValue) == ["high", "medium", "low", "unknown"])
+    }
+
+    @Test func activityConfidenceIsOrdered() {
+        #expect(ActivityConfidence.low < .medium)
+        #expect(ActivityConfidence.medium < .high)
+        #expect(!(ActivityConfidence.high < .high))
+    }
+
+    @Test func detectionModes() {
+        #expect(CrashDetectionMode.all.detectsTrips && CrashDetectionMode.all.detectsCrashes)
+        #expect(!CrashDetectionMode.crashOnly.detectsTrips && CrashDetectionMode.crashOnly.detectsCrashes)
+        #expect(CrashDetectionMode.tripOnly.detectsTrips && !CrashDetectionMode.tripOnly.detectsCrashes)
+        #expect(!CrashDetectionMode.disabled.detectsTrips && !CrashDetectionMode.disabled.detectsCrashes)
+    }
+}
