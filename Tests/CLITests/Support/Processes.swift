@@ -103,7 +103,8 @@ final class StubPlatform {
 
     /// Stops the stub and returns the requests it logged.
     func stop() -> [[String: Any]] {
-        process.terminate()
+        // SIGKILL: the stub unblocks SIGTERM itself, but a kill cannot be blocked by anything it inherited.
+        kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
         let data = output.fileHandleForReading.readDataToEndOfFile()
         return String(decoding: data, as: UTF8.self).split(separator: "\n").compactMap {

@@ -11,12 +11,17 @@ and logs each request as a JSON line on stdout: {"method": ..., "path": ..., "bo
 """
 import argparse
 import json
+import signal
 import sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlparse, parse_qs
 
 
 def main():
+    # A parent that spawns us from a thread with signals blocked (Swift's test runner does) would leave SIGTERM
+    # blocked here too, and the stub could not be stopped.
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     parser = argparse.ArgumentParser()
     parser.add_argument("--verdict", default="high", choices=["high", "medium", "low", "none"])
     parser.add_argument("--fail-evaluations", action="store_true")

@@ -1,0 +1,140 @@
+// Running a simulation: every device is simulated on its own (seeded from the run's seed and its index, so device i
+// does not depend on how many devices there are), its records are numbered (seq) in time order, and the streams are
+// merged by time. With `disorder` the merge follows a gateway's sending times instead: up to 3 s late, ~1% twice.
+
+import Foundation
+import GatewayKit
+
+/// One device's finished stream.
+struct DeviceStream {
+    var records: [SimRecord]
+    var heads: RecordHeads
+    var truth: ScenarioTruth
+}
+
+/// Simulates every device of `options` (which must be valid).
+func simulateDevices(_ options: SimulationOptions) -> [DeviceStream] {
+    precondition(options.validationError() == nil, "invalid simulation options: \(options.validationError()!)")
+    let startMs = Int64((options.start * 1000).rounded())
+    let durationMs = Int64((options.durationMinutes * 60_000).rounded())
+    let endMs = startMs + durationMs
+    // Staggered starts within the first few minutes (less on short runs).
+    let staggerSeconds = min(180, options.durationMinutes * 6)
+    let area = LocalFrame(origin: options.origin)
+    return options.assignments().enumerated().map { index, scenario in
+        var rng = RandomSource(seed: SplitMix64.mix(options.seed, UInt64(index) + 1))
+        let deviceStart = startMs + Int64(rng.uniform(0, staggerSeconds * 1000))
+        // Start somewhere within 3 km of the origin.
+        var home = Point(east: 0, north: 0)
+        home.move(3000 * rng.unit().squareRoot(), heading: rng.uniform(0, 2 * Double.pi))
+        let user = options.user(index)
+        let truth = ScenarioTruth(app: options.app, user: user, device: index, scenario: scenario.rawValue,
+                                  activityAvailable: scenario.activityAvailable,
+                                  pedometerAvailable: scenario.pedometerAvailable)
+        var device = DeviceSim(index: index, frame: LocalFrame(origin: area.coordinate(of: home)), startMs: deviceStart,
+                               endMs: endMs, rng: rng, truth: truth)
+        device.begin()
+        device.run(scenario)
+        let (records, finalTruth) = device.finish()
+        return DeviceStream(records: records, heads: RecordHeads(app: options.app, user: user), truth: finalTruth)
+    }
+}
+
+/// The order in which records go out: (sending time, device, record index = seq).
+private struct Outgoing {
+    var keys: [Int64]
+    var indices: [Int32]
+}
+
+private func outgoing(_ stream: DeviceStream, device: Int, options: SimulationOptions) -> Outgoing {
+    let records = stream.records
+    guard options.disorder else {
+        return Outgoing(keys: records.map(\.tMs), indices: Array(0..<Int32(records.count)))
+    }
+    // A gateway sends each record up to 3 s after it was observed, and resends ~1% (a lost acknowledgement). The
+    // capabilities record goes first, as a gateway announces the device before its data.
+    var rng = RandomSource(seed: SplitMix64.mix(options.seed ^ 0x6469_736F_7264_6572, UInt64(device) + 1))
+    var entries: [(send: Int64, index: Int32)] = []
+    entries.reserveCapacity(records.count + records.count / 50)
+    for (index, record) in records.enumerated() {
+        if index == 0 {
+            entries.append((record.tMs, 0))
+            continue
+        }
+        entries.append((record.tMs + Int64(rng.uniform(0, 3000)), Int32(index)))
+        if rng.chance(0.01) {
+            // The resent copy also goes out within 3 s of the observation (before or after the first copy).
+            entries.append((record.tMs + Int64(rng.uniform(0, 3000)), Int32(index)))
+        }
+    }
+    entries.sort { ($0.send, $0.index) < ($1.send, $1.index) }
+    return Outgoing(keys: entries.map(\.send), indices: entries.map(\.index))
+}
+
+/// Writes the streams merged by sending time (ties: device, then seq) with a min-heap over the devices.
+private func writeMerged(_ streams: [DeviceStream], options: SimulationOptions, to writer: inout NDJSONWriter) throws {
+    let queues = streams.enumerated().map { outgoing($1, device: $0, options: options) }
+    var cursors = [Int](repeating: 0, count: queues.count)
+    var heap: [(key: Int64, device: Int)] = []
+    heap.reserveCapacity(queues.count)
+    func less(_ a: (key: Int64, device: Int), _ b: (key: Int64, device: Int)) -> Bool {
+        a.key < b.key || (a.key == b.key && a.device < b.device)
+    }
+    func siftDown(_ heap: inout [(key: Int64, device: Int)], _ start: Int) {
+        var parent = start
+        while true {
+            let left = 2 * parent + 1
+            guard left < heap.count else { return }
+            var child = left
+            if left + 1 < heap.count, less(heap[left + 1], heap[left]) { child = left + 1 }
+            guard less(heap[child], heap[parent]) else { return }
+            heap.swapAt(child, parent)
+            parent = child
+        }
+    }
+    for (device, queue) in queues.enumerated() where !queue.keys.isEmpty {
+        heap.append((queue.keys[0], device))
+    }
+    for index in stride(from: heap.count / 2 - 1, through: 0, by: -1) { siftDown(&heap, index) }
+    while let top = heap.first {
+        let device = top.device
+        let queue = queues[device]
+        let recordIndex = Int(queue.indices[cursors[device]])
+        try writer.write(streams[device].records[recordIndex], seq: recordIndex, heads: streams[device].heads)
+        cursors[device] += 1
+        if cursors[device] < queue.keys.count {
+            heap[0] = (queue.keys[cursors[device]], device)
+        } else {
+            heap[0] = heap[heap.count - 1]
+            heap.removeLast()
+        }
+        if !heap.isEmpty { siftDown(&heap, 0) }
+    }
+}
+
+/// Runs a simulation in memory: the NDJSON lines (without newlines) and the ground truth per device.
+public func simulate(_ options: SimulationOptions) -> (lines: [String], truth: [ScenarioTruth]) {
+    let streams = simulateDevices(options)
+    var writer = NDJSONWriter(fileDescriptor: nil)
+    // In memory nothing can fail to write.
+    try! writeMerged(streams, options: options, to: &writer)
+    let bytes = writer.takeBuffer()
+    let lines = bytes.split(separator: UInt8(ascii: "\n")).map { String(decoding: $0, as: UTF8.self) }
+    return (lines, streams.map(\.truth))
+}
+
+/// Runs a simulation and streams the NDJSON to a file descriptor; returns the ground truth per device.
+public func simulate(_ options: SimulationOptions, toFileDescriptor fileDescriptor: Int32) throws -> [ScenarioTruth] {
+    let streams = simulateDevices(options)
+    var writer = NDJSONWriter(fileDescriptor: fileDescriptor)
+    try writeMerged(streams, options: options, to: &writer)
+    try writer.flush()
+    return streams.map(\.truth)
+}
+
+/// The ground truth as JSON: an array with one object per device, keys sorted, pretty-printed.
+public func truthJSON(_ truth: [ScenarioTruth]) throws -> Data {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+    return try encoder.encode(truth)
+}
