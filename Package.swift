@@ -43,6 +43,9 @@ let package = Package(
         .testTarget(name: "RecordingConverterTests", dependencies: ["Recordings"], path: "Tests/RecordingConverterTests"),
         .testTarget(name: "RecordingTests", dependencies: ["Recordings", "RoadSaveModel", "DetectionEngine", "Replay", "GatewayKit"],
                     path: "Tests/RecordingTests"),
+        // The replay path over simulated fleets, against the simulator's ground truth.
+        .testTarget(name: "PipelineTests", dependencies: ["Simulator", "Replay", "DetectionEngine", "RoadSaveModel"],
+                    path: "Tests/PipelineTests"),
         // End-to-end tests run the built `roadsave` as a separate process (the dependency makes SwiftPM build it).
         .testTarget(name: "CLITests", dependencies: ["roadsave"], path: "Tests/CLITests",
                     exclude: ["Fixtures", "Support/stub_platform.py"]),
