@@ -1,0 +1,98 @@
+import Testing
+@testable import DetectionEngine
+import RoadSaveModel
+
+/// Fixes that must not count: invalid or poor accuracy, impossible jumps, duplicates.
+@Suite struct GPSFilterTests {
+    func accept(_ track: inout GPSTrack, t: Double, lat: Double, lon: Double, speed: Double? = 10,
+                accuracy: Double? = 5) -> Result<AcceptedFix, FixRejection> {
+        track.accept(LocationFix(latitude: lat, longitude: lon, speed: speed, horizontalAccuracy: accuracy),
+                     at: t, settings: DetectionSettings())
+    }
+
+    @Test func invalidAndInaccurateFixesAreRejected() {
+        var track = GPSTrack(historySeconds: 150)
+        #expect(accept(&track, t: 0, lat: 0, lon: 0, accuracy: -1) == .failure(.invalidFix))
+        #expect(accept(&track, t: 1, lat: 0, lon: 0, accuracy: 65) == .failure(.poorAccuracy))
+        #expect((try? accept(&track, t: 2, lat: 0, lon: 0, accuracy: nil).get())?.accuracy == GPSTrack.assumedAccuracy)
+    }
+
+    @Test func aRepeatedTimeIsADuplicate() {
+        var track = GPSTrack(historySeconds: 150)
+        _ = accept(&track, t: 10, lat: -33.9, lon: 18.4)
+        #expect(accept(&track, t: 10, lat: -33.9, lon: 18.4) == .failure(.duplicate))
+    }
+
+    @Test func aJumpAtAnImpossibleSpeedIsRejectedUntilTheNewPlaceIsConfirmed() {
+        var track = GPSTrack(historySeconds: 150)
+        _ = accept(&track, t: 0, lat: -33.9, lon: 18.4)
+        // 0.01° of latitude (1.1 km) in one second.
+        #expect(accept(&track, t: 1, lat: -33.89, lon: 18.4) == .failure(.implausibleJump))
+        #expect(accept(&track, t: 2, lat: -33.89, lon: 18.4) == .failure(.implausibleJump))
+        // The third fix in a row at the new place is believed (the old one was the bad fix).
+        #expect((try? accept(&track, t: 3, lat: -33.89, lon: 18.4).get()) != nil)
+        #expect(track.recent.count == 1)
+    }
+
+    @Test func speedIsEstimatedFromDisplacementWhenNotReportedAndJitterReadsAsZero() throws {
+        var track = GPSTrack(historySeconds: 150)
+        for second in 0...10 {
+            _ = accept(&track, t: Double(second), lat: -33.9, lon: 18.4 + Double(second) * 0.00015, speed: nil)
+        }
+        // 0.00015° of longitude at 33.9° S is 13.8 m: 138 m in 10 s, less twice the combined accuracy (14 m).
+        let moving = try #require(track.last)
+        #expect(abs(moving.speed! - (138.4 - 14.1) / 10) < 0.2)
+        #expect(moving.isMovement)
+
+        var parked = GPSTrack(historySeconds: 150)
+        var random = SeededRandom(seed: 5)
+        for second in 0...60 {
+            let (lat, lon) = Script.moved(-33.9, 18.4, north: random.gaussian() * 4, east: random.gaussian() * 4)
+            _ = accept(&parked, t: Double(second), lat: lat, lon: lon, speed: nil)
+        }
+        #expect(parked.recent.allSatisfy { !$0.isMovement })
+    }
+
+    @Test func badFixesDoNotStartTripsOrAddDistance() throws {
+        // A drive whose every fifth fix jumps 500 m sideways, with invalid and inaccurate fixes mixed in.
+        var clean = Script()
+        clean.activity(.automotive, .high)
+        clean.drive(seconds: 600, speed: 14)
+        clean.stand(seconds: 5)
+        var noisy = clean
+        noisy.records = []
+        for (index, record) in clean.records.enumerated() {
+            noisy.records.append(record)
+            guard case let .location(fix) = record.payload, index % 5 == 0 else { continue }
+            let (lat, lon) = Script.moved(fix.latitude, fix.longitude, north: 500, east: 0)
+            var jump = record
+            jump.t += 0.5
+            jump.seq = nil
+            jump.payload = .location(LocationFix(latitude: lat, longitude: lon, speed: 14, horizontalAccuracy: 5))
+            var invalid = jump
+            invalid.t += 0.1
+            invalid.payload = .location(LocationFix(latitude: lat, longitude: lon, speed: 40, horizontalAccuracy: -1))
+            var vague = jump
+            vague.t += 0.2
+            vague.payload = .location(LocationFix(latitude: lat, longitude: lon, speed: 40, horizontalAccuracy: 300))
+            noisy.records += [jump, invalid, vague]
+        }
+        var a = Harness()
+        a.run(clean.records)
+        var b = Harness()
+        b.run(noisy.records)
+        let cleanTrip = try #require(a.tripEnds.first)
+        let noisyTrip = try #require(b.tripEnds.first)
+        #expect(abs(cleanTrip.distanceMetres - 8400) < 20)
+        #expect(abs(noisyTrip.distanceMetres - cleanTrip.distanceMetres) < 1, "\(noisyTrip.distanceMetres)")
+
+        // Only invalid or inaccurate fixes: no movement evidence at all.
+        var bad = Script()
+        bad.activity(.automotive, .high)
+        bad.accuracy = 120
+        bad.drive(seconds: 600, speed: 14)
+        var c = Harness()
+        c.run(bad.records)
+        #expect(c.events.isEmpty)
+    }
+}
