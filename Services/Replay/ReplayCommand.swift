@@ -29,7 +29,6 @@ public enum ReplayCommand {
         """
 
     public static func run(_ arguments: [String]) async -> Int32 {
-        let log = Log(category: "replay")
         let options: CommandLineOptions
         do {
             options = try CommandLineOptions(arguments,
@@ -66,22 +65,21 @@ public enum ReplayCommand {
             return fail(error.description)
         }
 
-        let quietLog = Log(category: "replay", minimumLevel: options.has("--quiet") ? .error : .info)
+        let log = Log(category: "replay", minimumLevel: options.has("--quiet") ? .error : .info)
         let output = LineWriter()
-        let replayer = Replayer(platform: platform, ordering: ordering, log: quietLog) { event in
+        let replayer = Replayer(platform: platform, ordering: ordering, log: log) { event in
             output.write(line: event.json(format))
         }
         await withLines(&reader) { line, number in await replayer.feed(line: line, number: number) }
         await replayer.finish()
         output.flush()
         let s = replayer.summary
-        quietLog.info("replay finished", [
+        log.info("replay finished", [
             "lines": String(s.lines), "applied": String(s.applied), "invalid": String(s.invalid),
             "duplicates": String(s.duplicates), "late": String(s.late), "farInFuture": String(s.farInFuture),
             "notMonitored": String(s.notMonitored), "devices": String(s.devices), "events": String(s.events),
             "crashesDismissed": String(s.crashesDismissed),
         ])
-        _ = log
         return 0
     }
 
@@ -118,7 +116,6 @@ public enum ReplayCommand {
     }
 
     private static func fail(_ message: String) -> Int32 {
-        Log(category: "replay").error("roadsave replay: \(message)")
         FileHandle.standardError.write(Data("roadsave replay: \(message)\nRun 'roadsave replay --help' for usage.\n".utf8))
         return 2
     }

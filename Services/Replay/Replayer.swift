@@ -63,11 +63,11 @@ public final class Replayer {
         for (rejectedRecord, reason) in rejected {
             count(reason)
             if case .duplicate = reason { continue }
-            var fields: KeyValuePairs<String, String> = ["device": rejectedRecord.device.description,
-                                                          "field": "t", "reason": reason.description]
-            if let line { fields = ["line": String(line), "device": rejectedRecord.device.description,
-                                    "field": "t", "reason": reason.description] }
-            log.warning("record not applied", fields)
+            // A held record (far in the future) is rejected when a later line disproves it.
+            let lineNumber = rejectedRecord == record ? line.map(String.init) ?? "-" : "earlier"
+            log.warning("record not applied", ["line": lineNumber, "device": rejectedRecord.device.description,
+                                                "field": "t", "t": ISO8601.string(fromSeconds: rejectedRecord.t),
+                                                "reason": reason.description])
         }
         for next in ready { await apply(next) }
     }

@@ -62,13 +62,12 @@ public struct DeviceSession: Sendable {
     /// Starts monitoring with the result of a settings fetch (the startup guard).
     public mutating func startMonitoring(at t: Double, fetch: SettingsFetch) throws(RoadSaveError) -> [DetectionAction] {
         guard lifecycle != .unconfigured else { throw .notConfigured }
-        var actions = advance(to: t)
+        let actions = advance(to: t)
         try applyStartupGuard(at: t, fetch: fetch)
         if lifecycle != .monitoring {
             lifecycle = .monitoring
             trips.reset()
         }
-        actions += []
         return actions
     }
 
