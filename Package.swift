@@ -14,11 +14,24 @@ let package = Package(
         // Gateway-side signal code (the impact trigger), shared by the simulator and the recording converters.
         .target(name: "GatewayKit", path: "Shared/GatewayKit"),
 
+        // C libraries from Debian packages, bound directly (libzmq3-dev, libmsgpack-dev, libsodium-dev).
+        .systemLibrary(name: "CZeroMQ", path: "Shared/CZeroMQ"),
+        .systemLibrary(name: "CMessagePack", path: "Shared/CMessagePack"),
+        .systemLibrary(name: "CSodium", path: "Shared/CSodium"),
+        // ZeroMQ in Swift: sockets owned by one reactor thread each.
+        .target(name: "ZeroMQ", dependencies: ["CZeroMQ"], path: "Shared/ZeroMQ"),
+        // The wire format between gateways, services and subscribers: MessagePack or JSON bodies, multipart envelopes.
+        .target(name: "Wire", dependencies: ["RoadSaveModel", "CMessagePack"], path: "Shared/Wire"),
+
         // Detection: the pure, deterministic trip and crash engines and the per-device session.
         .target(name: "DetectionEngine", dependencies: ["RoadSaveModel"], path: "Services/Detection/Engine"),
         // The RoadSave platform over HTTP (settings and crash evaluation), for the service shells.
         .target(name: "PlatformHTTP", dependencies: ["RoadSaveModel", "DetectionEngine"],
                 path: "Services/Detection/PlatformHTTP"),
+
+        // Notifier: the sinks that deliver events (ZeroMQ PUB, webhooks, NDJSON).
+        .target(name: "NotifierSinks", dependencies: ["RoadSaveModel", "CSodium", "ZeroMQ", "Wire"],
+                path: "Services/Notifier/Sinks"),
 
         // Replay: the engines over a recorded NDJSON file, in one process.
         .target(name: "Replay", dependencies: ["RoadSaveModel", "DetectionEngine", "PlatformHTTP"],
@@ -26,7 +39,7 @@ let package = Package(
         // Simulation: realistic record streams from a seed.
         .target(name: "Simulator", dependencies: ["GatewayKit"], path: "Services/Simulator"),
         // Converters from the real recordings in ../shared/data to NDJSON records.
-        .target(name: "Recordings", dependencies: ["GatewayKit"], path: "Services/Recordings"),
+        .target(name: "Recordings", dependencies: ["GatewayKit", "RoadSaveModel"], path: "Services/Recordings"),
 
         .executableTarget(name: "roadsave",
                           dependencies: ["RoadSaveModel", "DetectionEngine", "PlatformHTTP", "Replay", "Simulator", "Recordings"],
@@ -37,6 +50,10 @@ let package = Package(
                           path: "Services/Bench"),
 
         .testTarget(name: "GatewayKitTests", dependencies: ["GatewayKit"], path: "Tests/GatewayKitTests"),
+        .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ"], path: "Tests/ZeroMQTests"),
+        .testTarget(name: "WireTests", dependencies: ["Wire", "RoadSaveModel"], path: "Tests/WireTests"),
+        .testTarget(name: "NotifierSinkTests", dependencies: ["NotifierSinks", "RoadSaveModel", "ZeroMQ", "Wire"],
+                    path: "Tests/NotifierSinkTests"),
         .testTarget(name: "ModelTests", dependencies: ["RoadSaveModel"], path: "Tests/ModelTests"),
         .testTarget(name: "EngineTests", dependencies: ["RoadSaveModel", "DetectionEngine"], path: "Tests/EngineTests"),
         .testTarget(name: "SimulatorTests", dependencies: ["Simulator"], path: "Tests/SimulatorTests"),

@@ -8,6 +8,10 @@ command -v python3 >/dev/null 2>&1 || missing+=(python3)
 command -v gzip >/dev/null 2>&1 || missing+=(gzip)
 command -v tar >/dev/null 2>&1 || missing+=(tar)
 command -v make >/dev/null 2>&1 || missing+=(make)
+# C libraries bound through SwiftPM system-library targets (Shared/C*).
+for header in zmq.h:libzmq3-dev msgpack.h:libmsgpack-dev sodium.h:libsodium-dev; do
+  [ -f "/usr/include/${header%%:*}" ] || missing+=("${header#*:}")
+done
 
 if ((${#missing[@]})); then
   if [ "$(id -u)" != 0 ]; then
@@ -17,6 +21,12 @@ if ((${#missing[@]})); then
   echo "install-deps: installing ${missing[*]}" >&2
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+# The integration tests' gateway, subscriber and webhook receiver are Python programs using pyzmq and msgpack.
+if ! python3 -c "import zmq, msgpack" >/dev/null 2>&1; then
+  echo "install-deps: installing pyzmq and msgpack from PyPI" >&2
+  python3 -m pip install --quiet pyzmq msgpack 2>&1 | grep -v "Running pip as the 'root' user" >&2 || true
 fi
 
 if ! command -v swift >/dev/null 2>&1; then

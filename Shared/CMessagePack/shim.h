@@ -1,0 +1,2 @@
+// msgpack-c from Debian's libmsgpack-dev.
+#include <msgpack.h>
