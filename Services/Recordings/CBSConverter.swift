@@ -4,6 +4,7 @@
 // accuracy or course, and the diary is minute-resolution.
 
 import Foundation
+import RoadSaveModel
 
 /// A run of GPS points with the same diary label (stop flag and mode).
 public struct DiarySegment: Sendable, Equatable {
@@ -144,7 +145,7 @@ public enum CBSConverter {
 
     /// The activity a phone's classifier would most plausibly report for a diary label. Rail and water modes get medium
     /// confidence: phone classifiers confuse them with other motion more often than road vehicles.
-    public static func activity(for segment: DiarySegment) -> (ActivityKind, ActivityConfidence) {
+    public static func activity(for segment: DiarySegment) -> (ActivityType, ActivityConfidence) {
         if segment.stop { return (.stationary, .high) }
         switch segment.mode.lowercased() {
         case "walk": return (.walking, .high)
@@ -171,11 +172,13 @@ public enum CBSConverter {
             throw RecordingError.malformed(file: fileName, reason: "no readable GPS rows")
         }
         let segments = segments(log.fixes)
+        let device = DeviceID(app: app, user: user ?? userID(from: defaultUser(fileName)))
         var records: [SensorRecord] = []
         var derived: [String] = []
         var notes: [String] = []
 
-        records.append(SensorRecord(t: first.t, body: .capabilities(activityAvailable: deriveActivity, pedometerAvailable: false)))
+        records.append(SensorRecord(device: device, t: first.t, payload: .capabilities(
+            DeviceCapabilities(activityAvailable: deriveActivity, pedometerAvailable: false))))
         derived.append("capabilities: activityAvailable \(deriveActivity) ("
             + (deriveActivity ? "activity derived from the diary" : "the recording has no activity classifier output")
             + "), pedometerAvailable false (no step data)")
@@ -184,7 +187,7 @@ public enum CBSConverter {
         if deriveActivity {
             for segment in segments {
                 let (kind, confidence) = Self.activity(for: segment)
-                records.append(SensorRecord(t: segment.start, body: .activity(kind, confidence)))
+                records.append(SensorRecord(device: device, t: segment.start, payload: .activity(ActivityObservation(kind, confidence))))
             }
             derived.append("activity records derived from the travel-diary labels, one at each label change "
                 + "(\(segments.count) segments): Walk→walking high, Bike→cycling high, Bus/Tram/Car→automotive high, "
@@ -193,9 +196,9 @@ public enum CBSConverter {
         }
 
         for fix in log.fixes {
-            records.append(SensorRecord(t: fix.t, body: .location(lat: fix.lat, lon: fix.lon, speed: -1, course: nil, hacc: nil)))
+            records.append(SensorRecord(device: device, t: fix.t, payload: .location(LocationFix(latitude: fix.lat, longitude: fix.lon))))
         }
-        notes.append("location: the 1 Hz GPS positions as recorded; speed -1 (unknown) because the recording has none, "
+        notes.append("location: the 1 Hz GPS positions as recorded; no speed (unknown) because the recording has none, "
             + "no hacc or course")
 
         let modes = Dictionary(grouping: segments.filter { !$0.stop }, by: \.mode).mapValues(\.count)
@@ -207,9 +210,7 @@ public enum CBSConverter {
         if log.malformedLines > 0 { notes.append("skipped \(log.malformedLines) unreadable rows") }
         if log.outOfOrderLines > 0 { notes.append("\(log.outOfOrderLines) rows earlier than the row before: records sorted by time") }
 
-        return ConvertedRecording(dataset: .cbs, sourceFile: fileName, app: app,
-                                  user: user ?? userID(from: defaultUser(fileName)),
-                                  records: records, label: log.userID, diarySegments: segments, derived: derived, notes: notes)
+        return ConvertedRecording(dataset: .cbs, sourceFile: fileName, device: device, records: records, label: log.userID, diarySegments: segments, derived: derived, notes: notes)
     }
 
     /// `ssi_open_geodata-Utrecht1-2024-06-02.csv.gz` → `Utrecht1-2024-06-02`: one device per user-day, so day files of

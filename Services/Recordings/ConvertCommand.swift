@@ -116,11 +116,19 @@ public enum ConvertCommand {
             return fail("\(file.path): \(error)")
         }
 
-        let lines = recordings.count == 1 ? recordings[0].lines : NDJSONWriter.merged(recordings)
+        let lines = recordings.count == 1 ? recordings[0].lines : RecordOrder.merged(recordings)
         let text = lines.joined(separator: "\n") + (lines.isEmpty ? "" : "\n")
         if let output {
+            // Written in place with open(2), never by renaming a temporary file over the target: --output may be
+            // /dev/null, a FIFO or /dev/stdout, which an atomic replace would destroy.
+            let descriptor = open(output, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+            guard descriptor >= 0 else {
+                return fail("option --output: cannot write \(output): \(String(cString: strerror(errno)))")
+            }
+            let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
             do {
-                try Data(text.utf8).write(to: URL(fileURLWithPath: output), options: .atomic)
+                try handle.write(contentsOf: Data(text.utf8))
+                try handle.close()
             } catch {
                 return fail("option --output: cannot write \(output): \(error.localizedDescription)")
             }

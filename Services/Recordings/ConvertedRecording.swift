@@ -2,6 +2,7 @@
 // from the recording and what was derived or assumed, so a test or a person reading the output knows what it stands on.
 
 import GatewayKit
+import RoadSaveModel
 
 public enum Dataset: String, Sendable, CaseIterable {
     case tmd
@@ -27,9 +28,9 @@ public struct ConvertedRecording: Sendable {
     public var sourceFile: String
     public var app: String
     public var user: String
-    /// The records in device order: `records[i]` is the line with `seq` i.
+    /// The records in device order, each with the device (`app`, `user`) and its `seq`: `records[i]` has `seq` i.
     public var records: [SensorRecord]
-    /// NDJSON, one record a line, capabilities first, then in time order.
+    /// NDJSON, one record a line (`records[i].json()`), capabilities first, then in time order.
     public var lines: [String]
     public var report: ConversionReport
     /// The recording's own label: the TMD mode (Car, Bus, …), the phone-drop trial name, the e-scooter file's tag.
@@ -41,26 +42,33 @@ public struct ConvertedRecording: Sendable {
     /// CBS only: the travel-diary segments (runs of identical stop flag and mode).
     public var diarySegments: [DiarySegment]
 
+    /// The device (`app`, `user`).
+    public var device: DeviceID { DeviceID(app: app, user: user) }
+
     /// Number of records of one `kind`.
-    public func count(of kind: String) -> Int {
+    public func count(of kind: RecordKind) -> Int {
         records.reduce(0) { $0 + ($1.kind == kind ? 1 : 0) }
     }
 
-    /// Orders the records, numbers them and writes the lines and the record counts of the report.
-    init(dataset: Dataset, sourceFile: String, app: String, user: String, records: [SensorRecord],
+    /// Orders the records (all of `device`), numbers them (`seq` 0, 1, 2, …) and writes the lines and the record
+    /// counts of the report.
+    init(dataset: Dataset, sourceFile: String, device: DeviceID, records: [SensorRecord],
          label: String?, impacts: [TriggeredImpact] = [], accelerometer: AccelerometerSummary? = nil,
          diarySegments: [DiarySegment] = [], derived: [String], notes: [String]) {
+        assert(records.allSatisfy { $0.device == device }, "a converted recording is one device")
         self.dataset = dataset
         self.sourceFile = sourceFile
-        self.app = app
-        self.user = user
-        self.records = NDJSONWriter.deviceOrder(records)
-        self.lines = NDJSONWriter.lines(self.records, app: app, user: user)
+        self.app = device.app
+        self.user = device.user
+        var ordered = RecordOrder.deviceOrder(records)
+        for index in ordered.indices { ordered[index].seq = UInt64(index) }
+        self.records = ordered
+        self.lines = ordered.map { $0.json() }
         self.label = label
         self.impacts = impacts
         self.accelerometer = accelerometer
         self.diarySegments = diarySegments
-        var counts: [String: Int] = [:]
+        var counts: [RecordKind: Int] = [:]
         for record in self.records { counts[record.kind, default: 0] += 1 }
         self.report = ConversionReport(dataset: dataset, source: sourceFile, app: app, user: user, label: label,
                                        countsByKind: counts, derived: derived, notes: notes)
@@ -74,7 +82,7 @@ public struct ConversionReport: Sendable, Equatable {
     public var app: String
     public var user: String
     public var label: String?
-    public var countsByKind: [String: Int]
+    public var countsByKind: [RecordKind: Int]
     /// Everything in the output that is not a direct reading of the recording: derived values, assumed context.
     public var derived: [String]
     /// What was read, skipped or noticed: sample rates, skipped lines, duplicates.
@@ -83,12 +91,15 @@ public struct ConversionReport: Sendable, Equatable {
     /// The report as a few lines of text (what `roadsave convert` prints on stderr).
     public var text: String {
         var lines = ["\(dataset.rawValue) \(source) -> app \(app), user \(user)" + (label.map { " (label \($0))" } ?? "")]
-        let counts = SensorRecord.kinds.map { "\(countsByKind[$0] ?? 0) \($0)" }.joined(separator: ", ")
+        let counts = Self.kindOrder.map { "\(countsByKind[$0] ?? 0) \($0.rawValue)" }.joined(separator: ", ")
         lines.append("  records: \(counts); \(countsByKind.values.reduce(0, +)) in all")
         lines += derived.map { "  derived: \($0)" }
         lines += notes.map { "  note: \($0)" }
         return lines.joined(separator: "\n")
     }
+
+    /// The order the report counts kinds in: the order a device sends them.
+    static let kindOrder: [RecordKind] = [.capabilities, .location, .activity, .steps, .impact]
 }
 
 /// The shape of an accelerometer stream, in g.
@@ -114,20 +125,25 @@ public struct AccelerometerSummary: Sendable, Equatable {
     }
 
     public var sentence: String {
-        "accelerometer: \(sampleCount) samples over \(NDJSONWriter.number(durationSeconds, decimals: 1)) s, "
-            + "mean rate \(NDJSONWriter.number(meanRateHz, decimals: 1)) Hz, "
-            + "median interval \(NDJSONWriter.number(medianIntervalSeconds * 1000, decimals: 1)) ms "
-            + "(longest \(NDJSONWriter.number(maxIntervalSeconds * 1000, decimals: 0)) ms), "
-            + "max |a| \(NDJSONWriter.number(maxG, decimals: 2, trimZeros: false)) g, "
-            + "\(samplesAboveTrigger) samples above \(NDJSONWriter.number(ImpactTrigger.gatewayThresholdG, decimals: 1)) g"
+        "accelerometer: \(sampleCount) samples over \(decimal(durationSeconds, 1)) s, "
+            + "mean rate \(decimal(meanRateHz, 1)) Hz, "
+            + "median interval \(decimal(medianIntervalSeconds * 1000, 1)) ms "
+            + "(longest \(decimal(maxIntervalSeconds * 1000, 0)) ms), "
+            + "max |a| \(decimal(maxG, 2, fixed: true)) g, "
+            + "\(samplesAboveTrigger) samples above \(decimal(ImpactTrigger.gatewayThresholdG, 1)) g"
     }
 }
 
 /// Meters per second squared in one g.
 let standardGravity = 9.80665
 
-/// Cuts impacts with the gateway's trigger and describes the result for the report.
-func cutImpacts(_ samples: [AccelerationSample], rateRemark: String? = nil)
+/// A number for the reports' sentences: rounded to `decimals`, trailing zeros dropped unless `fixed`.
+func decimal(_ value: Double, _ decimals: Int, fixed: Bool = false) -> String {
+    fixed ? JSONObjectWriter.fixedNumber(value, decimals: decimals) : JSONObjectWriter.number(value, decimals: decimals)
+}
+
+/// Cuts impacts with the gateway's trigger and describes the result for the report; the impact records are `device`'s.
+func cutImpacts(_ samples: [AccelerationSample], device: DeviceID, rateRemark: String? = nil)
     -> (impacts: [TriggeredImpact], records: [SensorRecord], summary: AccelerometerSummary, derived: String) {
     let impacts = ImpactTrigger().impacts(in: samples)
     let summary = AccelerometerSummary(samples)
@@ -135,12 +151,20 @@ func cutImpacts(_ samples: [AccelerationSample], rateRemark: String? = nil)
         + "with the gateway's ImpactTrigger (|a| > 2 g, window -1 s..+2 s around the peak): "
         + (impacts.count == 1 ? "1 impact" : "\(impacts.count) impacts")
     if let low = impacts.map(\.peakG).min(), let high = impacts.map(\.peakG).max() {
-        let range = [low, high].map { NDJSONWriter.number($0, decimals: 2, trimZeros: false) }
+        let range = [low, high].map { decimal($0, 2, fixed: true) }
         derived += low == high ? ", peak \(range[0]) g" : ", peak \(range[0])–\(range[1]) g"
     }
     if let rateRemark { derived += "; \(rateRemark)" }
-    let records = impacts.map { SensorRecord(t: $0.t, body: .impact($0)) }
+    let records = impacts.map { SensorRecord(device: device, t: $0.t, payload: .impact(ImpactObservation($0))) }
     return (impacts, records, summary, derived)
+}
+
+extension ImpactObservation {
+    /// What the gateway's trigger cut, as the record's payload (sample times relative to the peak, as in the record).
+    init(_ impact: TriggeredImpact) {
+        self.init(peakG: impact.peakG, durationMs: impact.durationMs,
+                  samples: impact.samples.map { ImpactSample(dt: $0.t, x: $0.x, y: $0.y, z: $0.z) })
+    }
 }
 
 /// A user id made from a file name: characters other than letters, digits, '-' and '_' become '-', because the user

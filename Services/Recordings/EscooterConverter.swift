@@ -5,6 +5,7 @@
 
 import Foundation
 import GatewayKit
+import RoadSaveModel
 
 public enum EscooterConverter {
     public struct Log: Sendable {
@@ -52,10 +53,12 @@ public enum EscooterConverter {
         guard let first = log.samples.first else {
             throw RecordingError.malformed(file: fileName, reason: "no readable rows (index, unix ms, ax, ay, az, tag; tab-separated)")
         }
-        let cut = cutImpacts(log.samples)
+        let device = DeviceID(app: app, user: user ?? userID(from: "escooter-" + fileStem(fileName)))
+        let cut = cutImpacts(log.samples, device: device)
         var records = [
-            SensorRecord(t: first.t, body: .capabilities(activityAvailable: true, pedometerAvailable: false)),
-            SensorRecord(t: first.t, body: .activity(.cycling, .high)),
+            SensorRecord(device: device, t: first.t,
+                         payload: .capabilities(DeviceCapabilities(activityAvailable: true, pedometerAvailable: false))),
+            SensorRecord(device: device, t: first.t, payload: .activity(ActivityObservation(.cycling, .high))),
         ]
         records += cut.records
         let derived = [
@@ -72,8 +75,7 @@ public enum EscooterConverter {
         if log.repeatedTimes > 0 { notes.append("\(log.repeatedTimes) samples share the previous sample's millisecond") }
         if log.malformedLines > 0 { notes.append("skipped \(log.malformedLines) unreadable rows") }
         if log.outOfOrderLines > 0 { notes.append("\(log.outOfOrderLines) rows earlier than the row before: sorted by time") }
-        return ConvertedRecording(dataset: .escooter, sourceFile: fileName, app: app,
-                                  user: user ?? userID(from: "escooter-" + fileStem(fileName)), records: records,
+        return ConvertedRecording(dataset: .escooter, sourceFile: fileName, device: device, records: records,
                                   label: log.tag, impacts: cut.impacts, accelerometer: cut.summary,
                                   derived: derived, notes: notes)
     }

@@ -7,6 +7,7 @@
 
 import Foundation
 import GatewayKit
+import RoadSaveModel
 
 public struct PhoneDropTrial: Sendable {
     /// The gateway's accelerometer sample (time in s, acceleration in g), named here so users of this module need not
@@ -174,12 +175,14 @@ public enum PhoneDropConverter {
         let walkAgain = trialEnd + standAfter
         let contextEnd = walkAgain + walkAfter
         var random = SeededRandom(seed: trial.name)
+        let device = DeviceID(app: app, user: user ?? userID(from: trial.name))
         var records: [SensorRecord] = []
+        func record(_ t: Double, _ payload: SensorRecord.Payload) { records.append(SensorRecord(device: device, t: t, payload: payload)) }
 
-        records.append(SensorRecord(t: contextStart, body: .capabilities(activityAvailable: true, pedometerAvailable: true)))
-        records.append(SensorRecord(t: contextStart, body: .activity(.walking, .high)))
-        records.append(SensorRecord(t: standStart, body: .activity(.stationary, .high)))
-        records.append(SensorRecord(t: walkAgain, body: .activity(.walking, .high)))
+        record(contextStart, .capabilities(.full))
+        record(contextStart, .activity(ActivityObservation(.walking, .high)))
+        record(standStart, .activity(ActivityObservation(.stationary, .high)))
+        record(walkAgain, .activity(ActivityObservation(.walking, .high)))
 
         // Pedometer: counts only while walking; a record every 10 s and one as each walk ends.
         let baseSteps = 1000 + Int(random.next() % 3000)
@@ -190,7 +193,7 @@ public enum PhoneDropConverter {
         var stepTimes = Array(stride(from: contextStart, through: standStart, by: stepRecordEvery))
         stepTimes += Array(stride(from: walkAgain, through: contextEnd, by: stepRecordEvery))
         if stepTimes.last != contextEnd { stepTimes.append(contextEnd) }
-        for t in stepTimes { records.append(SensorRecord(t: t, body: .steps(stepsAt(t)))) }
+        for t in stepTimes { record(t, .steps(stepsAt(t))) }
 
         // GPS: 1 Hz around one point; walking speeds while walking, near zero while standing.
         var t = contextStart
@@ -200,13 +203,12 @@ public enum PhoneDropConverter {
             let north = random.uniform(-3, 3), east = random.uniform(-3, 3)
             let lat = place.lat + north / 111_320
             let lon = place.lon + east / (111_320 * cos(place.lat * .pi / 180))
-            records.append(SensorRecord(t: t, body: .location(lat: lat, lon: lon, speed: speed, course: nil,
-                                                               hacc: random.uniform(4, 8))))
+            record(t, .location(LocationFix(latitude: lat, longitude: lon, speed: speed, horizontalAccuracy: random.uniform(4, 8))))
             t += 1
         }
 
         let samples = trial.samples.map { AccelerationSample(t: t0 + $0.t, x: $0.x, y: $0.y, z: $0.z) }
-        let cut = cutImpacts(samples)
+        let cut = cutImpacts(samples, device: device)
         records += cut.records
 
         let startSource = startTime != nil ? "the chosen start time"
@@ -214,7 +216,7 @@ public enum PhoneDropConverter {
         let derived = [
             "\(trial.kind == .drop ? "drop" : "toss") spliced into a chosen non-driving context (the recording is accelerometer "
                 + "only): \(Int(walkBefore)) s walking, \(Int(standBefore)) s standing, the trial "
-                + "(\(NDJSONWriter.number(trialEnd - t0, decimals: 1)) s, time 0 at \(startSource)), \(Int(standAfter)) s "
+                + "(\(decimal(trialEnd - t0, 1)) s, time 0 at \(startSource)), \(Int(standAfter)) s "
                 + "standing, \(Int(walkAfter)) s walking",
             "capabilities: both true (an ordinary phone, chosen for the context)",
             "activity: walking high while walking, stationary high while standing (chosen context)",
@@ -223,8 +225,8 @@ public enum PhoneDropConverter {
             "steps: synthetic pedometer, \(cadence) steps/s while walking, a record every \(Int(stepRecordEvery)) s",
             cut.derived,
         ]
-        return ConvertedRecording(dataset: .phoneDrops, sourceFile: source ?? trial.name, app: app,
-                                  user: user ?? userID(from: trial.name), records: records, label: trial.name,
+        return ConvertedRecording(dataset: .phoneDrops, sourceFile: source ?? trial.name, device: device, records: records,
+                                  label: trial.name,
                                   impacts: cut.impacts, accelerometer: cut.summary, derived: derived,
                                   notes: [cut.summary.sentence])
     }

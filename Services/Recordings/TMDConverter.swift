@@ -5,6 +5,7 @@
 
 import Foundation
 import GatewayKit
+import RoadSaveModel
 
 public enum TMDConverter {
     /// The readings of one log that the converter uses.
@@ -87,7 +88,7 @@ public enum TMDConverter {
     }
 
     /// Google activity-recognition labels as the logger writes them.
-    public static func activity(forLabel label: String) -> ActivityKind {
+    public static func activity(forLabel label: String) -> ActivityType {
         switch label.lowercased() {
         case "vehicle", "in_vehicle": return .automotive
         case "on_foot", "walking", "foot": return .walking
@@ -119,6 +120,7 @@ public enum TMDConverter {
                                            reason: "a TMD file is named sensorfile_<user>_<Mode>_<startms>.csv.gz")
         }
         let log = parse(text)
+        let device = DeviceID(app: app, user: user ?? userID(from: String(fileStem(fileName).dropFirst("sensorfile_".count))))
         let start = Double(info.startMs) / 1000
         func time(_ ms: Int64) -> Double { start + Double(ms) / 1000 }
 
@@ -127,7 +129,8 @@ public enum TMDConverter {
         var notes: [String] = []
 
         let hasPedometer = !log.stepCounts.isEmpty
-        records.append(SensorRecord(t: start, body: .capabilities(activityAvailable: true, pedometerAvailable: hasPedometer)))
+        records.append(SensorRecord(device: device, t: start, payload: .capabilities(
+            DeviceCapabilities(activityAvailable: true, pedometerAvailable: hasPedometer))))
         derived.append("capabilities: activityAvailable true (the logger recorded Google activity recognition), "
             + "pedometerAvailable \(hasPedometer) (" + (hasPedometer ? "the file has" : "the file has no")
             + " android.sensor.step_counter lines)")
@@ -141,13 +144,15 @@ public enum TMDConverter {
                 distance += max(0, (previous.speed + fix.speed) / 2) * Double(fix.ms - previous.ms) / 1000
             }
             let position = destination(from: origin, bearing: bearing, metres: distance)
-            records.append(SensorRecord(t: time(fix.ms), body: .location(lat: position.lat, lon: position.lon,
-                                                                          speed: fix.speed, course: bearing, hacc: fix.accuracy)))
+            // A negative speed is the logger's "unknown", as in the record (CONTRACT §2).
+            records.append(SensorRecord(device: device, t: time(fix.ms), payload: .location(LocationFix(
+                latitude: position.lat, longitude: position.lon, speed: fix.speed < 0 ? nil : fix.speed, course: bearing,
+                horizontalAccuracy: fix.accuracy))))
         }
         if !speeds.isEmpty {
             derived.append("positions integrated from GPS speed along a fixed bearing (\(Int(bearing))°, also written as course) "
                 + "from a chosen origin in Bologna (\(origin.lat), \(origin.lon)): the recording has speeds but no coordinates; "
-                + "one location per speed line (\(speeds.count), \(NDJSONWriter.number(distance / 1000, decimals: 2)) km in all), "
+                + "one location per speed line (\(speeds.count), \(decimal(distance / 1000, 2)) km in all), "
                 + "speed as logged, hacc from the speed line's accuracy column")
         } else {
             notes.append("no speed lines: no location records")
@@ -159,7 +164,8 @@ public enum TMDConverter {
             if kind == .unknown, !["unknown", "tilting"].contains(reading.label.lowercased()) {
                 unknownLabels.insert(reading.label)
             }
-            records.append(SensorRecord(t: time(reading.ms), body: .activity(kind, confidence(forPercent: reading.percent))))
+            records.append(SensorRecord(device: device, t: time(reading.ms),
+                                        payload: .activity(ActivityObservation(kind, confidence(forPercent: reading.percent)))))
         }
         if !log.activities.isEmpty {
             let labels = log.activities.map { "\($0.label) \($0.percent)%" }.joined(separator: ", ")
@@ -169,7 +175,7 @@ public enum TMDConverter {
         if !unknownLabels.isEmpty { notes.append("unrecognised activity labels written as unknown: \(unknownLabels.sorted())") }
 
         for reading in log.stepCounts {
-            records.append(SensorRecord(t: time(reading.ms), body: .steps(reading.steps)))
+            records.append(SensorRecord(device: device, t: time(reading.ms), payload: .steps(reading.steps)))
         }
         if hasPedometer {
             notes.append("steps: android.sensor.step_counter values as logged (cumulative since the phone booted), "
@@ -180,13 +186,13 @@ public enum TMDConverter {
         let samples = log.accelerations.sorted { $0.ms < $1.ms }.map {
             AccelerationSample(t: time($0.ms), x: $0.x / standardGravity, y: $0.y / standardGravity, z: $0.z / standardGravity)
         }
-        let cut = cutImpacts(samples, rateRemark: "the logger samples the accelerometer at a low, irregular rate, "
+        let cut = cutImpacts(samples, device: device, rateRemark: "the logger samples the accelerometer at a low, irregular rate, "
             + "so short peaks can be missed and durations are coarse")
         records += cut.records
         derived.append(cut.derived)
         notes.append(cut.summary.sentence)
 
-        notes.append("recording: \(NDJSONWriter.number(Double(log.lastMs) / 60000, decimals: 1)) min from \(info.startMs) ms "
+        notes.append("recording: \(decimal(Double(log.lastMs) / 60000, 1)) min from \(info.startMs) ms "
             + "(file name); label \(info.label) from the file name")
         if log.badTimeLines > 0 { notes.append("skipped \(log.badTimeLines) lines with a negative or unreadable time") }
         if log.malformedLines > 0 { notes.append("skipped \(log.malformedLines) lines with unreadable values") }
@@ -197,9 +203,7 @@ public enum TMDConverter {
                 + log.ignoredSensors.keys.sorted().map { $0.isEmpty ? "<no name>" : $0 }.joined(separator: ", ") + ")")
         }
 
-        return ConvertedRecording(dataset: .tmd, sourceFile: fileName, app: app,
-                                  user: user ?? userID(from: String(fileStem(fileName).dropFirst("sensorfile_".count))),
-                                  records: records, label: info.label, impacts: cut.impacts, accelerometer: cut.summary,
+        return ConvertedRecording(dataset: .tmd, sourceFile: fileName, device: device, records: records, label: info.label, impacts: cut.impacts, accelerometer: cut.summary,
                                   derived: derived, notes: notes)
     }
 

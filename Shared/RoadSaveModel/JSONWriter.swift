@@ -22,6 +22,13 @@ public struct JSONObjectWriter {
         text += JSONObjectWriter.number(value, decimals: decimals)
     }
 
+    /// Numbers rounded to `decimals` places and written with exactly that many (trailing zeros kept), e.g. times to
+    /// the millisecond as `1718708242.500`.
+    public mutating func add(_ key: String, _ value: Double, fixedDecimals decimals: Int) {
+        separate(key)
+        text += JSONObjectWriter.fixedNumber(value, decimals: decimals)
+    }
+
     public mutating func add(_ key: String, _ value: Int) {
         separate(key)
         text += String(value)
@@ -53,6 +60,25 @@ public struct JSONObjectWriter {
             return String(Int64(rounded))
         }
         return String(rounded)
+    }
+
+    /// `value` rounded to `decimals` (0…15) places, written with exactly that many; the same number as
+    /// `number(_:decimals:)` once parsed. Values whose scaled form exceeds 2^53 fall back to `number(_:decimals:)`.
+    public static func fixedNumber(_ value: Double, decimals: Int) -> String {
+        precondition((0...15).contains(decimals), "fixedNumber: decimals must be 0…15")
+        guard value.isFinite else { return "null" }
+        var divisor: UInt64 = 1
+        for _ in 0..<decimals { divisor *= 10 }
+        let scaled = (value * Double(divisor)).rounded()
+        guard abs(scaled) <= 9_007_199_254_740_992 else { return number(value, decimals: decimals) }
+        let units = Int64(scaled)
+        var text = units < 0 ? "-" : ""
+        text += String(units.magnitude / divisor)
+        if decimals > 0 {
+            let fraction = String(units.magnitude % divisor)
+            text += "." + String(repeating: "0", count: decimals - fraction.count) + fraction
+        }
+        return text
     }
 
     public static func quoted(_ value: String) -> String {

@@ -64,7 +64,7 @@ struct CBSRecordingTests {
 
         let locations = records(objects, kind: "location")
         #expect(locations.count == 21_107) // every data row, duplicates included
-        #expect(locations.allSatisfy { double($0, "speed") == -1 && $0["hacc"] == nil })
+        #expect(locations.allSatisfy { $0["speed"] == nil && $0["course"] == nil && $0["hacc"] == nil })
         #expect(locations.allSatisfy { (50...54).contains(double($0, "lat")!) && (3...8).contains(double($0, "lon")!) })
 
         // One activity per diary segment, at its start, with the documented mapping.
@@ -80,7 +80,7 @@ struct CBSRecordingTests {
 
         #expect(recording.report.derived.contains { $0.contains("activity records derived from the travel-diary labels") })
         #expect(recording.report.notes.contains { $0.contains("226 rows repeat the previous row's timestamp") })
-        #expect(recording.report.notes.contains { $0.contains("speed -1") })
+        #expect(recording.report.notes.contains { $0.contains("no speed (unknown)") })
     }
 
     @Test func withoutDerivedActivityThereIsNoClassifier() throws {

@@ -75,6 +75,25 @@ struct ConvertCommandTests {
     }
 
     @Test(.enabled(if: SharedData.isAvailable, sharedDataAbsent))
+    func outputIsWrittenInPlaceNotReplaced() throws {
+        // An atomic write (a temporary file renamed over the target) once replaced /dev/null with a plain file.
+        // Writing through a symbolic link shows the difference safely: the link must survive, its target filled.
+        let input = try #require(sharedFile("us-transportation-mode/raw/sensorfile_Damiano_Car_1485092954647.csv.gz"))
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("roadsave-convert-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let target = folder.appendingPathComponent("target.ndjson")
+        try Data("old content that is longer than nothing\n".utf8).write(to: target)
+        let link = folder.appendingPathComponent("link.ndjson")
+        try FileManager.default.createSymbolicLink(at: link, withDestinationURL: target)
+        let result = Self.run(["tmd", input.path, "--output", link.path])
+        #expect(result.status == 0, "stderr was: \(result.err)")
+        #expect(try FileManager.default.destinationOfSymbolicLink(atPath: link.path) == target.path)
+        let lines = try String(contentsOf: target, encoding: .utf8).split(separator: "\n")
+        #expect(lines.count == (try RecordingConverter.tmd(input)).lines.count)
+    }
+
+    @Test(.enabled(if: SharedData.isAvailable, sharedDataAbsent))
     func phoneDropTrialToStdout() throws {
         let archive = try #require(sharedFile("phone-drops/raw_data.tar.gz"))
         let result = Self.run(["phone-drops", archive.path, "--trial", "fall_3"])

@@ -2,54 +2,81 @@
 
 import Foundation
 import Recordings
+import RoadSaveModel
 import Testing
 
-@Suite("NDJSON writer")
-struct WriterTests {
-    @Test func numbersHaveFixedPrecision() {
-        #expect(NDJSONWriter.number(1, decimals: 3, trimZeros: false) == "1.000")
-        #expect(NDJSONWriter.number(1_718_708_242.5, decimals: 3, trimZeros: false) == "1718708242.500")
-        #expect(NDJSONWriter.number(12.345678, decimals: 3) == "12.346")
-        #expect(NDJSONWriter.number(2.5, decimals: 2) == "2.5")
-        #expect(NDJSONWriter.number(-1, decimals: 2) == "-1")
-        #expect(NDJSONWriter.number(-0.00004, decimals: 4) == "0")
-        #expect(NDJSONWriter.number(-22.90561234, decimals: 7) == "-22.9056123")
-        #expect(NDJSONWriter.number(0.05, decimals: 4) == "0.05")
+@Suite("Records and lines")
+struct RecordLineTests {
+    static let device = DeviceID(app: "app-1", user: "user-1")
+
+    static func record(_ t: Double, _ payload: SensorRecord.Payload, seq: UInt64? = nil) -> SensorRecord {
+        SensorRecord(device: device, seq: seq, t: t, payload: payload)
     }
 
     @Test func stringsAreEscaped() throws {
-        let line = NDJSONWriter.line(for: SensorRecord(t: 10, body: .steps(3)), app: "a\"pp", user: "u\\s\ne\u{1}r", seq: 0)
+        let line = SensorRecord(device: DeviceID(app: "a\"pp", user: "u\\s\ne\u{1}r"), seq: 0, t: 1_718_708_242,
+                                payload: .steps(3)).json()
         let object = try #require(JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
         #expect(object["app"] as? String == "a\"pp")
         #expect(object["user"] as? String == "u\\s\ne\u{1}r")
         #expect((object["steps"] as? NSNumber)?.intValue == 3)
+        #expect(line.contains(#""t":1718708242.000,"#))
     }
 
     @Test func everyKindHasItsFields() {
         let records = [
-            SensorRecord(t: 1, body: .capabilities(activityAvailable: true, pedometerAvailable: false)),
-            SensorRecord(t: 2, body: .location(lat: 52.1, lon: 5.1, speed: -1, course: nil, hacc: nil)),
-            SensorRecord(t: 3, body: .location(lat: 44.5, lon: 11.3, speed: 13.8, course: 90, hacc: 6)),
-            SensorRecord(t: 4, body: .activity(.automotive, .high)),
-            SensorRecord(t: 5, body: .steps(1180)),
+            Self.record(1_718_708_241, .capabilities(DeviceCapabilities(activityAvailable: true, pedometerAvailable: false))),
+            Self.record(1_718_708_242, .location(LocationFix(latitude: 52.1, longitude: 5.1))),
+            Self.record(1_718_708_243, .location(LocationFix(latitude: 44.5, longitude: 11.3, speed: 13.8, course: 90,
+                                                               horizontalAccuracy: 6))),
+            Self.record(1_718_708_244, .activity(ActivityObservation(.automotive, .high))),
+            Self.record(1_718_708_245, .steps(1180)),
         ]
-        let objects = checkRecords(NDJSONWriter.lines(records, app: "app-1", user: "user-1"), app: "app-1", user: "user-1")
+        let lines = records.enumerated().map { index, record in
+            var numbered = record
+            numbered.seq = UInt64(index)
+            return numbered.json()
+        }
+        let objects = checkRecords(lines, app: "app-1", user: "user-1")
         #expect(objects.count == 5)
-        #expect(objects[1]["hacc"] == nil && objects[1]["course"] == nil)
+        #expect(objects[1]["speed"] == nil && objects[1]["hacc"] == nil && objects[1]["course"] == nil)
         #expect(double(objects[2], "course") == 90 && double(objects[2], "hacc") == 6 && double(objects[2], "speed") == 13.8)
         #expect(objects[3]["activity"] as? String == "automotive" && objects[3]["confidence"] as? String == "high")
         #expect(objects[0]["pedometerAvailable"] as? Bool == false)
     }
 
     @Test func deviceOrderPutsCapabilitiesFirstAndKeepsTiesStable() {
-        let ordered = NDJSONWriter.deviceOrder([
-            SensorRecord(t: 5, body: .steps(2)),
-            SensorRecord(t: 3, body: .steps(1)),
-            SensorRecord(t: 5, body: .activity(.walking, .low)),
-            SensorRecord(t: 9, body: .capabilities(activityAvailable: true, pedometerAvailable: true)),
+        let ordered = RecordOrder.deviceOrder([
+            Self.record(5, .steps(2)),
+            Self.record(3, .steps(1)),
+            Self.record(5, .activity(ActivityObservation(.walking, .low))),
+            Self.record(9, .capabilities(.full)),
         ])
-        #expect(ordered.map(\.kind) == ["capabilities", "steps", "steps", "activity"])
+        #expect(ordered.map(\.kind) == [.capabilities, .steps, .steps, .activity])
         #expect(ordered.map(\.t) == [9, 3, 5, 5])
+    }
+
+    @Test func aConvertedRecordingsLinesAreItsNumberedRecords() throws {
+        let recording = try TMDConverter.convert(text: TMDParsingTests.sample, fileName: "sensorfile_Test_Car_1485092954647.csv",
+                                                 app: "app-1")
+        #expect(recording.records.count == recording.lines.count)
+        #expect(recording.records.map(\.seq) == recording.records.indices.map { UInt64($0) })
+        #expect(recording.records.allSatisfy { $0.device == recording.device })
+        #expect(recording.lines == recording.records.map { $0.json() })
+        #expect(recording.records.first?.kind == .capabilities)
+    }
+
+    @Test func devicesAreMergedByTimeEachKeepingItsOwnSeq() {
+        let a = PhoneDropConverter.convert(trial: PhoneDropParsingTests.syntheticDrop(), app: "app-1", user: "a",
+                                           startTime: 1_726_598_000)
+        let b = PhoneDropConverter.convert(trial: PhoneDropParsingTests.syntheticDrop(), app: "app-1", user: "b",
+                                           startTime: 1_726_598_000.5)
+        let merged = RecordOrder.merged([a, b])
+        #expect(merged.count == a.lines.count + b.lines.count)
+        #expect(merged.filter { $0.contains(#""user":"a""#) } == a.lines)
+        #expect(merged.filter { $0.contains(#""user":"b""#) } == b.lines)
+        let times = merged.compactMap { try? RecordDecoding.record(fromJSON: Array($0.utf8)).t }
+        #expect(times.count == merged.count && times == times.sorted())
     }
 }
 
@@ -193,7 +220,7 @@ struct CBSParsingTests {
         let objects = checkRecords(recording.lines, app: "recorded", user: "Utrecht6-2024-06-18")
         let locations = records(objects, kind: "location")
         #expect(locations.count == 7) // the duplicated timestamp is kept
-        #expect(locations.allSatisfy { double($0, "speed") == -1 && $0["hacc"] == nil })
+        #expect(locations.allSatisfy { $0["speed"] == nil && $0["course"] == nil && $0["hacc"] == nil })
         let activities = records(objects, kind: "activity")
         #expect(activities.map { $0["activity"] as? String } == ["stationary", "automotive", "walking", "automotive"])
         #expect(activities.map { $0["confidence"] as? String } == ["high", "high", "high", "medium"])
@@ -202,7 +229,7 @@ struct CBSParsingTests {
         #expect(recording.report.notes.contains { $0.contains("1 rows repeat the previous row's timestamp") })
 
         let plain = try CBSConverter.convert(text: Self.sample, fileName: "x.csv")
-        #expect(plain.count(of: "activity") == 0)
+        #expect(plain.count(of: .activity) == 0)
         #expect(plain.lines[0].contains("\"activityAvailable\":false"))
     }
 

@@ -3,6 +3,7 @@
 
 import Foundation
 import Recordings
+import RoadSaveModel
 import Testing
 
 @Suite("TMD recordings", .enabled(if: SharedData.isAvailable, sharedDataAbsent))
@@ -29,7 +30,7 @@ struct TMDRecordingTests {
             #expect(accelerometer.sampleCount > 900)
             #expect((1.0...3.5).contains(accelerometer.maxG), "\(file.lastPathComponent): max \(accelerometer.maxG) g")
             #expect((1...30).contains(accelerometer.meanRateHz))
-            #expect(recording.impacts.count == recording.count(of: "impact"))
+            #expect(recording.impacts.count == recording.count(of: .impact))
         }
     }
 
@@ -84,7 +85,7 @@ struct TMDRecordingTests {
                 let recording = try RecordingConverter.tmd(file)
                 #expect(recording.lines[0].contains("\"pedometerAvailable\":false"))
                 #expect(recording.report.derived.contains { $0.contains("no android.sensor.step_counter lines") })
-                #expect(recording.count(of: "steps") == 0)
+                #expect(recording.count(of: .steps) == 0)
             }
         }
     }

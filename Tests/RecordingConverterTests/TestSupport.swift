@@ -2,6 +2,7 @@
 
 import Foundation
 import Recordings
+import RoadSaveModel
 import Testing
 
 let sharedDataAbsent: Comment = "../shared/data is absent (a clone outside the RoadSave workspace): real-recording test skipped"
@@ -10,7 +11,8 @@ let sharedDataAbsent: Comment = "../shared/data is absent (a clone outside the R
 typealias JSONObject = [String: Any]
 
 /// Parses each line with JSONSerialization and checks the fields every record must have, the kind's own fields and
-/// their ranges, `seq` 0..n-1, `t` with three decimals and never decreasing, and the capabilities record first.
+/// their ranges, `seq` 0..n-1, `t` with three decimals and never decreasing, and the capabilities record first; and
+/// that the service's own decoder (`RecordDecoding`) accepts each line as a record of that device with that `seq`.
 /// Returns the parsed objects for the caller's own checks.
 @discardableResult
 func checkRecords(_ lines: [String], app: String, user: String,
@@ -25,6 +27,13 @@ func checkRecords(_ lines: [String], app: String, user: String,
             continue
         }
         objects.append(object)
+        do {
+            let record = try RecordDecoding.record(fromJSON: Array(line.utf8))
+            #expect(record.device == DeviceID(app: app, user: user) && record.seq == UInt64(index),
+                    "line \(index): device and seq", sourceLocation: sourceLocation)
+        } catch {
+            Issue.record("line \(index) rejected by RecordDecoding: \(error)", sourceLocation: sourceLocation)
+        }
         let kind = object["kind"] as? String
         #expect(["capabilities", "location", "activity", "steps", "impact"].contains(kind ?? ""),
                 "line \(index): kind \(kind ?? "nil")", sourceLocation: sourceLocation)
@@ -50,7 +59,10 @@ func checkRecords(_ lines: [String], app: String, user: String,
             let lon = (object["lon"] as? NSNumber)?.doubleValue ?? .nan
             #expect((-90...90).contains(lat) && (-180...180).contains(lon), "line \(index): lat/lon",
                     sourceLocation: sourceLocation)
-            #expect(object["speed"] is NSNumber, "line \(index): speed", sourceLocation: sourceLocation)
+            // Speed is written only when known, so never negative.
+            if let speed = object["speed"] {
+                #expect(((speed as? NSNumber)?.doubleValue ?? -1) >= 0, "line \(index): speed", sourceLocation: sourceLocation)
+            }
             if let hacc = object["hacc"] {
                 #expect(((hacc as? NSNumber)?.doubleValue ?? -1) >= 0, "line \(index): hacc", sourceLocation: sourceLocation)
             }
