@@ -1,0 +1,397 @@
+import CZeroMQ
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The libzmq socket types of Debian's (non-draft) build.
+public enum ZMQSocketType: Sendable, Hashable, CaseIterable, CustomStringConvertible {
+    case pub, sub, xpub, xsub, dealer, router, req, rep, push, pull, pair
+
+    var rawValue: Int32 {
+        switch self {
+        case .pub: ZMQ_PUB
+        case .sub: ZMQ_SUB
+        case .xpub: ZMQ_XPUB
+        case .xsub: ZMQ_XSUB
+        case .dealer: ZMQ_DEALER
+        case .router: ZMQ_ROUTER
+        case .req: ZMQ_REQ
+        case .rep: ZMQ_REP
+        case .push: ZMQ_PUSH
+        case .pull: ZMQ_PULL
+        case .pair: ZMQ_PAIR
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .pub: "PUB"
+        case .sub: "SUB"
+        case .xpub: "XPUB"
+        case .xsub: "XSUB"
+        case .dealer: "DEALER"
+        case .router: "ROUTER"
+        case .req: "REQ"
+        case .rep: "REP"
+        case .push: "PUSH"
+        case .pull: "PULL"
+        case .pair: "PAIR"
+        }
+    }
+}
+
+/// A libzmq socket.
+///
+/// **Not thread-safe** (libzmq sockets aren't; the thread-safe types are draft-only): create, use and close it on one
+/// thread, normally a `Reactor`'s. It is deliberately not `Sendable`.
+///
+/// Defaults set at creation (both changeable, both documented in `ZMQSocket.defaultLinger` / `defaultSendTimeout`):
+/// - `ZMQ_LINGER` = 0: closing drops unsent messages, so `zmq_ctx_term` never hangs on a dead peer. Those include
+///   messages that `send` accepted (returned true) but that still sit in the queue to a TCP peer. A socket whose last
+///   messages must leave (a final burst, a reply in an `onStop` handler) sets a bounded positive linger before closing;
+///   `zmq_ctx_term` then waits up to that long.
+/// - `ZMQ_SNDTIMEO` = 1000 ms: a PUSH/DEALER/REQ/PAIR (or a ROUTER with `setRouterMandatory`) that reaches its high-water
+///   mark or has no peer gives up after a second (`send` returns false) instead of freezing its thread forever.
+///   PUB/XPUB/SUB never block on send. On a reactor prefer `send(..., dontWait: true)`, which never blocks.
+/// - `ZMQ_RCVTIMEO` stays -1 (block): blocking receives belong on dedicated threads, and `ZMQContext.shutdown()` ends them
+///   with `ETERM`.
+///
+/// `receive` uses `zmq_msg_recv` (never truncates) and follows `ZMQ_RCVMORE` to collect a whole multipart message.
+/// `EINTR` is retried everywhere; `EAGAIN` is reported as `false`/`nil`; everything else throws `ZMQError`.
+/// Calls on a closed socket throw `ENOTSOCK` (`isClosedSocket`).
+public final class ZMQSocket {
+    /// `ZMQ_LINGER` given to every new socket: 0 ms.
+    public static let defaultLinger: Int32 = 0
+    /// `ZMQ_SNDTIMEO` given to every new socket: 1000 ms (-1 would block forever, libzmq's own default).
+    public static let defaultSendTimeout: Int32 = 1000
+
+    public let context: ZMQContext
+    public let type: ZMQSocketType
+    private var handle: UnsafeMutableRawPointer?
+    /// Scratch message for `receive`, allocated once (8-byte aligned as libzmq requires).
+    private let message: UnsafeMutablePointer<zmq_msg_t>
+
+    /// Creates a socket with `ZMQ_LINGER` = `linger` and `ZMQ_SNDTIMEO` = `sendTimeout` (milliseconds, -1 = forever).
+    public init(_ context: ZMQContext, _ type: ZMQSocketType,
+                linger: Int32 = ZMQSocket.defaultLinger,
+                sendTimeout: Int32 = ZMQSocket.defaultSendTimeout) throws(ZMQError) {
+        let handle = try context.makeSocketHandle(type.rawValue, name: type.description)
+        self.context = context
+        self.type = type
+        self.handle = handle
+        self.message = .allocate(capacity: 1)
+        try setLinger(milliseconds: linger)
+        try setSendTimeout(milliseconds: sendTimeout)
+    }
+
+    deinit {
+        close()
+        message.deallocate()
+    }
+
+    /// `zmq_close`. Idempotent; `deinit` does it too. With the default linger of 0, unsent messages are dropped.
+    public func close() {
+        guard let handle else { return }
+        self.handle = nil
+        zmq_close(handle)
+    }
+
+    public var isClosed: Bool { handle == nil }
+
+    /// The raw `void *` for `zmq_poll` items and the like (nil once closed).
+    public var rawHandle: UnsafeMutableRawPointer? { handle }
+
+    private func open(_ operation: @autoclosure () -> String) throws(ZMQError) -> UnsafeMutableRawPointer {
+        guard let handle else { throw ZMQError(code: ENOTSOCK, operation: operation()) }
+        return handle
+    }
+
+    // MARK: - Endpoints
+
+    /// `zmq_bind`. Static endpoints bind; `tcp://127.0.0.1:*` picks a free port (read it back with `lastEndpoint`).
+    public func bind(_ endpoint: String) throws(ZMQError) {
+        let handle = try open("zmq_bind(\(endpoint))")
+        if zmq_bind(handle, endpoint) != 0 { throw ZMQError.last("zmq_bind(\(endpoint))") }
+    }
+
+    /// `zmq_connect`. Succeeds before the peer exists: connecting is not readiness.
+    public func connect(_ endpoint: String) throws(ZMQError) {
+        let handle = try open("zmq_connect(\(endpoint))")
+        if zmq_connect(handle, endpoint) != 0 { throw ZMQError.last("zmq_connect(\(endpoint))") }
+    }
+
+    /// `zmq_unbind`. For a wildcard bind pass the resolved endpoint (`lastEndpoint`).
+    public func unbind(_ endpoint: String) throws(ZMQError) {
+        let handle = try open("zmq_unbind(\(endpoint))")
+        if zmq_unbind(handle, endpoint) != 0 { throw ZMQError.last("zmq_unbind(\(endpoint))") }
+    }
+
+    /// `zmq_disconnect`.
+    public func disconnect(_ endpoint: String) throws(ZMQError) {
+        let handle = try open("zmq_disconnect(\(endpoint))")
+        if zmq_disconnect(handle, endpoint) != 0 { throw ZMQError.last("zmq_disconnect(\(endpoint))") }
+    }
+
+    /// `ZMQ_LAST_ENDPOINT`: the endpoint of the last bind or connect, resolved (e.g. `tcp://127.0.0.1:37251` after binding
+    /// `tcp://127.0.0.1:*`). Empty if there was none or the socket is closed.
+    public var lastEndpoint: String {
+        guard let bytes = try? bytesOption(ZMQ_LAST_ENDPOINT, name: "ZMQ_LAST_ENDPOINT", capacity: 1024) else { return "" }
+        // The option value is NUL-terminated.
+        return String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
+    }
+
+    // MARK: - Options
+
+    /// `ZMQ_LINGER`: how long `zmq_ctx_term` may wait for this socket's unsent messages after close (-1 = forever).
+    public func setLinger(milliseconds: Int32) throws(ZMQError) {
+        try setOption(ZMQ_LINGER, milliseconds, name: "ZMQ_LINGER")
+    }
+
+    /// `ZMQ_SNDTIMEO`: how long a blocking `send` waits before returning false (-1 = forever, 0 = never waits).
+    public func setSendTimeout(milliseconds: Int32) throws(ZMQError) {
+        try setOption(ZMQ_SNDTIMEO, milliseconds, name: "ZMQ_SNDTIMEO")
+    }
+
+    /// `ZMQ_RCVTIMEO`: how long a blocking `receive` waits before returning nil (-1 = forever).
+    public func setReceiveTimeout(milliseconds: Int32) throws(ZMQError) {
+        try setOption(ZMQ_RCVTIMEO, milliseconds, name: "ZMQ_RCVTIMEO")
+    }
+
+    /// `ZMQ_SNDHWM` (messages; 0 = unlimited; libzmq's default is 1000). Set before bind/connect.
+    public func setSendHighWaterMark(_ messages: Int32) throws(ZMQError) {
+        try setOption(ZMQ_SNDHWM, messages, name: "ZMQ_SNDHWM")
+    }
+
+    /// `ZMQ_RCVHWM` (messages; 0 = unlimited; libzmq's default is 1000). Set before bind/connect.
+    public func setReceiveHighWaterMark(_ messages: Int32) throws(ZMQError) {
+        try setOption(ZMQ_RCVHWM, messages, name: "ZMQ_RCVHWM")
+    }
+
+    /// `ZMQ_SUBSCRIBE` (SUB/XSUB): receive messages whose first frame starts with `prefix` (empty = everything).
+    public func subscribe(_ prefix: [UInt8]) throws(ZMQError) {
+        try setOption(ZMQ_SUBSCRIBE, bytes: prefix, name: "ZMQ_SUBSCRIBE")
+    }
+
+    /// `ZMQ_SUBSCRIBE` with the UTF-8 bytes of `prefix`.
+    public func subscribe(_ prefix: String) throws(ZMQError) {
+        try subscribe(Array(prefix.utf8))
+    }
+
+    /// `ZMQ_UNSUBSCRIBE`: removes one earlier `subscribe` of the same prefix.
+    public func unsubscribe(_ prefix: [UInt8]) throws(ZMQError) {
+        try setOption(ZMQ_UNSUBSCRIBE, bytes: prefix, name: "ZMQ_UNSUBSCRIBE")
+    }
+
+    /// `ZMQ_UNSUBSCRIBE` with the UTF-8 bytes of `prefix`.
+    public func unsubscribe(_ prefix: String) throws(ZMQError) {
+        try unsubscribe(Array(prefix.utf8))
+    }
+
+    /// `ZMQ_ROUTING_ID` (formerly `ZMQ_IDENTITY`): 1–255 bytes, not starting with 0; set before connect.
+    /// A ROUTER peer sees it as the first frame of this socket's messages.
+    public func setIdentity(_ identity: [UInt8]) throws(ZMQError) {
+        try setOption(ZMQ_ROUTING_ID, bytes: identity, name: "ZMQ_ROUTING_ID")
+    }
+
+    /// `ZMQ_ROUTING_ID` of this socket (empty when libzmq generates one on the peer's side).
+    public func identity() throws(ZMQError) -> [UInt8] {
+        try bytesOption(ZMQ_ROUTING_ID, name: "ZMQ_ROUTING_ID", capacity: 256)
+    }
+
+    /// `ZMQ_ROUTER_MANDATORY` (ROUTER): sending to an unknown routing id throws `EHOSTUNREACH` instead of dropping silently,
+    /// and a full peer makes `send` wait/return false instead of dropping.
+    public func setRouterMandatory(_ on: Bool) throws(ZMQError) {
+        try setOption(ZMQ_ROUTER_MANDATORY, on ? 1 : 0, name: "ZMQ_ROUTER_MANDATORY")
+    }
+
+    /// `ZMQ_IMMEDIATE`: queue messages only to completed connections (a DEALER/PUSH then blocks/returns false instead of
+    /// queueing for a peer that is not there yet).
+    public func setImmediate(_ on: Bool) throws(ZMQError) {
+        try setOption(ZMQ_IMMEDIATE, on ? 1 : 0, name: "ZMQ_IMMEDIATE")
+    }
+
+    /// ZMTP heartbeats (milliseconds): `ZMQ_HEARTBEAT_IVL` (ping every `interval`, 0 = off), `ZMQ_HEARTBEAT_TIMEOUT`
+    /// (drop the connection if nothing arrives within `timeout` after a ping), `ZMQ_HEARTBEAT_TTL` (asks the peer to drop
+    /// it after `ttl` without traffic; libzmq keeps it in tenths of a second).
+    public func setHeartbeat(interval: Int32, timeout: Int32, ttl: Int32) throws(ZMQError) {
+        try setOption(ZMQ_HEARTBEAT_IVL, interval, name: "ZMQ_HEARTBEAT_IVL")
+        try setOption(ZMQ_HEARTBEAT_TIMEOUT, timeout, name: "ZMQ_HEARTBEAT_TIMEOUT")
+        try setOption(ZMQ_HEARTBEAT_TTL, ttl, name: "ZMQ_HEARTBEAT_TTL")
+    }
+
+    /// `ZMQ_XPUB_VERBOSE` (XPUB): pass every subscription message up, not only new ones.
+    public func setXPubVerbose(_ on: Bool) throws(ZMQError) {
+        try setOption(ZMQ_XPUB_VERBOSE, on ? 1 : 0, name: "ZMQ_XPUB_VERBOSE")
+    }
+
+    /// CurveZMQ server side: this socket accepts CURVE clients and encrypts; `secretKey` is 32 bytes (or 40 Z85 chars).
+    /// Without a ZAP handler every client that knows the server's public key is accepted.
+    public func setCurveServer(secretKey: [UInt8]) throws(ZMQError) {
+        try setOption(ZMQ_CURVE_SERVER, 1, name: "ZMQ_CURVE_SERVER")
+        try setOption(ZMQ_CURVE_SECRETKEY, bytes: secretKey, name: "ZMQ_CURVE_SECRETKEY")
+    }
+
+    /// CurveZMQ client side: the server's public key and this client's key pair (32 bytes each, or 40 Z85 chars).
+    public func setCurveClient(serverPublicKey: [UInt8], publicKey: [UInt8], secretKey: [UInt8]) throws(ZMQError) {
+        try setOption(ZMQ_CURVE_SERVERKEY, bytes: serverPublicKey, name: "ZMQ_CURVE_SERVERKEY")
+        try setOption(ZMQ_CURVE_PUBLICKEY, bytes: publicKey, name: "ZMQ_CURVE_PUBLICKEY")
+        try setOption(ZMQ_CURVE_SECRETKEY, bytes: secretKey, name: "ZMQ_CURVE_SECRETKEY")
+    }
+
+    /// Any `int` option (`zmq_setsockopt` with an `Int32`), for options without a named setter.
+    public func setOption(_ option: Int32, _ value: Int32, name: String? = nil) throws(ZMQError) {
+        let handle = try open("zmq_setsockopt(\(name ?? String(option))=\(value))")
+        var value = value
+        if zmq_setsockopt(handle, option, &value, MemoryLayout<Int32>.size) != 0 {
+            throw ZMQError.last("zmq_setsockopt(\(name ?? String(option))=\(value))")
+        }
+    }
+
+    /// Any binary option (`zmq_setsockopt` with bytes).
+    public func setOption(_ option: Int32, bytes: [UInt8], name: String? = nil) throws(ZMQError) {
+        let handle = try open("zmq_setsockopt(\(name ?? String(option)))")
+        let rc = bytes.withUnsafeBytes { zmq_setsockopt(handle, option, $0.baseAddress, $0.count) }
+        if rc != 0 { throw ZMQError.last("zmq_setsockopt(\(name ?? String(option)))") }
+    }
+
+    /// Any `int` option (`zmq_getsockopt` into an `Int32`).
+    public func int32Option(_ option: Int32, name: String? = nil) throws(ZMQError) -> Int32 {
+        let handle = try open("zmq_getsockopt(\(name ?? String(option)))")
+        var value: Int32 = 0
+        var size = MemoryLayout<Int32>.size
+        if zmq_getsockopt(handle, option, &value, &size) != 0 {
+            throw ZMQError.last("zmq_getsockopt(\(name ?? String(option)))")
+        }
+        return value
+    }
+
+    private func bytesOption(_ option: Int32, name: String, capacity: Int) throws(ZMQError) -> [UInt8] {
+        let handle = try open("zmq_getsockopt(\(name))")
+        var size = capacity
+        var buffer = [UInt8](repeating: 0, count: capacity)
+        let rc = buffer.withUnsafeMutableBytes { zmq_getsockopt(handle, option, $0.baseAddress, &size) }
+        if rc != 0 { throw ZMQError.last("zmq_getsockopt(\(name))") }
+        return Array(buffer.prefix(size))
+    }
+
+    // MARK: - Messages
+
+    /// Sends `frames` as one multipart message (all frames or none reach the peer).
+    ///
+    /// Returns false on `EAGAIN`: with `dontWait` when the message cannot be queued now (high-water mark, no peer), or when
+    /// the send timeout (`ZMQ_SNDTIMEO`, 1000 ms by default) expires. Nothing was sent then. Throws on other errors
+    /// (`ETERM` when the context shuts down, `EHOSTUNREACH` for a mandatory ROUTER, `EFSM` for a REQ/REP out of turn, and
+    /// `EINVAL` for an empty frame list).
+    ///
+    /// Only the first frame can be refused: libzmq counts the high-water mark in whole messages, so once it is accepted the
+    /// rest follow (an `EAGAIN` on a later frame, which libzmq does not produce, is retried so no half message is left).
+    @discardableResult
+    public func send(_ frames: [[UInt8]], dontWait: Bool = false) throws(ZMQError) -> Bool {
+        let handle = try open("zmq_send")
+        guard !frames.isEmpty else {
+            throw ZMQError(code: EINVAL, operation: "zmq_send(no frames)")
+        }
+        let lastIndex = frames.count - 1
+        for (index, frame) in frames.enumerated() {
+            var flags: Int32 = index == lastIndex ? 0 : ZMQ_SNDMORE
+            if index == 0 && dontWait { flags |= ZMQ_DONTWAIT }
+            while true {
+                let rc = frame.withUnsafeBytes { zmq_send(handle, $0.baseAddress, $0.count, flags) }
+                if rc >= 0 { break }
+                let code = zmq_errno()
+                if code == EINTR { continue }
+                if code == EAGAIN {
+                    if index == 0 { return false }
+                    continue
+                }
+                throw ZMQError(code: code, operation: "zmq_send(\(type) frame \(index + 1) of \(frames.count))")
+            }
+        }
+        return true
+    }
+
+    /// Sends the UTF-8 bytes of `frames` as one multipart message (see `send(_:dontWait:)` for the result).
+    @discardableResult
+    public func send(_ frames: [String], dontWait: Bool = false) throws(ZMQError) -> Bool {
+        try send(frames.map { Array($0.utf8) }, dontWait: dontWait)
+    }
+
+    /// Receives one whole multipart message, frame by frame with `zmq_msg_recv` (never truncated) while `ZMQ_RCVMORE`
+    /// says more frames follow.
+    ///
+    /// Returns nil on `EAGAIN`: with `dontWait` when nothing is waiting, or when the receive timeout expires.
+    /// Throws on other errors: `ETERM` (`isTerminated`) when the context shuts down, a normal exit.
+    public func receive(dontWait: Bool = false) throws(ZMQError) -> [[UInt8]]? {
+        let handle = try open("zmq_msg_recv")
+        var frames: [[UInt8]] = []
+        // libzmq delivers multipart messages atomically: once the first frame is here the rest are too, so later frames
+        // are read without DONTWAIT.
+        var flags: Int32 = dontWait ? ZMQ_DONTWAIT : 0
+        while true {
+            zmq_msg_init(message)
+            var rc: Int32
+            repeat {
+                rc = zmq_msg_recv(message, handle, flags)
+            } while rc < 0 && zmq_errno() == EINTR
+            if rc < 0 {
+                let code = zmq_errno()
+                zmq_msg_close(message)
+                if code == EAGAIN && frames.isEmpty { return nil }
+                throw ZMQError(code: code, operation: "zmq_msg_recv(\(type) frame \(frames.count + 1))")
+            }
+            let size = zmq_msg_size(message)
+            let data = zmq_msg_data(message)
+            frames.append([UInt8](unsafeUninitializedCapacity: size) { buffer, count in
+                if size > 0, let data, let base = buffer.baseAddress {
+                    memcpy(base, data, size)
+                }
+                count = size
+            })
+            // Read the more-flag before closing the frame.
+            var more: Int32 = 0
+            var moreSize = MemoryLayout<Int32>.size
+            let moreRC = zmq_getsockopt(handle, ZMQ_RCVMORE, &more, &moreSize)
+            zmq_msg_close(message)
+            if moreRC != 0 { throw ZMQError.last("zmq_getsockopt(ZMQ_RCVMORE)") }
+            if more == 0 { return frames }
+            flags = 0
+        }
+    }
+
+    /// `ZMQ_EVENTS` has `ZMQ_POLLIN`: a message can be received now without blocking.
+    public var hasPendingInput: Bool {
+        guard let events = try? int32Option(ZMQ_EVENTS, name: "ZMQ_EVENTS") else { return false }
+        return events & Int32(ZMQ_POLLIN) != 0
+    }
+}
+
+/// Sockets must stay on their owner thread: there is no `Sendable` conformance, on purpose.
+@available(*, unavailable)
+extension ZMQSocket: Sendable {}
+
+/// CurveZMQ key pairs (`zmq_curve_keypair`), Z85-encoded: 40 printable characters each.
+public enum ZMQCurve {
+    public static var isAvailable: Bool { zmq_has("curve") != 0 }
+
+    public static func keyPair() throws(ZMQError) -> (publicKey: String, secretKey: String) {
+        var publicKey = [CChar](repeating: 0, count: 41)
+        var secretKey = [CChar](repeating: 0, count: 41)
+        if zmq_curve_keypair(&publicKey, &secretKey) != 0 { throw ZMQError.last("zmq_curve_keypair") }
+        return (decode(publicKey), decode(secretKey))
+    }
+
+    private static func decode(_ z85: [CChar]) -> String {
+        String(decoding: z85.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+}
+
+/// The linked libzmq's version, e.g. (4, 3, 4).
+public func zmqVersion() -> (major: Int32, minor: Int32, patch: Int32) {
+    var major: Int32 = 0, minor: Int32 = 0, patch: Int32 = 0
+    zmq_version(&major, &minor, &patch)
+    return (major, minor, patch)
+}
