@@ -1,0 +1,116 @@
+import RoadSaveModel
+
+/// One record of a batch that was not accepted: its 0-based index in the batch (-1 when the batch as a whole could
+/// not be read), the field at fault, and why.
+public struct Rejection: Equatable, Sendable {
+    public var index: Int
+    public var field: String
+    public var reason: String
+
+    public init(index: Int, field: String, reason: String) {
+        self.index = index
+        self.field = field
+        self.reason = reason
+    }
+}
+
+/// The reply to a gateway batch (CONTRACT §7), in the batch's content type:
+/// `{"accepted": N, "rejected": [{"index": i, "field": "lat", "reason": "…"}]}` (members in that order).
+public struct Acknowledgement: Equatable, Sendable {
+    public var accepted: Int
+    public var rejected: [Rejection]
+
+    public init(accepted: Int, rejected: [Rejection] = []) {
+        self.accepted = accepted
+        self.rejected = rejected
+    }
+
+    /// The answer to a batch that cannot be read at all: nothing accepted, one rejection at index -1.
+    public static func unreadable(field: String = "(batch)", reason: String) -> Acknowledgement {
+        Acknowledgement(accepted: 0, rejected: [Rejection(index: -1, field: field, reason: reason)])
+    }
+
+    /// `unreadable` with the decoding error's description as the reason.
+    public static func unreadable(_ error: WireError) -> Acknowledgement {
+        unreadable(reason: error.description)
+    }
+
+    /// The acknowledgement as a `JSONValue` (the same tree in both content types).
+    public var value: JSONValue {
+        .object([
+            ("accepted", .number(Double(accepted))),
+            ("rejected", .array(rejected.map { rejection in
+                .object([
+                    ("index", .number(Double(rejection.index))),
+                    ("field", .string(rejection.field)),
+                    ("reason", .string(rejection.reason)),
+                ])
+            })),
+        ])
+    }
+
+    public func encode(as contentType: ContentType) -> [UInt8] {
+        switch contentType {
+        case .json: JSONText.bytes(value)
+        case .msgpack: MessagePack.encode(value)
+        }
+    }
+
+    /// Reads an acknowledgement; members other than those of CONTRACT §7 are ignored, and a missing or mistyped one
+    /// is an `unexpectedShape` error naming it.
+    public static func decode(_ bytes: some Collection<UInt8>, contentType: ContentType) throws(WireError)
+        -> Acknowledgement {
+        let document: JSONValue = switch contentType {
+        case .json: try JSONText.decode(bytes)
+        case .msgpack: try MessagePack.decode(bytes)
+        }
+        return try Acknowledgement(value: document)
+    }
+
+    public init(value: JSONValue) throws(WireError) {
+        guard case .object = value else {
+            throw WireError(.unexpectedShape, "an acknowledgement must be an object, found \(value.typeName)")
+        }
+        accepted = try Self.integer(value["accepted"], path: "accepted", minimum: 0)
+        guard let list = value["rejected"] else {
+            throw WireError(.unexpectedShape, "missing", path: "rejected")
+        }
+        guard case let .array(entries) = list else {
+            throw WireError(.unexpectedShape, "expected an array, found \(list.typeName)", path: "rejected")
+        }
+        var rejected: [Rejection] = []
+        rejected.reserveCapacity(entries.count)
+        for (position, entry) in entries.enumerated() {
+            let path = "rejected[\(position)]"
+            guard case .object = entry else {
+                throw WireError(.unexpectedShape, "expected an object, found \(entry.typeName)", path: path)
+            }
+            rejected.append(Rejection(index: try Self.integer(entry["index"], path: path + ".index", minimum: -1),
+                                      field: try Self.string(entry["field"], path: path + ".field"),
+                                      reason: try Self.string(entry["reason"], path: path + ".reason")))
+        }
+        self.rejected = rejected
+    }
+
+    private static func integer(_ value: JSONValue?, path: String, minimum: Int) throws(WireError) -> Int {
+        guard let value else { throw WireError(.unexpectedShape, "missing", path: path) }
+        guard case let .number(number) = value, number == number.rounded(), number >= Double(minimum),
+              number <= 9_007_199_254_740_992 else {
+            throw WireError(.unexpectedShape, "expected an integer ≥ \(minimum), found \(describe(value))", path: path)
+        }
+        return Int(number)
+    }
+
+    private static func string(_ value: JSONValue?, path: String) throws(WireError) -> String {
+        guard let value else { throw WireError(.unexpectedShape, "missing", path: path) }
+        guard case let .string(text) = value else {
+            throw WireError(.unexpectedShape, "expected a string, found \(value.typeName)", path: path)
+        }
+        return text
+    }
+
+    private static func describe(_ value: JSONValue) -> String {
+        if case let .number(number) = value { return JSONText.number(number) }
+        return value.typeName
+    }
+}

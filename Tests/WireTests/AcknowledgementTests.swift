@@ -1,0 +1,74 @@
+import RoadSaveModel
+import Testing
+@testable import Wire
+
+@Suite("Acknowledgements")
+struct AcknowledgementTests {
+    static let ack = Acknowledgement(accepted: 2, rejected: [
+        Rejection(index: 1, field: "lat", reason: "91.0 is outside -90…90"),
+        Rejection(index: 4, field: "(record)", reason: "expected a map, found a string"),
+    ])
+
+    @Test func jsonIsTheContractShape() {
+        #expect(String(decoding: Self.ack.encode(as: .json), as: UTF8.self)
+            == #"{"accepted":2,"rejected":[{"index":1,"field":"lat","reason":"91.0 is outside -90…90"},"#
+            + #"{"index":4,"field":"(record)","reason":"expected a map, found a string"}]}"#)
+        #expect(String(decoding: Acknowledgement(accepted: 7).encode(as: .json), as: UTF8.self)
+            == #"{"accepted":7,"rejected":[]}"#)
+    }
+
+    @Test func msgpackIsTheSameMap() {
+        // {"accepted": 7, "rejected": []}: fixmap 2, fixstr 8 "accepted", 7, fixstr 8 "rejected", fixarray 0
+        #expect(Acknowledgement(accepted: 7).encode(as: .msgpack)
+            == [0x82, 0xA8] + Array("accepted".utf8) + [0x07, 0xA8] + Array("rejected".utf8) + [0x90])
+    }
+
+    @Test(arguments: ContentType.allCases)
+    func roundTrips(_ contentType: ContentType) throws {
+        #expect(try Acknowledgement.decode(Self.ack.encode(as: contentType), contentType: contentType) == Self.ack)
+        let unreadable = Acknowledgement.unreadable(WireError(.malformed, "not JSON", offset: 3))
+        #expect(try Acknowledgement.decode(unreadable.encode(as: contentType), contentType: contentType) == unreadable)
+    }
+
+    @Test func unreadableBatchHasIndexMinusOne() {
+        let ack = Acknowledgement.unreadable(WireError(.unexpectedShape, "a batch must be an array of records", offset: 0))
+        #expect(ack.accepted == 0)
+        #expect(ack.rejected.count == 1)
+        #expect(ack.rejected.first?.index == -1)
+        #expect(ack.rejected.first?.field == "(batch)")
+        #expect(ack.rejected.first?.reason.contains("array") == true)
+    }
+
+    @Test func decodesWhatOthersWrite() throws {
+        // White space, other member order, unknown members, numbers with a fraction of zero.
+        let text = #" { "rejected" : [ { "reason": "missing", "field": "user", "index": 0, "hint": 1 } ], "batch": "b1", "accepted": 3.0 } "#
+        #expect(try Acknowledgement.decode(Array(text.utf8), contentType: .json)
+            == Acknowledgement(accepted: 3, rejected: [Rejection(index: 0, field: "user", reason: "missing")]))
+    }
+
+    @Test func rejectsWrongShapes() {
+        let cases: [(String, String)] = [
+            (#"[]"#, ""),
+            (#"{"rejected": []}"#, "accepted"),
+            (#"{"accepted": -1, "rejected": []}"#, "accepted"),
+            (#"{"accepted": 1.5, "rejected": []}"#, "accepted"),
+            (#"{"accepted": "2", "rejected": []}"#, "accepted"),
+            (#"{"accepted": 2}"#, "rejected"),
+            (#"{"accepted": 2, "rejected": {}}"#, "rejected"),
+            (#"{"accepted": 2, "rejected": [3]}"#, "rejected[0]"),
+            (#"{"accepted": 2, "rejected": [{"index": -2, "field": "a", "reason": "b"}]}"#, "rejected[0].index"),
+            (#"{"accepted": 2, "rejected": [{"index": 0, "field": 1, "reason": "b"}]}"#, "rejected[0].field"),
+            (#"{"accepted": 2, "rejected": [{"index": 0, "field": "a"}]}"#, "rejected[0].reason"),
+        ]
+        for (text, path) in cases {
+            do {
+                let ack = try Acknowledgement.decode(Array(text.utf8), contentType: .json)
+                Issue.record("\(text) decoded to \(ack)")
+            } catch {
+                #expect(error.code == .unexpectedShape, "\(text): \(error)")
+                #expect(error.path == path, "\(text): \(error)")
+            }
+        }
+        #expect(throws: WireError.self) { try Acknowledgement.decode([0xC1], contentType: .msgpack) }
+    }
+}
