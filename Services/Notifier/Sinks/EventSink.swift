@@ -1,0 +1,95 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import RoadSaveModel
+
+/// Where events go (DESIGN-NOTES, "Output adapters behind one small protocol"): the notifier hands every event to each
+/// configured sink, and the sinks own delivery: queueing, retries, ordering and what is left at shutdown.
+///
+/// Implementations are thread-safe (actors or locked classes), and `deliver` never blocks the caller's thread: it
+/// returns once the event is accepted (queued), and the slow work (HTTP, `write(2)`) happens elsewhere.
+public protocol EventSink: Sendable {
+    /// For logs, e.g. `webhook(https://hooks.example.com/ho…ve)`; never carries a credential.
+    var name: String { get }
+    /// Takes an event for delivery. Returns when it is accepted (queued), not when delivered.
+    func deliver(_ event: RoadSaveEvent) async
+    /// Finishes what is in hand (bounded by `deadline` seconds) and stops; returns how many were left undelivered.
+    /// Events handed over after shutdown began are refused (logged and counted), not delivered.
+    func shutdown(deadline: Double) async -> Int
+}
+
+extension RoadSaveEvent {
+    /// Crash alerts are never dropped to make room in a full queue.
+    var isCrash: Bool {
+        if case .crashDetected = body { return true }
+        return false
+    }
+}
+
+/// A FIFO with O(1) append and pop at the front, and O(n) removal in the middle (for drops from a full queue).
+struct Ring<Element> {
+    private var storage: [Element] = []
+    private var head = 0
+
+    var count: Int { storage.count - head }
+    var isEmpty: Bool { count == 0 }
+    var first: Element? { isEmpty ? nil : storage[head] }
+
+    subscript(index: Int) -> Element {
+        get { storage[head + index] }
+        set { storage[head + index] = newValue }
+    }
+
+    mutating func append(_ element: Element) { storage.append(element) }
+
+    mutating func popFirst() -> Element? {
+        guard !isEmpty else { return nil }
+        let element = storage[head]
+        head += 1
+        if head == storage.count {
+            storage.removeAll(keepingCapacity: true)
+            head = 0
+        } else if head >= 64 && head * 2 >= storage.count {
+            storage.removeFirst(head)
+            head = 0
+        }
+        return element
+    }
+
+    @discardableResult
+    mutating func remove(at index: Int) -> Element {
+        if index == 0 { return popFirst()! }
+        return storage.remove(at: head + index)
+    }
+
+    func firstIndex(where predicate: (Element) throws -> Bool) rethrows -> Int? {
+        var index = head
+        while index < storage.count {
+            if try predicate(storage[index]) { return index - head }
+            index += 1
+        }
+        return nil
+    }
+
+    /// Keeps only the elements that pass, in order.
+    mutating func keep(where predicate: (Element) -> Bool) {
+        storage = storage[head...].filter(predicate)
+        head = 0
+    }
+
+    mutating func removeAll() {
+        storage.removeAll()
+        head = 0
+    }
+
+    var elements: ArraySlice<Element> { storage[head...] }
+}
+
+/// The monotonic clock, in seconds (deadlines and backoff; never the wall clock).
+func monotonicSeconds() -> Double {
+    var now = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &now)
+    return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+}
