@@ -24,13 +24,15 @@ public struct CrashInfo: Sendable, Equatable {
     public var confidence: CrashConfidence
     /// The time of the impact.
     public var detectedAt: Double
-    public var latitude: Double
-    public var longitude: Double
+    /// The position at (or last known before) the impact; nil when the device never reported a usable one. Never a
+    /// made-up 0,0: help would be sent to the wrong place. (4.0 spells it `location?.coordinate`: optional.)
+    public var latitude: Double?
+    public var longitude: Double?
     /// Raised by `raiseTestCrash`: alerting systems must not send help.
     public var isTest: Bool
 
     public init(crashID: String, confidence: CrashConfidence, detectedAt: Double,
-                latitude: Double, longitude: Double, isTest: Bool) {
+                latitude: Double?, longitude: Double?, isTest: Bool) {
         self.crashID = crashID
         self.confidence = confidence
         self.detectedAt = detectedAt

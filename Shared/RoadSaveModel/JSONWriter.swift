@@ -29,6 +29,12 @@ public struct JSONObjectWriter {
         text += JSONObjectWriter.fixedNumber(value, decimals: decimals)
     }
 
+    /// An optional number: `null` when absent (a receiver must see that it is unknown, not zero).
+    public mutating func add(_ key: String, _ value: Double?, decimals: Int) {
+        separate(key)
+        text += value.map { JSONObjectWriter.number($0, decimals: decimals) } ?? "null"
+    }
+
     public mutating func add(_ key: String, _ value: Int) {
         separate(key)
         text += String(value)

@@ -24,23 +24,26 @@ public enum RoadSaveError: Error, Sendable, Equatable, CustomStringConvertible {
         }
     }
 
-    public var description: String {
+    public var description: String { "\(code): \(message)" }
+
+    /// What went wrong, without the code (for replies that carry the code separately).
+    public var message: String {
         switch self {
         case .notConfigured:
-            "notConfigured: call configure before any other call"
+            "call configure before any other call"
         case let .offlineLimitExceeded(last, grace):
-            "offlineLimitExceeded: the platform cannot be reached and "
+            "the platform cannot be reached and "
                 + (last.map { "the last successful settings fetch (\(ISO8601.string(fromSeconds: $0))) is" }
                     ?? "settings were never fetched, which is")
                 + " older than the offline grace limit of \(Int(grace)) s"
         case .notMonitoring:
-            "notMonitoring: call startMonitoring first"
+            "call startMonitoring first"
         case .crashDetectionDisabled:
-            "crashDetectionDisabled: the detection mode or the platform's settings leave crash detection off"
+            "the detection mode or the platform's settings leave crash detection off"
         case let .invalidConfiguration(field, reason):
-            "invalidConfiguration: \(field) \(reason)"
+            "\(field) \(reason)"
         case let .invalidRecord(error):
-            "invalidRecord: \(error)"
+            "\(error)"
         }
     }
 }

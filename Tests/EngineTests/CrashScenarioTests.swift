@@ -44,7 +44,7 @@ import RoadSaveModel
         #expect(abs(candidate.speedBefore! - 15) < 0.01)
         #expect(candidate.speedAfter! < 0.5)
         #expect(candidate.peakG == 45)
-        #expect(abs(crash.latitude - candidate.latitude) < 1e-12 && crash.latitude != 0)
+        #expect(crash.latitude != nil && crash.latitude == candidate.latitude && crash.longitude == candidate.longitude)
     }
 
     @Test func aVerdictOfNoneSuppressesTheEvent() {
@@ -185,6 +185,23 @@ import RoadSaveModel
         harness.run(s.records)
         #expect(harness.candidates.count == 1)
         #expect(harness.crashes.count == 1)
+        // No position was ever reported: the alert says so rather than pointing at 0,0.
+        #expect(harness.crashes.first?.latitude == nil && harness.crashes.first?.longitude == nil)
+    }
+
+    @Test func withoutAFixNearTheImpactTheLastKnownPositionIsReported() throws {
+        var s = Script()
+        s.activity(.automotive, .high)
+        s.drive(seconds: 60, speed: 15)
+        let (lastLatitude, lastLongitude) = (s.latitude, s.longitude)
+        s.silence(seconds: 400)  // a long tunnel: nothing within the position window
+        s.impact(peakG: 45)
+        s.silence(seconds: 60)
+        s.activity(.stationary, .high)
+        var harness = Harness()
+        harness.run(s.records)
+        let crash = try #require(harness.crashes.first)
+        #expect(abs(crash.latitude! - lastLatitude) < 1e-6 && abs(crash.longitude! - lastLongitude) < 1e-6)
     }
 
     @Test func severalImpactsOfOneCrashAreOneCrash() throws {
@@ -222,7 +239,7 @@ import RoadSaveModel
         let crash = try #require(harness.crashes.first)
         #expect(crash.isTest)
         #expect(crash.detectedAt == s.t + 1)
-        #expect(crash.latitude != 0)
+        #expect(crash.latitude != nil)
         // And a verdict of none suppresses a test crash too: the same path.
         var suppressed = Harness()
         suppressed.verdict = { _ in .verdict(.none) }

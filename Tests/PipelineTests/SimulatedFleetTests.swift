@@ -21,7 +21,12 @@ import Testing
         let replayer = Replayer(platform: EmbeddedPlatform(), log: Log(category: "test", minimumLevel: .error)) {
             box.events.append($0)
         }
-        for (index, line) in lines.enumerated() { await replayer.feed(line: Array(line.utf8), number: index + 1) }
+        for (index, line) in lines.enumerated() {
+            await replayer.feed(line: Array(line.utf8), number: index + 1)
+            // Long CPU-bound loops give the 2-thread cooperative pool back now and then, so tests running beside
+            // this one (waiting on timers and processes) are not starved.
+            if index % 2000 == 0 { await Task.yield() }
+        }
         await replayer.finish()
         return Replayed(events: box.events, summary: replayer.summary)
     }
@@ -55,7 +60,7 @@ import Testing
             for (crash, real) in zip(crashes, device.crashes) {
                 #expect(abs(crash.detectedAt - real.t) < 0.5, "\(context)")
                 #expect(crash.confidence == .high || crash.confidence == .medium, "\(context): \(crash.confidence)")
-                #expect(Self.metres(crash.latitude, crash.longitude, real.latitude, real.longitude) < 100, "\(context)")
+                #expect(Self.metres(crash.latitude ?? 0, crash.longitude ?? 0, real.latitude, real.longitude) < 100, "\(context)")
             }
 
             // Trips: one per drive the user drove, starting near when driving began and ending at the last

@@ -8,8 +8,9 @@ public struct CrashCandidate: Sendable, Equatable, Codable {
     public var user: String
     /// Time of the first impact, seconds since the Unix epoch.
     public var time: Double
-    public var latitude: Double
-    public var longitude: Double
+    /// nil when the device never reported a usable position.
+    public var latitude: Double?
+    public var longitude: Double?
     /// Horizontal accuracy of the position, metres.
     public var positionAccuracy: Double?
     /// Highest GPS speed in the window before the impact, m/s; `nil` when no fix was there.

@@ -74,7 +74,7 @@ struct CrashEngine: Sendable {
         let candidate = CrashCandidate(
             crashID: StableID.make("test-crash", device.app, device.user, millis(t), String(testCrashCount)),
             app: device.app, user: device.user, time: t,
-            latitude: position?.latitude ?? 0, longitude: position?.longitude ?? 0,
+            latitude: position?.latitude, longitude: position?.longitude,
             positionAccuracy: position?.accuracy, speedBefore: 15, speedAfter: 0, peakG: 45, durationMs: 90,
             impactCount: 1, activity: ActivityContext.Mode.inVehicle.rawValue, tripInProgress: context.tripInProgress,
             isTest: true, samples: [])
@@ -110,20 +110,22 @@ struct CrashEngine: Sendable {
             .compactMap(\.speed)
         let speedBefore = before.max()
         let speedAfter = median(after)
-        let position = Array(context.gps.fixes(from: t0 - settings.crashPositionWindow, to: t0)).last
+        let nearby = Array(context.gps.fixes(from: t0 - settings.crashPositionWindow, to: t0)).last
             ?? Array(context.gps.fixes(from: t0, to: t0 + settings.crashPositionWindow)).first
+        // Without a fix near the impact (a tunnel), the last known position is still the best place to send help.
+        let position = nearby ?? context.gps.last
         let inVehicle = cluster.tripInProgress || cluster.activityMode == .inVehicle
         let candidate = CrashCandidate(
             crashID: StableID.make("crash", device.app, device.user, millis(t0)),
             app: device.app, user: device.user, time: t0,
-            latitude: position?.latitude ?? 0, longitude: position?.longitude ?? 0,
+            latitude: position?.latitude, longitude: position?.longitude,
             positionAccuracy: position?.accuracy, speedBefore: speedBefore, speedAfter: speedAfter,
             peakG: cluster.strongest.peakG, durationMs: cluster.strongest.durationMs, impactCount: cluster.count,
             activity: cluster.activityMode.rawValue, tripInProgress: cluster.tripInProgress, isTest: false,
             samples: cluster.strongest.samples.map { [$0.dt, $0.x, $0.y, $0.z] })
 
         if let reason = falsePositiveReason(cluster, speedBefore: speedBefore, speedAfter: speedAfter,
-                                            hasPosition: position != nil, inVehicle: inVehicle, settings: settings) {
+                                            hasPosition: nearby != nil, inVehicle: inVehicle, settings: settings) {
             return .crashDismissed(candidate, reason)
         }
         recentCrashes.removeAll { t0 - $0 > settings.crashClusterWindow }
