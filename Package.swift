@@ -7,6 +7,9 @@ let package = Package(
     platforms: [.macOS(.v14)],
     products: [
         .executable(name: "roadsave", targets: ["roadsave"]),
+        .executable(name: "roadsave-ingest", targets: ["roadsave-ingest"]),
+        .executable(name: "roadsave-detect", targets: ["roadsave-detect"]),
+        .executable(name: "roadsave-notify", targets: ["roadsave-notify"]),
     ],
     targets: [
         // Shared: the model (configuration, records, events, errors) and its codecs, used by every service.
@@ -29,6 +32,28 @@ let package = Package(
         .target(name: "PlatformHTTP", dependencies: ["RoadSaveModel", "DetectionEngine"],
                 path: "Services/Detection/PlatformHTTP"),
 
+        // What every service process shares: configuration, signals, the run loop of a service.
+        .target(name: "ServiceKit", dependencies: ["RoadSaveModel"], path: "Shared/ServiceKit"),
+        // sensor-ingest: validates, acknowledges and publishes gateways' records.
+        .target(name: "IngestService", dependencies: ["RoadSaveModel", "ServiceKit", "Wire", "ZeroMQ"],
+                path: "Services/Ingest"),
+        // detection's service shell around the engines.
+        .target(name: "DetectionService",
+                dependencies: ["DetectionEngine", "PlatformHTTP", "RoadSaveModel", "ServiceKit", "Wire", "ZeroMQ"],
+                path: "Services/Detection/Service"),
+        // notifier's service shell around the sinks.
+        .target(name: "NotifierService",
+                dependencies: ["NotifierSinks", "RoadSaveModel", "ServiceKit", "Wire", "ZeroMQ"],
+                path: "Services/Notifier/Service"),
+        // The service commands and the gateway/subscriber/control clients (roadsave ingest|detect|notify|up|send|tail|ctl).
+        .target(name: "ServiceCommands",
+                dependencies: ["IngestService", "DetectionService", "NotifierService", "ServiceKit", "Wire", "ZeroMQ",
+                               "RoadSaveModel"],
+                path: "Services/Commands"),
+        .executableTarget(name: "roadsave-ingest", dependencies: ["ServiceCommands"], path: "Services/Executables/Ingest"),
+        .executableTarget(name: "roadsave-detect", dependencies: ["ServiceCommands"], path: "Services/Executables/Detect"),
+        .executableTarget(name: "roadsave-notify", dependencies: ["ServiceCommands"], path: "Services/Executables/Notify"),
+
         // Notifier: the sinks that deliver events (ZeroMQ PUB, webhooks, NDJSON).
         .target(name: "NotifierSinks", dependencies: ["RoadSaveModel", "CSodium", "ZeroMQ", "Wire"],
                 path: "Services/Notifier/Sinks"),
@@ -42,7 +67,8 @@ let package = Package(
         .target(name: "Recordings", dependencies: ["GatewayKit", "RoadSaveModel"], path: "Services/Recordings"),
 
         .executableTarget(name: "roadsave",
-                          dependencies: ["RoadSaveModel", "DetectionEngine", "PlatformHTTP", "Replay", "Simulator", "Recordings"],
+                          dependencies: ["RoadSaveModel", "DetectionEngine", "PlatformHTTP", "Replay", "Simulator", "Recordings",
+                                         "ServiceCommands"],
                           path: "Services/CLI"),
 
         // The benchmark behind `make bench`.
@@ -50,10 +76,14 @@ let package = Package(
                           path: "Services/Bench"),
 
         .testTarget(name: "GatewayKitTests", dependencies: ["GatewayKit"], path: "Tests/GatewayKitTests"),
+        .testTarget(name: "ServiceKitTests", dependencies: ["ServiceKit", "RoadSaveModel"], path: "Tests/ServiceKitTests"),
+        .testTarget(name: "DetectionServiceTests",
+                    dependencies: ["DetectionService", "DetectionEngine", "RoadSaveModel", "Wire", "ZeroMQ"],
+                    path: "Tests/DetectionServiceTests"),
         .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ"], path: "Tests/ZeroMQTests"),
         .testTarget(name: "WireTests", dependencies: ["Wire", "RoadSaveModel"], path: "Tests/WireTests"),
         .testTarget(name: "NotifierSinkTests", dependencies: ["NotifierSinks", "RoadSaveModel", "ZeroMQ", "Wire"],
-                    path: "Tests/NotifierSinkTests"),
+                    path: "Tests/NotifierSinkTests", exclude: ["Support/webhook_receiver.py"]),
         .testTarget(name: "ModelTests", dependencies: ["RoadSaveModel"], path: "Tests/ModelTests"),
         .testTarget(name: "EngineTests", dependencies: ["RoadSaveModel", "DetectionEngine"], path: "Tests/EngineTests"),
         .testTarget(name: "SimulatorTests", dependencies: ["Simulator"], path: "Tests/SimulatorTests"),
@@ -63,6 +93,13 @@ let package = Package(
         // The replay path over simulated fleets, against the simulator's ground truth.
         .testTarget(name: "PipelineTests", dependencies: ["Simulator", "Replay", "DetectionEngine", "RoadSaveModel"],
                     path: "Tests/PipelineTests"),
+        // The gateway, subscriber, control and supervisor commands against real services.
+        .testTarget(name: "CommandTests", dependencies: ["roadsave", "Wire", "RoadSaveModel"], path: "Tests/CommandTests"),
+        // The three services as separate processes on loopback, driven by clients that are not the project's code
+        // (Python with pyzmq and msgpack); also the container files checked against the executables.
+        .testTarget(name: "IntegrationTests",
+                    dependencies: ["roadsave", "roadsave-ingest", "roadsave-detect", "roadsave-notify"],
+                    path: "Tests/IntegrationTests", exclude: ["Support"]),
         // End-to-end tests run the built `roadsave` as a separate process (the dependency makes SwiftPM build it).
         .testTarget(name: "CLITests", dependencies: ["roadsave"], path: "Tests/CLITests",
                     exclude: ["Fixtures", "Support/stub_platform.py"]),

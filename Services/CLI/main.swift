@@ -2,6 +2,7 @@ import Foundation
 import RoadSaveModel
 import Recordings
 import Replay
+import ServiceCommands
 import Simulator
 
 /// `roadsave`: one executable, a subcommand per job (CONTRACT §6).
@@ -14,6 +15,17 @@ struct RoadSaveCommand {
           replay FILE     run the detection engines over recorded records and print the events (NDJSON)
           simulate        write realistic record streams (NDJSON) for any number of devices, from a seed
           convert         convert a real recording from ../shared/data into records (NDJSON)
+
+        Services (ZeroMQ):
+          ingest          sensor-ingest: validate, acknowledge and publish gateways' records
+          detect          detection: the engines per device, control commands, platform calls
+          notify          notifier: deliver events (ZeroMQ PUB, webhooks, NDJSON)
+          up              all three services as supervised processes on one machine (embedded platform)
+
+        Clients:
+          send FILE       act as a device gateway: send records (NDJSON) to sensor-ingest, wait for the acks
+          tail            subscribe to the notifier and print events (NDJSON) as they come
+          ctl COMMAND     send a control command (configure, startMonitoring, ...) to detection
 
         Run 'roadsave COMMAND --help' for a command's options.
         """
@@ -30,6 +42,13 @@ struct RoadSaveCommand {
         case "replay": status = await ReplayCommand.run(rest)
         case "simulate": status = SimulateCommand.run(rest)
         case "convert": status = ConvertCommand.run(rest)
+        case "ingest": status = IngestCommand.run(rest)
+        case "detect": status = DetectCommand.run(rest)
+        case "notify": status = NotifyCommand.run(rest)
+        case "up": status = UpCommand.run(rest)
+        case "send": status = SendCommand.run(rest)
+        case "tail": status = TailCommand.run(rest)
+        case "ctl": status = ControlCommand.run(rest)
         case "-h", "--help", "help":
             print(usage)
             status = 0

@@ -1,0 +1,169 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import RoadSaveModel
+import Synchronization
+import ZeroMQ
+
+// What the client commands (send, tail, ctl, up) share: plain output without buffering, usage errors, and a
+// signal flag that a synchronous loop can check between short waits.
+
+/// A reason to end a command with an exit status and a message for standard error.
+struct CommandExit: Error {
+    var status: Int32
+    var message: String
+
+    init(_ status: Int32, _ message: String) {
+        self.status = status
+        self.message = message
+    }
+
+    /// A usage error: exit 2, the message names the option.
+    static func usage(_ message: String) -> CommandExit { CommandExit(2, message) }
+}
+
+enum Console {
+    /// Writes `text` to a file descriptor with `write(2)` (no stdio buffering, so a line is out as soon as it is written;
+    /// one call for a short line, so lines of several writers do not interleave). False when the reader is gone.
+    @discardableResult
+    static func write(_ text: String, to fd: Int32) -> Bool {
+        var bytes = Array(text.utf8)
+        if bytes.isEmpty { return true }
+        return bytes.withUnsafeMutableBytes { buffer -> Bool in
+            var offset = 0
+            while offset < buffer.count {
+                let written = systemWrite(fd, buffer.baseAddress! + offset, buffer.count - offset)
+                if written < 0 && errno == EINTR { continue }
+                if written <= 0 { return false }
+                offset += written
+            }
+            return true
+        }
+    }
+
+    /// One line on standard output.
+    @discardableResult
+    static func out(_ line: String) -> Bool { write(line + "\n", to: 1) }
+
+    /// One line on standard error.
+    static func err(_ line: String) { write(line + "\n", to: 2) }
+
+    /// Prints a usage error the way the services do and returns its status.
+    static func fail(_ command: String, _ failure: CommandExit) -> Int32 {
+        if failure.status == 2 {
+            err("roadsave \(command): \(failure.message)\nRun 'roadsave \(command) --help' for usage.")
+        } else {
+            err("roadsave \(command): \(failure.message)")
+        }
+        return failure.status
+    }
+}
+
+#if canImport(Glibc)
+private let systemWrite = Glibc.write
+#elseif canImport(Musl)
+private let systemWrite = Musl.write
+#elseif canImport(Darwin)
+private let systemWrite = Darwin.write
+#endif
+
+/// SIGTERM / SIGINT as a flag for synchronous loops that wait in short steps (a `zmq_poll` of at most ~100 ms, a
+/// `usleep`). The handler only stores into an atomic, which is async-signal-safe, so it may run on any thread:
+/// unlike a mask set in `main`, it also covers threads the runtime started before. Signals are blocked while the
+/// handlers are installed, so one arriving during `install()` is not lost and does not kill the process.
+enum SignalFlag {
+    private static let received = Atomic<Int32>(0)
+    private static let count = Atomic<Int32>(0)
+
+    static func install(_ signals: [Int32] = [SIGTERM, SIGINT]) {
+        var set = sigset_t()
+        sigemptyset(&set)
+        for signal in signals { sigaddset(&set, signal) }
+        var previous = sigset_t()
+        pthread_sigmask(SIG_BLOCK, &set, &previous)
+        for signal in signals {
+            var action = sigaction()
+            #if canImport(Glibc)
+            action.__sigaction_handler.sa_handler = { number in
+                SignalFlag.received.store(number, ordering: .relaxed)
+                SignalFlag.count.wrappingAdd(1, ordering: .relaxed)
+            }
+            #else
+            action.sa_handler = { number in
+                SignalFlag.received.store(number, ordering: .relaxed)
+                SignalFlag.count.wrappingAdd(1, ordering: .relaxed)
+            }
+            #endif
+            sigemptyset(&action.sa_mask)
+            action.sa_flags = SA_RESTART
+            sigaction(signal, &action, nil)
+        }
+        // Unblock these signals in this thread (a pending one is handled now).
+        pthread_sigmask(SIG_UNBLOCK, &set, nil)
+    }
+
+    /// The last signal received (0 = none).
+    static var signal: Int32 { received.load(ordering: .relaxed) }
+    /// How many signals arrived so far.
+    static var times: Int32 { count.load(ordering: .relaxed) }
+
+    static func name(_ signal: Int32) -> String {
+        switch signal {
+        case SIGTERM: "SIGTERM"
+        case SIGINT: "SIGINT"
+        case SIGKILL: "SIGKILL"
+        case SIGHUP: "SIGHUP"
+        case SIGSEGV: "SIGSEGV"
+        case SIGABRT: "SIGABRT"
+        case SIGILL: "SIGILL"
+        case SIGTRAP: "SIGTRAP"
+        case SIGBUS: "SIGBUS"
+        default: "signal \(signal)"
+        }
+    }
+}
+
+/// Sleeps, in steps of at most 100 ms so that a signal is noticed; returns false when one arrived.
+func sleepUnlessSignalled(_ seconds: Double) -> Bool {
+    let deadline = MonotonicClock.now() + seconds
+    while true {
+        if SignalFlag.signal != 0 { return false }
+        let left = deadline - MonotonicClock.now()
+        if left <= 0 { return true }
+        usleep(useconds_t(min(left, 0.1) * 1_000_000))
+    }
+}
+
+/// Options shared by the clients' parsing: numbers with their ranges, in seconds and milliseconds.
+extension CommandLineOptions {
+    /// A timeout in seconds as libzmq milliseconds.
+    func milliseconds(_ name: String, default value: Double, range: ClosedRange<Double>) throws(UsageError) -> (Double, Int32) {
+        let seconds = try double(name, range: range) ?? value
+        return (seconds, Int32(max(1, (seconds * 1000).rounded())))
+    }
+}
+
+/// `tcp://…`, `ipc://…` or `inproc://…` for a client to connect to (a `*` host is not connectable).
+func validateConnectEndpoint(_ endpoint: String, flag: String) throws(CommandExit) -> String {
+    let schemes = ["tcp://", "ipc://", "inproc://"]
+    guard let scheme = schemes.first(where: { endpoint.hasPrefix($0) }) else {
+        throw .usage("\(flag): \"\(endpoint)\" is not a ZeroMQ endpoint (tcp://HOST:PORT or ipc://PATH)")
+    }
+    let rest = endpoint.dropFirst(scheme.count)
+    guard !rest.isEmpty else { throw .usage("\(flag): \"\(endpoint)\" has no address") }
+    if scheme == "tcp://" {
+        guard let colon = rest.lastIndex(of: ":"), !rest[..<colon].isEmpty else {
+            throw .usage("\(flag): \"\(endpoint)\" needs HOST:PORT")
+        }
+        let host = rest[..<colon]
+        guard host != "*" else { throw .usage("\(flag): \"\(endpoint)\": a client needs a host to connect to, not *") }
+        guard let port = Int(rest[rest.index(after: colon)...]), (1...65535).contains(port) else {
+            throw .usage("\(flag): \"\(endpoint)\" has no valid port")
+        }
+    }
+    return endpoint
+}

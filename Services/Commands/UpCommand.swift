@@ -1,0 +1,541 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Foundation
+import RoadSaveModel
+import ServiceKit
+import ZeroMQ
+
+/// `roadsave up`: sensor-ingest, detection and notifier as three child processes of this executable, on consecutive
+/// ports, supervised.
+///
+/// - The children are spawned with `posix_spawn`, with an empty signal mask and default dispositions (a mask or an
+///   ignored signal would otherwise be inherited), standard input from /dev/null, and each in its own process group:
+///   a Ctrl-C in the terminal reaches only this supervisor, which stops the services in pipeline order (ingest first,
+///   so no record is taken that detection would not see; notifier last, so detection's final events are delivered).
+/// - Secrets (applicationIDs, webhook URLs, which often carry tokens, the platform URL) go through the environment,
+///   never on the command line, which `ps` shows to everyone.
+/// - A child that dies unexpectedly is reported and restarted after a pause that doubles (1 s up to 30 s, back to 1 s
+///   after a minute of good running); the others keep running. One that exits by itself within seconds of its first
+///   start (a port in use, a bad setting) brings the whole thing down instead, since restarting cannot help.
+/// - SIGTERM / SIGINT: stop in order, each service given `stopTimeout` before SIGKILL; a second signal kills the
+///   services at once. Exit 0 when every service stopped cleanly.
+public enum UpCommand {
+    public static let usage = """
+        Usage: roadsave up [options]
+
+        Runs the three services on this machine as supervised child processes of this executable:
+        sensor-ingest, detection (with the embedded default platform unless --platform) and notifier, on the ports
+        P to P+4 (gateways P, records P+1, control P+2, events P+3, subscribers P+4). Prints where each listens,
+        then "ready" once gateways, control and subscribers accept connections. A service that dies is restarted
+        (the others keep running); SIGTERM, SIGINT or SIGHUP stops all of them, ingest first and notifier last (a
+        second signal kills them at once).
+
+        Options:
+          --applications IDS          accepted applicationIDs, comma-separated (credentials; prefer the environment
+                                      variable ROADSAVE_APPLICATIONS or a file); passed to ingest by environment only
+          --applications-file F       file of accepted applicationIDs, one a line (# comments allowed)
+          --platform URL              RoadSave platform base URL (default: the embedded platform)
+          --settings FILE             JSON thresholds replacing the platform's settings (detection)
+          --ndjson PATH               also append events as NDJSON to PATH (- for standard output)
+          --webhooks URLS             webhook URLs, comma-separated (secret from ROADSAVE_WEBHOOK_SECRET or
+                                      --webhook-secret-file)
+          --webhook-secret-file F     file holding the webhook signing secret
+          --base-port P               first of the five ports (default 5550)
+          --bind-host H               address the services bind (default 127.0.0.1; * for every interface)
+          --log-level L               the services' log level: debug, info, warning or error (default info)
+          -h, --help                  this text
+
+        The services also read their usual ROADSAVE_* environment variables (see 'roadsave ingest --help' and the
+        others); ROADSAVE_CONFIG is not passed on, since one file cannot configure three services.
+        Exit status: 0 when every service stopped cleanly after a signal, 1 when a service failed at start or did
+        not stop cleanly, 2 for bad options (also when a service refused its settings at start).
+        """
+
+    /// How long one service may take to stop before it is killed (detection and notifier give their platform calls and
+    /// sinks up to 10 s).
+    static let stopTimeout = 20.0
+    /// A first start that ends sooner than this is a failure to start, not a crash to recover from.
+    static let startGrace = 3.0
+    static let firstBackoff = 1.0
+    static let maximumBackoff = 30.0
+    /// Running this long resets the restart pause.
+    static let stableAfter = 60.0
+
+    public static func run(_ arguments: [String],
+                           environment: [String: String] = ProcessInfo.processInfo.environment) -> Int32 {
+        let options: Options
+        do {
+            options = try Options(arguments, environment: environment)
+        } catch {
+            return Console.fail("up", error)
+        }
+        if options.help {
+            print(usage)
+            return 0
+        }
+        guard let executable = currentExecutable() else {
+            return Console.fail("up", CommandExit(1, "cannot find this executable (/proc/self/exe)"))
+        }
+        // SIGHUP too: the children have process groups of their own, so a closing terminal reaches only this process.
+        SignalFlag.install([SIGTERM, SIGINT, SIGHUP])
+        signal(SIGPIPE, SIG_IGN)
+        var supervisor = Supervisor(executable: executable, options: options, environment: environment,
+                                    log: Log(category: "up"))
+        return supervisor.run()
+    }
+
+    struct Options {
+        var help = false
+        var applications: String?
+        var applicationsFile: String?
+        var platform: String?
+        var settings: String?
+        var ndjson: String?
+        var webhooks: String?
+        var webhookSecretFile: String?
+        var basePort = 5550
+        var bindHost = "127.0.0.1"
+        var logLevel: String?
+
+        init(_ arguments: [String], environment: [String: String]) throws(CommandExit) {
+            do {
+                let parsed = try CommandLineOptions(
+                    arguments,
+                    valued: ["--applications", "--applications-file", "--platform", "--settings", "--ndjson", "--webhooks",
+                             "--webhook-secret-file", "--base-port", "--bind-host", "--log-level"],
+                    flags: ["--help", "-h"])
+                if parsed.has("--help") || parsed.has("-h") {
+                    help = true
+                    return
+                }
+                guard parsed.positional.isEmpty else { throw CommandExit.usage("unexpected argument \"\(parsed.positional[0])\"") }
+                applications = parsed.string("--applications")
+                applicationsFile = parsed.string("--applications-file")
+                if let path = applicationsFile, !FileManager.default.isReadableFile(atPath: path) {
+                    throw CommandExit.usage("--applications-file: cannot read \(path)")
+                }
+                let fromEnvironment = environment["ROADSAVE_APPLICATIONS"].map { !$0.isEmpty } ?? false
+                    || environment["ROADSAVE_APPLICATIONS_FILE"] != nil
+                if applications?.split(separator: ",").contains(where: { !$0.trimmingCharacters(in: .whitespaces).isEmpty }) != true,
+                   applicationsFile == nil, !fromEnvironment {
+                    throw CommandExit.usage("no applications: give --applications, ROADSAVE_APPLICATIONS or --applications-file (ingest would refuse every record)")
+                }
+                if let text = parsed.string("--platform") {
+                    guard let url = URL(string: text), let scheme = url.scheme, ["http", "https"].contains(scheme),
+                          url.host != nil else {
+                        throw CommandExit.usage("--platform: \"\(text)\" is not an http:// or https:// URL")
+                    }
+                    platform = text
+                }
+                settings = parsed.string("--settings")
+                if let path = settings, !FileManager.default.isReadableFile(atPath: path) {
+                    throw CommandExit.usage("--settings: cannot read \(path)")
+                }
+                ndjson = parsed.string("--ndjson")
+                webhooks = parsed.string("--webhooks")
+                webhookSecretFile = parsed.string("--webhook-secret-file")
+                if let path = webhookSecretFile, !FileManager.default.isReadableFile(atPath: path) {
+                    throw CommandExit.usage("--webhook-secret-file: cannot read \(path)")
+                }
+                basePort = try parsed.integer("--base-port", range: 1...65531) ?? 5550
+                if let host = parsed.string("--bind-host") {
+                    guard !host.isEmpty, !host.contains("/"), host.rangeOfCharacter(from: .whitespaces) == nil else {
+                        throw CommandExit.usage("--bind-host: \"\(host)\" is not a host address (an IP address, an interface or *)")
+                    }
+                    bindHost = host
+                }
+                if let level = parsed.string("--log-level") {
+                    guard Log.Level(rawValue: level) != nil else {
+                        throw CommandExit.usage("--log-level must be one of debug, info, warning, error, got \"\(level)\"")
+                    }
+                    logLevel = level
+                }
+                for port in basePort...(basePort + 4) {
+                    do {
+                        _ = try Endpoint.validate(bind(port), flag: "--bind-host/--base-port")
+                    } catch {
+                        throw CommandExit.usage(error.message)
+                    }
+                }
+            } catch let error as CommandLineOptions.UsageError {
+                throw .usage(error.message)
+            } catch let error as CommandExit {
+                throw error
+            } catch {
+                throw .usage("\(error)")
+            }
+        }
+
+        func bind(_ port: Int) -> String {
+            let host = bindHost.contains(":") && !bindHost.hasPrefix("[") ? "[\(bindHost)]" : bindHost
+            return "tcp://\(host):\(port)"
+        }
+
+        /// Where a local client connects for an endpoint bound with `bind`.
+        func connect(_ port: Int) -> String { Endpoint.connectable(bind(port)) }
+
+        var gateways: Int { basePort }
+        var records: Int { basePort + 1 }
+        var control: Int { basePort + 2 }
+        var events: Int { basePort + 3 }
+        var subscribers: Int { basePort + 4 }
+    }
+
+    /// One supervised service.
+    struct Child {
+        var name: String
+        var arguments: [String]
+        var environment: [String: String]
+        var pid: pid_t?
+        var startedAt = 0.0
+        var starts = 0
+        var backoff = UpCommand.firstBackoff
+        var restartAt: Double?
+        /// SIGTERM sent during the shutdown, and when it must be gone.
+        var stopDeadline: Double?
+        var killed = false
+        var lastStatus: String?
+        var exitedCleanly = false
+    }
+
+    struct Supervisor {
+        let executable: String
+        let options: Options
+        let log: Log
+        var children: [Child] = []
+        var stopping = false
+        var signalsSeen: Int32 = 0
+        var failure: Int32?
+        var ready = false
+        var readySince = MonotonicClock.now()
+
+        init(executable: String, options: Options, environment: [String: String], log: Log) {
+            self.executable = executable
+            self.options = options
+            self.log = log
+            var common = environment
+            // One config file cannot configure three services (each refuses the others' keys).
+            common["ROADSAVE_CONFIG"] = nil
+            // Secrets go only to the service that needs them.
+            let secrets = ["ROADSAVE_APPLICATIONS", "ROADSAVE_APPLICATIONS_FILE", "ROADSAVE_WEBHOOK_SECRET",
+                           "ROADSAVE_WEBHOOK_SECRET_FILE", "ROADSAVE_WEBHOOKS", "ROADSAVE_PLATFORM_URL"]
+            func only(_ keep: [String], _ extra: [String: String]) -> [String: String] {
+                var result = common
+                for key in secrets where !keep.contains(key) { result[key] = nil }
+                for (key, value) in extra { result[key] = value }
+                return result
+            }
+            var level: [String] = []
+            if let logLevel = options.logLevel { level = ["--log-level", logLevel] }
+
+            var ingestEnvironment: [String: String] = [:]
+            if let applications = options.applications { ingestEnvironment["ROADSAVE_APPLICATIONS"] = applications }
+            if let file = options.applicationsFile { ingestEnvironment["ROADSAVE_APPLICATIONS_FILE"] = file }
+            var detectEnvironment: [String: String] = [:]
+            if let platform = options.platform { detectEnvironment["ROADSAVE_PLATFORM_URL"] = platform }
+            var detectArguments = ["detect", "--records-endpoint", options.connect(options.records),
+                                   "--control-endpoint", options.bind(options.control),
+                                   "--events-endpoint", options.bind(options.events)]
+            if let settings = options.settings { detectArguments += ["--settings", settings] }
+            var notifyEnvironment: [String: String] = [:]
+            if let webhooks = options.webhooks { notifyEnvironment["ROADSAVE_WEBHOOKS"] = webhooks }
+            if let file = options.webhookSecretFile { notifyEnvironment["ROADSAVE_WEBHOOK_SECRET_FILE"] = file }
+            var notifyArguments = ["notify", "--events-endpoint", options.connect(options.events),
+                                   "--publish-endpoint", options.bind(options.subscribers)]
+            if let ndjson = options.ndjson { notifyArguments += ["--ndjson", ndjson] }
+
+            // Downstream first, so that the earliest events find their subscriber.
+            children = [
+                Child(name: "notify", arguments: notifyArguments + level,
+                      environment: only(["ROADSAVE_WEBHOOK_SECRET", "ROADSAVE_WEBHOOK_SECRET_FILE", "ROADSAVE_WEBHOOKS"],
+                                        notifyEnvironment)),
+                Child(name: "detect", arguments: detectArguments + level,
+                      environment: only(["ROADSAVE_PLATFORM_URL"], detectEnvironment)),
+                Child(name: "ingest", arguments: ["ingest", "--gateway-endpoint", options.bind(options.gateways),
+                                                  "--publish-endpoint", options.bind(options.records)] + level,
+                      environment: only(["ROADSAVE_APPLICATIONS", "ROADSAVE_APPLICATIONS_FILE"], ingestEnvironment)),
+            ]
+        }
+
+        mutating func run() -> Int32 {
+            log.info("starting", ["executable": executable, "basePort": String(options.basePort), "bindHost": options.bindHost,
+                                  "platform": options.platform == nil ? "embedded" : "given"])
+            for index in children.indices {
+                guard start(index) else {
+                    stopAll(reason: "a service could not be started")
+                    return finishStopping(status: 1)
+                }
+            }
+            Console.out("gateways \(options.connect(options.gateways))")
+            Console.out("control \(options.connect(options.control))")
+            Console.out("subscribers \(options.connect(options.subscribers))")
+            Console.out("records \(options.connect(options.records)) (internal)")
+            Console.out("events \(options.connect(options.events)) (internal)")
+            if options.bindHost != "127.0.0.1" {
+                Console.out("bound on \(options.bindHost), ports \(options.basePort)-\(options.basePort + 4)")
+            }
+            readySince = MonotonicClock.now()
+            while true {
+                reap()
+                if let failure {
+                    stopAll(reason: "a service failed at start")
+                    return finishStopping(status: failure)
+                }
+                if SignalFlag.times > 0 {
+                    signalsSeen = SignalFlag.times
+                    Console.out("stopping (\(SignalFlag.name(SignalFlag.signal)))")
+                    log.info("stopping", ["signal": SignalFlag.name(SignalFlag.signal)])
+                    return finishStopping(status: 0)
+                }
+                restartDue()
+                checkReady()
+                usleep(50_000)
+            }
+        }
+
+        /// Spawns child `index`; false if `posix_spawn` failed.
+        mutating func start(_ index: Int) -> Bool {
+            var child = children[index]
+            let result = spawn(executable, child.arguments, environment: child.environment)
+            switch result {
+            case let .failure(message):
+                log.error("cannot start service", ["service": child.name, "error": message])
+                Console.err("roadsave up: cannot start \(child.name): \(message)")
+                return false
+            case let .success(pid):
+                child.pid = pid
+                child.startedAt = MonotonicClock.now()
+                child.starts += 1
+                child.restartAt = nil
+                let verb = child.starts == 1 ? "started" : "restarted"
+                Console.out("\(verb) \(child.name) pid \(pid)")
+                log.info(verb, ["service": child.name, "pid": String(pid)])
+                children[index] = child
+                return true
+            }
+        }
+
+        /// Collects every child that ended, and decides what happens next.
+        mutating func reap() {
+            while true {
+                var status: Int32 = 0
+                let pid = waitpid(-1, &status, WNOHANG)
+                if pid < 0 && errno == EINTR { continue }
+                guard pid > 0 else { return }
+                guard let index = children.firstIndex(where: { $0.pid == pid }) else { continue }
+                ended(index, status: status)
+            }
+        }
+
+        mutating func ended(_ index: Int, status: Int32) {
+            var child = children[index]
+            let description = Self.describe(status)
+            let exitCode: Int32? = status & 0x7f == 0 ? (status >> 8) & 0xff : nil
+            child.pid = nil
+            child.lastStatus = description
+            child.exitedCleanly = exitCode == 0 && !child.killed
+            let ranFor = MonotonicClock.now() - child.startedAt
+            defer { children[index] = child }
+            if stopping || child.stopDeadline != nil {
+                log.info("stopped", ["service": child.name, "status": description])
+                Console.out("stopped \(child.name) (\(description))")
+                return
+            }
+            // Exiting on its own soon after its first start (a port in use, a bad setting) is a failure to start;
+            // being killed (by the OOM killer, by someone testing the supervisor) is a crash like any other.
+            if child.starts == 1, exitCode != nil, ranFor < UpCommand.startGrace {
+                log.error("service failed at start", ["service": child.name, "status": description])
+                Console.err("roadsave up: \(child.name) failed at start (\(description)); see its log above")
+                failure = exitCode == 2 ? 2 : 1
+                return
+            }
+            if ranFor >= UpCommand.stableAfter { child.backoff = UpCommand.firstBackoff }
+            let pause = child.backoff
+            child.backoff = min(UpCommand.maximumBackoff, child.backoff * 2)
+            child.restartAt = MonotonicClock.now() + pause
+            log.error("service died; restarting", ["service": child.name, "status": description,
+                                                   "in": JSONObjectWriter.number(pause, decimals: 1)])
+            Console.out("\(child.name) ended unexpectedly (\(description)); restarting in \(JSONObjectWriter.number(pause, decimals: 1)) s")
+        }
+
+        mutating func restartDue() {
+            let now = MonotonicClock.now()
+            for index in children.indices {
+                guard children[index].pid == nil, let due = children[index].restartAt, due <= now else { continue }
+                if !start(index) {
+                    let pause = children[index].backoff
+                    children[index].backoff = min(UpCommand.maximumBackoff, pause * 2)
+                    children[index].restartAt = now + pause
+                }
+            }
+        }
+
+        /// "ready" once the three public endpoints accept TCP connections.
+        mutating func checkReady() {
+            guard !ready else { return }
+            let ports = [options.gateways, options.control, options.subscribers]
+            guard let probeHost = Self.probeHost(options.bindHost) else {
+                ready = true
+                Console.out("ready")
+                return
+            }
+            if ports.allSatisfy({ Self.accepts(host: probeHost, port: $0) }) {
+                ready = true
+                Console.out("ready")
+                log.info("ready", ["gateways": options.connect(options.gateways),
+                                   "control": options.connect(options.control),
+                                   "subscribers": options.connect(options.subscribers)])
+            } else if MonotonicClock.now() - readySince > 30 {
+                log.warning("services not accepting connections after 30 s")
+                readySince = MonotonicClock.now()
+            }
+        }
+
+        /// Stops the services in pipeline order; returns the exit status (`status` if all stopped cleanly).
+        mutating func finishStopping(status: Int32) -> Int32 {
+            stopping = true
+            var clean = true
+            for name in ["ingest", "detect", "notify"] {
+                guard let index = children.firstIndex(where: { $0.name == name }) else { continue }
+                children[index].restartAt = nil
+                // One that died earlier and waits for its restart has nothing to stop.
+                guard let pid = children[index].pid else { continue }
+                children[index].stopDeadline = MonotonicClock.now() + UpCommand.stopTimeout
+                kill(pid, SIGTERM)
+                while children[index].pid != nil {
+                    reap()
+                    if children[index].pid == nil { break }
+                    if SignalFlag.times > signalsSeen {
+                        signalsSeen = SignalFlag.times
+                        log.warning("second signal: killing the services")
+                        Console.out("killing the services (second \(SignalFlag.name(SignalFlag.signal)))")
+                        killAll()
+                        clean = false
+                    } else if MonotonicClock.now() > children[index].stopDeadline! {
+                        log.error("service did not stop in time; killing it", ["service": name, "pid": String(pid)])
+                        children[index].killed = true
+                        kill(pid, SIGKILL)
+                        clean = false
+                        children[index].stopDeadline = .infinity
+                    }
+                    usleep(20_000)
+                }
+                if !children[index].exitedCleanly { clean = false }
+            }
+            // Anything left (a second signal sent SIGKILL to all): collect it.
+            while children.contains(where: { $0.pid != nil }) {
+                reap()
+                usleep(20_000)
+            }
+            if status != 0 { return status }
+            log.info("stopped", ["clean": String(clean)])
+            return clean ? 0 : 1
+        }
+
+        func stopAll(reason: String) {
+            log.error("stopping every service", ["reason": reason])
+        }
+
+        mutating func killAll() {
+            for index in children.indices {
+                if let pid = children[index].pid {
+                    children[index].killed = true
+                    kill(pid, SIGKILL)
+                }
+            }
+        }
+
+        static func describe(_ status: Int32) -> String {
+            let low = status & 0x7f
+            if low == 0 { return "exit \((status >> 8) & 0xff)" }
+            if low != 0x7f { return "killed by \(SignalFlag.name(low))" }
+            return "status \(status)"
+        }
+
+        /// The IPv4 address to probe for a bind host, nil when it cannot be probed (an interface name, IPv6).
+        static func probeHost(_ bindHost: String) -> String? {
+            if bindHost == "*" || bindHost == "0.0.0.0" { return "127.0.0.1" }
+            var address = in_addr()
+            return inet_pton(AF_INET, bindHost, &address) == 1 ? bindHost : nil
+        }
+
+        /// Whether something accepts TCP connections at host:port (connect, then close at once).
+        static func accepts(host: String, port: Int) -> Bool {
+            #if canImport(Glibc)
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            #else
+            let fd = socket(AF_INET, SOCK_STREAM, 0)
+            #endif
+            guard fd >= 0 else { return false }
+            defer { close(fd) }
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = in_port_t(UInt16(port).bigEndian)
+            guard inet_pton(AF_INET, host, &address.sin_addr) == 1 else { return false }
+            let result = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
+            }
+            return result == 0
+        }
+    }
+
+    enum SpawnResult {
+        case success(pid_t)
+        case failure(String)
+    }
+
+    /// `posix_spawn` with a clean signal state: empty mask, default dispositions for the signals a service
+    /// handles or a parent may ignore, its own process group, standard input from /dev/null.
+    static func spawn(_ path: String, _ arguments: [String], environment: [String: String]) -> SpawnResult {
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var empty = sigset_t()
+        sigemptyset(&empty)
+        posix_spawnattr_setsigmask(&attributes, &empty)
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        for signal in [SIGTERM, SIGINT, SIGPIPE, SIGCHLD, SIGHUP, SIGQUIT] { sigaddset(&defaults, signal) }
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setpgroup(&attributes, 0)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP))
+
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+
+        let argv: [UnsafeMutablePointer<CChar>?] = ([path.split(separator: "/").last.map(String.init) ?? path] + arguments)
+            .map { strdup($0) } + [nil]
+        let envp: [UnsafeMutablePointer<CChar>?] = environment.sorted { $0.key < $1.key }
+            .map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            for pointer in argv { free(pointer) }
+            for pointer in envp { free(pointer) }
+        }
+        var pid: pid_t = 0
+        let result = posix_spawn(&pid, path, &actions, &attributes, argv, envp)
+        guard result == 0 else { return .failure(String(cString: strerror(result))) }
+        return .success(pid)
+    }
+
+    /// This process's executable, as `/proc/self/exe` resolves it.
+    static func currentExecutable() -> String? {
+        var buffer = [CChar](repeating: 0, count: 4096)
+        let count = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+        if count > 0 {
+            let path = String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            // A rebuilt executable shows as "path (deleted)"; the old inode still runs, the new file is at the path.
+            return path.hasSuffix(" (deleted)") ? String(path.dropLast(" (deleted)".count)) : path
+        }
+        let argument0 = CommandLine.arguments.first ?? ""
+        return argument0.contains("/") ? argument0 : nil
+    }
+}

@@ -1,0 +1,108 @@
+import Foundation
+import Testing
+
+/// `roadsave ctl` against a real `roadsave detect`.
+@Suite struct ControlCommandTests {
+    static func startDetect() async throws -> (RunningProcess, control: String) {
+        let base = Ports.block(3)
+        let detect = try RunningProcess(["detect", "--records-endpoint", Ports.tcp(base), "--control-endpoint", Ports.tcp(base + 1),
+                                         "--events-endpoint", Ports.tcp(base + 2)])
+        guard await waitForError(detect, containing: "msg=running", timeout: 20) else {
+            detect.kill()
+            throw TestFailure("detect did not start: \(detect.stderr)")
+        }
+        return (detect, Ports.tcp(base + 1))
+    }
+
+    static func reply(_ result: Roadsave.Result) -> [String: Any] {
+        result.objects.first ?? [:]
+    }
+
+    @Test func configureThenStartMonitoring() async throws {
+        let (detect, control) = try await Self.startDetect()
+        defer { detect.kill() }
+        let configure = try await Roadsave.run(["ctl", "configure", "--app", "ctl-app", "--user", "u1", "--mode", "crashOnly",
+                                                "--auto-trips", "false", "--endpoint", control])
+        #expect(configure.status == 0, "\(configure.stderr)")
+        #expect(Self.reply(configure)["ok"] as? Bool == true, "\(configure.stdout)")
+        let states = Self.reply(configure)["states"] as? [[String: Any]]
+        #expect(states?.first?["detectionMode"] as? String == "crashOnly")
+        #expect(states?.first?["autoTripDetection"] as? Bool == false)
+
+        let start = try await Roadsave.run(["ctl", "startMonitoring", "--app", "ctl-app", "--user", "u1", "--endpoint", control])
+        #expect(start.status == 0, "\(start.stderr)")
+        #expect((Self.reply(start)["states"] as? [[String: Any]])?.first?["lifecycle"] as? String == "monitoring",
+                "\(start.stdout)")
+
+        let mode = try await Roadsave.run(["ctl", "setDetectionMode", "--app", "ctl-app", "--user", "u1", "--mode", "all",
+                                           "--endpoint", control])
+        #expect(mode.status == 0, "\(mode.stderr)")
+        let trips = try await Roadsave.run(["ctl", "setAutoTripDetection", "--app", "ctl-app", "--user", "u1", "--enabled", "true",
+                                            "--endpoint", control])
+        #expect(trips.status == 0, "\(trips.stderr)")
+        #expect((Self.reply(trips)["states"] as? [[String: Any]])?.first?["autoTripDetection"] as? Bool == true)
+        // Without --user: every known device of the application.
+        let stop = try await Roadsave.run(["ctl", "stopMonitoring", "--app", "ctl-app", "--endpoint", control])
+        #expect(stop.status == 0, "\(stop.stderr)")
+        #expect(Self.reply(stop)["devices"] as? Int == 1, "\(stop.stdout)")
+        await stopGracefully(detect)
+    }
+
+    @Test func startMonitoringUnconfiguredIsRefused() async throws {
+        let (detect, control) = try await Self.startDetect()
+        defer { detect.kill() }
+        let secretApp = "app-secret-4711-credential"
+        let result = try await Roadsave.run(["ctl", "startMonitoring", "--app", secretApp, "--user", "nobody",
+                                             "--endpoint", control])
+        #expect(result.status == 1)
+        #expect(Self.reply(result)["ok"] as? Bool == false, "\(result.stdout)")
+        #expect(Self.reply(result)["error"] as? String == "notConfigured", "\(result.stdout)")
+        #expect(result.stderr.contains("notConfigured"))
+        #expect(!result.stderr.contains(secretApp), "the applicationID is a credential: \(result.stderr)")
+
+        // The applicationID may come from the environment instead of the command line.
+        var environment = ProcessInfo.processInfo.environment
+        environment["ROADSAVE_APP"] = secretApp
+        let fromEnvironment = try await Roadsave.run(["ctl", "raiseTestCrash", "--user", "nobody", "--endpoint", control],
+                                                     environment: environment)
+        #expect(fromEnvironment.status == 1)
+        #expect(Self.reply(fromEnvironment)["error"] as? String == "notConfigured", "\(fromEnvironment.stdout)")
+        await stopGracefully(detect)
+    }
+
+    @Test func noReplyFromDetection() async throws {
+        let port = Ports.block(1)
+        let started = Date()
+        let result = try await Roadsave.run(["ctl", "configure", "--app", "ctl-app", "--user", "u1", "--endpoint", Ports.tcp(port),
+                                             "--timeout", "0.5"], limit: 20)
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("no reply from detection at \(Ports.tcp(port))"), "\(result.stderr)")
+        // Bounded by its own timeout, not hung; the bound is loose because test machines are shared and busy.
+        #expect(Date().timeIntervalSince(started) < 18)
+        #expect(result.stdout.isEmpty)
+    }
+
+    @Test func reportsBadOptions() async throws {
+        for (arguments, mention) in [
+            (["ctl"], "COMMAND missing"),
+            (["ctl", "selfDestruct", "--app", "a"], "unknown command \"selfDestruct\""),
+            (["ctl", "configure"], "--app missing"),
+            (["ctl", "configure", "--app", "a", "--mode", "sometimes"], "--mode"),
+            (["ctl", "setDetectionMode", "--app", "a"], "--mode"),
+            (["ctl", "setAutoTripDetection", "--app", "a"], "--enabled"),
+            (["ctl", "setAutoTripDetection", "--app", "a", "--enabled", "maybe"], "--enabled"),
+            (["ctl", "startMonitoring", "--app", "a", "--mode", "all"], "--mode applies to"),
+            (["ctl", "configure", "--app", "a", "--timeout", "-1"], "--timeout"),
+            (["ctl", "configure", "--app", "a", "--endpoint", "tcp://*:5552"], "--endpoint"),
+        ] {
+            var environment = ProcessInfo.processInfo.environment
+            environment["ROADSAVE_APP"] = nil
+            let result = try await Roadsave.run(arguments, environment: environment)
+            #expect(result.status == 2, "\(arguments): \(result.stderr)")
+            #expect(result.stderr.contains(mention), "\(arguments): \(result.stderr)")
+        }
+        let help = try await Roadsave.run(["ctl", "--help"])
+        #expect(help.status == 0)
+        #expect(help.stdout.hasPrefix("Usage: roadsave ctl COMMAND"))
+    }
+}

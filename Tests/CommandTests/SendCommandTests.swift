@@ -1,0 +1,134 @@
+import Foundation
+import Testing
+
+/// `roadsave send` against a real `roadsave ingest`, and against nothing.
+@Suite struct SendCommandTests {
+    /// Line 1–2 good, 3 invalid here, 4 blank, 5 of an application ingest does not know, 6–7 good.
+    static let smallFile = """
+        {"kind":"location","app":"app-1","user":"u1","seq":1,"t":1772433001.0,"lat":-33.9,"lon":18.4,"speed":1.2,"hacc":5}
+        {"kind":"activity","app":"app-1","user":"u1","seq":2,"t":1772433002.0,"activity":"walking","confidence":"high"}
+        {"kind":"location","app":"app-1","user":"u1","seq":3,"t":1772433003.0,"lat":95.5,"lon":18.4}
+
+        {"kind":"steps","app":"other-app","user":"u2","seq":1,"t":1772433004.0,"steps":12}
+        {"kind":"steps","app":"app-1","user":"u1","seq":4,"t":1772433005.0,"steps":20}
+        {"kind":"impact","app":"app-1","user":"u1","seq":5,"t":1772433006.0,"peakG":2.5}
+
+        """
+
+    @Test(arguments: ["msgpack", "json"])
+    func sendsToIngestAndMapsRejectionsToLines(format: String) async throws {
+        let base = Ports.block(2)
+        let ingest = try RunningProcess(["ingest", "--applications", "app-1", "--gateway-endpoint", Ports.tcp(base),
+                                         "--publish-endpoint", Ports.tcp(base + 1)])
+        defer { ingest.kill() }
+        #expect(await waitForError(ingest, containing: "msg=listening", timeout: 20), "ingest: \(ingest.stderr)")
+        let file = try Roadsave.temporaryFile(Self.smallFile)
+        defer { try? FileManager.default.removeItem(at: file) }
+
+        // Batches of two records: the rejected record sits in the second batch, as its index 1.
+        let result = try await Roadsave.run(["send", file.path, "--endpoint", Ports.tcp(base), "--format", format,
+                                             "--batch", "2", "--timeout", "5"])
+        #expect(result.status == 0, "stderr: \(result.stderr)")
+        #expect(result.lines == ["sent 5, accepted 4, rejected 1, batches 3"])
+        #expect(result.stderr.contains("line 3: lat: 95.5 is outside -90…90 (not sent)"), "\(result.stderr)")
+        #expect(result.stderr.contains("line 5: app: unknown application (rejected by sensor-ingest)"), "\(result.stderr)")
+        #expect(result.errorLines.filter { $0.hasPrefix("line ") }.count == 2, "\(result.stderr)")
+        #expect(result.stderr.contains("1 line not sent (invalid)"))
+        await stopGracefully(ingest)
+        #expect(ingest.stderr.contains("accepted=4"), "ingest's own count: \(ingest.stderr)")
+    }
+
+    @Test func readsStandardInputAndSendsTheFixture() async throws {
+        let base = Ports.block(2)
+        let ingest = try RunningProcess(["ingest", "--applications", "demo-app", "--gateway-endpoint", Ports.tcp(base),
+                                         "--publish-endpoint", Ports.tcp(base + 1)])
+        defer { ingest.kill() }
+        #expect(await waitForError(ingest, containing: "msg=listening", timeout: 20))
+        let data = try Data(contentsOf: Roadsave.fixture("morning.ndjson"))
+        let result = try await Roadsave.run(["send", "-", "--endpoint", Ports.tcp(base)], input: data)
+        #expect(result.status == 0, "stderr: \(result.stderr)")
+        // 867 lines, three of them bad (lines 6, 7 and 8).
+        #expect(result.lines == ["sent 864, accepted 864, rejected 0, batches 2"])
+        #expect(result.errorLines.filter { $0.hasPrefix("line ") }.map { $0.prefix(7) } == ["line 6:", "line 7:", "line 8:"])
+        await stopGracefully(ingest)
+    }
+
+    @Test func failsWhenNoAcknowledgementComes() async throws {
+        let port = Ports.block(1)
+        let file = try Roadsave.temporaryFile(Self.smallFile)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let started = Date()
+        let result = try await Roadsave.run(["send", file.path, "--endpoint", Ports.tcp(port), "--timeout", "0.3",
+                                             "--attempts", "3"], limit: 20)
+        let elapsed = Date().timeIntervalSince(started)
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("not acknowledged by \(Ports.tcp(port)) after 3 attempts"), "\(result.stderr)")
+        #expect(result.stderr.contains("lines 1–7"), "names the batch's lines: \(result.stderr)")
+        #expect(result.stderr.components(separatedBy: "sending the batch again").count - 1 == 2, "\(result.stderr)")
+        #expect(result.lines == ["sent 0, accepted 0, rejected 0, batches 1"])
+        // Three waits of 0.3 s and pauses of 0.25 s and 0.5 s; the upper bound only shows it gave up (the run's
+        // limit is 20 s), loose because test machines are shared and busy.
+        #expect(elapsed >= 1.5 && elapsed < 18, "took \(elapsed) s")
+    }
+
+    /// A gateway keeps the batch until it is acknowledged: ingest starting late still gets it, under the same batchID.
+    @Test func resendsUntilIngestComesUp() async throws {
+        let base = Ports.block(2)
+        let file = try Roadsave.temporaryFile(Self.smallFile)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let send = try RunningProcess(["send", file.path, "--endpoint", Ports.tcp(base), "--timeout", "1", "--attempts", "20",
+                                       "--log-level", "info"])
+        defer { send.kill() }
+        try await Task.sleep(nanoseconds: 1_500_000_000)
+        let ingest = try RunningProcess(["ingest", "--applications", "app-1", "--gateway-endpoint", Ports.tcp(base),
+                                         "--publish-endpoint", Ports.tcp(base + 1)])
+        defer { ingest.kill() }
+        let status = await send.waitForExit(timeout: 30)
+        #expect(status == 0, "stderr: \(send.stderr)")
+        #expect(send.lines == ["sent 5, accepted 4, rejected 1, batches 1"])
+        #expect(send.stderr.contains("sending the batch again"))
+        await stopGracefully(ingest)
+    }
+
+    @Test func reportsBadOptions() async throws {
+        let file = try Roadsave.temporaryFile(Self.smallFile)
+        defer { try? FileManager.default.removeItem(at: file) }
+        for (arguments, mention) in [
+            (["send"], "FILE.ndjson missing"),
+            (["send", "/nonexistent/records.ndjson"], "cannot read /nonexistent/records.ndjson"),
+            (["send", file.path, "--batch", "0"], "--batch"),
+            (["send", file.path, "--format", "xml"], "--format"),
+            (["send", file.path, "--timeout", "soon"], "--timeout"),
+            (["send", file.path, "--endpoint", "localhost:5550"], "--endpoint"),
+            (["send", file.path, "--rate", "10", "--realtime"], "--rate"),
+            (["send", file.path, "--bogus"], "--bogus"),
+        ] {
+            let result = try await Roadsave.run(arguments)
+            #expect(result.status == 2, "\(arguments): \(result.stderr)")
+            #expect(result.stderr.contains(mention), "\(arguments): \(result.stderr)")
+            #expect(result.stdout.isEmpty)
+        }
+        let help = try await Roadsave.run(["send", "--help"])
+        #expect(help.status == 0)
+        #expect(help.stdout.hasPrefix("Usage: roadsave send FILE.ndjson"))
+    }
+
+    /// `--rate` paces the records: 6 records at 10 a second take about half a second.
+    @Test func pacesAtTheGivenRate() async throws {
+        let base = Ports.block(2)
+        let ingest = try RunningProcess(["ingest", "--applications", "app-1", "--gateway-endpoint", Ports.tcp(base),
+                                         "--publish-endpoint", Ports.tcp(base + 1)])
+        defer { ingest.kill() }
+        #expect(await waitForError(ingest, containing: "msg=listening", timeout: 20))
+        let file = try Roadsave.temporaryFile(Self.smallFile)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let started = Date()
+        let result = try await Roadsave.run(["send", file.path, "--endpoint", Ports.tcp(base), "--rate", "10"])
+        let elapsed = Date().timeIntervalSince(started)
+        #expect(result.status == 0, "\(result.stderr)")
+        // Paced batches are cut every quarter second of pace: [0, 0.1, 0.2] and [0.3, 0.4].
+        #expect(result.lines == ["sent 5, accepted 4, rejected 1, batches 2"])
+        #expect(elapsed >= 0.35, "took \(elapsed) s")
+        await stopGracefully(ingest)
+    }
+}

@@ -1,0 +1,80 @@
+import Foundation
+import Testing
+
+/// sensor-ingest, detection and notifier started one by one as `roadsave ingest|detect|notify`, on a block of five free
+/// loopback ports (gateways, records, control, events, subscribers).
+final class Pipeline: @unchecked Sendable {  // Sendable: immutable after init; RunningProcess is thread-safe
+    let base: Int
+    let ingest: RunningProcess
+    let detect: RunningProcess
+    let notify: RunningProcess
+    let settings: URL?
+
+    var gateways: String { Ports.tcp(base) }
+    var control: String { Ports.tcp(base + 2) }
+    var subscribers: String { Ports.tcp(base + 4) }
+
+    /// `stopDelay` (seconds) goes to detection through `--settings`, so trips end quickly.
+    static func start(applications: String = "demo-app", stopDelay: Double? = 5) async throws -> Pipeline {
+        let base = Ports.block(5)
+        var settings: URL?
+        if let stopDelay { settings = try Roadsave.temporaryFile("{\"stopDelay\": \(stopDelay)}", suffix: ".json") }
+        var environment = ProcessInfo.processInfo.environment
+        environment["ROADSAVE_APPLICATIONS"] = applications
+        let notify = try RunningProcess(["notify", "--events-endpoint", Ports.tcp(base + 3),
+                                         "--publish-endpoint", Ports.tcp(base + 4)])
+        let detect = try RunningProcess(["detect", "--records-endpoint", Ports.tcp(base + 1),
+                                         "--control-endpoint", Ports.tcp(base + 2),
+                                         "--events-endpoint", Ports.tcp(base + 3)]
+                                        + (settings.map { ["--settings", $0.path] } ?? []))
+        let ingest = try RunningProcess(["ingest", "--gateway-endpoint", Ports.tcp(base),
+                                         "--publish-endpoint", Ports.tcp(base + 1)], environment: environment)
+        let pipeline = Pipeline(base: base, ingest: ingest, detect: detect, notify: notify, settings: settings)
+        for (process, marker) in [(ingest, "msg=listening"), (detect, "msg=running"), (notify, "msg=running")] {
+            guard await waitForError(process, containing: marker, timeout: 20) else {
+                pipeline.kill()
+                throw TestFailure("roadsave \(process.arguments[0]) did not start: \(process.stderr)")
+            }
+        }
+        return pipeline
+    }
+
+    private init(base: Int, ingest: RunningProcess, detect: RunningProcess, notify: RunningProcess, settings: URL?) {
+        self.base = base
+        self.ingest = ingest
+        self.detect = detect
+        self.notify = notify
+        self.settings = settings
+    }
+
+    /// SIGTERM in pipeline order; each must exit 0.
+    func stop(sourceLocation: SourceLocation = #_sourceLocation) async {
+        for process in [ingest, detect, notify] {
+            await stopGracefully(process, sourceLocation: sourceLocation)
+        }
+        if let settings { try? FileManager.default.removeItem(at: settings) }
+    }
+
+    func kill() {
+        for process in [ingest, detect, notify] { process.kill() }
+        if let settings { try? FileManager.default.removeItem(at: settings) }
+    }
+}
+
+func waitForError(_ process: RunningProcess, containing text: String, timeout: Double) async -> Bool {
+    let deadline = Date().addingTimeInterval(timeout)
+    while Date() < deadline {
+        if process.stderr.contains(text) { return true }
+        if !process.process.isRunning { return process.stderr.contains(text) }
+        try? await Task.sleep(nanoseconds: 50_000_000)
+    }
+    return false
+}
+
+/// A `roadsave tail` started now; gives its subscription time to reach the notifier (connecting is not readiness).
+func startTail(_ arguments: [String]) async throws -> RunningProcess {
+    let tail = try RunningProcess(["tail", "--log-level", "info"] + arguments)
+    _ = await waitForError(tail, containing: "msg=subscribed", timeout: 10)
+    try await Task.sleep(nanoseconds: 1_000_000_000)
+    return tail
+}

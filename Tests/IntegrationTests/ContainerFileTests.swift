@@ -1,0 +1,271 @@
+import Foundation
+import Testing
+
+/// No Docker engine runs on these machines, so the container files are checked against the executables instead:
+/// every compose service runs an executable target of the package, with flags and environment variables that
+/// executable documents, and the published ports are the ones its endpoints bind.
+@Suite("Dockerfile and docker-compose.yml")
+struct ContainerFileTests {
+    static let composeFile = Build.repository.appendingPathComponent("docker-compose.yml")
+    static let dockerfile = Build.repository.appendingPathComponent("Dockerfile")
+
+    struct Service {
+        var name: String
+        var node: YAML
+        var command: [String] { node["command"]?.strings ?? [] }
+        var environment: [(key: String, value: String)] {
+            guard case let .map(pairs)? = node["environment"] else { return [] }
+            return pairs.compactMap { pair in pair.value.scalar.map { (pair.key, $0) } }
+        }
+        /// Published "HOST:CONTAINER" → the container port.
+        var publishedPorts: [Int] {
+            (node["ports"]?.strings ?? []).compactMap { Int($0.split(separator: ":").last ?? "") }
+        }
+        /// Every endpoint in the command and the environment.
+        var endpoints: [String] {
+            (command + environment.map(\.value)).filter { $0.hasPrefix("tcp://") }
+        }
+        /// Ports of the endpoints this service binds (`tcp://*:P`, `tcp://0.0.0.0:P`).
+        var boundPorts: [Int] {
+            endpoints.filter { $0.hasPrefix("tcp://*:") || $0.hasPrefix("tcp://0.0.0.0:") }
+                .compactMap { Int($0.split(separator: ":").last ?? "") }
+        }
+        /// (host, port) of the endpoints this service connects to.
+        var connections: [(host: String, port: Int)] {
+            endpoints.filter { !$0.hasPrefix("tcp://*:") && !$0.hasPrefix("tcp://0.0.0.0:") }.compactMap { endpoint in
+                let address = endpoint.dropFirst("tcp://".count)
+                guard let colon = address.lastIndex(of: ":"), let port = Int(address[address.index(after: colon)...])
+                else { return nil }
+                return (String(address[..<colon]), port)
+            }
+        }
+    }
+
+    static func services() throws -> [Service] {
+        let text = try String(contentsOf: composeFile, encoding: .utf8)
+        let root = try YAML.parse(text)
+        guard case let .map(pairs)? = root["services"] else { throw HarnessError("docker-compose.yml has no services") }
+        return pairs.map { Service(name: $0.key, node: $0.value) }
+    }
+
+    /// The executable targets of Package.swift.
+    static func executableTargets() throws -> Set<String> {
+        let manifest = try String(contentsOf: Build.repository.appendingPathComponent("Package.swift"), encoding: .utf8)
+        let pattern = try NSRegularExpression(pattern: #"\.executableTarget\(\s*name:\s*"([^"]+)""#)
+        let range = NSRange(manifest.startIndex..., in: manifest)
+        return Set(pattern.matches(in: manifest, range: range).compactMap {
+            Range($0.range(at: 1), in: manifest).map { String(manifest[$0]) }
+        })
+    }
+
+    /// `EXECUTABLE --help`, run for real.
+    static func help(_ executable: String, arguments: [String] = [], environment: [String: String] = [:]) async throws
+        -> (status: Int32?, text: String) {
+        let child = try Child(name: executable, executable: Build.executable(executable), arguments: arguments + ["--help"],
+                              environment: environment)
+        defer { child.kill() }
+        let status = await child.waitForExit(timeout: 20)
+        return (status, (child.stdout + child.stderr).map(\.text).joined(separator: "\n"))
+    }
+
+    @Test func composeHasTheThreeServicesWithGracefulStopsAndHealthChecks() throws {
+        let services = try Self.services()
+        #expect(Set(services.map { $0.command.first ?? "" }) == ["roadsave-ingest", "roadsave-detect", "roadsave-notify"])
+        for service in services {
+            #expect(service.node["stop_signal"]?.scalar == "SIGTERM", "\(service.name): stop_signal")
+            let grace = service.node["stop_grace_period"]?.scalar ?? ""
+            // At least the detection's and notifier's own grace for work in hand (10 s).
+            #expect(Int(grace.dropLast()) ?? 0 >= 10 && grace.hasSuffix("s"), "\(service.name): stop_grace_period \(grace)")
+            let check = service.node["healthcheck"]?["test"]?.strings ?? []
+            #expect(!check.isEmpty, "\(service.name): no health check")
+            // The health check probes a port the service binds (bash's /dev/tcp: no --check flag exists).
+            let probed = check.joined(separator: " ").split(separator: "/").last.flatMap { Int($0) }
+            #expect(probed.map(service.boundPorts.contains) == true, "\(service.name): health check \(check)")
+        }
+    }
+
+    @Test func everyCommandIsAnExecutableTargetAndEveryFlagIsDocumented() async throws {
+        let targets = try Self.executableTargets()
+        for service in try Self.services() {
+            let command = service.command
+            let executable = try #require(command.first, "\(service.name) has no command")
+            #expect(targets.contains(executable), "\(service.name): \(executable) is not an executable target")
+            #expect(FileManager.default.isExecutableFile(atPath: Build.executable(executable).path))
+            let help = try await Self.help(executable)
+            #expect(help.status == 0, "\(executable) --help\n\(help.text)")
+            for flag in command.dropFirst() where flag.hasPrefix("-") {
+                #expect(help.text.contains("  \(flag) ") || help.text.contains("  \(flag)\n"),
+                        "\(service.name): \(executable) does not document \(flag)")
+            }
+            // The whole command line parses (flags and values as the container passes them).
+            let parsed = try await Self.help(executable, arguments: Array(command.dropFirst()))
+            #expect(parsed.status == 0, "\(service.name): \(command.joined(separator: " ")) is refused\n\(parsed.text)")
+        }
+    }
+
+    @Test func everyEnvironmentVariableIsDocumentedAndNoSecretIsWrittenDown() async throws {
+        for service in try Self.services() {
+            let executable = try #require(service.command.first)
+            let help = try await Self.help(executable)
+            for (key, value) in service.environment where key.hasPrefix("ROADSAVE_") {
+                #expect(help.text.contains("env \(key),") || help.text.contains("env \(key) "),
+                        "\(service.name): \(executable) does not document \(key)")
+                // Values come from the environment of `docker compose`, never written here.
+                #expect(value.hasPrefix("${") && value.hasSuffix("}"), "\(service.name): \(key) has a literal value")
+            }
+            #expect(!service.environment.contains { !$0.key.hasPrefix("ROADSAVE_") },
+                    "\(service.name): a variable the services do not read")
+        }
+        let all = try Self.services().flatMap(\.environment).map(\.key)
+        #expect(all.contains("ROADSAVE_APPLICATIONS"))
+        #expect(all.contains("ROADSAVE_WEBHOOK_SECRET"))
+        // sensor-ingest cannot start without applications: compose must refuse to start rather than run it unset.
+        let applications = try Self.services().flatMap(\.environment).first { $0.key == "ROADSAVE_APPLICATIONS" }
+        #expect(applications?.value.contains(":?") == true, "ROADSAVE_APPLICATIONS should be required (${…:?…})")
+    }
+
+    @Test func publishedPortsAgreeWithTheEndpoints() throws {
+        let services = try Self.services()
+        // The endpoints outside programs use (CONTRACT §7): gateways 5550, control 5552, subscribers 5554.
+        let published = Set(services.flatMap(\.publishedPorts))
+        #expect(published == [5550, 5552, 5554], "published \(published.sorted())")
+        for service in services {
+            for port in service.publishedPorts {
+                #expect(service.boundPorts.contains(port), "\(service.name) publishes \(port) but binds \(service.boundPorts)")
+            }
+            // Every connection goes to a service of this file, on a port that service binds.
+            for connection in service.connections {
+                let peer = services.first { $0.name == connection.host }
+                #expect(peer != nil, "\(service.name) connects to \(connection.host), which is not a service here")
+                #expect(peer?.boundPorts.contains(connection.port) == true,
+                        "\(service.name) connects to \(connection.host):\(connection.port), which it does not bind")
+            }
+        }
+        // The chain: ingest's records reach detection, detection's events reach the notifier.
+        let byExecutable = Dictionary(uniqueKeysWithValues: services.map { ($0.command.first ?? "", $0) })
+        let ingest = try #require(byExecutable["roadsave-ingest"]), detect = try #require(byExecutable["roadsave-detect"])
+        let notify = try #require(byExecutable["roadsave-notify"])
+        #expect(detect.connections.contains { $0.host == ingest.name })
+        #expect(notify.connections.contains { $0.host == detect.name })
+    }
+
+    @Test func dockerfileBuildsOnSwiftAndRunsTheServicesAsANonRootUser() throws {
+        let text = try String(contentsOf: Self.dockerfile, encoding: .utf8)
+        let lines = text.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.hasPrefix("#") }
+        let froms = lines.filter { $0.hasPrefix("FROM ") }
+        #expect(froms.count >= 2, "a multi-stage build")
+        #expect(text.contains("swift:6.0-bookworm"))
+        #expect(text.contains("debian:bookworm-slim") || text.contains("swift:6.0-bookworm-slim"))
+        for package in ["libzmq3-dev", "libmsgpack-dev", "libsodium-dev", "libzmq5", "libmsgpackc2", "libsodium23"] {
+            #expect(text.contains(package), "\(package)")
+        }
+        #expect(text.contains("swift build -c release"))
+        for executable in ["roadsave-ingest", "roadsave-detect", "roadsave-notify"] {
+            #expect(text.contains(executable), "\(executable) is not in the image")
+        }
+        // The last USER is the one the services run as: not root.
+        let user = lines.last { $0.hasPrefix("USER ") }.map { $0.dropFirst(5).split(separator: ":").first.map(String.init) ?? "" }
+        #expect(user != nil && user != "root" && user != "0", "runs as \(user ?? "root (no USER)")")
+        #expect(lines.contains("STOPSIGNAL SIGTERM"))
+    }
+}
+
+/// Just enough YAML for docker-compose.yml's shape: block maps and block lists by indentation, plain or quoted
+/// scalars, and flow lists written as JSON (`["CMD", "bash", …]`). Comments are whole lines starting with `#`.
+indirect enum YAML {
+    case scalar(String)
+    case list([YAML])
+    case map([(key: String, value: YAML)])
+
+    subscript(key: String) -> YAML? {
+        guard case let .map(pairs) = self else { return nil }
+        return pairs.first { $0.key == key }?.value
+    }
+
+    var scalar: String? {
+        if case let .scalar(text) = self { return text }
+        return nil
+    }
+
+    var strings: [String]? {
+        guard case let .list(items) = self else { return nil }
+        return items.compactMap(\.scalar)
+    }
+
+    static func parse(_ text: String) throws -> YAML {
+        let lines: [(indent: Int, text: String)] = text.split(separator: "\n", omittingEmptySubsequences: false).compactMap { raw in
+            let line = String(raw)
+            let trimmed = line.trimmingCharacters(in: .whitespaces)
+            guard !trimmed.isEmpty, !trimmed.hasPrefix("#") else { return nil }
+            return (line.prefix { $0 == " " }.count, trimmed)
+        }
+        var position = 0
+        return try block(lines, &position, indent: 0)
+    }
+
+    private static func block(_ lines: [(indent: Int, text: String)], _ position: inout Int, indent: Int) throws -> YAML {
+        guard position < lines.count else { return .map([]) }
+        if lines[position].text.hasPrefix("- ") || lines[position].text == "-" {
+            var items: [YAML] = []
+            while position < lines.count, lines[position].indent == indent, lines[position].text.hasPrefix("-") {
+                let rest = lines[position].text.dropFirst(1).trimmingCharacters(in: .whitespaces)
+                position += 1
+                items.append(try value(rest, lines, &position, parentIndent: indent))
+            }
+            return .list(items)
+        }
+        var pairs: [(key: String, value: YAML)] = []
+        while position < lines.count, lines[position].indent == indent {
+            let text = lines[position].text
+            guard let colon = keyColon(text) else { throw HarnessError("YAML: expected \"key:\" in \"\(text)\"") }
+            let key = unquote(String(text[..<colon]))
+            let rest = text[text.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            position += 1
+            pairs.append((key, try value(rest, lines, &position, parentIndent: indent)))
+        }
+        if position < lines.count, lines[position].indent > indent {
+            throw HarnessError("YAML: unexpected indentation at \"\(lines[position].text)\"")
+        }
+        return .map(pairs)
+    }
+
+    /// The value after "key:" or "-": inline, or the block indented under it.
+    private static func value(_ inline: String, _ lines: [(indent: Int, text: String)], _ position: inout Int,
+                              parentIndent: Int) throws -> YAML {
+        if inline.isEmpty {
+            guard position < lines.count, lines[position].indent > parentIndent else { return .scalar("") }
+            return try block(lines, &position, indent: lines[position].indent)
+        }
+        if inline.hasPrefix("[") {
+            guard let items = try JSONSerialization.jsonObject(with: Data(inline.utf8)) as? [Any] else {
+                throw HarnessError("YAML: a flow list must be written as JSON here: \(inline)")
+            }
+            return .list(items.map { .scalar("\($0)") })
+        }
+        return .scalar(unquote(inline))
+    }
+
+    /// The colon ending a mapping key (not one inside a quoted key or a value such as tcp://…).
+    private static func keyColon(_ text: String) -> String.Index? {
+        var quote: Character?
+        for index in text.indices {
+            let character = text[index]
+            if let open = quote {
+                if character == open { quote = nil }
+            } else if character == "\"" || character == "'" {
+                quote = character
+            } else if character == ":" {
+                let next = text.index(after: index)
+                if next == text.endIndex || text[next] == " " { return index }
+            }
+        }
+        return nil
+    }
+
+    private static func unquote(_ text: String) -> String {
+        if text.count >= 2, let first = text.first, first == text.last, first == "\"" || first == "'" {
+            return String(text.dropFirst().dropLast())
+        }
+        return text
+    }
+}

@@ -1,0 +1,155 @@
+import Foundation
+
+/// The three services as separate processes (`roadsave-ingest`, `roadsave-detect`, `roadsave-notify`), on loopback
+/// ports of their own, every endpoint given explicitly, so that tests run in parallel without meeting.
+final class Services {
+    struct Options {
+        /// Accepted applicationIDs (given through `ROADSAVE_APPLICATIONS`, as a credential would be).
+        var applications = ["demo-app"]
+        /// Thresholds for `--settings` (short delays so the tests run in seconds).
+        var settings: [String: Any]? = Services.quickSettings
+        /// `--platform URL`; nil for the embedded platform.
+        var platform: String?
+        var detectArguments: [String] = []
+        /// Webhook URLs for the notifier, signed with `webhookSecret` (given through `ROADSAVE_WEBHOOK_SECRET`).
+        var webhooks: [String] = []
+        var webhookSecret = "integration-secret-\(UUID().uuidString.prefix(8))"
+    }
+
+    /// Short delays: trips end 5 s after the last movement, crashes are decided 3 s after the impact.
+    static var quickSettings: [String: Any] {
+        ["stopDelay": 5, "crashDecisionDelay": 3, "crashSettleTime": 1, "crashClusterWindow": 5]
+    }
+
+    let options: Options
+    let gatewayPort: Int, recordsPort: Int, controlPort: Int, eventsPort: Int, publishPort: Int
+    private(set) var ingest: Child?
+    private(set) var detect: Child?
+    private(set) var notify: Child?
+    /// Every process started (restarts included), for logs and cleanup.
+    private(set) var all: [Child] = []
+    private let settingsFile: URL?
+
+    init(_ options: Options = Options()) throws {
+        self.options = options
+        let ports = Ports.reserve(5)
+        (gatewayPort, recordsPort, controlPort, eventsPort, publishPort) = (ports[0], ports[1], ports[2], ports[3], ports[4])
+        if let settings = options.settings {
+            settingsFile = try temporaryFile(jsonLine(settings), suffix: ".settings.json")
+        } else {
+            settingsFile = nil
+        }
+    }
+
+    /// Starts all three and waits until each listens on its TCP ports.
+    static func start(_ options: Options = Options()) async throws -> Services {
+        let services = try Services(options)
+        do {
+            try services.startIngest()
+            try services.startDetect()
+            try services.startNotify()
+            try await services.waitUntilListening()
+        } catch {
+            services.kill()
+            throw error
+        }
+        return services
+    }
+
+    var gatewayEndpoint: String { "tcp://127.0.0.1:\(gatewayPort)" }
+    var controlEndpoint: String { "tcp://127.0.0.1:\(controlPort)" }
+    var subscriberEndpoint: String { "tcp://127.0.0.1:\(publishPort)" }
+
+    func startIngest() throws {
+        let child = try Child(name: "ingest", executable: Build.executable("roadsave-ingest"), arguments: [
+            "--gateway-endpoint", "tcp://127.0.0.1:\(gatewayPort)",
+            "--publish-endpoint", "tcp://127.0.0.1:\(recordsPort)",
+            "--heartbeat", "0.5",
+        ], environment: ["ROADSAVE_APPLICATIONS": options.applications.joined(separator: ",")])
+        ingest = child
+        all.append(child)
+    }
+
+    func startDetect() throws {
+        var arguments = [
+            "--records-endpoint", "tcp://127.0.0.1:\(recordsPort)",
+            "--control-endpoint", "tcp://127.0.0.1:\(controlPort)",
+            "--events-endpoint", "tcp://127.0.0.1:\(eventsPort)",
+            "--reorder-window", "3",
+            "--heartbeat", "0.5",
+        ]
+        if let settingsFile { arguments += ["--settings", settingsFile.path] }
+        if let platform = options.platform { arguments += ["--platform", platform] }
+        let child = try Child(name: "detect", executable: Build.executable("roadsave-detect"),
+                              arguments: arguments + options.detectArguments)
+        detect = child
+        all.append(child)
+    }
+
+    func startNotify() throws {
+        var arguments = [
+            "--events-endpoint", "tcp://127.0.0.1:\(eventsPort)",
+            "--publish-endpoint", "tcp://127.0.0.1:\(publishPort)",
+            "--heartbeat", "0.5",
+        ]
+        var environment: [String: String] = [:]
+        if !options.webhooks.isEmpty {
+            arguments += ["--webhooks", options.webhooks.joined(separator: ",")]
+            environment["ROADSAVE_WEBHOOK_SECRET"] = options.webhookSecret
+        }
+        let child = try Child(name: "notify", executable: Build.executable("roadsave-notify"), arguments: arguments,
+                              environment: environment)
+        notify = child
+        all.append(child)
+    }
+
+    /// Waits until the bound TCP endpoints accept connections (binding done; not yet "the data flows").
+    func waitUntilListening(timeout: Double = 15) async throws {
+        let ports = [gatewayPort, recordsPort, controlPort, eventsPort, publishPort]
+        let listening = await eventually(timeout: timeout) {
+            [ingest, detect, notify].allSatisfy { $0?.isRunning ?? true } && ports.allSatisfy(Ports.isListening)
+        }
+        guard listening else { throw HarnessError("the services did not start listening\n\(logs())") }
+    }
+
+    /// Kills every process started (SIGKILL), for cleanup.
+    func kill() {
+        for child in all { child.kill() }
+        if let settingsFile { try? FileManager.default.removeItem(at: settingsFile) }
+    }
+
+    /// The services' last log lines, for failure messages.
+    func logs() -> String {
+        all.map { $0.tail() }.joined(separator: "\n")
+    }
+
+    // MARK: Readiness of the whole path
+
+    private var probes = 0
+
+    /// ZeroMQ's slow joiner: a SUB socket receives nothing published before its subscription reached the publisher,
+    /// and `connect` succeeds before the peer even exists. So the tests send nothing that matters until a probe has
+    /// gone the whole way — gateway → ingest → detection → notifier → `subscriber` — : a short drive of a device
+    /// of its own, whose `tripDidStart` must reach the subscriber; another probe is sent until one does.
+    func waitUntilFlowing(to subscriber: Subscriber, app: String? = nil, timeout: Double = 30) async throws {
+        let deadline = now() + timeout
+        var history: [String] = []
+        while now() < deadline {
+            probes += 1
+            let user = "probe-\(probes)-\(UUID().uuidString.prefix(6))"
+            let file = try Drive.probe(app: app ?? options.applications[0], user: user).write()
+            defer { try? FileManager.default.removeItem(at: file) }
+            let sent = try await Gateway.send(file, to: gatewayEndpoint, timeout: 10)
+            history.append("\(user): gateway status \(sent.status.map(String.init) ?? "none"), accepted "
+                           + sent.batches.map { $0.accepted.map(String.init) ?? "no ack" }.joined(separator: "+"))
+            guard sent.status == 0 else {
+                try? await Task.sleep(nanoseconds: 200_000_000)
+                continue
+            }
+            if await eventually(timeout: 3, { subscriber.count("tripDidStart", user: user) > 0 }) { return }
+        }
+        throw HarnessError("no probe drive reached the subscriber within \(timeout) s (subscriber connections: "
+                           + "\(subscriber.connections), messages: \(subscriber.messages.count))\n"
+                           + history.joined(separator: "\n") + "\n\(subscriber.child.tail())\n\(logs())")
+    }
+}

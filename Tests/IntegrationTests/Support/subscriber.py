@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""An alerting system's subscriber for the integration tests: pyzmq only (not the project's code).
+
+  python3 subscriber.py --endpoint tcp://127.0.0.1:5554 [--topic PREFIX ...] [--count N] [--timeout S]
+
+Connects a SUB socket to the notifier, subscribes to each --topic prefix (default: everything) and prints every
+message [topic, body] as one JSON line [topic, body] (the body parsed as JSON; a body that is not JSON is printed
+as a string). Stops after --count messages (exit 0) or when --timeout seconds have passed (exit 0 without --count,
+1 when fewer than --count arrived). When the connection to the notifier is made (ZeroMQ handshake done), prints
+{"connected": ENDPOINT} on standard error.
+"""
+import signal
+
+# First thing: a process spawned from a thread of Swift's test runner inherits SIGTERM and SIGINT blocked.
+signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
+
+import argparse
+import json
+import sys
+import threading
+import time
+
+import zmq
+from zmq.utils.monitor import recv_monitor_message
+
+
+def watch(monitor):
+    """Reports handshakes (and reconnections) of the SUB socket on standard error."""
+    while True:
+        try:
+            event = recv_monitor_message(monitor)
+        except zmq.ZMQError:
+            return
+        if event["event"] == zmq.EVENT_HANDSHAKE_SUCCEEDED:
+            address = event["endpoint"].decode() if isinstance(event["endpoint"], bytes) else event["endpoint"]
+            print(json.dumps({"connected": address}), file=sys.stderr, flush=True)
+        elif event["event"] == zmq.EVENT_DISCONNECTED:
+            print(json.dumps({"disconnected": True}), file=sys.stderr, flush=True)
+        elif event["event"] == zmq.EVENT_MONITOR_STOPPED:
+            return
+
+
+def main():
+    parser = argparse.ArgumentParser(description="print the notifier's events")
+    parser.add_argument("--endpoint", required=True)
+    parser.add_argument("--topic", action="append", default=[])
+    parser.add_argument("--count", type=int)
+    parser.add_argument("--timeout", type=float, default=60.0)
+    options = parser.parse_args()
+
+    context = zmq.Context()
+    socket = context.socket(zmq.SUB)
+    socket.setsockopt(zmq.LINGER, 0)
+    for topic in options.topic or [""]:
+        socket.setsockopt(zmq.SUBSCRIBE, topic.encode())
+    monitor = socket.get_monitor_socket(zmq.EVENT_HANDSHAKE_SUCCEEDED | zmq.EVENT_DISCONNECTED)
+    threading.Thread(target=watch, args=(monitor,), daemon=True).start()
+    socket.connect(options.endpoint)
+
+    received = 0
+    deadline = time.monotonic() + options.timeout
+    while options.count is None or received < options.count:
+        left = deadline - time.monotonic()
+        if left <= 0 or not socket.poll(int(left * 1000)):
+            break
+        frames = socket.recv_multipart()
+        topic = frames[0].decode("utf-8", "replace")
+        body = frames[1] if len(frames) > 1 else b""
+        try:
+            parsed = json.loads(body)
+        except ValueError:
+            parsed = body.decode("utf-8", "replace")
+        print(json.dumps([topic, parsed] + ([len(frames)] if len(frames) != 2 else [])), flush=True)
+        received += 1
+    return 0 if options.count is None or received >= options.count else 1
+
+
+if __name__ == "__main__":
+    code = main()
+    sys.stdout.flush()
+    # os._exit: the monitor thread holds a socket; a clean context teardown is not worth the wait here.
+    import os
+    os._exit(code)

@@ -1,0 +1,76 @@
+import Foundation
+import RoadSaveModel
+@testable import ServiceKit
+import Testing
+
+@Suite struct ServiceConfigurationTests {
+    let specs = [
+        SettingSpec(flag: "--endpoint", environment: "T_ENDPOINT", key: "endpoint", default: "tcp://*:1", help: "e"),
+        SettingSpec(flag: "--secret", environment: "T_SECRET", key: "secret", help: "s", secret: true),
+        SettingSpec(flag: "--verbose", environment: "T_VERBOSE", key: "verbose", help: "v", switch: true),
+    ]
+
+    func file(_ json: String) throws -> String {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("roadsave-config-\(UUID().uuidString).json")
+        try json.write(to: url, atomically: false, encoding: .utf8)
+        return url.path
+    }
+
+    @Test func flagsWinOverTheEnvironmentWhichWinsOverTheFileWhichWinsOverDefaults() throws {
+        let path = try file(#"{"endpoint": "tcp://file:3", "secret": "from-file-secret"}"#)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let onlyFile = try ServiceConfiguration(specs: specs, arguments: ["--config", path], environment: [:])
+        #expect(onlyFile.string("endpoint") == "tcp://file:3")
+        let environment = try ServiceConfiguration(specs: specs, arguments: ["--config", path],
+                                                   environment: ["T_ENDPOINT": "tcp://env:2"])
+        #expect(environment.string("endpoint") == "tcp://env:2")
+        let flag = try ServiceConfiguration(specs: specs, arguments: ["--config", path, "--endpoint", "tcp://flag:1"],
+                                            environment: ["T_ENDPOINT": "tcp://env:2"])
+        #expect(flag.string("endpoint") == "tcp://flag:1")
+        let defaults = try ServiceConfiguration(specs: specs, arguments: [], environment: [:])
+        #expect(defaults.string("endpoint") == "tcp://*:1")
+        #expect(defaults.string("secret") == nil)
+        #expect(try ServiceConfiguration(specs: specs, arguments: ["--verbose"], environment: [:]).bool("verbose"))
+        #expect(try !defaults.bool("verbose"))
+    }
+
+    @Test func secretsAreMaskedInTheDescription() throws {
+        let configuration = try ServiceConfiguration(specs: specs, arguments: ["--secret", "a-very-long-shared-secret"],
+                                                     environment: [:])
+        let text = configuration.describe()
+        #expect(!text.contains("a-very-long-shared-secret"))
+        #expect(text.contains("secret=a-…et (flag)"))
+        #expect(text.contains("endpoint=tcp://*:1 (default)"))
+    }
+
+    @Test func mistakesAreReportedWithTheSettingAtFault() throws {
+        #expect(throws: CommandLineOptions.UsageError.self) {
+            try ServiceConfiguration(specs: specs, arguments: ["--nope"], environment: [:])
+        }
+        let unknown = try file(#"{"endpont": "x"}"#)
+        defer { try? FileManager.default.removeItem(atPath: unknown) }
+        do {
+            _ = try ServiceConfiguration(specs: specs, arguments: ["--config", unknown], environment: [:])
+            Issue.record("an unknown key in the file was accepted")
+        } catch {
+            #expect(error.message.contains("unknown setting \"endpont\""))
+        }
+        do {
+            _ = try ServiceConfiguration(specs: specs, arguments: ["--config", "/nonexistent.json"], environment: [:])
+            Issue.record("a missing file was accepted")
+        } catch {
+            #expect(error.message.contains("cannot read /nonexistent.json"))
+        }
+        let bad = try ServiceConfiguration(specs: specs, arguments: [], environment: ["T_VERBOSE": "perhaps"])
+        #expect(throws: CommandLineOptions.UsageError.self) { try bad.bool("verbose") }
+    }
+
+    @Test func endpointsAreCheckedAtStart() throws {
+        #expect(try Endpoint.validate("tcp://*:5550", flag: "--x") == "tcp://*:5550")
+        #expect(try Endpoint.validate("ipc:///tmp/x", flag: "--x") == "ipc:///tmp/x")
+        for bad in ["5550", "tcp://*", "tcp://host:0", "tcp://host:99999", "udp://x:1", "tcp://:1"] {
+            #expect(throws: CommandLineOptions.UsageError.self, "\(bad)") { try Endpoint.validate(bad, flag: "--x") }
+        }
+        #expect(Endpoint.connectable("tcp://*:5551") == "tcp://127.0.0.1:5551")
+    }
+}
