@@ -84,35 +84,17 @@ public enum ReplayCommand {
     }
 
     static func makePlatform(_ options: CommandLineOptions) throws -> any Platform {
-        var platform: any Platform = EmbeddedPlatform()
-        if let url = options.string("--platform") {
-            guard let parsed = URL(string: url) else {
-                throw CommandLineOptions.UsageError("--platform: \"\(url)\" is not a URL")
+        var url: URL?
+        if let text = options.string("--platform") {
+            guard let parsed = URL(string: text) else {
+                throw CommandLineOptions.UsageError("--platform: \"\(text)\" is not a URL")
             }
-            let timeout = try options.double("--platform-timeout", range: 0.1...300) ?? 5
-            let attempts = try options.integer("--platform-attempts", range: 1...20) ?? 3
-            platform = try HTTPPlatform(baseURL: parsed, options: .init(requestTimeout: timeout, attempts: attempts))
+            url = parsed
         }
-        if let path = options.string("--settings") {
-            platform = SettingsOverridePlatform(base: platform, settings: try loadSettings(path))
-        }
-        return platform
-    }
-
-    static func loadSettings(_ path: String) throws -> DetectionSettings {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw CommandLineOptions.UsageError("--settings: cannot read \(path)")
-        }
-        do {
-            return try JSONDecoder().decode(DetectionSettings.self, from: data)
-        } catch let error as RoadSaveError {
-            throw CommandLineOptions.UsageError("--settings \(path): \(error)")
-        } catch let DecodingError.typeMismatch(_, context), let DecodingError.valueNotFound(_, context) {
-            let field = context.codingPath.map(\.stringValue).joined(separator: ".")
-            throw CommandLineOptions.UsageError("--settings \(path): \(field): \(context.debugDescription)")
-        } catch {
-            throw CommandLineOptions.UsageError("--settings \(path): not a JSON object of thresholds (\(error))")
-        }
+        let timeout = try options.double("--platform-timeout", range: 0.1...300) ?? 5
+        let attempts = try options.integer("--platform-attempts", range: 1...20) ?? 3
+        return try PlatformSetup.platform(url: url, options: .init(requestTimeout: timeout, attempts: attempts),
+                                          settingsFile: options.string("--settings"))
     }
 
     private static func fail(_ message: String) -> Int32 {

@@ -86,21 +86,8 @@ public struct DetectionConfiguration: Sendable {
 
     /// The platform these settings describe (checked at start, so a bad settings file stops the service).
     public func makePlatform() throws -> any Platform {
-        var platform: any Platform = EmbeddedPlatform()
-        if let platformURL {
-            platform = try HTTPPlatform(baseURL: platformURL,
-                                        options: .init(requestTimeout: platformTimeout, attempts: platformAttempts))
-        }
-        if let settingsFile {
-            guard let data = FileManager.default.contents(atPath: settingsFile) else {
-                throw CommandLineOptions.UsageError("--settings: cannot read \(settingsFile)")
-            }
-            do {
-                platform = SettingsOverridePlatform(base: platform, settings: try JSONDecoder().decode(DetectionSettings.self, from: data))
-            } catch {
-                throw CommandLineOptions.UsageError("--settings \(settingsFile): \(error)")
-            }
-        }
-        return platform
+        try PlatformSetup.platform(url: platformURL,
+                                   options: .init(requestTimeout: platformTimeout, attempts: platformAttempts),
+                                   settingsFile: settingsFile)
     }
 }
