@@ -54,7 +54,7 @@ import ZeroMQ
         return records
     }
 
-    static func port() -> Int { Int.random(in: 20_000...60_000) }
+    static func port() -> Int { Int.random(in: 20_000...32_000) }
 
     @Test func aSlowPlatformHoldsUpOnlyTheDeviceWaitingForIt() async throws {
         var settings = DetectionSettings()

@@ -105,15 +105,15 @@ final class Locked<Value>: @unchecked Sendable {
     var current: Value { withLock { $0 } }
 }
 
-/// Free TCP ports on loopback, random in 20000…60000, never handed out twice in one test run (tests run in
-/// parallel, each with its own services).
+/// Free TCP ports on loopback, random in 20000…32000, below the kernel's ephemeral range (32768 and up) where
+/// outgoing connections take their ports; never handed out twice in one test run (each test has its own services).
 enum Ports {
     private static let handedOut = Locked(Set<Int>())
 
     static func reserve(_ count: Int) -> [Int] {
         var ports: [Int] = []
         while ports.count < count {
-            let port = Int.random(in: 20000...60000)
+            let port = Int.random(in: 20000...32000)
             let fresh = handedOut.withLock { $0.insert(port).inserted }
             if fresh, isFree(port) { ports.append(port) }
         }
@@ -123,7 +123,7 @@ enum Ports {
     /// `count` consecutive free ports (for `roadsave up --base-port P`, which takes P…P+count-1); the first returned.
     static func reserveRange(_ count: Int) -> Int {
         while true {
-            let first = Int.random(in: 20000...(60000 - count))
+            let first = Int.random(in: 20000...(32000 - count))
             let range = first..<(first + count)
             let fresh = handedOut.withLock { used in
                 guard range.allSatisfy({ !used.contains($0) }) else { return false }

@@ -150,14 +150,14 @@ final class RunningProcess: @unchecked Sendable {  // Sendable: outputs are guar
     }
 }
 
-/// Loopback ports for one test: a random block of `count` consecutive ports in 20000–60000 that are free now.
+/// Loopback ports for one test: a random block of `count` consecutive ports in 20000–32000 (below the kernel's ephemeral range) that are free now.
 enum Ports {
     static func block(_ count: Int) -> Int {
         for _ in 0..<200 {
-            let base = Int.random(in: 20_000...(60_000 - count))
+            let base = Int.random(in: 20_000...(32_000 - count))
             if (base..<(base + count)).allSatisfy(isFree) { return base }
         }
-        return Int.random(in: 20_000...(60_000 - count))
+        return Int.random(in: 20_000...(32_000 - count))
     }
 
     static func isFree(_ port: Int) -> Bool {
