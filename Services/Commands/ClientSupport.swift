@@ -6,6 +6,7 @@ import Musl
 import Darwin
 #endif
 import RoadSaveModel
+import ServiceKit
 import Synchronization
 import ZeroMQ
 
@@ -149,21 +150,9 @@ extension CommandLineOptions {
 
 /// `tcp://…`, `ipc://…` or `inproc://…` for a client to connect to (a `*` host is not connectable).
 func validateConnectEndpoint(_ endpoint: String, flag: String) throws(CommandExit) -> String {
-    let schemes = ["tcp://", "ipc://", "inproc://"]
-    guard let scheme = schemes.first(where: { endpoint.hasPrefix($0) }) else {
-        throw .usage("\(flag): \"\(endpoint)\" is not a ZeroMQ endpoint (tcp://HOST:PORT or ipc://PATH)")
+    do {
+        return try Endpoint.validate(endpoint, flag: flag, connecting: true)
+    } catch {
+        throw .usage(error.message)
     }
-    let rest = endpoint.dropFirst(scheme.count)
-    guard !rest.isEmpty else { throw .usage("\(flag): \"\(endpoint)\" has no address") }
-    if scheme == "tcp://" {
-        guard let colon = rest.lastIndex(of: ":"), !rest[..<colon].isEmpty else {
-            throw .usage("\(flag): \"\(endpoint)\" needs HOST:PORT")
-        }
-        let host = rest[..<colon]
-        guard host != "*" else { throw .usage("\(flag): \"\(endpoint)\": a client needs a host to connect to, not *") }
-        guard let port = Int(rest[rest.index(after: colon)...]), (1...65535).contains(port) else {
-            throw .usage("\(flag): \"\(endpoint)\" has no valid port")
-        }
-    }
-    return endpoint
 }

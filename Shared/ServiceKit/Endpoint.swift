@@ -3,7 +3,9 @@ import RoadSaveModel
 
 /// Checks of ZeroMQ endpoints given in configuration, so a typo is reported at start, not as a bind error later.
 public enum Endpoint {
-    public static func validate(_ endpoint: String, flag: String) throws(CommandLineOptions.UsageError) -> String {
+    /// `connecting`: the endpoint is one to connect to, so `*` is no host or port.
+    public static func validate(_ endpoint: String, flag: String,
+                                connecting: Bool = false) throws(CommandLineOptions.UsageError) -> String {
         let schemes = ["tcp://", "ipc://", "inproc://"]
         guard let scheme = schemes.first(where: { endpoint.hasPrefix($0) }) else {
             throw .init("\(flag): \"\(endpoint)\" is not a ZeroMQ endpoint (tcp://HOST:PORT, ipc://PATH or inproc://NAME)")
@@ -14,8 +16,11 @@ public enum Endpoint {
             guard let colon = rest.lastIndex(of: ":"), !rest[..<colon].isEmpty else {
                 throw .init("\(flag): \"\(endpoint)\" needs HOST:PORT")
             }
+            if connecting, rest[..<colon] == "*" {
+                throw .init("\(flag): \"\(endpoint)\": a client needs a host to connect to, not *")
+            }
             let port = rest[rest.index(after: colon)...]
-            guard port == "*" || (Int(port).map { (1...65535).contains($0) } ?? false) else {
+            guard (port == "*" && !connecting) || (Int(port).map { (1...65535).contains($0) } ?? false) else {
                 throw .init("\(flag): \"\(endpoint)\" has no valid port")
             }
         }

@@ -72,5 +72,12 @@ import Testing
             #expect(throws: CommandLineOptions.UsageError.self, "\(bad)") { try Endpoint.validate(bad, flag: "--x") }
         }
         #expect(Endpoint.connectable("tcp://*:5551") == "tcp://127.0.0.1:5551")
+        // A client (or a service's subscription) connects: `*` is no host or port there.
+        #expect(try Endpoint.validate("tcp://127.0.0.1:5551", flag: "--x", connecting: true) == "tcp://127.0.0.1:5551")
+        for bad in ["tcp://*:5551", "tcp://127.0.0.1:*"] {
+            #expect(throws: CommandLineOptions.UsageError.self, "\(bad)") {
+                try Endpoint.validate(bad, flag: "--x", connecting: true)
+            }
+        }
     }
 }

@@ -58,7 +58,8 @@ public struct DetectionConfiguration: Sendable {
 
     public static func load(_ source: ServiceConfiguration) throws(CommandLineOptions.UsageError) -> DetectionConfiguration {
         var configuration = DetectionConfiguration()
-        configuration.recordsEndpoint = try Endpoint.validate(source.string("recordsEndpoint")!, flag: "--records-endpoint")
+        configuration.recordsEndpoint = try Endpoint.validate(source.string("recordsEndpoint")!, flag: "--records-endpoint",
+                                                           connecting: true)
         configuration.controlEndpoint = try Endpoint.validate(source.string("controlEndpoint")!, flag: "--control-endpoint")
         configuration.eventsEndpoint = try Endpoint.validate(source.string("eventsEndpoint")!, flag: "--events-endpoint")
         if let text = source.string("platform") {

@@ -48,7 +48,8 @@ public struct NotifierConfiguration: Sendable {
 
     public static func load(_ source: ServiceConfiguration) throws(CommandLineOptions.UsageError) -> NotifierConfiguration {
         var configuration = NotifierConfiguration()
-        configuration.eventsEndpoint = try Endpoint.validate(source.string("eventsEndpoint")!, flag: "--events-endpoint")
+        configuration.eventsEndpoint = try Endpoint.validate(source.string("eventsEndpoint")!, flag: "--events-endpoint",
+                                                          connecting: true)
         let publish = source.string("publishEndpoint")!
         configuration.publishEndpoint = publish == "none" ? nil : try Endpoint.validate(publish, flag: "--publish-endpoint")
         configuration.publishFormat = try format(source, "publishFormat")
