@@ -21,10 +21,18 @@ let package = Package(
         .systemLibrary(name: "CZeroMQ", path: "Shared/CZeroMQ"),
         .systemLibrary(name: "CMessagePack", path: "Shared/CMessagePack"),
         .systemLibrary(name: "CSodium", path: "Shared/CSodium"),
+        // SQLite from Debian's libsqlite3-dev: the journal, checkpoints and outboxes.
+        .systemLibrary(name: "CSQLite", path: "Shared/CSQLite"),
+        // Process control that Glibc's Swift module does not reach (the parent-death signal).
+        .target(name: "CProcessControl", path: "Shared/CProcessControl"),
+        // SQLite in Swift: one connection per owning thread, prepared statements kept, WAL.
+        .target(name: "Storage", dependencies: ["CSQLite"], path: "Shared/Storage"),
         // ZeroMQ in Swift: sockets owned by one reactor thread each.
         .target(name: "ZeroMQ", dependencies: ["CZeroMQ"], path: "Shared/ZeroMQ"),
         // The wire format between gateways, services and subscribers: MessagePack or JSON bodies, multipart envelopes.
         .target(name: "Wire", dependencies: ["RoadSaveModel", "CMessagePack"], path: "Shared/Wire"),
+        // Pull feeds between the services: a consumer asks for the items after a position; nothing can be dropped.
+        .target(name: "Feeds", dependencies: ["RoadSaveModel", "Wire", "ZeroMQ"], path: "Shared/Feeds"),
 
         // Detection: the pure, deterministic trip and crash engines and the per-device session.
         .target(name: "DetectionEngine", dependencies: ["RoadSaveModel"], path: "Services/Detection/Engine"),
@@ -35,20 +43,21 @@ let package = Package(
         // What every service process shares: configuration, signals, the run loop of a service.
         .target(name: "ServiceKit", dependencies: ["RoadSaveModel"], path: "Shared/ServiceKit"),
         // sensor-ingest: validates, acknowledges and publishes gateways' records.
-        .target(name: "IngestService", dependencies: ["RoadSaveModel", "ServiceKit", "Wire", "ZeroMQ"],
+        .target(name: "IngestService", dependencies: ["RoadSaveModel", "ServiceKit", "Wire", "ZeroMQ", "Storage", "Feeds"],
                 path: "Services/Ingest"),
         // detection's service shell around the engines.
         .target(name: "DetectionService",
-                dependencies: ["DetectionEngine", "PlatformHTTP", "RoadSaveModel", "ServiceKit", "Wire", "ZeroMQ"],
+                dependencies: ["DetectionEngine", "PlatformHTTP", "RoadSaveModel", "ServiceKit", "Wire", "ZeroMQ", "Storage",
+                               "Feeds"],
                 path: "Services/Detection/Service"),
         // notifier's service shell around the sinks.
         .target(name: "NotifierService",
-                dependencies: ["NotifierSinks", "RoadSaveModel", "ServiceKit", "Wire", "ZeroMQ"],
+                dependencies: ["NotifierSinks", "RoadSaveModel", "ServiceKit", "Wire", "ZeroMQ", "Storage", "Feeds"],
                 path: "Services/Notifier/Service"),
         // The service commands and the gateway/subscriber/control clients (roadsave ingest|detect|notify|up|send|tail|ctl).
         .target(name: "ServiceCommands",
                 dependencies: ["IngestService", "DetectionService", "NotifierService", "ServiceKit", "Wire", "ZeroMQ",
-                               "RoadSaveModel"],
+                               "RoadSaveModel", "CProcessControl"],
                 path: "Services/Commands"),
         .executableTarget(name: "roadsave-ingest", dependencies: ["ServiceCommands"], path: "Services/Executables/Ingest"),
         .executableTarget(name: "roadsave-detect", dependencies: ["ServiceCommands"], path: "Services/Executables/Detect"),
@@ -78,8 +87,15 @@ let package = Package(
         .testTarget(name: "GatewayKitTests", dependencies: ["GatewayKit"], path: "Tests/GatewayKitTests"),
         .testTarget(name: "ServiceKitTests", dependencies: ["ServiceKit", "RoadSaveModel"], path: "Tests/ServiceKitTests"),
         .testTarget(name: "DetectionServiceTests",
-                    dependencies: ["DetectionService", "DetectionEngine", "RoadSaveModel", "Wire", "ZeroMQ"],
+                    dependencies: ["DetectionService", "DetectionEngine", "RoadSaveModel", "Wire", "ZeroMQ", "Storage", "Feeds"],
                     path: "Tests/DetectionServiceTests"),
+        .testTarget(name: "StorageTests", dependencies: ["Storage"], path: "Tests/StorageTests"),
+        .testTarget(name: "FeedTests", dependencies: ["Feeds", "Wire", "ZeroMQ", "RoadSaveModel"], path: "Tests/FeedTests"),
+        .testTarget(name: "IngestTests", dependencies: ["IngestService", "Storage", "Feeds", "Wire", "ZeroMQ", "RoadSaveModel"],
+                    path: "Tests/IngestTests"),
+        .testTarget(name: "NotifierTests",
+                    dependencies: ["NotifierService", "NotifierSinks", "Storage", "Feeds", "Wire", "ZeroMQ", "RoadSaveModel"],
+                    path: "Tests/NotifierTests"),
         .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ"], path: "Tests/ZeroMQTests"),
         .testTarget(name: "WireTests", dependencies: ["Wire", "RoadSaveModel"], path: "Tests/WireTests"),
         .testTarget(name: "NotifierSinkTests", dependencies: ["NotifierSinks", "RoadSaveModel", "ZeroMQ", "Wire"],

@@ -8,8 +8,10 @@ command -v python3 >/dev/null 2>&1 || missing+=(python3)
 command -v gzip >/dev/null 2>&1 || missing+=(gzip)
 command -v tar >/dev/null 2>&1 || missing+=(tar)
 command -v make >/dev/null 2>&1 || missing+=(make)
-# C libraries bound through SwiftPM system-library targets (Shared/C*).
-for header in zmq.h:libzmq3-dev msgpack.h:libmsgpack-dev sodium.h:libsodium-dev; do
+# C libraries bound through SwiftPM system-library targets (Shared/C*); the sqlite3 shell lets operators and tests look
+# inside the journal and the stores.
+command -v sqlite3 >/dev/null 2>&1 || missing+=(sqlite3)
+for header in zmq.h:libzmq3-dev msgpack.h:libmsgpack-dev sodium.h:libsodium-dev sqlite3.h:libsqlite3-dev; do
   [ -f "/usr/include/${header%%:*}" ] || missing+=("${header#*:}")
 done
 

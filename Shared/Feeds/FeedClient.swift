@@ -1,0 +1,89 @@
+import RoadSaveModel
+import Wire
+import ZeroMQ
+
+/// One consumer's link to one feed server (a DEALER connected to its ROUTER). The owner decides what to ask for;
+/// the client keeps at most one request outstanding, sends it again when no answer comes in time (the server may
+/// have restarted and lost it: requests are idempotent), and passes on only the answer to the request outstanding.
+public final class FeedClient {
+    public let endpoint: String
+    private let socket: ZMQSocket
+    private let loop: ReactorLoop
+    private let log: Log
+    private var nextID: UInt64 = 1
+    private var outstanding: (request: FeedRequest, sentAt: Double)?
+    private let onReply: (FeedReplyHeader, ArraySlice<[UInt8]>) -> Void
+    /// Extra time past the server's wait before a request is sent again.
+    static let answerGrace = 2.0
+
+    /// Connects to `endpoint`; `onReply` gets each answer to the outstanding request, on the loop's thread.
+    public init(loop: ReactorLoop, endpoint: String, log: Log,
+                onReply: @escaping (FeedReplyHeader, ArraySlice<[UInt8]>) -> Void) throws {
+        self.endpoint = endpoint
+        self.loop = loop
+        self.log = log
+        self.onReply = onReply
+        socket = try loop.socket(.dealer)
+        try socket.setSendTimeout(milliseconds: 0)
+        try socket.connect(endpoint)
+        loop.onReadable(socket) { [unowned self] socket in receive(socket) }
+        loop.every(0.25) { [unowned self] in resendIfLate() }
+    }
+
+    /// True while a request waits for its answer.
+    public var isWaiting: Bool { outstanding != nil }
+
+    /// Sends a request (its `id` is set here); one already outstanding is forgotten.
+    public func fetch(_ request: FeedRequest) {
+        var request = request
+        request.id = nextID
+        nextID += 1
+        outstanding = (request, loop.now)
+        send(request)
+    }
+
+    public func close() {
+        outstanding = nil
+        loop.close(socket)
+    }
+
+    private func send(_ request: FeedRequest) {
+        do {
+            // A DEALER with no connected peer cannot take the message: the resend timer tries again.
+            _ = try socket.send(request.frames(), dontWait: true)
+        } catch {
+            log.warning("feed request not sent", ["endpoint": endpoint, "error": "\(error)"])
+        }
+    }
+
+    private func receive(_ socket: ZMQSocket) {
+        for _ in 0..<1000 {
+            let frames: [[UInt8]]
+            do {
+                guard let received = try socket.receive(dontWait: true) else { return }
+                frames = received
+            } catch {
+                log.error("feed socket failed", ["endpoint": endpoint, "error": "\(error)"])
+                return
+            }
+            let parsed: (header: FeedReplyHeader, items: ArraySlice<[UInt8]>)
+            do {
+                parsed = try FeedReplyHeader.parse(frames)
+            } catch {
+                log.warning("unreadable feed reply", ["endpoint": endpoint, "error": "\(error)"])
+                continue
+            }
+            guard let outstanding, parsed.header.id == outstanding.request.id else { continue }
+            self.outstanding = nil
+            onReply(parsed.header, parsed.items)
+        }
+    }
+
+    private func resendIfLate() {
+        guard let (request, sentAt) = outstanding else { return }
+        let patience = Double(request.waitMilliseconds) / 1000 + Self.answerGrace
+        guard loop.now - sentAt >= patience else { return }
+        outstanding = (request, loop.now)
+        send(request)
+    }
+}

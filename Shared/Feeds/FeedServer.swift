@@ -1,0 +1,113 @@
+import RoadSaveModel
+import Wire
+import ZeroMQ
+
+/// Serves a `FeedSource` on a ROUTER socket of a reactor loop. A request that finds nothing new is held (up to the
+/// consumer's wait) and answered as soon as `itemsAdded()` says there is more, so a consumer that is caught up
+/// gets new items with no polling delay; when the wait runs out it gets an empty reply, which doubles as a heartbeat.
+public final class FeedServer {
+    private let socket: ZMQSocket
+    private let source: any FeedSource
+    private let log: Log
+    /// Held requests by consumer identity (one each: a newer request from the same consumer replaces the older).
+    private var held: [[UInt8]: (request: FeedRequest, deadline: Double)] = [:]
+    private let now: () -> Double
+    /// Most requests held at once; beyond it a request is answered at once, empty.
+    static let maximumHeld = 4096
+
+    /// Takes over `socket` (a bound ROUTER) on `loop`.
+    public init(socket: ZMQSocket, loop: ReactorLoop, source: any FeedSource, log: Log) {
+        self.socket = socket
+        self.source = source
+        self.log = log
+        now = { loop.now }
+        loop.onReadable(socket) { [unowned self] socket in receive(socket) }
+        loop.every(0.05) { [unowned self] in expire() }
+    }
+
+    /// Consumers held waiting.
+    public var waiting: Int { held.count }
+
+    /// New items were stored: answer the held requests that now have something.
+    public func itemsAdded() {
+        guard !held.isEmpty else { return }
+        for (identity, entry) in held {
+            if serve(identity: identity, entry.request, mayHold: false, answerEmpty: false) { held[identity] = nil }
+        }
+    }
+
+    private func receive(_ socket: ZMQSocket) {
+        for _ in 0..<1000 {
+            let frames: [[UInt8]]
+            do {
+                guard let received = try socket.receive(dontWait: true) else { return }
+                frames = received
+            } catch {
+                log.error("feed socket failed", ["error": "\(error)"])
+                return
+            }
+            // [identity, (empty delimiter,) "fetch", request]
+            guard frames.count >= 3 else { continue }
+            let identity = frames[0]
+            let rest = Array(frames.dropFirst(frames[1].isEmpty && frames.count == 4 ? 2 : 1))
+            let request: FeedRequest
+            do {
+                request = try FeedRequest(frames: rest)
+            } catch {
+                log.warning("unreadable feed request", ["error": "\(error)"])
+                continue
+            }
+            held[identity] = nil
+            _ = serve(identity: identity, request, mayHold: true, answerEmpty: true)
+        }
+    }
+
+    /// Answers `request` if there is something to say; true when answered.
+    @discardableResult
+    private func serve(identity: [UInt8], _ request: FeedRequest, mayHold: Bool, answerEmpty: Bool) -> Bool {
+        let feed = source.feedID
+        let head = source.head
+        func reply(_ header: FeedReplyHeader, _ items: [[UInt8]] = []) -> Bool {
+            do {
+                if try !socket.send([identity] + header.frames(items: items), dontWait: true) {
+                    log.warning("feed consumer gone before its reply", ["consumer": request.consumer])
+                }
+            } catch {
+                log.warning("feed reply not sent", ["consumer": request.consumer, "error": "\(error)"])
+            }
+            return true
+        }
+        guard request.feed == feed else {
+            // First contact, or the consumer knew another store: it looks up its position in this one and asks again.
+            return reply(FeedReplyHeader(id: request.id, feed: feed, after: request.after, to: request.after, head: head))
+        }
+        source.acknowledged(request)
+        guard request.after <= head else {
+            return reply(FeedReplyHeader(id: request.id, feed: feed, after: request.after, to: request.after, head: head,
+                                         error: "position \(request.after) is ahead of this feed's newest (\(head))"))
+        }
+        let batch: FeedBatch
+        do {
+            batch = try source.read(request)
+        } catch {
+            return reply(FeedReplyHeader(id: request.id, feed: feed, after: request.after, to: request.after, head: head,
+                                         error: "\(error)"))
+        }
+        let reachedEnd = request.through.map { batch.to >= $0 } ?? false
+        if batch.items.isEmpty, !reachedEnd, mayHold, request.waitMilliseconds > 0, held.count < Self.maximumHeld {
+            held[identity] = (request, now() + Double(request.waitMilliseconds) / 1000)
+            return false
+        }
+        guard !batch.items.isEmpty || answerEmpty || reachedEnd else { return false }
+        return reply(FeedReplyHeader(id: request.id, feed: feed, after: request.after, to: batch.to, head: head), batch.items)
+    }
+
+    private func expire() {
+        guard !held.isEmpty else { return }
+        let time = now()
+        for (identity, entry) in held where entry.deadline <= time {
+            held[identity] = nil
+            serve(identity: identity, entry.request, mayHold: false, answerEmpty: true)
+        }
+    }
+}

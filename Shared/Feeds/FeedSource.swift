@@ -1,0 +1,27 @@
+import Wire
+
+/// What a feed server serves from: a store with positions (ingest's journal, detection's outbox). Called on the
+/// server's reactor thread only.
+public protocol FeedSource: AnyObject {
+    /// The feed's identity; a new store has a new one.
+    var feedID: String { get }
+    /// The newest position.
+    var head: UInt64 { get }
+    /// The items after `request.after` (through `request.through`), within the request's limits. An error is sent
+    /// to the consumer as the reply's `error`.
+    func read(_ request: FeedRequest) throws -> FeedBatch
+    /// A consumer says everything up to `request.acknowledged` is safe on its side.
+    func acknowledged(_ request: FeedRequest)
+}
+
+/// Items read from a feed and the position of the last one.
+public struct FeedBatch: Sendable {
+    public var items: [[UInt8]]
+    /// The position of the last item (the request's `after` when there is none).
+    public var to: UInt64
+
+    public init(items: [[UInt8]], to: UInt64) {
+        self.items = items
+        self.to = to
+    }
+}

@@ -1,0 +1,109 @@
+import CSQLite
+
+/// A prepared statement, kept by its database and reused (parsing SQL per row would cost more than the row).
+/// Like its database, it belongs to one thread.
+public final class SQLiteStatement {
+    let handle: OpaquePointer
+    public let sql: String
+    private unowned let database: SQLiteDatabase
+
+    init(handle: OpaquePointer, sql: String, database: SQLiteDatabase) {
+        self.handle = handle
+        self.sql = sql
+        self.database = database
+    }
+
+    deinit {
+        sqlite3_finalize(handle)
+    }
+
+    /// Runs the statement with these parameters to the end (INSERT, UPDATE, DELETE, DDL).
+    public func run(_ parameters: SQLiteBindable...) throws(StorageError) {
+        try run(parameters)
+    }
+
+    public func run(_ parameters: [SQLiteBindable]) throws(StorageError) {
+        try bind(parameters)
+        defer { reset() }
+        while try step() {}
+    }
+
+    /// Runs a query and calls `row` for each result row, in order.
+    public func query(_ parameters: SQLiteBindable..., row: (SQLiteRow) throws -> Void) throws {
+        try query(parameters, row: row)
+    }
+
+    public func query(_ parameters: [SQLiteBindable], row: (SQLiteRow) throws -> Void) throws {
+        try bind(parameters)
+        defer { reset() }
+        while try step() {
+            try row(SQLiteRow(handle: handle))
+        }
+    }
+
+    /// The first row's first column as an integer, or nil when there is no row or it is NULL.
+    public func integer(_ parameters: SQLiteBindable...) throws(StorageError) -> Int64? {
+        try bind(parameters)
+        defer { reset() }
+        guard try step() else { return nil }
+        let row = SQLiteRow(handle: handle)
+        return row.isNull(0) ? nil : row.integer(0)
+    }
+
+    private func bind(_ parameters: [SQLiteBindable]) throws(StorageError) {
+        sqlite3_clear_bindings(handle)
+        for (offset, parameter) in parameters.enumerated() {
+            let index = Int32(offset + 1)
+            let result: Int32
+            switch parameter.sqliteValue {
+            case let .integer(value): result = sqlite3_bind_int64(handle, index, value)
+            case let .real(value): result = sqlite3_bind_double(handle, index, value)
+            case let .text(value): result = sqlite3_bind_text(handle, index, value, -1, SQLiteDatabase.transient)
+            case let .blob(bytes):
+                result = bytes.withUnsafeBytes { buffer in
+                    // A zero-length blob still needs a non-null pointer, or SQLite stores NULL.
+                    sqlite3_bind_blob(handle, index, buffer.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(buffer.count),
+                                      SQLiteDatabase.transient)
+                }
+            case .null: result = sqlite3_bind_null(handle, index)
+            }
+            guard result == SQLITE_OK else { throw database.error(result, sql: sql) }
+        }
+    }
+
+    /// One step: true when a row is ready.
+    private func step() throws(StorageError) -> Bool {
+        let result = sqlite3_step(handle)
+        switch result {
+        case SQLITE_ROW: return true
+        case SQLITE_DONE: return false
+        default: throw database.error(result, sql: sql)
+        }
+    }
+
+    private func reset() {
+        sqlite3_reset(handle)
+    }
+}
+
+/// The current row of a query; valid only inside the `row` closure.
+public struct SQLiteRow {
+    let handle: OpaquePointer
+
+    public func isNull(_ column: Int32) -> Bool { sqlite3_column_type(handle, column) == SQLITE_NULL }
+    public func integer(_ column: Int32) -> Int64 { sqlite3_column_int64(handle, column) }
+    public func unsigned(_ column: Int32) -> UInt64 { UInt64(bitPattern: sqlite3_column_int64(handle, column)) }
+    public func double(_ column: Int32) -> Double { sqlite3_column_double(handle, column) }
+
+    public func text(_ column: Int32) -> String {
+        guard let pointer = sqlite3_column_text(handle, column) else { return "" }
+        let count = Int(sqlite3_column_bytes(handle, column))
+        return String(decoding: UnsafeBufferPointer(start: pointer, count: count), as: UTF8.self)
+    }
+
+    public func blob(_ column: Int32) -> [UInt8] {
+        let count = Int(sqlite3_column_bytes(handle, column))
+        guard count > 0, let pointer = sqlite3_column_blob(handle, column) else { return [] }
+        return Array(UnsafeRawBufferPointer(start: pointer, count: count))
+    }
+}
