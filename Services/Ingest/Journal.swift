@@ -175,8 +175,8 @@ public final class Journal: FeedSource {
 
     // MARK: FeedSource
 
-    /// Stops a query once a reply is full.
-    private struct ReplyFull: Error {}
+    /// Ends a query early (a reply is full, enough chunks are chosen).
+    private struct StopReading: Error {}
 
     /// The chunks after `request.after` (through `request.through`) of `request.shard` (every shard when nil), in
     /// position order: at most `maxItems`, and no more than `maxBytes` unless the first alone is larger. Each item is a
@@ -214,12 +214,12 @@ public final class Journal: FeedSource {
         do {
             try statement.query(parameters) { row in
                 let size = Int(row.integer(1))
-                if !items.isEmpty, bytes + size > request.maxBytes { throw ReplyFull() }
+                if !items.isEmpty, bytes + size > request.maxBytes { throw StopReading() }
                 items.append(row.blob(2))
                 bytes += size
                 last = row.unsigned(0)
             }
-        } catch is ReplyFull {
+        } catch is StopReading {
             full = true
         }
         if items.count >= request.maxItems { full = true }
@@ -280,13 +280,30 @@ public final class Journal: FeedSource {
         }
         statistics.expiredChunks += outcome.expiredChunks
         if maximumBytes > 0 {
-            let used = try database.bytesInUse()
-            if used > maximumBytes { try trim(excess: used - maximumBytes, through: through, into: &outcome) }
+            // The size of a chunk is estimated, and pages free up in whole: a few rounds settle under the limit.
+            for _ in 0..<4 {
+                let used = try database.bytesInUse()
+                guard used > maximumBytes, try trim(excess: used - maximumBytes, through: through, into: &outcome) else {
+                    break
+                }
+            }
+        }
+        statistics.trimmedChunks += outcome.trimmedChunks
+        statistics.droppedUnreadChunks += outcome.droppedUnreadChunks
+        statistics.droppedUnreadRecords.merge(outcome.droppedUnreadRecords, uniquingKeysWith: +)
+        if outcome.droppedUnreadChunks > 0 {
+            let total = outcome.droppedUnreadRecords.values.reduce(0, +)
+            let byShard = outcome.droppedUnreadRecords.sorted { $0.key < $1.key }.map { "\($0.key):\($0.value)" }
+                .joined(separator: ",")
+            log.warning("journal over --journal-max-bytes: records dropped before detection read them",
+                        ["records": String(total), "chunks": String(outcome.droppedUnreadChunks),
+                         "recordsByShard": byShard, "limit": String(maximumBytes)])
         }
         return outcome
     }
 
-    private func trim(excess: Int64, through: [UInt64?], into outcome: inout RetentionOutcome) throws {
+    /// Deletes chunks to free about `excess` bytes; false when there was nothing left to delete.
+    private func trim(excess: Int64, through: [UInt64?], into outcome: inout RetentionOutcome) throws -> Bool {
         var cut = JournalRetention.SizeCut(excess: excess, acknowledgedThrough: through)
         let chunks = try database.statement("SELECT position, shard, records, length(body) FROM chunks ORDER BY position")
         func scan(_ consider: (inout JournalRetention.SizeCut, JournalRetention.Chunk) -> Void) throws {
@@ -297,30 +314,21 @@ public final class Journal: FeedSource {
                                                        records: Int(row.integer(2)),
                                                        bytes: row.integer(3) + JournalRetention.rowOverhead)
                     consider(&cut, chunk)
-                    if cut.isEnough { throw ReplyFull() }
+                    if cut.isEnough { throw StopReading() }
                 }
-            } catch is ReplyFull {}
+            } catch is StopReading {}
         }
         try scan { $0.considerAcknowledged($1) }
         try scan { $0.considerAny($1) }
+        guard !cut.positions.isEmpty else { return false }
         let delete = try database.statement("DELETE FROM chunks WHERE position = ?")
         try database.transaction {
             for position in cut.positions { try delete.run(position) }
         }
-        outcome.trimmedChunks = cut.positions.count - cut.unreadChunks
-        outcome.droppedUnreadChunks = cut.unreadChunks
-        outcome.droppedUnreadRecords = cut.unreadRecords
-        statistics.trimmedChunks += outcome.trimmedChunks
-        statistics.droppedUnreadChunks += cut.unreadChunks
-        statistics.droppedUnreadRecords.merge(cut.unreadRecords, uniquingKeysWith: +)
-        if cut.unreadChunks > 0 {
-            let total = cut.unreadRecords.values.reduce(0, +)
-            let byShard = cut.unreadRecords.sorted { $0.key < $1.key }.map { "\($0.key):\($0.value)" }
-                .joined(separator: ",")
-            log.warning("journal over --journal-max-bytes: records dropped before detection read them",
-                        ["records": String(total), "chunks": String(cut.unreadChunks), "shards": byShard,
-                         "limit": String(maximumBytes), "excess": String(excess)])
-        }
+        outcome.trimmedChunks += cut.positions.count - cut.unreadChunks
+        outcome.droppedUnreadChunks += cut.unreadChunks
+        outcome.droppedUnreadRecords.merge(cut.unreadRecords, uniquingKeysWith: +)
+        return true
     }
 
     private func saveConsumers() throws {
