@@ -12,7 +12,7 @@ public enum IngestCommand {
     public static func run(_ arguments: [String]) -> Int32 {
         ServiceRunner.run(
             name: "ingest",
-            summary: "sensor-ingest: takes batches of records from gateways (ZeroMQ ROUTER), validates each record, acknowledges\nevery batch and publishes the valid records to detection.",
+            summary: "sensor-ingest: takes batches of records from gateways (ZeroMQ ROUTER), validates each record, stores the valid\nones in its journal (SQLite in --data-dir, fsync'd) and only then acknowledges the batch; detection pulls them by\nposition from --records-endpoint.",
             arguments: arguments, specs: IngestConfiguration.specs, load: IngestConfiguration.load,
             make: { try IngestService(configuration: $0) })
     }
