@@ -3,9 +3,9 @@ import RoadSaveModel
 /// The crash state machine of one device: impacts are gathered into one suspected crash, screened on the
 /// features around them once the vehicle has had time to stop, and the survivors go to the platform. An event is
 /// only emitted when the platform's evaluation has ended.
-struct CrashEngine: Sendable {
+struct CrashEngine: Sendable, Codable {
     /// Impacts of one event, waiting until the decision time to see what the vehicle did afterwards.
-    struct ImpactCluster: Sendable, Equatable {
+    struct ImpactCluster: Sendable, Equatable, Codable {
         var firstImpact: Double
         var firstImpactSamples: [ImpactSample]
         var strongest: ImpactObservation

@@ -1,7 +1,7 @@
 import RoadSaveModel
 
 /// A location fix that passed the GPS filter.
-public struct AcceptedFix: Sendable, Equatable {
+public struct AcceptedFix: Sendable, Equatable, Codable {
     public var t: Double
     public var latitude: Double
     public var longitude: Double
@@ -24,7 +24,7 @@ public enum FixRejection: String, Error, Sendable, CaseIterable {
 
 /// The GPS filter and the recent history of good fixes of one device. Fixes that are invalid, inaccurate,
 /// repeated or that jump at impossible speeds don't count: they neither move trips nor add distance.
-struct GPSTrack: Sendable {
+struct GPSTrack: Sendable, Codable {
     /// Accuracy assumed for fixes that don't report one.
     static let assumedAccuracy = 10.0
     /// Consecutive "jumps" after which the new place is believed (the earlier fix was the bad one, or the device
