@@ -97,6 +97,24 @@ public struct ImpactSample: Sendable, Equatable, Codable {
     }
 
     public var magnitude: Double { (x * x + y * y + z * z).squareRoot() }
+
+    /// Written as `[dt, x, y, z]`: an impact carries hundreds of samples, and keys would triple their size in a
+    /// checkpoint.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.unkeyedContainer()
+        try container.encode(dt)
+        try container.encode(x)
+        try container.encode(y)
+        try container.encode(z)
+    }
+
+    public init(from decoder: any Decoder) throws {
+        var container = try decoder.unkeyedContainer()
+        dt = try container.decode(Double.self)
+        x = try container.decode(Double.self)
+        y = try container.decode(Double.self)
+        z = try container.decode(Double.self)
+    }
 }
 
 public struct DeviceCapabilities: Sendable, Equatable, Codable {

@@ -13,6 +13,44 @@ struct CrashEngine: Sendable, Codable {
         /// What was known about the device when the first impact arrived.
         var activityMode: ActivityContext.Mode
         var tripInProgress: Bool
+
+        init(firstImpact: Double, firstImpactSamples: [ImpactSample], strongest: ImpactObservation, count: Int,
+             activityMode: ActivityContext.Mode, tripInProgress: Bool) {
+            self.firstImpact = firstImpact
+            self.firstImpactSamples = firstImpactSamples
+            self.strongest = strongest
+            self.count = count
+            self.activityMode = activityMode
+            self.tripInProgress = tripInProgress
+        }
+
+        private enum CodingKeys: String, CodingKey {
+            case firstImpact, firstImpactSamples, strongest, count, activityMode, tripInProgress
+        }
+
+        // The first impact is usually the strongest too: its samples are then written once, not twice.
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(firstImpact, forKey: .firstImpact)
+            if firstImpactSamples != strongest.samples {
+                try container.encode(firstImpactSamples, forKey: .firstImpactSamples)
+            }
+            try container.encode(strongest, forKey: .strongest)
+            try container.encode(count, forKey: .count)
+            try container.encode(activityMode, forKey: .activityMode)
+            try container.encode(tripInProgress, forKey: .tripInProgress)
+        }
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            firstImpact = try container.decode(Double.self, forKey: .firstImpact)
+            strongest = try container.decode(ImpactObservation.self, forKey: .strongest)
+            firstImpactSamples = try container.decodeIfPresent([ImpactSample].self, forKey: .firstImpactSamples)
+                ?? strongest.samples
+            count = try container.decode(Int.self, forKey: .count)
+            activityMode = try container.decode(ActivityContext.Mode.self, forKey: .activityMode)
+            tripInProgress = try container.decode(Bool.self, forKey: .tripInProgress)
+        }
     }
 
     let device: DeviceID
