@@ -55,8 +55,9 @@ struct CrashEngine: Sendable, Codable {
 
     let device: DeviceID
     private(set) var pending: [ImpactCluster] = []
-    /// Candidates sent for evaluation, by crash ID.
-    private(set) var awaitingVerdict: [String: CrashCandidate] = [:]
+    /// Candidates sent for evaluation, in the order sent (a list, not a dictionary, so a checkpoint's bytes never
+    /// depend on hash order; it holds a handful at most).
+    private(set) var awaitingVerdict: [CrashCandidate] = []
     /// First-impact times of recent crashes, so that later impacts of the same crash don't raise another.
     private var recentCrashes: [Double] = []
     private var testCrashCount = 0
@@ -116,13 +117,19 @@ struct CrashEngine: Sendable, Codable {
             positionAccuracy: position?.accuracy, speedBefore: 15, speedAfter: 0, peakG: 45, durationMs: 90,
             impactCount: 1, activity: ActivityContext.Mode.inVehicle.rawValue, tripInProgress: context.tripInProgress,
             isTest: true, samples: [])
-        awaitingVerdict[candidate.crashID] = candidate
+        awaitVerdict(candidate)
         return .evaluateCrash(candidate)
+    }
+
+    private mutating func awaitVerdict(_ candidate: CrashCandidate) {
+        awaitingVerdict.removeAll { $0.crashID == candidate.crashID }
+        awaitingVerdict.append(candidate)
     }
 
     /// The platform's answer (or its absence) for a candidate: the crash event, or a dismissal for `none`.
     mutating func evaluated(crashID: String, outcome: CrashEvaluationOutcome) -> DetectionAction? {
-        guard let candidate = awaitingVerdict.removeValue(forKey: crashID) else { return nil }
+        guard let index = awaitingVerdict.firstIndex(where: { $0.crashID == crashID }) else { return nil }
+        let candidate = awaitingVerdict.remove(at: index)
         let confidence: CrashConfidence
         switch outcome {
         case .unreachable:
@@ -168,7 +175,7 @@ struct CrashEngine: Sendable, Codable {
         }
         recentCrashes.removeAll { t0 - $0 > settings.crashClusterWindow }
         recentCrashes.append(t0)
-        awaitingVerdict[candidate.crashID] = candidate
+        awaitVerdict(candidate)
         return .evaluateCrash(candidate)
     }
 
