@@ -9,10 +9,13 @@ public enum ReplayCommand {
         Usage: roadsave replay FILE.ndjson [options]
 
         Runs the trip and crash engines over recorded sensor records (CONTRACT §2, one JSON object a line; - reads
-        standard input) and prints the events as NDJSON on standard output. Each device met is configured with its
-        app and user (mode all, automatic trips on) and monitored from its first record. Records are applied per
-        device in event-time order; at the end of the input time runs on, so pending timers fire. Bad lines are
-        reported on standard error (line, field, reason) and skipped; a summary ends the run.
+        standard input) and prints the events as NDJSON on standard output. This is the detection service's
+        per-device core (DeviceFleet), with time taken from the records only. Each device met is configured with
+        its app and user (mode all, automatic trips on) and monitored from its first record with its application's
+        settings; when the platform cannot give them, that application's new devices are not monitored
+        (offlineLimitExceeded) and it is asked again after \(Int(DeviceFleet.Options().settingsRetry)) s of record time. Records are applied
+        per device in event-time order; at the end of the input time runs on, so pending timers fire. Bad lines
+        are reported on standard error (line, field, reason) and skipped; a summary ends the run.
 
         Options:
           --platform URL        use the RoadSave platform at URL for settings and crash evaluation
