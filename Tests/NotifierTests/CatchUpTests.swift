@@ -104,9 +104,11 @@ import Wire
             return message
         }
         #expect(try error(#"{"after": 10}"#) == "after: position 10 is ahead of the newest (9)")
-        #expect(try error(#"{"after": 0}"#)
-                == "after: position 0 is older than the retention window (7 days): the oldest event kept is at position 3")
-        #expect(try error(#"{"after": 1}"#)?.contains("older than the retention window") == true)
+        #expect(try error(#"{"after": 1}"#)
+                == "after: position 1 is older than the retention window (7 days): the oldest event kept is at position 3")
+        // 0: everything kept.
+        #expect(try error(#"{"after": 0}"#) == nil)
+        #expect(try CatchUpReply(json: JSONText.bytes(try answer(#"{"after": 0}"#, store))).events.first?.position == 3)
         #expect(try error(#"{"after": 2}"#) == nil)
         #expect(try error(#"{"afterEventID": "\#(events[0].eventID)"}"#)
                 == "afterEventID: unknown eventID \(events[0].eventID) (never stored here, or older than the retention window of 7 days)")

@@ -69,7 +69,8 @@ final class CatchUpServer {
                 throw CatchUpRequest.Problem("after: position \(position) is ahead of the newest (\(head))")
             }
             // The events between `position` and the oldest kept were deleted: the subscriber would get a gap.
-            guard position + 1 >= oldest || position >= head else {
+            // 0 asks for everything kept, whatever that is.
+            guard position == 0 || position + 1 >= oldest || position >= head else {
                 throw CatchUpRequest.Problem("after: position \(position) is older than the retention window (\(window)): "
                                              + "the oldest event kept is at position \(oldest)")
             }
