@@ -257,6 +257,25 @@ struct NotifierDurabilityTests {
             #expect(caughtUp.map(\.position) == Array(1...expected.count), "\(context)")
             #expect(caughtUp.map { Self.key($0.event) } == printed.map { Self.key($0.event) }, "\(context)")
 
+            // Resuming after an eventID: the events after it. An unknown one is an error that says so.
+            let middle = try #require(printed.dropFirst(expected.count / 2).first)
+            let resumed = try Child(name: "resumed tail", executable: Build.executable("roadsave"), arguments: [
+                "tail", "--endpoint", notifier.publishEndpoint, "--catch-up-endpoint", notifier.catchUpEndpoint,
+                "--since", try #require(middle.event.string("eventID")), "--show-position",
+                "--count", String(expected.count - middle.position), "--timeout", "20",
+            ])
+            defer { resumed.kill() }
+            #expect(await resumed.waitForExit(timeout: 30) == 0, "\(resumed.tail())")
+            #expect(Self.printed(resumed).map(\.position) == Array((middle.position + 1)...expected.count))
+            let unknown = try Child(name: "unknown tail", executable: Build.executable("roadsave"), arguments: [
+                "tail", "--endpoint", notifier.publishEndpoint, "--catch-up-endpoint", notifier.catchUpEndpoint,
+                "--since", "00000000-0000-8000-8000-000000000000", "--timeout", "20",
+            ])
+            defer { unknown.kill() }
+            #expect(await unknown.waitForExit(timeout: 30) == 1)
+            #expect(unknown.stderr.contains { $0.text.contains("unknown eventID 00000000-0000-8000-8000-000000000000") },
+                    "\(unknown.tail())")
+
             // The store says the same: sqlite3, as an operator would look.
             let store = notifier.data + "/notifier.sqlite"
             let count = try Child(name: "sqlite3", executable: Build.env,
