@@ -158,6 +158,11 @@ struct NotifierDurabilityTests {
             try await Task.sleep(nanoseconds: 1_500_000_000)
             #expect(notifier.current?.stderr.contains { $0.text.contains("delivery failed, will retry") } == true,
                     "no failed delivery while the receiver was down\n\(notifier.logs())")
+            // A graceful stop while nothing can be delivered is quick; the events wait in the outbox for the next run.
+            let first = try #require(notifier.current)
+            first.signal(SIGTERM)
+            #expect(await first.waitForExit(timeout: 10) == 0, "\(first.tail())")
+            try await notifier.start()
 
             let receiver = try Child.python("webhook_receiver_on_port.py", ["--port", String(receiverPort), "--secret", secret],
                                             name: "late webhook receiver")

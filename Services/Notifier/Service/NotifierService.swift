@@ -314,8 +314,8 @@ public final class NotifierService: @unchecked Sendable {
         stopping = true
         for upstream in upstreams {
             if let retry = upstream.retry { loop.cancel(retry) }
+            // Closed but kept: FeedClient.close() leaves its resend timer (which holds it unowned) on the loop.
             upstream.client?.close()
-            upstream.client = nil
         }
         for outlet in outlets { outlet.stopTaking() }
         let finishers = outlets.map { $0.finisher(deadline: Self.stopGrace) }

@@ -42,6 +42,7 @@ final class WebhookOutlet: SinkOutlet, @unchecked Sendable {
         // The outbox holds what waits: the sink never drops for capacity and never gives up.
         options.queueCapacity = max(options.queueCapacity, capacity + 1)
         options.maximumAttempts = nil
+        options.callerKeepsEvents = true
         name = "webhook(\(WebhookSink.displayURL(options.url)))"
         sink = WebhookSink(options: options, log: log, onSettled: { [weak self] eventID, settlement in
             guard let self else { return }
@@ -84,7 +85,7 @@ final class WebhookOutlet: SinkOutlet, @unchecked Sendable {
             await feeder?.value
             let left = await sink.shutdown(deadline: deadline)
             if left > 0 {
-                log.info("events left in the outbox at stop, sent after the next start", ["sink": name, "events": String(left)])
+                log.info("events left in the outbox at stop: sent after the next start", ["sink": name, "events": String(left)])
             }
         }
     }

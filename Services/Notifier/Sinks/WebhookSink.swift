@@ -62,6 +62,9 @@ public actor WebhookSink: EventSink {
         /// Sent with every request (e.g. an `Authorization` for a gateway in front of the receiver); values never logged.
         /// They cannot replace the headers the sink sets itself.
         public var extraHeaders: [String: String]
+        /// The caller keeps the events it hands over until they are settled (the notifier's outbox): at shutdown one
+        /// line says how many were left, instead of one warning per event.
+        public var callerKeepsEvents = false
 
         public init(url: URL, secret: [UInt8], format: EventFormat = .current, timeout: Double = 5,
                     initialBackoff: Double = 0.5, maximumBackoff: Double = 30, maximumAttempts: Int? = nil,
@@ -604,7 +607,10 @@ public actor WebhookSink: EventSink {
         inFlight = 0
         abandonedCount = left.count
         leftovers.insert(contentsOf: left.map(\.event), at: 0)
-        for item in left {
+        if options.callerKeepsEvents, !left.isEmpty {
+            log.info("shutdown: events left undelivered, kept by the caller", ["sink": name, "events": String(left.count)])
+        }
+        for item in left where !options.callerKeepsEvents {
             log.write(item.event.isCrash ? .error : .warning, "shutdown: event left undelivered",
                       ["sink": name, "event": item.event.name, "eventID": item.eventID,
                        "device": item.event.device.description, "attempts": String(item.attempts)])
