@@ -18,7 +18,8 @@ import Wire
 ///                 "next": N } the "after" of the next request: the last position examined (H when the reply
 ///                             reached the head; with a prefix, events skipped by it are examined too)
 ///             | { "error": "…" }  naming the field: bad JSON or member, a position ahead of the head, an unknown
-///                                 eventID, or a position other than 0 older than the retention window (its events are gone)
+///                                 eventID, or a position other than 0 older than the retention window (its
+///                                 events are gone)
 ///
 /// Positions are those of the third frame on the PUB socket. A subscriber resumes without gaps by subscribing first,
 /// then asking from its last position until `next` reaches `head`, dropping positions it has seen (what
