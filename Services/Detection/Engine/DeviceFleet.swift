@@ -42,6 +42,8 @@ public struct DeviceFleet: Sendable {
     private var applications: [String: FleetApplicationState] = [:]
     private var changed = Set<Int>()
     public private(set) var statistics = FleetStatistics()
+    /// Whether the last `tick` changed any device (a shell that logs its inputs need not keep a tick that did not).
+    public private(set) var lastTickChangedState = false
     private var newestRecordTime: Double?
 
     public init(options: Options = .init()) {
@@ -174,16 +176,19 @@ public struct DeviceFleet: Sendable {
     /// record, reaches them. Devices are visited in the order they were met.
     public mutating func tick(now: Double) -> [FleetAction] {
         var actions: [FleetAction] = []
+        lastTickChangedState = false
         for slot in devices.indices {
             if devices[slot].ordering.bufferedCount > 0, let arrival = devices[slot].lastArrival,
                now - arrival >= options.idleFlush {
                 changed.insert(slot)
+                lastTickChangedState = true
                 for record in devices[slot].ordering.flush() { apply(record, slot: slot, into: &actions) }
             }
             guard devices[slot].lastEventTime != nil, let first = devices[slot].session.nextDeadline else { continue }
             let eventNow = devices[slot].eventTime(now: now)
             guard first <= eventNow else { continue }
             changed.insert(slot)
+            lastTickChangedState = true
             var previous: Double?
             while let deadline = devices[slot].session.nextDeadline, deadline <= eventNow, deadline != previous {
                 previous = deadline
@@ -239,6 +244,9 @@ public struct DeviceFleet: Sendable {
     // MARK: Checkpoints
 
     /// Devices whose state changed since the last call, in the order they were met (for incremental checkpoints).
+    /// Whether any device changed since the last `takeChangedDevices()`.
+    public var hasChangedDevices: Bool { !changed.isEmpty }
+
     public mutating func takeChangedDevices() -> [DeviceID] {
         let slots = changed.sorted()
         changed.removeAll(keepingCapacity: true)
