@@ -81,7 +81,7 @@ let package = Package(
                           path: "Services/CLI"),
 
         // The benchmark behind `make bench`.
-        .executableTarget(name: "roadsave-bench", dependencies: ["RoadSaveModel", "DetectionEngine", "Replay"],
+        .executableTarget(name: "roadsave-bench", dependencies: ["RoadSaveModel", "DetectionEngine", "Replay", "Wire", "ZeroMQ"],
                           path: "Services/Bench"),
 
         .testTarget(name: "GatewayKitTests", dependencies: ["GatewayKit"], path: "Tests/GatewayKitTests"),

@@ -49,6 +49,9 @@ public final class DetectionService: @unchecked Sendable {
     /// Devices changed before a checkpoint that could not be written: written with the next one.
     private var unsavedDevices: [DeviceID] = []
     private var statistics = Statistics()
+    /// When the service started (monotonic), and whether it has said it caught up with the journals since.
+    private var startedAt = 0.0
+    private var reportedCaughtUp = false
 
     enum Phase {
         case starting
@@ -83,6 +86,7 @@ public final class DetectionService: @unchecked Sendable {
 
     public func run() throws {
         reactor.start { [self] loop in
+            startedAt = loop.now
             let store = try DetectionStore(directory: try DataDirectory.prepare(configuration.dataDirectory),
                                            shard: configuration.shardDescription)
             self.store = store
@@ -240,6 +244,11 @@ public final class DetectionService: @unchecked Sendable {
         }
         guard case .live = phase else { return }
         reader.noteReply(header, items: items.count)
+        if !reportedCaughtUp, journals.allSatisfy(\.caughtUp) {
+            reportedCaughtUp = true
+            log.info("caught up with the journals", ["seconds": String(format: "%.3f", loop.now - startedAt),
+                                                     "records": String(statistics.recordsRead)])
+        }
         let after = reader.position
         reader.position = header.to
         // The next request goes out before this reply is worked through, so the journal's answer overlaps the work.
