@@ -19,7 +19,7 @@ import Testing
     func sendsToIngestAndMapsRejectionsToLines(format: String) async throws {
         let base = Ports.block(2)
         let ingest = try RunningProcess(["ingest", "--applications", "app-1", "--gateway-endpoint", Ports.tcp(base),
-                                         "--publish-endpoint", Ports.tcp(base + 1)])
+                                         "--records-endpoint", Ports.tcp(base + 1)])
         defer { ingest.kill() }
         #expect(await waitForError(ingest, containing: "msg=listening", timeout: 20), "ingest: \(ingest.stderr)")
         let file = try Roadsave.temporaryFile(Self.smallFile)
@@ -41,7 +41,7 @@ import Testing
     @Test func readsStandardInputAndSendsTheFixture() async throws {
         let base = Ports.block(2)
         let ingest = try RunningProcess(["ingest", "--applications", "demo-app", "--gateway-endpoint", Ports.tcp(base),
-                                         "--publish-endpoint", Ports.tcp(base + 1)])
+                                         "--records-endpoint", Ports.tcp(base + 1)])
         defer { ingest.kill() }
         #expect(await waitForError(ingest, containing: "msg=listening", timeout: 20))
         let data = try Data(contentsOf: Roadsave.fixture("morning.ndjson"))
@@ -81,7 +81,7 @@ import Testing
         defer { send.kill() }
         try await Task.sleep(nanoseconds: 1_500_000_000)
         let ingest = try RunningProcess(["ingest", "--applications", "app-1", "--gateway-endpoint", Ports.tcp(base),
-                                         "--publish-endpoint", Ports.tcp(base + 1)])
+                                         "--records-endpoint", Ports.tcp(base + 1)])
         defer { ingest.kill() }
         let status = await send.waitForExit(timeout: 30)
         #expect(status == 0, "stderr: \(send.stderr)")
@@ -117,7 +117,7 @@ import Testing
     @Test func pacesAtTheGivenRate() async throws {
         let base = Ports.block(2)
         let ingest = try RunningProcess(["ingest", "--applications", "app-1", "--gateway-endpoint", Ports.tcp(base),
-                                         "--publish-endpoint", Ports.tcp(base + 1)])
+                                         "--records-endpoint", Ports.tcp(base + 1)])
         defer { ingest.kill() }
         #expect(await waitForError(ingest, containing: "msg=listening", timeout: 20))
         let file = try Roadsave.temporaryFile(Self.smallFile)
