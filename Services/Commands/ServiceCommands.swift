@@ -15,7 +15,7 @@ public enum IngestCommand {
     public static func run(_ arguments: [String]) -> Int32 {
         ServiceProcess.run(
             name: "ingest",
-            summary: "sensor-ingest: takes batches of records from gateways (ZeroMQ ROUTER), validates each record, stores the\nvalid ones in its journal and acknowledges every batch after the commit; detection pulls the journal.",
+            summary: "sensor-ingest: takes batches of records from gateways (ZeroMQ ROUTER), validates each record, stores the valid\nones in its journal (SQLite in --data-dir, fsync'd) and only then acknowledges the batch; detection pulls them by\nposition from --records-endpoint.",
             arguments: arguments, specs: IngestConfiguration.specs, load: IngestConfiguration.load,
             make: { try IngestService(configuration: $0) })
     }
