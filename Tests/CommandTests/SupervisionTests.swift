@@ -149,30 +149,22 @@ import Testing
             echo "service $!"
             wait
             """
-        let shell = Process()
-        shell.executableURL = URL(fileURLWithPath: "/bin/sh")
-        shell.arguments = ["-c", script, Roadsave.executable.path]
-        let output = Pipe(), errors = Pipe()
-        shell.standardOutput = output
-        shell.standardError = errors
-        try shell.run()
-        let line = String(decoding: output.fileHandleForReading.availableData, as: UTF8.self)
-        let service = try #require(line.split(separator: " ").last.flatMap { Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) },
-                                   "\(line)")
+        let shell = try RunningProcess(["-c", script, Roadsave.executable.path], executable: URL(fileURLWithPath: "/bin/sh"))
+        defer { shell.kill() }
+        let line = await shell.waitForLine(timeout: 10) { $0.hasPrefix("service ") }
+        let service = try #require(line?.split(separator: " ").last.flatMap { Int32($0) }, "\(shell.stdout)")
         defer { if isAlive(service) { kill(service, SIGKILL) } }
         // Running once it holds its data directory.
         let deadline = Date().addingTimeInterval(20)
         while Self.lockHolder(directory) != service && Date() < deadline { try await Task.sleep(nanoseconds: 50_000_000) }
-        #expect(Self.lockHolder(directory) == service)
-        try await Task.sleep(nanoseconds: 300_000_000)
+        #expect(Self.lockHolder(directory) == service, "\(shell.stderr)")
+        #expect(await waitForError(shell, containing: "msg=starting", timeout: 10), "\(shell.stderr)")
 
-        kill(shell.processIdentifier, SIGKILL)
-        shell.waitUntilExit()
+        shell.signal(SIGKILL)
         let left = await Self.survivors([service], timeout: 15)
-        #expect(left.isEmpty, "the service outlived its supervisor")
-        let log = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        #expect(log.contains("msg=\"shutting down\" signal=SIGTERM"), "\(log)")
-        #expect(log.contains("msg=stopped"), "\(log)")
+        #expect(left.isEmpty, "the service outlived its supervisor: \(shell.stderr)")
+        #expect(await waitForError(shell, containing: "msg=stopped", timeout: 10), "\(shell.stderr)")
+        #expect(shell.stderr.contains("msg=\"shutting down\" signal=SIGTERM"), "\(shell.stderr)")
     }
 
     @Test func twoServicesOnOneDataDirectory() async throws {

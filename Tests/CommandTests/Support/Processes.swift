@@ -72,9 +72,11 @@ final class RunningProcess: @unchecked Sendable {  // Sendable: outputs are guar
     private var errors = Data()
     private var openPipes = 2
 
-    init(_ arguments: [String], input: Data? = nil, environment: [String: String]? = nil) throws {
+    /// `executable` is `roadsave` unless given (a shell standing in for a supervisor, say).
+    init(_ arguments: [String], input: Data? = nil, environment: [String: String]? = nil,
+         executable: URL = Roadsave.executable) throws {
         self.arguments = arguments
-        process.executableURL = Roadsave.executable
+        process.executableURL = executable
         process.arguments = arguments
         var variables = environment ?? ProcessInfo.processInfo.environment
         if variables["ROADSAVE_DATA_DIR"] == nil {
