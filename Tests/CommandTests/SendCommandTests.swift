@@ -3,6 +3,11 @@ import Testing
 
 /// `roadsave send` against a real `roadsave ingest`, and against nothing.
 @Suite struct SendCommandTests {
+    /// A data directory of its own for each ingest (its journal), so tests running at once do not share one.
+    static func dataDirectory() -> String {
+        FileManager.default.temporaryDirectory.appendingPathComponent("roadsave-send-\(UUID().uuidString.prefix(12))").path
+    }
+
     /// Line 1–2 good, 3 invalid here, 4 blank, 5 of an application ingest does not know, 6–7 good.
     static let smallFile = """
         {"kind":"location","app":"app-1","user":"u1","seq":1,"t":1772433001.0,"lat":-33.9,"lon":18.4,"speed":1.2,"hacc":5}
@@ -18,8 +23,10 @@ import Testing
     @Test(arguments: ["msgpack", "json"])
     func sendsToIngestAndMapsRejectionsToLines(format: String) async throws {
         let base = Ports.block(2)
+        let journalDirectory = Self.dataDirectory()
+        defer { try? FileManager.default.removeItem(atPath: journalDirectory) }
         let ingest = try RunningProcess(["ingest", "--applications", "app-1", "--gateway-endpoint", Ports.tcp(base),
-                                         "--records-endpoint", Ports.tcp(base + 1)])
+                                         "--records-endpoint", Ports.tcp(base + 1), "--data-dir", journalDirectory])
         defer { ingest.kill() }
         #expect(await waitForError(ingest, containing: "msg=listening", timeout: 20), "ingest: \(ingest.stderr)")
         let file = try Roadsave.temporaryFile(Self.smallFile)
@@ -40,8 +47,10 @@ import Testing
 
     @Test func readsStandardInputAndSendsTheFixture() async throws {
         let base = Ports.block(2)
+        let journalDirectory = Self.dataDirectory()
+        defer { try? FileManager.default.removeItem(atPath: journalDirectory) }
         let ingest = try RunningProcess(["ingest", "--applications", "demo-app", "--gateway-endpoint", Ports.tcp(base),
-                                         "--records-endpoint", Ports.tcp(base + 1)])
+                                         "--records-endpoint", Ports.tcp(base + 1), "--data-dir", journalDirectory])
         defer { ingest.kill() }
         #expect(await waitForError(ingest, containing: "msg=listening", timeout: 20))
         let data = try Data(contentsOf: Roadsave.fixture("morning.ndjson"))
@@ -80,8 +89,10 @@ import Testing
                                        "--log-level", "info"])
         defer { send.kill() }
         try await Task.sleep(nanoseconds: 1_500_000_000)
+        let journalDirectory = Self.dataDirectory()
+        defer { try? FileManager.default.removeItem(atPath: journalDirectory) }
         let ingest = try RunningProcess(["ingest", "--applications", "app-1", "--gateway-endpoint", Ports.tcp(base),
-                                         "--records-endpoint", Ports.tcp(base + 1)])
+                                         "--records-endpoint", Ports.tcp(base + 1), "--data-dir", journalDirectory])
         defer { ingest.kill() }
         let status = await send.waitForExit(timeout: 30)
         #expect(status == 0, "stderr: \(send.stderr)")
@@ -116,8 +127,10 @@ import Testing
     /// `--rate` paces the records: 6 records at 10 a second take about half a second.
     @Test func pacesAtTheGivenRate() async throws {
         let base = Ports.block(2)
+        let journalDirectory = Self.dataDirectory()
+        defer { try? FileManager.default.removeItem(atPath: journalDirectory) }
         let ingest = try RunningProcess(["ingest", "--applications", "app-1", "--gateway-endpoint", Ports.tcp(base),
-                                         "--records-endpoint", Ports.tcp(base + 1)])
+                                         "--records-endpoint", Ports.tcp(base + 1), "--data-dir", journalDirectory])
         defer { ingest.kill() }
         #expect(await waitForError(ingest, containing: "msg=listening", timeout: 20))
         let file = try Roadsave.temporaryFile(Self.smallFile)
