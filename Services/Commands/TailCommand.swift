@@ -5,14 +5,17 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import NotifierService
 import RoadSaveModel
 import ServiceKit
 import Wire
 import ZeroMQ
 
-/// `roadsave tail`: subscribes to the notifier (CONTRACT §7, events: frames `[<event>.<app>.<user>, JSON]`) and
-/// prints each event body as one NDJSON line. Synchronous on the calling thread: `zmq_poll` in steps of at most
-/// 100 ms, between which the SIGINT/SIGTERM flag and the deadline are checked.
+/// `roadsave tail`: subscribes to the notifier (CONTRACT §7, events: frames `[<event>.<app>.<user>, JSON, position]`)
+/// and prints each event body as one NDJSON line. With `--since` it first catches up from the notifier's catch-up
+/// endpoint (`CatchUpRequest`), having subscribed before, and drops live positions already printed: no gap, no
+/// duplicate. Synchronous on the calling thread: `zmq_poll` in steps of at most 100 ms, between which the
+/// SIGINT/SIGTERM flag and the deadline are checked.
 public enum TailCommand {
     /// The events the notifier publishes (CONTRACT §3).
     static let eventNames = ["tripDidStart", "tripDidEnd", "crashDetected"]
@@ -21,10 +24,21 @@ public enum TailCommand {
         Usage: roadsave tail [options]
 
         Subscribes to the notifier's events (ZeroMQ SUB; topics <event>.<app>.<user>) and prints each event's JSON
-        as one line on standard output, as it comes (NDJSON). Events published before tail connected are not seen.
+        as one line on standard output, as it comes (NDJSON). Without --since, events published before tail
+        connected are not seen. Each event carries its position in the notifier's stream; a position seen already
+        (the notifier publishes again what it was not sure it had published before a crash) is not printed twice.
 
         Options:
           --endpoint URL      the notifier's subscriber endpoint (default tcp://127.0.0.1:5554)
+          --since P|EVENTID   first print the events after position P (0: every event kept) or after the event with
+                              this eventID, from the notifier's catch-up endpoint, then the live ones: no gap, no
+                              duplicate. Without filters, a jump in the live positions (a notifier restart, a full
+                              queue) is filled from the catch-up endpoint too. Events are kept --retention-age
+                              (7 days by default) once delivered; older positions are an error
+          --catch-up-endpoint URL
+                              the notifier's catch-up endpoint (default tcp://127.0.0.1:5555)
+          --show-position     print {"position":P,"event":{…}} per line instead of the bare event, so that a script
+                              can resume with --since P (the last position it handled)
           --event NAME        only this event: tripDidStart, tripDidEnd or crashDetected; repeat it (or separate
                               names with commas) for several (default: every event)
           --app ID            only the devices of this application (a credential: never echoed)
@@ -35,7 +49,8 @@ public enum TailCommand {
           --log-level L       debug, info, warning or error (default warning)
           -h, --help          this text
 
-        SIGINT and SIGTERM end it cleanly (exit 0). Exit status 1 when the subscription fails, 2 for bad options.
+        SIGINT and SIGTERM end it cleanly (exit 0). Exit status 1 when the subscription or the catch-up fails (an
+        unknown eventID, a position older than the retention window), 2 for bad options.
         """
 
     public static func run(_ arguments: [String]) -> Int32 {
@@ -55,6 +70,8 @@ public enum TailCommand {
         do {
             try follow(options, log: log)
             return 0
+        } catch where error.status == 0 {
+            return 0 // a signal during a catch-up request
         } catch {
             return Console.fail("tail", error)
         }
@@ -70,6 +87,9 @@ public enum TailCommand {
         var count: Int?
         var timeout: Double?
         var logLevel = Log.Level.warning
+        var since: CatchUpRequest.Start?
+        var catchUpEndpoint = "tcp://127.0.0.1:5555"
+        var showPosition = false
 
         init(_ arguments: [String]) throws(CommandExit) {
             // --event may be repeated, which the shared parser does not keep: take those out first.
@@ -94,8 +114,9 @@ public enum TailCommand {
             }
             do {
                 let parsed = try CommandLineOptions(
-                    rest, valued: ["--endpoint", "--app", "--user", "--topic", "--count", "--timeout", "--log-level"],
-                    flags: ["--help", "-h"])
+                    rest, valued: ["--endpoint", "--app", "--user", "--topic", "--count", "--timeout", "--log-level", "--since",
+                                   "--catch-up-endpoint"],
+                    flags: ["--help", "-h", "--show-position"])
                 if parsed.has("--help") || parsed.has("-h") {
                     help = true
                     return
@@ -118,6 +139,19 @@ public enum TailCommand {
                 count = try parsed.integer("--count", range: 1...Int(Int32.max))
                 timeout = try parsed.double("--timeout", range: 0.001...31_536_000)
                 if let text = parsed.string("--log-level") { logLevel = try LogLevelSetting.parse(text) }
+                if let text = parsed.string("--since") {
+                    if let position = UInt64(text) {
+                        since = .position(position)
+                    } else if !text.isEmpty, text.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" }) {
+                        since = .eventID(text)
+                    } else {
+                        throw CommandExit.usage("--since needs a position (a whole number) or an eventID, got \"\(text)\"")
+                    }
+                }
+                if let text = parsed.string("--catch-up-endpoint") {
+                    catchUpEndpoint = try validateConnectEndpoint(text, flag: "--catch-up-endpoint")
+                }
+                showPosition = parsed.has("--show-position")
             } catch let error as CommandLineOptions.UsageError {
                 throw .usage(error.message)
             } catch let error as CommandExit {
@@ -136,6 +170,14 @@ public enum TailCommand {
                 guard let user else { return "\(name).\(app)." }
                 return "\(name).\(app).\(user)"
             }
+        }
+
+        /// Whether every event is asked for (then the live positions have no jumps unless something was missed).
+        var takesEverything: Bool { topic == nil && events.isEmpty && app == nil && user == nil }
+
+        /// The catch-up prefix: the subscription's, when there is one (other filters are applied by `accepts`).
+        var catchUpPrefix: String? {
+            prefixes.count == 1 ? prefixes[0] : nil
         }
 
         /// Whether a received topic is one asked for (`app-1` must not take `app-10`, `user-9` not `user-90`).
@@ -159,12 +201,16 @@ public enum TailCommand {
         do {
             context = try ZMQContext()
             socket = try ZMQSocket(context, .sub, linger: 0)
+            // While catching up, live events wait in the socket: none may be dropped for a full queue.
+            if options.since != nil { try socket.setReceiveHighWaterMark(0) }
             for prefix in options.prefixes { try socket.subscribe(prefix) }
             try socket.connect(options.endpoint)
         } catch {
             throw CommandExit(1, "cannot subscribe to \(options.endpoint): \(error)")
         }
+        var catchUp: CatchUpClient?
         defer {
+            catchUp?.close()
             socket.close()
             context.terminate()
         }
@@ -173,10 +219,20 @@ public enum TailCommand {
                                     : "raw prefix",
                                 "user": options.user ?? "any"])
         let deadline = options.timeout.map { MonotonicClock.now() + $0 }
-        var printed = 0
+        var printer = Printer(options: options)
+        if let since = options.since {
+            do {
+                catchUp = try CatchUpClient(context: context, endpoint: options.catchUpEndpoint)
+            } catch {
+                throw CommandExit(1, "cannot connect to the catch-up endpoint \(options.catchUpEndpoint): \(error)")
+            }
+            // Subscribed first: whatever is published from now on waits in the socket while the past is read.
+            guard try catchUp!.read(after: since, before: nil, into: &printer, options: options, log: log) else { return }
+        }
+        var firstLive = true
         while true {
             if SignalFlag.signal != 0 {
-                log.info("stopping", ["signal": SignalFlag.name(SignalFlag.signal), "events": String(printed)])
+                log.info("stopping", ["signal": SignalFlag.name(SignalFlag.signal), "events": String(printer.printed)])
                 return
             }
             var wait = 0.1
@@ -184,7 +240,7 @@ public enum TailCommand {
                 let left = deadline - MonotonicClock.now()
                 if left <= 0 {
                     if let count = options.count {
-                        log.info("timeout before the count was reached", ["events": String(printed), "count": String(count)])
+                        log.info("timeout before the count was reached", ["events": String(printer.printed), "count": String(count)])
                     }
                     return
                 }
@@ -203,14 +259,110 @@ public enum TailCommand {
                     continue
                 }
                 let topic = String(decoding: message[0], as: UTF8.self)
-                guard options.accepts(topic) else { continue }
-                guard Console.out(line(message[message.count - 1])) else {
-                    // Standard output was closed (`tail | head -1`): nobody is reading any more.
-                    return
+                let position = message.count >= 3 ? UInt64(String(decoding: message[2], as: UTF8.self)) : nil
+                if let position {
+                    if let seen = printer.seen, position <= seen { continue }
+                    // A jump: events between may have been missed (published before the subscription took effect,
+                    // or lost with a notifier that crashed): the catch-up endpoint has them.
+                    if let catchUp, let seen = printer.seen, position > seen + 1, firstLive || options.takesEverything {
+                        guard try catchUp.read(after: .position(seen), before: position, into: &printer, options: options,
+                                               log: log) else { return }
+                    }
+                    firstLive = false
                 }
-                printed += 1
-                if let count = options.count, printed >= count { return }
+                guard options.accepts(topic) else {
+                    if let position { printer.skip(position) }
+                    continue
+                }
+                guard printer.print(position: position, body: line(message[1])) else { return }
             }
+        }
+    }
+
+    /// What has been printed: the count, and the highest position printed or passed over.
+    struct Printer {
+        let options: Options
+        var printed = 0
+        var seen: UInt64?
+
+        /// Prints one event; false when tail should end (standard output closed, or the count reached).
+        mutating func print(position: UInt64?, body: String) -> Bool {
+            if let position { skip(position) }
+            let text = options.showPosition ? "{\"position\":\(position.map(String.init) ?? "null"),\"event\":\(body)}" : body
+            // Standard output closed (`tail | head -1`): nobody is reading any more.
+            guard Console.out(text) else { return false }
+            printed += 1
+            if let count = options.count, printed >= count { return false }
+            return true
+        }
+
+        mutating func skip(_ position: UInt64) {
+            seen = max(seen ?? 0, position)
+        }
+    }
+
+    /// A DEALER to the notifier's catch-up endpoint, one request at a time.
+    final class CatchUpClient {
+        let endpoint: String
+        private let socket: ZMQSocket
+        /// Seconds to wait for one answer.
+        static let patience = 10.0
+
+        init(context: ZMQContext, endpoint: String) throws {
+            self.endpoint = endpoint
+            socket = try ZMQSocket(context, .dealer, linger: 0)
+            try socket.connect(endpoint)
+        }
+
+        func close() {
+            socket.close()
+        }
+
+        /// Prints the events after `start` (and before `before`, when given), page by page, until the reply reaches
+        /// the head (or `before`). False when tail should end (a signal, the count reached, standard output closed).
+        func read(after start: CatchUpRequest.Start, before: UInt64?, into printer: inout Printer, options: Options,
+                  log: Log) throws(CommandExit) -> Bool {
+            var start = start
+            while true {
+                let reply = try request(CatchUpRequest(start: start, prefix: options.catchUpPrefix))
+                for entry in reply.events {
+                    if let before, entry.position >= before { return true }
+                    if let seen = printer.seen, entry.position <= seen { continue }
+                    guard options.accepts(entry.topic) else {
+                        printer.skip(entry.position)
+                        continue
+                    }
+                    guard printer.print(position: entry.position, body: JSONText.encode(entry.event)) else { return false }
+                }
+                // Everything up to `next` was examined.
+                if let before { printer.skip(min(reply.next, before - 1)) } else { printer.skip(reply.next) }
+                log.debug("caught up", ["to": String(reply.next), "head": String(reply.head)])
+                if reply.next >= reply.head || (before.map { reply.next >= $0 - 1 } ?? false) { return true }
+                start = .position(reply.next)
+                if SignalFlag.signal != 0 { return false }
+            }
+        }
+
+        private func request(_ request: CatchUpRequest) throws(CommandExit) -> CatchUpReply {
+            do {
+                // The empty delimiter, as a REQ socket sends it.
+                _ = try socket.send([[], request.json()])
+                let deadline = MonotonicClock.now() + Self.patience
+                while MonotonicClock.now() < deadline {
+                    if SignalFlag.signal != 0 { throw CommandExit(0, "") }
+                    let ready = try ZMQPoller.poll([ZMQPollItem(socket)], timeoutMilliseconds: 100)
+                    guard ready.first?.contains(.readable) == true, let frames = try socket.receive(dontWait: true),
+                          let last = frames.last else { continue }
+                    return try CatchUpReply(json: last)
+                }
+            } catch let exit as CommandExit {
+                throw exit
+            } catch let problem as CatchUpRequest.Problem {
+                throw CommandExit(1, "catch-up from \(endpoint): \(problem.message)")
+            } catch {
+                throw CommandExit(1, "catch-up from \(endpoint) failed: \(error)")
+            }
+            throw CommandExit(1, "no answer from the catch-up endpoint \(endpoint) within \(Int(Self.patience)) s")
         }
     }
 

@@ -6,16 +6,22 @@ import ServiceKit
 public struct IngestConfiguration: Sendable {
     /// Where gateways connect (ROUTER; gateways use DEALER).
     public var gatewayEndpoint = "tcp://*:5550"
-    /// Where detection subscribes to the validated records (PUB).
-    public var publishEndpoint = "tcp://*:5551"
+    /// Where detection pulls the journal's records (ROUTER serving the journal feed; detection uses DEALER).
+    public var recordsEndpoint = "tcp://*:5551"
+    /// The data directory; the journal is `journal.sqlite` in it.
+    public var dataDirectory = "roadsave-data/ingest"
+    /// Seconds a chunk of records is kept at least; after that it goes once every detection shard reading it has
+    /// checkpointed past it.
+    public var retentionAge = 86_400.0
+    /// Largest journal in bytes (0: no limit). Over it, checkpointed records go first, then the oldest even if
+    /// unread (logged as a warning).
+    public var journalMaximumBytes: Int64 = 0
     /// The applicationIDs whose records are accepted. Credentials: from a file or the environment, never logged.
     public var applications: Set<String> = []
-    /// Seconds without traffic after which a heartbeat is published, so subscribers can tell idle from dead.
-    public var heartbeatInterval = 1.0
     /// Largest batch accepted, in records.
     public var maximumBatch = 50_000
-    /// Records are published on `record.<shard>.` topics, by a stable hash of the device, so several detection
-    /// processes can each take a share of the devices.
+    /// Records are stored per shard, by a stable hash of the device, so several detection processes can each read a
+    /// share of the devices. Fixed for a journal: changing it needs a new data directory.
     public var shards = 16
     public var logLevel = Log.Level.info
 
@@ -24,18 +30,22 @@ public struct IngestConfiguration: Sendable {
     public static let specs: [SettingSpec] = [
         SettingSpec(flag: "--gateway-endpoint", environment: "ROADSAVE_GATEWAY_ENDPOINT", key: "gatewayEndpoint",
                     default: "tcp://*:5550", help: "ZeroMQ endpoint gateways connect to (ROUTER)"),
-        SettingSpec(flag: "--publish-endpoint", environment: "ROADSAVE_RECORDS_ENDPOINT", key: "publishEndpoint",
-                    default: "tcp://*:5551", help: "ZeroMQ endpoint detection subscribes to (PUB)"),
+        SettingSpec(flag: "--records-endpoint", environment: "ROADSAVE_RECORDS_ENDPOINT", key: "recordsEndpoint",
+                    default: "tcp://*:5551", help: "ZeroMQ endpoint detection pulls the journal's records from (ROUTER)"),
+        SettingSpec(flag: "--data-dir", environment: "ROADSAVE_DATA_DIR", key: "dataDirectory",
+                    default: "roadsave-data/ingest", help: "data directory; the journal is journal.sqlite in it"),
+        SettingSpec(flag: "--retention-age", environment: "ROADSAVE_RETENTION_AGE", key: "retentionAge", default: "86400",
+                    help: "seconds records are kept at least; older ones go once every detection shard has checkpointed them"),
+        SettingSpec(flag: "--journal-max-bytes", environment: "ROADSAVE_JOURNAL_MAX_BYTES", key: "journalMaxBytes",
+                    default: "0", help: "largest journal in bytes, 0 for no limit; over it the oldest go, unread if need be (logged)"),
         SettingSpec(flag: "--applications", environment: "ROADSAVE_APPLICATIONS", key: "applications",
                     help: "accepted applicationIDs, comma-separated (credentials: masked in output)", secret: true),
         SettingSpec(flag: "--applications-file", environment: "ROADSAVE_APPLICATIONS_FILE", key: "applicationsFile",
                     help: "file of accepted applicationIDs, one a line (# comments allowed)"),
-        SettingSpec(flag: "--heartbeat", environment: "ROADSAVE_HEARTBEAT", key: "heartbeat", default: "1",
-                    help: "seconds of silence before a heartbeat is published"),
         SettingSpec(flag: "--max-batch", environment: "ROADSAVE_MAX_BATCH", key: "maxBatch", default: "50000",
                     help: "largest batch accepted, in records"),
         SettingSpec(flag: "--shards", environment: "ROADSAVE_SHARDS", key: "shards", default: "16",
-                    help: "number of device shards records are published on (record.<shard>. topics)"),
+                    help: "number of device shards the journal stores records by (fixed per data directory)"),
         SettingSpec(flag: "--log-level", environment: "ROADSAVE_LOG_LEVEL", key: "logLevel", default: "info",
                     help: "debug, info, warning or error"),
     ]
@@ -44,7 +54,12 @@ public struct IngestConfiguration: Sendable {
     public static func load(_ source: ServiceConfiguration) throws(CommandLineOptions.UsageError) -> IngestConfiguration {
         var configuration = IngestConfiguration()
         configuration.gatewayEndpoint = try Endpoint.validate(source.string("gatewayEndpoint")!, flag: "--gateway-endpoint")
-        configuration.publishEndpoint = try Endpoint.validate(source.string("publishEndpoint")!, flag: "--publish-endpoint")
+        configuration.recordsEndpoint = try Endpoint.validate(source.string("recordsEndpoint")!, flag: "--records-endpoint")
+        let dataDirectory = source.string("dataDirectory") ?? "roadsave-data/ingest"
+        guard !dataDirectory.isEmpty else { throw .init("--data-dir must not be empty") }
+        configuration.dataDirectory = dataDirectory
+        configuration.retentionAge = try source.double("retentionAge", range: 0...(10 * 365 * 86_400)) ?? 86_400
+        configuration.journalMaximumBytes = Int64(try source.double("journalMaxBytes", range: 0...1e15) ?? 0)
         var applications = Set((source.string("applications") ?? "").split(separator: ",")
             .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty })
         if let path = source.string("applicationsFile") {
@@ -62,7 +77,6 @@ public struct IngestConfiguration: Sendable {
             throw .init("no applications configured: set --applications, ROADSAVE_APPLICATIONS or --applications-file (every record of an unknown application would be refused)")
         }
         configuration.applications = applications
-        configuration.heartbeatInterval = try source.double("heartbeat", range: 0.05...60) ?? 1
         configuration.maximumBatch = Int(try source.double("maxBatch", range: 1...10_000_000) ?? 50_000)
         configuration.shards = Int(try source.double("shards", range: 1...1024) ?? 16)
         configuration.logLevel = try LogLevelSetting.parse(source.string("logLevel") ?? "info")

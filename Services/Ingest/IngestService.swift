@@ -1,66 +1,89 @@
+import Feeds
 import Foundation
 import RoadSaveModel
 import ServiceKit
+import Storage
 import Wire
 import ZeroMQ
 
-/// sensor-ingest: takes batches of records from gateways (ROUTER), validates every record against CONTRACT §2,
-/// acknowledges each batch (accepted count, and index, field and reason of every rejected record) and publishes the
-/// valid records to detection, each in an envelope with this producer's sequence number. Good records of a batch with
-/// bad ones still go through; records of an unknown application are refused.
+/// sensor-ingest: takes batches of records from gateways (ROUTER), validates every record against CONTRACT §2, stores
+/// the accepted ones in its journal (SQLite, fsync'd) and only then acknowledges each batch (accepted count, and index,
+/// field and reason of every rejected record). Detection pulls the records from the journal by position on the
+/// records endpoint (a `FeedServer`). Good records of a batch with bad ones still go through; records of an unknown
+/// application are refused; a batch the journal cannot store is refused whole, never acknowledged and dropped.
+///
+/// Group commit: every batch waiting on the gateway socket is validated, and all their records are stored in one
+/// transaction, so one fsync serves many batches. Memory stays bounded under overload: the gateway socket queues at
+/// most `gatewayQueueLimit` messages per gateway, and gateways wait for their acknowledgements.
 public final class IngestService: @unchecked Sendable {
     // @unchecked: everything mutable below is touched only on the reactor thread.
     public let configuration: IngestConfiguration
     private let log: Log
     private let context: ZMQContext
     private let reactor: Reactor
-    private let producer: String
-    private var sequence = SequenceCounter()
-    private var publisher: ZMQSocket?
-    private var lastPublished = 0.0
+    private var journal: Journal?
+    private var feedServer: FeedServer?
     private var statistics = Statistics()
+
+    /// Messages queued per gateway connection before ZeroMQ stops reading from it (the gateway then waits).
+    static let gatewayQueueLimit: Int32 = 1000
+    /// Most batches, and about the most records, in one group commit.
+    static let groupBatches = 1000
+    static let groupRecords = 200_000
+    /// Seconds between rounds of retention.
+    static let retentionInterval = 5.0
 
     struct Statistics {
         var batches = 0
         var accepted = 0
         var rejected = 0
         var unreadableBatches = 0
+        /// Batches refused because the journal could not store them.
+        var unstoredBatches = 0
+        var largestGroup = 0
     }
 
-    public init(configuration: IngestConfiguration, producer: String = "ingest-\(getpid())") throws {
+    public init(configuration: IngestConfiguration) throws {
         self.configuration = configuration
-        self.producer = producer
         log = Log(category: "ingest", minimumLevel: configuration.logLevel)
         context = try ZMQContext()
         reactor = Reactor(name: "ingest", context: context)
     }
 
-    /// Binds the sockets and serves until `stop()`; throws if a socket cannot be set up.
+    /// Opens the journal, binds the sockets and serves until `stop()`; throws if the journal or a socket cannot be
+    /// set up (another --shards than the journal's, a data directory that is not writable, a port in use).
     public func run() throws {
         reactor.start { [self] loop in
+            let directory = try DataDirectory.prepare(configuration.dataDirectory)
+            let journal = try Journal(directory: directory, shards: configuration.shards,
+                                      retentionAge: configuration.retentionAge,
+                                      maximumBytes: configuration.journalMaximumBytes, log: log)
+            self.journal = journal
+            loop.onStop { [self] in close() }
+
             let gateways = try loop.socket(.router)
-            try gateways.setReceiveHighWaterMark(100_000)
+            try gateways.setReceiveHighWaterMark(Self.gatewayQueueLimit)
             try gateways.setSendTimeout(milliseconds: 1000)
             try gateways.bind(configuration.gatewayEndpoint)
-            let publisher = try loop.socket(.pub)
-            // PUB drops past its high-water mark; sequence numbers let detection see it. Durable replay comes later.
-            try publisher.setSendHighWaterMark(1_000_000)
-            try publisher.setLinger(milliseconds: 2000)
-            try publisher.bind(configuration.publishEndpoint)
-            self.publisher = publisher
+            let records = try loop.socket(.router)
+            try records.setSendTimeout(milliseconds: 0)
+            try records.bind(configuration.recordsEndpoint)
+            feedServer = FeedServer(socket: records, loop: loop, source: journal, log: log)
             loop.onReadable(gateways) { [self] socket in serveBatches(socket) }
-            loop.every(configuration.heartbeatInterval / 2) { [self] in heartbeatIfIdle(loop.now) }
-            loop.onStop { [self] in
-                log.info("stopping", ["batches": String(statistics.batches), "accepted": String(statistics.accepted),
-                                      "rejected": String(statistics.rejected)])
-            }
-            log.info("listening", ["gateways": gateways.lastEndpoint, "records": publisher.lastEndpoint,
+            loop.every(Self.retentionInterval) { [self] in enforceRetention() }
+
+            let summary = try journal.summary()
+            log.info("journal opened", ["path": journal.path, "feed": journal.feedID, "shards": String(journal.shards),
+                                        "chunks": String(summary.chunks), "records": String(summary.records),
+                                        "oldest": summary.oldest.map(String.init) ?? "-", "head": String(summary.head),
+                                        "bytes": String(summary.bytes)])
+            log.info("listening", ["gateways": gateways.lastEndpoint, "records": records.lastEndpoint,
                                    "applications": String(configuration.applications.count)])
         }
         if let error = reactor.wait() { throw error }
     }
 
-    /// Graceful stop: the loop stops taking batches, finishes the one in hand and closes the sockets.
+    /// Graceful stop: the loop stops taking batches, finishes the group in hand and closes the journal and sockets.
     public func stop() {
         reactor.stop()
     }
@@ -68,114 +91,104 @@ public final class IngestService: @unchecked Sendable {
     // MARK: On the reactor thread
 
     private func serveBatches(_ socket: ZMQSocket) {
-        // Drain what is there now; the reactor calls again when more arrives.
-        for _ in 0..<1000 {
+        // Take every batch there is now (up to a bound; the reactor calls again while more wait).
+        var group: [GatewayBatch] = []
+        var records = 0
+        while group.count < Self.groupBatches, records < Self.groupRecords {
             let message: [[UInt8]]
             do {
-                guard let received = try socket.receive(dontWait: true) else { return }
+                guard let received = try socket.receive(dontWait: true) else { break }
                 message = received
             } catch {
                 log.error("gateway socket failed", ["error": "\(error)"])
-                return
+                break
             }
-            let reply = handle(message)
-            do {
-                if try !socket.send(reply, dontWait: true) {
-                    log.warning("gateway gone before its acknowledgement", ["batch": describeBatchID(reply)])
-                }
-            } catch {
-                log.warning("acknowledgement not sent", ["error": "\(error)"])
+            let batch = GatewayBatch(message: message, applications: configuration.applications,
+                                     maximumBatch: configuration.maximumBatch)
+            record(batch)
+            if batch.records.isEmpty {
+                // Nothing to store: the answer can go now.
+                send(batch, on: socket)
+            } else {
+                records += batch.records.count
+                group.append(batch)
             }
         }
+        guard !group.isEmpty, let journal else { return }
+        statistics.largestGroup = max(statistics.largestGroup, group.count)
+        do {
+            try journal.append(group.map { Journal.Batch(id: $0.batchText, records: $0.records) })
+        } catch {
+            // Nothing of the group is stored (the transaction rolled back): every batch of it is refused.
+            let reason = (error as? StorageError)?.message ?? "\(error)"
+            log.error("journal could not store a group of batches; they are refused",
+                      ["batches": String(group.count), "records": String(records), "error": "\(error)"])
+            statistics.unstoredBatches += group.count
+            statistics.accepted -= records
+            for index in group.indices { group[index].storeFailed(reason) }
+            for batch in group { send(batch, on: socket) }
+            return
+        }
+        // Committed: now, and only now, the acknowledgements, and the news to held feed requests.
+        for batch in group { send(batch, on: socket) }
+        feedServer?.itemsAdded()
     }
 
-    /// One gateway message → the reply frames. A ROUTER message is [identity, (empty delimiter,) batchID,
-    /// contentType, body]; the reply keeps the identity and delimiter.
-    func handle(_ message: [[UInt8]]) -> [[UInt8]] {
+    private func record(_ batch: GatewayBatch) {
         statistics.batches += 1
-        guard let identity = message.first else { return [] }
-        var rest = Array(message.dropFirst())
-        var prefix = [identity]
-        if rest.count == 4, rest[0].isEmpty {
-            prefix.append([])
-            rest.removeFirst()
-        }
-        guard rest.count == 3 else {
+        statistics.accepted += batch.acknowledgement.accepted
+        if let reason = batch.unreadable {
             statistics.unreadableBatches += 1
-            let batchID = rest.first ?? []
-            return prefix + [batchID, unreadable("expected the frames [batchID, contentType, body], got \(rest.count) frames", as: .json)]
+            log.warning("unreadable batch", ["batch": batch.batchText, "reason": reason])
+            return
         }
-        let batchID = rest[0]
-        let contentTypeText = String(decoding: rest[1].prefix(100), as: UTF8.self)
-        guard let contentType = ContentType(frame: rest[1]) else {
-            statistics.unreadableBatches += 1
-            return prefix + [batchID, unreadable("unsupported content type \"\(contentTypeText)\"; use application/msgpack or application/json", as: .json)]
+        statistics.rejected += batch.acknowledgement.rejected.count
+        if let first = batch.acknowledgement.rejected.first {
+            log.info("batch with rejected records", ["batch": String(batch.batchText.prefix(64)),
+                                                     "accepted": String(batch.acknowledgement.accepted),
+                                                     "rejected": String(batch.acknowledgement.rejected.count),
+                                                     "first": "\(first.index) \(first.field): \(first.reason)"])
         }
-        let decoded: DecodedBatch
+    }
+
+    private func send(_ batch: GatewayBatch, on socket: ZMQSocket) {
+        let reply = batch.reply
+        guard !reply.isEmpty else { return }
         do {
-            decoded = try RecordBatch.decodeBatch(rest[2], contentType: contentType)
-        } catch {
-            statistics.unreadableBatches += 1
-            return prefix + [batchID, unreadable("\(error)", as: contentType)]
-        }
-        guard decoded.records.count <= configuration.maximumBatch else {
-            statistics.unreadableBatches += 1
-            return prefix + [batchID, unreadable("\(decoded.records.count) records; at most \(configuration.maximumBatch) a batch", as: contentType)]
-        }
-        var acknowledgement = Acknowledgement(accepted: 0, rejected: [])
-        // Validation is the same for both content types (RecordDecoding), so the rejections read the same.
-        for (index, result) in decoded.records {
-            switch result {
-            case let .failure(error):
-                acknowledgement.rejected.append(Rejection(index: index, field: error.field, reason: error.reason))
-            case let .success(record):
-                guard configuration.applications.contains(record.device.app) else {
-                    acknowledgement.rejected.append(Rejection(index: index, field: "app", reason: "unknown application"))
-                    continue
-                }
-                publish(record)
-                acknowledgement.accepted += 1
+            if try !socket.send(reply, dontWait: true) {
+                log.warning("gateway gone before its acknowledgement", ["batch": batch.batchText])
             }
-        }
-        statistics.accepted += acknowledgement.accepted
-        statistics.rejected += acknowledgement.rejected.count
-        if !acknowledgement.rejected.isEmpty {
-            log.info("batch with rejected records", ["batch": String(decoding: batchID.prefix(64), as: UTF8.self),
-                                                     "accepted": String(acknowledgement.accepted),
-                                                     "rejected": String(acknowledgement.rejected.count),
-                                                     "first": acknowledgement.rejected.first.map { "\($0.index) \($0.field): \($0.reason)" } ?? ""])
-        }
-        return prefix + [batchID, acknowledgement.encode(as: contentType)]
-    }
-
-    private func unreadable(_ reason: String, as contentType: ContentType) -> [UInt8] {
-        log.warning("unreadable batch", ["reason": reason])
-        return Acknowledgement(accepted: 0, rejected: [Rejection(index: -1, field: "(batch)", reason: reason)])
-            .encode(as: contentType)
-    }
-
-    private func publish(_ record: SensorRecord) {
-        guard let publisher else { return }
-        let envelope = Envelope.record(record, shards: configuration.shards, producer: producer, sequence: sequence.next(),
-                                       sentAt: Date().timeIntervalSince1970)
-        do {
-            try publisher.send(envelope.frames())
-            lastPublished = MonotonicClock.now()
         } catch {
-            log.error("record not published", ["error": "\(error)"])
+            log.warning("acknowledgement not sent", ["batch": batch.batchText, "error": "\(error)"])
         }
     }
 
-    private func heartbeatIfIdle(_ now: Double) {
-        guard let publisher, now - lastPublished >= configuration.heartbeatInterval else { return }
-        // A heartbeat carries the last sequence number sent, so a subscriber can tell what it missed.
-        let envelope = Envelope.heartbeat(producer: producer, sequence: sequence.last,
-                                          sentAt: Date().timeIntervalSince1970)
-        _ = try? publisher.send(envelope.frames(), dontWait: true)
-        lastPublished = now
+    private func enforceRetention() {
+        guard let journal else { return }
+        do {
+            let outcome = try journal.enforceRetention()
+            if outcome.expiredChunks + outcome.trimmedChunks > 0 {
+                log.debug("retention", ["expired": String(outcome.expiredChunks), "trimmed": String(outcome.trimmedChunks)])
+            }
+        } catch {
+            log.error("journal retention failed", ["error": "\(error)"])
+        }
     }
 
-    private func describeBatchID(_ reply: [[UInt8]]) -> String {
-        reply.count >= 2 ? String(decoding: reply[reply.count - 2].prefix(64), as: UTF8.self) : "?"
+    private func close() {
+        guard let journal else { return }
+        let summary = try? journal.summary()
+        let stored = journal.statistics
+        log.info("stopping", ["batches": String(statistics.batches), "accepted": String(statistics.accepted),
+                              "rejected": String(statistics.rejected), "unreadable": String(statistics.unreadableBatches),
+                              "unstored": String(statistics.unstoredBatches), "commits": String(stored.commits),
+                              "largestGroup": String(statistics.largestGroup),
+                              "droppedUnread": String(stored.droppedUnreadRecordsTotal),
+                              "journalChunks": summary.map { String($0.chunks) } ?? "?",
+                              "journalBytes": summary.map { String($0.bytes) } ?? "?",
+                              "oldest": summary?.oldest.map(String.init) ?? "-", "head": String(journal.head)])
+        journal.close()
+        self.journal = nil
+        feedServer = nil
     }
 }

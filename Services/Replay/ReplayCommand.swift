@@ -9,17 +9,21 @@ public enum ReplayCommand {
         Usage: roadsave replay FILE.ndjson [options]
 
         Runs the trip and crash engines over recorded sensor records (CONTRACT §2, one JSON object a line; - reads
-        standard input) and prints the events as NDJSON on standard output. Each device met is configured with its
-        app and user (mode all, automatic trips on) and monitored from its first record. Records are applied per
-        device in event-time order; at the end of the input time runs on, so pending timers fire. Bad lines are
-        reported on standard error (line, field, reason) and skipped; a summary ends the run.
+        standard input) and prints the events as NDJSON on standard output. This is the detection service's
+        per-device core (DeviceFleet), with time taken from the records only. Each device met is configured with
+        its app and user (mode all, automatic trips on) and monitored from its first record with its application's
+        settings; when the platform cannot give them, that application's new devices are not monitored
+        (offlineLimitExceeded) and it is asked again after \(Int(DeviceFleet.Options().settingsRetry)) s of record time. Records are applied
+        per device in event-time order; at the end of the input time runs on, so pending timers fire. Bad lines
+        are reported on standard error (line, field, reason) and skipped; a summary ends the run.
 
         Options:
           --platform URL        use the RoadSave platform at URL for settings and crash evaluation
                                 (default: the embedded platform: built-in settings and evaluator)
           --settings FILE       JSON thresholds that replace the platform's settings (any subset of the fields)
           --format FORMAT       current (default) or legacy (the 3.x keys)
-          --reorder-window S    seconds of event time a record may arrive late and still be put in order (default 10)
+          --reorder-window S    seconds of event time a record may arrive late and still be put in order
+                                (default \(JSONObjectWriter.number(DeviceFleet.Options().ordering.window, decimals: 3)), as in the detection service)
           --platform-timeout S  seconds per platform request (default 5)
           --platform-attempts N attempts per platform call, with exponential backoff (default 3)
           --quiet               no log lines but errors
@@ -47,11 +51,10 @@ public enum ReplayCommand {
         }
         let platform: any Platform
         let format: EventFormat
-        let ordering: RecordOrdering.Options
+        var fleetOptions = DeviceFleet.Options()
         do {
             format = try options.choice("--format", EventFormat.self) ?? .current
-            let window = try options.double("--reorder-window", range: 0...3600) ?? 10
-            ordering = RecordOrdering.Options(window: window)
+            if let window = try options.double("--reorder-window", range: 0...3600) { fleetOptions.ordering.window = window }
             platform = try makePlatform(options)
         } catch let error as CommandLineOptions.UsageError {
             return fail(error.message)
@@ -67,7 +70,7 @@ public enum ReplayCommand {
 
         let log = Log(category: "replay", minimumLevel: options.has("--quiet") ? .error : .info)
         let output = LineWriter()
-        let replayer = Replayer(platform: platform, ordering: ordering, log: log) { event in
+        let replayer = Replayer(platform: platform, options: fleetOptions, log: log) { event in
             output.write(line: event.json(format))
         }
         await withLines(&reader) { line, number in await replayer.feed(line: line, number: number) }

@@ -1,9 +1,11 @@
 import DetectionEngine
 import RoadSaveModel
 
-/// Runs the detection engines over recorded records in one process: what the detection service does, with the
-/// records coming from a file and time coming only from the records. Every device met is configured with its
-/// app and user (mode `all`, automatic trips on) and monitored from its first record.
+/// Runs the detection engines over recorded records in one process: a thin shell around `DeviceFleet` (the same
+/// per-device core as the detection service) with the records coming from a file and time coming only from the
+/// records. Every device met is configured with its app and user (mode `all`, automatic trips on) and monitored
+/// from its first record. Platform calls are awaited where the fleet asks for them, so the output never depends on
+/// the platform's timing.
 public final class Replayer {
     public struct Summary: Sendable, Equatable {
         public var lines = 0
@@ -22,35 +24,54 @@ public final class Replayer {
     }
 
     private let platform: any Platform
-    private let ordering: RecordOrdering.Options
     private let emit: (RoadSaveEvent) -> Void
     private let log: Log
-    private var devices: [DeviceID: DeviceState] = [:]
-    private var settingsByApp: [String: SettingsFetch] = [:]
-    public private(set) var summary = Summary()
+    private var fleet: DeviceFleet
+    private var lines = 0
+    private var invalid = 0
+    /// The record being fed and its line, to tell a rejected record from an earlier one it disproved.
+    private var current: (record: SensorRecord, line: Int?)?
 
-    private struct DeviceState {
-        var session: DeviceSession
-        var ordering: RecordOrdering
-        var monitoring: Bool
+    public var summary: Summary {
+        let statistics = fleet.statistics
+        var summary = Summary()
+        summary.lines = lines
+        summary.invalid = invalid
+        summary.applied = statistics.applied
+        summary.duplicates = statistics.duplicates
+        summary.late = statistics.late
+        summary.farInFuture = statistics.farInFuture
+        summary.notMonitored = statistics.notMonitored
+        summary.devices = statistics.devices
+        summary.events = statistics.events
+        summary.crashesDismissed = statistics.crashesDismissed
+        return summary
     }
 
-    public init(platform: any Platform, ordering: RecordOrdering.Options = .init(), log: Log,
+    /// `options.autoMonitor` is always on in replay: nothing else would start a device.
+    public init(platform: any Platform, options: DeviceFleet.Options = .init(), log: Log,
                 emit: @escaping (RoadSaveEvent) -> Void) {
+        var options = options
+        options.autoMonitor = true
         self.platform = platform
-        self.ordering = ordering
         self.log = log
         self.emit = emit
+        fleet = DeviceFleet(options: options)
+    }
+
+    public convenience init(platform: any Platform, ordering: RecordOrdering.Options, log: Log,
+                            emit: @escaping (RoadSaveEvent) -> Void) {
+        self.init(platform: platform, options: DeviceFleet.Options(ordering: ordering), log: log, emit: emit)
     }
 
     /// Feeds one NDJSON line. A bad line is reported (line, field, reason) and skipped; the others go on.
     public func feed(line: [UInt8], number: Int) async {
-        summary.lines += 1
+        lines += 1
         let record: SensorRecord
         do {
             record = try RecordDecoding.record(fromJSON: line)
         } catch {
-            summary.invalid += 1
+            invalid += 1
             log.warning("invalid record", ["line": String(number), "field": error.field, "reason": error.reason])
             return
         }
@@ -58,93 +79,49 @@ public final class Replayer {
     }
 
     public func feed(_ record: SensorRecord, line: Int? = nil) async {
-        if devices[record.device] == nil { await begin(record.device, at: record.t) }
-        let (ready, rejected) = devices[record.device]!.ordering.insert(record)
-        for (rejectedRecord, reason) in rejected {
-            count(reason)
-            if case .duplicate = reason { continue }
-            // A held record (far in the future) is rejected when a later line disproves it.
-            let lineNumber = rejectedRecord == record ? line.map(String.init) ?? "-" : "earlier"
-            log.warning("record not applied", ["line": lineNumber, "device": rejectedRecord.device.description,
-                                                "field": "t", "t": ISO8601.string(fromSeconds: rejectedRecord.t),
-                                                "reason": reason.description])
-        }
-        for next in ready { await apply(next) }
+        current = (record, line)
+        await perform(fleet.receive(record, now: nil))
+        current = nil
     }
 
     /// End of input: buffered records are applied, then time runs on so that pending timers fire.
     public func finish() async {
-        for device in devices.keys.sorted() {
-            for record in devices[device]!.ordering.flush() { await apply(record) }
-            var previous: Double?
-            while let deadline = devices[device]!.session.nextDeadline, deadline != previous {
-                previous = deadline
-                await perform(devices[device]!.session.advance(to: deadline), device: device)
-            }
-        }
+        await perform(fleet.finish())
     }
 
-    private func count(_ rejection: RecordOrdering.Rejection) {
-        switch rejection {
-        case .duplicate: summary.duplicates += 1
-        case .late: summary.late += 1
-        case .farInFuture: summary.farInFuture += 1
-        }
-    }
-
-    private func begin(_ device: DeviceID, at t: Double) async {
-        summary.devices += 1
-        var session = DeviceSession(device: device)
-        var monitoring = false
-        do {
-            _ = try session.configure(RoadSaveConfiguration(applicationID: device.app, clientUserID: device.user), at: t)
-            let fetch: SettingsFetch
-            if let cached = settingsByApp[device.app] {
-                fetch = cached
-            } else {
-                fetch = await platform.fetchSettings(applicationID: device.app)
-                settingsByApp[device.app] = fetch
-            }
-            _ = try session.startMonitoring(at: t, fetch: fetch)
-            monitoring = true
-        } catch {
-            log.error("device not monitored: its records are skipped",
-                      ["device": device.description, "error": error.code, "reason": error.description])
-        }
-        devices[device] = DeviceState(session: session, ordering: RecordOrdering(options: ordering), monitoring: monitoring)
-    }
-
-    private func apply(_ record: SensorRecord) async {
-        guard devices[record.device]!.monitoring else {
-            summary.notMonitored += 1
-            return
-        }
-        summary.applied += 1
-        await perform(devices[record.device]!.session.handle(record), device: record.device)
-    }
-
-    private func perform(_ actions: [DetectionAction], device: DeviceID) async {
+    /// Carries the actions out in order; a platform answer is fed back at once and its actions carried out before
+    /// the next, so events come out where replay has always put them.
+    private func perform(_ actions: [FleetAction]) async {
         for action in actions {
             switch action {
             case let .emit(event):
-                summary.events += 1
                 emit(event)
-            case let .evaluateCrash(candidate):
-                // Replay waits for each evaluation, so the output does not depend on the platform's timing.
+            case let .fetchSettings(app):
+                let fetch = await platform.fetchSettings(applicationID: app)
+                await perform(fleet.settingsFetched(app: app, fetch, now: nil))
+            case let .evaluateCrash(device, candidate):
                 let outcome = await platform.evaluation(of: candidate)
                 if outcome == .unreachable {
                     log.warning("platform unreachable: crash reported with confidence unknown",
                                 ["device": device.description, "crashID": candidate.crashID])
                 }
-                await perform(devices[device]!.session.crashEvaluated(crashID: candidate.crashID, outcome: outcome),
-                              device: device)
-            case let .crashDismissed(candidate, reason):
-                summary.crashesDismissed += 1
+                await perform(fleet.crashEvaluated(device: device, crashID: candidate.crashID, outcome: outcome))
+            case let .crashDismissed(device, candidate, reason):
                 log.info("suspected crash dismissed", [
                     "device": device.description, "crashID": candidate.crashID,
                     "at": ISO8601.string(fromSeconds: candidate.time), "reason": reason.rawValue,
                     "peakG": JSONObjectWriter.number(candidate.peakG, decimals: 1),
                 ])
+            case let .recordRejected(record, reason):
+                if case .duplicate = reason { continue }
+                // A held record (far in the future) is rejected when a later line disproves it.
+                let lineNumber = current.flatMap { $0.record == record ? $0.line.map(String.init) : "earlier" } ?? "-"
+                log.warning("record not applied", ["line": lineNumber, "device": record.device.description,
+                                                    "field": "t", "t": ISO8601.string(fromSeconds: record.t),
+                                                    "reason": reason.description])
+            case let .deviceNotMonitored(device, error):
+                log.error("device not monitored: its records are skipped",
+                          ["device": device.description, "error": error.code, "reason": error.description])
             }
         }
     }

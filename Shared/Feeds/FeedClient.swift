@@ -13,6 +13,7 @@ public final class FeedClient {
     private var nextID: UInt64 = 1
     private var outstanding: (request: FeedRequest, sentAt: Double)?
     private let onReply: (FeedReplyHeader, ArraySlice<[UInt8]>) -> Void
+    private var resendTimer: TimerID?
     /// Extra time past the server's wait before a request is sent again.
     static let answerGrace = 2.0
 
@@ -27,7 +28,7 @@ public final class FeedClient {
         try socket.setSendTimeout(milliseconds: 0)
         try socket.connect(endpoint)
         loop.onReadable(socket) { [unowned self] socket in receive(socket) }
-        loop.every(0.25) { [unowned self] in resendIfLate() }
+        resendTimer = loop.every(0.25) { [unowned self] in resendIfLate() }
     }
 
     /// True while a request waits for its answer.
@@ -42,8 +43,11 @@ public final class FeedClient {
         send(request)
     }
 
+    /// Closes the socket and stops the resend timer (which would otherwise outlive the client).
     public func close() {
         outstanding = nil
+        if let resendTimer { loop.cancel(resendTimer) }
+        resendTimer = nil
         loop.close(socket)
     }
 

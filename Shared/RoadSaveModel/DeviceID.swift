@@ -1,5 +1,5 @@
 /// A device is the pair (applicationID, clientUserID) (CONTRACT §2).
-public struct DeviceID: Sendable, Hashable, Comparable, CustomStringConvertible {
+public struct DeviceID: Sendable, Hashable, Comparable, Codable, CustomStringConvertible {
     /// Longest app or user identifier accepted, in UTF-8 bytes.
     public static let maximumLength = 256
 

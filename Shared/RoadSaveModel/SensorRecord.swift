@@ -1,5 +1,5 @@
 /// One observation of one device (CONTRACT §2), validated.
-public struct SensorRecord: Sendable, Equatable {
+public struct SensorRecord: Sendable, Equatable, Codable {
     public var device: DeviceID
     /// The gateway's per-device sequence number; a repeated one is a duplicate.
     public var seq: UInt64?
@@ -14,7 +14,7 @@ public struct SensorRecord: Sendable, Equatable {
         self.payload = payload
     }
 
-    public enum Payload: Sendable, Equatable {
+    public enum Payload: Sendable, Equatable, Codable {
         case location(LocationFix)
         case activity(ActivityObservation)
         /// Cumulative pedometer count since the pedometer started; a decrease is a reset.
@@ -34,11 +34,11 @@ public struct SensorRecord: Sendable, Equatable {
     }
 }
 
-public enum RecordKind: String, Sendable, CaseIterable {
+public enum RecordKind: String, Sendable, Codable, CaseIterable {
     case location, activity, steps, impact, capabilities
 }
 
-public struct LocationFix: Sendable, Equatable {
+public struct LocationFix: Sendable, Equatable, Codable {
     public var latitude: Double
     public var longitude: Double
     /// GPS speed in m/s; `nil` when unknown (negative or missing in the record).
@@ -58,7 +58,7 @@ public struct LocationFix: Sendable, Equatable {
     }
 }
 
-public struct ActivityObservation: Sendable, Equatable {
+public struct ActivityObservation: Sendable, Equatable, Codable {
     public var activity: ActivityType
     public var confidence: ActivityConfidence
 
@@ -68,7 +68,7 @@ public struct ActivityObservation: Sendable, Equatable {
     }
 }
 
-public struct ImpactObservation: Sendable, Equatable {
+public struct ImpactObservation: Sendable, Equatable, Codable {
     /// Peak acceleration magnitude, in g.
     public var peakG: Double
     /// How long the acceleration stayed above 2 g, in milliseconds.
@@ -83,7 +83,7 @@ public struct ImpactObservation: Sendable, Equatable {
     }
 }
 
-public struct ImpactSample: Sendable, Equatable {
+public struct ImpactSample: Sendable, Equatable, Codable {
     public var dt: Double
     public var x: Double
     public var y: Double
@@ -97,9 +97,27 @@ public struct ImpactSample: Sendable, Equatable {
     }
 
     public var magnitude: Double { (x * x + y * y + z * z).squareRoot() }
+
+    /// Written as `[dt, x, y, z]`: an impact carries hundreds of samples, and keys would triple their size in a
+    /// checkpoint.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.unkeyedContainer()
+        try container.encode(dt)
+        try container.encode(x)
+        try container.encode(y)
+        try container.encode(z)
+    }
+
+    public init(from decoder: any Decoder) throws {
+        var container = try decoder.unkeyedContainer()
+        dt = try container.decode(Double.self)
+        x = try container.decode(Double.self)
+        y = try container.decode(Double.self)
+        z = try container.decode(Double.self)
+    }
 }
 
-public struct DeviceCapabilities: Sendable, Equatable {
+public struct DeviceCapabilities: Sendable, Equatable, Codable {
     public var activityAvailable: Bool
     public var pedometerAvailable: Bool
 

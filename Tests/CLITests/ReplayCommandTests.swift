@@ -141,4 +141,18 @@ import Testing
         #expect(result.objects.isEmpty)
         #expect(result.stderr.contains("offlineLimitExceeded"))
     }
+
+    @Test func settingsThatCannotBeFetchedAreAskedForAgainEvery30SecondsOfRecordTime() throws {
+        let platform = try StubPlatform(["--fail-settings"])
+        let result = try Processes.roadsave("replay", Self.morning, "--platform", platform.url, "--platform-attempts", "1")
+        let requests = platform.stop()
+        #expect(result.status == 0)
+        #expect(result.objects.isEmpty)
+        // The fixture spans 540 s of record time: a first fetch, then one each 30 s or so (never one per record).
+        let fetches = requests.filter { ($0["path"] as? String)?.hasPrefix("/v1/settings") == true }.count
+        #expect((15...19).contains(fetches), "\(fetches) settings fetches")
+        // Each device is reported once; every valid record is counted as not monitored.
+        #expect(result.stderr.components(separatedBy: "msg=\"device not monitored").count - 1 == 2)
+        #expect(result.stderr.contains("notMonitored=864"))
+    }
 }

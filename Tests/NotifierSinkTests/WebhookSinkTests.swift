@@ -160,6 +160,33 @@ import RoadSaveModel
         expectDeliveredInOrder(requests, events, dropped: [events[1].eventID])
     }
 
+    @Test func eachEventIsSettledOnceWithItsOutcome() async throws {
+        let events = [TestEvents.tripStart("ana", trip: "t-1"), TestEvents.crash("ana", crash: "c-1"),
+                      TestEvents.tripEnd("ana", trip: "t-1"), TestEvents.tripStart("ben", trip: "t-2")]
+        let receiver = try await Receiver.start(secret: secret, ["--reject-event", events[1].eventID, "--fail-first", "2"])
+        defer { receiver.kill() }
+        let settlements = Settlements()
+        var options = WebhookSink.Options(url: receiver.url("/hooks/roadsave"), secret: secret, initialBackoff: 0.02,
+                                          maximumBackoff: 0.1)
+        options.maximumConcurrentDeliveries = 1
+        let sink = WebhookSink(options: options, log: testLog) { eventID, settlement in
+            settlements.add(eventID, settlement)
+        }
+        for event in events { await sink.deliver(event) }
+        #expect(await sink.shutdown(deadline: 10) == 0)
+        // Retries (the two 503s) are not settlements; the 400 is the receiver's refusal, reported as such.
+        let settled = settlements.all
+        #expect(settled.count == 4)
+        #expect(Dictionary(settled.map { ($0.0, $0.1) }, uniquingKeysWith: { first, _ in first }) == [
+            events[0].eventID: .delivered, events[1].eventID: .droppedByReceiver(reason: "HTTP 400"),
+            events[2].eventID: .delivered, events[3].eventID: .delivered,
+        ])
+        // Per device in order.
+        let ana = settled.map(\.0).filter { id in events.prefix(3).contains { $0.eventID == id } }
+        #expect(ana == events.prefix(3).map(\.eventID))
+        #expect(await sink.stats.retried == 2)
+    }
+
     @Test func redirectIsNotFollowed() async throws {
         let event = TestEvents.crash("ana", crash: "c-1")
         let receiver = try await Receiver.start(secret: secret, ["--redirect-event", event.eventID])
@@ -384,4 +411,17 @@ import RoadSaveModel
         #expect(!WebhookSink.Options(url: URL(string: "ftp://example.com/x")!, secret: []).problems.isEmpty)
         #expect(WebhookSink.Options(url: URL(string: "http://example.com/x")!, secret: [1], timeout: 0).problems.count == 1)
     }
+}
+
+/// Settlements reported by a sink under test, in order.
+final class Settlements: @unchecked Sendable {
+    // @unchecked: `entries` is only touched with `lock` held.
+    private let lock = NSLock()
+    private var entries: [(String, WebhookSink.Settlement)] = []
+
+    func add(_ eventID: String, _ settlement: WebhookSink.Settlement) {
+        lock.withLock { entries.append((eventID, settlement)) }
+    }
+
+    var all: [(String, WebhookSink.Settlement)] { lock.withLock { entries } }
 }

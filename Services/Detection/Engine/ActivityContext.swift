@@ -1,8 +1,8 @@
 import RoadSaveModel
 
 /// What the motion classifier says about a device over time, reduced to what detection needs.
-struct ActivityContext: Sendable, Equatable {
-    enum Mode: String, Sendable, Equatable {
+struct ActivityContext: Sendable, Equatable, Codable {
+    enum Mode: String, Sendable, Equatable, Codable {
         /// Nothing usable reported yet.
         case none
         /// In a vehicle since the last automotive report after another mode; `highSeen` once one was `high`.

@@ -32,7 +32,7 @@ public struct CrashCandidate: Sendable, Equatable, Codable {
 }
 
 /// How the platform's evaluation ended.
-public enum CrashEvaluationOutcome: Sendable, Equatable {
+public enum CrashEvaluationOutcome: Sendable, Equatable, Codable {
     case verdict(CrashVerdict)
     /// Unreachable after retries: the crash is reported with confidence `unknown`.
     case unreachable

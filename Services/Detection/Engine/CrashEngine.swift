@@ -3,9 +3,9 @@ import RoadSaveModel
 /// The crash state machine of one device: impacts are gathered into one suspected crash, screened on the
 /// features around them once the vehicle has had time to stop, and the survivors go to the platform. An event is
 /// only emitted when the platform's evaluation has ended.
-struct CrashEngine: Sendable {
+struct CrashEngine: Sendable, Codable {
     /// Impacts of one event, waiting until the decision time to see what the vehicle did afterwards.
-    struct ImpactCluster: Sendable, Equatable {
+    struct ImpactCluster: Sendable, Equatable, Codable {
         var firstImpact: Double
         var firstImpactSamples: [ImpactSample]
         var strongest: ImpactObservation
@@ -13,12 +13,51 @@ struct CrashEngine: Sendable {
         /// What was known about the device when the first impact arrived.
         var activityMode: ActivityContext.Mode
         var tripInProgress: Bool
+
+        init(firstImpact: Double, firstImpactSamples: [ImpactSample], strongest: ImpactObservation, count: Int,
+             activityMode: ActivityContext.Mode, tripInProgress: Bool) {
+            self.firstImpact = firstImpact
+            self.firstImpactSamples = firstImpactSamples
+            self.strongest = strongest
+            self.count = count
+            self.activityMode = activityMode
+            self.tripInProgress = tripInProgress
+        }
+
+        private enum CodingKeys: String, CodingKey {
+            case firstImpact, firstImpactSamples, strongest, count, activityMode, tripInProgress
+        }
+
+        // The first impact is usually the strongest too: its samples are then written once, not twice.
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(firstImpact, forKey: .firstImpact)
+            if firstImpactSamples != strongest.samples {
+                try container.encode(firstImpactSamples, forKey: .firstImpactSamples)
+            }
+            try container.encode(strongest, forKey: .strongest)
+            try container.encode(count, forKey: .count)
+            try container.encode(activityMode, forKey: .activityMode)
+            try container.encode(tripInProgress, forKey: .tripInProgress)
+        }
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            firstImpact = try container.decode(Double.self, forKey: .firstImpact)
+            strongest = try container.decode(ImpactObservation.self, forKey: .strongest)
+            firstImpactSamples = try container.decodeIfPresent([ImpactSample].self, forKey: .firstImpactSamples)
+                ?? strongest.samples
+            count = try container.decode(Int.self, forKey: .count)
+            activityMode = try container.decode(ActivityContext.Mode.self, forKey: .activityMode)
+            tripInProgress = try container.decode(Bool.self, forKey: .tripInProgress)
+        }
     }
 
     let device: DeviceID
     private(set) var pending: [ImpactCluster] = []
-    /// Candidates sent for evaluation, by crash ID.
-    private(set) var awaitingVerdict: [String: CrashCandidate] = [:]
+    /// Candidates sent for evaluation, in the order sent (a list, not a dictionary, so a checkpoint's bytes never
+    /// depend on hash order; it holds a handful at most).
+    private(set) var awaitingVerdict: [CrashCandidate] = []
     /// First-impact times of recent crashes, so that later impacts of the same crash don't raise another.
     private var recentCrashes: [Double] = []
     private var testCrashCount = 0
@@ -78,13 +117,19 @@ struct CrashEngine: Sendable {
             positionAccuracy: position?.accuracy, speedBefore: 15, speedAfter: 0, peakG: 45, durationMs: 90,
             impactCount: 1, activity: ActivityContext.Mode.inVehicle.rawValue, tripInProgress: context.tripInProgress,
             isTest: true, samples: [])
-        awaitingVerdict[candidate.crashID] = candidate
+        awaitVerdict(candidate)
         return .evaluateCrash(candidate)
+    }
+
+    private mutating func awaitVerdict(_ candidate: CrashCandidate) {
+        awaitingVerdict.removeAll { $0.crashID == candidate.crashID }
+        awaitingVerdict.append(candidate)
     }
 
     /// The platform's answer (or its absence) for a candidate: the crash event, or a dismissal for `none`.
     mutating func evaluated(crashID: String, outcome: CrashEvaluationOutcome) -> DetectionAction? {
-        guard let candidate = awaitingVerdict.removeValue(forKey: crashID) else { return nil }
+        guard let index = awaitingVerdict.firstIndex(where: { $0.crashID == crashID }) else { return nil }
+        let candidate = awaitingVerdict.remove(at: index)
         let confidence: CrashConfidence
         switch outcome {
         case .unreachable:
@@ -130,7 +175,7 @@ struct CrashEngine: Sendable {
         }
         recentCrashes.removeAll { t0 - $0 > settings.crashClusterWindow }
         recentCrashes.append(t0)
-        awaitingVerdict[candidate.crashID] = candidate
+        awaitVerdict(candidate)
         return .evaluateCrash(candidate)
     }
 

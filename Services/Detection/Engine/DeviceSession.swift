@@ -3,8 +3,8 @@ import RoadSaveModel
 /// The brief's SDK for one device, as a pure value: the API calls (`configure`, `startMonitoring`, …), the sensor
 /// records in event-time order, and `advance(to:)` for time passing. Each returns what the shell must do. The
 /// session never reads a clock: every input carries its time, so a recording replays to the same events.
-public struct DeviceSession: Sendable {
-    public enum Lifecycle: String, Sendable, Equatable {
+public struct DeviceSession: Sendable, Codable {
+    public enum Lifecycle: String, Sendable, Equatable, Codable {
         case unconfigured, configured, monitoring
     }
 

@@ -1,7 +1,7 @@
 import RoadSaveModel
 
 /// A location fix that passed the GPS filter.
-public struct AcceptedFix: Sendable, Equatable {
+public struct AcceptedFix: Sendable, Equatable, Codable {
     public var t: Double
     public var latitude: Double
     public var longitude: Double
@@ -17,6 +17,30 @@ public struct AcceptedFix: Sendable, Equatable {
     }
 }
 
+extension AcceptedFix {
+    /// Written as `[t, latitude, longitude, speed or null, accuracy, isMovement]`: a device's history holds a few
+    /// hundred fixes, the largest part of its checkpoint, and keys would nearly double it.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.unkeyedContainer()
+        try container.encode(t)
+        try container.encode(latitude)
+        try container.encode(longitude)
+        if let speed { try container.encode(speed) } else { try container.encodeNil() }
+        try container.encode(accuracy)
+        try container.encode(isMovement)
+    }
+
+    public init(from decoder: any Decoder) throws {
+        var container = try decoder.unkeyedContainer()
+        t = try container.decode(Double.self)
+        latitude = try container.decode(Double.self)
+        longitude = try container.decode(Double.self)
+        speed = try container.decodeNil() ? nil : try container.decode(Double.self)
+        accuracy = try container.decode(Double.self)
+        isMovement = try container.decode(Bool.self)
+    }
+}
+
 /// Why a fix did not count.
 public enum FixRejection: String, Error, Sendable, CaseIterable {
     case invalidFix, poorAccuracy, duplicate, implausibleJump
@@ -24,7 +48,7 @@ public enum FixRejection: String, Error, Sendable, CaseIterable {
 
 /// The GPS filter and the recent history of good fixes of one device. Fixes that are invalid, inaccurate,
 /// repeated or that jump at impossible speeds don't count: they neither move trips nor add distance.
-struct GPSTrack: Sendable {
+struct GPSTrack: Sendable, Codable {
     /// Accuracy assumed for fixes that don't report one.
     static let assumedAccuracy = 10.0
     /// Consecutive "jumps" after which the new place is believed (the earlier fix was the bad one, or the device

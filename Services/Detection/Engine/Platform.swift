@@ -11,7 +11,7 @@ public protocol Platform: Sendable {
 }
 
 /// The result of a settings fetch, as the session's startup guard sees it.
-public enum SettingsFetch: Sendable, Equatable {
+public enum SettingsFetch: Sendable, Equatable, Codable {
     case fetched(DetectionSettings)
     case unreachable
 }

@@ -6,7 +6,7 @@ import RoadSaveModel
 /// jumps far ahead of the device's stream is held until the next record shows whether the jump was real (a long
 /// silence) or a broken timestamp.
 public struct RecordOrdering: Sendable {
-    public struct Options: Sendable, Equatable {
+    public struct Options: Sendable, Equatable, Codable {
         /// How far behind the newest record a record may arrive and still be put in order, in seconds.
         public var window: Double
         /// A jump ahead of the newest record larger than this is held for confirmation, in seconds.
@@ -145,5 +145,63 @@ public struct RecordOrdering: Sendable {
                 sequenceHead = 0
             }
         }
+    }
+}
+
+// MARK: Checkpoints
+
+extension RecordOrdering: Codable {
+    private enum CodingKeys: String, CodingKey {
+        case options, buffer, newest, released, suspect, sequenceRuns
+    }
+
+    /// Written compactly and in a stable order: only the live part of the buffer, and the remembered `seq` values
+    /// (in arrival order) as runs of consecutive numbers `[first, count, first, count, …]` (a gateway numbers a
+    /// device's records consecutively, so a device's 4,096 remembered values are usually one run). The set used for
+    /// look-ups is rebuilt from them, so hash order never reaches the bytes.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(options, forKey: .options)
+        try container.encode(Array(buffer[head...]), forKey: .buffer)
+        try container.encodeIfPresent(newest, forKey: .newest)
+        try container.encodeIfPresent(released, forKey: .released)
+        try container.encodeIfPresent(suspect, forKey: .suspect)
+        var runs: [UInt64] = []
+        var index = sequenceHead
+        while index < sequenceOrder.count {
+            let first = sequenceOrder[index]
+            var count: UInt64 = 1
+            while index + Int(count) < sequenceOrder.count, first < UInt64.max - count,
+                  sequenceOrder[index + Int(count)] == first + count {
+                count += 1
+            }
+            runs.append(first)
+            runs.append(count)
+            index += Int(count)
+        }
+        try container.encode(runs, forKey: .sequenceRuns)
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        options = try container.decode(Options.self, forKey: .options)
+        buffer = try container.decode([SensorRecord].self, forKey: .buffer)
+        newest = try container.decodeIfPresent(Double.self, forKey: .newest)
+        released = try container.decodeIfPresent(Double.self, forKey: .released)
+        suspect = try container.decodeIfPresent(SensorRecord.self, forKey: .suspect)
+        let runs = try container.decode([UInt64].self, forKey: .sequenceRuns)
+        guard runs.count % 2 == 0 else {
+            throw DecodingError.dataCorruptedError(forKey: .sequenceRuns, in: container,
+                                                   debugDescription: "expected pairs of first value and count")
+        }
+        for pair in stride(from: 0, to: runs.count, by: 2) {
+            let (first, count) = (runs[pair], runs[pair + 1])
+            guard count >= 1, count <= UInt64(options.sequenceMemory) + 1, first <= UInt64.max - (count - 1) else {
+                throw DecodingError.dataCorruptedError(forKey: .sequenceRuns, in: container,
+                                                       debugDescription: "run of \(count) from \(first) is impossible")
+            }
+            for offset in 0..<count { sequenceOrder.append(first + offset) }
+        }
+        recentSequences = Set(sequenceOrder)
     }
 }

@@ -1,5 +1,5 @@
 /// Steps counted since the last GPS movement, from the pedometer's cumulative count (a decrease is a reset).
-struct StepCounter: Sendable, Equatable {
+struct StepCounter: Sendable, Equatable, Codable {
     private var lastCount: Int?
     private(set) var sinceMovement = 0
 

@@ -2,9 +2,9 @@ import RoadSaveModel
 
 /// The trip state machine of one device. It only sees what `DeviceSession` hands it (filtered fixes, activity,
 /// step counts) and works on their event times; `advance(to:)` fires the stop delay.
-struct TripEngine: Sendable {
+struct TripEngine: Sendable, Codable {
     /// Movement seen before a trip, building evidence towards one.
-    struct MovementRun: Sendable, Equatable {
+    struct MovementRun: Sendable, Equatable, Codable {
         var start: AcceptedFix
         var lastMovement: Double
         var maximumSpeed: Double
@@ -13,14 +13,14 @@ struct TripEngine: Sendable {
         var duration: Double { lastMovement - start.t }
     }
 
-    struct ActiveTrip: Sendable, Equatable {
+    struct ActiveTrip: Sendable, Equatable, Codable {
         var tripID: String
         var startDate: Double
         var lastMovement: Double
         var odometer: Odometer
     }
 
-    enum State: Sendable, Equatable {
+    enum State: Sendable, Equatable, Codable {
         case idle(MovementRun?)
         case driving(ActiveTrip)
     }
@@ -147,7 +147,7 @@ struct TripContext {
 /// Distance travelled, counted so that GPS jitter adds nothing: only a fix that is movement adds distance, from
 /// the last fix counted. Fixes while stopped (jitter) add nothing; slow creeping between two movement fixes is
 /// recovered as the straight line between them.
-struct Odometer: Sendable, Equatable {
+struct Odometer: Sendable, Equatable, Codable {
     private(set) var distance = 0.0
     private(set) var anchor: AcceptedFix
     private(set) var last: AcceptedFix?

@@ -6,12 +6,16 @@ import ServiceKit
 
 /// detection's settings: flags, environment or a JSON file (see `ServiceConfiguration`).
 public struct DetectionConfiguration: Sendable {
-    /// sensor-ingest's record publisher, to subscribe to.
-    public var recordsEndpoint = "tcp://127.0.0.1:5551"
+    /// sensor-ingest journals to read records from (each a ROUTER serving its journal feed).
+    public var recordsEndpoints = ["tcp://127.0.0.1:5551"]
     /// Control commands (ROUTER; clients use REQ or DEALER).
     public var controlEndpoint = "tcp://*:5552"
-    /// Events for the notifier (PUB).
+    /// The outbox feed the notifier reads events from (ROUTER).
     public var eventsEndpoint = "tcp://*:5553"
+    /// Where the checkpoint, the inputs since and the outbox are kept.
+    public var dataDirectory = "roadsave-data/detect"
+    /// Seconds between checkpoints of the fleet (a restart re-runs at most about this much of the journals).
+    public var checkpointInterval = 2.0
     /// The platform's base URL; nil for the embedded platform.
     public var platformURL: URL?
     public var platformTimeout = 5.0
@@ -21,21 +25,43 @@ public struct DetectionConfiguration: Sendable {
     /// Configure and monitor a device (mode all, automatic trips) when its first record arrives, as `replay` does.
     public var autoMonitor = true
     /// Seconds of event time a record may arrive late and still be put in order.
-    public var reorderWindow = 3.0
+    public var reorderWindow = DeviceFleet.Options().ordering.window
     /// Only the devices of this shard (`i/n`, by a stable hash of the device), for running several detections.
     public var shard: (index: Int, count: Int)?
-    public var heartbeatInterval = 1.0
     public var logLevel = Log.Level.info
 
     public init() {}
 
+    /// The fleet's options from these settings.
+    public var fleetOptions: DeviceFleet.Options {
+        var options = DeviceFleet.Options()
+        options.ordering.window = reorderWindow
+        options.autoMonitor = autoMonitor
+        return options
+    }
+
+    /// `0/2`, or `all` without `--shard`: kept in the store, so two shards never share a data directory.
+    public var shardDescription: String {
+        shard.map { "\($0.index)/\($0.count)" } ?? "all"
+    }
+
+    /// How this detection names itself to the journals (they keep what each consumer has not checkpointed).
+    public var consumerName: String {
+        shard.map { "detection shard \($0.index)/\($0.count)" } ?? "detection"
+    }
+
     public static let specs: [SettingSpec] = [
         SettingSpec(flag: "--records-endpoint", environment: "ROADSAVE_RECORDS_CONNECT", key: "recordsEndpoint",
-                    default: "tcp://127.0.0.1:5551", help: "sensor-ingest's record publisher to subscribe to"),
+                    default: "tcp://127.0.0.1:5551",
+                    help: "sensor-ingest journal(s) to read records from, comma-separated (one per ingest)"),
         SettingSpec(flag: "--control-endpoint", environment: "ROADSAVE_CONTROL_ENDPOINT", key: "controlEndpoint",
                     default: "tcp://*:5552", help: "ZeroMQ endpoint for control commands (ROUTER; clients use REQ)"),
         SettingSpec(flag: "--events-endpoint", environment: "ROADSAVE_EVENTS_ENDPOINT", key: "eventsEndpoint",
-                    default: "tcp://*:5553", help: "ZeroMQ endpoint the notifier subscribes to (PUB)"),
+                    default: "tcp://*:5553", help: "ZeroMQ endpoint the notifier reads events from (ROUTER, pull)"),
+        SettingSpec(flag: "--data-dir", environment: "ROADSAVE_DATA_DIR", key: "dataDir", default: "roadsave-data/detect",
+                    help: "directory of detection's store (checkpoint, inputs since, outbox); one per shard"),
+        SettingSpec(flag: "--checkpoint-interval", environment: "ROADSAVE_CHECKPOINT_INTERVAL", key: "checkpointInterval",
+                    default: "2", help: "seconds between checkpoints (a restart re-runs about this much of the journals)"),
         SettingSpec(flag: "--platform", environment: "ROADSAVE_PLATFORM_URL", key: "platform",
                     help: "RoadSave platform base URL (default: the embedded platform)"),
         SettingSpec(flag: "--platform-timeout", environment: "ROADSAVE_PLATFORM_TIMEOUT", key: "platformTimeout",
@@ -47,19 +73,24 @@ public struct DetectionConfiguration: Sendable {
         SettingSpec(flag: "--auto-monitor", environment: "ROADSAVE_AUTO_MONITOR", key: "autoMonitor", default: "true",
                     help: "configure and monitor a device when its first record arrives (true/false)"),
         SettingSpec(flag: "--reorder-window", environment: "ROADSAVE_REORDER_WINDOW", key: "reorderWindow",
-                    default: "3", help: "seconds of event time a record may arrive late and still be put in order"),
+                    default: "10", help: "seconds of event time a record may arrive late and still be put in order"),
         SettingSpec(flag: "--shard", environment: "ROADSAVE_SHARD", key: "shard",
                     help: "take only shard I of N of the devices, as I/N (N as sensor-ingest's --shards)"),
-        SettingSpec(flag: "--heartbeat", environment: "ROADSAVE_HEARTBEAT", key: "heartbeat", default: "1",
-                    help: "seconds of silence before a heartbeat is published"),
         SettingSpec(flag: "--log-level", environment: "ROADSAVE_LOG_LEVEL", key: "logLevel", default: "info",
                     help: "debug, info, warning or error"),
     ]
 
     public static func load(_ source: ServiceConfiguration) throws(CommandLineOptions.UsageError) -> DetectionConfiguration {
         var configuration = DetectionConfiguration()
-        configuration.recordsEndpoint = try Endpoint.validate(source.string("recordsEndpoint")!, flag: "--records-endpoint",
-                                                           connecting: true)
+        var records: [String] = []
+        for part in source.string("recordsEndpoint")!.split(separator: ",") {
+            let text = part.trimmingCharacters(in: .whitespaces)
+            guard !text.isEmpty else { continue }
+            records.append(try Endpoint.validate(text, flag: "--records-endpoint", connecting: true))
+        }
+        guard !records.isEmpty else { throw .init("--records-endpoint: give at least one sensor-ingest journal endpoint") }
+        guard Set(records).count == records.count else { throw .init("--records-endpoint: an endpoint is listed twice") }
+        configuration.recordsEndpoints = records
         configuration.controlEndpoint = try Endpoint.validate(source.string("controlEndpoint")!, flag: "--control-endpoint")
         configuration.eventsEndpoint = try Endpoint.validate(source.string("eventsEndpoint")!, flag: "--events-endpoint")
         if let text = source.string("platform") {
@@ -72,7 +103,10 @@ public struct DetectionConfiguration: Sendable {
         configuration.platformAttempts = Int(try source.double("platformAttempts", range: 1...20) ?? 3)
         configuration.settingsFile = source.string("settings")
         configuration.autoMonitor = try source.bool("autoMonitor")
-        configuration.reorderWindow = try source.double("reorderWindow", range: 0...600) ?? 3
+        configuration.reorderWindow = try source.double("reorderWindow", range: 0...600) ?? configuration.reorderWindow
+        configuration.dataDirectory = source.string("dataDir") ?? configuration.dataDirectory
+        guard !configuration.dataDirectory.isEmpty else { throw .init("--data-dir must not be empty") }
+        configuration.checkpointInterval = try source.double("checkpointInterval", range: 0.1...3600) ?? 2
         if let text = source.string("shard") {
             let parts = text.split(separator: "/").compactMap { Int($0) }
             guard parts.count == 2, parts[1] >= 1, (0..<parts[1]).contains(parts[0]) else {
@@ -80,7 +114,6 @@ public struct DetectionConfiguration: Sendable {
             }
             configuration.shard = (parts[0], parts[1])
         }
-        configuration.heartbeatInterval = try source.double("heartbeat", range: 0.05...60) ?? 1
         configuration.logLevel = try LogLevelSetting.parse(source.string("logLevel") ?? "info")
         return configuration
     }

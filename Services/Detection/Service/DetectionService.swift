@@ -1,14 +1,22 @@
 import DetectionEngine
+import Feeds
 import Foundation
 import RoadSaveModel
 import ServiceKit
+import Storage
 import Wire
 import ZeroMQ
 
-/// detection: subscribes to sensor-ingest's records, runs a `DeviceSession` per device (records in event-time order
-/// through `RecordOrdering`), answers control commands, and publishes events to the notifier. The sockets and the
-/// sessions live on one reactor thread; platform calls (settings, crash evaluation) run as async tasks and post
-/// their results back, so a slow or dead platform never stalls other devices.
+/// detection: reads sensor-ingest's journals at its own pace, runs the `DeviceFleet` (a session per device, records
+/// in event-time order), answers control commands, and keeps every event in its outbox until the notifier has
+/// stored it. The sockets, the fleet and the store live on one reactor thread; platform calls run as async tasks and
+/// post their answers back, so a slow platform holds up only the device waiting for it.
+///
+/// Durability: every input the fleet takes that is not in a journal (platform answers, control commands, clock
+/// ticks) and every range of journal records is written to the store, with the events they gave, before those
+/// events can leave. A checkpoint of the whole fleet is taken every few seconds. A restart loads the checkpoint and
+/// re-runs the inputs after it: the fleet is deterministic and event IDs derive from content, so the re-run gives the
+/// same events with the same IDs, and the notifier drops those it already has.
 public final class DetectionService: @unchecked Sendable {
     // @unchecked: every mutable property below is used only on the reactor thread.
     public let configuration: DetectionConfiguration
@@ -16,100 +24,121 @@ public final class DetectionService: @unchecked Sendable {
     private let platform: any Platform
     private let context: ZMQContext
     private let reactor: Reactor
-    private let producer: String
-    private var sequence = SequenceCounter()
-    private var tracker = SequenceTracker()
-    private var devices: [DeviceID: DeviceRuntime] = [:]
-    /// Settings per application from the platform, for devices started automatically.
-    private var applicationSettings: [String: DetectionSettings] = [:]
-    private var settingsRequested: Set<String> = []
-    private var events: ZMQSocket?
-    private var records: ZMQSocket?
+    private var fleet: DeviceFleet
+    private var store: DetectionStore?
+    private var journals: [JournalReader] = []
+    private var outbox: FeedServer?
     private var control: ZMQSocket?
-    private var lastPublished = 0.0
+    private var phase = Phase.starting
+    /// Inputs and events of the work in hand, stored together by `commit()`.
+    private var pendingInputs: [DetectionInput] = []
+    private var pendingEvents: [RoadSaveEvent] = []
+    /// Control replies that may leave once the command is stored.
+    private var pendingReplies: [(frames: [[UInt8]], bytes: [UInt8])] = []
+    /// The last input stored, and the one the last checkpoint reflects.
+    private var lastInput: Int64 = 0
+    private var checkpointInput: Int64 = 0
+    /// Journal positions of the last checkpoint, by journal ID (kept for journals not connected now).
+    private var checkpointPositions: [String: UInt64] = [:]
     private var platformCallsInFlight = 0
-    private var stopping = false
+    /// Control commands waiting for the settings fetch they need.
+    private var waitingCommands: [Int: (request: ControlRequest, text: String, prefix: [[UInt8]])] = [:]
+    private var nextCommandID = 0
+    /// A checkpoint is being encoded off the reactor.
+    private var checkpointInFlight = false
+    /// Devices changed before a checkpoint that could not be written: written with the next one.
+    private var unsavedDevices: [DeviceID] = []
     private var statistics = Statistics()
 
-    struct Statistics {
-        var records = 0
-        var duplicates = 0
-        var late = 0
-        var notMonitored = 0
-        var events = 0
+    enum Phase {
+        case starting
+        /// Re-running the inputs stored after the checkpoint; `waiting` while the records of the first are fetched.
+        case recovering(queue: [DetectionInput], waiting: Bool)
+        case live
+        case stopping
     }
 
-    /// Seconds without a record after which a device's reorder buffer is released anyway.
-    static let idleFlush = 1.0
+    struct Statistics {
+        var recordsRead = 0
+        var events = 0
+        var checkpoints = 0
+        var recoveredInputs = 0
+    }
+
     /// Longest a graceful stop waits for platform calls in flight.
     static let stopGrace = 10.0
-    /// Records kept per device while its application's settings are fetched.
-    static let maximumWaitingRecords = 10_000
+    /// How long a journal may leave requests unanswered before the clock runs on without it (its records, if any,
+    /// are then late).
+    static let silentJournalGrace = 10.0
 
     /// `platform` replaces the one the configuration describes (tests use a scripted one).
-    public init(configuration: DetectionConfiguration, producer: String = "detection-\(getpid())",
-                platform: (any Platform)? = nil) throws {
+    public init(configuration: DetectionConfiguration, platform: (any Platform)? = nil) throws {
         self.configuration = configuration
-        self.producer = producer
         log = Log(category: "detection", minimumLevel: configuration.logLevel)
         self.platform = try platform ?? configuration.makePlatform()
+        fleet = DeviceFleet(options: configuration.fleetOptions)
         context = try ZMQContext()
         reactor = Reactor(name: "detection", context: context)
     }
 
     public func run() throws {
         reactor.start { [self] loop in
-            let records = try loop.socket(.sub)
-            try records.setReceiveHighWaterMark(1_000_000)
-            if let shard = configuration.shard {
-                try records.subscribe(Topic.record(shard: shard.index))
-            } else {
-                try records.subscribe(Topic.records)
-            }
-            try records.subscribe(Topic.heartbeat)
-            try records.connect(configuration.recordsEndpoint)
-            self.records = records
+            let store = try DetectionStore(directory: try DataDirectory.prepare(configuration.dataDirectory),
+                                           shard: configuration.shardDescription)
+            self.store = store
+            let recovery = try restore(from: store)
+            let outboxSocket = try loop.socket(.router)
+            try outboxSocket.setSendTimeout(milliseconds: 1000)
+            try outboxSocket.bind(configuration.eventsEndpoint)
+            outbox = FeedServer(socket: outboxSocket, loop: loop, source: store, log: log)
             let control = try loop.socket(.router)
             try control.setSendTimeout(milliseconds: 1000)
             try control.bind(configuration.controlEndpoint)
             self.control = control
-            let events = try loop.socket(.pub)
-            try events.setSendHighWaterMark(1_000_000)
-            try events.setLinger(milliseconds: 2000)
-            try events.bind(configuration.eventsEndpoint)
-            self.events = events
-            loop.onReadable(records) { [self] socket in receiveRecords(socket, loop: loop) }
             loop.onReadable(control) { [self] socket in receiveCommands(socket, loop: loop) }
-            loop.every(0.1) { [self] in runTimers(loop: loop) }
-            loop.every(configuration.heartbeatInterval / 2) { [self] in heartbeatIfIdle(loop.now) }
-            loop.every(5) { [self] in reportSilentProducers() }
-            log.info("running", ["records": configuration.recordsEndpoint, "control": control.lastEndpoint,
-                                 "events": events.lastEndpoint,
+            for endpoint in configuration.recordsEndpoints {
+                let reader = try JournalReader(loop: loop, endpoint: endpoint, consumer: configuration.consumerName,
+                                               shard: configuration.shard, log: log) { [self] reader, header, items in
+                    journalReplied(reader, header, items, loop: loop)
+                }
+                journals.append(reader)
+                reader.greet()
+            }
+            phase = .recovering(queue: recovery, waiting: false)
+            loop.every(0.1) { [self] in tick(loop: loop) }
+            loop.every(configuration.checkpointInterval) { [self] in checkpoint() }
+            log.info("running", ["records": configuration.recordsEndpoints.joined(separator: ","),
+                                 "control": control.lastEndpoint, "events": outboxSocket.lastEndpoint,
+                                 "dataDir": configuration.dataDirectory,
                                  "platform": configuration.platformURL?.absoluteString ?? "embedded",
-                                 "autoMonitor": String(configuration.autoMonitor)])
+                                 "autoMonitor": String(configuration.autoMonitor),
+                                 "recovering": String(recovery.count)])
+            continueRecovery(loop: loop)
         }
         if let error = reactor.wait() { throw error }
     }
 
-    /// Graceful stop: no more records are taken, buffered ones are applied, platform calls in flight get up to
-    /// `stopGrace` seconds to finish and their events are published, then the sockets close.
+    /// Graceful stop: no more records are read, platform calls in flight get up to `stopGrace` seconds and their
+    /// answers are stored, a last checkpoint is taken, then the sockets close. Nothing buffered is lost: reorder
+    /// buffers are part of the checkpoint.
     public func stop() {
         reactor.post { [self] loop in
-            guard !stopping else { return }
-            stopping = true
-            if let records { loop.close(records) }
-            records = nil
-            for device in devices.keys.sorted() {
-                for record in devices[device]!.ordering.flush() { apply(record, loop: loop) }
-            }
+            if case .stopping = phase { return }
+            phase = .stopping
+            for journal in journals { journal.close() }
+            journals.removeAll()
             let deadline = loop.now + Self.stopGrace
             func finishWhenIdle() {
                 if platformCallsInFlight == 0 || loop.now >= deadline {
                     if platformCallsInFlight > 0 {
-                        log.warning("stopping with platform calls unanswered", ["calls": String(platformCallsInFlight)])
+                        log.warning("stopping with platform calls unanswered (asked again at the next start)",
+                                    ["calls": String(platformCallsInFlight)])
                     }
-                    log.info("stopping", ["records": String(statistics.records), "events": String(statistics.events),
-                                          "devices": String(devices.count)])
+                    checkpointInFlight = false
+                    checkpoint(now: true)
+                    log.info("stopping", ["records": String(statistics.recordsRead), "events": String(statistics.events),
+                                          "devices": String(fleet.deviceCount),
+                                          "outbox": String((try? store?.outboxCount()) ?? -1)])
                     loop.stop()
                 } else {
                     loop.schedule(after: 0.05) { finishWhenIdle() }
@@ -119,221 +148,347 @@ public final class DetectionService: @unchecked Sendable {
         }
     }
 
-    // MARK: Records
+    // MARK: Start and recovery
 
-    private func receiveRecords(_ socket: ZMQSocket, loop: ReactorLoop) {
-        for _ in 0..<10_000 {
-            guard !stopping else { return }
-            let frames: [[UInt8]]
-            do {
-                guard let received = try socket.receive(dontWait: true) else { return }
-                frames = received
-            } catch {
-                log.error("record socket failed", ["error": "\(error)"])
-                return
+    /// Loads the last checkpoint and returns the inputs stored after it, to re-run.
+    private func restore(from store: DetectionStore) throws -> [DetectionInput] {
+        let decoder = JSONDecoder()
+        if let checkpoint = try store.loadCheckpoint() {
+            let shared = try decoder.decode(FleetSharedState.self, from: Data(checkpoint.shared))
+            var devices: [(DeviceID, FleetDeviceState)] = []
+            devices.reserveCapacity(checkpoint.devices.count)
+            for (id, state) in checkpoint.devices {
+                devices.append((id, try decoder.decode(FleetDeviceState.self, from: Data(state))))
             }
-            let envelope: Envelope
-            do {
-                envelope = try Envelope(frames: frames)
-            } catch {
-                log.warning("unreadable message from ingest", ["error": "\(error)"])
-                continue
-            }
-            noteSequence(envelope.header)
-            guard envelope.header.kind == .record else { continue }
-            do {
-                route(try envelope.record(), loop: loop)
-            } catch {
-                log.warning("unreadable record from ingest", ["error": "\(error)"])
-            }
+            fleet = DeviceFleet(options: configuration.fleetOptions, shared: shared, devices: devices)
+            _ = fleet.takeChangedDevices()
+            checkpointInput = checkpoint.input
+            checkpointPositions = checkpoint.positions
+            log.info("checkpoint loaded", ["devices": String(devices.count), "input": String(checkpoint.input)])
         }
+        let inputs = try store.inputs(after: checkpointInput)
+        lastInput = try store.lastInput()
+        return inputs.map(\.input)
     }
 
-    private func noteSequence(_ header: EnvelopeHeader) {
-        switch tracker.observe(header, at: Date().timeIntervalSince1970) {
-        case let .gap(missing):
-            log.warning("messages lost between ingest and detection",
-                        ["producer": header.producer, "missing": "\(missing.lowerBound)…\(missing.upperBound)"])
-        case .restarted:
-            log.info("ingest restarted", ["producer": header.producer])
-        default:
-            break
-        }
-    }
-
-    private func route(_ record: SensorRecord, loop: ReactorLoop) {
-        let device = record.device
-        statistics.records += 1
-        if devices[device] == nil { devices[device] = DeviceRuntime(device: device, window: configuration.reorderWindow) }
-        if devices[device]!.session.lifecycle == .unconfigured, configuration.autoMonitor {
-            guard let settings = applicationSettings[device.app] else {
-                if devices[device]!.waitingForSettings.count < Self.maximumWaitingRecords {
-                    devices[device]!.waitingForSettings.append(record)
+    /// Re-runs stored inputs one by one; records are fetched again from their journal by exact range. When the
+    /// queue is empty the service goes live: reading journals from where the re-run ended, and asking the platform
+    /// again for whatever the fleet still waits for.
+    private func continueRecovery(loop: ReactorLoop) {
+        guard case .recovering(var queue, let waiting) = phase, !waiting else { return }
+        // Every journal must have named itself before records can be asked of the right one.
+        guard journals.allSatisfy({ $0.feed != nil }) else { return }
+        while let input = queue.first {
+            if case let .records(feed, after, to, _) = input {
+                guard let reader = journals.first(where: { $0.feed == feed }) else {
+                    log.error("records of a journal no longer configured cannot be re-read: skipped",
+                              ["journal": feed, "after": String(after), "to": String(to)])
+                    queue.removeFirst()
+                    continue
                 }
-                requestSettings(for: device.app)
+                phase = .recovering(queue: queue, waiting: true)
+                reader.fetchRange(after: after, through: to)
                 return
             }
-            startAutomatically(&devices[device]!, settings: settings, at: record.t)
+            queue.removeFirst()
+            statistics.recoveredInputs += 1
+            apply(input, loop: loop)
         }
-        let (ready, rejected) = devices[device]!.ordering.insert(record)
-        devices[device]!.lastArrival = loop.now
-        for (rejectedRecord, reason) in rejected {
-            switch reason {
-            case .duplicate:
-                statistics.duplicates += 1
-            case .late, .farInFuture:
-                statistics.late += 1
-                log.warning("record not applied", ["device": rejectedRecord.device.description,
-                                                    "t": ISO8601.string(fromSeconds: rejectedRecord.t),
-                                                    "reason": reason.description])
-            }
+        commitEvents()
+        phase = .live
+        if statistics.recoveredInputs > 0 {
+            log.info("recovered", ["inputs": String(statistics.recoveredInputs), "devices": String(fleet.deviceCount)])
         }
-        for next in ready { apply(next, loop: loop) }
+        perform(fleet.pendingPlatformCalls, loop: loop)
+        for journal in journals { journal.fetchNext() }
     }
 
-    private func startAutomatically(_ runtime: inout DeviceRuntime, settings: DetectionSettings, at t: Double) {
-        let device = runtime.session.device
-        do {
-            _ = try runtime.session.configure(RoadSaveConfiguration(applicationID: device.app, clientUserID: device.user), at: t)
-            _ = try runtime.session.startMonitoring(at: t, fetch: .fetched(settings))
-            log.info("monitoring", ["device": device.description, "by": "autoMonitor"])
-        } catch {
-            log.error("device not monitored", ["device": device.description, "error": error.code, "reason": error.description])
-        }
-    }
+    // MARK: Journals
 
-    /// Applies a record that left the reorder stage.
-    private func apply(_ record: SensorRecord, loop: ReactorLoop) {
-        guard var runtime = devices[record.device] else { return }
-        if runtime.session.lifecycle != .monitoring {
-            statistics.notMonitored += 1
-            if statistics.notMonitored == 1 || statistics.notMonitored % 10_000 == 0 {
-                log.info("records of devices not monitored are not applied",
-                         ["device": record.device.description, "count": String(statistics.notMonitored)])
-            }
-        }
-        runtime.noteArrival(eventTime: record.t, monotonic: loop.now)
-        let actions = runtime.session.handle(record)
-        devices[record.device] = runtime
-        perform(actions, device: record.device)
-    }
-
-    private func requestSettings(for app: String) {
-        guard settingsRequested.insert(app).inserted else { return }
-        let platform = self.platform
-        Task { [reactor] in
-            let fetch = await platform.fetchSettings(applicationID: app)
-            reactor.post { [self] loop in settingsArrived(app: app, fetch: fetch, loop: loop) }
-        }
-    }
-
-    private func settingsArrived(app: String, fetch: SettingsFetch, loop: ReactorLoop) {
-        settingsRequested.remove(app)
-        let waiting = devices.filter { $0.key.app == app && !$0.value.waitingForSettings.isEmpty }.keys.sorted()
-        guard case let .fetched(settings) = fetch else {
-            // Never fetched and unreachable: offlineLimitExceeded for these devices. Their records are dropped;
-            // the next record tries again.
-            for device in waiting {
-                log.error("device not monitored: platform unreachable and no settings cached",
-                          ["device": device.description, "error": "offlineLimitExceeded",
-                           "dropped": String(devices[device]!.waitingForSettings.count)])
-                devices[device]!.waitingForSettings.removeAll()
+    private func journalReplied(_ reader: JournalReader, _ header: FeedReplyHeader, _ items: ArraySlice<[UInt8]>,
+                                loop: ReactorLoop) {
+        if let error = header.error {
+            log.warning("journal refused a request", ["endpoint": reader.endpoint, "error": error])
+            loop.schedule(after: 1) { [self] in
+                if case .stopping = phase { return }
+                if reader.feed == nil { reader.greet() } else { resume(reader, loop: loop) }
             }
             return
         }
-        applicationSettings[app] = settings
-        for device in waiting {
-            let records = devices[device]!.waitingForSettings
-            devices[device]!.waitingForSettings.removeAll()
-            for record in records { route(record, loop: loop) }
+        guard reader.feed == header.feed else {
+            // First contact (or the endpoint now serves another journal): continue from what the checkpoint says.
+            if let previous = reader.feed {
+                log.warning("the journal at an endpoint changed", ["endpoint": reader.endpoint, "was": previous, "now": header.feed])
+            }
+            let position = positionAfterRecovery(of: header.feed)
+            reader.adopt(feed: header.feed, position: position, checkpointed: checkpointPositions[header.feed] ?? 0)
+            if case .recovering = phase {
+                continueRecovery(loop: loop)
+            } else {
+                resume(reader, loop: loop)
+            }
+            return
         }
+        if case .recovering(var queue, true) = phase, case let .records(feed, _, to, now) = queue.first, feed == header.feed {
+            queue.removeFirst()
+            phase = .recovering(queue: queue, waiting: false)
+            statistics.recoveredInputs += 1
+            applyRecords(items, now: now, loop: loop)
+            reader.position = to
+            continueRecovery(loop: loop)
+            return
+        }
+        guard case .live = phase else { return }
+        reader.noteReply(header, items: items.count)
+        let after = reader.position
+        reader.position = header.to
+        // The next request goes out before this reply is worked through, so the journal's answer overlaps the work.
+        reader.fetchNext()
+        guard !items.isEmpty else { return }
+        let now = Date().timeIntervalSince1970
+        pendingInputs.append(.records(feed: header.feed, after: after, to: header.to, now: now))
+        applyRecords(items, now: now, loop: loop)
+        commit()
+    }
+
+    private func resume(_ reader: JournalReader, loop: ReactorLoop) {
+        guard case .live = phase else { return }
+        reader.fetchNext()
+    }
+
+    /// Where reading of `feed` goes on after the re-run: its last records input, else its checkpoint position.
+    private func positionAfterRecovery(of feed: String) -> UInt64 {
+        var position = checkpointPositions[feed] ?? 0
+        if case let .recovering(queue, _) = phase {
+            for case let .records(inputFeed, _, to, _) in queue where inputFeed == feed { position = max(position, to) }
+        }
+        return position
+    }
+
+    private func applyRecords(_ chunks: ArraySlice<[UInt8]>, now: Double, loop: ReactorLoop) {
+        for chunk in chunks {
+            let decoded: DecodedBatch
+            do {
+                decoded = try RecordBatch.decodeBatch(chunk, contentType: .msgpack)
+            } catch {
+                log.error("unreadable chunk in the journal: skipped", ["error": "\(error)"])
+                continue
+            }
+            for (index, result) in decoded.records {
+                switch result {
+                case let .success(record):
+                    statistics.recordsRead += 1
+                    perform(fleet.receive(record, now: now), loop: loop)
+                case let .failure(error):
+                    log.error("invalid record in the journal: skipped", ["index": String(index), "field": error.field,
+                                                                         "reason": error.reason])
+                }
+            }
+        }
+    }
+
+    // MARK: Inputs that are not records
+
+    /// Applies a stored input again (recovery); records are handled where their fetch is answered.
+    private func apply(_ input: DetectionInput, loop: ReactorLoop) {
+        switch input {
+        case .records:
+            break
+        case let .settings(app, fetch, now):
+            perform(fleet.settingsFetched(app: app, fetch, now: now), loop: loop)
+        case let .verdict(device, crashID, outcome):
+            perform(fleet.crashEvaluated(device: device, crashID: crashID, outcome: outcome), loop: loop)
+        case let .control(text, fetch, now):
+            guard let request = try? ControlRequest(json: Array(text.utf8)) else { return }
+            perform(fleet.control(request, now: now, fetch: fetch).actions, loop: loop)
+        case let .tick(now):
+            perform(fleet.tick(now: now), loop: loop)
+        }
+    }
+
+    /// Clock-driven decisions, only while every journal has been read to its end: while records wait unread, a
+    /// device is not silent, detection is behind (a journal that stopped answering is waited for
+    /// `silentJournalGrace` seconds).
+    private func tick(loop: ReactorLoop) {
+        guard case .live = phase else { return }
+        let readAll = journals.allSatisfy { $0.caughtUp || loop.now - $0.lastReply > Self.silentJournalGrace }
+        guard readAll else { return }
+        let now = Date().timeIntervalSince1970
+        let actions = fleet.tick(now: now)
+        // A tick that changed nothing need not be stored: the re-run would do nothing with it either.
+        guard fleet.lastTickChangedState || !actions.isEmpty else { return }
+        pendingInputs.append(.tick(now: now))
+        perform(actions, loop: loop)
+        commit()
     }
 
     // MARK: Actions
 
-    private func perform(_ actions: [DetectionAction], device: DeviceID) {
+    private func perform(_ actions: [FleetAction], loop: ReactorLoop) {
         for action in actions {
             switch action {
             case let .emit(event):
-                publish(event)
-            case let .evaluateCrash(candidate):
-                platformCallsInFlight += 1
-                let platform = self.platform
-                Task { [reactor] in
-                    let outcome = await platform.evaluation(of: candidate)
-                    reactor.post { [self] _ in
-                        platformCallsInFlight -= 1
-                        if outcome == .unreachable {
-                            log.warning("platform unreachable: crash reported with confidence unknown",
-                                        ["device": device.description, "crashID": candidate.crashID])
-                        }
-                        guard var runtime = devices[device] else { return }
-                        let actions = runtime.session.crashEvaluated(crashID: candidate.crashID, outcome: outcome)
-                        devices[device] = runtime
-                        perform(actions, device: device)
-                    }
+                statistics.events += 1
+                pendingEvents.append(event)
+                log.info("event", ["event": event.name, "device": event.device.description, "eventID": event.eventID])
+            case let .fetchSettings(app):
+                guard case .live = phase else { continue }
+                callPlatform { platform in .settings(app: app, fetch: await platform.fetchSettings(applicationID: app)) }
+            case let .evaluateCrash(device, candidate):
+                guard case .live = phase else { continue }
+                callPlatform { platform in
+                    .verdict(device: device, crashID: candidate.crashID, outcome: await platform.evaluation(of: candidate))
                 }
-            case let .crashDismissed(candidate, reason):
+            case let .crashDismissed(device, candidate, reason):
                 log.info("suspected crash dismissed", ["device": device.description, "crashID": candidate.crashID,
                                                        "at": ISO8601.string(fromSeconds: candidate.time),
                                                        "reason": reason.rawValue,
                                                        "peakG": JSONObjectWriter.number(candidate.peakG, decimals: 1)])
+            case let .recordRejected(record, reason):
+                if case .duplicate = reason { continue }
+                log.warning("record not applied", ["device": record.device.description,
+                                                    "t": ISO8601.string(fromSeconds: record.t), "reason": reason.description])
+            case let .deviceNotMonitored(device, error):
+                log.error("device not monitored", ["device": device.description, "error": error.code,
+                                                   "reason": error.description])
             }
         }
     }
 
-    private func publish(_ event: RoadSaveEvent) {
-        guard let events else { return }
-        statistics.events += 1
-        let envelope = Envelope.event(event, producer: producer, sequence: sequence.next(),
-                                      sentAt: Date().timeIntervalSince1970)
+    /// What the platform answered, brought back to the reactor thread.
+    private enum PlatformAnswer: Sendable {
+        case settings(app: String, fetch: SettingsFetch)
+        case verdict(device: DeviceID, crashID: String, outcome: CrashEvaluationOutcome)
+        /// The settings fetch a control command needed (the command waits in `waitingCommands`).
+        case command(id: Int, fetch: SettingsFetch)
+    }
+
+    /// Runs a platform call off the reactor; its answer is applied back on the reactor and stored.
+    private func callPlatform(_ call: @escaping @Sendable (any Platform) async -> PlatformAnswer) {
+        platformCallsInFlight += 1
+        let platform = self.platform
+        Task { [reactor] in
+            let answer = await call(platform)
+            reactor.post { [self] loop in
+                platformCallsInFlight -= 1
+                platformAnswered(answer, loop: loop)
+                commit()
+            }
+        }
+    }
+
+    private func platformAnswered(_ answer: PlatformAnswer, loop: ReactorLoop) {
+        let now = Date().timeIntervalSince1970
+        switch answer {
+        case let .settings(app, fetch):
+            pendingInputs.append(.settings(app: app, fetch: fetch, now: now))
+            perform(fleet.settingsFetched(app: app, fetch, now: now), loop: loop)
+        case let .verdict(device, crashID, outcome):
+            if outcome == .unreachable {
+                log.warning("platform unreachable: crash reported with confidence unknown",
+                            ["device": device.description, "crashID": crashID])
+            }
+            pendingInputs.append(.verdict(device: device, crashID: crashID, outcome: outcome))
+            perform(fleet.crashEvaluated(device: device, crashID: crashID, outcome: outcome), loop: loop)
+        case let .command(id, fetch):
+            guard let waiting = waitingCommands.removeValue(forKey: id) else { return }
+            execute(waiting.request, text: waiting.text, fetch: fetch, reply: waiting.prefix, loop: loop)
+        }
+    }
+
+    // MARK: Storing
+
+    /// Stores the inputs and events in hand in one transaction, then lets the events and replies go.
+    private func commit() {
+        guard let store, !pendingInputs.isEmpty || !pendingEvents.isEmpty || !pendingReplies.isEmpty else { return }
         do {
-            try events.send(envelope.frames())
-            lastPublished = MonotonicClock.now()
-            log.info("event", ["event": event.name, "device": event.device.description, "eventID": event.eventID])
-        } catch {
-            log.error("event not published", ["event": event.name, "eventID": event.eventID, "error": "\(error)"])
-        }
-    }
-
-    // MARK: Time
-
-    /// Fires what is due on the clock: reorder buffers of devices gone quiet are released, and a device's timers
-    /// fire when its event time, run on by the clock since its last record, reaches them.
-    private func runTimers(loop: ReactorLoop) {
-        let now = loop.now
-        let wall = Date().timeIntervalSince1970
-        // The keys are copied first: mutating the dictionary while iterating its own keys would copy it each time.
-        for device in Array(devices.keys) {
-            guard let runtime = devices[device], runtime.lastEventTime != nil || runtime.ordering.bufferedCount > 0
-            else { continue }
-            if runtime.ordering.bufferedCount > 0, now - runtime.lastArrival >= Self.idleFlush {
-                for record in devices[device]!.ordering.flush() { apply(record, loop: loop) }
+            if let last = try store.commit(inputs: pendingInputs, events: pendingEvents, at: Date().timeIntervalSince1970) {
+                lastInput = last
             }
-            guard let current = devices[device], let deadline = current.session.nextDeadline,
-                  current.lastEventTime != nil else { continue }
-            let eventNow = current.eventTime(atMonotonic: now, wallClock: wall)
-            guard eventNow >= deadline else { continue }
-            var updated = current
-            let actions = updated.session.advance(to: deadline)
-            devices[device] = updated
-            perform(actions, device: device)
+        } catch {
+            // The work cannot be made durable: stop rather than let events or replies out that a restart could not
+            // give again. The store's last state is consistent; a restart re-reads the journals from it.
+            log.error("detection store failed: stopping", ["error": "\(error)"])
+            reactor.stop()
+            return
+        }
+        let hadEvents = !pendingEvents.isEmpty
+        pendingInputs.removeAll(keepingCapacity: true)
+        pendingEvents.removeAll(keepingCapacity: true)
+        for reply in pendingReplies { send(reply.frames, reply.bytes) }
+        pendingReplies.removeAll()
+        if hadEvents { outbox?.itemsAdded() }
+    }
+
+    /// During recovery only events are stored: the inputs giving them are already in the store.
+    private func commitEvents() {
+        guard let store, !pendingEvents.isEmpty else { return }
+        do {
+            try store.commit(inputs: [], events: pendingEvents, at: Date().timeIntervalSince1970)
+            pendingEvents.removeAll()
+            outbox?.itemsAdded()
+        } catch {
+            log.error("detection store failed: stopping", ["error": "\(error)"])
+            reactor.stop()
         }
     }
 
-    private func heartbeatIfIdle(_ now: Double) {
-        guard let events, now - lastPublished >= configuration.heartbeatInterval else { return }
-        // On the events topic, which is all the notifier subscribes to; it carries the last sequence number sent.
-        let envelope = Envelope.heartbeat(producer: producer, sequence: sequence.last,
-                                          sentAt: Date().timeIntervalSince1970, topic: Topic.events)
-        _ = try? events.send(envelope.frames(), dontWait: true)
-        lastPublished = now
+    /// Takes a checkpoint: the fleet's changed devices and shared state with the journal positions, after which the
+    /// inputs before it are forgotten. The fleet is a value, so a copy is encoded on another thread while this one
+    /// goes on; the rows are written back here (the store belongs to this thread). `now` encodes in place (at stop).
+    private func checkpoint(now: Bool = false) {
+        guard store != nil, !checkpointInFlight else { return }
+        switch phase {
+        case .live, .stopping: break
+        default: return
+        }
+        commit()
+        guard lastInput > checkpointInput || fleet.hasChangedDevices || !unsavedDevices.isEmpty else { return }
+        let seen = Set(unsavedDevices)
+        let changed = unsavedDevices + fleet.takeChangedDevices().filter { !seen.contains($0) }
+        unsavedDevices.removeAll()
+        let snapshot = fleet
+        let input = lastInput
+        var current = checkpointPositions
+        for journal in journals { if let feed = journal.feed { current[feed] = journal.position } }
+        let positions = current
+        let write: @Sendable (Result<(shared: [UInt8], devices: [(DeviceID, [UInt8])]), any Error>) -> Void = { [self] encoded in
+            reactor.post { [self] _ in
+                checkpointInFlight = false
+                do {
+                    let (shared, devices) = try encoded.get()
+                    try self.store?.writeCheckpoint(input: input, shared: shared, changedDevices: devices, positions: positions,
+                                              at: Date().timeIntervalSince1970)
+                    checkpointInput = input
+                    checkpointPositions = positions
+                    for journal in journals { if let feed = journal.feed { journal.checkpointed = positions[feed] ?? 0 } }
+                    statistics.checkpoints += 1
+                } catch {
+                    unsavedDevices += changed
+                    log.error("checkpoint not written (the inputs since the last one are kept)", ["error": "\(error)"])
+                }
+            }
+        }
+        checkpointInFlight = true
+        if now {
+            write(Result { try Self.encode(snapshot, devices: changed) })
+            return
+        }
+        DispatchQueue.global(qos: .utility).async {
+            write(Result { try Self.encode(snapshot, devices: changed) })
+        }
     }
 
-    private func reportSilentProducers() {
-        for producer in tracker.silentProducers(now: Date().timeIntervalSince1970, after: 5 * configuration.heartbeatInterval) {
-            log.warning("no records nor heartbeats from ingest", ["producer": producer])
+    private static func encode(_ fleet: DeviceFleet, devices: [DeviceID]) throws -> (shared: [UInt8], devices: [(DeviceID, [UInt8])]) {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        var encoded: [(DeviceID, [UInt8])] = []
+        encoded.reserveCapacity(devices.count)
+        for device in devices {
+            guard let state = fleet.deviceState(device) else { continue }
+            encoded.append((device, Array(try encoder.encode(state))))
         }
+        return (Array(try encoder.encode(fleet.sharedState)), encoded)
     }
 
     // MARK: Control
@@ -351,102 +506,70 @@ public final class DetectionService: @unchecked Sendable {
             // [identity, (empty delimiter from REQ,) body]
             guard frames.count >= 2, let body = frames.last else { continue }
             let prefix = Array(frames.dropLast())
-            // Replies may come later (after a platform call), always from the reactor thread.
-            let reply: @Sendable ([UInt8]) -> Void = { [self] bytes in
-                reactor.post { [self] _ in
-                    do {
-                        if try control?.send(prefix + [bytes], dontWait: true) == false {
-                            log.warning("control client gone before its reply")
-                        }
-                    } catch {
-                        log.warning("control reply not sent", ["error": "\(error)"])
-                    }
-                }
-            }
-            guard !stopping else {
-                reply(ControlReply.failure("stopping", "the detection service is shutting down"))
+            switch phase {
+            case .live: break
+            case .stopping:
+                send(prefix, ControlReply.failure("stopping", "the detection service is shutting down"))
+                continue
+            default:
+                send(prefix, ControlReply.failure("recovering", "the detection service is re-running its journal after a restart; try again in a moment"))
                 continue
             }
+            let request: ControlRequest
             do {
-                execute(try ControlRequest(json: body), loop: loop, reply: reply)
+                request = try ControlRequest(json: body)
             } catch {
-                reply(ControlReply.failure("badRequest", error.message))
+                send(prefix, ControlReply.failure("badRequest", "\(error)"))
+                continue
             }
+            let text = String(decoding: body, as: UTF8.self)
+            guard request.needsSettings else {
+                execute(request, text: text, fetch: nil, reply: prefix, loop: loop)
+                continue
+            }
+            // The startup guard fetches settings: off the reactor, then back on it to apply.
+            nextCommandID += 1
+            let id = nextCommandID
+            waitingCommands[id] = (request, text, prefix)
+            let app = request.app
+            callPlatform { platform in .command(id: id, fetch: await platform.fetchSettings(applicationID: app)) }
         }
     }
 
-    private func execute(_ request: ControlRequest, loop: ReactorLoop, reply: @escaping @Sendable ([UInt8]) -> Void) {
-        let targets: [DeviceID]
-        if let user = request.user {
-            targets = [DeviceID(app: request.app, user: user)]
-        } else {
-            targets = devices.keys.filter { $0.app == request.app }.sorted()
-            guard !targets.isEmpty else {
-                reply(ControlReply.failure("noDevices", "no device of that application is known yet"))
-                return
-            }
-        }
-        for device in targets where devices[device] == nil {
-            devices[device] = DeviceRuntime(device: device, window: configuration.reorderWindow)
-        }
-        let needsSettings = request.command == .startMonitoring
-            || (request.command == .setAutoTripDetection && request.enabled == true)
-        guard needsSettings else {
-            reply(apply(request, to: targets, fetch: nil, loop: loop))
+    private func execute(_ request: ControlRequest, text: String, fetch: SettingsFetch?, reply prefix: [[UInt8]],
+                         loop: ReactorLoop) {
+        guard case .live = phase else {
+            send(prefix, ControlReply.failure("stopping", "the detection service is shutting down"))
             return
         }
-        // The startup guard fetches settings: off the reactor, then back on it to apply.
-        let platform = self.platform
-        platformCallsInFlight += 1
-        Task { [reactor] in
-            let fetch = await platform.fetchSettings(applicationID: request.app)
-            reactor.post { [self] loop in
-                platformCallsInFlight -= 1
-                if case let .fetched(settings) = fetch { applicationSettings[request.app] = settings }
-                reply(apply(request, to: targets, fetch: fetch, loop: loop))
-            }
-        }
+        let now = Date().timeIntervalSince1970
+        pendingInputs.append(.control(request: text, fetch: fetch, now: now))
+        let (outcome, actions) = fleet.control(request, now: now, fetch: fetch)
+        perform(actions, loop: loop)
+        log.info("control command", ["command": request.command.rawValue, "app": Secret.mask(request.app),
+                                     "result": outcome.summary])
+        // The reply leaves once the command is stored.
+        pendingReplies.append((prefix, outcome.reply))
+        commit()
     }
 
-    /// Runs a command on each target device; the reply reports the first error, or every device's state.
-    private func apply(_ request: ControlRequest, to targets: [DeviceID], fetch: SettingsFetch?, loop: ReactorLoop) -> [UInt8] {
-        let wall = Date().timeIntervalSince1970
-        var sessions: [DeviceSession] = []
-        for device in targets {
-            guard var runtime = devices[device] else { continue }
-            let t = runtime.eventTime(atMonotonic: loop.now, wallClock: wall)
-            do {
-                let actions: [DetectionAction]
-                switch request.command {
-                case .configure:
-                    let configuration = RoadSaveConfiguration(applicationID: device.app, clientUserID: device.user,
-                                                              detectionMode: request.detectionMode ?? .all,
-                                                              shouldAutoDetectTrips: request.shouldAutoDetectTrips ?? true)
-                    actions = try runtime.session.configure(configuration, at: t)
-                case .startMonitoring:
-                    actions = try runtime.session.startMonitoring(at: t, fetch: fetch ?? .unreachable)
-                case .stopMonitoring:
-                    actions = try runtime.session.stopMonitoring(at: t)
-                case .setAutoTripDetection:
-                    actions = try runtime.session.setAutoTripDetection(request.enabled ?? true, at: t, fetch: fetch)
-                case .setDetectionMode:
-                    actions = try runtime.session.setDetectionMode(request.detectionMode ?? .all, at: t)
-                case .raiseTestCrash:
-                    actions = try runtime.session.raiseTestCrash(at: t)
-                }
-                if runtime.lastEventTime == nil { runtime.noteArrival(eventTime: t, monotonic: loop.now) }
-                devices[device] = runtime
-                perform(actions, device: device)
-                sessions.append(devices[device]!.session)
-            } catch {
-                devices[device] = runtime
-                log.info("control command refused", ["command": request.command.rawValue, "device": device.description,
-                                                     "error": error.code])
-                return ControlReply.failure(error.code, error.message, device: device)
+    private func send(_ prefix: [[UInt8]], _ bytes: [UInt8]) {
+        do {
+            if try control?.send(prefix + [bytes], dontWait: true) == false {
+                log.warning("control client gone before its reply")
             }
+        } catch {
+            log.warning("control reply not sent", ["error": "\(error)"])
         }
-        log.info("control command", ["command": request.command.rawValue, "app": Secret.mask(request.app),
-                                     "devices": String(sessions.count)])
-        return ControlReply.ok(devices: targets, sessions: sessions)
+    }
+}
+
+extension ControlOutcome {
+    /// For the log line of a command: `ok (N devices)` or the error code.
+    var summary: String {
+        switch self {
+        case let .ok(devices, _): "ok (\(devices.count) devices)"
+        case let .failure(code, _, _): code
+        }
     }
 }

@@ -4,8 +4,14 @@ import ServiceKit
 
 /// notifier's settings: flags, environment or a JSON file (see `ServiceConfiguration`).
 public struct NotifierConfiguration: Sendable {
-    /// detection's event publisher, to subscribe to.
-    public var eventsEndpoint = "tcp://127.0.0.1:5553"
+    /// Where `notifier.sqlite` lives: events, per-sink outboxes, positions in detection's feeds.
+    public var dataDirectory = "roadsave-data/notify"
+    /// detection's outbox feeds (ROUTER endpoints), each read from the position stored for it.
+    public var eventsEndpoints = ["tcp://127.0.0.1:5553"]
+    /// Where subscribers that were away ask for what they missed (ROUTER); nil turns it off.
+    public var catchUpEndpoint: String? = "tcp://*:5555"
+    /// Seconds an event is kept after every sink took it: the catch-up window.
+    public var retentionAge = 7 * 86_400.0
     /// Where alerting systems subscribe (PUB, topics `<event>.<app>.<user>`); nil turns the sink off.
     public var publishEndpoint: String? = "tcp://*:5554"
     public var publishFormat = EventFormat.current
@@ -16,14 +22,26 @@ public struct NotifierConfiguration: Sendable {
     /// NDJSON output: a file path, `-` for standard output, nil for none.
     public var ndjsonPath: String?
     public var ndjsonFormat = EventFormat.current
+    /// The longest wait between two attempts of a webhook delivery (retries never give up).
+    public var webhookMaximumBackoff = 30.0
+    /// How long a fetch may wait at detection for new events; its empty answer is detection's heartbeat.
     public var heartbeatInterval = 1.0
     public var logLevel = Log.Level.info
 
     public init() {}
 
     public static let specs: [SettingSpec] = [
+        SettingSpec(flag: "--data-dir", environment: "ROADSAVE_DATA_DIR", key: "dataDirectory",
+                    default: "roadsave-data/notify",
+                    help: "directory of notifier.sqlite: the events (deduplicated by eventID), an outbox per sink, the positions read in detection's feeds"),
         SettingSpec(flag: "--events-endpoint", environment: "ROADSAVE_EVENTS_CONNECT", key: "eventsEndpoint",
-                    default: "tcp://127.0.0.1:5553", help: "detection's event publisher to subscribe to"),
+                    default: "tcp://127.0.0.1:5553",
+                    help: "detection's outbox feeds to pull events from, comma-separated (one per detection shard)"),
+        SettingSpec(flag: "--catch-up-endpoint", environment: "ROADSAVE_CATCH_UP_ENDPOINT", key: "catchUpEndpoint",
+                    default: "tcp://*:5555",
+                    help: "ZeroMQ endpoint (ROUTER) where subscribers ask for the events they missed, by position or eventID (roadsave tail --since); \"none\" for none"),
+        SettingSpec(flag: "--retention-age", environment: "ROADSAVE_RETENTION_AGE", key: "retentionAge", default: "7d",
+                    help: "how long events are kept once every sink took them: the catch-up window (e.g. 7d, 12h, 30m, 90s)"),
         SettingSpec(flag: "--publish-endpoint", environment: "ROADSAVE_PUBLISH_ENDPOINT", key: "publishEndpoint",
                     default: "tcp://*:5554", help: "ZeroMQ endpoint alerting systems subscribe to (PUB); \"none\" for none"),
         SettingSpec(flag: "--publish-format", environment: "ROADSAVE_PUBLISH_FORMAT", key: "publishFormat",
@@ -36,20 +54,33 @@ public struct NotifierConfiguration: Sendable {
                     help: "file holding the webhook secret"),
         SettingSpec(flag: "--webhook-format", environment: "ROADSAVE_WEBHOOK_FORMAT", key: "webhookFormat",
                     default: "current", help: "event format of webhook bodies: current or legacy"),
+        SettingSpec(flag: "--webhook-max-backoff", environment: "ROADSAVE_WEBHOOK_MAX_BACKOFF", key: "webhookMaximumBackoff",
+                    default: "30",
+                    help: "longest wait in seconds between two attempts of a webhook delivery; failed deliveries (network errors, 408, 429, 5xx) are retried without end, in order per device; other 4xx and 3xx answers are logged as dropped by the receiver and not retried"),
         SettingSpec(flag: "--ndjson", environment: "ROADSAVE_NDJSON", key: "ndjson",
-                    help: "append events as NDJSON to this file (- for standard output)"),
+                    help: "append events as NDJSON to this file, each once even across crashes (the file is cut back to the last recorded write at start: it must be the notifier's alone); - for standard output (at least once)"),
         SettingSpec(flag: "--ndjson-format", environment: "ROADSAVE_NDJSON_FORMAT", key: "ndjsonFormat",
                     default: "current", help: "event format of the NDJSON output: current or legacy"),
         SettingSpec(flag: "--heartbeat", environment: "ROADSAVE_HEARTBEAT", key: "heartbeat", default: "1",
-                    help: "seconds of silence from detection before it is checked on"),
+                    help: "seconds a fetch waits at detection for new events (an empty answer is its heartbeat)"),
         SettingSpec(flag: "--log-level", environment: "ROADSAVE_LOG_LEVEL", key: "logLevel", default: "info",
                     help: "debug, info, warning or error"),
     ]
 
     public static func load(_ source: ServiceConfiguration) throws(CommandLineOptions.UsageError) -> NotifierConfiguration {
         var configuration = NotifierConfiguration()
-        configuration.eventsEndpoint = try Endpoint.validate(source.string("eventsEndpoint")!, flag: "--events-endpoint",
-                                                          connecting: true)
+        configuration.dataDirectory = source.string("dataDirectory") ?? "roadsave-data/notify"
+        if configuration.dataDirectory.isEmpty { throw .init("--data-dir must not be empty") }
+        configuration.eventsEndpoints = []
+        for text in (source.string("eventsEndpoint") ?? "").split(separator: ",")
+            .map({ $0.trimmingCharacters(in: .whitespaces) }) where !text.isEmpty {
+            configuration.eventsEndpoints.append(try Endpoint.validate(text, flag: "--events-endpoint", connecting: true))
+        }
+        if configuration.eventsEndpoints.isEmpty { throw .init("--events-endpoint needs at least one endpoint") }
+        let catchUp = source.string("catchUpEndpoint") ?? "none"
+        configuration.catchUpEndpoint = catchUp == "none" ? nil : try Endpoint.validate(catchUp, flag: "--catch-up-endpoint")
+        configuration.retentionAge = try duration(source.string("retentionAge") ?? "7d", flag: "--retention-age")
+        configuration.webhookMaximumBackoff = try source.double("webhookMaximumBackoff", range: 0.05...3600) ?? 30
         let publish = source.string("publishEndpoint")!
         configuration.publishEndpoint = publish == "none" ? nil : try Endpoint.validate(publish, flag: "--publish-endpoint")
         configuration.publishFormat = try format(source, "publishFormat")
@@ -60,6 +91,8 @@ public struct NotifierConfiguration: Sendable {
             guard let url = URL(string: text), let scheme = url.scheme, ["http", "https"].contains(scheme), url.host != nil else {
                 throw .init("--webhooks: \"\(text)\" is not an http:// or https:// URL")
             }
+            // Each URL has one outbox: the same one twice would get each event twice.
+            guard !configuration.webhooks.contains(url) else { throw .init("--webhooks: \"\(text)\" is given twice") }
             configuration.webhooks.append(url)
         }
         if let secret = source.string("webhookSecret") {
@@ -83,6 +116,21 @@ public struct NotifierConfiguration: Sendable {
             throw .init("no sink: give --publish-endpoint, --webhooks or --ndjson (events would go nowhere)")
         }
         return configuration
+    }
+
+    /// `7d`, `12h`, `30m`, `90s` or plain seconds.
+    static func duration(_ text: String, flag: String) throws(CommandLineOptions.UsageError) -> Double {
+        let units: [Character: Double] = ["d": 86_400, "h": 3600, "m": 60, "s": 1]
+        var number = Substring(text.trimmingCharacters(in: .whitespaces))
+        var unit = 1.0
+        if let last = number.last, let factor = units[last] {
+            unit = factor
+            number = number.dropLast()
+        }
+        guard let value = Double(number), value.isFinite, value >= 0, value * unit <= 10 * 365 * 86_400 else {
+            throw .init("\(flag) must be a duration such as 7d, 12h, 30m or 90s (at most 10 years), got \"\(text)\"")
+        }
+        return value * unit
     }
 
     private static func format(_ source: ServiceConfiguration, _ key: String) throws(CommandLineOptions.UsageError) -> EventFormat {

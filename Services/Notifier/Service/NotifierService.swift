@@ -1,175 +1,334 @@
 import Dispatch
+import Feeds
 import Foundation
 import NotifierSinks
 import RoadSaveModel
 import ServiceKit
+import Storage
 import Wire
 import ZeroMQ
 
-/// notifier: subscribes to detection's events and delivers each through every configured sink: a ZeroMQ PUB socket
-/// for downstream subscribers (frames `[<event>.<app>.<user>, JSON]`, CONTRACT §7), webhooks and NDJSON. An event
-/// redelivered upstream (same eventID) is delivered once.
+/// notifier: pulls detection's events from its outbox feeds, stores them durably, and delivers each through every
+/// configured sink from that sink's own outbox: a ZeroMQ PUB socket for downstream subscribers (frames
+/// `[<event>.<app>.<user>, JSON, position]`, CONTRACT §7), webhooks and NDJSON. Subscribers that were away ask the
+/// catch-up endpoint for what they missed.
+///
+/// The flow, all on one reactor thread:
+/// 1. One fetch outstanding per detection feed. Each reply's events and the feed's new position are stored in one
+///    transaction (an eventID already stored is dropped, across restarts), and only then is the next fetch sent,
+///    acknowledging that position: detection deletes its copies only of what is committed here.
+/// 2. Storing an event adds an outbox row per sink. Each sink reads its outbox in position order, a window at a time
+///    (never the whole backlog in memory), and a row is deleted when the sink took the event.
+/// 3. Events no sink still needs are deleted after the retention age (the catch-up window).
 public final class NotifierService: @unchecked Sendable {
-    // @unchecked: the mutable state below is used only on the reactor thread; the sinks are Sendable.
+    // @unchecked: the mutable state below is used only on the reactor thread; other threads reach it through
+    // `Reactor.post` / `Reactor.run`.
     public let configuration: NotifierConfiguration
     private let log: Log
     private let context: ZMQContext
     private let reactor: Reactor
-    private var tracker = SequenceTracker()
-    private var publisher: ZMQSocket?
-    private var recentEventIDs = RecentSet(capacity: 100_000)
-    /// Asynchronous sinks, each fed in order through its own stream.
-    private let sinks: [any EventSink]
-    private var feeds: [AsyncStream<RoadSaveEvent>.Continuation] = []
-    private var consumers: [Task<Void, Never>] = []
-    private var delivered = 0
+    private let ndjsonSink: NDJSONSink?
 
-    /// Longest a graceful stop waits for the sinks to deliver what they hold.
-    static let stopGrace = 10.0
+    private var store: NotifierStore?
+    private var outlets: [any SinkOutlet] = []
+    private var upstreams: [UpstreamFeed] = []
+    private var publisher: ZMQSocket?
+    private var catchUpSocket: ZMQSocket?
+    private var catchUp: CatchUpServer?
+    private var pendingReports: [String: OutletReport] = [:]
+    private var flushPosted = false
+    private var stopping = false
+    private var counts = (stored: 0, duplicates: 0, delivered: 0)
+
+    /// Most outbox entries in one sink's hands.
+    static let window = 1000
+    /// Most events asked for in one fetch.
+    static let fetchSize = 256
+    /// Pause before asking again after an error (of the feed or of the store).
+    static let retryPause = 1.0
+    /// Longest a graceful stop lets the sinks finish what is in flight (what is left stays in the outboxes).
+    static let stopGrace = 2.0
+    /// How often old events are deleted.
+    static let retentionInterval = 60.0
 
     public init(configuration: NotifierConfiguration) throws {
         self.configuration = configuration
         log = Log(category: "notifier", minimumLevel: configuration.logLevel)
+        _ = try DataDirectory.prepare(configuration.dataDirectory)
+        if let path = configuration.ndjsonPath {
+            ndjsonSink = try NDJSONSink(path: path, format: configuration.ndjsonFormat, fsync: true,
+                                        log: Log(category: "ndjson", minimumLevel: configuration.logLevel))
+        } else {
+            ndjsonSink = nil
+        }
         context = try ZMQContext()
         reactor = Reactor(name: "notifier", context: context)
-        var sinks: [any EventSink] = configuration.webhooks.map { url in
-            var options = WebhookSink.Options(url: url, secret: configuration.webhookSecret)
-            options.format = configuration.webhookFormat
-            return WebhookSink(options: options, log: Log(category: "webhook", minimumLevel: configuration.logLevel))
-        }
-        if let path = configuration.ndjsonPath {
-            sinks.append(try NDJSONSink(path: path, format: configuration.ndjsonFormat,
-                                        log: Log(category: "ndjson", minimumLevel: configuration.logLevel)))
-        }
-        self.sinks = sinks
     }
 
+    /// The store's file.
+    public var storePath: String { DataDirectory.file(NotifierStore.fileName, in: configuration.dataDirectory) }
+
     public func run() throws {
-        for sink in sinks {
-            let (stream, continuation) = AsyncStream<RoadSaveEvent>.makeStream(bufferingPolicy: .unbounded)
-            feeds.append(continuation)
-            consumers.append(Task {
-                for await event in stream { await sink.deliver(event) }
-            })
-        }
-        reactor.start { [self] loop in
-            let events = try loop.socket(.sub)
-            try events.setReceiveHighWaterMark(1_000_000)
-            try events.subscribe(Topic.events)
-            try events.connect(configuration.eventsEndpoint)
-            if let endpoint = configuration.publishEndpoint {
-                let publisher = try loop.socket(.pub)
-                try publisher.setSendHighWaterMark(1_000_000)
-                try publisher.setLinger(milliseconds: 2000)
-                try publisher.bind(endpoint)
-                self.publisher = publisher
-            }
-            loop.onReadable(events) { [self] socket in receive(socket) }
-            loop.every(5) { [self] in
-                for producer in tracker.silentProducers(now: Date().timeIntervalSince1970,
-                                                        after: 5 * configuration.heartbeatInterval) {
-                    log.warning("no events nor heartbeats from detection", ["producer": producer])
-                }
-            }
-            log.info("running", ["events": configuration.eventsEndpoint,
-                                 "subscribers": publisher?.lastEndpoint ?? "none",
-                                 "sinks": sinks.map(\.name).joined(separator: ",")])
-        }
+        reactor.start { [self] loop in try setUp(loop) }
         let failure = reactor.wait()
-        // The reactor has stopped taking events: let the sinks deliver what they hold, within the grace period.
-        for feed in feeds { feed.finish() }
-        let done = DispatchSemaphore(value: 0)
-        let allSinks = sinks, allConsumers = consumers, sinkLog = log
-        Task {
-            for consumer in allConsumers { await consumer.value }
-            for sink in allSinks {
-                let left = await sink.shutdown(deadline: Self.stopGrace)
-                if left > 0 { sinkLog.warning("events left undelivered at stop", ["sink": sink.name, "events": String(left)]) }
-            }
-            done.signal()
-        }
-        done.wait()
-        log.info("stopped", ["delivered": String(delivered)])
+        log.info("stopped", ["stored": String(counts.stored), "duplicatesDropped": String(counts.duplicates),
+                             "delivered": String(counts.delivered)])
         if let failure { throw failure }
     }
 
+    /// Stops gracefully: no more fetches, the sinks finish what is in flight (briefly), then the reactor stops.
     public func stop() {
-        reactor.stop()
+        reactor.post { [self] loop in beginStopping(loop) }
+    }
+
+    /// The endpoints bound (with the ports picked for `*`), once running: for tests and logs.
+    public func boundEndpoints() async throws -> (publish: String?, catchUp: String?) {
+        try await reactor.run { [self] _ in (publisher?.lastEndpoint, catchUpSocket?.lastEndpoint) }
     }
 
     // MARK: On the reactor thread
 
-    private func receive(_ socket: ZMQSocket) {
-        for _ in 0..<10_000 {
-            let frames: [[UInt8]]
+    private func setUp(_ loop: ReactorLoop) throws {
+        var keys: [String] = []
+        if configuration.publishEndpoint != nil { keys.append(PublisherOutlet.sinkKey) }
+        keys += configuration.webhooks.map(WebhookOutlet.key(for:))
+        if let ndjsonSink { keys.append(NDJSONOutlet.key(for: ndjsonSink.path)) }
+        let store = try NotifierStore(path: storePath, sinks: keys, log: log)
+        self.store = store
+        loop.onStop { store.close() }
+        let report: (OutletReport) -> Void = { [unowned self] report in received(report) }
+
+        if let endpoint = configuration.publishEndpoint {
+            let publisher = try loop.socket(.pub)
+            try publisher.setSendHighWaterMark(1_000_000)
+            try publisher.setLinger(milliseconds: 2000)
+            try publisher.bind(endpoint)
+            self.publisher = publisher
+            outlets.append(PublisherOutlet(socket: publisher, format: configuration.publishFormat, capacity: Self.window,
+                                           log: log, report: report))
+        }
+        for url in configuration.webhooks {
+            var options = WebhookSink.Options(url: url, secret: configuration.webhookSecret)
+            options.format = configuration.webhookFormat
+            options.maximumBackoff = configuration.webhookMaximumBackoff
+            options.initialBackoff = min(options.initialBackoff, options.maximumBackoff)
+            outlets.append(WebhookOutlet(options: options, capacity: Self.window, reactor: reactor,
+                                         log: Log(category: "webhook", minimumLevel: configuration.logLevel), report: report))
+        }
+        if let ndjsonSink {
+            let key = NDJSONOutlet.key(for: ndjsonSink.path)
+            let recorded = try store.sinkState(key).flatMap { Int64($0) }
+            let offset = try ndjsonSink.recover(committedOffset: recorded)
+            if let offset, offset != recorded { try store.complete(sink: key, positions: [], state: String(offset)) }
+            outlets.append(NDJSONOutlet(sink: ndjsonSink, offset: offset, capacity: Self.window, reactor: reactor, loop: loop,
+                                        log: Log(category: "ndjson", minimumLevel: configuration.logLevel), report: report))
+        }
+        if let endpoint = configuration.catchUpEndpoint {
+            let socket = try loop.socket(.router)
+            try socket.bind(endpoint)
+            catchUpSocket = socket
+            catchUp = CatchUpServer(socket: socket, loop: loop, store: store, format: configuration.publishFormat,
+                                    retentionAge: configuration.retentionAge, log: log)
+        }
+        for endpoint in configuration.eventsEndpoints {
+            let upstream = UpstreamFeed(endpoint: endpoint, now: loop.now)
+            upstream.client = try FeedClient(loop: loop, endpoint: endpoint, log: log) { [unowned self] header, items in
+                replied(upstream, loop: loop, header: header, items: items)
+            }
+            upstreams.append(upstream)
+            fetch(upstream)
+        }
+        expireOldEvents()
+        loop.every(Self.retentionInterval) { [unowned self] in expireOldEvents() }
+        loop.every(5) { [unowned self] in checkSilence(loop) }
+        // What the last run left in the outboxes goes first.
+        for outlet in outlets { pump(outlet, loop: loop) }
+        log.info("running", ["events": configuration.eventsEndpoints.joined(separator: ","),
+                             "subscribers": publisher?.lastEndpoint ?? "none",
+                             "catchUp": catchUpSocket?.lastEndpoint ?? "none",
+                             "sinks": outlets.map(\.name).joined(separator: ","), "store": storePath,
+                             "head": String((try? store.head()) ?? 0)])
+    }
+
+    // MARK: Pulling from detection
+
+    private func fetch(_ upstream: UpstreamFeed) {
+        guard !stopping, let client = upstream.client else { return }
+        client.fetch(FeedRequest(id: 0, feed: upstream.feed, after: upstream.position, maxItems: Self.fetchSize,
+                                 acknowledged: upstream.position, consumer: "notifier",
+                                 waitMilliseconds: Int(configuration.heartbeatInterval * 1000)))
+    }
+
+    private func fetchLater(_ upstream: UpstreamFeed, loop: ReactorLoop) {
+        guard !stopping, upstream.retry == nil else { return }
+        upstream.retry = loop.schedule(after: Self.retryPause) { [unowned self] in
+            upstream.retry = nil
+            fetch(upstream)
+        }
+    }
+
+    private func replied(_ upstream: UpstreamFeed, loop: ReactorLoop, header: FeedReplyHeader, items: ArraySlice<[UInt8]>) {
+        upstream.lastAnswer = loop.now
+        if upstream.reportedSilent {
+            upstream.reportedSilent = false
+            log.info("detection's feed answers again", ["endpoint": upstream.endpoint])
+        }
+        guard !stopping, let store else { return }
+        if let error = header.error {
+            log.warning("detection's feed refused the request; asking again shortly",
+                        ["endpoint": upstream.endpoint, "feed": header.feed, "after": String(upstream.position), "error": error])
+            return fetchLater(upstream, loop: loop)
+        }
+        guard header.feed == upstream.feed else {
+            // First contact, or detection has a new store: read that feed from the position stored for it.
             do {
-                guard let received = try socket.receive(dontWait: true) else { return }
-                frames = received
+                upstream.position = try store.upstreamPosition(feed: header.feed)
             } catch {
-                log.error("event socket failed", ["error": "\(error)"])
+                log.error("cannot read the stored feed position; asking again shortly",
+                          ["endpoint": upstream.endpoint, "error": "\(error)"])
+                return fetchLater(upstream, loop: loop)
+            }
+            log.info("reading detection's outbox", ["endpoint": upstream.endpoint, "feed": header.feed,
+                                                    "after": String(upstream.position), "head": String(header.head),
+                                                    "previousFeed": upstream.feed ?? "none"])
+            upstream.feed = header.feed
+            return fetch(upstream)
+        }
+        guard header.after == upstream.position else { return fetch(upstream) }
+        var events: [(event: RoadSaveEvent, body: [UInt8])] = []
+        events.reserveCapacity(items.count)
+        for (offset, item) in items.enumerated() {
+            do {
+                events.append((try Envelope.event(fromBody: item), item))
+            } catch {
+                // It can never be read: waiting for it would stop every later event. Said loudly, with its place.
+                log.error("unreadable event from detection skipped",
+                          ["endpoint": upstream.endpoint, "feed": header.feed, "item": String(offset + 1),
+                           "after": String(header.after), "error": "\(error)"])
+            }
+        }
+        if !items.isEmpty || header.to != upstream.position {
+            do {
+                let stored = try store.store(events, feed: header.feed, position: header.to)
+                counts.stored += stored.count
+                if stored.count < events.count {
+                    counts.duplicates += events.count - stored.count
+                    log.info("events already stored dropped (same eventID)",
+                             ["endpoint": upstream.endpoint, "events": String(events.count - stored.count)])
+                }
+                upstream.position = header.to
+                if !stored.isEmpty {
+                    for outlet in outlets {
+                        outlet.window.stored()
+                        pump(outlet, loop: loop)
+                    }
+                }
+            } catch {
+                log.error("events not stored; asking detection again shortly",
+                          ["endpoint": upstream.endpoint, "events": String(events.count), "error": "\(error)"])
+                return fetchLater(upstream, loop: loop)
+            }
+        }
+        fetch(upstream)
+    }
+
+    private func checkSilence(_ loop: ReactorLoop) {
+        let patience = max(10, 5 * (configuration.heartbeatInterval + 2))
+        for upstream in upstreams where !upstream.reportedSilent && loop.now - upstream.lastAnswer > patience {
+            upstream.reportedSilent = true
+            log.warning("no answer from detection's feed", ["endpoint": upstream.endpoint,
+                                                            "seconds": String(Int(loop.now - upstream.lastAnswer))])
+        }
+    }
+
+    // MARK: Feeding the sinks
+
+    /// Reads the sink's outbox while its window has room.
+    private func pump(_ outlet: any SinkOutlet, loop: ReactorLoop) {
+        guard let store else { return }
+        while !stopping, let count = outlet.window.entriesToRead {
+            let entries: [StoredEvent]
+            do {
+                entries = try store.outbox(sink: outlet.key, after: outlet.window.lastRead, limit: count)
+            } catch {
+                log.error("cannot read the outbox; trying again shortly", ["sink": outlet.name, "error": "\(error)"])
+                _ = loop.schedule(after: Self.retryPause) { [unowned self] in pump(outlet, loop: loop) }
                 return
             }
-            do {
-                let envelope = try Envelope(frames: frames)
-                switch tracker.observe(envelope.header, at: Date().timeIntervalSince1970) {
-                case let .gap(missing):
-                    log.warning("events lost between detection and notifier",
-                                ["producer": envelope.header.producer, "missing": "\(missing.lowerBound)…\(missing.upperBound)"])
-                case .restarted:
-                    log.info("detection restarted", ["producer": envelope.header.producer])
-                default:
-                    break
+            outlet.window.read(entries.map(\.position), asked: count)
+            guard !entries.isEmpty else { return }
+            outlet.take(entries)
+        }
+    }
+
+    /// An outlet's report: kept, and stored with the others of this round in one transaction.
+    private func received(_ report: OutletReport) {
+        var pending = pendingReports[report.sink] ?? OutletReport(sink: report.sink)
+        pending.taken += report.taken
+        pending.released += report.released
+        if let state = report.state { pending.state = state }
+        pendingReports[report.sink] = pending
+        guard !flushPosted else { return }
+        flushPosted = true
+        reactor.post { [self] loop in flushReports(loop) }
+    }
+
+    private func flushReports(_ loop: ReactorLoop) {
+        flushPosted = false
+        guard let store, !pendingReports.isEmpty else { return }
+        let reports = pendingReports
+        pendingReports = [:]
+        do {
+            try store.inOneTransaction {
+                for report in reports.values where !report.taken.isEmpty || report.state != nil {
+                    try store.complete(sink: report.sink, positions: report.taken, state: report.state)
                 }
-                guard envelope.header.kind == .event else { continue }
-                deliver(try envelope.event())
-            } catch {
-                log.warning("unreadable message from detection", ["error": "\(error)"])
             }
+        } catch {
+            // The sinks took these events: they are delivered again after the next start (at least once).
+            log.error("outbox entries of delivered events not deleted",
+                      ["events": String(reports.values.map(\.taken.count).reduce(0, +)), "error": "\(error)"])
+        }
+        for outlet in outlets {
+            guard let report = reports[outlet.key] else { continue }
+            counts.delivered += report.taken.count
+            outlet.window.settled(report.taken.count + report.released)
+            pump(outlet, loop: loop)
         }
     }
 
-    private func deliver(_ event: RoadSaveEvent) {
-        guard recentEventIDs.insert(event.eventID) else {
-            log.info("duplicate event dropped", ["eventID": event.eventID])
-            return
+    private func expireOldEvents() {
+        guard let store else { return }
+        do {
+            let deleted = try store.expire(storedBefore: Date().timeIntervalSince1970 - configuration.retentionAge)
+            if deleted > 0 { log.info("events past the retention age deleted", ["events": String(deleted)]) }
+        } catch {
+            log.error("old events not deleted", ["error": "\(error)"])
         }
-        delivered += 1
-        if let publisher {
-            // CONTRACT §7: [topic, body] with the topic `<event>.<app>.<user>`.
-            let topic = Array("\(event.name).\(event.device.app).\(event.device.user)".utf8)
-            do {
-                try publisher.send([topic, Array(event.json(configuration.publishFormat).utf8)])
-            } catch {
-                log.error("event not published", ["eventID": event.eventID, "error": "\(error)"])
-            }
-        }
-        for feed in feeds { feed.yield(event) }
-    }
-}
-
-/// A set that remembers the most recent `capacity` strings (for dropping redelivered events).
-struct RecentSet {
-    private var members = Set<String>()
-    private var order: [String] = []
-    private var head = 0
-    let capacity: Int
-
-    init(capacity: Int) {
-        self.capacity = capacity
     }
 
-    /// Inserts; false when it was already there.
-    mutating func insert(_ value: String) -> Bool {
-        guard members.insert(value).inserted else { return false }
-        order.append(value)
-        if order.count - head > capacity {
-            members.remove(order[head])
-            head += 1
-            if head > capacity {
-                order.removeFirst(head)
-                head = 0
+    // MARK: Stopping
+
+    private func beginStopping(_ loop: ReactorLoop) {
+        guard !stopping else { return }
+        stopping = true
+        for upstream in upstreams {
+            if let retry = upstream.retry { loop.cancel(retry) }
+            // Closed but kept: FeedClient.close() leaves its resend timer (which holds it unowned) on the loop.
+            upstream.client?.close()
+        }
+        for outlet in outlets { outlet.stopTaking() }
+        let finishers = outlets.map { $0.finisher(deadline: Self.stopGrace) }
+        let reactor = reactor
+        Task { [self] in
+            await withTaskGroup(of: Void.self) { group in
+                for finisher in finishers { group.addTask { await finisher() } }
+            }
+            // After the sinks' last reports (posted before this).
+            reactor.post { [self] loop in
+                flushReports(loop)
+                loop.stop()
             }
         }
-        return true
     }
 }

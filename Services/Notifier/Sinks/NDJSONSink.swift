@@ -218,6 +218,95 @@ public final class NDJSONSink: EventSink, @unchecked Sendable {
         }
     }
 
+    // MARK: Durable batches (the notifier's outbox)
+
+    /// Why a durable batch was not written.
+    public struct WriteError: Error, CustomStringConvertible, Equatable {
+        public var operation: String
+        public var code: Int32
+        public var description: String { "\(operation) failed: \(String(cString: strerror(code)))" }
+    }
+
+    /// Whether the output is a regular file whose size this sink can read and cut (not standard output, a device or
+    /// a FIFO): only then can `recover` and `appendDurably` make the file hold each event exactly once.
+    public var isTruncatable: Bool {
+        lock.withLock {
+            var status = stat()
+            return path != "-" && fstat(descriptor, &status) == 0 && (status.st_mode & S_IFMT) == S_IFREG
+        }
+    }
+
+    /// Makes the file end at `committedOffset`, the size recorded after the last batch whose outbox entries were
+    /// deleted: what was written after it was not recorded and will be written again. Returns the offset to record
+    /// from now on. With no recorded offset (a new sink) the file is kept as it is; a file shorter than the recorded
+    /// offset was rotated or cut by someone else and is kept too (logged). Standard output, devices and FIFOs: nil.
+    public func recover(committedOffset: Int64?) throws -> Int64? {
+        guard isTruncatable else { return nil }
+        return try lock.withLock { () throws -> Int64 in
+            var status = stat()
+            guard fstat(descriptor, &status) == 0 else { throw WriteError(operation: "fstat \(path)", code: errno) }
+            let size = Int64(status.st_size)
+            guard let committedOffset else { return size }
+            if size < committedOffset {
+                log.warning("the file is shorter than recorded: it was rotated or cut; appending to it as it is",
+                            ["sink": name, "size": String(size), "recorded": String(committedOffset)])
+                return size
+            }
+            if size > committedOffset {
+                guard ftruncate(descriptor, off_t(committedOffset)) == 0 else {
+                    throw WriteError(operation: "ftruncate \(path)", code: errno)
+                }
+                guard fsync(descriptor) == 0 else { throw WriteError(operation: "fsync \(path)", code: errno) }
+                log.info("cut lines written after the last recorded batch (they are written again)",
+                         ["sink": name, "bytes": String(size - committedOffset), "offset": String(committedOffset)])
+            }
+            return committedOffset
+        }
+    }
+
+    /// Appends `events` (one line each) in one write, then fsyncs, on the sink's writer queue, and calls `completion`
+    /// there with the file's size afterwards (nil for standard output, devices and FIFOs) or the error. When
+    /// `expectedOffset` is given and the file is longer (an earlier batch failed part-way), the file is first cut back to
+    /// it, so a batch is never in the file twice.
+    public func appendDurably(_ events: [RoadSaveEvent], expectedOffset: Int64?,
+                              completion: @escaping @Sendable (Result<Int64?, WriteError>) -> Void) {
+        var lines: [UInt8] = []
+        for event in events { lines += Array((event.json(format) + "\n").utf8) }
+        let bytes = lines
+        writer.async {
+            let descriptor = self.lock.withLock { self.descriptor }
+            if let expectedOffset {
+                var status = stat()
+                if fstat(descriptor, &status) == 0, Int64(status.st_size) > expectedOffset,
+                   ftruncate(descriptor, off_t(expectedOffset)) != 0 {
+                    return completion(.failure(WriteError(operation: "ftruncate \(self.path)", code: errno)))
+                }
+            }
+            let error = Self.writeAll(bytes, to: descriptor)
+            guard error == 0 else {
+                self.lock.withLock { self.counters.failed += events.count }
+                return completion(.failure(WriteError(operation: "write \(self.path)", code: error)))
+            }
+            // EINVAL/EROFS: standard output on a pipe or a terminal, which cannot be synced.
+            if fsync(descriptor) != 0 && errno != EINVAL && errno != EROFS {
+                return completion(.failure(WriteError(operation: "fsync \(self.path)", code: errno)))
+            }
+            self.lock.withLock { self.counters.written += events.count }
+            var status = stat()
+            guard self.path != "-", fstat(descriptor, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else {
+                return completion(.success(nil))
+            }
+            completion(.success(Int64(status.st_size)))
+        }
+    }
+
+    /// Waits until the writer queue has done everything given to it so far.
+    public func flush() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            writer.async { continuation.resume() }
+        }
+    }
+
     /// Reopens the file (after log rotation moved it away); lines already queued go to the new file. Does nothing for
     /// standard output. Throws, and keeps writing to the old descriptor, when the path cannot be opened.
     public func reopen() throws {

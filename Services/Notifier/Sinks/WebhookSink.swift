@@ -12,9 +12,13 @@ import RoadSaveModel
 /// it) and `User-Agent: RoadSave-Notifier/1`. A 2xx answer delivers the event. Network errors, timeouts, 408, 429 and
 /// 5xx are retried with exponential backoff plus up to 10 % jitter (`Retry-After` seconds are honoured, up to
 /// `maximumRetryAfter`); any other answer (other 4xx, and 3xx, since redirects are not followed: a signed alert is
-/// never re-sent to a host it was not configured for) is permanent: logged with the status and eventID, and the event
-/// dropped and counted as failed. Delivery is at least once: a request that timed out may have arrived, and is sent
-/// again with the same eventID.
+/// never re-sent to a host it was not configured for) is permanent: the receiver refused the event, so it is logged as
+/// dropped by the receiver (with the status and eventID), not retried, and counted as failed. Delivery is at least
+/// once: a request that timed out may have arrived, and is sent again with the same eventID.
+///
+/// Every event handed over is settled exactly once through `onSettled` (delivered, dropped by the receiver, out of
+/// attempts, or dropped for capacity), except those still held at shutdown (`undeliveredEvents()`): the notifier
+/// deletes an event's outbox entry only when it is settled as delivered or dropped by the receiver.
 ///
 /// ## Ordering and concurrency
 ///
@@ -58,6 +62,9 @@ public actor WebhookSink: EventSink {
         /// Sent with every request (e.g. an `Authorization` for a gateway in front of the receiver); values never logged.
         /// They cannot replace the headers the sink sets itself.
         public var extraHeaders: [String: String]
+        /// The caller keeps the events it hands over until they are settled (the notifier's outbox): at shutdown one
+        /// line says how many were left, instead of one warning per event.
+        public var callerKeepsEvents = false
 
         public init(url: URL, secret: [UInt8], format: EventFormat = .current, timeout: Double = 5,
                     initialBackoff: Double = 0.5, maximumBackoff: Double = 30, maximumAttempts: Int? = nil,
@@ -154,10 +161,26 @@ public actor WebhookSink: EventSink {
         case permanent(reason: String)
     }
 
+    /// How an event left the sink.
+    public enum Settlement: Sendable, Equatable {
+        /// Answered 2xx.
+        case delivered
+        /// Refused with a permanent answer (4xx other than 408 and 429, or 3xx): not retried.
+        case droppedByReceiver(reason: String)
+        /// Its last allowed attempt failed (only with `maximumAttempts`).
+        case gaveUp(reason: String)
+        /// Dropped from a full queue.
+        case droppedForCapacity
+    }
+
+    /// Called (on the sink's actor) once for each event that leaves the sink, with its eventID.
+    public typealias SettledHandler = @Sendable (_ eventID: String, _ settlement: Settlement) -> Void
+
     public nonisolated let name: String
     public nonisolated let options: Options
     private let log: Log
     private let session: URLSession
+    private let onSettled: SettledHandler?
 
     private var devices: [DeviceID: DeviceQueue] = [:]
     private var ready = Ring<DeviceID>()
@@ -184,7 +207,8 @@ public actor WebhookSink: EventSink {
     private var leftovers: [RoadSaveEvent] = []
     private var abandonedCount = 0
 
-    public init(options: Options, log: Log) {
+    public init(options: Options, log: Log, onSettled: SettledHandler? = nil) {
+        self.onSettled = onSettled
         var options = options
         options.maximumConcurrentDeliveries = max(1, options.maximumConcurrentDeliveries)
         options.queueCapacity = max(1, options.queueCapacity)
@@ -211,7 +235,7 @@ public actor WebhookSink: EventSink {
 
     /// The URL for logs: scheme, host and port, and the path masked (webhook paths often embed tokens); never the
     /// user, password, query or fragment.
-    nonisolated static func displayURL(_ url: URL) -> String {
+    public nonisolated static func displayURL(_ url: URL) -> String {
         var text = (url.scheme ?? "?") + "://" + (url.host ?? "?")
         if let port = url.port { text += ":\(port)" }
         let path = url.path
@@ -256,6 +280,7 @@ public actor WebhookSink: EventSink {
         if held >= options.queueCapacity && !dropOldestNonCrash() && !event.isCrash {
             // Everything droppable is on the wire or a crash: the newcomer is the oldest non-crash event left to drop.
             counters.droppedForCapacity += 1
+            onSettled?(eventID, .droppedForCapacity)
             log.warning("queue full: dropped the oldest non-crash event",
                         ["sink": name, "event": event.name, "eventID": eventID, "device": event.device.description,
                          "capacity": String(options.queueCapacity)])
@@ -313,6 +338,7 @@ public actor WebhookSink: EventSink {
             nonCrashOrder.remove(at: index)
             forget(item)
             counters.droppedForCapacity += 1
+            onSettled?(item.eventID, .droppedForCapacity)
             log.warning("queue full: dropped the oldest non-crash event",
                         ["sink": name, "event": item.event.name, "eventID": item.eventID,
                          "device": device.description, "capacity": String(options.queueCapacity)])
@@ -414,6 +440,7 @@ public actor WebhookSink: EventSink {
             devices[device] = queue
             forget(item)
             counters.delivered += 1
+            onSettled?(item.eventID, .delivered)
             log.debug("event delivered", ["sink": name, "event": item.event.name, "eventID": item.eventID,
                                           "status": String(status), "attempts": String(item.attempts)])
 
@@ -422,9 +449,10 @@ public actor WebhookSink: EventSink {
             devices[device] = queue
             forget(item)
             counters.failed += 1
-            log.error("event dropped: permanent failure", ["sink": name, "reason": reason, "event": item.event.name,
-                                                           "eventID": item.eventID, "device": device.description,
-                                                           "attempts": String(item.attempts)])
+            onSettled?(item.eventID, .droppedByReceiver(reason: reason))
+            log.error("event dropped by the receiver: permanent answer, not retried",
+                      ["sink": name, "reason": reason, "event": item.event.name, "eventID": item.eventID,
+                       "device": device.description, "attempts": String(item.attempts)])
 
         case let .retry(reason, retryAfter):
             if let maximumAttempts = options.maximumAttempts, item.attempts >= maximumAttempts {
@@ -432,6 +460,7 @@ public actor WebhookSink: EventSink {
                 devices[device] = queue
                 forget(item)
                 counters.failed += 1
+                onSettled?(item.eventID, .gaveUp(reason: reason))
                 log.error("event dropped: no attempts left", ["sink": name, "reason": reason, "event": item.event.name,
                                                               "eventID": item.eventID, "device": device.description,
                                                               "attempts": String(item.attempts)])
@@ -578,7 +607,10 @@ public actor WebhookSink: EventSink {
         inFlight = 0
         abandonedCount = left.count
         leftovers.insert(contentsOf: left.map(\.event), at: 0)
-        for item in left {
+        if options.callerKeepsEvents, !left.isEmpty {
+            log.info("shutdown: events left undelivered, kept by the caller", ["sink": name, "events": String(left.count)])
+        }
+        for item in left where !options.callerKeepsEvents {
             log.write(item.event.isCrash ? .error : .warning, "shutdown: event left undelivered",
                       ["sink": name, "event": item.event.name, "eventID": item.eventID,
                        "device": item.event.device.description, "attempts": String(item.attempts)])

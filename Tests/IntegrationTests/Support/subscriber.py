@@ -4,8 +4,9 @@
   python3 subscriber.py --endpoint tcp://127.0.0.1:5554 [--topic PREFIX ...] [--count N] [--timeout S]
 
 Connects a SUB socket to the notifier, subscribes to each --topic prefix (default: everything) and prints every
-message [topic, body] as one JSON line [topic, body] (the body parsed as JSON; a body that is not JSON is printed
-as a string). Stops after --count messages (exit 0) or when --timeout seconds have passed (exit 0 without --count,
+message [topic, body] or [topic, body, position] as one JSON line [topic, body] (the body parsed as JSON; a body that
+is not JSON is printed as a string); with --positions, [topic, body, position] (position null when the message had
+none). A message of any other shape is printed with its frame count appended. Stops after --count messages (exit 0) or when --timeout seconds have passed (exit 0 without --count,
 1 when fewer than --count arrived). When the connection to the notifier is made (ZeroMQ handshake done), prints
 {"connected": ENDPOINT} on standard error.
 """
@@ -46,6 +47,7 @@ def main():
     parser.add_argument("--topic", action="append", default=[])
     parser.add_argument("--count", type=int)
     parser.add_argument("--timeout", type=float, default=60.0)
+    parser.add_argument("--positions", action="store_true", help="print each event's position (third frame)")
     options = parser.parse_args()
 
     context = zmq.Context()
@@ -70,7 +72,16 @@ def main():
             parsed = json.loads(body)
         except ValueError:
             parsed = body.decode("utf-8", "replace")
-        print(json.dumps([topic, parsed] + ([len(frames)] if len(frames) != 2 else [])), flush=True)
+        position = None
+        if len(frames) == 3:
+            try:
+                position = int(frames[2].decode("ascii"))
+            except ValueError:
+                position = None
+        if len(frames) == 2 or position is not None:
+            print(json.dumps([topic, parsed] + ([position] if options.positions else [])), flush=True)
+        else:
+            print(json.dumps([topic, parsed, len(frames)]), flush=True)
         received += 1
     return 0 if options.count is None or received >= options.count else 1
 

@@ -1,0 +1,407 @@
+import RoadSaveModel
+
+/// The per-device logic around the engines, once, for replay and the detection service: record ordering, a
+/// session per device, settings per application, auto-monitor (records wait while their application's settings are
+/// fetched), idle flush and clock-driven timers for silent devices, control commands and rejection counts.
+///
+/// A pure value, like `DeviceSession`: each input is a `mutating func` named after what happened and returns what
+/// the shell must do. It never reads a clock and never lets hash order reach its output, so the same inputs in the
+/// same order give the same state and the same actions, byte for byte. That is what makes recovery simple: a
+/// shell that logs the inputs that are not in its journal (platform answers, control commands, ticks) can load a
+/// checkpoint (`sharedState` + `deviceState(_:)` of every device, all Codable) and re-run to the same events.
+public struct DeviceFleet: Sendable {
+    public struct Options: Sendable, Equatable, Codable {
+        /// Record ordering per device; one default window (10 s) for replay and the service.
+        public var ordering: RecordOrdering.Options
+        /// A device met in the records is configured (mode all, automatic trips) and monitored with its
+        /// application's settings from its first record.
+        public var autoMonitor: Bool
+        /// Seconds on the shell's clock without a record after which a device's reorder buffer is released
+        /// (`tick` only: without a clock, records release each other).
+        public var idleFlush: Double
+        /// Records kept per device while its application's settings are fetched; more are counted `notMonitored`.
+        public var maximumWaitingRecords: Int
+        /// Seconds (on the shell's clock, or record time without one) before a failed settings fetch for an
+        /// application is tried again; meanwhile records of its new devices are not monitored.
+        public var settingsRetry: Double
+
+        public init(ordering: RecordOrdering.Options = .init(), autoMonitor: Bool = true, idleFlush: Double = 1,
+                    maximumWaitingRecords: Int = 10_000, settingsRetry: Double = 30) {
+            self.ordering = ordering
+            self.autoMonitor = autoMonitor
+            self.idleFlush = idleFlush
+            self.maximumWaitingRecords = maximumWaitingRecords
+            self.settingsRetry = settingsRetry
+        }
+    }
+
+    public let options: Options
+    /// Devices in the order they were met; `index` finds them.
+    private var devices: [FleetDeviceState] = []
+    private var index: [DeviceID: Int] = [:]
+    private var applications: [String: FleetApplicationState] = [:]
+    private var changed = Set<Int>()
+    public private(set) var statistics = FleetStatistics()
+    /// Whether the last `tick` changed any device (a shell that logs its inputs need not keep a tick that did not).
+    public private(set) var lastTickChangedState = false
+    private var newestRecordTime: Double?
+
+    public init(options: Options = .init()) {
+        self.options = options
+    }
+
+    // MARK: Inputs
+
+    /// A record arrived. `now` is the shell's clock (nil in replay: time comes only from the records).
+    public mutating func receive(_ record: SensorRecord, now: Double?) -> [FleetAction] {
+        statistics.records += 1
+        newestRecordTime = max(newestRecordTime ?? record.t, record.t)
+        let slot = slot(for: record.device)
+        if let now { devices[slot].lastArrival = now }
+        var actions: [FleetAction] = []
+        route(record, slot: slot, now: now, into: &actions)
+        return actions
+    }
+
+    /// The answer to a `fetchSettings(app:)`. Fetched: the settings are kept for the application and every record
+    /// waiting for them goes on (device by device in the order they were met, each in arrival order). Unreachable
+    /// (and no settings known): the waiting records are dropped as `notMonitored`, each such device is reported
+    /// once, and the application is not asked again for `settingsRetry` seconds.
+    public mutating func settingsFetched(app: String, _ fetch: SettingsFetch, now: Double?) -> [FleetAction] {
+        var state = applications[app] ?? FleetApplicationState(app: app)
+        state.fetchInFlight = false
+        var actions: [FleetAction] = []
+        switch fetch {
+        case let .fetched(settings):
+            state.settings = settings
+            state.retryAt = nil
+            applications[app] = state
+            for slot in devices.indices where devices[slot].device.app == app && !devices[slot].waitingForSettings.isEmpty {
+                let waiting = devices[slot].waitingForSettings
+                devices[slot].waitingForSettings.removeAll()
+                changed.insert(slot)
+                for record in waiting { route(record, slot: slot, now: now, into: &actions) }
+            }
+        case .unreachable:
+            guard state.settings == nil else {
+                // Settings already known (from another answer or a control command): they stay in use.
+                applications[app] = state
+                return []
+            }
+            if let base = now ?? newestRecordTime { state.retryAt = base + options.settingsRetry }
+            applications[app] = state
+            for slot in devices.indices where devices[slot].device.app == app && !devices[slot].waitingForSettings.isEmpty {
+                statistics.notMonitored += devices[slot].waitingForSettings.count
+                devices[slot].waitingForSettings.removeAll()
+                changed.insert(slot)
+                reportNotMonitored(slot: slot, error: Self.settingsUnavailable, into: &actions)
+            }
+        }
+        return actions
+    }
+
+    /// The platform's evaluation of a candidate from `evaluateCrash` ended (or could not be had).
+    public mutating func crashEvaluated(device: DeviceID, crashID: String, outcome: CrashEvaluationOutcome) -> [FleetAction] {
+        guard let slot = index[device] else { return [] }
+        changed.insert(slot)
+        devices[slot].awaitingEvaluation.removeAll { $0.crashID == crashID }
+        var actions: [FleetAction] = []
+        perform(devices[slot].session.crashEvaluated(crashID: crashID, outcome: outcome), slot: slot, into: &actions)
+        return actions
+    }
+
+    /// A control command (CONTRACT §7) at the shell's clock `now`. `fetch` is the settings fetch the shell did first
+    /// when `request.needsSettings` (nil otherwise). Targets: the user given, else every known device of the
+    /// application in device order (`noDevices` when there is none); the first refusal stops the command.
+    public mutating func control(_ request: ControlRequest, now: Double,
+                                 fetch: SettingsFetch?) -> (outcome: ControlOutcome, actions: [FleetAction]) {
+        var actions: [FleetAction] = []
+        if case .fetched = fetch {
+            // The answer serves auto-monitor too: records waiting for this application go on now.
+            actions += settingsFetched(app: request.app, fetch!, now: now)
+        }
+        let targets: [DeviceID]
+        if let user = request.user {
+            targets = [DeviceID(app: request.app, user: user)]
+        } else {
+            targets = devices.lazy.map(\.device).filter { $0.app == request.app }.sorted()
+            guard !targets.isEmpty else {
+                return (.failure(code: "noDevices", message: "no device of that application is known yet", device: nil),
+                        actions)
+            }
+        }
+        var states: [ControlDeviceState] = []
+        for device in targets {
+            let slot = slot(for: device)
+            let t = devices[slot].eventTime(now: now)
+            var session = devices[slot].session
+            do {
+                let result: [DetectionAction]
+                switch request.command {
+                case .configure:
+                    let configuration = RoadSaveConfiguration(applicationID: device.app, clientUserID: device.user,
+                                                              detectionMode: request.detectionMode ?? .all,
+                                                              shouldAutoDetectTrips: request.shouldAutoDetectTrips ?? true)
+                    result = try session.configure(configuration, at: t)
+                case .startMonitoring:
+                    result = try session.startMonitoring(at: t, fetch: fetch ?? .unreachable)
+                case .stopMonitoring:
+                    result = try session.stopMonitoring(at: t)
+                case .setAutoTripDetection:
+                    result = try session.setAutoTripDetection(request.enabled ?? true, at: t, fetch: fetch)
+                case .setDetectionMode:
+                    result = try session.setDetectionMode(request.detectionMode ?? .all, at: t)
+                case .raiseTestCrash:
+                    result = try session.raiseTestCrash(at: t)
+                }
+                devices[slot].session = session
+                if devices[slot].lastEventTime == nil {
+                    devices[slot].lastEventTime = t
+                    devices[slot].lastArrival = now
+                }
+                if session.lifecycle == .monitoring { devices[slot].notMonitoredReported = false }
+                perform(result, slot: slot, into: &actions)
+                states.append(ControlDeviceState(devices[slot].session))
+            } catch {
+                // A refused call may still have let time pass in the session (`advance(to:)` runs first in some).
+                devices[slot].session = session
+                return (.failure(code: error.code, message: error.message, device: device), actions)
+            }
+        }
+        return (.ok(devices: targets, states: states), actions)
+    }
+
+    /// The shell's clock moved on to `now`: reorder buffers of devices quiet for `idleFlush` are released, and a
+    /// device's timers (stop delay, crash decisions) fire when its event time, run on by the clock since its last
+    /// record, reaches them. Devices are visited in the order they were met.
+    public mutating func tick(now: Double) -> [FleetAction] {
+        var actions: [FleetAction] = []
+        lastTickChangedState = false
+        for slot in devices.indices {
+            if devices[slot].ordering.bufferedCount > 0, let arrival = devices[slot].lastArrival,
+               now - arrival >= options.idleFlush {
+                changed.insert(slot)
+                lastTickChangedState = true
+                for record in devices[slot].ordering.flush() { apply(record, slot: slot, into: &actions) }
+            }
+            guard devices[slot].lastEventTime != nil, let first = devices[slot].session.nextDeadline else { continue }
+            let eventNow = devices[slot].eventTime(now: now)
+            guard first <= eventNow else { continue }
+            changed.insert(slot)
+            lastTickChangedState = true
+            var previous: Double?
+            while let deadline = devices[slot].session.nextDeadline, deadline <= eventNow, deadline != previous {
+                previous = deadline
+                perform(devices[slot].session.advance(to: deadline), slot: slot, into: &actions)
+            }
+        }
+        return actions
+    }
+
+    /// End of input (replay): every reorder buffer is released, then time runs on so that pending timers fire.
+    /// Devices in `DeviceID` order.
+    public mutating func finish() -> [FleetAction] {
+        var actions: [FleetAction] = []
+        for slot in devices.indices.sorted(by: { devices[$0].device < devices[$1].device }) {
+            changed.insert(slot)
+            for record in devices[slot].ordering.flush() { apply(record, slot: slot, into: &actions) }
+            var previous: Double?
+            while let deadline = devices[slot].session.nextDeadline, deadline != previous {
+                previous = deadline
+                perform(devices[slot].session.advance(to: deadline), slot: slot, into: &actions)
+            }
+        }
+        return actions
+    }
+
+    // MARK: Reading
+
+    /// Platform calls the fleet is waiting for: settings fetches asked for and not answered (by application), then
+    /// crash candidates sent and not answered (devices in the order met, each in the order sent). A shell restored
+    /// from a checkpoint asks for them again.
+    public var pendingPlatformCalls: [FleetAction] {
+        let fetches = applications.values.filter(\.fetchInFlight).map(\.app).sorted().map { FleetAction.fetchSettings(app: $0) }
+        let evaluations = devices.flatMap { state in
+            state.awaitingEvaluation.map { FleetAction.evaluateCrash(device: state.device, candidate: $0) }
+        }
+        return fetches + evaluations
+    }
+
+    public var deviceCount: Int { devices.count }
+
+    /// Devices in the order they were met.
+    public var deviceIDs: [DeviceID] { devices.map(\.device) }
+
+    public func session(_ device: DeviceID) -> DeviceSession? {
+        index[device].map { devices[$0].session }
+    }
+
+    /// The settings known for an application (fetched for auto-monitor or by a control command).
+    public func settings(app: String) -> DetectionSettings? {
+        applications[app]?.settings
+    }
+
+    // MARK: Checkpoints
+
+    /// Devices whose state changed since the last call, in the order they were met (for incremental checkpoints).
+    /// Whether any device changed since the last `takeChangedDevices()`.
+    public var hasChangedDevices: Bool { !changed.isEmpty }
+
+    public mutating func takeChangedDevices() -> [DeviceID] {
+        let slots = changed.sorted()
+        changed.removeAll(keepingCapacity: true)
+        return slots.map { devices[$0].device }
+    }
+
+    public func deviceState(_ device: DeviceID) -> FleetDeviceState? {
+        index[device].map { devices[$0] }
+    }
+
+    public var sharedState: FleetSharedState {
+        FleetSharedState(applications: applications.values.sorted { $0.app < $1.app },
+                         deviceOrder: devices.map(\.device), statistics: statistics, newestRecordTime: newestRecordTime)
+    }
+
+    /// A fleet as it was checkpointed. Devices are put in `shared.deviceOrder`; a device listed there without a
+    /// state is left out, and states of devices not listed follow, sorted.
+    public init(options: Options, shared: FleetSharedState, devices states: [(DeviceID, FleetDeviceState)]) {
+        self.options = options
+        var byDevice: [DeviceID: FleetDeviceState] = [:]
+        for (device, state) in states { byDevice[device] = state }
+        let listed = Set(shared.deviceOrder)
+        let order = shared.deviceOrder + byDevice.keys.filter { !listed.contains($0) }.sorted()
+        for device in order {
+            guard let state = byDevice.removeValue(forKey: device) else { continue }
+            index[device] = devices.count
+            devices.append(state)
+        }
+        for application in shared.applications { applications[application.app] = application }
+        statistics = shared.statistics
+        newestRecordTime = shared.newestRecordTime
+    }
+
+    // MARK: Internals
+
+    /// What monitoring meets when the platform never gave the application's settings (the session's startup guard
+    /// with nothing cached).
+    static let settingsUnavailable = RoadSaveError.offlineLimitExceeded(lastSuccessfulFetch: nil,
+                                                                         graceSeconds: DetectionSettings().offlineGrace)
+
+    private mutating func slot(for device: DeviceID) -> Int {
+        if let slot = index[device] {
+            changed.insert(slot)
+            return slot
+        }
+        let slot = devices.count
+        devices.append(FleetDeviceState(device: device, ordering: options.ordering))
+        index[device] = slot
+        statistics.devices += 1
+        changed.insert(slot)
+        return slot
+    }
+
+    /// Auto-monitor, then the reorder stage.
+    private mutating func route(_ record: SensorRecord, slot: Int, now: Double?, into actions: inout [FleetAction]) {
+        if !devices[slot].waitingForSettings.isEmpty {
+            // Behind the records already waiting, so that arrival order is kept.
+            wait(record, slot: slot)
+            return
+        }
+        if options.autoMonitor, devices[slot].session.lifecycle == .unconfigured, !devices[slot].autoMonitorRefused {
+            let app = record.device.app
+            var state = applications[app] ?? FleetApplicationState(app: app)
+            if let settings = state.settings {
+                startAutomatically(slot: slot, settings: settings, at: record.t, into: &actions)
+            } else if state.fetchInFlight {
+                wait(record, slot: slot)
+                return
+            } else if let retryAt = state.retryAt, (now ?? record.t) < retryAt {
+                // The last fetch failed: not asked again before the retry time.
+                statistics.notMonitored += 1
+                reportNotMonitored(slot: slot, error: Self.settingsUnavailable, into: &actions)
+                return
+            } else {
+                state.fetchInFlight = true
+                applications[app] = state
+                wait(record, slot: slot)
+                actions.append(.fetchSettings(app: app))
+                return
+            }
+        }
+        order(record, slot: slot, into: &actions)
+    }
+
+    private mutating func wait(_ record: SensorRecord, slot: Int) {
+        guard devices[slot].waitingForSettings.count < options.maximumWaitingRecords else {
+            statistics.notMonitored += 1
+            statistics.waitingOverflow += 1
+            return
+        }
+        devices[slot].waitingForSettings.append(record)
+    }
+
+    private mutating func startAutomatically(slot: Int, settings: DetectionSettings, at t: Double,
+                                             into actions: inout [FleetAction]) {
+        let device = devices[slot].device
+        var session = devices[slot].session
+        do {
+            var result = try session.configure(RoadSaveConfiguration(applicationID: device.app, clientUserID: device.user), at: t)
+            result += try session.startMonitoring(at: t, fetch: .fetched(settings))
+            devices[slot].session = session
+            devices[slot].notMonitoredReported = false
+            perform(result, slot: slot, into: &actions)
+        } catch {
+            // Not a configuration this device can have (its IDs): its records go on, counted as not monitored.
+            devices[slot].session = session
+            devices[slot].autoMonitorRefused = true
+            reportNotMonitored(slot: slot, error: error, into: &actions)
+        }
+    }
+
+    private mutating func reportNotMonitored(slot: Int, error: RoadSaveError, into actions: inout [FleetAction]) {
+        guard !devices[slot].notMonitoredReported else { return }
+        devices[slot].notMonitoredReported = true
+        actions.append(.deviceNotMonitored(devices[slot].device, error))
+    }
+
+    private mutating func order(_ record: SensorRecord, slot: Int, into actions: inout [FleetAction]) {
+        let (ready, rejected) = devices[slot].ordering.insert(record)
+        for (rejectedRecord, reason) in rejected {
+            switch reason {
+            case .duplicate: statistics.duplicates += 1
+            case .late: statistics.late += 1
+            case .farInFuture: statistics.farInFuture += 1
+            }
+            actions.append(.recordRejected(rejectedRecord, reason))
+        }
+        for next in ready { apply(next, slot: slot, into: &actions) }
+    }
+
+    /// A record that left the reorder stage.
+    private mutating func apply(_ record: SensorRecord, slot: Int, into actions: inout [FleetAction]) {
+        if devices[slot].session.lifecycle == .monitoring {
+            statistics.applied += 1
+        } else {
+            statistics.notMonitored += 1
+        }
+        devices[slot].lastEventTime = max(devices[slot].lastEventTime ?? record.t, record.t)
+        perform(devices[slot].session.handle(record), slot: slot, into: &actions)
+    }
+
+    private mutating func perform(_ results: [DetectionAction], slot: Int, into actions: inout [FleetAction]) {
+        let device = devices[slot].device
+        for result in results {
+            switch result {
+            case let .emit(event):
+                statistics.events += 1
+                actions.append(.emit(event))
+            case let .evaluateCrash(candidate):
+                devices[slot].awaitingEvaluation.append(candidate)
+                actions.append(.evaluateCrash(device: device, candidate: candidate))
+            case let .crashDismissed(candidate, reason):
+                statistics.crashesDismissed += 1
+                actions.append(.crashDismissed(device: device, candidate: candidate, reason: reason))
+            }
+        }
+    }
+}

@@ -1,0 +1,179 @@
+import DetectionEngine
+import Feeds
+import Foundation
+import RoadSaveModel
+import Storage
+import Wire
+
+/// detection's own store, `<data-dir>/detection.sqlite`: the last checkpoint of the fleet, the inputs applied since
+/// (so that a restart can re-run them exactly), and the outbox of events the notifier has not yet stored.
+///
+/// Schema (for an operator with the `sqlite3` shell):
+/// - `meta(key, value)`: `outbox_feed` (the identity of the outbox feed the notifier reads), `shard` (`0/2` or `all`).
+/// - `checkpoint(id = 1, input, taken_at, state)`: the fleet's shared state (JSON) as of input `input`.
+/// - `devices(app, user, state)`: each device's state (JSON) at the checkpoint; only changed devices are rewritten.
+/// - `positions(feed, position)`: per ingest journal, the position the checkpoint reflects.
+/// - `inputs(seq, kind, at, body)`: every input applied after the checkpoint, in order (JSON): record ranges of a
+///   journal, platform answers, control commands, clock ticks. Deleted at the next checkpoint.
+/// - `outbox(position, event_id, name, app, user, event)`: events not yet stored by the notifier (`event` is the
+///   MessagePack body of the service envelope). Deleted when the notifier acknowledges them.
+///
+/// A checkpoint and the inputs after it are written in transactions, so what is on disk is always a state plus the
+/// exact inputs that lead from it to the last state whose events left the process.
+final class DetectionStore: FeedSource {
+    struct Checkpoint {
+        var input: Int64
+        var shared: [UInt8]
+        var devices: [(DeviceID, [UInt8])]
+        var positions: [String: UInt64]
+    }
+
+    let database: SQLiteDatabase
+    let feedID: String
+    private(set) var head: UInt64 = 0
+    /// The notifier's last acknowledgement (everything up to it is deleted).
+    private(set) var acknowledgedPosition: UInt64 = 0
+
+    init(directory: String, shard: String) throws {
+        let database = try SQLiteDatabase(path: DataDirectory.file("detection.sqlite", in: directory))
+        self.database = database
+        try database.execute("""
+            CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+            CREATE TABLE IF NOT EXISTS checkpoint(id INTEGER PRIMARY KEY CHECK (id = 1), input INTEGER NOT NULL,
+                taken_at REAL NOT NULL, state BLOB NOT NULL);
+            CREATE TABLE IF NOT EXISTS devices(app TEXT NOT NULL, user TEXT NOT NULL, state BLOB NOT NULL,
+                PRIMARY KEY (app, user)) WITHOUT ROWID;
+            CREATE TABLE IF NOT EXISTS positions(feed TEXT PRIMARY KEY, position INTEGER NOT NULL);
+            CREATE TABLE IF NOT EXISTS inputs(seq INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL, at REAL NOT NULL,
+                body TEXT NOT NULL);
+            CREATE TABLE IF NOT EXISTS outbox(position INTEGER PRIMARY KEY AUTOINCREMENT, event_id TEXT NOT NULL UNIQUE,
+                name TEXT NOT NULL, app TEXT NOT NULL, user TEXT NOT NULL, event BLOB NOT NULL);
+            """)
+        func meta(_ key: String) throws -> String? {
+            var value: String?
+            try database.statement("SELECT value FROM meta WHERE key = ?").query(key) { value = $0.text(0) }
+            return value
+        }
+        let setMeta = try database.statement("INSERT INTO meta(key, value) VALUES (?, ?)")
+        if let stored = try meta("shard") {
+            guard stored == shard else {
+                throw StorageError(code: -1, message: "\(directory) holds the state of detection shard \(stored), not \(shard): give each shard its own --data-dir")
+            }
+        } else {
+            try setMeta.run("shard", shard)
+        }
+        if let stored = try meta("outbox_feed") {
+            feedID = stored
+        } else {
+            feedID = "detection-" + UUID().uuidString.lowercased()
+            try setMeta.run("outbox_feed", feedID)
+        }
+        head = UInt64(try database.integer("SELECT seq FROM sqlite_sequence WHERE name = 'outbox'") ?? 0)
+    }
+
+    // MARK: Checkpoints
+
+    func loadCheckpoint() throws -> Checkpoint? {
+        var checkpoint: Checkpoint?
+        try database.statement("SELECT input, state FROM checkpoint WHERE id = 1").query { row in
+            checkpoint = Checkpoint(input: row.integer(0), shared: row.blob(1), devices: [], positions: [:])
+        }
+        guard var found = checkpoint else { return nil }
+        try database.statement("SELECT app, user, state FROM devices").query { row in
+            found.devices.append((DeviceID(app: row.text(0), user: row.text(1)), row.blob(2)))
+        }
+        try database.statement("SELECT feed, position FROM positions").query { row in
+            found.positions[row.text(0)] = row.unsigned(1)
+        }
+        return found
+    }
+
+    /// Writes a checkpoint reflecting every input up to `input`, and forgets those inputs: one transaction.
+    func writeCheckpoint(input: Int64, shared: [UInt8], changedDevices: [(DeviceID, [UInt8])],
+                         positions: [String: UInt64], at time: Double) throws {
+        try database.transaction {
+            let device = try database.statement("INSERT OR REPLACE INTO devices(app, user, state) VALUES (?, ?, ?)")
+            for (id, state) in changedDevices { try device.run(id.app, id.user, state) }
+            try database.statement("INSERT OR REPLACE INTO checkpoint(id, input, taken_at, state) VALUES (1, ?, ?, ?)")
+                .run(input, time, shared)
+            let position = try database.statement("INSERT OR REPLACE INTO positions(feed, position) VALUES (?, ?)")
+            for (feed, value) in positions { try position.run(feed, value) }
+            try database.statement("DELETE FROM inputs WHERE seq <= ?").run(input)
+        }
+    }
+
+    // MARK: Inputs and events
+
+    /// Stores inputs and the events they gave, in one transaction (one fsync): after this, the events may leave.
+    /// Returns the sequence number of the last input. Events already in the outbox (a re-run) are not added again.
+    @discardableResult
+    func commit(inputs: [DetectionInput], events: [RoadSaveEvent], at time: Double) throws -> Int64? {
+        guard !inputs.isEmpty || !events.isEmpty else { return nil }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        var last: Int64?
+        try database.transaction {
+            let input = try database.statement("INSERT INTO inputs(kind, at, body) VALUES (?, ?, ?)")
+            for entry in inputs {
+                try input.run(entry.kind, time, String(decoding: try encoder.encode(entry), as: UTF8.self))
+                last = database.lastInsertRowID
+            }
+            let event = try database.statement(
+                "INSERT OR IGNORE INTO outbox(event_id, name, app, user, event) VALUES (?, ?, ?, ?, ?)")
+            for item in events {
+                try event.run(item.eventID, item.name, item.device.app, item.device.user, Envelope.eventBody(item))
+                if database.changes > 0 { head = UInt64(database.lastInsertRowID) }
+            }
+        }
+        return last
+    }
+
+    /// The inputs after `seq`, in order.
+    func inputs(after seq: Int64) throws -> [(seq: Int64, input: DetectionInput)] {
+        let decoder = JSONDecoder()
+        var result: [(Int64, DetectionInput)] = []
+        try database.statement("SELECT seq, body FROM inputs WHERE seq > ? ORDER BY seq").query(seq) { row in
+            result.append((row.integer(0), try decoder.decode(DetectionInput.self, from: Data(row.text(1).utf8))))
+        }
+        return result
+    }
+
+    /// The last input stored (0 when none ever was).
+    func lastInput() throws -> Int64 {
+        try database.integer("SELECT seq FROM sqlite_sequence WHERE name = 'inputs'") ?? 0
+    }
+
+    /// Events waiting for the notifier.
+    func outboxCount() throws -> Int {
+        Int(try database.integer("SELECT count(*) FROM outbox") ?? 0)
+    }
+
+    // MARK: The outbox as a feed for the notifier
+
+    func read(_ request: FeedRequest) throws -> FeedBatch {
+        var items: [[UInt8]] = []
+        var to = request.after
+        var bytes = 0
+        let through = request.through.map { Int64(bitPattern: $0) } ?? Int64.max
+        try database.statement("SELECT position, event FROM outbox WHERE position > ? AND position <= ? ORDER BY position LIMIT ?")
+            .query(request.after, through, request.maxItems) { row in
+                guard items.isEmpty || bytes < request.maxBytes else { return }
+                let event = row.blob(1)
+                bytes += event.count
+                items.append(event)
+                to = row.unsigned(0)
+            }
+        return FeedBatch(items: items, to: to)
+    }
+
+    func acknowledged(_ request: FeedRequest) {
+        guard request.acknowledged > acknowledgedPosition else { return }
+        do {
+            try database.statement("DELETE FROM outbox WHERE position <= ?").run(request.acknowledged)
+            acknowledgedPosition = request.acknowledged
+        } catch {
+            // Kept rows are only sent again (the notifier drops what it has); the next acknowledgement retries.
+            Log(category: "detection").warning("outbox not trimmed", ["error": "\(error)"])
+        }
+    }
+}

@@ -1,0 +1,89 @@
+import Feeds
+import RoadSaveModel
+import Wire
+import ZeroMQ
+
+/// detection's reading of one sensor-ingest journal: which journal the endpoint serves, how far detection has read
+/// it, and how far detection's last checkpoint reflects it (sent with every request, so ingest keeps everything after).
+final class JournalReader {
+    let endpoint: String
+    private var client: FeedClient!
+    /// The journal's identity, once the first reply has named it.
+    private(set) var feed: String?
+    /// Records applied up to here.
+    var position: UInt64 = 0
+    /// The position of the last checkpoint (ingest may drop what is before it).
+    var checkpointed: UInt64 = 0
+    /// The last reply had nothing more (or reached the journal's head).
+    private(set) var caughtUp = false
+    /// When the last reply came (monotonic seconds).
+    private(set) var lastReply: Double
+    /// Newest position in the journal, for the lag.
+    private(set) var head: UInt64 = 0
+    private let consumer: String
+    private let shard: (index: Int, count: Int)?
+    private let loop: ReactorLoop
+
+    /// Items and bytes asked for at once: enough to keep detection busy between two round trips.
+    static let maximumItems = 512
+    static let maximumBytes = 8 << 20
+    /// How long ingest may hold a request while it has nothing new (it answers as soon as a batch is stored).
+    static let waitMilliseconds = 1000
+
+    init(loop: ReactorLoop, endpoint: String, consumer: String, shard: (index: Int, count: Int)?, log: Log,
+         onReply: @escaping (JournalReader, FeedReplyHeader, ArraySlice<[UInt8]>) -> Void) throws {
+        self.endpoint = endpoint
+        self.loop = loop
+        self.consumer = consumer
+        self.shard = shard
+        lastReply = loop.now
+        client = try FeedClient(loop: loop, endpoint: endpoint, log: log) { [unowned self] header, items in
+            lastReply = loop.now
+            head = header.head
+            onReply(self, header, items)
+        }
+    }
+
+    /// Asks who the journal is (a request with no feed: the reply names it and carries nothing).
+    func greet() {
+        client.fetch(request(after: 0, through: nil, feed: nil))
+    }
+
+    /// The reply named this journal: take it, with the position stored for it (0 for a journal never read).
+    func adopt(feed: String, position: UInt64, checkpointed: UInt64) {
+        self.feed = feed
+        self.position = position
+        self.checkpointed = checkpointed
+    }
+
+    /// Asks for what follows `position`.
+    func fetchNext() {
+        client.fetch(request(after: position, through: nil, feed: feed))
+    }
+
+    /// Asks again for exactly the range (after, through] (a re-run after a restart).
+    func fetchRange(after: UInt64, through: UInt64) {
+        var range = request(after: after, through: through, feed: feed)
+        range.maxItems = 1_000_000
+        range.maxBytes = 64 << 20
+        range.waitMilliseconds = 0
+        client.fetch(range)
+    }
+
+    /// Notes what the reply said about the end of the journal.
+    func noteReply(_ header: FeedReplyHeader, items: Int) {
+        caughtUp = items == 0 || header.to >= header.head
+    }
+
+    var isWaiting: Bool { client.isWaiting }
+
+    func close() {
+        client.close()
+    }
+
+    private func request(after: UInt64, through: UInt64?, feed: String?) -> FeedRequest {
+        FeedRequest(id: 0, feed: feed, after: after, through: through, maxItems: Self.maximumItems,
+                    maxBytes: Self.maximumBytes, acknowledged: checkpointed, consumer: consumer,
+                    shard: shard?.index, shards: shard?.count, waitMilliseconds: Self.waitMilliseconds)
+    }
+}

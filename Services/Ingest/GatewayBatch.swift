@@ -1,0 +1,90 @@
+import RoadSaveModel
+import Wire
+
+/// One gateway message, read and validated (CONTRACT §2 and §7): either answered at once (it cannot be read, or
+/// nothing in it is accepted), or holding accepted records that must be stored before the acknowledgement goes out.
+/// Pure: no sockets, no store, so the service decides about groups of them.
+struct GatewayBatch {
+    /// The reply's routing frames: the gateway's identity, and the empty delimiter when the gateway sent one.
+    var replyPrefix: [[UInt8]]
+    var batchID: [UInt8]
+    /// The content type of the batch, that of its acknowledgement.
+    var contentType: ContentType
+    var acknowledgement: Acknowledgement
+    /// The accepted records, in batch order.
+    var records: [SensorRecord]
+    /// Why the batch could not be read at all (then `acknowledgement` says so, and `records` is empty).
+    var unreadable: String?
+
+    /// Reads a ROUTER message [identity, (empty delimiter,) batchID, contentType, body]. Records of applications not in
+    /// `applications` are rejected; a batch of more than `maximumBatch` records is refused whole.
+    init(message: [[UInt8]], applications: Set<String>, maximumBatch: Int) {
+        replyPrefix = Array(message.prefix(1))
+        var rest = Array(message.dropFirst())
+        if rest.count == 4, rest[0].isEmpty {
+            replyPrefix.append([])
+            rest.removeFirst()
+        }
+        batchID = rest.first ?? []
+        contentType = .json
+        acknowledgement = Acknowledgement(accepted: 0)
+        records = []
+        guard rest.count == 3 else {
+            refuse("expected the frames [batchID, contentType, body], got \(rest.count) frames")
+            return
+        }
+        guard let contentType = ContentType(frame: rest[1]) else {
+            let text = String(decoding: rest[1].prefix(100), as: UTF8.self)
+            refuse("unsupported content type \"\(text)\"; use application/msgpack or application/json")
+            return
+        }
+        self.contentType = contentType
+        let decoded: DecodedBatch
+        do {
+            decoded = try RecordBatch.decodeBatch(rest[2], contentType: contentType)
+        } catch {
+            refuse("\(error)")
+            return
+        }
+        guard decoded.records.count <= maximumBatch else {
+            refuse("\(decoded.records.count) records; at most \(maximumBatch) a batch")
+            return
+        }
+        records.reserveCapacity(decoded.records.count)
+        // Validation is the same for both content types (RecordDecoding), so the rejections read the same.
+        for (index, result) in decoded.records {
+            switch result {
+            case let .failure(error):
+                acknowledgement.rejected.append(Rejection(index: index, field: error.field, reason: error.reason))
+            case let .success(record):
+                guard applications.contains(record.device.app) else {
+                    acknowledgement.rejected.append(Rejection(index: index, field: "app", reason: "unknown application"))
+                    continue
+                }
+                records.append(record)
+            }
+        }
+        acknowledgement.accepted = records.count
+    }
+
+    private mutating func refuse(_ reason: String) {
+        unreadable = reason
+        acknowledgement = .unreadable(reason: reason)
+    }
+
+    /// The gateway's batchID as text, for the journal and the logs.
+    var batchText: String { String(decoding: batchID.prefix(200), as: UTF8.self) }
+
+    /// The acknowledgement's frames, addressed to the gateway.
+    var reply: [[UInt8]] {
+        guard !replyPrefix.isEmpty else { return [] }
+        return replyPrefix + [batchID, acknowledgement.encode(as: contentType)]
+    }
+
+    /// The store failed: nothing of this batch is kept, and the gateway is told so (it keeps the batch and may send
+    /// it again).
+    mutating func storeFailed(_ reason: String) {
+        acknowledgement = .unreadable(reason: "the journal could not store the batch (\(reason)); nothing of it was accepted, send it again later")
+        records = []
+    }
+}

@@ -1,0 +1,429 @@
+import Feeds
+import Foundation
+import RoadSaveModel
+import Storage
+import Wire
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// sensor-ingest's journal: every accepted record, stored durably before its batch is acknowledged, in
+/// `<data-dir>/journal.sqlite` (SQLite, WAL, `synchronous=FULL`: a commit is fsync'd). Detection pulls records from
+/// it by position through a `FeedServer` (this is its `FeedSource`), each detection shard at its own pace.
+///
+/// Schema (readable with the `sqlite3` shell, e.g. `sqlite3 roadsave-data/ingest/journal.sqlite`):
+///
+///     -- Fixed when the journal is created.
+///     meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)
+///         journal_id   random; the feed's ID (a new journal is a new feed, whose positions start again)
+///         shards       the --shards the journal was created with (positions are per shard: it cannot change)
+///         created_at   Unix seconds
+///         format       1
+///     -- One row per (gateway batch, shard): the accepted records of that batch whose device hashes to the shard
+///     -- (Envelope.shard(of:shards:)), in batch order, as one MessagePack array (CONTRACT §2 maps).
+///     -- `position` is the feed position; AUTOINCREMENT, so a position is never reused after deletions.
+///     chunks(position INTEGER PRIMARY KEY AUTOINCREMENT, shard INTEGER NOT NULL, records INTEGER NOT NULL,
+///            received_at REAL NOT NULL, batch TEXT, body BLOB NOT NULL)
+///         index chunks_by_shard (shard, position)   what a detection shard reads
+///         index chunks_by_time (received_at)         where retention by age starts
+///     -- What each consumer (detection shard) has checkpointed: retention never deletes past it by age.
+///     consumers(consumer TEXT PRIMARY KEY, shard INTEGER, shards INTEGER, acknowledged INTEGER NOT NULL,
+///               seen_at REAL NOT NULL)
+///
+/// Handy queries: `SELECT shard, count(*), sum(records) FROM chunks GROUP BY shard;`,
+/// `SELECT consumer, acknowledged, datetime(seen_at, 'unixepoch') FROM consumers;`. A consumer that is gone for good
+/// (detection resharded) keeps protecting its shards from the age rule until its row is deleted
+/// (`DELETE FROM consumers WHERE consumer = '…';`, with ingest stopped or not).
+///
+/// Owned by one thread (ingest's reactor thread): open, use and close it there. Another process may read the file.
+public final class Journal: FeedSource {
+    public static let fileName = "journal.sqlite"
+    static let lockFileName = "journal.lock"
+    static let format = "1"
+
+    public let path: String
+    public let feedID: String
+    public let shards: Int
+    /// Unix seconds.
+    public let createdAt: Double
+    /// Seconds a chunk is kept at least (and then until its consumers have acknowledged it).
+    public let retentionAge: Double
+    /// Largest size of the journal in bytes, 0 for no limit.
+    public let maximumBytes: Int64
+    /// The newest position (0 before the first chunk). Positions are never reused, so it never goes back.
+    public private(set) var head: UInt64
+    public private(set) var statistics = JournalStatistics()
+
+    private let database: SQLiteDatabase
+    private let log: Log
+    private let clock: () -> Double
+    private var consumers: [String: JournalConsumer] = [:]
+    private var unsavedConsumers: Set<String> = []
+    /// Held while the journal is open, so a second ingest on the same data directory is refused.
+    private var lockDescriptor: Int32
+
+    /// Opens (creating if needed) the journal of `directory`. Throws a `JournalError` when the journal was created with
+    /// another shard count or another ingest has it open, a `StorageError` when SQLite cannot open it.
+    /// `clock` gives Unix seconds (tests set it).
+    public init(directory: String, shards: Int, retentionAge: Double = 86_400, maximumBytes: Int64 = 0, log: Log,
+                clock: @escaping () -> Double = { Date().timeIntervalSince1970 }) throws {
+        precondition(shards > 0, "a journal needs at least one shard")
+        self.shards = shards
+        self.retentionAge = retentionAge
+        self.maximumBytes = maximumBytes
+        self.log = log
+        self.clock = clock
+        let path = DataDirectory.file(Self.fileName, in: directory)
+        self.path = path
+        let descriptor = try Self.lock(DataDirectory.file(Self.lockFileName, in: directory), journal: path)
+        do {
+            let database = try SQLiteDatabase(path: path, synchronous: .full)
+            let meta = try Self.prepare(database, shards: shards, now: clock())
+            guard meta.format == Self.format else {
+                throw JournalError("\(path) has format \(meta.format); this ingest reads format \(Self.format)")
+            }
+            guard meta.shards == shards else {
+                throw JournalError("""
+                    \(path) was created with --shards \(meta.shards), and this ingest has --shards \(shards). Positions are \
+                    per shard, so a journal's shard count cannot change: run with --shards \(meta.shards), or give a new \
+                    --data-dir (detection then reads the new journal from its start)
+                    """)
+            }
+            var consumers: [String: JournalConsumer] = [:]
+            try database.statement("SELECT consumer, shard, shards, acknowledged, seen_at FROM consumers").query { row in
+                let consumer = JournalConsumer(name: row.text(0), shard: row.isNull(1) ? nil : Int(row.integer(1)),
+                                               shards: row.isNull(2) ? nil : Int(row.integer(2)),
+                                               acknowledged: row.unsigned(3), seenAt: row.double(4))
+                consumers[consumer.name] = consumer
+            }
+            head = UInt64(try database.integer("SELECT seq FROM sqlite_sequence WHERE name = 'chunks'") ?? 0)
+            feedID = meta.journalID
+            createdAt = meta.createdAt
+            self.consumers = consumers
+            self.database = database
+            lockDescriptor = descriptor
+        } catch {
+            Self.unlock(descriptor)
+            throw error
+        }
+    }
+
+    deinit {
+        close()
+    }
+
+    /// Saves what consumers acknowledged, folds the write-ahead log into the file and closes. Safe to call twice.
+    public func close() {
+        guard lockDescriptor >= 0 else { return }
+        do {
+            try database.transaction { try saveConsumers() }
+            try database.checkpointLog()
+        } catch {
+            log.warning("journal not closed cleanly (it will recover when opened)", ["error": "\(error)"])
+        }
+        database.close()
+        Self.unlock(lockDescriptor)
+        lockDescriptor = -1
+    }
+
+    // MARK: Appending
+
+    /// The accepted records of one gateway batch.
+    public struct Batch: Sendable {
+        /// The gateway's batchID, for the operator (`batch` column).
+        public var id: String?
+        public var records: [SensorRecord]
+
+        public init(id: String?, records: [SensorRecord]) {
+            self.id = id
+            self.records = records
+        }
+    }
+
+    /// Stores `batches` in one transaction (group commit: one fsync for all): each batch becomes one chunk per shard
+    /// it has records of. When this returns, the records are durable; when it throws, none of them is stored.
+    /// Returns the positions of the new chunks (nil when there was nothing to store).
+    @discardableResult
+    public func append(_ batches: [Batch]) throws -> ClosedRange<UInt64>? {
+        let receivedAt = clock()
+        let insert = try database.statement(
+            "INSERT INTO chunks (shard, records, received_at, batch, body) VALUES (?, ?, ?, ?, ?)")
+        var chunks = 0, records = 0
+        try database.transaction {
+            for batch in batches where !batch.records.isEmpty {
+                var byShard: [Int: [SensorRecord]] = [:]
+                for record in batch.records {
+                    byShard[Envelope.shard(of: record.device, shards: shards), default: []].append(record)
+                }
+                for shard in byShard.keys.sorted() {
+                    let shardRecords = byShard[shard]!
+                    try insert.run(shard, shardRecords.count, receivedAt, batch.id,
+                                   RecordBatch.encodeBatch(shardRecords, as: .msgpack))
+                    chunks += 1
+                    records += shardRecords.count
+                }
+            }
+        }
+        guard chunks > 0 else { return nil }
+        let last = UInt64(database.lastInsertRowID)
+        head = last
+        statistics.commits += 1
+        statistics.appendedChunks += chunks
+        statistics.appendedRecords += records
+        return (last - UInt64(chunks) + 1)...last
+    }
+
+    // MARK: FeedSource
+
+    /// Ends a query early (a reply is full, enough chunks are chosen).
+    private struct StopReading: Error {}
+
+    /// The chunks after `request.after` (through `request.through`) of `request.shard` (every shard when nil), in
+    /// position order: at most `maxItems`, and no more than `maxBytes` unless the first alone is larger. Each item is a
+    /// chunk's body, a MessagePack array of records (`RecordBatch.decodeBatch(_, contentType: .msgpack)`). The batch's
+    /// `to` is the last chunk's position; when the request gives `through` and everything up to it was read, `to` is
+    /// `through` (or the head, if lower), so a consumer re-reading a range learns that it has it all.
+    public func read(_ request: FeedRequest) throws -> FeedBatch {
+        if let requested = request.shards, requested != shards {
+            throw JournalError("""
+                this journal has \(shards) shards; the request is for shard \(request.shard ?? 0) of \(requested) \
+                (detection's --shard I/N must count the shards as ingest's --shards does)
+                """)
+        }
+        let through = min(request.through ?? head, head)
+        guard request.after < through else { return FeedBatch(items: [], to: request.after) }
+        let statement: SQLiteStatement
+        var parameters: [SQLiteBindable] = []
+        if let shard = request.shard {
+            statement = try database.statement("""
+                SELECT position, length(body), body FROM chunks WHERE shard = ? AND position > ? AND position <= ?
+                ORDER BY position LIMIT ?
+                """)
+            parameters.append(shard)
+        } else {
+            statement = try database.statement("""
+                SELECT position, length(body), body FROM chunks WHERE position > ? AND position <= ?
+                ORDER BY position LIMIT ?
+                """)
+        }
+        parameters += [request.after, through, request.maxItems]
+        var items: [[UInt8]] = []
+        var bytes = 0
+        var last: UInt64?
+        var full = false
+        do {
+            try statement.query(parameters) { row in
+                let size = Int(row.integer(1))
+                if !items.isEmpty, bytes + size > request.maxBytes { throw StopReading() }
+                items.append(row.blob(2))
+                bytes += size
+                last = row.unsigned(0)
+            }
+        } catch is StopReading {
+            full = true
+        }
+        if items.count >= request.maxItems { full = true }
+        var to = last ?? request.after
+        if request.through != nil, !full { to = max(to, through) }
+        return FeedBatch(items: items, to: to)
+    }
+
+    /// Notes what the consumer has checkpointed; saved to the `consumers` table by the next `enforceRetention()` (a
+    /// restart in between only makes retention keep more). A consumer counting shards differently is not noted: its
+    /// reads fail, and it protects nothing.
+    public func acknowledged(_ request: FeedRequest) {
+        if let requested = request.shards, requested != shards { return }
+        let consumer = JournalConsumer(name: request.consumer, shard: request.shard, shards: request.shards,
+                                       acknowledged: min(request.acknowledged, head), seenAt: clock())
+        consumers[request.consumer] = consumer
+        unsavedConsumers.insert(request.consumer)
+    }
+
+    /// Consumers known, by name.
+    public var knownConsumers: [String: JournalConsumer] { consumers }
+
+    // MARK: Retention
+
+    /// What one round of retention deleted.
+    public struct RetentionOutcome: Sendable, Equatable {
+        public var expiredChunks = 0
+        public var trimmedChunks = 0
+        public var droppedUnreadChunks = 0
+        /// Records deleted unread, by shard.
+        public var droppedUnreadRecords: [Int: Int] = [:]
+    }
+
+    /// Saves consumers' positions and applies the age and size rules (see `JournalRetention`). Cheap enough to run
+    /// every few seconds: the age rule finds its boundary through an index and deletes by (shard, position); the size
+    /// rule reads chunk sizes only when the journal is over its limit. A forced drop of unread records is logged as a
+    /// warning and counted in `statistics`.
+    @discardableResult
+    public func enforceRetention() throws -> RetentionOutcome {
+        var outcome = RetentionOutcome()
+        let now = clock()
+        let through = JournalRetention.acknowledgedThrough(consumers.values, shards: shards)
+        try database.transaction {
+            try saveConsumers()
+            // Chunks from position `young` on are within the retention age (positions follow arrival order; after a
+            // step of the wall clock the boundary is approximate).
+            let young = try database.statement(
+                "SELECT position FROM chunks WHERE received_at >= ? ORDER BY received_at LIMIT 1").integer(now - retentionAge)
+                ?? Int64(bitPattern: head) + 1
+            let delete = try database.statement("DELETE FROM chunks WHERE shard = ? AND position <= ?")
+            for shard in 0..<shards {
+                guard let acknowledged = through[shard] else { continue }
+                let limit = min(Int64(bitPattern: acknowledged), young - 1)
+                guard limit > 0 else { continue }
+                try delete.run(shard, limit)
+                outcome.expiredChunks += database.changes
+            }
+        }
+        statistics.expiredChunks += outcome.expiredChunks
+        if maximumBytes > 0 {
+            // The size of a chunk is estimated, and pages free up in whole: a few rounds settle under the limit.
+            for _ in 0..<4 {
+                let used = try database.bytesInUse()
+                guard used > maximumBytes, try trim(excess: used - maximumBytes, through: through, into: &outcome) else {
+                    break
+                }
+            }
+        }
+        statistics.trimmedChunks += outcome.trimmedChunks
+        statistics.droppedUnreadChunks += outcome.droppedUnreadChunks
+        statistics.droppedUnreadRecords.merge(outcome.droppedUnreadRecords, uniquingKeysWith: +)
+        if outcome.droppedUnreadChunks > 0 {
+            let total = outcome.droppedUnreadRecords.values.reduce(0, +)
+            let byShard = outcome.droppedUnreadRecords.sorted { $0.key < $1.key }.map { "\($0.key):\($0.value)" }
+                .joined(separator: ",")
+            log.warning("journal over --journal-max-bytes: records dropped before detection read them",
+                        ["records": String(total), "chunks": String(outcome.droppedUnreadChunks),
+                         "recordsByShard": byShard, "limit": String(maximumBytes)])
+        }
+        return outcome
+    }
+
+    /// Deletes chunks to free about `excess` bytes; false when there was nothing left to delete.
+    private func trim(excess: Int64, through: [UInt64?], into outcome: inout RetentionOutcome) throws -> Bool {
+        var cut = JournalRetention.SizeCut(excess: excess, acknowledgedThrough: through)
+        let chunks = try database.statement("SELECT position, shard, records, length(body) FROM chunks ORDER BY position")
+        func scan(_ consider: (inout JournalRetention.SizeCut, JournalRetention.Chunk) -> Void) throws {
+            guard !cut.isEnough else { return }
+            do {
+                try chunks.query { row in
+                    let chunk = JournalRetention.Chunk(position: row.integer(0), shard: Int(row.integer(1)),
+                                                       records: Int(row.integer(2)),
+                                                       bytes: row.integer(3) + JournalRetention.rowOverhead)
+                    consider(&cut, chunk)
+                    if cut.isEnough { throw StopReading() }
+                }
+            } catch is StopReading {}
+        }
+        try scan { $0.considerAcknowledged($1) }
+        try scan { $0.considerAny($1) }
+        guard !cut.positions.isEmpty else { return false }
+        let delete = try database.statement("DELETE FROM chunks WHERE position = ?")
+        try database.transaction {
+            for position in cut.positions { try delete.run(position) }
+        }
+        outcome.trimmedChunks += cut.positions.count - cut.unreadChunks
+        outcome.droppedUnreadChunks += cut.unreadChunks
+        outcome.droppedUnreadRecords.merge(cut.unreadRecords, uniquingKeysWith: +)
+        return true
+    }
+
+    private func saveConsumers() throws {
+        guard !unsavedConsumers.isEmpty else { return }
+        let upsert = try database.statement("""
+            INSERT INTO consumers (consumer, shard, shards, acknowledged, seen_at) VALUES (?, ?, ?, ?, ?)
+            ON CONFLICT (consumer) DO UPDATE SET shard = excluded.shard, shards = excluded.shards,
+                acknowledged = excluded.acknowledged, seen_at = excluded.seen_at
+            """)
+        for name in unsavedConsumers.sorted() {
+            guard let consumer = consumers[name] else { continue }
+            try upsert.run(consumer.name, consumer.shard, consumer.shards, consumer.acknowledged, consumer.seenAt)
+        }
+        unsavedConsumers.removeAll()
+    }
+
+    // MARK: Inspection
+
+    /// Size and positions, for the logs at start and stop (counts every chunk: not for a hot path).
+    public func summary() throws -> JournalSummary {
+        var summary = JournalSummary(chunks: 0, records: 0, oldest: nil, head: head, bytes: try database.bytesInUse())
+        try database.statement("SELECT count(*), coalesce(sum(records), 0), min(position) FROM chunks").query { row in
+            summary.chunks = Int(row.integer(0))
+            summary.records = Int(row.integer(1))
+            summary.oldest = row.isNull(2) ? nil : row.unsigned(2)
+        }
+        return summary
+    }
+
+    // MARK: Opening
+
+    private struct Meta {
+        var journalID: String
+        var shards: Int
+        var createdAt: Double
+        var format: String
+    }
+
+    /// Creates the tables on first use and reads (or, the first time, writes) `meta`, in one transaction.
+    private static func prepare(_ database: SQLiteDatabase, shards: Int, now: Double) throws -> Meta {
+        try database.transaction {
+            try database.execute("""
+                CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+                CREATE TABLE IF NOT EXISTS chunks (
+                    position INTEGER PRIMARY KEY AUTOINCREMENT,
+                    shard INTEGER NOT NULL,
+                    records INTEGER NOT NULL,
+                    received_at REAL NOT NULL,
+                    batch TEXT,
+                    body BLOB NOT NULL
+                );
+                CREATE INDEX IF NOT EXISTS chunks_by_shard ON chunks (shard, position);
+                CREATE INDEX IF NOT EXISTS chunks_by_time ON chunks (received_at);
+                CREATE TABLE IF NOT EXISTS consumers (
+                    consumer TEXT PRIMARY KEY,
+                    shard INTEGER,
+                    shards INTEGER,
+                    acknowledged INTEGER NOT NULL,
+                    seen_at REAL NOT NULL
+                );
+                """)
+            var values: [String: String] = [:]
+            try database.statement("SELECT key, value FROM meta").query { row in values[row.text(0)] = row.text(1) }
+            if values["journal_id"] == nil {
+                values = ["journal_id": UUID().uuidString.lowercased(), "shards": String(shards),
+                          "created_at": String(now), "format": format]
+                let insert = try database.statement("INSERT INTO meta (key, value) VALUES (?, ?)")
+                for (key, value) in values.sorted(by: { $0.key < $1.key }) { try insert.run(key, value) }
+            }
+            guard let id = values["journal_id"], let storedShards = values["shards"].flatMap({ Int($0) }) else {
+                throw JournalError("\(database.path): the meta table lacks journal_id or shards; this is not a journal")
+            }
+            return Meta(journalID: id, shards: storedShards, createdAt: values["created_at"].flatMap { Double($0) } ?? 0,
+                        format: values["format"] ?? format)
+        }
+    }
+
+    /// Takes the data directory's lock file (`flock`, released by the kernel when the process dies).
+    private static func lock(_ lockPath: String, journal: String) throws -> Int32 {
+        let descriptor = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else {
+            throw JournalError("cannot open \(lockPath): \(String(cString: strerror(errno)))")
+        }
+        guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
+            let reason = errno == EWOULDBLOCK ? "another ingest has it open (one ingest per --data-dir)"
+                : String(cString: strerror(errno))
+            Glibc.close(descriptor)
+            throw JournalError("\(journal): \(reason)")
+        }
+        return descriptor
+    }
+
+    private static func unlock(_ descriptor: Int32) {
+        guard descriptor >= 0 else { return }
+        flock(descriptor, LOCK_UN)
+        Glibc.close(descriptor)
+    }
+}

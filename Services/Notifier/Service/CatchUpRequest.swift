@@ -1,0 +1,113 @@
+import RoadSaveModel
+import Wire
+
+/// A catch-up request: a subscriber that was away asks the notifier for the events it missed.
+///
+/// The notifier's catch-up endpoint (`--catch-up-endpoint`, a ROUTER; default `tcp://*:5555`) takes one JSON frame
+/// from a REQ or DEALER client (a DEALER may send the empty delimiter frame first, or not; the reply mirrors it):
+///
+///     request = { "after": POSITION }            events after this position (0: from the oldest kept)
+///             | { "afterEventID": "EVENT-ID" }   events after this event
+///       with optional members
+///         "max": N          most events in the reply, 1…10000 (default 1000)
+///         "prefix": "TEXT"  only events whose topic starts with it, as a SUB subscription would match
+///                           (topics are <event>.<app>.<user>, e.g. "crashDetected.app-1.")
+///
+///     reply   = { "events": [ { "position": P, "topic": "…", "event": { …the event's JSON… } }, … ],
+///                 "head": H,  the newest position in the notifier's stream
+///                 "next": N } the "after" of the next request: the last position examined (H when the reply
+///                             reached the head; with a prefix, events skipped by it are examined too)
+///             | { "error": "…" }  naming the field: bad JSON or member, a position ahead of the head, an unknown
+///                                 eventID, or a position other than 0 older than the retention window (its
+///                                 events are gone)
+///
+/// Positions are those of the third frame on the PUB socket. A subscriber resumes without gaps by subscribing first,
+/// then asking from its last position until `next` reaches `head`, dropping positions it has seen (what
+/// `roadsave tail --since` does). Events are in the PUB socket's format (`--publish-format`).
+public struct CatchUpRequest: Sendable, Equatable {
+    public enum Start: Sendable, Equatable {
+        case position(UInt64)
+        case eventID(String)
+    }
+
+    public static let defaultMax = 1000
+    public static let maximumMax = 10_000
+
+    public var start: Start
+    public var max: Int
+    public var prefix: String?
+
+    public init(start: Start, max: Int = CatchUpRequest.defaultMax, prefix: String? = nil) {
+        self.start = start
+        self.max = max
+        self.prefix = prefix
+    }
+
+    /// A request's problem, in words that name the member; sent back as `{"error": …}`.
+    public struct Problem: Error, Sendable, Equatable, CustomStringConvertible {
+        public var message: String
+        public init(_ message: String) { self.message = message }
+        public var description: String { message }
+    }
+
+    /// Reads one request frame.
+    public init(json bytes: [UInt8]) throws(Problem) {
+        let value: JSONValue
+        do {
+            value = try JSONText.decode(bytes)
+        } catch {
+            throw Problem("a catch-up request is one JSON object: \(error.reason)")
+        }
+        guard case let .object(members) = value else {
+            throw Problem("a catch-up request is a JSON object, found \(value.typeName)")
+        }
+        let known = ["after", "afterEventID", "max", "prefix"]
+        if let unknown = members.first(where: { !known.contains($0.0) }) {
+            throw Problem("\(unknown.0): unknown member; expected after or afterEventID, and optionally max and prefix")
+        }
+        switch (value["after"], value["afterEventID"]) {
+        case (nil, nil):
+            throw Problem("after: missing; give after (a position) or afterEventID")
+        case (.some, .some):
+            throw Problem("after and afterEventID: give one of them, not both")
+        case let (.some(after), nil):
+            start = .position(try Self.whole(after, "after", range: 0...9_007_199_254_740_992))
+        case let (nil, .some(eventID)):
+            guard case let .string(text) = eventID, !text.isEmpty else {
+                throw Problem("afterEventID must be a non-empty string, found \(eventID.typeName)")
+            }
+            start = .eventID(text)
+        }
+        if let max = value["max"] {
+            self.max = Int(try Self.whole(max, "max", range: 1...Double(Self.maximumMax)))
+        } else {
+            self.max = Self.defaultMax
+        }
+        if let prefix = value["prefix"] {
+            guard case let .string(text) = prefix else { throw Problem("prefix must be a string, found \(prefix.typeName)") }
+            self.prefix = text.isEmpty ? nil : text
+        } else {
+            prefix = nil
+        }
+    }
+
+    private static func whole(_ value: JSONValue, _ name: String, range: ClosedRange<Double>) throws(Problem) -> UInt64 {
+        guard case let .number(number) = value, number == number.rounded(), range.contains(number) else {
+            throw Problem("\(name) must be a whole number from \(JSONText.number(range.lowerBound)) to "
+                          + "\(JSONText.number(range.upperBound)), found \(JSONText.encode(value))")
+        }
+        return UInt64(number)
+    }
+
+    /// The request as one JSON frame.
+    public func json() -> [UInt8] {
+        var members: [(String, JSONValue)] = []
+        switch start {
+        case let .position(position): members.append(("after", .number(Double(position))))
+        case let .eventID(eventID): members.append(("afterEventID", .string(eventID)))
+        }
+        members.append(("max", .number(Double(max))))
+        if let prefix { members.append(("prefix", .string(prefix))) }
+        return JSONText.bytes(.object(members))
+    }
+}

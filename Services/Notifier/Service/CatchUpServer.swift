@@ -1,0 +1,103 @@
+import Foundation
+import RoadSaveModel
+import Wire
+import ZeroMQ
+
+/// Answers catch-up requests (see `CatchUpRequest` for the grammar) on a ROUTER socket of the service's reactor,
+/// from the store. Runs on the reactor thread, between the writes, so every reply is a consistent view of the store.
+final class CatchUpServer {
+    private let socket: ZMQSocket
+    private let store: NotifierStore
+    private let format: EventFormat
+    private let retentionAge: Double
+    private let log: Log
+
+    init(socket: ZMQSocket, loop: ReactorLoop, store: NotifierStore, format: EventFormat, retentionAge: Double, log: Log) {
+        self.socket = socket
+        self.store = store
+        self.format = format
+        self.retentionAge = retentionAge
+        self.log = log
+        loop.onReadable(socket) { [unowned self] socket in receive(socket) }
+    }
+
+    private func receive(_ socket: ZMQSocket) {
+        for _ in 0..<100 {
+            let frames: [[UInt8]]
+            do {
+                guard let received = try socket.receive(dontWait: true) else { return }
+                frames = received
+            } catch {
+                log.error("catch-up socket failed", ["error": "\(error)"])
+                return
+            }
+            // [identity, (empty delimiter of a REQ or a polite DEALER,) request]
+            guard frames.count == 2 || (frames.count == 3 && frames[1].isEmpty) else {
+                log.warning("catch-up request skipped: expected one frame", ["frames": String(frames.count - 1)])
+                continue
+            }
+            let reply = Self.answer(frames[frames.count - 1], store: store, format: format, retentionAge: retentionAge)
+            do {
+                _ = try socket.send(Array(frames.dropLast()) + [reply], dontWait: true)
+            } catch {
+                log.warning("catch-up reply not sent", ["error": "\(error)"])
+            }
+        }
+    }
+
+    /// The reply frame to a request frame.
+    static func answer(_ request: [UInt8], store: NotifierStore, format: EventFormat, retentionAge: Double) -> [UInt8] {
+        do {
+            let request = try CatchUpRequest(json: request)
+            return try answer(request, store: store, format: format, retentionAge: retentionAge)
+        } catch let problem as CatchUpRequest.Problem {
+            return JSONText.bytes(.object([("error", .string(problem.message))]))
+        } catch {
+            return JSONText.bytes(.object([("error", .string("the store failed: \(error)"))]))
+        }
+    }
+
+    static func answer(_ request: CatchUpRequest, store: NotifierStore, format: EventFormat,
+                       retentionAge: Double) throws -> [UInt8] {
+        let head = try store.head()
+        let oldest = try store.oldestPosition() ?? head + 1
+        let window = Self.days(retentionAge)
+        let after: UInt64
+        switch request.start {
+        case let .position(position):
+            guard position <= head else {
+                throw CatchUpRequest.Problem("after: position \(position) is ahead of the newest (\(head))")
+            }
+            // The events between `position` and the oldest kept were deleted: the subscriber would get a gap.
+            // 0 asks for everything kept, whatever that is.
+            guard position == 0 || position + 1 >= oldest || position >= head else {
+                throw CatchUpRequest.Problem("after: position \(position) is older than the retention window (\(window)): "
+                                             + "the oldest event kept is at position \(oldest)")
+            }
+            after = position
+        case let .eventID(eventID):
+            guard let position = try store.position(ofEventID: eventID) else {
+                throw CatchUpRequest.Problem("afterEventID: unknown eventID \(eventID) (never stored here, or older than "
+                                             + "the retention window of \(window))")
+            }
+            after = position
+        }
+        let events = try store.events(after: after, limit: request.max, prefix: request.prefix)
+        // A full reply stops at its last event; a short one examined everything up to the head.
+        let next = events.count == request.max ? events.last!.position : head
+        var text = "{\"events\":["
+        for (index, event) in events.enumerated() {
+            if index > 0 { text += "," }
+            text += "{\"position\":\(event.position),\"topic\":\(JSONText.encode(.string(event.topic))),\"event\":"
+            text += event.json(format) + "}"
+        }
+        text += "],\"head\":\(head),\"next\":\(next)}"
+        return Array(text.utf8)
+    }
+
+    static func days(_ seconds: Double) -> String {
+        let days = seconds / 86_400
+        if days >= 1, days == days.rounded() { return "\(Int(days)) days" }
+        return "\(JSONText.number((seconds * 1000).rounded() / 1000)) s"
+    }
+}

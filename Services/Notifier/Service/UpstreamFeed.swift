@@ -1,0 +1,21 @@
+import Feeds
+import ZeroMQ
+
+/// The notifier's link to one of detection's outbox feeds: the client, the feed's identity (learnt on first
+/// contact) and the position stored for it. Used on the reactor thread only.
+final class UpstreamFeed {
+    let endpoint: String
+    var client: FeedClient?
+    /// The feed's ID, once the server has told it; the position is then the one stored for that ID.
+    var feed: String?
+    var position: UInt64 = 0
+    /// When the feed last answered (monotonic seconds), for the silence warning.
+    var lastAnswer: Double
+    var reportedSilent = false
+    var retry: TimerID?
+
+    init(endpoint: String, now: Double) {
+        self.endpoint = endpoint
+        lastAnswer = now
+    }
+}

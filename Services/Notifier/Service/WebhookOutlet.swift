@@ -1,0 +1,92 @@
+import Foundation
+import NotifierSinks
+import RoadSaveModel
+import ZeroMQ
+
+/// A webhook fed from its outbox. The `WebhookSink` keeps per-device order and retries without giving up (capped
+/// backoff); an entry is taken when its event was answered 2xx, or refused for good by the receiver (a 4xx other
+/// than 408/429, or a 3xx: logged as dropped by the receiver, not retried). Events still held at a stop stay in the
+/// outbox and are sent again after the next start (with the same eventID: receivers drop duplicates by it).
+final class WebhookOutlet: SinkOutlet, @unchecked Sendable {
+    // @unchecked: the mutable state is used on the reactor thread only; the sink's settlements reach it through
+    // `Reactor.post`.
+    let key: String
+    let name: String
+    var window: OutboxWindow
+    private var sink: WebhookSink!
+    private let reactor: Reactor
+    private let log: Log
+    private let report: (OutletReport) -> Void
+    /// The positions of the events in the sink's hands, by eventID (unique in the store).
+    private var positions: [String: UInt64] = [:]
+    /// Hands events to the sink in order (one task awaits each `deliver` before the next).
+    private let feed: AsyncStream<RoadSaveEvent>.Continuation
+    private let stream: AsyncStream<RoadSaveEvent>
+    private var feeder: Task<Void, Never>?
+
+    /// The outbox key of a webhook: its host and a hash of the whole URL (its path or query may carry a token).
+    static func key(for url: URL) -> String {
+        var host = url.host ?? "?"
+        if let port = url.port { host += ":\(port)" }
+        return "webhook:\(host)/\(StableID.make("webhook", url.absoluteString).prefix(8))"
+    }
+
+    init(options: WebhookSink.Options, capacity: Int, reactor: Reactor, log: Log, report: @escaping (OutletReport) -> Void) {
+        key = Self.key(for: options.url)
+        window = OutboxWindow(capacity: capacity)
+        self.reactor = reactor
+        self.log = log
+        self.report = report
+        (stream, feed) = AsyncStream<RoadSaveEvent>.makeStream(bufferingPolicy: .unbounded)
+        var options = options
+        // The outbox holds what waits: the sink never drops for capacity and never gives up.
+        options.queueCapacity = max(options.queueCapacity, capacity + 1)
+        options.maximumAttempts = nil
+        options.callerKeepsEvents = true
+        name = "webhook(\(WebhookSink.displayURL(options.url)))"
+        sink = WebhookSink(options: options, log: log, onSettled: { [weak self] eventID, settlement in
+            guard let self else { return }
+            reactor.post { _ in self.settled(eventID, settlement) }
+        })
+        let sink = sink!, stream = stream
+        feeder = Task {
+            for await event in stream { await sink.deliver(event) }
+        }
+    }
+
+    func take(_ entries: [StoredEvent]) {
+        for entry in entries {
+            positions[entry.event.eventID] = entry.position
+            feed.yield(entry.event)
+        }
+    }
+
+    /// On the reactor thread.
+    private func settled(_ eventID: String, _ settlement: WebhookSink.Settlement) {
+        guard let position = positions.removeValue(forKey: eventID) else { return }
+        switch settlement {
+        case .delivered, .droppedByReceiver:
+            report(OutletReport(sink: key, taken: [position]))
+        case .gaveUp, .droppedForCapacity:
+            // Not configured to happen (see init); if it does, the event waits in the outbox for the next start.
+            log.error("webhook event not delivered: left in the outbox until the next start",
+                      ["sink": name, "eventID": eventID, "position": String(position), "why": "\(settlement)"])
+            report(OutletReport(sink: key, released: 1))
+        }
+    }
+
+    func stopTaking() {
+        feed.finish()
+    }
+
+    func finisher(deadline: Double) -> @Sendable () async -> Void {
+        let feeder = feeder, sink = sink!, log = log, name = name
+        return {
+            await feeder?.value
+            let left = await sink.shutdown(deadline: deadline)
+            if left > 0 {
+                log.info("events left in the outbox at stop: sent after the next start", ["sink": name, "events": String(left)])
+            }
+        }
+    }
+}

@@ -1,0 +1,191 @@
+import Feeds
+import Foundation
+import RoadSaveModel
+import Testing
+import Wire
+import ZeroMQ
+
+/// An in-memory feed: item i (1-based) is the text "item-i".
+private final class MemoryFeed: FeedSource {
+    let feedID: String
+    var items: [String] = []
+    var acknowledgements: [UInt64] = []
+
+    init(feedID: String) { self.feedID = feedID }
+
+    var head: UInt64 { UInt64(items.count) }
+
+    func read(_ request: FeedRequest) throws -> FeedBatch {
+        let last = min(UInt64(items.count), request.through ?? .max, request.after + UInt64(request.maxItems))
+        guard last > request.after else { return FeedBatch(items: [], to: request.after) }
+        return FeedBatch(items: items[Int(request.after)..<Int(last)].map { Array($0.utf8) }, to: last)
+    }
+
+    func acknowledged(_ request: FeedRequest) { acknowledgements.append(request.acknowledged) }
+}
+
+/// What the client side saw, shared with the test.
+private final class Replies: @unchecked Sendable {  // guarded by `lock`
+    private let lock = NSLock()
+    private var all: [(FeedReplyHeader, [String])] = []
+
+    func append(_ header: FeedReplyHeader, _ items: ArraySlice<[UInt8]>) {
+        lock.lock()
+        all.append((header, items.map { String(decoding: $0, as: UTF8.self) }))
+        lock.unlock()
+    }
+
+    var list: [(header: FeedReplyHeader, items: [String])] {
+        lock.lock()
+        defer { lock.unlock() }
+        return all
+    }
+}
+
+/// A server and a client on one reactor, over inproc.
+private struct Rig {
+    let context: ZMQContext
+    let reactor: Reactor
+    let replies = Replies()
+
+    init(items: [String], startServer: Bool = true) throws {
+        context = try ZMQContext()
+        reactor = Reactor(name: "feed-test", context: context)
+        let endpoint = "inproc://feed-\(UUID().uuidString)"
+        let replies = self.replies
+        reactor.start { loop in
+            let feed = MemoryFeed(feedID: "feed-A")
+            feed.items = items
+            loop.setValue(feed)
+            if startServer {
+                let socket = try loop.socket(.router)
+                try socket.bind(endpoint)
+                loop.setValue(FeedServer(socket: socket, loop: loop, source: feed, log: Log(category: "test", minimumLevel: .error)))
+            }
+            loop.setValue(endpoint, for: String.self)
+            loop.setValue(try FeedClient(loop: loop, endpoint: endpoint, log: Log(category: "test", minimumLevel: .error)) {
+                replies.append($0, $1)
+            })
+        }
+    }
+
+    func run<T: Sendable>(_ body: @escaping @Sendable (ReactorLoop) throws -> T) async throws -> T {
+        try await reactor.run(body)
+    }
+
+    func fetch(_ request: FeedRequest) async throws {
+        try await run { loop in loop.value(FeedClient.self)!.fetch(request) }
+    }
+
+    func waitForReplies(_ count: Int, timeout: Double = 5) async -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if replies.list.count >= count { return true }
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        return replies.list.count >= count
+    }
+
+    func stop() {
+        reactor.stop()
+        _ = reactor.wait()
+        context.terminate()
+    }
+}
+
+@Suite("Feeds", .timeLimit(.minutes(1)))
+struct FeedTests {
+    @Test("first contact names the feed and sends nothing; then items come after the position asked")
+    func firstContactThenItems() async throws {
+        let rig = try Rig(items: ["a", "b", "c"])
+        defer { rig.stop() }
+        try await rig.fetch(FeedRequest(id: 0, feed: nil, after: 0, acknowledged: 0, consumer: "test"))
+        #expect(await rig.waitForReplies(1))
+        let hello = rig.replies.list[0]
+        #expect(hello.header.feed == "feed-A" && hello.items.isEmpty && hello.header.head == 3)
+        try await rig.fetch(FeedRequest(id: 0, feed: "feed-A", after: 1, maxItems: 10, acknowledged: 1, consumer: "test"))
+        #expect(await rig.waitForReplies(2))
+        let reply = rig.replies.list[1]
+        #expect(reply.items == ["b", "c"] && reply.header.after == 1 && reply.header.to == 3 && reply.header.error == nil)
+        let acknowledged = try await rig.run { loop in loop.value(MemoryFeed.self)!.acknowledgements }
+        #expect(acknowledged == [1], "first contact is not an acknowledgement; the second request is")
+    }
+
+    @Test("limits and the through bound cut the reply")
+    func limits() async throws {
+        let rig = try Rig(items: (1...10).map { "i\($0)" })
+        defer { rig.stop() }
+        try await rig.fetch(FeedRequest(id: 0, feed: "feed-A", after: 0, maxItems: 4, acknowledged: 0, consumer: "t"))
+        #expect(await rig.waitForReplies(1))
+        #expect(rig.replies.list[0].items == ["i1", "i2", "i3", "i4"] && rig.replies.list[0].header.to == 4)
+        try await rig.fetch(FeedRequest(id: 0, feed: "feed-A", after: 5, through: 7, maxItems: 100, acknowledged: 0, consumer: "t"))
+        #expect(await rig.waitForReplies(2))
+        #expect(rig.replies.list[1].items == ["i6", "i7"] && rig.replies.list[1].header.to == 7)
+    }
+
+    @Test("a caught-up request is held and answered as soon as items are added, or empty when its wait runs out")
+    func heldRequest() async throws {
+        let rig = try Rig(items: ["a"])
+        defer { rig.stop() }
+        try await rig.fetch(FeedRequest(id: 0, feed: "feed-A", after: 1, acknowledged: 0, consumer: "t", waitMilliseconds: 5000))
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(rig.replies.list.isEmpty, "nothing new: the request is held")
+        try await rig.run { loop in
+            loop.value(MemoryFeed.self)!.items.append("b")
+            loop.value(FeedServer.self)!.itemsAdded()
+        }
+        #expect(await rig.waitForReplies(1, timeout: 1))
+        #expect(rig.replies.list[0].items == ["b"])
+        let start = Date()
+        try await rig.fetch(FeedRequest(id: 0, feed: "feed-A", after: 2, acknowledged: 0, consumer: "t", waitMilliseconds: 300))
+        #expect(await rig.waitForReplies(2, timeout: 3))
+        #expect(rig.replies.list[1].items.isEmpty && rig.replies.list[1].header.to == 2)
+        #expect(Date().timeIntervalSince(start) >= 0.25, "answered empty only when the wait ran out")
+    }
+
+    @Test("a position ahead of the feed is an error, not an empty reply")
+    func aheadOfFeed() async throws {
+        let rig = try Rig(items: ["a"])
+        defer { rig.stop() }
+        try await rig.fetch(FeedRequest(id: 0, feed: "feed-A", after: 9, acknowledged: 0, consumer: "t"))
+        #expect(await rig.waitForReplies(1))
+        #expect(rig.replies.list[0].header.error?.contains("ahead") == true)
+    }
+
+    @Test("a request sent before the server binds is answered once it does")
+    func resendWhenServerComesLater() async throws {
+        let rig = try Rig(items: ["a"], startServer: false)
+        defer { rig.stop() }
+        try await rig.fetch(FeedRequest(id: 0, feed: "feed-A", after: 0, acknowledged: 0, consumer: "t", waitMilliseconds: 100))
+        try await Task.sleep(for: .milliseconds(300))
+        try await rig.run { loop in
+            let socket = try loop.socket(.router)
+            try socket.bind(loop.value(String.self)!)
+            loop.setValue(FeedServer(socket: socket, loop: loop, source: loop.value(MemoryFeed.self)!,
+                                     log: Log(category: "test", minimumLevel: .error)))
+        }
+        #expect(await rig.waitForReplies(1, timeout: 6))
+        #expect(rig.replies.list.first?.items == ["a"])
+    }
+
+    @Test("requests and reply headers survive the wire; bad requests name the field")
+    func messages() throws {
+        let request = FeedRequest(id: 7, feed: "f", after: 3, through: 9, maxItems: 5, maxBytes: 1000, acknowledged: 2,
+                                  consumer: "detection shard 1/2", shard: 1, shards: 2, waitMilliseconds: 250)
+        #expect(try FeedRequest(frames: request.frames()) == request)
+        let header = FeedReplyHeader(id: 7, feed: "f", after: 3, to: 5, head: 11, error: "x")
+        let parsed = try FeedReplyHeader.parse(header.frames(items: [[1], [2]]))
+        #expect(parsed.header == header && parsed.items.count == 2)
+        var bad = request.frames()
+        bad[1] = MessagePack.encode(.object([("id", .number(1)), ("after", .number(-1)), ("max", .number(5))]))
+        do {
+            _ = try FeedRequest(frames: bad)
+            Issue.record("a negative position was accepted")
+        } catch {
+            #expect(error.path == "after")
+        }
+        bad[1] = MessagePack.encode(.object([("id", .number(1)), ("after", .number(0)), ("max", .number(5)),
+                                             ("shard", .number(2)), ("shards", .number(2))]))
+        #expect(throws: WireError.self) { try FeedRequest(frames: bad) }
+    }
+}
