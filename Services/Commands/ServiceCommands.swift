@@ -37,7 +37,7 @@ public enum NotifyCommand {
     public static func run(_ arguments: [String]) -> Int32 {
         ServiceProcess.run(
             name: "notify",
-            summary: "notifier: delivers detection's events to alerting systems: a ZeroMQ PUB socket (topics <event>.<app>.<user>),\nHMAC-signed webhooks and NDJSON, each in the current or the legacy 3.x format.",
+            summary: "notifier: pulls detection's events, stores each once (by eventID) in --data-dir and delivers them to alerting\nsystems: a ZeroMQ PUB socket (topics <event>.<app>.<user>, with catch-up from --catch-up-endpoint), HMAC-signed\nwebhooks and NDJSON, each in the current or the legacy 3.x format.",
             arguments: arguments, specs: NotifierConfiguration.specs, load: NotifierConfiguration.load,
             make: { try NotifierService(configuration: $0) })
     }
@@ -62,7 +62,6 @@ enum ServiceProcess {
         } catch {
             return Console.fail(name, error)
         }
-        let specs = specs.contains { $0.flag == DataDirectorySetting.flag } ? specs : specs + [DataDirectorySetting.spec(name)]
         return ServiceRunner.run(
             name: name, summary: summary, arguments: arguments, specs: specs, load: load,
             hold: { source in try DataDirectorySetting.lock(source) },
