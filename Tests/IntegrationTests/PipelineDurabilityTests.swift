@@ -160,4 +160,58 @@ struct PipelineDurabilityTests {
             #expect(webhook == Set(expected.events.keys), "webhook: \(webhook.count) of \(expected.events.count) (\(context))")
         }
     }
+
+    /// The pids `roadsave up` printed for its services ("started NAME pid N").
+    static func servicePIDs(_ up: Child) -> [Int32] {
+        up.stdout.compactMap { line in
+            let words = line.text.split(separator: " ")
+            guard words.count == 4, words[0] == "started" || words[0] == "restarted", words[2] == "pid" else { return nil }
+            return Int32(words[3])
+        }
+    }
+
+    /// `roadsave up` SIGKILLed in the middle of a stream takes its services with it; a second `up` on the same data
+    /// directory resumes, and the subscriber still gets each of replay's events once.
+    @Test func upKilledAndStartedAgainOnItsDataDirectoryLosesNoEvent() async throws {
+        try await withPipelineSlot {
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("roadsave-it-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: folder) }
+            let expected = try await Self.expected(in: folder, devices: 6, crashes: 1, duration: 15, seed: 21)
+            let base = Ports.reserveRange(6)
+            let arguments = ["up", "--base-port", String(base), "--settings", folder.appendingPathComponent("settings.json").path,
+                             "--data-dir", folder.appendingPathComponent("data").path]
+            func startUp() async throws -> Child {
+                let up = try Child(name: "roadsave up", executable: Self.roadsave, arguments: arguments,
+                                   environment: ["ROADSAVE_APPLICATIONS": "demo-app"])
+                let ready = await eventually(timeout: 40) { up.stdout.contains { $0.text == "ready" } || !up.isRunning }
+                guard ready, up.isRunning else { throw HarnessError("roadsave up did not get ready\n\(up.tail())") }
+                return up
+            }
+            var up = try await startUp()
+            defer { up.kill() }
+            let tail = try Child(name: "tail", executable: Self.roadsave, arguments: [
+                "tail", "--endpoint", "tcp://127.0.0.1:\(base + 4)", "--catch-up-endpoint", "tcp://127.0.0.1:\(base + 5)",
+                "--since", "0", "--show-position", "--timeout", "300",
+            ])
+            defer { tail.kill() }
+            let gateway = try Child(name: "send", executable: Self.roadsave, arguments: [
+                "send", expected.recording.path, "--endpoint", "tcp://127.0.0.1:\(base)", "--batch", "50", "--rate", "800",
+                "--timeout", "1", "--attempts", "100",
+            ])
+            defer { gateway.kill() }
+            try await Task.sleep(nanoseconds: 3_000_000_000)
+            let services = Self.servicePIDs(up)
+            #expect(services.count == 3, "\(up.tail())")
+            up.kill()
+            let gone = await eventually(timeout: 20) { services.allSatisfy { kill($0, 0) != 0 } }
+            #expect(gone, "services outlived roadsave up: \(services.filter { kill($0, 0) == 0 })")
+            up = try await startUp()
+            #expect(await gateway.waitForExit(timeout: 120) == 0, "\(gateway.tail())\n\(up.tail())")
+            let complete = await eventually(timeout: 60) { Self.printed(tail).count >= expected.events.count }
+            try await Task.sleep(nanoseconds: 1_500_000_000)
+            #expect(complete, "\(Self.printed(tail).count) of \(expected.events.count)\n\(tail.tail())\n\(up.tail(40))")
+            Self.checkExactlyOnce(Self.printed(tail).map(\.event), expected: expected.events, "subscriber", context: "up killed")
+        }
+    }
 }
