@@ -49,6 +49,9 @@ public final class DetectionService: @unchecked Sendable {
     private var nextCommandID = 0
     /// A checkpoint is being encoded off the reactor.
     private var checkpointInFlight = false
+    /// Checkpoints started (a later one supersedes one still being encoded), and the devices of the one in flight.
+    private var checkpointGeneration = 0
+    private var devicesInFlight: [DeviceID] = []
     /// Devices changed before a checkpoint that could not be written: written with the next one.
     private var unsavedDevices: [DeviceID] = []
     private var statistics = Statistics()
@@ -141,7 +144,11 @@ public final class DetectionService: @unchecked Sendable {
                         log.warning("stopping with platform calls unanswered (asked again at the next start)",
                                     ["calls": String(platformCallsInFlight)])
                     }
-                    checkpointInFlight = false
+                    // A checkpoint still being encoded is superseded: its devices go into this one.
+                    if checkpointInFlight {
+                        unsavedDevices += devicesInFlight
+                        checkpointInFlight = false
+                    }
                     checkpoint(now: true)
                     log.info("stopping", ["records": String(statistics.recordsRead), "events": String(statistics.events),
                                           "devices": String(fleet.deviceCount),
@@ -470,30 +477,41 @@ public final class DetectionService: @unchecked Sendable {
         var current = checkpointPositions
         for journal in journals { if let feed = journal.feed { current[feed] = journal.position } }
         let positions = current
-        let write: @Sendable (Result<(shared: [UInt8], devices: [(DeviceID, [UInt8])]), any Error>) -> Void = { [self] encoded in
-            reactor.post { [self] _ in
-                checkpointInFlight = false
-                do {
-                    let (shared, devices) = try encoded.get()
-                    try self.store?.writeCheckpoint(input: input, shared: shared, changedDevices: devices, positions: positions,
-                                              at: Date().timeIntervalSince1970)
-                    checkpointInput = input
-                    checkpointPositions = positions
-                    for journal in journals { if let feed = journal.feed { journal.checkpointed = positions[feed] ?? 0 } }
-                    statistics.checkpoints += 1
-                } catch {
-                    unsavedDevices += changed
-                    log.error("checkpoint not written (the inputs since the last one are kept)", ["error": "\(error)"])
-                }
-            }
-        }
         checkpointInFlight = true
-        if now {
-            write(Result { try Self.encode(snapshot, devices: changed) })
+        checkpointGeneration += 1
+        let generation = checkpointGeneration
+        devicesInFlight = changed
+        guard !now else {
+            store(checkpoint: Result { try Self.encode(snapshot, devices: changed) }, generation: generation, input: input,
+                  positions: positions, devices: changed)
             return
         }
-        DispatchQueue.global(qos: .utility).async {
-            write(Result { try Self.encode(snapshot, devices: changed) })
+        DispatchQueue.global(qos: .utility).async { [self] in
+            let encoded = Result { try Self.encode(snapshot, devices: changed) }
+            reactor.post { [self] _ in
+                store(checkpoint: encoded, generation: generation, input: input, positions: positions, devices: changed)
+            }
+        }
+    }
+
+    /// Writes an encoded checkpoint (on the reactor thread), unless a later one was started meanwhile (a stop takes
+    /// its own at once, including the devices of the one still being encoded, which must then not be written).
+    private func store(checkpoint encoded: Result<(shared: [UInt8], devices: [(DeviceID, [UInt8])]), any Error>,
+                       generation: Int, input: Int64, positions: [String: UInt64], devices changed: [DeviceID]) {
+        guard generation == checkpointGeneration, let store else { return }
+        checkpointInFlight = false
+        devicesInFlight = []
+        do {
+            let (shared, devices) = try encoded.get()
+            try store.writeCheckpoint(input: input, shared: shared, changedDevices: devices, positions: positions,
+                                      at: Date().timeIntervalSince1970)
+            checkpointInput = input
+            checkpointPositions = positions
+            for journal in journals { if let feed = journal.feed { journal.checkpointed = positions[feed] ?? 0 } }
+            statistics.checkpoints += 1
+        } catch {
+            unsavedDevices += changed
+            log.error("checkpoint not written (the inputs since the last one are kept)", ["error": "\(error)"])
         }
     }
 
