@@ -148,6 +148,12 @@ public final class DetectionService: @unchecked Sendable {
         }
     }
 
+    /// For tests of recovery: stops the loop as a crash would leave things, without the graceful stop's wait for
+    /// platform calls or its last checkpoint (what is stored stays; work posted to the loop already still runs).
+    func abandonForTest() {
+        reactor.stop()
+    }
+
     // MARK: Start and recovery
 
     /// Loads the last checkpoint and returns the inputs stored after it, to re-run.
