@@ -2,26 +2,26 @@ import DetectionEngine
 import Foundation
 import RoadSaveModel
 
-/// A platform the test scripts: fixed settings, a verdict that is a pure function of the candidate (so a replay can
-/// give the same), evaluations of some users delayed by wall-clock seconds or held until `release()`. It notes every
+/// A platform the test scripts: fixed settings, one verdict for every candidate (so a replay can give the same),
+/// evaluations of some users delayed by wall-clock seconds or held until `release()`. It notes every
 /// candidate it was asked about.
 final class ScriptedPlatform: Platform, @unchecked Sendable {
     // @unchecked: the mutable state is guarded by `lock`.
     let fixedSettings: DetectionSettings
+    let verdict: CrashVerdict
     private let delays: [String: Double]
     private let lock = NSLock()
     private var heldUsers: Set<String>
     private var waiting: [CheckedContinuation<Void, Never>] = []
     private var asked: [CrashCandidate] = []
 
-    init(settings: DetectionSettings = Streams.settings, delays: [String: Double] = [:], holding users: Set<String> = []) {
+    init(settings: DetectionSettings = Streams.settings, verdict: CrashVerdict = .high, delays: [String: Double] = [:],
+         holding users: Set<String> = []) {
         fixedSettings = settings
+        self.verdict = verdict
         self.delays = delays
         heldUsers = users
     }
-
-    /// The verdict every platform of these tests gives.
-    static func verdict(for candidate: CrashCandidate) -> CrashVerdict { .high }
 
     func settings(applicationID: String) async throws -> DetectionSettings { fixedSettings }
 
@@ -41,7 +41,7 @@ final class ScriptedPlatform: Platform, @unchecked Sendable {
                 if runNow { continuation.resume() }
             }
         }
-        return Self.verdict(for: candidate)
+        return verdict
     }
 
     /// Lets every held evaluation (and later ones) answer.

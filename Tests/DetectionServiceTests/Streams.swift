@@ -64,15 +64,24 @@ enum Streams {
             .map(\.2)
     }
 
-    /// `records` cut into `count` batches of about the same size, in order.
-    static func batches(_ records: [SensorRecord], count: Int) -> [[SensorRecord]] {
-        let size = (records.count + count - 1) / count
-        return stride(from: 0, to: records.count, by: size).map { Array(records[$0..<min($0 + size, records.count)]) }
+    /// `records` (in event-time order) cut into batches at these seconds after `start`.
+    static func batches(_ records: [SensorRecord], cuttingAt offsets: [Double]) -> [[SensorRecord]] {
+        var batches: [[SensorRecord]] = [[]]
+        var cuts = offsets.map { start + $0 }[...]
+        for record in records {
+            while let cut = cuts.first, record.t >= cut {
+                cuts.removeFirst()
+                batches.append([])
+            }
+            batches[batches.count - 1].append(record)
+        }
+        return batches.filter { !$0.isEmpty }
     }
 
     /// What `roadsave replay` gives for `records`: the fleet with time only from the records, every platform call
-    /// answered at once (settings as given, the scripted verdict), then the end of input.
-    static func replay(_ records: [SensorRecord], settings: DetectionSettings = Streams.settings) -> [RoadSaveEvent] {
+    /// answered at once (settings as given, `verdict`), then (`finishing`) the end of input.
+    static func replay(_ records: [SensorRecord], settings: DetectionSettings = Streams.settings,
+                       verdict: (CrashCandidate) -> CrashVerdict = { _ in .high }, finishing: Bool = true) -> [RoadSaveEvent] {
         var fleet = DeviceFleet(options: DetectionConfiguration().fleetOptions)
         var events: [RoadSaveEvent] = []
         func perform(_ actions: [FleetAction]) {
@@ -84,14 +93,14 @@ enum Streams {
                     perform(fleet.settingsFetched(app: app, .fetched(settings), now: nil))
                 case let .evaluateCrash(device, candidate):
                     perform(fleet.crashEvaluated(device: device, crashID: candidate.crashID,
-                                                 outcome: .verdict(ScriptedPlatform.verdict(for: candidate))))
+                                                 outcome: .verdict(verdict(candidate))))
                 default:
                     break
                 }
             }
         }
         for record in records { perform(fleet.receive(record, now: nil)) }
-        perform(fleet.finish())
+        if finishing { perform(fleet.finish()) }
         return events
     }
 }
