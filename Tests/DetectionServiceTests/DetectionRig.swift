@@ -43,12 +43,14 @@ final class DetectionRig: @unchecked Sendable {
         private var controlReplies: [Int: [UInt8]] = [:]
         private var outboxErrors: [String] = []
         private var feeds: [String] = []
+        private var replies = 0
 
         func add(_ item: OutboxItem) { lock.withLock { items.append(item) } }
         func add(_ ack: Acknowledgement, batch: String) { lock.withLock { acks[batch] = ack } }
         func addControlReply(_ reply: [UInt8], id: Int) { lock.withLock { controlReplies[id] = reply } }
         func addOutboxError(_ error: String) { lock.withLock { outboxErrors.append(error) } }
         func addFeed(_ feed: String) { lock.withLock { feeds.append(feed) } }
+        func addReply() { lock.withLock { replies += 1 } }
 
         var outbox: [OutboxItem] { lock.withLock { items } }
         func ack(_ batch: String) -> Acknowledgement? { lock.withLock { acks[batch] } }
@@ -56,6 +58,8 @@ final class DetectionRig: @unchecked Sendable {
         var errors: [String] { lock.withLock { outboxErrors } }
         /// Every outbox feed identity the reader met, in order.
         var feedIDs: [String] { lock.withLock { feeds } }
+        /// Replies the outbox reader has had (each with no error is followed by its next request).
+        var outboxReplies: Int { lock.withLock { replies } }
     }
 
     /// The test's sockets; lives on the test reactor's thread.
@@ -148,6 +152,7 @@ final class DetectionRig: @unchecked Sendable {
                 }
             }
             side.outbox = try FeedClient(loop: loop, endpoint: eventsEndpoint, log: Self.quiet) { [unowned side] header, items in
+                observed.addReply()
                 if let error = header.error {
                     observed.addOutboxError(error)
                     loop.schedule(after: 0.2) { side.fetchOutbox() }
