@@ -70,6 +70,8 @@ import Testing
             try await rig.stopDetection()
             let stopped = try rig.storeView()
             #expect(stopped.checkpointInput != nil && stopped.inputs.isEmpty, "\(stopped.inputs.map(\.input))")
+            #expect(try stopped.positions.values.max() == rig.journalHead(),
+                    "the last checkpoint does not say how far the journal was read: \(stopped.positions)")
             try rig.startDetection(checkpointInterval: 3600)
             answer = try await rig.control(Self.command("raiseTestCrash", "ctl-a"))
             #expect(answer.error == "crashDetectionDisabled", "\(answer.json)")

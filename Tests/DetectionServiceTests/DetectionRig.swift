@@ -185,10 +185,11 @@ final class DetectionRig: @unchecked Sendable {
 
     var detection: DetectionService? { lock.withLock { running?.service } }
 
-    /// Starts detection on the rig's data directory with `platform`.
+    /// Starts detection on the rig's data directory with `platform`. `stoppedAtOnce`: its graceful stop is asked
+    /// before it runs, so it comes right after the setup (while the stored inputs wait to be re-run).
     @discardableResult
     func startDetection(platform: ScriptedPlatform = ScriptedPlatform(), checkpointInterval: Double = 0.3,
-                        autoMonitor: Bool = true) throws -> DetectionService {
+                        autoMonitor: Bool = true, stoppedAtOnce: Bool = false) throws -> DetectionService {
         var configuration = DetectionConfiguration()
         configuration.recordsEndpoints = [recordsEndpoint]
         configuration.controlEndpoint = controlEndpoint
@@ -204,6 +205,7 @@ final class DetectionRig: @unchecked Sendable {
             running = (service, finished)
             platforms.append(platform)
         }
+        if stoppedAtOnce { service.stop() }
         Thread {
             do { try service.run(); finished.finish(nil) } catch { finished.finish(error) }
         }.start()
@@ -324,6 +326,13 @@ final class DetectionRig: @unchecked Sendable {
             view.outboxEventIDs.append(row.text(1))
         }
         return view
+    }
+
+    /// Devices in detection's checkpoint.
+    func storedDeviceCount() throws -> Int {
+        let database = try SQLiteDatabase(path: DataDirectory.file("detection.sqlite", in: detectionDirectory))
+        defer { database.close() }
+        return Int(try database.integer("SELECT count(*) FROM devices") ?? 0)
     }
 
     /// The newest position in ingest's journal.

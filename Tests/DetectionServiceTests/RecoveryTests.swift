@@ -23,6 +23,9 @@ import Testing
         case evaluationUnansweredAfterCheckpoint
         /// The same with no checkpoint at all: the question comes from the re-run.
         case evaluationUnansweredWithoutCheckpoint
+        /// Both crashes reported, no checkpoint, then a restart stopped gracefully before it re-ran its inputs: that
+        /// stop must not checkpoint a fleet that has not re-run them (nor forget the inputs).
+        case stoppedWhileRecovering
 
         var testDescription: String { rawValue }
     }
@@ -82,6 +85,21 @@ import Testing
                 if case .records = entry.input { entry.seq > checkpoint } else { false }
             }, "the cut came after a checkpoint of everything: no range to fetch again")
             #expect(try (view.positions.values.max() ?? 0) < rig.journalHead())
+
+        case .stoppedWhileRecovering:
+            first = ScriptedPlatform()
+            try rig.startDetection(platform: first, checkpointInterval: 3600)
+            try await sender.send(through: 3)
+            try await rig.until("four batches applied, both crashes reported") {
+                try appliedEverything(rig) && crashesReported(rig) == ["crash-1", "crash-2"]
+            }
+            try await rig.abandonDetection()
+            let before = try rig.storeView()
+            try rig.startDetection(platform: ScriptedPlatform(verdict: .low), checkpointInterval: 3600, stoppedAtOnce: true)
+            try await rig.stopDetection()
+            let after = try rig.storeView()
+            #expect(after.checkpointInput == nil, "a fleet that had not re-run its inputs was checkpointed")
+            #expect(after.inputs.map(\.seq) == before.inputs.map(\.seq), "inputs were lost at a stop during recovery")
 
         case .evaluationUnansweredAfterCheckpoint, .evaluationUnansweredWithoutCheckpoint:
             let withCheckpoint = cut == .evaluationUnansweredAfterCheckpoint

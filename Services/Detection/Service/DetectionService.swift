@@ -44,8 +44,11 @@ public final class DetectionService: @unchecked Sendable {
     /// Control commands waiting for the settings fetch they need.
     private var waitingCommands: [Int: (request: ControlRequest, text: String, prefix: [[UInt8]])] = [:]
     private var nextCommandID = 0
-    /// A checkpoint is being encoded off the reactor.
+    /// A checkpoint is being encoded off the reactor, with the devices it took from the fleet's changed set.
     private var checkpointInFlight = false
+    private var checkpointDevicesInFlight: [DeviceID] = []
+    /// Journal positions read when the stop closed the readers (the last checkpoint's positions).
+    private var positionsAtStop: [String: UInt64] = [:]
     /// Devices changed before a checkpoint that could not be written: written with the next one.
     private var unsavedDevices: [DeviceID] = []
     private var statistics = Statistics()
@@ -124,18 +127,29 @@ public final class DetectionService: @unchecked Sendable {
     public func stop() {
         reactor.post { [self] loop in
             if case .stopping = phase { return }
+            // Only a live fleet is checkpointed: one stopped while re-running its inputs holds part of them, and the
+            // inputs not re-run yet must stay in the store.
+            let wasLive = if case .live = phase { true } else { false }
             phase = .stopping
-            for journal in journals { journal.close() }
+            for journal in journals {
+                if let feed = journal.feed { positionsAtStop[feed] = journal.position }
+                journal.close()
+            }
             journals.removeAll()
             let deadline = loop.now + Self.stopGrace
             func finishWhenIdle() {
-                if platformCallsInFlight == 0 || loop.now >= deadline {
+                // A periodic checkpoint being encoded took its devices from the changed set: it is waited for too.
+                if (platformCallsInFlight == 0 && !checkpointInFlight) || loop.now >= deadline {
                     if platformCallsInFlight > 0 {
                         log.warning("stopping with platform calls unanswered (asked again at the next start)",
                                     ["calls": String(platformCallsInFlight)])
                     }
-                    checkpointInFlight = false
-                    checkpoint(now: true)
+                    if checkpointInFlight {
+                        // Still encoding: its devices go into the last checkpoint (its own write is then ignored).
+                        unsavedDevices += checkpointDevicesInFlight
+                        checkpointInFlight = false
+                    }
+                    if wasLive { checkpoint(now: true) }
                     log.info("stopping", ["records": String(statistics.recordsRead), "events": String(statistics.events),
                                           "devices": String(fleet.deviceCount),
                                           "outbox": String((try? store?.outboxCount()) ?? -1)])
@@ -455,11 +469,13 @@ public final class DetectionService: @unchecked Sendable {
         unsavedDevices.removeAll()
         let snapshot = fleet
         let input = lastInput
-        var current = checkpointPositions
+        var current = checkpointPositions.merging(positionsAtStop) { _, atStop in atStop }
         for journal in journals { if let feed = journal.feed { current[feed] = journal.position } }
         let positions = current
         let write: @Sendable (Result<(shared: [UInt8], devices: [(DeviceID, [UInt8])]), any Error>) -> Void = { [self] encoded in
             reactor.post { [self] _ in
+                // An older checkpoint finishing after a newer one was written (at stop) must not overwrite it.
+                guard input >= checkpointInput else { return }
                 checkpointInFlight = false
                 do {
                     let (shared, devices) = try encoded.get()
@@ -476,6 +492,7 @@ public final class DetectionService: @unchecked Sendable {
             }
         }
         checkpointInFlight = true
+        checkpointDevicesInFlight = changed
         if now {
             write(Result { try Self.encode(snapshot, devices: changed) })
             return
