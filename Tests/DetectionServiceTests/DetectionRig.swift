@@ -183,20 +183,17 @@ final class DetectionRig: @unchecked Sendable {
 
     // MARK: Detection
 
-    var detection: DetectionService? { lock.withLock { running?.service } }
-
     /// Starts detection on the rig's data directory with `platform`. `stoppedAtOnce`: its graceful stop is asked
     /// before it runs, so it comes right after the setup (while the stored inputs wait to be re-run).
     @discardableResult
     func startDetection(platform: ScriptedPlatform = ScriptedPlatform(), checkpointInterval: Double = 0.3,
-                        autoMonitor: Bool = true, stoppedAtOnce: Bool = false) throws -> DetectionService {
+                        stoppedAtOnce: Bool = false) throws -> DetectionService {
         var configuration = DetectionConfiguration()
         configuration.recordsEndpoints = [recordsEndpoint]
         configuration.controlEndpoint = controlEndpoint
         configuration.eventsEndpoint = eventsEndpoint
         configuration.dataDirectory = detectionDirectory
         configuration.checkpointInterval = checkpointInterval
-        configuration.autoMonitor = autoMonitor
         configuration.logLevel = Self.logLevel
         let service = try DetectionService(configuration: configuration, platform: platform)
         let finished = Finished()
