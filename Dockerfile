@@ -16,7 +16,7 @@ ARG RUNTIME_IMAGE=debian:bookworm-slim
 FROM ${SWIFT_IMAGE} AS build
 RUN apt-get update \
     && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-        libzmq3-dev libmsgpack-dev libsodium-dev \
+        libzmq3-dev libmsgpack-dev libsodium-dev libsqlite3-dev \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 # Package.swift names every target, test targets included, so their folders must be present to load it.
@@ -39,7 +39,7 @@ RUN mkdir -p /staging/bin /staging/swift \
 FROM ${RUNTIME_IMAGE}
 RUN apt-get update \
     && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-        libzmq5 libmsgpackc2 libsodium23 \
+        libzmq5 libmsgpackc2 libsodium23 libsqlite3-0 sqlite3 \
         libcurl4 libxml2 libstdc++6 zlib1g tzdata ca-certificates bash \
     && rm -rf /var/lib/apt/lists/*
 COPY --from=build /staging/swift/ /usr/lib/swift/linux/
@@ -47,11 +47,16 @@ COPY --from=build /staging/bin/ /usr/local/bin/
 RUN echo /usr/lib/swift/linux > /etc/ld.so.conf.d/swift.conf && ldconfig \
     && groupadd --system --gid 10001 roadsave \
     && useradd --system --uid 10001 --gid roadsave --no-create-home --home-dir /nonexistent \
-        --shell /usr/sbin/nologin roadsave
+        --shell /usr/sbin/nologin roadsave \
+    && mkdir -p /var/lib/roadsave/ingest /var/lib/roadsave/detect /var/lib/roadsave/notify \
+    && chown -R roadsave:roadsave /var/lib/roadsave && chmod -R 700 /var/lib/roadsave
+# Each service's durable state: ROADSAVE_DATA_DIR=/var/lib/roadsave/<service>, a named volume per service in
+# docker-compose.yml (no VOLUME here: it would add an anonymous volume beside those). The directories exist in the
+# image, owned by the service user, so a new named volume mounted on one takes that ownership.
 USER roadsave:roadsave
 WORKDIR /tmp
-# gateways 5550, records (internal) 5551, control 5552, events (internal) 5553, subscribers 5554
-EXPOSE 5550 5551 5552 5553 5554
+# gateways 5550, records (internal) 5551, control 5552, events (internal) 5553, subscribers 5554, catch-up 5555
+EXPOSE 5550 5551 5552 5553 5554 5555
 # The services stop gracefully on SIGTERM (stop taking input, finish what is in hand, exit 0).
 STOPSIGNAL SIGTERM
 CMD ["roadsave", "--help"]

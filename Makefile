@@ -33,13 +33,15 @@ test: deps
 up: build
 	.build/debug/roadsave up
 
-## Records a second for decoding and replay of a large simulated file, against Foundation's JSONDecoder.
+## Records a second for decoding and replay of a large simulated file, against Foundation's JSONDecoder; then
+## records a second through the three services (journal on) against a bare acknowledging server, detection's
+## catch-up after a SIGKILL under load, and the services' memory (scripts/bench_services.py).
 bench: deps
-	$(SWIFT) build -c release --product roadsave
-	$(SWIFT) build -c release --product roadsave-bench
+	$(SWIFT) build -c release
 	@mkdir -p $(OUT)
 	@[ -f $(OUT)/bench.ndjson ] || .build/release/roadsave simulate --devices 200 --duration 60 --seed 42 --output $(OUT)/bench.ndjson
 	.build/release/roadsave-bench $(OUT)/bench.ndjson
+	python3 scripts/bench_services.py --bin .build/release
 
 clean:
 	rm -rf .build $(OUT)

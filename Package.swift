@@ -57,7 +57,7 @@ let package = Package(
         // The service commands and the gateway/subscriber/control clients (roadsave ingest|detect|notify|up|send|tail|ctl).
         .target(name: "ServiceCommands",
                 dependencies: ["IngestService", "DetectionService", "NotifierService", "ServiceKit", "Wire", "ZeroMQ",
-                               "RoadSaveModel", "CProcessControl"],
+                               "RoadSaveModel", "CProcessControl", "Storage"],
                 path: "Services/Commands"),
         .executableTarget(name: "roadsave-ingest", dependencies: ["ServiceCommands"], path: "Services/Executables/Ingest"),
         .executableTarget(name: "roadsave-detect", dependencies: ["ServiceCommands"], path: "Services/Executables/Detect"),
@@ -81,7 +81,7 @@ let package = Package(
                           path: "Services/CLI"),
 
         // The benchmark behind `make bench`.
-        .executableTarget(name: "roadsave-bench", dependencies: ["RoadSaveModel", "DetectionEngine", "Replay"],
+        .executableTarget(name: "roadsave-bench", dependencies: ["RoadSaveModel", "DetectionEngine", "Replay", "Wire", "ZeroMQ"],
                           path: "Services/Bench"),
 
         .testTarget(name: "GatewayKitTests", dependencies: ["GatewayKit"], path: "Tests/GatewayKitTests"),
@@ -95,7 +95,8 @@ let package = Package(
         .testTarget(name: "IngestTests", dependencies: ["IngestService", "Storage", "Feeds", "Wire", "ZeroMQ", "RoadSaveModel"],
                     path: "Tests/IngestTests"),
         .testTarget(name: "NotifierTests",
-                    dependencies: ["NotifierService", "NotifierSinks", "Storage", "Feeds", "Wire", "ZeroMQ", "RoadSaveModel"],
+                    dependencies: ["NotifierService", "NotifierSinks", "Storage", "Feeds", "Wire", "ZeroMQ", "RoadSaveModel",
+                                   "ServiceKit"],
                     path: "Tests/NotifierTests"),
         .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ"], path: "Tests/ZeroMQTests"),
         .testTarget(name: "WireTests", dependencies: ["Wire", "RoadSaveModel"], path: "Tests/WireTests"),

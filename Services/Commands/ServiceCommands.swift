@@ -1,7 +1,10 @@
 import DetectionService
+import Foundation
 import IngestService
 import NotifierService
+import RoadSaveModel
 import ServiceKit
+import Storage
 
 extension IngestService: RunnableService {}
 extension DetectionService: RunnableService {}
@@ -10,7 +13,7 @@ extension NotifierService: RunnableService {}
 /// `roadsave ingest`: the sensor-ingest service.
 public enum IngestCommand {
     public static func run(_ arguments: [String]) -> Int32 {
-        ServiceRunner.run(
+        ServiceProcess.run(
             name: "ingest",
             summary: "sensor-ingest: takes batches of records from gateways (ZeroMQ ROUTER), validates each record, stores the valid\nones in its journal (SQLite in --data-dir, fsync'd) and only then acknowledges the batch; detection pulls them by\nposition from --records-endpoint.",
             arguments: arguments, specs: IngestConfiguration.specs, load: IngestConfiguration.load,
@@ -21,9 +24,9 @@ public enum IngestCommand {
 /// `roadsave detect`: the detection service.
 public enum DetectCommand {
     public static func run(_ arguments: [String]) -> Int32 {
-        ServiceRunner.run(
+        ServiceProcess.run(
             name: "detect",
-            summary: "detection: runs the trip and crash engines per device over sensor-ingest's records, takes control commands,\ncalls the platform off its socket thread and publishes events to the notifier.",
+            summary: "detection: runs the trip and crash engines per device over sensor-ingest's records, takes control commands,\ncalls the platform off its socket thread and keeps its events for the notifier to pull.",
             arguments: arguments, specs: DetectionConfiguration.specs, load: DetectionConfiguration.load,
             make: { try DetectionService(configuration: $0) })
     }
@@ -32,10 +35,36 @@ public enum DetectCommand {
 /// `roadsave notify`: the notifier service.
 public enum NotifyCommand {
     public static func run(_ arguments: [String]) -> Int32 {
-        ServiceRunner.run(
+        ServiceProcess.run(
             name: "notify",
-            summary: "notifier: delivers detection's events to alerting systems: a ZeroMQ PUB socket (topics <event>.<app>.<user>),\nHMAC-signed webhooks and NDJSON, each in the current or the legacy 3.x format.",
+            summary: "notifier: pulls detection's events, stores each once (by eventID) in --data-dir and delivers them to alerting\nsystems: a ZeroMQ PUB socket (topics <event>.<app>.<user>, with catch-up from --catch-up-endpoint), HMAC-signed\nwebhooks and NDJSON, each in the current or the legacy 3.x format.",
             arguments: arguments, specs: NotifierConfiguration.specs, load: NotifierConfiguration.load,
             make: { try NotifierService(configuration: $0) })
+    }
+}
+
+/// What the three service commands share around `ServiceRunner`: the tie to a supervising `roadsave up` (so no
+/// service outlives it) and the exclusive lock on the service's data directory (so two processes never share a
+/// store).
+enum ServiceProcess {
+    static func run<Configuration>(
+        name: String, summary: String, arguments: [String], specs: [SettingSpec],
+        load: (ServiceConfiguration) throws(CommandLineOptions.UsageError) -> Configuration,
+        make: (Configuration) throws -> any RunnableService,
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) -> Int32 {
+        // Blocked before the parent-death signal is asked for, so that signal can only ever be taken by the
+        // service's signal thread (a graceful stop), never kill the process half-way through a commit.
+        ShutdownSignals.block()
+        let supervisor: Int32?
+        do {
+            supervisor = try SupervisorLink.attach(environment: environment)
+        } catch {
+            return Console.fail(name, error)
+        }
+        return ServiceRunner.run(
+            name: name, summary: summary, arguments: arguments, specs: specs, load: load,
+            hold: { source in try DataDirectorySetting.lock(source) },
+            make: make, supervisor: supervisor)
     }
 }

@@ -8,6 +8,7 @@ import Darwin
 import Foundation
 import RoadSaveModel
 import ServiceKit
+import Storage
 import ZeroMQ
 
 /// `roadsave up`: sensor-ingest, detection and notifier as three child processes of this executable, on consecutive
@@ -24,16 +25,25 @@ import ZeroMQ
 ///   start (a port in use, a bad setting) brings the whole thing down instead, since restarting cannot help.
 /// - SIGTERM / SIGINT: stop in order, each service given `stopTimeout` before SIGKILL; a second signal kills the
 ///   services at once. Exit 0 when every service stopped cleanly.
+/// - SIGKILL (or any end of this process): every service gets SIGTERM from the kernel and stops gracefully; `up` puts
+///   its pid in `ROADSAVE_SUPERVISOR_PID` and the service asks for the parent-death signal (see `SupervisorLink`). The
+///   signal follows the *thread* that spawned the child, so children are spawned only from the main thread, which
+///   lives as long as the process.
+/// - Each service keeps its state in its own data directory under `--data-dir` and locks it; a second `up` on the
+///   same directory resumes where the first stopped (its services wait a few seconds for the lock of services that
+///   are still stopping, e.g. after the first `up` was SIGKILLed).
 public enum UpCommand {
     public static let usage = """
         Usage: roadsave up [options]
 
         Runs the three services on this machine as supervised child processes of this executable:
         sensor-ingest, detection (with the embedded default platform unless --platform) and notifier, on the ports
-        P to P+4 (gateways P, records P+1, control P+2, events P+3, subscribers P+4). Prints where each listens,
-        then "ready" once gateways, control and subscribers accept connections. A service that dies is restarted
-        (the others keep running); SIGTERM, SIGINT or SIGHUP stops all of them, ingest first and notifier last (a
-        second signal kills them at once).
+        P to P+5 (gateways P, records P+1, control P+2, events P+3, subscribers P+4, catch-up P+5). Prints where
+        each listens, then "ready" once gateways, control, subscribers and catch-up accept connections. Each service
+        keeps its durable state in DIR/ingest, DIR/detect and DIR/notify (created if missing, locked while it runs);
+        running up again on the same DIR resumes from there. A service that dies is restarted (the others keep
+        running); SIGTERM, SIGINT or SIGHUP stops all of them, ingest first and notifier last (a second signal kills
+        them at once). If up itself is killed, even with SIGKILL, the services stop too.
 
         Options:
           --applications IDS          accepted applicationIDs, comma-separated (credentials; prefer the environment
@@ -45,9 +55,12 @@ public enum UpCommand {
           --webhooks URLS             webhook URLs, comma-separated (secret from ROADSAVE_WEBHOOK_SECRET or
                                       --webhook-secret-file)
           --webhook-secret-file F     file holding the webhook signing secret
-          --base-port P               first of the five ports (default 5550)
+          --data-dir DIR              the services' data directories go under DIR (env ROADSAVE_DATA_DIR;
+                                      default ./roadsave-data)
+          --base-port P               first of the six ports (default 5550)
           --bind-host H               address the services bind (default 127.0.0.1; * for every interface)
           --log-level L               the services' log level: debug, info, warning or error (default info)
+          --dry-run                   print each service's command line (secrets stay in the environment) and exit
           -h, --help                  this text
 
         The services also read their usual ROADSAVE_* environment variables (see 'roadsave ingest --help' and the
@@ -81,12 +94,35 @@ public enum UpCommand {
         guard let executable = currentExecutable() else {
             return Console.fail("up", CommandExit(1, "cannot find this executable (/proc/self/exe)"))
         }
+        if options.dryRun {
+            let supervisor = Supervisor(executable: executable, options: options, environment: environment,
+                                        log: Log(category: "up"))
+            for child in supervisor.children {
+                print(([child.name + ":", executable] + child.arguments).joined(separator: " "))
+            }
+            return 0
+        }
+        // Created here, before any service starts, so a directory that cannot be made is one clear error. The lock
+        // on DIR itself keeps a second `up` out at once (its services would otherwise wait for theirs, fail and be
+        // restarted for ever); a SIGKILLed `up` releases it at once, and its services' own locks cover their stop.
+        let lock: DataDirectoryLock
+        do {
+            for directory in [options.dataDirectory] + Options.services.map(options.dataDirectory(of:)) {
+                _ = try DataDirectory.prepare(directory)
+            }
+            lock = try DataDirectoryLock(directory: options.dataDirectory)
+        } catch {
+            return Console.fail("up", CommandExit(1, error.message))
+        }
         // SIGHUP too: the children have process groups of their own, so a closing terminal reaches only this process.
         SignalFlag.install([SIGTERM, SIGINT, SIGHUP])
         signal(SIGPIPE, SIG_IGN)
+        // The parent-death signal is sent when the thread that spawned a child ends: only the main thread lives as
+        // long as this process (a thread of Swift's pool may be retired while idle).
+        precondition(Thread.isMainThread, "roadsave up must supervise from the main thread")
         var supervisor = Supervisor(executable: executable, options: options, environment: environment,
                                     log: Log(category: "up"))
-        return supervisor.run()
+        return withExtendedLifetime(lock) { supervisor.run() }
     }
 
     struct Options {
@@ -101,19 +137,31 @@ public enum UpCommand {
         var basePort = 5550
         var bindHost = "127.0.0.1"
         var logLevel: String?
+        /// Absolute, so the services' messages and logs name the real place.
+        var dataDirectory = ""
+        var dryRun = false
+
+        /// The services, by their command names, which are also the names of their data directories.
+        static let services = ["ingest", "detect", "notify"]
 
         init(_ arguments: [String], environment: [String: String]) throws(CommandExit) {
             do {
                 let parsed = try CommandLineOptions(
                     arguments,
                     valued: ["--applications", "--applications-file", "--platform", "--settings", "--ndjson", "--webhooks",
-                             "--webhook-secret-file", "--base-port", "--bind-host", "--log-level"],
-                    flags: ["--help", "-h"])
+                             "--webhook-secret-file", "--base-port", "--bind-host", "--log-level", "--data-dir"],
+                    flags: ["--help", "-h", "--dry-run"])
                 if parsed.has("--help") || parsed.has("-h") {
                     help = true
                     return
                 }
                 guard parsed.positional.isEmpty else { throw CommandExit.usage("unexpected argument \"\(parsed.positional[0])\"") }
+                dryRun = parsed.has("--dry-run")
+                let directory = parsed.string("--data-dir") ?? environment["ROADSAVE_DATA_DIR"] ?? "roadsave-data"
+                guard !directory.isEmpty else {
+                    throw CommandExit.usage("--data-dir (or ROADSAVE_DATA_DIR) is empty: give the directory for the services' state")
+                }
+                dataDirectory = URL(fileURLWithPath: directory).standardizedFileURL.path
                 applications = parsed.string("--applications")
                 applicationsFile = parsed.string("--applications-file")
                 if let path = applicationsFile, !FileManager.default.isReadableFile(atPath: path) {
@@ -142,7 +190,7 @@ public enum UpCommand {
                 if let path = webhookSecretFile, !FileManager.default.isReadableFile(atPath: path) {
                     throw CommandExit.usage("--webhook-secret-file: cannot read \(path)")
                 }
-                basePort = try parsed.integer("--base-port", range: 1...65531) ?? 5550
+                basePort = try parsed.integer("--base-port", range: 1...65530) ?? 5550
                 if let host = parsed.string("--bind-host") {
                     guard !host.isEmpty, !host.contains("/"), host.rangeOfCharacter(from: .whitespaces) == nil else {
                         throw CommandExit.usage("--bind-host: \"\(host)\" is not a host address (an IP address, an interface or *)")
@@ -155,7 +203,7 @@ public enum UpCommand {
                     }
                     logLevel = level
                 }
-                for port in basePort...(basePort + 4) {
+                for port in basePort...(basePort + 5) {
                     do {
                         _ = try Endpoint.validate(bind(port), flag: "--bind-host/--base-port")
                     } catch {
@@ -184,6 +232,9 @@ public enum UpCommand {
         var control: Int { basePort + 2 }
         var events: Int { basePort + 3 }
         var subscribers: Int { basePort + 4 }
+        var catchUp: Int { basePort + 5 }
+
+        func dataDirectory(of service: String) -> String { DataDirectory.file(service, in: dataDirectory) }
     }
 
     /// One supervised service.
@@ -221,6 +272,10 @@ public enum UpCommand {
             var common = environment
             // One config file cannot configure three services (each refuses the others' keys).
             common["ROADSAVE_CONFIG"] = nil
+            // Each service gets its own directory by flag; the shared one would otherwise confuse a reader of `env`.
+            common["ROADSAVE_DATA_DIR"] = nil
+            // Ties each service to this process: it stops when this process ends, however it ends.
+            common[SupervisorLink.environmentVariable] = String(getpid())
             // Secrets go only to the service that needs them.
             let secrets = ["ROADSAVE_APPLICATIONS", "ROADSAVE_APPLICATIONS_FILE", "ROADSAVE_WEBHOOK_SECRET",
                            "ROADSAVE_WEBHOOK_SECRET_FILE", "ROADSAVE_WEBHOOKS", "ROADSAVE_PLATFORM_URL"]
@@ -240,13 +295,16 @@ public enum UpCommand {
             if let platform = options.platform { detectEnvironment["ROADSAVE_PLATFORM_URL"] = platform }
             var detectArguments = ["detect", "--records-endpoint", options.connect(options.records),
                                    "--control-endpoint", options.bind(options.control),
-                                   "--events-endpoint", options.bind(options.events)]
+                                   "--events-endpoint", options.bind(options.events),
+                                   "--data-dir", options.dataDirectory(of: "detect")]
             if let settings = options.settings { detectArguments += ["--settings", settings] }
             var notifyEnvironment: [String: String] = [:]
             if let webhooks = options.webhooks { notifyEnvironment["ROADSAVE_WEBHOOKS"] = webhooks }
             if let file = options.webhookSecretFile { notifyEnvironment["ROADSAVE_WEBHOOK_SECRET_FILE"] = file }
             var notifyArguments = ["notify", "--events-endpoint", options.connect(options.events),
-                                   "--publish-endpoint", options.bind(options.subscribers)]
+                                   "--publish-endpoint", options.bind(options.subscribers),
+                                   "--catch-up-endpoint", options.bind(options.catchUp),
+                                   "--data-dir", options.dataDirectory(of: "notify")]
             if let ndjson = options.ndjson { notifyArguments += ["--ndjson", ndjson] }
 
             // Downstream first, so that the earliest events find their subscriber.
@@ -257,7 +315,8 @@ public enum UpCommand {
                 Child(name: "detect", arguments: detectArguments + level,
                       environment: only(["ROADSAVE_PLATFORM_URL"], detectEnvironment)),
                 Child(name: "ingest", arguments: ["ingest", "--gateway-endpoint", options.bind(options.gateways),
-                                                  "--publish-endpoint", options.bind(options.records)] + level,
+                                                  "--records-endpoint", options.bind(options.records),
+                                                  "--data-dir", options.dataDirectory(of: "ingest")] + level,
                       environment: only(["ROADSAVE_APPLICATIONS", "ROADSAVE_APPLICATIONS_FILE"], ingestEnvironment)),
             ]
         }
@@ -274,10 +333,12 @@ public enum UpCommand {
             Console.out("gateways \(options.connect(options.gateways))")
             Console.out("control \(options.connect(options.control))")
             Console.out("subscribers \(options.connect(options.subscribers))")
+            Console.out("catch-up \(options.connect(options.catchUp))")
+            Console.out("data \(options.dataDirectory)")
             Console.out("records \(options.connect(options.records)) (internal)")
             Console.out("events \(options.connect(options.events)) (internal)")
             if options.bindHost != "127.0.0.1" {
-                Console.out("bound on \(options.bindHost), ports \(options.basePort)-\(options.basePort + 4)")
+                Console.out("bound on \(options.bindHost), ports \(options.basePort)-\(options.basePort + 5)")
             }
             readySince = MonotonicClock.now()
             while true {
@@ -375,10 +436,10 @@ public enum UpCommand {
             }
         }
 
-        /// "ready" once the three public endpoints accept TCP connections.
+        /// "ready" once the four public endpoints accept TCP connections.
         mutating func checkReady() {
             guard !ready else { return }
-            let ports = [options.gateways, options.control, options.subscribers]
+            let ports = [options.gateways, options.control, options.subscribers, options.catchUp]
             guard let probeHost = Self.probeHost(options.bindHost) else {
                 ready = true
                 Console.out("ready")
@@ -389,7 +450,8 @@ public enum UpCommand {
                 Console.out("ready")
                 log.info("ready", ["gateways": options.connect(options.gateways),
                                    "control": options.connect(options.control),
-                                   "subscribers": options.connect(options.subscribers)])
+                                   "subscribers": options.connect(options.subscribers),
+                                   "catchUp": options.connect(options.catchUp)])
             } else if MonotonicClock.now() - readySince > 30 {
                 log.warning("services not accepting connections after 30 s")
                 readySince = MonotonicClock.now()

@@ -38,7 +38,6 @@ import Glibc
 /// Owned by one thread (ingest's reactor thread): open, use and close it there. Another process may read the file.
 public final class Journal: FeedSource {
     public static let fileName = "journal.sqlite"
-    static let lockFileName = "journal.lock"
     static let format = "1"
 
     public let path: String
@@ -59,11 +58,11 @@ public final class Journal: FeedSource {
     private let clock: () -> Double
     private var consumers: [String: JournalConsumer] = [:]
     private var unsavedConsumers: Set<String> = []
-    /// Held while the journal is open, so a second ingest on the same data directory is refused.
-    private var lockDescriptor: Int32
+    private var isOpen = true
 
     /// Opens (creating if needed) the journal of `directory`. Throws a `JournalError` when the journal was created with
-    /// another shard count or another ingest has it open, a `StorageError` when SQLite cannot open it.
+    /// another shard count, a `StorageError` when SQLite cannot open it. One process per data directory is the
+    /// service command's business (`DataDirectoryLock`), not the journal's.
     /// `clock` gives Unix seconds (tests set it).
     public init(directory: String, shards: Int, retentionAge: Double = 86_400, maximumBytes: Int64 = 0, log: Log,
                 clock: @escaping () -> Double = { Date().timeIntervalSince1970 }) throws {
@@ -75,37 +74,30 @@ public final class Journal: FeedSource {
         self.clock = clock
         let path = DataDirectory.file(Self.fileName, in: directory)
         self.path = path
-        let descriptor = try Self.lock(DataDirectory.file(Self.lockFileName, in: directory), journal: path)
-        do {
-            let database = try SQLiteDatabase(path: path, synchronous: .full)
-            let meta = try Self.prepare(database, shards: shards, now: clock())
-            guard meta.format == Self.format else {
-                throw JournalError("\(path) has format \(meta.format); this ingest reads format \(Self.format)")
-            }
-            guard meta.shards == shards else {
-                throw JournalError("""
-                    \(path) was created with --shards \(meta.shards), and this ingest has --shards \(shards). Positions are \
-                    per shard, so a journal's shard count cannot change: run with --shards \(meta.shards), or give a new \
-                    --data-dir (detection then reads the new journal from its start)
-                    """)
-            }
-            var consumers: [String: JournalConsumer] = [:]
-            try database.statement("SELECT consumer, shard, shards, acknowledged, seen_at FROM consumers").query { row in
-                let consumer = JournalConsumer(name: row.text(0), shard: row.isNull(1) ? nil : Int(row.integer(1)),
-                                               shards: row.isNull(2) ? nil : Int(row.integer(2)),
-                                               acknowledged: row.unsigned(3), seenAt: row.double(4))
-                consumers[consumer.name] = consumer
-            }
-            head = UInt64(try database.integer("SELECT seq FROM sqlite_sequence WHERE name = 'chunks'") ?? 0)
-            feedID = meta.journalID
-            createdAt = meta.createdAt
-            self.consumers = consumers
-            self.database = database
-            lockDescriptor = descriptor
-        } catch {
-            Self.unlock(descriptor)
-            throw error
+        let database = try SQLiteDatabase(path: path, synchronous: .full)
+        let meta = try Self.prepare(database, shards: shards, now: clock())
+        guard meta.format == Self.format else {
+            throw JournalError("\(path) has format \(meta.format); this ingest reads format \(Self.format)")
         }
+        guard meta.shards == shards else {
+            throw JournalError("""
+                \(path) was created with --shards \(meta.shards), and this ingest has --shards \(shards). Positions are \
+                per shard, so a journal's shard count cannot change: run with --shards \(meta.shards), or give a new \
+                --data-dir (detection then reads the new journal from its start)
+                """)
+        }
+        var consumers: [String: JournalConsumer] = [:]
+        try database.statement("SELECT consumer, shard, shards, acknowledged, seen_at FROM consumers").query { row in
+            let consumer = JournalConsumer(name: row.text(0), shard: row.isNull(1) ? nil : Int(row.integer(1)),
+                                           shards: row.isNull(2) ? nil : Int(row.integer(2)),
+                                           acknowledged: row.unsigned(3), seenAt: row.double(4))
+            consumers[consumer.name] = consumer
+        }
+        head = UInt64(try database.integer("SELECT seq FROM sqlite_sequence WHERE name = 'chunks'") ?? 0)
+        feedID = meta.journalID
+        createdAt = meta.createdAt
+        self.consumers = consumers
+        self.database = database
     }
 
     deinit {
@@ -114,7 +106,8 @@ public final class Journal: FeedSource {
 
     /// Saves what consumers acknowledged, folds the write-ahead log into the file and closes. Safe to call twice.
     public func close() {
-        guard lockDescriptor >= 0 else { return }
+        guard isOpen else { return }
+        isOpen = false
         do {
             try database.transaction { try saveConsumers() }
             try database.checkpointLog()
@@ -122,8 +115,6 @@ public final class Journal: FeedSource {
             log.warning("journal not closed cleanly (it will recover when opened)", ["error": "\(error)"])
         }
         database.close()
-        Self.unlock(lockDescriptor)
-        lockDescriptor = -1
     }
 
     // MARK: Appending
@@ -404,26 +395,5 @@ public final class Journal: FeedSource {
             return Meta(journalID: id, shards: storedShards, createdAt: values["created_at"].flatMap { Double($0) } ?? 0,
                         format: values["format"] ?? format)
         }
-    }
-
-    /// Takes the data directory's lock file (`flock`, released by the kernel when the process dies).
-    private static func lock(_ lockPath: String, journal: String) throws -> Int32 {
-        let descriptor = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard descriptor >= 0 else {
-            throw JournalError("cannot open \(lockPath): \(String(cString: strerror(errno)))")
-        }
-        guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
-            let reason = errno == EWOULDBLOCK ? "another ingest has it open (one ingest per --data-dir)"
-                : String(cString: strerror(errno))
-            Glibc.close(descriptor)
-            throw JournalError("\(journal): \(reason)")
-        }
-        return descriptor
-    }
-
-    private static func unlock(_ descriptor: Int32) {
-        guard descriptor >= 0 else { return }
-        flock(descriptor, LOCK_UN)
-        Glibc.close(descriptor)
     }
 }

@@ -1,3 +1,10 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import Foundation
 import RoadSaveModel
 
@@ -8,13 +15,32 @@ public protocol RunnableService: AnyObject, Sendable {
 }
 
 /// The common life of a service process: signals blocked first thing, configuration from flags, environment and
-/// file validated with a clear message (exit 2), `--help` with the effective configuration (secrets masked),
+/// file validated with a clear message (exit 2), what the service holds for its whole life taken (its data
+/// directory's lock; exit 1 if it cannot be), `--help` with the effective configuration (secrets masked),
 /// SIGTERM/SIGINT → graceful stop → exit 0.
 public enum ServiceRunner {
+    /// A service that cannot start for a reason other than its settings (its data directory is in use): exit 1.
+    public struct StartFailure: Error, CustomStringConvertible {
+        public var message: String
+        public init(_ message: String) { self.message = message }
+        public var description: String { message }
+    }
+
+    /// How long a service whose supervisor is gone may take to stop before it ends itself: nobody is left to kill a
+    /// stop that hangs (a sink, a platform call), and the next supervisor's services wait for its data directory.
+    public static let orphanStopLimit = 15.0
+
+    /// - Parameters:
+    ///   - hold: runs after the configuration is valid and before the service is made; what it returns is kept until
+    ///     the process ends (the data directory's lock). A `StartFailure` (or any error) ends the start with exit 1.
+    ///   - supervisor: the pid of the supervising `roadsave up`, when there is one (see `SupervisorLink`); a stop
+    ///     requested once it is gone is bounded by `orphanStopLimit`.
     public static func run<Configuration>(
         name: String, summary: String, arguments: [String], specs: [SettingSpec],
         load: (ServiceConfiguration) throws(CommandLineOptions.UsageError) -> Configuration,
-        make: (Configuration) throws -> any RunnableService
+        hold: (ServiceConfiguration) throws -> AnyObject? = { _ in nil },
+        make: (Configuration) throws -> any RunnableService,
+        supervisor: Int32? = nil
     ) -> Int32 {
         ShutdownSignals.block()
         // A subscriber or a pipe going away must be an error on that write, not the end of the service.
@@ -39,25 +65,45 @@ public enum ServiceRunner {
             return fail(name, error.message)
         }
         let log = Log(category: name)
-        let service: any RunnableService
-        do {
-            service = try make(configuration)
-        } catch {
-            return fail(name, "\(error)")
-        }
+        // From here a stop request is taken at once, even while the service is still being made (SIGTERM stays
+        // blocked in every thread and is only ever taken by the signal thread's sigwait).
+        let stopRequest = StopRequest()
         ShutdownSignals.onSignal { signal in
             log.info("shutting down", ["signal": signal])
-            service.stop()
+            if let supervisor, getppid() != supervisor {
+                OrphanWatchdog.start(limit: orphanStopLimit, log: log)
+            }
+            stopRequest.request(signal)
         }
-        log.info("starting", ["configuration": source.describe().replacingOccurrences(of: "\n", with: ";")])
+        let held: AnyObject?
         do {
-            try service.run()
-            log.info("stopped")
-            return 0
+            held = try hold(source)
         } catch {
-            log.error("failed", ["error": "\(error)"])
+            log.error("cannot start", ["error": "\(error)"])
             FileHandle.standardError.write(Data("roadsave \(name): \(error)\n".utf8))
             return 1
+        }
+        return withExtendedLifetime(held) {
+            let service: any RunnableService
+            do {
+                service = try make(configuration)
+            } catch {
+                return fail(name, "\(error)")
+            }
+            if let signal = stopRequest.attach(service) {
+                log.info("stopped before starting", ["signal": signal])
+                return 0
+            }
+            log.info("starting", ["configuration": source.describe().replacingOccurrences(of: "\n", with: ";")])
+            do {
+                try service.run()
+                log.info("stopped")
+                return 0
+            } catch {
+                log.error("failed", ["error": "\(error)"])
+                FileHandle.standardError.write(Data("roadsave \(name): \(error)\n".utf8))
+                return 1
+            }
         }
     }
 

@@ -3,15 +3,27 @@ import Testing
 
 /// `roadsave ctl` against a real `roadsave detect`.
 @Suite struct ControlCommandTests {
-    static func startDetect() async throws -> (RunningProcess, control: String) {
-        let base = Ports.block(3)
+    /// detection with the ingest whose journal it reads: detection takes commands once it has heard from every
+    /// journal it is configured with (until then it answers "recovering").
+    static func startDetect() async throws -> (RunningProcess, ingest: RunningProcess, control: String) {
+        let base = Ports.block(4)
+        let ingest = try RunningProcess(["ingest", "--applications", "app-1", "--gateway-endpoint", Ports.tcp(base + 3),
+                                         "--records-endpoint", Ports.tcp(base)])
         let detect = try RunningProcess(["detect", "--records-endpoint", Ports.tcp(base), "--control-endpoint", Ports.tcp(base + 1),
                                          "--events-endpoint", Ports.tcp(base + 2)])
-        guard await waitForError(detect, containing: "msg=running", timeout: 20) else {
-            detect.kill()
-            throw TestFailure("detect did not start: \(detect.stderr)")
+        // Live once a command is no longer answered "recovering" (a command for nobody changes nothing).
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline {
+            let probe = try await Roadsave.run(["ctl", "stopMonitoring", "--app", "probe", "--user", "probe",
+                                                "--endpoint", Ports.tcp(base + 1), "--timeout", "2"])
+            if let error = Self.reply(probe)["error"] as? String, error != "recovering" {
+                return (detect, ingest, Ports.tcp(base + 1))
+            }
+            try await Task.sleep(nanoseconds: 100_000_000)
         }
-        return (detect, Ports.tcp(base + 1))
+        detect.kill()
+        ingest.kill()
+        throw TestFailure("detect did not go live: \(detect.stderr)\ningest: \(ingest.stderr)")
     }
 
     static func reply(_ result: Roadsave.Result) -> [String: Any] {
@@ -19,8 +31,11 @@ import Testing
     }
 
     @Test func configureThenStartMonitoring() async throws {
-        let (detect, control) = try await Self.startDetect()
-        defer { detect.kill() }
+        let (detect, ingest, control) = try await Self.startDetect()
+        defer {
+            detect.kill()
+            ingest.kill()
+        }
         let configure = try await Roadsave.run(["ctl", "configure", "--app", "ctl-app", "--user", "u1", "--mode", "crashOnly",
                                                 "--auto-trips", "false", "--endpoint", control])
         #expect(configure.status == 0, "\(configure.stderr)")
@@ -46,11 +61,15 @@ import Testing
         #expect(stop.status == 0, "\(stop.stderr)")
         #expect(Self.reply(stop)["devices"] as? Int == 1, "\(stop.stdout)")
         await stopGracefully(detect)
+        await stopGracefully(ingest)
     }
 
     @Test func startMonitoringUnconfiguredIsRefused() async throws {
-        let (detect, control) = try await Self.startDetect()
-        defer { detect.kill() }
+        let (detect, ingest, control) = try await Self.startDetect()
+        defer {
+            detect.kill()
+            ingest.kill()
+        }
         let secretApp = "app-secret-4711-credential"
         let result = try await Roadsave.run(["ctl", "startMonitoring", "--app", secretApp, "--user", "nobody",
                                              "--endpoint", control])
@@ -68,6 +87,7 @@ import Testing
         #expect(fromEnvironment.status == 1)
         #expect(Self.reply(fromEnvironment)["error"] as? String == "notConfigured", "\(fromEnvironment.stdout)")
         await stopGracefully(detect)
+        await stopGracefully(ingest)
     }
 
     @Test func noReplyFromDetection() async throws {

@@ -6,9 +6,12 @@ import Testing
     struct Up {
         let process: RunningProcess
         let base: Int
+        /// The `--data-dir` given to `up` (a fresh temporary directory unless the test chose one).
+        let dataDirectory: URL
         var gateways: String { Ports.tcp(base) }
         var control: String { Ports.tcp(base + 2) }
         var subscribers: String { Ports.tcp(base + 4) }
+        var catchUp: String { Ports.tcp(base + 5) }
 
         /// The pid `up` printed for a service (the latest start).
         func pid(_ service: String) -> Int32? {
@@ -25,12 +28,18 @@ import Testing
         }
     }
 
-    static func startUp(_ extra: [String] = []) async throws -> Up {
-        let base = Ports.block(5)
+    /// A temporary directory for `up --data-dir`, removed by the caller.
+    static func temporaryDataDirectory() -> URL {
+        FileManager.default.temporaryDirectory.appendingPathComponent("roadsave-up-\(UUID().uuidString)")
+    }
+
+    static func startUp(_ extra: [String] = [], base: Int = Ports.block(6), dataDirectory: URL = temporaryDataDirectory())
+        async throws -> Up {
         var environment = ProcessInfo.processInfo.environment
         environment["ROADSAVE_APPLICATIONS"] = "demo-app,app-1"
-        let process = try RunningProcess(["up", "--base-port", String(base)] + extra, environment: environment)
-        let up = Up(process: process, base: base)
+        let process = try RunningProcess(["up", "--base-port", String(base), "--data-dir", dataDirectory.path] + extra,
+                                         environment: environment)
+        let up = Up(process: process, base: base, dataDirectory: dataDirectory)
         guard await process.waitForLine(timeout: 30, { $0 == "ready" }) != nil else {
             up.kill()
             throw TestFailure("up not ready\nstdout: \(process.stdout)\nstderr: \(process.stderr)")
@@ -40,11 +49,15 @@ import Testing
 
     @Test func startsAllThreeAndStopsThemOnSIGTERM() async throws {
         let up = try await Self.startUp()
-        defer { up.kill() }
+        defer {
+            up.kill()
+            try? FileManager.default.removeItem(at: up.dataDirectory)
+        }
         let lines = up.process.lines
         #expect(lines.contains("gateways \(up.gateways)"), "\(lines)")
         #expect(lines.contains("control \(up.control)"), "\(lines)")
         #expect(lines.contains("subscribers \(up.subscribers)"), "\(lines)")
+        #expect(lines.contains("catch-up \(up.catchUp)"), "\(lines)")
         let pids = ["ingest", "detect", "notify"].compactMap { up.pid($0) }
         #expect(pids.count == 3, "\(lines)")
         #expect(pids.allSatisfy(isAlive))
@@ -73,7 +86,10 @@ import Testing
 
     @Test func restartsAKilledNotifierWhileTheOthersKeepWorking() async throws {
         let up = try await Self.startUp()
-        defer { up.kill() }
+        defer {
+            up.kill()
+            try? FileManager.default.removeItem(at: up.dataDirectory)
+        }
         let ingest = try #require(up.pid("ingest"))
         let detect = try #require(up.pid("detect"))
         let notify = try #require(up.pid("notify"))
@@ -121,6 +137,8 @@ import Testing
             (["up", "--applications", "a", "--platform", "ftp://example.com"], "--platform"),
             (["up", "--applications", "a", "--settings", "/nonexistent.json"], "--settings"),
             (["up", "--applications", "a", "--log-level", "loud"], "--log-level"),
+            (["up", "--applications", "a", "--base-port", "65531"], "--base-port"),
+            (["up", "--applications", "a", "--data-dir", ""], "--data-dir"),
             (["up", "--applications-file", "/nonexistent/apps"], "--applications-file"),
         ] {
             let result = try await Roadsave.run(arguments, environment: environment)
@@ -133,9 +151,15 @@ import Testing
 
         // A port already taken: the service cannot bind, and up gives up instead of restarting it forever.
         let first = try await Self.startUp()
-        defer { first.kill() }
+        let secondDirectory = Self.temporaryDataDirectory()
+        defer {
+            first.kill()
+            try? FileManager.default.removeItem(at: first.dataDirectory)
+            try? FileManager.default.removeItem(at: secondDirectory)
+        }
         environment["ROADSAVE_APPLICATIONS"] = "demo-app"
-        let second = try await Roadsave.run(["up", "--base-port", String(first.base)], environment: environment, limit: 60)
+        let second = try await Roadsave.run(["up", "--base-port", String(first.base), "--data-dir", secondDirectory.path],
+                                            environment: environment, limit: 60)
         #expect(second.status == 1, "stdout: \(second.stdout)\nstderr: \(second.stderr.suffix(3000))")
         #expect(second.stderr.contains("failed at start"))
         for line in second.lines where line.contains(" pid ") {

@@ -77,9 +77,10 @@ struct CommandFlowTests {
             #expect(!expected.isEmpty)
             #expect(replayed.child.jsonLines.contains { ($0.value as? [String: Any])?.string("event") == "crashDetected" })
 
-            let base = Ports.reserveRange(5)
+            let base = Ports.reserveRange(6)
             let up = try Child(name: "roadsave up", executable: Self.roadsave,
-                               arguments: ["up", "--base-port", String(base), "--settings", settings.path],
+                               arguments: ["up", "--base-port", String(base), "--settings", settings.path,
+                                           "--data-dir", folder.appendingPathComponent("data").path],
                                environment: ["ROADSAVE_APPLICATIONS": "demo-app"])
             defer { up.kill() }
             let ready = await eventually(timeout: 30) { up.stdout.contains { $0.text == "ready" } || !up.isRunning }

@@ -21,9 +21,17 @@ struct ContainerFileTests {
         var publishedPorts: [Int] {
             (node["ports"]?.strings ?? []).compactMap { Int($0.split(separator: ":").last ?? "") }
         }
-        /// Every endpoint in the command and the environment.
+        /// Every endpoint in the command and the environment (comma-separated lists taken apart).
         var endpoints: [String] {
-            (command + environment.map(\.value)).filter { $0.hasPrefix("tcp://") }
+            (command + environment.map(\.value)).flatMap { $0.split(separator: ",").map(String.init) }
+                .filter { $0.hasPrefix("tcp://") }
+        }
+        /// "VOLUME:PATH" mounts → (volume, path).
+        var volumes: [(volume: String, path: String)] {
+            (node["volumes"]?.strings ?? []).compactMap { mount in
+                let parts = mount.split(separator: ":").map(String.init)
+                return parts.count >= 2 ? (parts[0], parts[1]) : nil
+            }
         }
         /// Ports of the endpoints this service binds (`tcp://*:P`, `tcp://0.0.0.0:P`).
         var boundPorts: [Int] {
@@ -42,11 +50,17 @@ struct ContainerFileTests {
     }
 
     static func services() throws -> [Service] {
-        let text = try String(contentsOf: composeFile, encoding: .utf8)
-        let root = try YAML.parse(text)
-        guard case let .map(pairs)? = root["services"] else { throw HarnessError("docker-compose.yml has no services") }
+        guard case let .map(pairs)? = try compose()["services"] else { throw HarnessError("docker-compose.yml has no services") }
         return pairs.map { Service(name: $0.key, node: $0.value) }
     }
+
+    static func compose() throws -> YAML {
+        try YAML.parse(try String(contentsOf: composeFile, encoding: .utf8))
+    }
+
+    /// The one environment value written here rather than taken from `docker compose`'s environment: where the
+    /// service's volume is mounted.
+    static let literalVariables: Set<String> = ["ROADSAVE_DATA_DIR"]
 
     /// The executable targets of Package.swift.
     static func executableTargets() throws -> Set<String> {
@@ -110,8 +124,10 @@ struct ContainerFileTests {
             for (key, value) in service.environment where key.hasPrefix("ROADSAVE_") {
                 #expect(help.text.contains("env \(key),") || help.text.contains("env \(key) "),
                         "\(service.name): \(executable) does not document \(key)")
-                // Values come from the environment of `docker compose`, never written here.
-                #expect(value.hasPrefix("${") && value.hasSuffix("}"), "\(service.name): \(key) has a literal value")
+                // Values come from the environment of `docker compose`, never written here (secrets above all),
+                // except where the volume is mounted.
+                #expect(Self.literalVariables.contains(key) || (value.hasPrefix("${") && value.hasSuffix("}")),
+                        "\(service.name): \(key) has a literal value")
             }
             #expect(!service.environment.contains { !$0.key.hasPrefix("ROADSAVE_") },
                     "\(service.name): a variable the services do not read")
@@ -126,9 +142,9 @@ struct ContainerFileTests {
 
     @Test func publishedPortsAgreeWithTheEndpoints() throws {
         let services = try Self.services()
-        // The endpoints outside programs use (CONTRACT §7): gateways 5550, control 5552, subscribers 5554.
+        // The endpoints outside programs use (CONTRACT §7): gateways 5550, control 5552, subscribers 5554, catch-up 5555.
         let published = Set(services.flatMap(\.publishedPorts))
-        #expect(published == [5550, 5552, 5554], "published \(published.sorted())")
+        #expect(published == [5550, 5552, 5554, 5555], "published \(published.sorted())")
         for service in services {
             for port in service.publishedPorts {
                 #expect(service.boundPorts.contains(port), "\(service.name) publishes \(port) but binds \(service.boundPorts)")
@@ -149,6 +165,31 @@ struct ContainerFileTests {
         #expect(notify.connections.contains { $0.host == detect.name })
     }
 
+    @Test func everyServiceKeepsItsStateInAVolumeOfItsOwn() throws {
+        let services = try Self.services()
+        let declared: Set<String>
+        if case let .map(pairs)? = try Self.compose()["volumes"] { declared = Set(pairs.map(\.key)) } else { declared = [] }
+        let dockerfile = try String(contentsOf: Self.dockerfile, encoding: .utf8)
+        var directories: [String] = []
+        for service in services {
+            let directory = service.environment.first { $0.key == "ROADSAVE_DATA_DIR" }?.value
+            let executable = service.command.first ?? ""
+            let name = executable.replacingOccurrences(of: "roadsave-", with: "")
+            #expect(directory == "/var/lib/roadsave/\(name)", "\(service.name): ROADSAVE_DATA_DIR \(directory ?? "unset")")
+            guard let directory else { continue }
+            directories.append(directory)
+            let mount = service.volumes.first { $0.path == directory }
+            #expect(mount != nil, "\(service.name): no volume mounted at \(directory)")
+            if let mount { #expect(declared.contains(mount.volume), "\(service.name): volume \(mount.volume) is not declared") }
+            // The image makes the directory for the service user, so a fresh volume is writable by it.
+            #expect(dockerfile.contains(directory), "the Dockerfile does not create \(directory)")
+        }
+        #expect(Set(directories).count == services.count, "a data directory is shared: \(directories)")
+        let mounted = services.flatMap { $0.volumes.map(\.volume) }
+        #expect(Set(mounted).count == mounted.count, "a volume is mounted by two services: \(mounted)")
+        #expect(dockerfile.contains("chown -R roadsave:roadsave /var/lib/roadsave"))
+    }
+
     @Test func dockerfileBuildsOnSwiftAndRunsTheServicesAsANonRootUser() throws {
         let text = try String(contentsOf: Self.dockerfile, encoding: .utf8)
         let lines = text.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.hasPrefix("#") }
@@ -156,7 +197,8 @@ struct ContainerFileTests {
         #expect(froms.count >= 2, "a multi-stage build")
         #expect(text.contains("swift:6.0-bookworm"))
         #expect(text.contains("debian:bookworm-slim") || text.contains("swift:6.0-bookworm-slim"))
-        for package in ["libzmq3-dev", "libmsgpack-dev", "libsodium-dev", "libzmq5", "libmsgpackc2", "libsodium23"] {
+        for package in ["libzmq3-dev", "libmsgpack-dev", "libsodium-dev", "libsqlite3-dev", "libzmq5", "libmsgpackc2",
+                        "libsodium23", "libsqlite3-0"] {
             #expect(text.contains(package), "\(package)")
         }
         #expect(text.contains("swift build -c release"))
@@ -167,6 +209,7 @@ struct ContainerFileTests {
         let user = lines.last { $0.hasPrefix("USER ") }.map { $0.dropFirst(5).split(separator: ":").first.map(String.init) ?? "" }
         #expect(user != nil && user != "root" && user != "0", "runs as \(user ?? "root (no USER)")")
         #expect(lines.contains("STOPSIGNAL SIGTERM"))
+        #expect(lines.contains("EXPOSE 5550 5551 5552 5553 5554 5555"))
     }
 }
 

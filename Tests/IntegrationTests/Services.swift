@@ -11,6 +11,7 @@ final class Services {
         /// `--platform URL`; nil for the embedded platform.
         var platform: String?
         var detectArguments: [String] = []
+        var notifyArguments: [String] = []
         /// Webhook URLs for the notifier, signed with `webhookSecret` (given through `ROADSAVE_WEBHOOK_SECRET`).
         var webhooks: [String] = []
         var webhookSecret = "integration-secret-\(UUID().uuidString.prefix(8))"
@@ -22,7 +23,9 @@ final class Services {
     }
 
     let options: Options
-    let gatewayPort: Int, recordsPort: Int, controlPort: Int, eventsPort: Int, publishPort: Int
+    let gatewayPort: Int, recordsPort: Int, controlPort: Int, eventsPort: Int, publishPort: Int, catchUpPort: Int
+    /// The services' data directories live under this one (removed by `kill()`).
+    let dataDirectory: URL
     private(set) var ingest: Child?
     private(set) var detect: Child?
     private(set) var notify: Child?
@@ -32,8 +35,10 @@ final class Services {
 
     init(_ options: Options = Options()) throws {
         self.options = options
-        let ports = Ports.reserve(5)
-        (gatewayPort, recordsPort, controlPort, eventsPort, publishPort) = (ports[0], ports[1], ports[2], ports[3], ports[4])
+        let ports = Ports.reserve(6)
+        (gatewayPort, recordsPort, controlPort, eventsPort, publishPort, catchUpPort)
+            = (ports[0], ports[1], ports[2], ports[3], ports[4], ports[5])
+        dataDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("roadsave-it-\(UUID().uuidString)")
         if let settings = options.settings {
             settingsFile = try temporaryFile(jsonLine(settings), suffix: ".settings.json")
         } else {
@@ -59,12 +64,16 @@ final class Services {
     var gatewayEndpoint: String { "tcp://127.0.0.1:\(gatewayPort)" }
     var controlEndpoint: String { "tcp://127.0.0.1:\(controlPort)" }
     var subscriberEndpoint: String { "tcp://127.0.0.1:\(publishPort)" }
+    var catchUpEndpoint: String { "tcp://127.0.0.1:\(catchUpPort)" }
+
+    /// A service's own data directory.
+    func dataDirectory(_ service: String) -> String { dataDirectory.appendingPathComponent(service).path }
 
     func startIngest() throws {
         let child = try Child(name: "ingest", executable: Build.executable("roadsave-ingest"), arguments: [
             "--gateway-endpoint", "tcp://127.0.0.1:\(gatewayPort)",
-            "--publish-endpoint", "tcp://127.0.0.1:\(recordsPort)",
-            "--heartbeat", "0.5",
+            "--records-endpoint", "tcp://127.0.0.1:\(recordsPort)",
+            "--data-dir", dataDirectory("ingest"),
         ], environment: ["ROADSAVE_APPLICATIONS": options.applications.joined(separator: ",")])
         ingest = child
         all.append(child)
@@ -76,7 +85,8 @@ final class Services {
             "--control-endpoint", "tcp://127.0.0.1:\(controlPort)",
             "--events-endpoint", "tcp://127.0.0.1:\(eventsPort)",
             "--reorder-window", "3",
-            "--heartbeat", "0.5",
+            "--data-dir", dataDirectory("detect"),
+            "--checkpoint-interval", "0.5",
         ]
         if let settingsFile { arguments += ["--settings", settingsFile.path] }
         if let platform = options.platform { arguments += ["--platform", platform] }
@@ -90,14 +100,16 @@ final class Services {
         var arguments = [
             "--events-endpoint", "tcp://127.0.0.1:\(eventsPort)",
             "--publish-endpoint", "tcp://127.0.0.1:\(publishPort)",
-            "--heartbeat", "0.5",
+            "--catch-up-endpoint", "tcp://127.0.0.1:\(catchUpPort)",
+            "--data-dir", dataDirectory("notify"),
         ]
         var environment: [String: String] = [:]
         if !options.webhooks.isEmpty {
             arguments += ["--webhooks", options.webhooks.joined(separator: ",")]
             environment["ROADSAVE_WEBHOOK_SECRET"] = options.webhookSecret
         }
-        let child = try Child(name: "notify", executable: Build.executable("roadsave-notify"), arguments: arguments,
+        let child = try Child(name: "notify", executable: Build.executable("roadsave-notify"),
+                              arguments: arguments + options.notifyArguments,
                               environment: environment)
         notify = child
         all.append(child)
@@ -105,7 +117,7 @@ final class Services {
 
     /// Waits until the bound TCP endpoints accept connections (binding done; not yet "the data flows").
     func waitUntilListening(timeout: Double = 15) async throws {
-        let ports = [gatewayPort, recordsPort, controlPort, eventsPort, publishPort]
+        let ports = [gatewayPort, recordsPort, controlPort, eventsPort, publishPort, catchUpPort]
         let listening = await eventually(timeout: timeout) {
             [ingest, detect, notify].allSatisfy { $0?.isRunning ?? true } && ports.allSatisfy(Ports.isListening)
         }
@@ -116,6 +128,7 @@ final class Services {
     func kill() {
         for child in all { child.kill() }
         if let settingsFile { try? FileManager.default.removeItem(at: settingsFile) }
+        try? FileManager.default.removeItem(at: dataDirectory)
     }
 
     /// The services' last log lines, for failure messages.

@@ -41,6 +41,9 @@ public final class DetectionService: @unchecked Sendable {
     /// Journal positions of the last checkpoint, by journal ID (kept for journals not connected now).
     private var checkpointPositions: [String: UInt64] = [:]
     private var platformCallsInFlight = 0
+    /// Control commands that came before the service went live ([routing frames], body).
+    private var commandsWhileStarting: [([[UInt8]], [UInt8])] = []
+    static let maximumCommandsWhileStarting = 1000
     /// Control commands waiting for the settings fetch they need.
     private var waitingCommands: [Int: (request: ControlRequest, text: String, prefix: [[UInt8]])] = [:]
     private var nextCommandID = 0
@@ -52,6 +55,9 @@ public final class DetectionService: @unchecked Sendable {
     /// Devices changed before a checkpoint that could not be written: written with the next one.
     private var unsavedDevices: [DeviceID] = []
     private var statistics = Statistics()
+    /// When the service started (monotonic), and whether it has said it caught up with the journals since.
+    private var startedAt = 0.0
+    private var reportedCaughtUp = false
 
     enum Phase {
         case starting
@@ -86,6 +92,7 @@ public final class DetectionService: @unchecked Sendable {
 
     public func run() throws {
         reactor.start { [self] loop in
+            startedAt = loop.now
             let store = try DetectionStore(directory: try DataDirectory.prepare(configuration.dataDirectory),
                                            shard: configuration.shardDescription)
             self.store = store
@@ -196,10 +203,13 @@ public final class DetectionService: @unchecked Sendable {
     /// again for whatever the fleet still waits for.
     private func continueRecovery(loop: ReactorLoop) {
         guard case .recovering(var queue, let waiting) = phase, !waiting else { return }
-        // Every journal must have named itself before records can be asked of the right one.
-        guard journals.allSatisfy({ $0.feed != nil }) else { return }
         while let input = queue.first {
             if case let .records(feed, after, to, _) = input {
+                // Records are asked of the journal that holds them: wait until every journal has named itself.
+                guard journals.allSatisfy({ $0.feed != nil }) else {
+                    phase = .recovering(queue: queue, waiting: false)
+                    return
+                }
                 guard let reader = journals.first(where: { $0.feed == feed }) else {
                     log.error("records of a journal no longer configured cannot be re-read: skipped",
                               ["journal": feed, "after": String(after), "to": String(to)])
@@ -216,11 +226,14 @@ public final class DetectionService: @unchecked Sendable {
         }
         commitEvents()
         phase = .live
-        if statistics.recoveredInputs > 0 {
-            log.info("recovered", ["inputs": String(statistics.recoveredInputs), "devices": String(fleet.deviceCount)])
-        }
+        log.info("live", ["recoveredInputs": String(statistics.recoveredInputs), "devices": String(fleet.deviceCount),
+                          "seconds": String(format: "%.3f", loop.now - startedAt)])
         perform(fleet.pendingPlatformCalls, loop: loop)
-        for journal in journals { journal.fetchNext() }
+        // A journal still to name itself is read once it has (its first reply).
+        for journal in journals where journal.feed != nil { journal.fetchNext() }
+        let held = commandsWhileStarting
+        commandsWhileStarting.removeAll()
+        for (prefix, body) in held { handleCommand(prefix: prefix, body: body, loop: loop) }
     }
 
     // MARK: Journals
@@ -260,6 +273,11 @@ public final class DetectionService: @unchecked Sendable {
         }
         guard case .live = phase else { return }
         reader.noteReply(header, items: items.count)
+        if !reportedCaughtUp, journals.allSatisfy(\.caughtUp) {
+            reportedCaughtUp = true
+            log.info("caught up with the journals", ["seconds": String(format: "%.3f", loop.now - startedAt),
+                                                     "records": String(statistics.recordsRead)])
+        }
         let after = reader.position
         reader.position = header.to
         // The next request goes out before this reply is worked through, so the journal's answer overlaps the work.
@@ -530,33 +548,40 @@ public final class DetectionService: @unchecked Sendable {
             guard frames.count >= 2, let body = frames.last else { continue }
             let prefix = Array(frames.dropLast())
             switch phase {
-            case .live: break
+            case .live:
+                handleCommand(prefix: prefix, body: body, loop: loop)
             case .stopping:
                 send(prefix, ControlReply.failure("stopping", "the detection service is shutting down"))
-                continue
-            default:
-                send(prefix, ControlReply.failure("recovering", "the detection service is re-running its journal after a restart; try again in a moment"))
-                continue
+            case .starting, .recovering:
+                // Applied once the stored inputs have been re-run, so that they come after them, as they did.
+                guard commandsWhileStarting.count < Self.maximumCommandsWhileStarting else {
+                    send(prefix, ControlReply.failure("recovering", "the detection service is re-running its inputs after a restart; try again in a moment"))
+                    continue
+                }
+                commandsWhileStarting.append((prefix, body))
             }
-            let request: ControlRequest
-            do {
-                request = try ControlRequest(json: body)
-            } catch {
-                send(prefix, ControlReply.failure("badRequest", "\(error)"))
-                continue
-            }
-            let text = String(decoding: body, as: UTF8.self)
-            guard request.needsSettings else {
-                execute(request, text: text, fetch: nil, reply: prefix, loop: loop)
-                continue
-            }
-            // The startup guard fetches settings: off the reactor, then back on it to apply.
-            nextCommandID += 1
-            let id = nextCommandID
-            waitingCommands[id] = (request, text, prefix)
-            let app = request.app
-            callPlatform { platform in .command(id: id, fetch: await platform.fetchSettings(applicationID: app)) }
         }
+    }
+
+    private func handleCommand(prefix: [[UInt8]], body: [UInt8], loop: ReactorLoop) {
+        let request: ControlRequest
+        do {
+            request = try ControlRequest(json: body)
+        } catch {
+            send(prefix, ControlReply.failure("badRequest", error.message))
+            return
+        }
+        let text = String(decoding: body, as: UTF8.self)
+        guard request.needsSettings else {
+            execute(request, text: text, fetch: nil, reply: prefix, loop: loop)
+            return
+        }
+        // The startup guard fetches settings: off the reactor, then back on it to apply.
+        nextCommandID += 1
+        let id = nextCommandID
+        waitingCommands[id] = (request, text, prefix)
+        let app = request.app
+        callPlatform { platform in .command(id: id, fetch: await platform.fetchSettings(applicationID: app)) }
     }
 
     private func execute(_ request: ControlRequest, text: String, fetch: SettingsFetch?, reply prefix: [[UInt8]],

@@ -1,8 +1,9 @@
 import Foundation
 import Testing
 
-/// sensor-ingest, detection and notifier started one by one as `roadsave ingest|detect|notify`, on a block of five free
-/// loopback ports (gateways, records, control, events, subscribers).
+/// sensor-ingest, detection and notifier started one by one as `roadsave ingest|detect|notify`, on a block of six free
+/// loopback ports (gateways, records, control, events, subscribers, catch-up), each with a data directory of its own
+/// (see `RunningProcess`).
 final class Pipeline: @unchecked Sendable {  // Sendable: immutable after init; RunningProcess is thread-safe
     let base: Int
     let ingest: RunningProcess
@@ -16,19 +17,20 @@ final class Pipeline: @unchecked Sendable {  // Sendable: immutable after init; 
 
     /// `stopDelay` (seconds) goes to detection through `--settings`, so trips end quickly.
     static func start(applications: String = "demo-app", stopDelay: Double? = 5) async throws -> Pipeline {
-        let base = Ports.block(5)
+        let base = Ports.block(6)
         var settings: URL?
         if let stopDelay { settings = try Roadsave.temporaryFile("{\"stopDelay\": \(stopDelay)}", suffix: ".json") }
         var environment = ProcessInfo.processInfo.environment
         environment["ROADSAVE_APPLICATIONS"] = applications
         let notify = try RunningProcess(["notify", "--events-endpoint", Ports.tcp(base + 3),
-                                         "--publish-endpoint", Ports.tcp(base + 4)])
+                                         "--publish-endpoint", Ports.tcp(base + 4),
+                                         "--catch-up-endpoint", Ports.tcp(base + 5)])
         let detect = try RunningProcess(["detect", "--records-endpoint", Ports.tcp(base + 1),
                                          "--control-endpoint", Ports.tcp(base + 2),
                                          "--events-endpoint", Ports.tcp(base + 3)]
                                         + (settings.map { ["--settings", $0.path] } ?? []))
         let ingest = try RunningProcess(["ingest", "--gateway-endpoint", Ports.tcp(base),
-                                         "--publish-endpoint", Ports.tcp(base + 1)], environment: environment)
+                                         "--records-endpoint", Ports.tcp(base + 1)], environment: environment)
         let pipeline = Pipeline(base: base, ingest: ingest, detect: detect, notify: notify, settings: settings)
         for (process, marker) in [(ingest, "msg=listening"), (detect, "msg=running"), (notify, "msg=running")] {
             guard await waitForError(process, containing: marker, timeout: 20) else {

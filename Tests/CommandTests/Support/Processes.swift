@@ -60,19 +60,34 @@ struct TestFailure: Error, CustomStringConvertible {
 }
 
 /// A `roadsave` process running in the background; its outputs are read as they come by two threads.
+/// Unless the environment names one, it gets a fresh data directory (`ROADSAVE_DATA_DIR`, removed by `kill()`): a
+/// service locks its data directory, and tests running at once must not share (or wait for) one.
 final class RunningProcess: @unchecked Sendable {  // Sendable: outputs are guarded by `lock`; `process` is thread-safe
     let process = Process()
     let arguments: [String]
+    /// The data directory made for this process, if the environment gave none.
+    let ownDataDirectory: URL?
     private let lock = NSLock()
     private var output = Data()
     private var errors = Data()
     private var openPipes = 2
 
-    init(_ arguments: [String], input: Data? = nil, environment: [String: String]? = nil) throws {
+    /// `executable` is `roadsave` unless given (a shell standing in for a supervisor, say).
+    init(_ arguments: [String], input: Data? = nil, environment: [String: String]? = nil,
+         executable: URL = Roadsave.executable) throws {
         self.arguments = arguments
-        process.executableURL = Roadsave.executable
+        process.executableURL = executable
         process.arguments = arguments
-        if let environment { process.environment = environment }
+        var variables = environment ?? ProcessInfo.processInfo.environment
+        if variables["ROADSAVE_DATA_DIR"] == nil {
+            let directory = FileManager.default.temporaryDirectory
+                .appendingPathComponent("roadsave-commandtest-data-\(UUID().uuidString)")
+            variables["ROADSAVE_DATA_DIR"] = directory.path
+            ownDataDirectory = directory
+        } else {
+            ownDataDirectory = nil
+        }
+        process.environment = variables
         let out = Pipe(), err = Pipe()
         process.standardOutput = out
         process.standardError = err
@@ -141,12 +156,13 @@ final class RunningProcess: @unchecked Sendable {  // Sendable: outputs are guar
         if process.isRunning { Foundation.kill(process.processIdentifier, number) }
     }
 
-    /// SIGKILL if it still runs (cleanup).
+    /// SIGKILL if it still runs, and its own data directory removed (cleanup).
     func kill() {
         if process.isRunning {
             Foundation.kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
         }
+        if let ownDataDirectory { try? FileManager.default.removeItem(at: ownDataDirectory) }
     }
 }
 

@@ -52,8 +52,11 @@ struct Bench {
     /// Off the main actor: the replayer is not Sendable and lives only in this function.
     nonisolated static func measure() async throws {
         let arguments = CommandLine.arguments.dropFirst()
+        if arguments.first == "ack-server" {
+            try AckServer.run(endpoint: arguments.dropFirst().first ?? "tcp://127.0.0.1:0")
+        }
         guard let path = arguments.first, !path.hasPrefix("-") else {
-            print("Usage: roadsave-bench FILE.ndjson [--baseline-lines N]\n\nTimes decoding and replay of FILE and prints records a second, with Foundation's JSONDecoder as the baseline (on the first N lines, default 200000).")
+            print("Usage: roadsave-bench FILE.ndjson [--baseline-lines N]\n\nTimes decoding and replay of FILE and prints records a second, with Foundation's JSONDecoder as the baseline (on the first N lines, default 200000).\n\n       roadsave-bench ack-server ENDPOINT\n\nA bare ROUTER that unpacks, validates and acknowledges gateway batches at once: the baseline of scripts/bench_services.py.")
             exit(arguments.contains("--help") || arguments.contains("-h") ? 0 : 2)
         }
         var baselineLines = 200_000
