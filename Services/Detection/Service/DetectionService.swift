@@ -47,11 +47,13 @@ public final class DetectionService: @unchecked Sendable {
     /// Control commands waiting for the settings fetch they need.
     private var waitingCommands: [Int: (request: ControlRequest, text: String, prefix: [[UInt8]])] = [:]
     private var nextCommandID = 0
-    /// A checkpoint is being encoded off the reactor.
+    /// A checkpoint is being encoded off the reactor, with the devices it took from the fleet's changed set.
     private var checkpointInFlight = false
     /// Checkpoints started (a later one supersedes one still being encoded), and the devices of the one in flight.
     private var checkpointGeneration = 0
     private var devicesInFlight: [DeviceID] = []
+    /// Journal positions read when the stop closed the readers (the last checkpoint's positions).
+    private var positionsAtStop: [String: UInt64] = [:]
     /// Devices changed before a checkpoint that could not be written: written with the next one.
     private var unsavedDevices: [DeviceID] = []
     private var statistics = Statistics()
@@ -134,22 +136,33 @@ public final class DetectionService: @unchecked Sendable {
     public func stop() {
         reactor.post { [self] loop in
             if case .stopping = phase { return }
+            // Only a live fleet is checkpointed: one stopped while re-running its inputs holds part of them, and the
+            // inputs not re-run yet must stay in the store.
+            let wasLive = if case .live = phase { true } else { false }
             phase = .stopping
-            for journal in journals { journal.close() }
+            for (prefix, _) in commandsWhileStarting {
+                send(prefix, ControlReply.failure("stopping", "the detection service is shutting down"))
+            }
+            commandsWhileStarting.removeAll()
+            for journal in journals {
+                if let feed = journal.feed { positionsAtStop[feed] = journal.position }
+                journal.close()
+            }
             journals.removeAll()
             let deadline = loop.now + Self.stopGrace
             func finishWhenIdle() {
-                if platformCallsInFlight == 0 || loop.now >= deadline {
+                // A periodic checkpoint being encoded took its devices from the changed set: it is waited for too.
+                if (platformCallsInFlight == 0 && !checkpointInFlight) || loop.now >= deadline {
                     if platformCallsInFlight > 0 {
                         log.warning("stopping with platform calls unanswered (asked again at the next start)",
                                     ["calls": String(platformCallsInFlight)])
                     }
-                    // A checkpoint still being encoded is superseded: its devices go into this one.
                     if checkpointInFlight {
+                        // Still encoding: superseded by this one, which takes its devices.
                         unsavedDevices += devicesInFlight
                         checkpointInFlight = false
                     }
-                    checkpoint(now: true)
+                    if wasLive { checkpoint(now: true) }
                     log.info("stopping", ["records": String(statistics.recordsRead), "events": String(statistics.events),
                                           "devices": String(fleet.deviceCount),
                                           "outbox": String((try? store?.outboxCount()) ?? -1)])
@@ -160,6 +173,12 @@ public final class DetectionService: @unchecked Sendable {
             }
             finishWhenIdle()
         }
+    }
+
+    /// For tests of recovery: stops the loop as a crash would leave things, without the graceful stop's wait for
+    /// platform calls or its last checkpoint (what is stored stays; work posted to the loop already still runs).
+    func abandonForTest() {
+        reactor.stop()
     }
 
     // MARK: Start and recovery
@@ -474,7 +493,7 @@ public final class DetectionService: @unchecked Sendable {
         unsavedDevices.removeAll()
         let snapshot = fleet
         let input = lastInput
-        var current = checkpointPositions
+        var current = checkpointPositions.merging(positionsAtStop) { _, atStop in atStop }
         for journal in journals { if let feed = journal.feed { current[feed] = journal.position } }
         let positions = current
         checkpointInFlight = true

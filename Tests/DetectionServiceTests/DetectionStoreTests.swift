@@ -1,0 +1,181 @@
+import DetectionEngine
+@testable import DetectionService
+import Feeds
+import Foundation
+import RoadSaveModel
+import Storage
+import Testing
+import Wire
+
+/// detection's store on its own: shard identity, outbox positions and acknowledgements, checkpoints and the inputs
+/// kept after them, across reopening.
+@Suite struct DetectionStoreTests {
+    let directory: String
+    static let events = Streams.replay(Streams.fleet())
+
+    init() throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("rs-store-\(UUID().uuidString.prefix(8))").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    }
+
+    func remove() {
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    func open(shard: String = "all") throws -> DetectionStore {
+        try DetectionStore(directory: directory, shard: shard)
+    }
+
+    static func request(after: UInt64, through: UInt64? = nil, maxItems: Int = 100, acknowledged: UInt64 = 0,
+                        feed: String) -> FeedRequest {
+        FeedRequest(id: 1, feed: feed, after: after, through: through, maxItems: maxItems, acknowledged: acknowledged,
+                    consumer: "test", waitMilliseconds: 0)
+    }
+
+    func outboxPositions(_ store: DetectionStore) throws -> [UInt64] {
+        var positions: [UInt64] = []
+        try store.database.statement("SELECT position FROM outbox ORDER BY position").query { positions.append($0.unsigned(0)) }
+        return positions
+    }
+
+    func eventIDs(_ items: [[UInt8]]) throws -> [String] {
+        try items.map { try Envelope.event(fromBody: $0).eventID }
+    }
+
+    @Test func aDataDirectoryHoldsTheStateOfOneShard() throws {
+        defer { remove() }
+        let feed = try open(shard: "0/2").feedID
+        #expect(feed.hasPrefix("detection-"))
+        for other in ["1/2", "all", "0/4"] {
+            do {
+                _ = try open(shard: other)
+                Issue.record("shard \(other) opened the store of shard 0/2")
+            } catch let error as StorageError {
+                #expect(error.message.contains("detection shard 0/2, not \(other)"), "\(error.message)")
+                #expect(error.message.contains("--data-dir"))
+            }
+        }
+        let again = try open(shard: "0/2")
+        #expect(again.feedID == feed, "the outbox feed changed identity on reopening")
+    }
+
+    @Test func outboxPositionsAreNeverReused() throws {
+        defer { remove() }
+        let events = Self.events
+        var store = try open()
+        let feed = store.feedID
+        #expect(store.head == 0)
+        try store.commit(inputs: [], events: Array(events[0..<3]), at: 1)
+        #expect(store.head == 3)
+        var batch = try store.read(Self.request(after: 0, feed: feed))
+        #expect(try batch.to == 3 && (eventIDs(batch.items)) == events[0..<3].map(\.eventID))
+        store.acknowledged(Self.request(after: 3, acknowledged: 3, feed: feed))
+        #expect(try store.outboxCount() == 0)
+
+        // Reopened: the next event goes after the deleted ones.
+        store = try open()
+        #expect(store.head == 3)
+        try store.commit(inputs: [], events: Array(events[3..<5]), at: 2)
+        batch = try store.read(Self.request(after: 3, feed: feed))
+        #expect(try batch.to == 5 && (eventIDs(batch.items)) == events[3..<5].map(\.eventID))
+        #expect(try outboxPositions(store) == [4, 5])
+
+        // An event still waiting is not added twice; one already acknowledged comes again at a new position.
+        try store.commit(inputs: [], events: [events[4]], at: 3)
+        #expect(try store.head == 5 && (outboxPositions(store)) == [4, 5])
+        try store.commit(inputs: [], events: [events[0]], at: 4)
+        // (SQLite's AUTOINCREMENT may spend a number on the ignored insert: positions can have gaps, never repeats.)
+        let positions = try outboxPositions(store)
+        #expect(positions.count == 3 && positions[0...1] == [4, 5] && positions[2] > 5 && store.head == positions[2],
+                "\(positions), head \(store.head)")
+        #expect(try eventIDs(store.read(Self.request(after: 5, feed: feed)).items) == [events[0].eventID])
+        #expect(try open().head >= store.head)
+    }
+
+    @Test func acknowledgedRowsAreDeletedTheOthersKept() throws {
+        defer { remove() }
+        let events = Array(Self.events[0..<5])
+        let store = try open()
+        let feed = store.feedID
+        try store.commit(inputs: [], events: events, at: 1)
+
+        // Reading is not acknowledging.
+        _ = try store.read(Self.request(after: 0, feed: feed))
+        #expect(try outboxPositions(store) == [1, 2, 3, 4, 5])
+
+        store.acknowledged(Self.request(after: 5, acknowledged: 2, feed: feed))
+        #expect(try outboxPositions(store) == [3, 4, 5])
+        #expect(store.acknowledgedPosition == 2)
+        // An older acknowledgement (a late request) changes nothing.
+        store.acknowledged(Self.request(after: 1, acknowledged: 1, feed: feed))
+        #expect(try outboxPositions(store) == [3, 4, 5] && store.acknowledgedPosition == 2)
+
+        // What is left reads as before, within the request's limits.
+        let all = try store.read(Self.request(after: 0, feed: feed))
+        #expect(try all.to == 5 && (eventIDs(all.items)) == events[2..<5].map(\.eventID))
+        let two = try store.read(Self.request(after: 2, maxItems: 2, feed: feed))
+        #expect(two.to == 4 && two.items.count == 2)
+        let through = try store.read(Self.request(after: 2, through: 3, feed: feed))
+        #expect(try through.to == 3 && (eventIDs(through.items)) == [events[2].eventID])
+        let none = try store.read(Self.request(after: 5, feed: feed))
+        #expect(none.items.isEmpty && none.to == 5)
+
+        store.acknowledged(Self.request(after: 5, acknowledged: 5, feed: feed))
+        #expect(try store.outboxCount() == 0)
+    }
+
+    @Test func checkpointsRoundTripAndRewriteOnlyChangedDevices() throws {
+        defer { remove() }
+        let (a, b) = (DeviceID(app: "app-1", user: "a"), DeviceID(app: "app-2", user: "b"))
+        var store = try open()
+        #expect(try store.loadCheckpoint() == nil)
+        try store.writeCheckpoint(input: 0, shared: Array("shared-1".utf8), changedDevices: [(a, Array("a-1".utf8)), (b, Array("b-1".utf8))],
+                                  positions: ["journal-x": 7, "journal-y": 9], at: 100)
+        store = try open()
+        var checkpoint = try #require(try store.loadCheckpoint())
+        #expect(checkpoint.input == 0 && checkpoint.shared == Array("shared-1".utf8))
+        #expect(checkpoint.positions == ["journal-x": 7, "journal-y": 9])
+        #expect(Dictionary(uniqueKeysWithValues: checkpoint.devices.map { ($0.0, $0.1) })
+            == [a: Array("a-1".utf8), b: Array("b-1".utf8)])
+
+        // Only a changed: b's state stays as it was.
+        try store.writeCheckpoint(input: 0, shared: Array("shared-2".utf8), changedDevices: [(a, Array("a-2".utf8))],
+                                  positions: ["journal-x": 12, "journal-y": 9], at: 101)
+        store = try open()
+        checkpoint = try #require(try store.loadCheckpoint())
+        #expect(checkpoint.shared == Array("shared-2".utf8) && checkpoint.positions == ["journal-x": 12, "journal-y": 9])
+        #expect(Dictionary(uniqueKeysWithValues: checkpoint.devices.map { ($0.0, $0.1) })
+            == [a: Array("a-2".utf8), b: Array("b-1".utf8)])
+    }
+
+    @Test func onlyTheInputsAfterTheCheckpointAreKept() throws {
+        defer { remove() }
+        let device = DeviceID(app: "app-1", user: "a")
+        let inputs: [DetectionInput] = [
+            .records(feed: "journal-x", after: 0, to: 4, now: 10),
+            .settings(app: "app-1", fetch: .fetched(Streams.settings), now: 10.5),
+            .verdict(device: device, crashID: "crash-1", outcome: .verdict(.high)),
+            .tick(now: 11),
+        ]
+        var store = try open()
+        #expect(try store.lastInput() == 0)
+        let last = try store.commit(inputs: inputs, events: [], at: 11)
+        #expect(try last == 4 && (store.lastInput()) == 4)
+        #expect(try store.inputs(after: 0).map(\.seq) == [1, 2, 3, 4])
+        #expect(try store.inputs(after: 0).map(\.input) == inputs, "an input changed on its way through the store")
+
+        try store.writeCheckpoint(input: 2, shared: [], changedDevices: [], positions: ["journal-x": 4], at: 12)
+        #expect(try store.inputs(after: 0).map(\.seq) == [3, 4], "inputs the checkpoint reflects are still kept")
+        #expect(try store.database.integer("SELECT count(*) FROM inputs") == 2)
+
+        // Sequence numbers go on after deleted inputs, also after reopening.
+        let control = DetectionInput.control(request: #"{"command":"stopMonitoring","app":"app-1","user":"a"}"#,
+                                             fetch: nil, now: 13)
+        #expect(try store.commit(inputs: [control], events: [], at: 13) == 5)
+        try store.writeCheckpoint(input: 5, shared: [], changedDevices: [], positions: ["journal-x": 4], at: 14)
+        store = try open()
+        #expect(try store.lastInput() == 5 && (store.inputs(after: 0)).isEmpty)
+        #expect(try store.commit(inputs: [.tick(now: 15)], events: [], at: 15) == 6)
+        #expect(try store.inputs(after: 5).map(\.input) == [.tick(now: 15)])
+    }
+}
