@@ -17,7 +17,7 @@ struct RoadSaveCommand {
           convert         convert a real recording from ../shared/data into records (NDJSON)
 
         Services (ZeroMQ):
-          ingest          sensor-ingest: validate, acknowledge and publish gateways' records
+          ingest          sensor-ingest: validate gateways' records, journal them (fsync'd), then acknowledge
           detect          detection: the engines per device, control commands, platform calls
           notify          notifier: deliver events (ZeroMQ PUB, webhooks, NDJSON)
           up              all three services as supervised processes on one machine (embedded platform)

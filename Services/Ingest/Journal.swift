@@ -20,7 +20,7 @@ import Glibc
 ///         created_at   Unix seconds
 ///         format       1
 ///     -- One row per (gateway batch, shard): the accepted records of that batch whose device hashes to the shard
-///     -- (Envelope.shard(of:shards:)), in batch order, as one MessagePack array (CONTRACT §2 maps).
+///     -- (DeviceShard.of(_:shards:)), in batch order, as one MessagePack array (CONTRACT §2 maps).
 ///     -- `position` is the feed position; AUTOINCREMENT, so a position is never reused after deletions.
 ///     chunks(position INTEGER PRIMARY KEY AUTOINCREMENT, shard INTEGER NOT NULL, records INTEGER NOT NULL,
 ///            received_at REAL NOT NULL, batch TEXT, body BLOB NOT NULL)
@@ -144,7 +144,7 @@ public final class Journal: FeedSource {
             for batch in batches where !batch.records.isEmpty {
                 var byShard: [Int: [SensorRecord]] = [:]
                 for record in batch.records {
-                    byShard[Envelope.shard(of: record.device, shards: shards), default: []].append(record)
+                    byShard[DeviceShard.of(record.device, shards: shards), default: []].append(record)
                 }
                 for shard in byShard.keys.sorted() {
                     let shardRecords = byShard[shard]!

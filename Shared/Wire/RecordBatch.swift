@@ -110,7 +110,7 @@ public enum RecordBatch {
 
     /// Writes a batch body. JSON uses the model's `SensorRecord.json()` (CONTRACT §2 fields at its documented
     /// precision, e.g. times to the millisecond); MessagePack carries every `Double` exactly as float64 (see
-    /// `Envelope.recordBody`).
+    /// `Packer.pack(record:)` below).
     public static func encodeBatch(_ records: [SensorRecord], as contentType: ContentType) -> [UInt8] {
         switch contentType {
         case .json:

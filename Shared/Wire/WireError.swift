@@ -28,19 +28,10 @@ public struct WireError: Error, Sendable, Equatable, CustomStringConvertible {
         case unexpectedShape
         /// A content type that is neither `application/json` nor `application/msgpack`.
         case unsupportedContentType
-        // Envelopes.
-        /// Not the three frames `[topic, header, body]`.
+        // Feed messages and event bodies.
+        /// A multipart message that is not the frames expected: too few or too many, or not led by the `fetch` or
+        /// `feed` frame (`FeedRequest`, `FeedReplyHeader`).
         case frameCount
-        /// A topic frame that is empty or does not end in the delimiter.
-        case invalidTopic
-        /// A header whose format version this build does not speak.
-        case unsupportedVersion
-        /// A header that is not the MessagePack map `{v, p, s, k, t}`.
-        case invalidHeader
-        /// The envelope is of another kind than the one asked for (`record()` on an event envelope).
-        case wrongKind
-        /// A body that decodes but fails CONTRACT §2 (for records; `path` is the field).
-        case invalidRecord
         /// An event body that lacks a field or holds a wrong value (`path` is the field).
         case invalidEvent
     }

@@ -50,7 +50,7 @@ enum Records {
         var index = 0
         while true {
             let user = "user-\(index)"
-            if !avoiding.contains(user), Envelope.shard(of: DeviceID(app: app, user: user), shards: shards) == shard {
+            if !avoiding.contains(user), DeviceShard.of(DeviceID(app: app, user: user), shards: shards) == shard {
                 return user
             }
             index += 1

@@ -8,7 +8,7 @@ import Glibc
 /// serving a fixed list of events: its durable store and per-sink outboxes seen from outside.
 @Suite("Notifier durability")
 struct NotifierDurabilityTests {
-    /// A fleet's events in the MessagePack body fields of `Envelope.eventBody`, in feed order: per device, journeys
+    /// A fleet's events in the MessagePack body fields of `EventBody.encode`, in feed order: per device, journeys
     /// of start, crash, end; devices interleaved; `duplicates` of them served a second time later (redeliveries).
     static func fleet(devices: Int, journeys: Int, duplicates: Int = 0) -> [[String: Any]] {
         var perDevice: [[[String: Any]]] = []

@@ -113,6 +113,19 @@ struct RecordBatchTests {
         #expect(batch.accepted == Fixtures.records)
     }
 
+    /// Each record of a MessagePack batch (and of ingest's journal, which stores these batches) is the CONTRACT §2
+    /// map, keys in the documented order, times exact.
+    @Test func msgpackRecordIsTheContractMap() throws {
+        let value = try MessagePack.decode(RecordBatch.encodeBatch([Fixtures.records[0]], as: .msgpack))
+        guard case let .array(records) = value, records.count == 1, case let .object(members) = records[0] else {
+            Issue.record("not an array of one map: \(value)")
+            return
+        }
+        #expect(members.map(\.0) == ["kind", "app", "user", "seq", "t", "lat", "lon", "speed", "course", "hacc"])
+        #expect(records[0]["t"] == .number(1_718_708_242.123_456_7))
+        #expect(records[0]["seq"] == .number(1))
+    }
+
     @Test func jsonBatchRoundTripsAtTheModelPrecision() throws {
         let body = RecordBatch.encodeBatch(Fixtures.jsonExactRecords, as: .json)
         #expect(body.first == UInt8(ascii: "[") && body.last == UInt8(ascii: "]"))

@@ -16,7 +16,7 @@ import Wire
 /// - `inputs(seq, kind, at, body)`: every input applied after the checkpoint, in order (JSON): record ranges of a
 ///   journal, platform answers, control commands, clock ticks. Deleted at the next checkpoint.
 /// - `outbox(position, event_id, name, app, user, event)`: events not yet stored by the notifier (`event` is the
-///   MessagePack body of the service envelope). Deleted when the notifier acknowledges them.
+///   MessagePack map of `EventBody`). Deleted when the notifier acknowledges them.
 ///
 /// A checkpoint and the inputs after it are written in transactions, so what is on disk is always a state plus the
 /// exact inputs that lead from it to the last state whose events left the process.
@@ -121,7 +121,7 @@ final class DetectionStore: FeedSource {
             let event = try database.statement(
                 "INSERT OR IGNORE INTO outbox(event_id, name, app, user, event) VALUES (?, ?, ?, ?, ?)")
             for item in events {
-                try event.run(item.eventID, item.name, item.device.app, item.device.user, Envelope.eventBody(item))
+                try event.run(item.eventID, item.name, item.device.app, item.device.user, EventBody.encode(item))
                 if database.changes > 0 { head = UInt64(database.lastInsertRowID) }
             }
         }

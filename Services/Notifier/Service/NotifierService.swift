@@ -199,7 +199,7 @@ public final class NotifierService: @unchecked Sendable {
         events.reserveCapacity(items.count)
         for (offset, item) in items.enumerated() {
             do {
-                events.append((try Envelope.event(fromBody: item), item))
+                events.append((try EventBody.decode(item), item))
             } catch {
                 // It can never be read: waiting for it would stop every later event. Said loudly, with its place.
                 log.error("unreadable event from detection skipped",

@@ -31,7 +31,7 @@ public final class NotifierStore {
             user      TEXT NOT NULL,
             topic     TEXT NOT NULL,         -- <event>.<app>.<user>, for catch-up's prefix
             stored_at REAL NOT NULL,         -- Unix seconds, for retention
-            event     BLOB NOT NULL,         -- MessagePack, as detection sent it (Envelope.eventBody)
+            event     BLOB NOT NULL,         -- MessagePack, as detection sent it (EventBody.encode)
             json      TEXT NOT NULL          -- the current format, for people and catch-up
         );
         CREATE INDEX IF NOT EXISTS events_stored_at ON events(stored_at);
@@ -218,7 +218,7 @@ public final class NotifierStore {
     }
 
     private static func storedEvent(_ row: SQLiteRow) throws -> StoredEvent {
-        StoredEvent(position: row.unsigned(0), event: try Envelope.event(fromBody: row.blob(1)), topic: row.text(2),
+        StoredEvent(position: row.unsigned(0), event: try EventBody.decode(row.blob(1)), topic: row.text(2),
                     json: row.text(3))
     }
 }

@@ -4,7 +4,7 @@
   python3 event_feed.py --events FILE [--feed-id ID] [--rate N]
 
 Binds a ROUTER on 127.0.0.1 (a free port, printed on the first line) and serves the events of FILE (a JSON list of
-event maps with the MessagePack body fields of Envelope.eventBody: event, app, user, then tripID/startDate/...) as
+event maps with the MessagePack body fields of EventBody.encode: event, app, user, then tripID/startDate/...) as
 the pull feed of Shared/Wire/FeedMessages.swift: request frames ["fetch", msgpack {id, feed, after, max, ack, wait,
 ...}], reply frames ["feed", msgpack {id, feed, after, to, head[, error]}, item, item, ...], each item one event's
 MessagePack body. Position i (from 1) is the i-th event of FILE; the same event may appear twice (a redelivery).

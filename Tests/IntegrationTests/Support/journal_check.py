@@ -75,7 +75,7 @@ def main():
             shards_match = False
         for record in items:
             stored["%s#%s" % (record["user"], record["seq"])] += 1
-            # The sharding rule (Envelope.shard(of:shards:)): FNV-1a 64 of app, a 0xFF byte, user; modulo the shards.
+            # The sharding rule (DeviceShard.of in Shared/Wire/DeviceShard.swift): FNV-1a 64 of app, 0xFF, user; mod shards.
             key = record["app"].encode() + b"\xff" + record["user"].encode()
             if shards and fnv1a64(key) % shards != shard:
                 shards_match = False

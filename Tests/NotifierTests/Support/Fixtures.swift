@@ -33,7 +33,7 @@ enum Fixtures {
 
     /// Events with their MessagePack bodies, as the store takes them.
     static func bodies(_ events: [RoadSaveEvent]) -> [(event: RoadSaveEvent, body: [UInt8])] {
-        events.map { ($0, Envelope.eventBody($0)) }
+        events.map { ($0, EventBody.encode($0)) }
     }
 
     /// A fresh folder under the temporary directory.

@@ -43,7 +43,7 @@ final class FakeEventSource: FeedSource, @unchecked Sendable {
     var head: UInt64 { UInt64(items.count) }
 
     func add(_ events: [RoadSaveEvent]) {
-        items += events.map(Envelope.eventBody)
+        items += events.map(EventBody.encode)
     }
 
     func read(_ request: FeedRequest) throws -> FeedBatch {

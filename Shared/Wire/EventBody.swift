@@ -1,0 +1,157 @@
+import RoadSaveModel
+
+/// An event as a MessagePack map: how detection keeps the events in its outbox and serves them on its feed, and how
+/// the notifier stores them.
+///
+/// | key | events | value |
+/// | --- | --- | --- |
+/// | `event` | all | the event's name: `tripDidStart`, `tripDidEnd` or `crashDetected` |
+/// | `app`, `user` | all | the device, strings of 1…256 bytes |
+/// | `tripID`, `startDate` | `tripDidStart`, `tripDidEnd` | string; float64 Unix seconds |
+/// | `endDate`, `distanceMetres`, `endReason` | `tripDidEnd` | float64 Unix seconds; float64; a `TripEndReason` name |
+/// | `crashID`, `confidence`, `detectedAt` | `crashDetected` | string; a `CrashConfidence` name; float64 Unix seconds |
+/// | `latitude`, `longitude` | `crashDetected` | float64, or nil when the device never reported a position |
+/// | `isTest` | `crashDetected` | boolean |
+///
+/// The names are CONTRACT §3's; dates travel as float64, so every field round-trips exactly. `eventID`, `duration`
+/// and `averageSpeed` are derived, so they are not written. A reader ignores keys it does not know.
+public enum EventBody {
+    /// The map of `event`, its keys in the order of the table.
+    public static func encode(_ event: RoadSaveEvent) -> [UInt8] {
+        MessagePack.withPacker(capacity: 200) { packer in
+            switch event.body {
+            case let .tripDidStart(info):
+                packer.packMapHeader(5)
+                packEventHead(event, packer)
+                packer.pack("tripID")
+                packer.pack(info.tripID)
+                packer.pack("startDate")
+                packer.pack(double: info.startDate)
+            case let .tripDidEnd(info):
+                packer.packMapHeader(8)
+                packEventHead(event, packer)
+                packer.pack("tripID")
+                packer.pack(info.tripID)
+                packer.pack("startDate")
+                packer.pack(double: info.startDate)
+                packer.pack("endDate")
+                packer.pack(double: info.endDate)
+                packer.pack("distanceMetres")
+                packer.pack(double: info.distanceMetres)
+                packer.pack("endReason")
+                packer.pack(info.endReason.rawValue)
+            case let .crashDetected(info):
+                packer.packMapHeader(9)
+                packEventHead(event, packer)
+                packer.pack("crashID")
+                packer.pack(info.crashID)
+                packer.pack("confidence")
+                packer.pack(info.confidence.rawValue)
+                packer.pack("detectedAt")
+                packer.pack(double: info.detectedAt)
+                // nil when the device never reported a position: unknown, never a made-up 0,0.
+                packer.pack("latitude")
+                if let latitude = info.latitude { packer.pack(double: latitude) } else { packer.packNil() }
+                packer.pack("longitude")
+                if let longitude = info.longitude { packer.pack(double: longitude) } else { packer.packNil() }
+                packer.pack("isTest")
+                packer.pack(info.isTest)
+            }
+        }
+    }
+
+    private static func packEventHead(_ event: RoadSaveEvent, _ packer: Packer) {
+        packer.pack("event")
+        packer.pack(event.name)
+        packer.pack("app")
+        packer.pack(event.device.app)
+        packer.pack("user")
+        packer.pack(event.device.user)
+    }
+
+    /// Reads an event body (errors: the MessagePack ones, or `invalidEvent` with the field in `path`).
+    public static func decode(_ body: some Collection<UInt8>) throws(WireError) -> RoadSaveEvent {
+        let value = try MessagePack.decode(body)
+        guard case .object = value else {
+            throw WireError(.invalidEvent, "an event body must be a map, found \(value.typeName)")
+        }
+        let fields = EventFields(value: value)
+        let name = try fields.string("event")
+        let device = DeviceID(app: try fields.identifier("app"), user: try fields.identifier("user"))
+        switch name {
+        case "tripDidStart":
+            return RoadSaveEvent(device: device, body: .tripDidStart(
+                TripStartInfo(tripID: try fields.identifier("tripID"), startDate: try fields.number("startDate"))))
+        case "tripDidEnd":
+            let reasonName = try fields.string("endReason")
+            guard let reason = TripEndReason(rawValue: reasonName) else {
+                throw WireError(.invalidEvent, "unknown end reason \"\(reasonName)\"", path: "endReason")
+            }
+            return RoadSaveEvent(device: device, body: .tripDidEnd(
+                TripInfo(tripID: try fields.identifier("tripID"), startDate: try fields.number("startDate"),
+                         endDate: try fields.number("endDate"), distanceMetres: try fields.number("distanceMetres"),
+                         endReason: reason)))
+        case "crashDetected":
+            let confidenceName = try fields.string("confidence")
+            guard let confidence = CrashConfidence(rawValue: confidenceName) else {
+                throw WireError(.invalidEvent, "unknown confidence \"\(confidenceName)\"", path: "confidence")
+            }
+            return RoadSaveEvent(device: device, body: .crashDetected(
+                CrashInfo(crashID: try fields.identifier("crashID"), confidence: confidence,
+                          detectedAt: try fields.number("detectedAt"), latitude: try fields.optionalNumber("latitude"),
+                          longitude: try fields.optionalNumber("longitude"), isTest: try fields.bool("isTest"))))
+        default:
+            throw WireError(.invalidEvent, "unknown event \"\(name)\"; expected tripDidStart, tripDidEnd or crashDetected",
+                            path: "event")
+        }
+    }
+}
+
+/// Typed access to an event body's members, with errors that name the member.
+private struct EventFields {
+    let value: JSONValue
+
+    func required(_ name: String) throws(WireError) -> JSONValue {
+        guard let member = value[name], member != .null else { throw WireError(.invalidEvent, "missing", path: name) }
+        return member
+    }
+
+    func string(_ name: String) throws(WireError) -> String {
+        let member = try required(name)
+        guard case let .string(text) = member else {
+            throw WireError(.invalidEvent, "expected a string, found \(member.typeName)", path: name)
+        }
+        return text
+    }
+
+    /// A non-empty string of at most `DeviceID.maximumLength` bytes.
+    func identifier(_ name: String) throws(WireError) -> String {
+        let text = try string(name)
+        guard !text.isEmpty, text.utf8.count <= DeviceID.maximumLength else {
+            throw WireError(.invalidEvent, "must be 1…\(DeviceID.maximumLength) bytes", path: name)
+        }
+        return text
+    }
+
+    func number(_ name: String) throws(WireError) -> Double {
+        let member = try required(name)
+        guard case let .number(number) = member else {
+            throw WireError(.invalidEvent, "expected a number, found \(member.typeName)", path: name)
+        }
+        return number
+    }
+
+    /// A number, or nil for an explicit null.
+    func optionalNumber(_ name: String) throws(WireError) -> Double? {
+        guard value[name] != JSONValue.null else { return nil }
+        return try number(name)
+    }
+
+    func bool(_ name: String) throws(WireError) -> Bool {
+        let member = try required(name)
+        guard case let .bool(flag) = member else {
+            throw WireError(.invalidEvent, "expected true or false, found \(member.typeName)", path: name)
+        }
+        return flag
+    }
+}

@@ -1,0 +1,87 @@
+import RoadSaveModel
+import Testing
+@testable import Wire
+
+@Suite("Event bodies")
+struct EventBodyTests {
+    @Test(arguments: Fixtures.events)
+    func eventBodiesRoundTripEveryField(_ event: RoadSaveEvent) throws {
+        let read = try EventBody.decode(EventBody.encode(event))
+        #expect(read == event)
+        #expect(read.eventID == event.eventID)
+        // Field by field, so that a broken Equatable could not hide a loss.
+        switch (read.body, event.body) {
+        case let (.tripDidStart(a), .tripDidStart(b)):
+            #expect(a.tripID == b.tripID && a.startDate == b.startDate)
+        case let (.tripDidEnd(a), .tripDidEnd(b)):
+            #expect(a.tripID == b.tripID && a.startDate == b.startDate && a.endDate == b.endDate)
+            #expect(a.distanceMetres == b.distanceMetres && a.endReason == b.endReason)
+        case let (.crashDetected(a), .crashDetected(b)):
+            #expect(a.crashID == b.crashID && a.confidence == b.confidence && a.detectedAt == b.detectedAt)
+            #expect(a.latitude == b.latitude && a.longitude == b.longitude && a.isTest == b.isTest)
+        default:
+            Issue.record("kind changed: \(read.name) ≠ \(event.name)")
+        }
+        #expect(read.device == event.device)
+    }
+
+    @Test func eventBodyIsTheDocumentedMap() throws {
+        func keys(_ event: RoadSaveEvent) throws -> [String] {
+            guard case let .object(members) = try MessagePack.decode(EventBody.encode(event)) else { return [] }
+            return members.map(\.0)
+        }
+        let device = DeviceID(app: "a", user: "u")
+        #expect(try keys(RoadSaveEvent(device: device, body: .tripDidStart(TripStartInfo(tripID: "t", startDate: 1))))
+                == ["event", "app", "user", "tripID", "startDate"])
+        #expect(try keys(RoadSaveEvent(device: device, body: .tripDidEnd(TripInfo(
+            tripID: "t", startDate: 1, endDate: 2, distanceMetres: 3, endReason: .steps))))
+                == ["event", "app", "user", "tripID", "startDate", "endDate", "distanceMetres", "endReason"])
+        // A crash without a position keeps its latitude and longitude keys, as nil (never a made-up 0,0).
+        let crash = RoadSaveEvent(device: device, body: .crashDetected(CrashInfo(
+            crashID: "c", confidence: .medium, detectedAt: 1_718_708_300.000_1, latitude: nil, longitude: nil,
+            isTest: true)))
+        #expect(try keys(crash) == ["event", "app", "user", "crashID", "confidence", "detectedAt", "latitude",
+                                    "longitude", "isTest"])
+        let value = try MessagePack.decode(EventBody.encode(crash))
+        #expect(value["latitude"] == .null && value["longitude"] == .null)
+        #expect(value["event"] == .string("crashDetected") && value["confidence"] == .string("medium"))
+        #expect(try EventBody.decode(EventBody.encode(crash)) == crash)
+    }
+
+    @Test func fixturesCoverEveryEventVariant() {
+        let reasons = Set(Fixtures.events.compactMap { if case let .tripDidEnd(info) = $0.body { info.endReason } else { nil } })
+        #expect(reasons == Set(TripEndReason.allCases))
+        let crashes = Fixtures.events.compactMap { if case let .crashDetected(info) = $0.body { info } else { nil } }
+        #expect(Set(crashes.map(\.confidence)) == Set(CrashConfidence.allCases))
+        #expect(Set(crashes.map(\.isTest)) == [false, true])
+    }
+
+    @Test func eventBodyErrorsNameTheField() {
+        func eventError(_ members: [(String, JSONValue)]) -> WireError? {
+            do {
+                let event = try EventBody.decode(MessagePack.encode(.object(members)))
+                Issue.record("read \(event)")
+                return nil
+            } catch {
+                return error
+            }
+        }
+        let crash: [(String, JSONValue)] = [
+            ("event", .string("crashDetected")), ("app", .string("a")), ("user", .string("u")),
+            ("crashID", .string("c")), ("confidence", .string("high")), ("detectedAt", .number(1)),
+            ("latitude", .number(1)), ("longitude", .number(2)),
+        ]
+        let missingIsTest = eventError(crash)
+        #expect(missingIsTest?.code == .invalidEvent)
+        #expect(missingIsTest?.path == "isTest")
+        #expect(eventError(crash + [("isTest", .string("no"))])?.path == "isTest")
+        #expect(eventError(crash.map { $0.0 == "confidence" ? ($0.0, .string("none")) : $0 } + [("isTest", .bool(false))])?
+            .path == "confidence")
+        #expect(eventError([("event", .string("tripDidEnd")), ("app", .string("a")), ("user", .string("u")),
+                            ("tripID", .string("t")), ("startDate", .number(1)), ("endDate", .number(2)),
+                            ("distanceMetres", .number(3)), ("endReason", .string("boredom"))])?.path == "endReason")
+        #expect(eventError([("event", .string("tripDidWobble")), ("app", .string("a")), ("user", .string("u"))])?.path == "event")
+        #expect(eventError([("event", .string("tripDidStart")), ("app", .string("")), ("user", .string("u"))])?.path == "app")
+        #expect(throws: WireError.self) { try EventBody.decode(MessagePack.encode(.array([]))) }
+    }
+}
