@@ -168,7 +168,7 @@ final class DetectionRig: @unchecked Sendable {
                 }
                 for item in items {
                     do {
-                        let event = try Envelope.event(fromBody: item)
+                        let event = try EventBody.decode(item)
                         observed.add(OutboxItem(event: event, json: event.json(), at: MonotonicClock.now(), replyTo: header.to))
                     } catch {
                         observed.addOutboxError("unreadable outbox item: \(error)")

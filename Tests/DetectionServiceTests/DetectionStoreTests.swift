@@ -39,7 +39,7 @@ import Wire
     }
 
     func eventIDs(_ items: [[UInt8]]) throws -> [String] {
-        try items.map { try Envelope.event(fromBody: $0).eventID }
+        try items.map { try EventBody.decode($0).eventID }
     }
 
     @Test func aDataDirectoryHoldsTheStateOfOneShard() throws {
