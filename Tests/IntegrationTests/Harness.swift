@@ -301,3 +301,21 @@ func jsonLine(_ object: Any) -> String {
     let data = try! JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
     return String(decoding: data, as: UTF8.self)
 }
+
+/// SplitMix64: the moments of fault tests, from a seed the test prints so that a failing run can be replayed.
+struct SeededGenerator: RandomNumberGenerator {
+    var state: UInt64
+
+    /// `ROADSAVE_TEST_SEED` when set (to replay a run), else a new one.
+    static func seed() -> UInt64 {
+        ProcessInfo.processInfo.environment["ROADSAVE_TEST_SEED"].flatMap(UInt64.init) ?? UInt64.random(in: 1...999_999)
+    }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}

@@ -7,18 +7,6 @@ import Testing
 /// rolled back). The moments come from a seed, printed (set `ROADSAVE_TEST_SEED` to replay one).
 @Suite("Journal durability")
 struct JournalDurabilityTests {
-    /// SplitMix64: the kill moments from the printed seed.
-    struct SeededGenerator: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     /// `devices` devices, `each` location records apiece, interleaved as a fleet would send them.
     static func fleet(devices: Int, each: Int) -> String {
         var lines: [String] = []
@@ -34,8 +22,7 @@ struct JournalDurabilityTests {
 
     @Test func everyAcknowledgedRecordSurvivesSIGKILLOfIngest() async throws {
         try await withPipelineSlot {
-            let seed = ProcessInfo.processInfo.environment["ROADSAVE_TEST_SEED"].flatMap(UInt64.init)
-                ?? UInt64.random(in: 1...999_999)
+            let seed = SeededGenerator.seed()
             print("JournalDurabilityTests: seed \(seed) (ROADSAVE_TEST_SEED=\(seed) replays these kill moments)")
             var random = SeededGenerator(state: seed)
             let ports = Ports.reserve(2)

@@ -193,9 +193,8 @@ struct NotifierDurabilityTests {
     /// seen and catches up (`roadsave tail --since 0`) gets each exactly once; a redelivered event is dropped.
     @Test func killedAndRestartedNotifierDeliversEachEventOnce() async throws {
         try await withPipelineSlot {
-            let seed = ProcessInfo.processInfo.environment["ROADSAVE_TEST_SEED"].flatMap(UInt64.init)
-                ?? UInt64.random(in: 1...UInt64(Int64.max))
-            var random = SeededRandom(seed: seed)
+            let seed = SeededGenerator.seed()
+            var random = SeededGenerator(state: seed)
             let killAfter = 0.3 + Double(random.next() % 2200) / 1000
             print("NotifierDurabilityTests: seed \(seed) (ROADSAVE_TEST_SEED), SIGKILL after \(killAfter) s")
             let context = "seed \(seed) (rerun with ROADSAVE_TEST_SEED=\(seed)), kill after \(killAfter) s"
@@ -293,22 +292,5 @@ struct NotifierDurabilityTests {
     static func firstOccurrences(_ keys: [String]) -> [String] {
         var seen = Set<String>()
         return keys.filter { seen.insert($0).inserted }
-    }
-}
-
-/// SplitMix64: one seeded generator for the test's random choices.
-struct SeededRandom: RandomNumberGenerator {
-    private var state: UInt64
-
-    init(seed: UInt64) {
-        state = seed
-    }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

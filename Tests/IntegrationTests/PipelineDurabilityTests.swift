@@ -10,23 +10,6 @@ import Testing
 struct PipelineDurabilityTests {
     static let roadsave = Build.executable("roadsave")
 
-    /// A small deterministic generator, so a failing run can be replayed from its seed.
-    struct SeededRandom: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
-    static func seed() -> UInt64 {
-        if let text = ProcessInfo.processInfo.environment["ROADSAVE_TEST_SEED"], let value = UInt64(text) { return value }
-        return UInt64.random(in: 1...999_999)
-    }
-
     /// Runs `roadsave ARGUMENTS` to completion.
     static func run(_ arguments: [String], timeout: Double = 120) async throws -> Child {
         let child = try Child(name: "roadsave \(arguments.first ?? "")", executable: roadsave, arguments: arguments)
@@ -95,8 +78,8 @@ struct PipelineDurabilityTests {
 
     @Test func everyServiceKilledAtARandomMomentLosesNoEvent() async throws {
         try await withPipelineSlot {
-            let seed = Self.seed()
-            var random = SeededRandom(state: seed)
+            let seed = SeededGenerator.seed()
+            var random = SeededGenerator(state: seed)
             let context = "seed \(seed); ROADSAVE_TEST_SEED=\(seed) replays it"
             print("durability test: \(context)")
             let folder = FileManager.default.temporaryDirectory.appendingPathComponent("roadsave-it-\(UUID().uuidString)")
