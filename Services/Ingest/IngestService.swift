@@ -27,7 +27,7 @@ public final class IngestService: @unchecked Sendable {
 
     /// Messages queued per gateway connection before ZeroMQ stops reading from it (the gateway then waits).
     static let gatewayQueueLimit: Int32 = 1000
-    /// Most batches, and about the most records, in one group commit.
+    /// Most messages, and about the most records, in one group commit.
     static let groupBatches = 1000
     static let groupRecords = 200_000
     /// Seconds between rounds of retention.
@@ -94,15 +94,7 @@ public final class IngestService: @unchecked Sendable {
         // Take every batch there is now (up to a bound; the reactor calls again while more wait).
         var group: [GatewayBatch] = []
         var records = 0
-        while group.count < Self.groupBatches, records < Self.groupRecords {
-            let message: [[UInt8]]
-            do {
-                guard let received = try socket.receive(dontWait: true) else { break }
-                message = received
-            } catch {
-                log.error("gateway socket failed", ["error": "\(error)"])
-                break
-            }
+        socket.drain(limit: Self.groupBatches, failed: { log.error("gateway socket failed", ["error": "\($0)"]) }) { message in
             let batch = GatewayBatch(message: message, applications: configuration.applications,
                                      maximumBatch: configuration.maximumBatch)
             record(batch)
@@ -113,6 +105,7 @@ public final class IngestService: @unchecked Sendable {
                 records += batch.records.count
                 group.append(batch)
             }
+            return records < Self.groupRecords
         }
         guard !group.isEmpty, let journal else { return }
         statistics.largestGroup = max(statistics.largestGroup, group.count)

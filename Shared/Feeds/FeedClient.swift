@@ -61,25 +61,18 @@ public final class FeedClient {
     }
 
     private func receive(_ socket: ZMQSocket) {
-        for _ in 0..<1000 {
-            let frames: [[UInt8]]
-            do {
-                guard let received = try socket.receive(dontWait: true) else { return }
-                frames = received
-            } catch {
-                log.error("feed socket failed", ["endpoint": endpoint, "error": "\(error)"])
-                return
-            }
+        socket.drain(limit: 1000, failed: { log.error("feed socket failed", ["endpoint": endpoint, "error": "\($0)"]) }) { frames in
             let parsed: (header: FeedReplyHeader, items: ArraySlice<[UInt8]>)
             do {
                 parsed = try FeedReplyHeader.parse(frames)
             } catch {
                 log.warning("unreadable feed reply", ["endpoint": endpoint, "error": "\(error)"])
-                continue
+                return true
             }
-            guard let outstanding, parsed.header.id == outstanding.request.id else { continue }
+            guard let outstanding, parsed.header.id == outstanding.request.id else { return true }
             self.outstanding = nil
             onReply(parsed.header, parsed.items)
+            return true
         }
     }
 

@@ -37,17 +37,9 @@ public final class FeedServer {
     }
 
     private func receive(_ socket: ZMQSocket) {
-        for _ in 0..<1000 {
-            let frames: [[UInt8]]
-            do {
-                guard let received = try socket.receive(dontWait: true) else { return }
-                frames = received
-            } catch {
-                log.error("feed socket failed", ["error": "\(error)"])
-                return
-            }
+        socket.drain(limit: 1000, failed: { log.error("feed socket failed", ["error": "\($0)"]) }) { frames in
             // [identity, (empty delimiter,) "fetch", request]
-            guard frames.count >= 3 else { continue }
+            guard frames.count >= 3 else { return true }
             let identity = frames[0]
             let rest = Array(frames.dropFirst(frames[1].isEmpty && frames.count == 4 ? 2 : 1))
             let request: FeedRequest
@@ -55,10 +47,11 @@ public final class FeedServer {
                 request = try FeedRequest(frames: rest)
             } catch {
                 log.warning("unreadable feed request", ["error": "\(error)"])
-                continue
+                return true
             }
             held[identity] = nil
             _ = serve(identity: identity, request, mayHold: true, answerEmpty: true)
+            return true
         }
     }
 

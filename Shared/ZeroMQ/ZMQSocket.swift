@@ -320,6 +320,20 @@ public final class ZMQSocket {
         try send(frames.map { Array($0.utf8) }, dontWait: dontWait)
     }
 
+    /// Receives the messages waiting now, without blocking, and hands each to `body` until it returns false, `limit`
+    /// messages were taken (a reactor calls its handler again while more wait, so others get their turn), or none is
+    /// left. A receive error goes to `failed` and ends the round.
+    public func drain(limit: Int, failed: (ZMQError) -> Void, _ body: ([[UInt8]]) -> Bool) {
+        for _ in 0..<limit {
+            do {
+                guard let frames = try receive(dontWait: true), body(frames) else { return }
+            } catch {
+                failed(error)
+                return
+            }
+        }
+    }
+
     /// Receives one whole multipart message, frame by frame with `zmq_msg_recv` (never truncated) while `ZMQ_RCVMORE`
     /// says more frames follow.
     ///

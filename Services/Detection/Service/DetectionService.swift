@@ -549,17 +549,9 @@ public final class DetectionService: @unchecked Sendable {
     // MARK: Control
 
     private func receiveCommands(_ socket: ZMQSocket, loop: ReactorLoop) {
-        for _ in 0..<1000 {
-            let frames: [[UInt8]]
-            do {
-                guard let received = try socket.receive(dontWait: true) else { return }
-                frames = received
-            } catch {
-                log.error("control socket failed", ["error": "\(error)"])
-                return
-            }
+        socket.drain(limit: 1000, failed: { log.error("control socket failed", ["error": "\($0)"]) }) { frames in
             // [identity, (empty delimiter from REQ,) body]
-            guard frames.count >= 2, let body = frames.last else { continue }
+            guard frames.count >= 2, let body = frames.last else { return true }
             let prefix = Array(frames.dropLast())
             switch phase {
             case .live:
@@ -570,10 +562,11 @@ public final class DetectionService: @unchecked Sendable {
                 // Applied once the stored inputs have been re-run, so that they come after them, as they did.
                 guard commandsWhileStarting.count < Self.maximumCommandsWhileStarting else {
                     send(prefix, ControlReply.failure("recovering", "the detection service is re-running its inputs after a restart; try again in a moment"))
-                    continue
+                    return true
                 }
                 commandsWhileStarting.append((prefix, body))
             }
+            return true
         }
     }
 

@@ -22,19 +22,11 @@ final class CatchUpServer {
     }
 
     private func receive(_ socket: ZMQSocket) {
-        for _ in 0..<100 {
-            let frames: [[UInt8]]
-            do {
-                guard let received = try socket.receive(dontWait: true) else { return }
-                frames = received
-            } catch {
-                log.error("catch-up socket failed", ["error": "\(error)"])
-                return
-            }
+        socket.drain(limit: 100, failed: { log.error("catch-up socket failed", ["error": "\($0)"]) }) { frames in
             // [identity, (empty delimiter of a REQ or a polite DEALER,) request]
             guard frames.count == 2 || (frames.count == 3 && frames[1].isEmpty) else {
                 log.warning("catch-up request skipped: expected one frame", ["frames": String(frames.count - 1)])
-                continue
+                return true
             }
             let reply = Self.answer(frames[frames.count - 1], store: store, format: format, retentionAge: retentionAge)
             do {
@@ -42,6 +34,7 @@ final class CatchUpServer {
             } catch {
                 log.warning("catch-up reply not sent", ["error": "\(error)"])
             }
+            return true
         }
     }
 
