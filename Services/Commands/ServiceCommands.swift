@@ -26,7 +26,7 @@ public enum DetectCommand {
     public static func run(_ arguments: [String]) -> Int32 {
         ServiceProcess.run(
             name: "detect",
-            summary: "detection: runs the trip and crash engines per device over sensor-ingest's records, takes control commands,\ncalls the platform off its socket thread and keeps its events for the notifier to pull.",
+            summary: "detection: reads sensor-ingest's journals by position and runs the trip and crash engines per device, takes\ncontrol commands and calls the platform off its socket thread. Its store in --data-dir holds a checkpoint of every\ndevice, the inputs since (journal ranges, platform answers, commands, clock ticks) and an outbox of events kept until\nthe notifier has stored them; a restart re-runs the inputs after the checkpoint and gives the same events again.",
             arguments: arguments, specs: DetectionConfiguration.specs, load: DetectionConfiguration.load,
             make: { try DetectionService(configuration: $0) })
     }
