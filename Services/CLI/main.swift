@@ -27,6 +27,9 @@ struct RoadSaveCommand {
           tail            subscribe to the notifier and print events (NDJSON) as they come
           ctl COMMAND     send a control command (configure, startMonitoring, ...) to detection
 
+        Security:
+          keygen NAME     write a CurveZMQ key pair (NAME.key, mode 0600, and NAME.key.pub)
+
         Run 'roadsave COMMAND --help' for a command's options.
         """
 
@@ -49,6 +52,7 @@ struct RoadSaveCommand {
         case "send": status = SendCommand.run(rest)
         case "tail": status = TailCommand.run(rest)
         case "ctl": status = ControlCommand.run(rest)
+        case "keygen": status = KeygenCommand.run(rest)
         case "-h", "--help", "help":
             print(usage)
             status = 0

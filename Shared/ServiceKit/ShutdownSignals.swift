@@ -6,9 +6,10 @@ import Foundation
 /// SIGTERM and SIGINT as a graceful-shutdown request. The signals are blocked first thing (DESIGN-NOTES pitfall 6:
 /// a SIGTERM before a handler exists would kill the process) and then taken synchronously by one thread with
 /// `sigwait`, which calls `handler` once per signal on that thread. Threads started later inherit the mask, so no
-/// other thread is interrupted.
+/// other thread is interrupted. SIGHUP is taken the same way but does not stop: it runs the `ReloadRequests` (a
+/// service re-reads its allow-lists).
 public enum ShutdownSignals {
-    /// Blocks SIGTERM and SIGINT in the calling thread (call from `main` before starting any thread).
+    /// Blocks SIGTERM, SIGINT and SIGHUP in the calling thread (call from `main` before starting any thread).
     public static func block() {
         var set = signalSet()
         pthread_sigmask(SIG_BLOCK, &set, nil)
@@ -21,6 +22,10 @@ public enum ShutdownSignals {
             while true {
                 var signal: Int32 = 0
                 guard sigwait(&set, &signal) == 0 else { continue }
+                if signal == SIGHUP {
+                    ReloadRequests.fire()
+                    continue
+                }
                 handler(signal == SIGTERM ? "SIGTERM" : "SIGINT")
             }
         }
@@ -33,6 +38,7 @@ public enum ShutdownSignals {
         sigemptyset(&set)
         sigaddset(&set, SIGTERM)
         sigaddset(&set, SIGINT)
+        sigaddset(&set, SIGHUP)
         return set
     }
 }

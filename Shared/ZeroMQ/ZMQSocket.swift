@@ -72,6 +72,11 @@ public final class ZMQSocket {
     public let context: ZMQContext
     public let type: ZMQSocketType
     private var handle: UnsafeMutableRawPointer?
+    /// The ZAP User-Id of the last message `receive` returned (the allow-list name of a CurveZMQ client's key), on a
+    /// socket made a CURVE server with `setCurveServer`; nil otherwise. Read it right after the receive (or inside a
+    /// `drain` body): the next receive replaces it.
+    public private(set) var lastUserID: String?
+    private var readsUserID = false
     /// Scratch message for `receive`, allocated once (8-byte aligned as libzmq requires).
     private let message: UnsafeMutablePointer<zmq_msg_t>
 
@@ -233,6 +238,7 @@ public final class ZMQSocket {
     public func setCurveServer(secretKey: [UInt8]) throws(ZMQError) {
         try setOption(ZMQ_CURVE_SERVER, 1, name: "ZMQ_CURVE_SERVER")
         try setOption(ZMQ_CURVE_SECRETKEY, bytes: secretKey, name: "ZMQ_CURVE_SECRETKEY")
+        readsUserID = true
     }
 
     /// CurveZMQ client side: the server's public key and this client's key pair (32 bytes each, or 40 Z85 chars).
@@ -334,6 +340,12 @@ public final class ZMQSocket {
         }
     }
 
+    /// `receive`, with the message's ZAP User-Id (see `lastUserID`).
+    public func receiveWithMetadata(dontWait: Bool = false) throws(ZMQError) -> (frames: [[UInt8]], userID: String?)? {
+        guard let frames = try receive(dontWait: dontWait) else { return nil }
+        return (frames, lastUserID)
+    }
+
     /// Receives one whole multipart message, frame by frame with `zmq_msg_recv` (never truncated) while `ZMQ_RCVMORE`
     /// says more frames follow.
     ///
@@ -356,6 +368,10 @@ public final class ZMQSocket {
                 zmq_msg_close(message)
                 if code == EAGAIN && frames.isEmpty { return nil }
                 throw ZMQError(code: code, operation: "zmq_msg_recv(\(type) frame \(frames.count + 1))")
+            }
+            if frames.isEmpty && readsUserID {
+                // The metadata sits on every frame; read it once, from the first.
+                lastUserID = zmq_msg_gets(message, "User-Id").map { String(cString: $0) }
             }
             let size = zmq_msg_size(message)
             let data = zmq_msg_data(message)

@@ -1,0 +1,98 @@
+import CZeroMQ
+
+/// One ZAP decision, for the service's log.
+public struct ZAPDecision: Sendable, Equatable {
+    public var accepted: Bool
+    public var role: String
+    public var address: String
+    public var mechanism: String
+    /// The key's name when listed; the client's Z85 public key otherwise (a public key is no secret).
+    public var who: String
+    public var reason: String
+}
+
+/// libzmq's authentication handler (ZAP, RFC 27) for CurveZMQ server sockets: a REP socket bound at
+/// `inproc://zeromq.zap.01` in the service's context, on the reactor that owns it. libzmq asks it about every new
+/// connection to a socket with `ZMQ_CURVE_SERVER`; the socket's ZAP domain is the role it serves (`secure(_:role:…)`).
+/// A client whose key is listed for that role is accepted (200) and its messages carry the entry's name as User-Id;
+/// any other is refused (400) at the handshake, before a message of it is read.
+///
+/// Bind it before the sockets it guards: a CURVE socket with no ZAP handler accepts every client.
+/// Not thread-safe: it lives on its reactor's thread, like the sockets. `reload()` re-reads the allow-list (SIGHUP);
+/// a file that cannot be read or parsed leaves the current list in force.
+public final class ZAPHandler {
+    public static let endpoint = "inproc://zeromq.zap.01"
+
+    public let allowListPath: String
+    public private(set) var allowList: CurveAllowList
+    private let socket: ZMQSocket
+    private let report: (ZAPDecision) -> Void
+
+    /// Reads the allow-list (throws if it cannot) and binds the handler on `loop`'s thread.
+    public init(loop: ReactorLoop, allowListPath: String, report: @escaping (ZAPDecision) -> Void) throws {
+        self.allowListPath = allowListPath
+        self.allowList = try CurveAllowList.read(allowListPath)
+        self.report = report
+        socket = try loop.socket(.rep)
+        try socket.bind(Self.endpoint)
+        loop.onReadable(socket) { [self] socket in
+            socket.drain(limit: 100, failed: { _ in }) { request in
+                answer(request)
+                return true
+            }
+        }
+    }
+
+    /// Re-reads the allow-list file. On an error the list in force stays.
+    @discardableResult
+    public func reload() throws -> CurveAllowList {
+        allowList = try CurveAllowList.read(allowListPath)
+        return allowList
+    }
+
+    /// Makes `socket` a CurveZMQ server for `role`, answered by this handler. Call before `bind`.
+    public func secure(_ socket: ZMQSocket, role: CurveRole, secretKey: String) throws {
+        try socket.setOption(ZMQ_ZAP_DOMAIN, bytes: Array(role.rawValue.utf8), name: "ZMQ_ZAP_DOMAIN")
+        try socket.setCurveServer(secretKey: Array(secretKey.utf8))
+    }
+
+    /// The decision for one request, as a value (the tests call it without sockets).
+    public static func decide(_ request: [[UInt8]], allowList: CurveAllowList) -> (reply: [[UInt8]], decision: ZAPDecision) {
+        func text(_ index: Int) -> String {
+            index < request.count ? String(decoding: request[index], as: UTF8.self) : ""
+        }
+        let requestID = request.count > 1 ? request[1] : []
+        var decision = ZAPDecision(accepted: false, role: text(2), address: text(3), mechanism: text(5), who: "?",
+                                   reason: "")
+        func reply(_ code: String, _ status: String, user: String = "") -> [[UInt8]] {
+            [Array("1.0".utf8), requestID, Array(code.utf8), Array(status.utf8), Array(user.utf8), []]
+        }
+        guard request.count >= 6, text(0) == "1.0" else {
+            decision.reason = "malformed ZAP request"
+            return (reply("500", decision.reason), decision)
+        }
+        guard decision.mechanism == "CURVE", request.count == 7, let key = ZMQCurve.z85(request[6]) else {
+            decision.reason = "mechanism \(decision.mechanism) is not allowed; use CURVE"
+            return (reply("400", decision.reason), decision)
+        }
+        decision.who = key
+        guard let role = CurveRole(rawValue: decision.role) else {
+            decision.reason = "socket has no known role (ZAP domain \"\(decision.role)\")"
+            return (reply("400", decision.reason), decision)
+        }
+        guard let entry = allowList.entry(role: role, publicKey: key) else {
+            decision.reason = "key not in the allow-list as \(role.rawValue)"
+            return (reply("400", decision.reason), decision)
+        }
+        decision.accepted = true
+        decision.who = entry.name
+        decision.reason = "listed"
+        return (reply("200", "OK", user: entry.name), decision)
+    }
+
+    private func answer(_ request: [[UInt8]]) {
+        let (reply, decision) = Self.decide(request, allowList: allowList)
+        _ = try? socket.send(reply, dontWait: true)
+        report(decision)
+    }
+}
