@@ -1,5 +1,6 @@
 import RoadSaveModel
 import Wire
+import ZeroMQ
 
 /// One gateway message, read and validated (CONTRACT §2 and §7): either answered at once (it cannot be read, or
 /// nothing in it is accepted), or holding accepted records that must be stored before the acknowledgement goes out.
@@ -17,8 +18,9 @@ struct GatewayBatch {
     var unreadable: String?
 
     /// Reads a ROUTER message [identity, (empty delimiter,) batchID, contentType, body]. Records of applications not in
-    /// `applications` are rejected; a batch of more than `maximumBatch` records is refused whole.
-    init(message: [[UInt8]], applications: Set<String>, maximumBatch: Int) {
+    /// `applications` are rejected; a batch of more than `maximumBatch` records is refused whole. With a CurveZMQ
+    /// gateway `key`, records of applications the key is not listed for are rejected too (field `app`).
+    init(message: [[UInt8]], applications: Set<String>, maximumBatch: Int, key: CurveAllowList.Entry? = nil) {
         replyPrefix = Array(message.prefix(1))
         var rest = Array(message.dropFirst())
         if rest.count == 4, rest[0].isEmpty {
@@ -57,6 +59,13 @@ struct GatewayBatch {
             case let .failure(error):
                 acknowledgement.rejected.append(Rejection(index: index, field: error.field, reason: error.reason))
             case let .success(record):
+                // The key's limit first, so a limited key learns nothing about other applications.
+                if let key, !key.allows(application: record.device.app) {
+                    acknowledgement.rejected.append(Rejection(
+                        index: index, field: "app",
+                        reason: "gateway key \"\(key.name)\" is not allowed to send records of this application"))
+                    continue
+                }
                 guard applications.contains(record.device.app) else {
                     acknowledgement.rejected.append(Rejection(index: index, field: "app", reason: "unknown application"))
                     continue

@@ -1,6 +1,7 @@
 import Foundation
 import RoadSaveModel
 import ServiceKit
+import ZeroMQ
 
 /// sensor-ingest's settings: flags, environment or a JSON file (see `ServiceConfiguration`).
 public struct IngestConfiguration: Sendable {
@@ -24,6 +25,8 @@ public struct IngestConfiguration: Sendable {
     /// share of the devices. Fixed for a journal: changing it needs a new data directory.
     public var shards = 16
     public var logLevel = Log.Level.info
+    /// CurveZMQ on the gateway socket (`--curve-secret-key`, `--allow`); nil: plaintext (loopback or `--insecure`).
+    public var curve: CurveServerKeys?
 
     public init() {}
 
@@ -48,7 +51,7 @@ public struct IngestConfiguration: Sendable {
                     help: "number of device shards the journal stores records by (fixed per data directory)"),
         SettingSpec(flag: "--log-level", environment: "ROADSAVE_LOG_LEVEL", key: "logLevel", default: "info",
                     help: "debug, info, warning or error"),
-    ]
+    ] + CurveSettings.specs
 
     /// Reads and validates the settings; the error says which one is wrong and why.
     public static func load(_ source: ServiceConfiguration) throws(CommandLineOptions.UsageError) -> IngestConfiguration {
@@ -80,6 +83,14 @@ public struct IngestConfiguration: Sendable {
         configuration.maximumBatch = Int(try source.double("maxBatch", range: 1...10_000_000) ?? 50_000)
         configuration.shards = Int(try source.double("shards", range: 1...1024) ?? 16)
         configuration.logLevel = try LogLevelSetting.parse(source.string("logLevel") ?? "info")
+        let curve = try CurveSettings.paths(source)
+        do {
+            configuration.curve = try CurveServerKeys.load(
+                secretKeyPath: curve.secretKey, allowListPath: curve.allow, insecure: curve.insecure,
+                endpoints: [("--gateway-endpoint", configuration.gatewayEndpoint)])
+        } catch {
+            throw .init(error.message)
+        }
         return configuration
     }
 }

@@ -23,6 +23,8 @@ public final class IngestService: @unchecked Sendable {
     private let reactor: Reactor
     private var journal: Journal?
     private var feedServer: FeedServer?
+    /// The CurveZMQ authenticator of the gateway socket, when the service has keys.
+    private var zap: ZAPHandler?
     private var statistics = Statistics()
 
     /// Messages queued per gateway connection before ZeroMQ stops reading from it (the gateway then waits).
@@ -62,6 +64,7 @@ public final class IngestService: @unchecked Sendable {
             loop.onStop { [self] in close() }
 
             let gateways = try loop.socket(.router)
+            try secure(gateways, loop: loop)
             try gateways.setReceiveHighWaterMark(Self.gatewayQueueLimit)
             try gateways.setSendTimeout(milliseconds: 1000)
             try gateways.bind(configuration.gatewayEndpoint)
@@ -96,7 +99,7 @@ public final class IngestService: @unchecked Sendable {
         var records = 0
         socket.drain(limit: Self.groupBatches, failed: { log.error("gateway socket failed", ["error": "\($0)"]) }) { message in
             let batch = GatewayBatch(message: message, applications: configuration.applications,
-                                     maximumBatch: configuration.maximumBatch)
+                                     maximumBatch: configuration.maximumBatch, key: gatewayKey(socket.lastUserID))
             record(batch)
             if batch.records.isEmpty {
                 // Nothing to store: the answer can go now.
@@ -125,6 +128,50 @@ public final class IngestService: @unchecked Sendable {
         // Committed: now, and only now, the acknowledgements, and the news to held feed requests.
         for batch in group { send(batch, on: socket) }
         feedServer?.itemsAdded()
+    }
+
+    /// With keys: the ZAP handler answers for the gateway socket (bound first, so no client gets in unchecked) and
+    /// SIGHUP re-reads its allow-list. Without: a warning, since anyone who reaches the port may send records.
+    private func secure(_ gateways: ZMQSocket, loop: ReactorLoop) throws {
+        guard let curve = configuration.curve else {
+            log.warning("no CurveZMQ keys: gateways connect in plaintext and unauthenticated (loopback only, or --insecure)",
+                        ["gateways": configuration.gatewayEndpoint])
+            return
+        }
+        let zap = try ZAPHandler(loop: loop, allowListPath: curve.allowListPath) { [log] decision in
+            if decision.accepted {
+                log.debug("key accepted", ["role": decision.role, "key": decision.who, "address": decision.address])
+            } else {
+                log.warning("connection refused", ["role": decision.role, "key": decision.who, "address": decision.address,
+                                                   "reason": decision.reason])
+            }
+        }
+        try zap.secure(gateways, role: .gateway, secretKey: curve.secretKey)
+        self.zap = zap
+        ReloadRequests.onReload { [reactor] in
+            reactor.post { [self] _ in reloadAllowList() }
+        }
+        log.info("CurveZMQ on", ["publicKey": curve.publicKey, "allow": curve.allowListPath,
+                                 "gatewayKeys": String(zap.allowList.count(role: .gateway))])
+    }
+
+    private func reloadAllowList() {
+        guard let zap else { return }
+        do {
+            let list = try zap.reload()
+            log.info("allow-list re-read", ["allow": zap.allowListPath, "gatewayKeys": String(list.count(role: .gateway))])
+        } catch {
+            log.error("allow-list not re-read; the previous one stays in force", ["error": "\(error)"])
+        }
+    }
+
+    /// The allow-list entry of the key a batch came with; a key removed since its handshake gets an entry that allows
+    /// nothing, so a reload revokes it at once. Nil without keys.
+    private func gatewayKey(_ userID: String?) -> CurveAllowList.Entry? {
+        guard let zap else { return nil }
+        let name = userID ?? "?"
+        return zap.allowList.entry(role: .gateway, name: name)
+            ?? CurveAllowList.Entry(role: .gateway, publicKey: "", name: name, applications: [])
     }
 
     private func record(_ batch: GatewayBatch) {

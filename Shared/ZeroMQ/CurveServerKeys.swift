@@ -13,8 +13,8 @@ public struct CurveServerKeys: Sendable, Equatable {
     ///   - endpoints: the `(flag, endpoint)` pairs the service binds, for the loopback check.
     ///   - insecure: `--insecure`: plaintext on a non-loopback address is what the operator wants.
     /// - Returns: nil when the service runs without keys (loopback, or `--insecure`).
-    public static func load(secretKeyPath: String?, allowListPath: String?, endpoints: [(flag: String, endpoint: String)],
-                            insecure: Bool) throws(CurveKeyError) -> CurveServerKeys? {
+    public static func load(secretKeyPath: String?, allowListPath: String?, insecure: Bool,
+                            endpoints: [(flag: String, endpoint: String)]) throws(CurveKeyError) -> CurveServerKeys? {
         switch (secretKeyPath, allowListPath) {
         case (nil, nil):
             if !insecure, let exposed = endpoints.first(where: { !isLoopback($0.endpoint) }) {

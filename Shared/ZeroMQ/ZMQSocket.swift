@@ -357,6 +357,8 @@ public final class ZMQSocket {
         // libzmq delivers multipart messages atomically: once the first frame is here the rest are too, so later frames
         // are read without DONTWAIT.
         var flags: Int32 = dontWait ? ZMQ_DONTWAIT : 0
+        var userID: String?
+        defer { if readsUserID { lastUserID = userID } }
         while true {
             zmq_msg_init(message)
             var rc: Int32
@@ -369,9 +371,9 @@ public final class ZMQSocket {
                 if code == EAGAIN && frames.isEmpty { return nil }
                 throw ZMQError(code: code, operation: "zmq_msg_recv(\(type) frame \(frames.count + 1))")
             }
-            if frames.isEmpty && readsUserID {
-                // The metadata sits on every frame; read it once, from the first.
-                lastUserID = zmq_msg_gets(message, "User-Id").map { String(cString: $0) }
+            if readsUserID && userID == nil {
+                // The metadata sits on every frame from the wire (not on the routing-id frame a ROUTER adds).
+                userID = zmq_msg_gets(message, "User-Id").map { String(cString: $0) }
             }
             let size = zmq_msg_size(message)
             let data = zmq_msg_data(message)
