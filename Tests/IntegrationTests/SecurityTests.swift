@@ -1,0 +1,157 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+import Testing
+
+/// Issue 7, CurveZMQ: sensor-ingest with a server key and an allow-list, driven by pyzmq clients with their own curve
+/// options (`curve_gateway.py`, not the project's code), and keys made by `roadsave keygen` and by pyzmq.
+@Suite("Security", .serialized)
+struct SecurityTests {
+    /// A folder with the server's key pair, a gateway key limited to app-1, and an allow-list listing only it.
+    struct Keys {
+        let folder: URL
+        var serverSecret: String { folder.appendingPathComponent("ingest.key").path }
+        var serverPublic: String { folder.appendingPathComponent("ingest.key.pub").path }
+        var gatewaySecret: String { folder.appendingPathComponent("gw-1.key").path }
+        var allowList: String { folder.appendingPathComponent("allow.txt").path }
+
+        init() async throws {
+            folder = FileManager.default.temporaryDirectory.appendingPathComponent("roadsave-curve-\(UUID().uuidString.prefix(8))")
+            _ = try await Self.roadsave(["keygen", "ingest", "--directory", folder.path])
+            let gateway = try await Self.roadsave(["keygen", "gw-1", "--directory", folder.path, "--role", "gateway",
+                                                   "--apps", "app-1"])
+            let line = try #require(gateway.first { $0.hasPrefix("allow-list line: ") }).dropFirst("allow-list line: ".count)
+            try ("# gateways\n" + line + "   # the depot\n").write(toFile: allowList, atomically: true, encoding: .utf8)
+        }
+
+        static func roadsave(_ arguments: [String]) async throws -> [String] {
+            let child = try Child(name: "roadsave", executable: Build.executable("roadsave"), arguments: arguments)
+            defer { child.kill() }
+            let status = await child.waitForExit(timeout: 20)
+            #expect(status == 0, "\(child.tail())")
+            return child.stdout.map(\.text)
+        }
+
+        func remove() { try? FileManager.default.removeItem(at: folder) }
+    }
+
+    static func startIngest(_ keys: Keys, extra: [String] = []) async throws -> (Child, endpoint: String, data: URL) {
+        let ports = Ports.reserve(2)
+        let data = keys.folder.appendingPathComponent("data-\(ports[0])")
+        let ingest = try Child(name: "ingest", executable: Build.executable("roadsave-ingest"), arguments: [
+            "--applications", "app-1,app-2", "--data-dir", data.path,
+            "--gateway-endpoint", "tcp://127.0.0.1:\(ports[0])", "--records-endpoint", "tcp://127.0.0.1:\(ports[1])",
+            "--curve-secret-key", keys.serverSecret, "--allow", keys.allowList,
+        ] + extra)
+        let listening = await eventually(timeout: 15) { ingest.stderr.contains { $0.text.contains("msg=listening") } }
+        try #require(listening, "\(ingest.tail())")
+        return (ingest, "tcp://127.0.0.1:\(ports[0])", data)
+    }
+
+    /// One batch through `curve_gateway.py`: the acknowledgement, or nil when none came.
+    static func send(apps: [String], to endpoint: String, keys: Keys, clientKey: String?,
+                     timeout: Double = 5) async throws -> [String: Any]? {
+        let child = try Child.python("curve_gateway.py", ["--endpoint", endpoint, "--server-key", keys.serverPublic,
+                                                          "--timeout", String(timeout)]
+                                     + (clientKey.map { ["--key", $0] } ?? []) + apps.flatMap { ["--app", $0] })
+        defer { child.kill() }
+        _ = await child.waitForExit(timeout: timeout + 15)
+        let line = try #require(child.jsonLines.last?.value as? [String: Any], "\(child.tail())")
+        return line["ack"] as? [String: Any]
+    }
+
+    @Test func aListedGatewayKeySendsOnlyForItsApplications() async throws {
+        let keys = try await Keys()
+        defer { keys.remove() }
+        let (ingest, endpoint, _) = try await Self.startIngest(keys)
+        defer { ingest.kill() }
+
+        let ack = try #require(try await Self.send(apps: ["app-1", "app-2"], to: endpoint, keys: keys,
+                                                   clientKey: keys.gatewaySecret))
+        #expect(ack.number("accepted") == 1, "\(ack)")
+        let rejected = try #require(ack["rejected"] as? [[String: Any]])
+        #expect(rejected.count == 1)
+        #expect(rejected.first?.number("index") == 1)
+        #expect(rejected.first?.string("field") == "app")
+        #expect(rejected.first?.string("reason")?.contains("gateway key \"gw-1\" is not allowed") == true, "\(rejected)")
+    }
+
+    @Test func anUnknownKeyIsRefusedAtTheHandshakeAndNoAckEverComes() async throws {
+        let keys = try await Keys()
+        defer { keys.remove() }
+        let (ingest, endpoint, _) = try await Self.startIngest(keys)
+        defer { ingest.kill() }
+
+        // A fresh key pair from pyzmq's zmq.curve_keypair(), listed nowhere.
+        let ack = try await Self.send(apps: ["app-1"], to: endpoint, keys: keys, clientKey: nil, timeout: 3)
+        #expect(ack == nil)
+        #expect(ingest.stderr.contains { $0.text.contains("msg=\"connection refused\"") && $0.text.contains("role=gateway") },
+                "\(ingest.tail())")
+        #expect(!ingest.stderr.contains { $0.text.contains("curve-batch") }, "a batch of a refused key was read")
+        // The service still answers a listed key afterwards.
+        let listed = try await Self.send(apps: ["app-1"], to: endpoint, keys: keys, clientKey: keys.gatewaySecret)
+        #expect(listed?.number("accepted") == 1)
+    }
+
+    @Test func sighupReloadsTheAllowListWithoutARestart() async throws {
+        let keys = try await Keys()
+        defer { keys.remove() }
+        let (ingest, endpoint, _) = try await Self.startIngest(keys)
+        defer { ingest.kill() }
+
+        // A key made by pyzmq (zmq.auth.create_certificates), not yet listed: refused.
+        let maker = try Child.python("curve_gateway.py", ["--keypair", keys.folder.path, "late"])
+        _ = await maker.waitForExit(timeout: 15)
+        let publicKey = try #require(maker.stdout.first?.text)
+        let late = keys.folder.appendingPathComponent("late.key_secret").path
+        #expect(try await Self.send(apps: ["app-2"], to: endpoint, keys: keys, clientKey: late, timeout: 2) == nil)
+
+        let handle = try #require(FileHandle(forWritingAtPath: keys.allowList))
+        handle.seekToEndOfFile()
+        handle.write(Data("gateway \(publicKey) late-gateway\n".utf8))
+        handle.closeFile()
+        ingest.signal(SIGHUP)
+        let reloaded = await eventually(timeout: 10) { ingest.stderr.contains { $0.text.contains("allow-list re-read") } }
+        #expect(reloaded, "\(ingest.tail())")
+
+        let ack = try await Self.send(apps: ["app-2"], to: endpoint, keys: keys, clientKey: late)
+        #expect(ack?.number("accepted") == 1, "\(String(describing: ack))")
+        #expect(ingest.isRunning, "SIGHUP must reload, not stop")
+    }
+
+    @Test func aSecretKeyFileReadableByOthersIsRefused() async throws {
+        let keys = try await Keys()
+        defer { keys.remove() }
+        chmod(keys.serverSecret, 0o644)
+        let ingest = try Child(name: "ingest", executable: Build.executable("roadsave-ingest"), arguments: [
+            "--applications", "app-1", "--data-dir", keys.folder.appendingPathComponent("data").path,
+            "--gateway-endpoint", "tcp://127.0.0.1:\(Ports.reserve(1)[0])",
+            "--records-endpoint", "tcp://127.0.0.1:\(Ports.reserve(1)[0])",
+            "--curve-secret-key", keys.serverSecret, "--allow", keys.allowList,
+        ])
+        defer { ingest.kill() }
+        #expect(await ingest.waitForExit(timeout: 15) == 2)
+        #expect(ingest.stderr.contains { $0.text.contains("accessible by group or others (mode 0644)")
+            && $0.text.contains("chmod 600") }, "\(ingest.tail())")
+    }
+
+    @Test func aNonLoopbackBindWithoutKeysNeedsInsecure() async throws {
+        let ports = Ports.reserve(2)
+        let data = FileManager.default.temporaryDirectory.appendingPathComponent("roadsave-curve-\(UUID().uuidString.prefix(8))")
+        defer { try? FileManager.default.removeItem(at: data) }
+        let arguments = ["--applications", "app-1", "--data-dir", data.path,
+                         "--gateway-endpoint", "tcp://0.0.0.0:\(ports[0])", "--records-endpoint", "tcp://127.0.0.1:\(ports[1])"]
+        let refused = try Child(name: "ingest", executable: Build.executable("roadsave-ingest"), arguments: arguments)
+        defer { refused.kill() }
+        #expect(await refused.waitForExit(timeout: 15) == 2)
+        #expect(refused.stderr.contains { $0.text.contains("--gateway-endpoint tcp://0.0.0.0:\(ports[0]) is reachable from other machines") },
+                "\(refused.tail())")
+
+        let insecure = try Child(name: "ingest", executable: Build.executable("roadsave-ingest"), arguments: arguments + ["--insecure"])
+        defer { insecure.kill() }
+        let started = await eventually(timeout: 15) { insecure.stderr.contains { $0.text.contains("msg=listening") } }
+        #expect(started, "\(insecure.tail())")
+        #expect(insecure.stderr.contains { $0.text.contains("no CurveZMQ keys") }, "\(insecure.tail())")
+    }
+}
