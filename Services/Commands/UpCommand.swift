@@ -324,6 +324,8 @@ public enum UpCommand {
         mutating func run() -> Int32 {
             log.info("starting", ["executable": executable, "basePort": String(options.basePort), "bindHost": options.bindHost,
                                   "platform": options.platform == nil ? "embedded" : "given"])
+            // up passes no CurveZMQ keys yet: say so (a non-loopback --bind-host makes the services refuse to start).
+            Console.err("roadsave up: no CurveZMQ keys: every socket is plaintext and unauthenticated (loopback only)")
             for index in children.indices {
                 guard start(index) else {
                     stopAll(reason: "a service could not be started")
