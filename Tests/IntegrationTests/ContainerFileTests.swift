@@ -58,9 +58,9 @@ struct ContainerFileTests {
         try YAML.parse(try String(contentsOf: composeFile, encoding: .utf8))
     }
 
-    /// The one environment value written here rather than taken from `docker compose`'s environment: where the
-    /// service's volume is mounted.
-    static let literalVariables: Set<String> = ["ROADSAVE_DATA_DIR"]
+    /// The environment values written here rather than taken from `docker compose`'s environment: where the
+    /// service's volume is mounted, and where compose mounts the key secrets (paths, not the keys).
+    static let literalVariables: Set<String> = ["ROADSAVE_DATA_DIR", "ROADSAVE_CURVE_SECRET_KEY", "ROADSAVE_ALLOW"]
 
     /// The executable targets of Package.swift.
     static func executableTargets() throws -> Set<String> {
