@@ -49,8 +49,10 @@ enum Gateway {
 
 enum Control {
     /// Sends control requests in order with `control.py` (REQ) and returns the replies.
-    static func send(_ requests: [[String: Any]], to endpoint: String, timeout: Double = 15) async throws -> [[String: Any]] {
-        let child = try Child.python("control.py", ["--endpoint", endpoint, "--timeout", "10"] + requests.map(jsonLine))
+    /// `extra`: more control.py options (`--server-key`, `--key` for CurveZMQ).
+    static func send(_ requests: [[String: Any]], to endpoint: String, timeout: Double = 15,
+                     extra: [String] = []) async throws -> [[String: Any]] {
+        let child = try Child.python("control.py", ["--endpoint", endpoint, "--timeout", "10"] + extra + requests.map(jsonLine))
         defer { child.kill() }
         _ = await child.waitForExit(timeout: timeout)
         return child.jsonLines.compactMap { $0.value as? [String: Any] }

@@ -3,6 +3,7 @@ import Foundation
 import PlatformHTTP
 import RoadSaveModel
 import ServiceKit
+import ZeroMQ
 
 /// detection's settings: flags, environment or a JSON file (see `ServiceConfiguration`).
 public struct DetectionConfiguration: Sendable {
@@ -29,6 +30,9 @@ public struct DetectionConfiguration: Sendable {
     /// Only the devices of this shard (`i/n`, by a stable hash of the device), for running several detections.
     public var shard: (index: Int, count: Int)?
     public var logLevel = Log.Level.info
+    /// CurveZMQ on the control socket (`--curve-secret-key`, `--allow`: operator keys); nil: plaintext (loopback or
+    /// `--insecure`).
+    public var curve: CurveServerKeys?
 
     public init() {}
 
@@ -78,7 +82,7 @@ public struct DetectionConfiguration: Sendable {
                     help: "take only shard I of N of the devices, as I/N (N as sensor-ingest's --shards)"),
         SettingSpec(flag: "--log-level", environment: "ROADSAVE_LOG_LEVEL", key: "logLevel", default: "info",
                     help: "debug, info, warning or error"),
-    ]
+    ] + CurveSettings.specs
 
     public static func load(_ source: ServiceConfiguration) throws(CommandLineOptions.UsageError) -> DetectionConfiguration {
         var configuration = DetectionConfiguration()
@@ -115,6 +119,14 @@ public struct DetectionConfiguration: Sendable {
             configuration.shard = (parts[0], parts[1])
         }
         configuration.logLevel = try LogLevelSetting.parse(source.string("logLevel") ?? "info")
+        let curve = try CurveSettings.paths(source)
+        do {
+            configuration.curve = try CurveServerKeys.load(
+                secretKeyPath: curve.secretKey, allowListPath: curve.allow, insecure: curve.insecure,
+                endpoints: [("--control-endpoint", configuration.controlEndpoint)])
+        } catch {
+            throw .init(error.message)
+        }
         return configuration
     }
 

@@ -42,10 +42,12 @@ public final class DetectionService: @unchecked Sendable {
     private var checkpointPositions: [String: UInt64] = [:]
     private var platformCallsInFlight = 0
     /// Control commands that came before the service went live ([routing frames], body).
-    private var commandsWhileStarting: [([[UInt8]], [UInt8])] = []
+    private var commandsWhileStarting: [([[UInt8]], [UInt8], String?)] = []
     static let maximumCommandsWhileStarting = 1000
     /// Control commands waiting for the settings fetch they need.
-    private var waitingCommands: [Int: (request: ControlRequest, text: String, prefix: [[UInt8]])] = [:]
+    private var waitingCommands: [Int: (request: ControlRequest, text: String, prefix: [[UInt8]], key: String?)] = [:]
+    /// The CurveZMQ authenticator of the control socket (operator keys), when the service has keys.
+    private var zap: ZAPHandler?
     private var nextCommandID = 0
     /// A checkpoint is being encoded off the reactor, with the devices it took from the fleet's changed set.
     private var checkpointInFlight = false
@@ -104,6 +106,7 @@ public final class DetectionService: @unchecked Sendable {
             try outboxSocket.bind(configuration.eventsEndpoint)
             outbox = FeedServer(socket: outboxSocket, loop: loop, source: store, log: log)
             let control = try loop.socket(.router)
+            try secureControl(control, loop: loop)
             try control.setSendTimeout(milliseconds: 1000)
             try control.bind(configuration.controlEndpoint)
             self.control = control
@@ -140,7 +143,7 @@ public final class DetectionService: @unchecked Sendable {
             // inputs not re-run yet must stay in the store.
             let wasLive = if case .live = phase { true } else { false }
             phase = .stopping
-            for (prefix, _) in commandsWhileStarting {
+            for (prefix, _, _) in commandsWhileStarting {
                 send(prefix, ControlReply.failure("stopping", "the detection service is shutting down"))
             }
             commandsWhileStarting.removeAll()
@@ -239,7 +242,7 @@ public final class DetectionService: @unchecked Sendable {
         for journal in journals where journal.feed != nil { journal.fetchNext() }
         let held = commandsWhileStarting
         commandsWhileStarting.removeAll()
-        for (prefix, body) in held { handleCommand(prefix: prefix, body: body, loop: loop) }
+        for (prefix, body, key) in held { handleCommand(prefix: prefix, body: body, key: key, loop: loop) }
     }
 
     // MARK: Journals
@@ -436,7 +439,7 @@ public final class DetectionService: @unchecked Sendable {
             perform(fleet.crashEvaluated(device: device, crashID: crashID, outcome: outcome), loop: loop)
         case let .command(id, fetch):
             guard let waiting = waitingCommands.removeValue(forKey: id) else { return }
-            execute(waiting.request, text: waiting.text, fetch: fetch, reply: waiting.prefix, loop: loop)
+            execute(waiting.request, text: waiting.text, fetch: fetch, reply: waiting.prefix, key: waiting.key, loop: loop)
         }
     }
 
@@ -553,9 +556,10 @@ public final class DetectionService: @unchecked Sendable {
             // [identity, (empty delimiter from REQ,) body]
             guard frames.count >= 2, let body = frames.last else { return true }
             let prefix = Array(frames.dropLast())
+            let key = socket.lastUserID
             switch phase {
             case .live:
-                handleCommand(prefix: prefix, body: body, loop: loop)
+                handleCommand(prefix: prefix, body: body, key: key, loop: loop)
             case .stopping:
                 send(prefix, ControlReply.failure("stopping", "the detection service is shutting down"))
             case .starting, .recovering:
@@ -564,35 +568,41 @@ public final class DetectionService: @unchecked Sendable {
                     send(prefix, ControlReply.failure("recovering", "the detection service is re-running its inputs after a restart; try again in a moment"))
                     return true
                 }
-                commandsWhileStarting.append((prefix, body))
+                commandsWhileStarting.append((prefix, body, key))
             }
             return true
         }
     }
 
-    private func handleCommand(prefix: [[UInt8]], body: [UInt8], loop: ReactorLoop) {
+    private func handleCommand(prefix: [[UInt8]], body: [UInt8], key: String?, loop: ReactorLoop) {
         let request: ControlRequest
         do {
             request = try ControlRequest(json: body)
         } catch {
+            audit(command: nil, key: key, result: "badRequest", refused: true)
             send(prefix, ControlReply.failure("badRequest", error.message))
+            return
+        }
+        if let refusal = ControlAccess.refusal(of: request, key: key, allowList: zap?.allowList) {
+            audit(command: request, key: key, result: refusal.code, refused: true)
+            send(prefix, ControlReply.failure(refusal.code, refusal.message))
             return
         }
         let text = String(decoding: body, as: UTF8.self)
         guard request.needsSettings else {
-            execute(request, text: text, fetch: nil, reply: prefix, loop: loop)
+            execute(request, text: text, fetch: nil, reply: prefix, key: key, loop: loop)
             return
         }
         // The startup guard fetches settings: off the reactor, then back on it to apply.
         nextCommandID += 1
         let id = nextCommandID
-        waitingCommands[id] = (request, text, prefix)
+        waitingCommands[id] = (request, text, prefix, key)
         let app = request.app
         callPlatform { platform in .command(id: id, fetch: await platform.fetchSettings(applicationID: app)) }
     }
 
     private func execute(_ request: ControlRequest, text: String, fetch: SettingsFetch?, reply prefix: [[UInt8]],
-                         loop: ReactorLoop) {
+                         key: String?, loop: ReactorLoop) {
         guard case .live = phase else {
             send(prefix, ControlReply.failure("stopping", "the detection service is shutting down"))
             return
@@ -601,11 +611,60 @@ public final class DetectionService: @unchecked Sendable {
         pendingInputs.append(.control(request: text, fetch: fetch, now: now))
         let (outcome, actions) = fleet.control(request, now: now, fetch: fetch)
         perform(actions, loop: loop)
-        log.info("control command", ["command": request.command.rawValue, "app": Secret.mask(request.app),
-                                     "result": outcome.summary])
+        audit(command: request, key: key, result: outcome.summary)
         // The reply leaves once the command is stored.
         pendingReplies.append((prefix, outcome.reply))
         commit()
+    }
+
+    /// The audit line of a command, accepted or refused: the operator key's name (with keys), the command, the
+    /// application masked, the user, the result. Never the key itself.
+    private func audit(command request: ControlRequest?, key: String?, result: String, refused: Bool = false) {
+        let fields: KeyValuePairs<String, String> = [
+            "key": zap == nil ? "-" : key ?? "?", "command": request?.command.rawValue ?? "?",
+            "app": request.map { Secret.mask($0.app) } ?? "?", "user": request.map { $0.user ?? "*" } ?? "?",
+            "result": result,
+        ]
+        if !refused {
+            log.info("control command", fields)
+        } else {
+            log.warning("control command refused", fields)
+        }
+    }
+
+    /// With keys: the ZAP handler answers for the control socket by the operator role (bound first, so no client gets
+    /// in unchecked) and SIGHUP re-reads its allow-list. Without: a warning, since anyone who reaches the port may
+    /// send commands.
+    private func secureControl(_ control: ZMQSocket, loop: ReactorLoop) throws {
+        guard let curve = configuration.curve else {
+            log.warning("no CurveZMQ keys: control clients connect in plaintext and unauthenticated (loopback only, or --insecure)",
+                        ["control": configuration.controlEndpoint])
+            return
+        }
+        let zap = try ZAPHandler(loop: loop, allowListPath: curve.allowListPath) { [log] decision in
+            if decision.accepted {
+                log.debug("key accepted", ["role": decision.role, "key": decision.who, "address": decision.address])
+            } else {
+                log.warning("connection refused", ["role": decision.role, "key": decision.who, "address": decision.address,
+                                                   "reason": decision.reason])
+            }
+        }
+        try zap.secure(control, role: .operator, secretKey: curve.secretKey)
+        self.zap = zap
+        ReloadRequests.onReload { [reactor] in
+            reactor.post { [self] _ in
+                guard let zap = self.zap else { return }
+                do {
+                    let list = try zap.reload()
+                    log.info("allow-list re-read", ["allow": zap.allowListPath,
+                                                    "operatorKeys": String(list.count(role: .operator))])
+                } catch {
+                    log.error("allow-list not re-read; the previous one stays in force", ["error": "\(error)"])
+                }
+            }
+        }
+        log.info("CurveZMQ on", ["publicKey": curve.publicKey, "allow": curve.allowListPath,
+                                 "operatorKeys": String(zap.allowList.count(role: .operator))])
     }
 
     private func send(_ prefix: [[UInt8]], _ bytes: [UInt8]) {

@@ -2,10 +2,12 @@
 """A control client for the integration tests: pyzmq only (not the project's code).
 
   python3 control.py --endpoint tcp://127.0.0.1:5552 REQUEST_JSON [REQUEST_JSON ...] [--timeout S]
+                    [--server-key SERVER.key.pub [--key CLIENT.key]]
 
 Sends each request (one JSON frame, CONTRACT §7: {"command", "app", "user", ...}) over a REQ socket, in order,
 and prints each reply as one JSON line. Exit status 0 when every request was answered, 1 on a timeout (then
-{"timeout": true} is printed), 2 for bad usage.
+{"timeout": true} is printed), 2 for bad usage. With --server-key the socket is a CurveZMQ client (pyzmq's curve
+options; the key files read with zmq.auth.load_certificate; without --key a fresh key pair nobody listed).
 """
 import signal
 
@@ -17,6 +19,7 @@ import json
 import sys
 
 import zmq
+import zmq.auth
 
 
 def main():
@@ -24,11 +27,18 @@ def main():
     parser.add_argument("requests", nargs="+")
     parser.add_argument("--endpoint", required=True)
     parser.add_argument("--timeout", type=float, default=10.0)
+    parser.add_argument("--server-key", help="the server's public certificate file: connect with CurveZMQ")
+    parser.add_argument("--key", help="this client's secret certificate file (default: a fresh, unlisted key pair)")
     options = parser.parse_args()
 
     context = zmq.Context()
     socket = context.socket(zmq.REQ)
     socket.setsockopt(zmq.LINGER, 0)
+    if options.server_key:
+        socket.curve_serverkey = zmq.auth.load_certificate(options.server_key)[0]
+        public, secret = zmq.auth.load_certificate(options.key) if options.key else zmq.curve_keypair()
+        socket.curve_publickey = public
+        socket.curve_secretkey = secret
     socket.connect(options.endpoint)
     code = 0
     for text in options.requests:
