@@ -11,9 +11,13 @@ final class CatchUpServer {
     private let format: EventFormat
     private let retentionAge: Double
     private let log: Log
+    /// The subscriber key's allow-list entry for a request's ZAP User-Id; nil without keys.
+    private let subscriberKey: (String?) -> CurveAllowList.Entry?
 
-    init(socket: ZMQSocket, loop: ReactorLoop, store: NotifierStore, format: EventFormat, retentionAge: Double, log: Log) {
+    init(socket: ZMQSocket, loop: ReactorLoop, store: NotifierStore, format: EventFormat, retentionAge: Double, log: Log,
+         subscriberKey: @escaping (String?) -> CurveAllowList.Entry? = { _ in nil }) {
         self.socket = socket
+        self.subscriberKey = subscriberKey
         self.store = store
         self.format = format
         self.retentionAge = retentionAge
@@ -28,7 +32,8 @@ final class CatchUpServer {
                 log.warning("catch-up request skipped: expected one frame", ["frames": String(frames.count - 1)])
                 return true
             }
-            let reply = Self.answer(frames[frames.count - 1], store: store, format: format, retentionAge: retentionAge)
+            let reply = Self.answer(frames[frames.count - 1], store: store, format: format, retentionAge: retentionAge,
+                                    key: subscriberKey(socket.lastUserID))
             do {
                 _ = try socket.send(Array(frames.dropLast()) + [reply], dontWait: true)
             } catch {
@@ -39,10 +44,13 @@ final class CatchUpServer {
     }
 
     /// The reply frame to a request frame.
-    static func answer(_ request: [UInt8], store: NotifierStore, format: EventFormat, retentionAge: Double) -> [UInt8] {
+    /// With a subscriber `key` limited to applications, events of other applications are left out of the reply (its
+    /// `next` still moves past them).
+    static func answer(_ request: [UInt8], store: NotifierStore, format: EventFormat, retentionAge: Double,
+                       key: CurveAllowList.Entry? = nil) -> [UInt8] {
         do {
             let request = try CatchUpRequest(json: request)
-            return try answer(request, store: store, format: format, retentionAge: retentionAge)
+            return try answer(request, store: store, format: format, retentionAge: retentionAge, key: key)
         } catch let problem as CatchUpRequest.Problem {
             return JSONText.bytes(.object([("error", .string(problem.message))]))
         } catch {
@@ -51,7 +59,7 @@ final class CatchUpServer {
     }
 
     static func answer(_ request: CatchUpRequest, store: NotifierStore, format: EventFormat,
-                       retentionAge: Double) throws -> [UInt8] {
+                       retentionAge: Double, key: CurveAllowList.Entry? = nil) throws -> [UInt8] {
         let head = try store.head()
         let oldest = try store.oldestPosition() ?? head + 1
         let window = Self.days(retentionAge)
@@ -79,8 +87,10 @@ final class CatchUpServer {
         // A full reply stops at its last event; a short one examined everything up to the head.
         let next = events.count == request.max ? events.last!.position : head
         var text = "{\"events\":["
-        for (index, event) in events.enumerated() {
-            if index > 0 { text += "," }
+        var first = true
+        for event in events where key?.allows(application: event.event.device.app) ?? true {
+            if !first { text += "," }
+            first = false
             text += "{\"position\":\(event.position),\"topic\":\(JSONText.encode(.string(event.topic))),\"event\":"
             text += event.json(format) + "}"
         }

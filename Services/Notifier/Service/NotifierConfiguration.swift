@@ -1,6 +1,7 @@
 import Foundation
 import RoadSaveModel
 import ServiceKit
+import ZeroMQ
 
 /// notifier's settings: flags, environment or a JSON file (see `ServiceConfiguration`).
 public struct NotifierConfiguration: Sendable {
@@ -27,6 +28,9 @@ public struct NotifierConfiguration: Sendable {
     /// How long a fetch may wait at detection for new events; its empty answer is detection's heartbeat.
     public var heartbeatInterval = 1.0
     public var logLevel = Log.Level.info
+    /// CurveZMQ on the PUB and catch-up sockets (`--curve-secret-key`, `--allow`: subscriber keys); nil: plaintext
+    /// (loopback or `--insecure`).
+    public var curve: CurveServerKeys?
 
     public init() {}
 
@@ -65,7 +69,7 @@ public struct NotifierConfiguration: Sendable {
                     help: "seconds a fetch waits at detection for new events (an empty answer is its heartbeat)"),
         SettingSpec(flag: "--log-level", environment: "ROADSAVE_LOG_LEVEL", key: "logLevel", default: "info",
                     help: "debug, info, warning or error"),
-    ]
+    ] + CurveSettings.specs
 
     public static func load(_ source: ServiceConfiguration) throws(CommandLineOptions.UsageError) -> NotifierConfiguration {
         var configuration = NotifierConfiguration()
@@ -114,6 +118,15 @@ public struct NotifierConfiguration: Sendable {
         configuration.logLevel = try LogLevelSetting.parse(source.string("logLevel") ?? "info")
         if configuration.publishEndpoint == nil, configuration.webhooks.isEmpty, configuration.ndjsonPath == nil {
             throw .init("no sink: give --publish-endpoint, --webhooks or --ndjson (events would go nowhere)")
+        }
+        let curve = try CurveSettings.paths(source)
+        do {
+            configuration.curve = try CurveServerKeys.load(
+                secretKeyPath: curve.secretKey, allowListPath: curve.allow, insecure: curve.insecure,
+                endpoints: [("--publish-endpoint", configuration.publishEndpoint), ("--catch-up-endpoint", configuration.catchUpEndpoint)]
+                    .compactMap { flag, endpoint in endpoint.map { (flag, $0) } })
+        } catch {
+            throw .init(error.message)
         }
         return configuration
     }

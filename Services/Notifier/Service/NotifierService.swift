@@ -35,6 +35,8 @@ public final class NotifierService: @unchecked Sendable {
     private var publisher: ZMQSocket?
     private var catchUpSocket: ZMQSocket?
     private var catchUp: CatchUpServer?
+    /// The CurveZMQ authenticator of the PUB and catch-up sockets (subscriber keys), when the service has keys.
+    private var zap: ZAPHandler?
     private var pendingReports: [String: OutletReport] = [:]
     private var flushPosted = false
     private var stopping = false
@@ -86,6 +88,52 @@ public final class NotifierService: @unchecked Sendable {
         try await reactor.run { [self] _ in (publisher?.lastEndpoint, catchUpSocket?.lastEndpoint) }
     }
 
+    // MARK: CurveZMQ
+
+    /// With keys: the ZAP handler (made once, bound before the sockets it guards) answers for `socket` by the subscriber
+    /// role, and SIGHUP re-reads its allow-list. Without: a warning, since anyone who reaches the port may read events.
+    private func secure(_ socket: ZMQSocket, loop: ReactorLoop) throws {
+        guard let curve = configuration.curve else {
+            log.warning("no CurveZMQ keys: subscribers connect in plaintext and unauthenticated (loopback only, or --insecure)")
+            return
+        }
+        if zap == nil {
+            let zap = try ZAPHandler(loop: loop, allowListPath: curve.allowListPath) { [log] decision in
+                if decision.accepted {
+                    log.debug("key accepted", ["role": decision.role, "key": decision.who, "address": decision.address])
+                } else {
+                    log.warning("connection refused", ["role": decision.role, "key": decision.who,
+                                                       "address": decision.address, "reason": decision.reason])
+                }
+            }
+            self.zap = zap
+            ReloadRequests.onReload { [reactor] in
+                reactor.post { [self] _ in
+                    guard let zap = self.zap else { return }
+                    do {
+                        let list = try zap.reload()
+                        log.info("allow-list re-read", ["allow": zap.allowListPath,
+                                                        "subscriberKeys": String(list.count(role: .subscriber))])
+                    } catch {
+                        log.error("allow-list not re-read; the previous one stays in force", ["error": "\(error)"])
+                    }
+                }
+            }
+            log.info("CurveZMQ on", ["publicKey": curve.publicKey, "allow": curve.allowListPath,
+                                     "subscriberKeys": String(zap.allowList.count(role: .subscriber))])
+        }
+        try zap!.secure(socket, role: .subscriber, secretKey: curve.secretKey)
+    }
+
+    /// The allow-list entry of the key a catch-up request came with; a key removed since its handshake gets an entry
+    /// that allows nothing, so a reload revokes it at once. Nil without keys (every application).
+    private func subscriberKey(_ userID: String?) -> CurveAllowList.Entry? {
+        guard let zap else { return nil }
+        let name = userID ?? "?"
+        return zap.allowList.entry(role: .subscriber, name: name)
+            ?? CurveAllowList.Entry(role: .subscriber, publicKey: "", name: name, applications: [])
+    }
+
     // MARK: On the reactor thread
 
     private func setUp(_ loop: ReactorLoop) throws {
@@ -102,6 +150,7 @@ public final class NotifierService: @unchecked Sendable {
             let publisher = try loop.socket(.pub)
             try publisher.setSendHighWaterMark(1_000_000)
             try publisher.setLinger(milliseconds: 2000)
+            try secure(publisher, loop: loop)
             try publisher.bind(endpoint)
             self.publisher = publisher
             outlets.append(PublisherOutlet(socket: publisher, format: configuration.publishFormat, capacity: Self.window,
@@ -125,10 +174,12 @@ public final class NotifierService: @unchecked Sendable {
         }
         if let endpoint = configuration.catchUpEndpoint {
             let socket = try loop.socket(.router)
+            try secure(socket, loop: loop)
             try socket.bind(endpoint)
             catchUpSocket = socket
             catchUp = CatchUpServer(socket: socket, loop: loop, store: store, format: configuration.publishFormat,
-                                    retentionAge: configuration.retentionAge, log: log)
+                                    retentionAge: configuration.retentionAge, log: log,
+                                    subscriberKey: { [unowned self] in subscriberKey($0) })
         }
         for endpoint in configuration.eventsEndpoints {
             let upstream = UpstreamFeed(endpoint: endpoint, now: loop.now)

@@ -2,13 +2,15 @@
 """An alerting system's subscriber for the integration tests: pyzmq only (not the project's code).
 
   python3 subscriber.py --endpoint tcp://127.0.0.1:5554 [--topic PREFIX ...] [--count N] [--timeout S]
+                        [--server-key SERVER.key.pub [--key CLIENT.key]]
 
 Connects a SUB socket to the notifier, subscribes to each --topic prefix (default: everything) and prints every
 message [topic, body] or [topic, body, position] as one JSON line [topic, body] (the body parsed as JSON; a body that
 is not JSON is printed as a string); with --positions, [topic, body, position] (position null when the message had
 none). A message of any other shape is printed with its frame count appended. Stops after --count messages (exit 0) or when --timeout seconds have passed (exit 0 without --count,
 1 when fewer than --count arrived). When the connection to the notifier is made (ZeroMQ handshake done), prints
-{"connected": ENDPOINT} on standard error.
+{"connected": ENDPOINT} on standard error. With --server-key the SUB socket is a CurveZMQ client (pyzmq's curve
+options; without --key a fresh key pair nobody listed).
 """
 import signal
 
@@ -22,6 +24,7 @@ import threading
 import time
 
 import zmq
+import zmq.auth
 from zmq.utils.monitor import recv_monitor_message
 
 
@@ -48,11 +51,18 @@ def main():
     parser.add_argument("--count", type=int)
     parser.add_argument("--timeout", type=float, default=60.0)
     parser.add_argument("--positions", action="store_true", help="print each event's position (third frame)")
+    parser.add_argument("--server-key", help="the server's public certificate file: connect with CurveZMQ")
+    parser.add_argument("--key", help="this client's secret certificate file (default: a fresh, unlisted key pair)")
     options = parser.parse_args()
 
     context = zmq.Context()
     socket = context.socket(zmq.SUB)
     socket.setsockopt(zmq.LINGER, 0)
+    if options.server_key:
+        socket.curve_serverkey = zmq.auth.load_certificate(options.server_key)[0]
+        public, secret = zmq.auth.load_certificate(options.key) if options.key else zmq.curve_keypair()
+        socket.curve_publickey = public
+        socket.curve_secretkey = secret
     for topic in options.topic or [""]:
         socket.setsockopt(zmq.SUBSCRIBE, topic.encode())
     monitor = socket.get_monitor_socket(zmq.EVENT_HANDSHAKE_SUCCEEDED | zmq.EVENT_DISCONNECTED)

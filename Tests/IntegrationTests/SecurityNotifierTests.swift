@@ -1,0 +1,130 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+import Testing
+
+/// Issue 7, CurveZMQ on the notifier's PUB and catch-up sockets: every subscriber needs a key listed as subscriber;
+/// catch-up replies hold only the applications the key is listed for. pyzmq curve clients (`subscriber.py`,
+/// `control.py` as a REQ catch-up client), events from the fake detection feed (`event_feed.py`).
+@Suite("SecurityNotifier", .serialized)
+struct SecurityNotifierTests {
+    /// The notifier's key pair; subscriber keys dash (demo-app only) and ops (every application).
+    struct Keys {
+        let folder: URL
+        var serverSecret: String { path("notify.key") }
+        var serverPublic: String { path("notify.key.pub") }
+        var allowList: String { path("allow.txt") }
+        func path(_ name: String) -> String { folder.appendingPathComponent(name).path }
+
+        init() async throws {
+            folder = FileManager.default.temporaryDirectory.appendingPathComponent("roadsave-curve-\(UUID().uuidString.prefix(8))")
+            _ = try await SecurityTests.Keys.roadsave(["keygen", "notify", "--directory", folder.path])
+            var lines: [String] = []
+            for (name, apps) in [("dash", ["--apps", "demo-app"]), ("ops", [])] {
+                let made = try await SecurityTests.Keys.roadsave(["keygen", name, "--directory", folder.path,
+                                                                  "--role", "subscriber"] + apps)
+                let line = try #require(made.first { $0.hasPrefix("allow-list line: ") })
+                lines.append(String(line.dropFirst("allow-list line: ".count)))
+            }
+            try (lines.joined(separator: "\n") + "\n").write(toFile: allowList, atomically: true, encoding: .utf8)
+        }
+
+        func remove() { try? FileManager.default.removeItem(at: folder) }
+    }
+
+    /// Two devices' journeys: driver-0 of demo-app, driver-1 of other-app.
+    static func events() -> [[String: Any]] {
+        NotifierDurabilityTests.fleet(devices: 2, journeys: 1).map { event in
+            var event = event
+            if event.string("user") == "driver-1" { event["app"] = "other-app" }
+            return event
+        }
+    }
+
+    static func catchUp(_ notifier: NotifierDurabilityTests.Notifier, keys: Keys, key: String?) async throws -> [String: Any]? {
+        let replies = try await Control.send([["after": 0]], to: notifier.catchUpEndpoint, timeout: 8,
+                                             extra: ["--server-key", keys.serverPublic, "--timeout", "2"]
+                                                 + (key.map { ["--key", keys.path($0)] } ?? []))
+        return replies.first
+    }
+
+    @Test func catchUpRepliesHoldOnlyTheApplicationsOfTheKeyAndUnlistedKeysGetNothing() async throws {
+        let keys = try await Keys()
+        defer { keys.remove() }
+        let all = Self.events()
+        let feed = try await NotifierDurabilityTests.Feed(all)
+        defer { feed.kill() }
+        let notifier = NotifierDurabilityTests.Notifier(feed: feed, extra: ["--curve-secret-key", keys.serverSecret,
+                                                                              "--allow", keys.allowList])
+        defer { notifier.kill(); notifier.removeData() }
+        try await notifier.start()
+        let stored = await eventually(timeout: 15) { feed.acknowledged == all.count }
+        try #require(stored, "\(notifier.logs())")
+
+        let ops = try #require(try await Self.catchUp(notifier, keys: keys, key: "ops.key"), "\(notifier.logs())")
+        let opsEvents = try #require(ops["events"] as? [[String: Any]], "\(ops)")
+        #expect(opsEvents.count == all.count)
+
+        let dash = try #require(try await Self.catchUp(notifier, keys: keys, key: "dash.key"), "\(notifier.logs())")
+        let dashEvents = try #require(dash["events"] as? [[String: Any]], "\(dash)")
+        #expect(dashEvents.count == all.count / 2, "\(dash)")
+        #expect(dashEvents.allSatisfy { ($0["event"] as? [String: Any])?.string("app") == "demo-app" }, "\(dash)")
+        // The key's view is filtered, not cut short: the next request starts after everything examined.
+        #expect(dash.number("next") == Double(all.count) && dash.number("head") == Double(all.count), "\(dash)")
+
+        let unlisted = try await Self.catchUp(notifier, keys: keys, key: nil)
+        #expect(unlisted?["timeout"] as? Bool == true, "\(String(describing: unlisted))")
+        let current = try #require(notifier.current)
+        #expect(current.stderr.contains { $0.text.contains("msg=\"connection refused\"") && $0.text.contains("role=subscriber") },
+                "\(notifier.logs())")
+    }
+
+    @Test func everySubscriberOnThePublisherNeedsAListedKey() async throws {
+        let keys = try await Keys()
+        defer { keys.remove() }
+        let feed = try await NotifierDurabilityTests.Feed(Self.events(), rate: 4)
+        defer { feed.kill() }
+        let notifier = NotifierDurabilityTests.Notifier(feed: feed, extra: ["--curve-secret-key", keys.serverSecret,
+                                                                              "--allow", keys.allowList])
+        defer { notifier.kill(); notifier.removeData() }
+        try await notifier.start()
+
+        let listed = try Child.python("subscriber.py", ["--endpoint", notifier.publishEndpoint, "--timeout", "4",
+                                                        "--server-key", keys.serverPublic, "--key", keys.path("ops.key")])
+        defer { listed.kill() }
+        let unlisted = try Child.python("subscriber.py", ["--endpoint", notifier.publishEndpoint, "--timeout", "4",
+                                                          "--server-key", keys.serverPublic])
+        defer { unlisted.kill() }
+        let plain = try Child.python("subscriber.py", ["--endpoint", notifier.publishEndpoint, "--timeout", "4"])
+        defer { plain.kill() }
+        for child in [listed, unlisted, plain] { _ = await child.waitForExit(timeout: 15) }
+        #expect(!listed.stdout.isEmpty, "\(listed.tail())\n\(notifier.logs())")
+        #expect(unlisted.stdout.isEmpty && plain.stdout.isEmpty, "\(unlisted.tail())\n\(plain.tail())")
+        #expect(!unlisted.stderr.contains { $0.text.contains("{\"connected\"") }, "\(unlisted.tail())")
+        #expect(listed.stderr.contains { $0.text.contains("{\"connected\"") }, "\(listed.tail())")
+    }
+
+    @Test func aNonLoopbackPublisherOrCatchUpWithoutKeysNeedsInsecure() async throws {
+        let ports = Ports.reserve(3)
+        let data = FileManager.default.temporaryDirectory.appendingPathComponent("roadsave-curve-\(UUID().uuidString.prefix(8))")
+        defer { try? FileManager.default.removeItem(at: data) }
+        for (flag, other) in [("--publish-endpoint", "--catch-up-endpoint"), ("--catch-up-endpoint", "--publish-endpoint")] {
+            let arguments = ["--events-endpoint", "tcp://127.0.0.1:\(ports[0])", "--data-dir", data.path,
+                             flag, "tcp://0.0.0.0:\(ports[1])", other, "tcp://127.0.0.1:\(ports[2])"]
+            let refused = try Child(name: "notify", executable: Build.executable("roadsave-notify"), arguments: arguments)
+            defer { refused.kill() }
+            #expect(await refused.waitForExit(timeout: 15) == 2)
+            #expect(refused.stderr.contains { $0.text.contains("\(flag) tcp://0.0.0.0:\(ports[1]) is reachable from other machines") },
+                    "\(refused.tail())")
+        }
+        let arguments = ["--events-endpoint", "tcp://127.0.0.1:\(ports[0])", "--data-dir", data.path,
+                         "--publish-endpoint", "tcp://0.0.0.0:\(ports[1])", "--catch-up-endpoint", "tcp://0.0.0.0:\(ports[2])",
+                         "--insecure"]
+        let insecure = try Child(name: "notify", executable: Build.executable("roadsave-notify"), arguments: arguments)
+        defer { insecure.kill() }
+        let started = await eventually(timeout: 15) { insecure.stderr.contains { $0.text.contains("msg=running") } }
+        #expect(started, "\(insecure.tail())")
+        #expect(insecure.stderr.contains { $0.text.contains("no CurveZMQ keys") }, "\(insecure.tail())")
+    }
+}
