@@ -19,7 +19,10 @@ import ServiceKit
     }
 
     @Test func defaults() throws {
-        let configuration = try load([])
+        // The default PUB and catch-up endpoints listen on every interface: without keys only with --insecure.
+        #expect(problem([])?.hasPrefix("--publish-endpoint tcp://*:5554 is reachable from other machines") == true)
+        let configuration = try load(["--insecure"])
+        #expect(configuration.curve == nil)
         #expect(configuration.dataDirectory == "roadsave-data/notify")
         #expect(configuration.eventsEndpoints == ["tcp://127.0.0.1:5553"])
         #expect(configuration.catchUpEndpoint == "tcp://*:5555")
@@ -29,13 +32,14 @@ import ServiceKit
     @Test func settings() throws {
         let configuration = try load(["--data-dir", "/var/lib/roadsave/notify",
                                       "--events-endpoint", "tcp://10.0.0.1:5553, tcp://10.0.0.2:5553",
-                                      "--catch-up-endpoint", "none", "--retention-age", "12h"])
+                                      "--catch-up-endpoint", "none", "--retention-age", "12h",
+                                      "--publish-endpoint", "tcp://127.0.0.1:5554"])
         #expect(configuration.dataDirectory == "/var/lib/roadsave/notify")
         #expect(configuration.eventsEndpoints == ["tcp://10.0.0.1:5553", "tcp://10.0.0.2:5553"])
         #expect(configuration.catchUpEndpoint == nil)
         #expect(configuration.retentionAge == 12 * 3600)
-        #expect(try load(["--retention-age", "90"]).retentionAge == 90)
-        #expect(try load(["--retention-age", "30m"]).retentionAge == 1800)
+        #expect(try load(["--retention-age", "90", "--insecure"]).retentionAge == 90)
+        #expect(try load(["--retention-age", "30m", "--insecure"]).retentionAge == 1800)
     }
 
     @Test func badSettingsNameTheFlag() {
