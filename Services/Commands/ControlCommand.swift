@@ -40,6 +40,7 @@ public enum ControlCommand {
           --endpoint URL      detection's control endpoint (default tcp://127.0.0.1:5552)
           --timeout S         seconds to wait for the reply, 0.05 to 3600 (default 10)
           --log-level L       debug, info, warning or error (default warning)
+        \(ClientCurveKeys.help(service: "detection"))
           -h, --help          this text
 
         Exit status: 0 when the reply says "ok": true, 1 when it says false (the error code is in the printed reply)
@@ -99,13 +100,14 @@ public enum ControlCommand {
         var timeout = 10.0
         var timeoutMilliseconds: Int32 = 10_000
         var logLevel = Log.Level.warning
+        var keys: ClientCurveKeys?
 
         init(_ arguments: [String], environment: [String: String]) throws(CommandExit) {
             do {
                 let parsed = try CommandLineOptions(
                     arguments,
-                    valued: ["--app", "--user", "--mode", "--auto-trips", "--enabled", "--endpoint", "--timeout",
-                             "--log-level"],
+                    valued: (["--app", "--user", "--mode", "--auto-trips", "--enabled", "--endpoint", "--timeout",
+                             "--log-level"] as Set<String>).union(ClientCurveKeys.flags),
                     flags: ["--help", "-h"])
                 if parsed.has("--help") || parsed.has("-h") {
                     help = true
@@ -158,6 +160,7 @@ public enum ControlCommand {
                 }
                 (timeout, timeoutMilliseconds) = try parsed.milliseconds("--timeout", default: 10, range: 0.05...3600)
                 if let text = parsed.string("--log-level") { logLevel = try LogLevelSetting.parse(text) }
+                keys = try ClientCurveKeys.parse(parsed)
             } catch let error as CommandLineOptions.UsageError {
                 throw .usage(error.message)
             } catch let error as CommandExit {
@@ -209,6 +212,7 @@ public enum ControlCommand {
         do {
             socket = try ZMQSocket(context, .req, linger: 0, sendTimeout: options.timeoutMilliseconds)
             try socket.setReceiveTimeout(milliseconds: options.timeoutMilliseconds)
+            try options.keys?.apply(to: socket)
             try socket.connect(options.endpoint)
         } catch {
             throw CommandExit(1, "cannot connect to detection at \(options.endpoint): \(error)")

@@ -34,6 +34,7 @@ public enum SendCommand {
           --rate R            replay at R records a second (default: as fast as acknowledgements come)
           --realtime          replay at the pace of the records' t (the first record at once)
           --log-level L       debug, info, warning or error (default warning)
+        \(ClientCurveKeys.help(service: "sensor-ingest"))
           -h, --help          this text
 
         Output: lines that fail validation here are reported on standard error as "line N: field: reason (not sent)";
@@ -108,12 +109,14 @@ public enum SendCommand {
         var rate: Double?
         var realtime = false
         var logLevel = Log.Level.warning
+        var keys: ClientCurveKeys?
 
         init(_ arguments: [String]) throws(CommandExit) {
             do {
                 let parsed = try CommandLineOptions(
                     arguments,
-                    valued: ["--endpoint", "--format", "--batch", "--timeout", "--attempts", "--rate", "--log-level"],
+                    valued: Set(["--endpoint", "--format", "--batch", "--timeout", "--attempts", "--rate", "--log-level"])
+                        .union(ClientCurveKeys.flags),
                     flags: ["--realtime", "--help", "-h"])
                 if parsed.has("--help") || parsed.has("-h") {
                     help = true
@@ -145,6 +148,7 @@ public enum SendCommand {
                     throw CommandExit.usage("--rate and --realtime exclude each other: pick one pace")
                 }
                 if let text = parsed.string("--log-level") { logLevel = try LogLevelSetting.parse(text) }
+                keys = try ClientCurveKeys.parse(parsed)
             } catch let error as CommandLineOptions.UsageError {
                 throw .usage(error.message)
             } catch let error as CommandExit {
@@ -300,6 +304,7 @@ public enum SendCommand {
             context = try ZMQContext()
             // A send may wait this long for room (high-water mark) before the attempt counts as failed.
             let socket = try ZMQSocket(context, .dealer, linger: 0, sendTimeout: options.timeoutMilliseconds)
+            try options.keys?.apply(to: socket)
             try socket.connect(options.endpoint)
             self.socket = socket
             runID = "gw-\(getpid())-" + String(UInt32.random(in: 0...UInt32.max), radix: 16)

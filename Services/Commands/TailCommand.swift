@@ -47,6 +47,8 @@ public enum TailCommand {
           --count N           exit after N events
           --timeout S         exit (status 0) after S seconds
           --log-level L       debug, info, warning or error (default warning)
+        \(ClientCurveKeys.help(service: "the notifier"))
+                              (the same keys for the subscriber and the catch-up endpoint)
           -h, --help          this text
 
         SIGINT and SIGTERM end it cleanly (exit 0). Exit status 1 when the subscription or the catch-up fails (an
@@ -90,6 +92,7 @@ public enum TailCommand {
         var since: CatchUpRequest.Start?
         var catchUpEndpoint = "tcp://127.0.0.1:5555"
         var showPosition = false
+        var keys: ClientCurveKeys?
 
         init(_ arguments: [String]) throws(CommandExit) {
             // --event may be repeated, which the shared parser does not keep: take those out first.
@@ -114,8 +117,8 @@ public enum TailCommand {
             }
             do {
                 let parsed = try CommandLineOptions(
-                    rest, valued: ["--endpoint", "--app", "--user", "--topic", "--count", "--timeout", "--log-level", "--since",
-                                   "--catch-up-endpoint"],
+                    rest, valued: (["--endpoint", "--app", "--user", "--topic", "--count", "--timeout", "--log-level", "--since",
+                                   "--catch-up-endpoint"] as Set<String>).union(ClientCurveKeys.flags),
                     flags: ["--help", "-h", "--show-position"])
                 if parsed.has("--help") || parsed.has("-h") {
                     help = true
@@ -152,6 +155,7 @@ public enum TailCommand {
                     catchUpEndpoint = try validateConnectEndpoint(text, flag: "--catch-up-endpoint")
                 }
                 showPosition = parsed.has("--show-position")
+                keys = try ClientCurveKeys.parse(parsed)
             } catch let error as CommandLineOptions.UsageError {
                 throw .usage(error.message)
             } catch let error as CommandExit {
@@ -204,6 +208,7 @@ public enum TailCommand {
             // While catching up, live events wait in the socket: none may be dropped for a full queue.
             if options.since != nil { try socket.setReceiveHighWaterMark(0) }
             for prefix in options.prefixes { try socket.subscribe(prefix) }
+            try options.keys?.apply(to: socket)
             try socket.connect(options.endpoint)
         } catch {
             throw CommandExit(1, "cannot subscribe to \(options.endpoint): \(error)")
@@ -222,7 +227,7 @@ public enum TailCommand {
         var printer = Printer(options: options)
         if let since = options.since {
             do {
-                catchUp = try CatchUpClient(context: context, endpoint: options.catchUpEndpoint)
+                catchUp = try CatchUpClient(context: context, endpoint: options.catchUpEndpoint, keys: options.keys)
             } catch {
                 throw CommandExit(1, "cannot connect to the catch-up endpoint \(options.catchUpEndpoint): \(error)")
             }
@@ -308,9 +313,10 @@ public enum TailCommand {
         /// Seconds to wait for one answer.
         static let patience = 10.0
 
-        init(context: ZMQContext, endpoint: String) throws {
+        init(context: ZMQContext, endpoint: String, keys: ClientCurveKeys?) throws {
             self.endpoint = endpoint
             socket = try ZMQSocket(context, .dealer, linger: 0)
+            try keys?.apply(to: socket)
             try socket.connect(endpoint)
         }
 
