@@ -58,7 +58,11 @@ public enum UpCommand {
           --data-dir DIR              the services' data directories go under DIR (env ROADSAVE_DATA_DIR;
                                       default ./roadsave-data)
           --base-port P               first of the six ports (default 5550)
-          --bind-host H               address the services bind (default 127.0.0.1; * for every interface)
+          --bind-host H               address the services bind (default 127.0.0.1; * for every interface; any
+                                      address other machines can reach needs --insecure, since up passes the
+                                      services no CurveZMQ keys yet)
+          --insecure                  let the services bind a non-loopback --bind-host in plaintext, unauthenticated
+                                      (passed on to each service as --insecure)
           --log-level L               the services' log level: debug, info, warning or error (default info)
           --dry-run                   print each service's command line (secrets stay in the environment) and exit
           -h, --help                  this text
@@ -140,6 +144,8 @@ public enum UpCommand {
         /// Absolute, so the services' messages and logs name the real place.
         var dataDirectory = ""
         var dryRun = false
+        /// `--insecure`: a non-loopback --bind-host without keys is what the operator wants.
+        var insecure = false
 
         /// The services, by their command names, which are also the names of their data directories.
         static let services = ["ingest", "detect", "notify"]
@@ -150,13 +156,14 @@ public enum UpCommand {
                     arguments,
                     valued: ["--applications", "--applications-file", "--platform", "--settings", "--ndjson", "--webhooks",
                              "--webhook-secret-file", "--base-port", "--bind-host", "--log-level", "--data-dir"],
-                    flags: ["--help", "-h", "--dry-run"])
+                    flags: ["--help", "-h", "--dry-run", "--insecure"])
                 if parsed.has("--help") || parsed.has("-h") {
                     help = true
                     return
                 }
                 guard parsed.positional.isEmpty else { throw CommandExit.usage("unexpected argument \"\(parsed.positional[0])\"") }
                 dryRun = parsed.has("--dry-run")
+                insecure = parsed.has("--insecure")
                 let directory = parsed.string("--data-dir") ?? environment["ROADSAVE_DATA_DIR"] ?? "roadsave-data"
                 guard !directory.isEmpty else {
                     throw CommandExit.usage("--data-dir (or ROADSAVE_DATA_DIR) is empty: give the directory for the services' state")
@@ -209,6 +216,12 @@ public enum UpCommand {
                     } catch {
                         throw CommandExit.usage(error.message)
                     }
+                }
+                // The services would refuse it one by one; say it once, with what to do.
+                if !insecure, !CurveServerKeys.isLoopback(bind(basePort)) {
+                    throw CommandExit.usage("--bind-host \(bindHost) makes the services reachable from other machines, but up "
+                        + "passes them no CurveZMQ keys: pass --insecure to accept plaintext, unauthenticated connections, "
+                        + "or bind 127.0.0.1 (the default)")
                 }
             } catch let error as CommandLineOptions.UsageError {
                 throw .usage(error.message)
@@ -285,8 +298,10 @@ public enum UpCommand {
                 for (key, value) in extra { result[key] = value }
                 return result
             }
-            var level: [String] = []
-            if let logLevel = options.logLevel { level = ["--log-level", logLevel] }
+            // What every service gets: the log level, --insecure.
+            var sharedFlags: [String] = []
+            if let logLevel = options.logLevel { sharedFlags = ["--log-level", logLevel] }
+            if options.insecure { sharedFlags.append("--insecure") }
 
             var ingestEnvironment: [String: String] = [:]
             if let applications = options.applications { ingestEnvironment["ROADSAVE_APPLICATIONS"] = applications }
@@ -309,14 +324,14 @@ public enum UpCommand {
 
             // Downstream first, so that the earliest events find their subscriber.
             children = [
-                Child(name: "notify", arguments: notifyArguments + level,
+                Child(name: "notify", arguments: notifyArguments + sharedFlags,
                       environment: only(["ROADSAVE_WEBHOOK_SECRET", "ROADSAVE_WEBHOOK_SECRET_FILE", "ROADSAVE_WEBHOOKS"],
                                         notifyEnvironment)),
-                Child(name: "detect", arguments: detectArguments + level,
+                Child(name: "detect", arguments: detectArguments + sharedFlags,
                       environment: only(["ROADSAVE_PLATFORM_URL"], detectEnvironment)),
                 Child(name: "ingest", arguments: ["ingest", "--gateway-endpoint", options.bind(options.gateways),
                                                   "--records-endpoint", options.bind(options.records),
-                                                  "--data-dir", options.dataDirectory(of: "ingest")] + level,
+                                                  "--data-dir", options.dataDirectory(of: "ingest")] + sharedFlags,
                       environment: only(["ROADSAVE_APPLICATIONS", "ROADSAVE_APPLICATIONS_FILE"], ingestEnvironment)),
             ]
         }
@@ -325,7 +340,9 @@ public enum UpCommand {
             log.info("starting", ["executable": executable, "basePort": String(options.basePort), "bindHost": options.bindHost,
                                   "platform": options.platform == nil ? "embedded" : "given"])
             // up passes no CurveZMQ keys yet: say so (a non-loopback --bind-host makes the services refuse to start).
-            Console.err("roadsave up: no CurveZMQ keys: every socket is plaintext and unauthenticated (loopback only)")
+            Console.err(options.insecure && !CurveServerKeys.isLoopback(options.bind(options.basePort))
+                ? "roadsave up: --insecure: no CurveZMQ keys, every socket is plaintext and unauthenticated, and reachable from other machines"
+                : "roadsave up: no CurveZMQ keys: every socket is plaintext and unauthenticated (loopback only)")
             for index in children.indices {
                 guard start(index) else {
                     stopAll(reason: "a service could not be started")

@@ -127,6 +127,33 @@ import Testing
         #expect(![ingest, detect, newNotify].contains(where: isAlive))
     }
 
+    /// up passes no CurveZMQ keys yet: a --bind-host other machines can reach needs --insecure, which it passes on.
+    @Test func aNonLoopbackBindHostNeedsInsecureAndPassesItOn() async throws {
+        var environment = ProcessInfo.processInfo.environment
+        environment["ROADSAVE_APPLICATIONS"] = "demo-app"
+        let refused = try await Roadsave.run(["up", "--bind-host", "0.0.0.0", "--dry-run"], environment: environment)
+        #expect(refused.status == 2, "\(refused.stderr)")
+        #expect(refused.stderr.contains("--bind-host 0.0.0.0 makes the services reachable from other machines")
+                && refused.stderr.contains("--insecure"), "\(refused.stderr)")
+        let loopback = try await Roadsave.run(["up", "--dry-run"], environment: environment)
+        #expect(loopback.status == 0, "\(loopback.stderr)")
+        #expect(!loopback.stdout.contains("--insecure"), "\(loopback.stdout)")
+
+        let up = try await Self.startUp(["--bind-host", "0.0.0.0", "--insecure"])
+        defer {
+            up.kill()
+            try? FileManager.default.removeItem(at: up.dataDirectory)
+        }
+        for service in ["ingest", "detect", "notify"] {
+            let pid = try #require(up.pid(service), "\(up.process.lines)")
+            let commandLine = (try? String(contentsOfFile: "/proc/\(pid)/cmdline", encoding: .utf8)) ?? ""
+            #expect(commandLine.split(separator: "\0").contains("--insecure"), "\(service): \(commandLine)")
+        }
+        #expect(up.process.stderr.contains("reachable from other machines"), "\(up.process.stderr)")
+        up.process.signal(SIGTERM)
+        #expect(await up.process.waitForExit(timeout: 60) == 0)
+    }
+
     @Test func reportsBadOptionsAndFailuresAtStart() async throws {
         var environment = ProcessInfo.processInfo.environment
         environment["ROADSAVE_APPLICATIONS"] = nil
