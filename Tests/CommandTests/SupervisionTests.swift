@@ -111,10 +111,11 @@ import Testing
         var environment = ProcessInfo.processInfo.environment
         environment["ROADSAVE_DATA_DIR"] = "/srv/roadsave"
         environment["ROADSAVE_APPLICATIONS"] = "a"
-        let fromEnvironment = try await Roadsave.run(["up", "--dry-run", "--bind-host", "*", "--log-level", "debug"],
-                                                     environment: environment)
+        // (Every interface without keys: --insecure, passed on to every service.)
+        let fromEnvironment = try await Roadsave.run(["up", "--dry-run", "--bind-host", "*", "--log-level", "debug",
+                                                      "--insecure"], environment: environment)
         #expect(fromEnvironment.status == 0, "\(fromEnvironment.stderr)")
-        #expect(fromEnvironment.stdout.contains("--catch-up-endpoint tcp://*:5555 --data-dir /srv/roadsave/notify --log-level debug"),
+        #expect(fromEnvironment.stdout.contains("--catch-up-endpoint tcp://*:5555 --data-dir /srv/roadsave/notify --log-level debug --insecure"),
                 "\(fromEnvironment.stdout)")
         #expect(fromEnvironment.stdout.contains("--records-endpoint tcp://127.0.0.1:5551 --control-endpoint tcp://*:5552"),
                 "\(fromEnvironment.stdout)")
