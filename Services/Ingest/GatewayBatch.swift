@@ -17,8 +17,10 @@ struct GatewayBatch {
     var unreadable: String?
 
     /// Reads a ROUTER message [identity, (empty delimiter,) batchID, contentType, body]. Records of applications not in
-    /// `applications` are rejected; a batch of more than `maximumBatch` records is refused whole.
-    init(message: [[UInt8]], applications: Set<String>, maximumBatch: Int) {
+    /// `applications` are rejected; a batch of more than `maximumBatch` records is refused whole. Each valid record's
+    /// device goes to `devices` (nil: no limit), which may refuse it (field `user`, with the reason it gives).
+    init(message: [[UInt8]], applications: Set<String>, maximumBatch: Int,
+         devices: (admit: (DeviceID) -> Bool, refusal: (String) -> String)? = nil) {
         replyPrefix = Array(message.prefix(1))
         var rest = Array(message.dropFirst())
         if rest.count == 4, rest[0].isEmpty {
@@ -52,6 +54,7 @@ struct GatewayBatch {
         }
         records.reserveCapacity(decoded.records.count)
         // Validation is the same for both content types (RecordDecoding), so the rejections read the same.
+        var lastAdmitted: DeviceID?
         for (index, result) in decoded.records {
             switch result {
             case let .failure(error):
@@ -60,6 +63,14 @@ struct GatewayBatch {
                 guard applications.contains(record.device.app) else {
                     acknowledgement.rejected.append(Rejection(index: index, field: "app", reason: "unknown application"))
                     continue
+                }
+                if let devices, record.device != lastAdmitted {
+                    guard devices.admit(record.device) else {
+                        acknowledgement.rejected.append(Rejection(index: index, field: "user",
+                                                                  reason: devices.refusal(record.device.app)))
+                        continue
+                    }
+                    lastAdmitted = record.device
                 }
                 records.append(record)
             }
