@@ -93,6 +93,14 @@ public final class NotifierService: @unchecked Sendable {
         try await reactor.run { [self] _ in (publisher?.lastEndpoint, catchUpSocket?.lastEndpoint) }
     }
 
+    /// Entries each sink holds in memory now (read from its outbox, not yet settled), by sink key: what the outbox
+    /// windows bound, whatever the backlog on disk. For tests and diagnostics.
+    func entriesInHand() async throws -> [String: Int] {
+        try await reactor.run { [self] _ in
+            Dictionary(outlets.map { ($0.key, $0.window.inHand) }, uniquingKeysWith: +)
+        }
+    }
+
     // MARK: On the reactor thread
 
     private func setUp(_ loop: ReactorLoop) throws {
