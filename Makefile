@@ -6,7 +6,7 @@ export PATH := $(PATH):/opt/swift/usr/bin
 OUT := out
 BIN := .build/debug/roadsave
 
-.PHONY: deps build test demo bench up clean
+.PHONY: deps build test demo bench up clean fuzz fuzz-smoke
 
 deps:
 	@scripts/install-deps.sh
@@ -42,6 +42,16 @@ bench: deps
 	@[ -f $(OUT)/bench.ndjson ] || .build/release/roadsave simulate --devices 200 --duration 60 --seed 42 --output $(OUT)/bench.ndjson
 	.build/release/roadsave-bench $(OUT)/bench.ndjson
 	python3 scripts/bench_services.py --bin .build/release
+
+## libFuzzer on every decoder of outside input (Fuzz/README.md): FUZZ_SECONDS a target (default 60). A finding is
+## kept in .build/fuzz/findings/<target>/ and fails the run.
+FUZZ_SECONDS ?= 60
+fuzz: deps
+	Fuzz/fuzz.sh run $(FUZZ_SECONDS)
+
+## Every fuzz target for a few seconds on its seeds: that the targets build and the seeds hold their properties.
+fuzz-smoke: deps
+	Fuzz/fuzz.sh run 3
 
 clean:
 	rm -rf .build $(OUT)

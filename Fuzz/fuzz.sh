@@ -33,6 +33,15 @@ extra_sources() {
     esac
 }
 
+# The dictionary of a target, if any (Fuzz/dictionaries).
+dictionary() {
+    case "$1" in
+        json_value|record_json|record_batch|acknowledgement|control_request|detection_settings|catch_up_request)
+            echo "-dict=$FUZZ/dictionaries/json.dict" ;;
+        *) ;;
+    esac
+}
+
 # module name, source directory, module dependencies already built
 build_module() {
     local name="$1" dir="$2" stamp="$OUT/lib$1.a"
@@ -76,7 +85,8 @@ run_target() {
     mkdir -p "$work" "$findings"
     echo "fuzz: $target for ${seconds}s" >&2
     local status=0
-    "$OUT/$target" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 \
+    # shellcheck disable=SC2046
+    "$OUT/$target" $(dictionary "$target") -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 \
         -artifact_prefix="$findings/" "$work" "$FUZZ/corpus/$target" >"$OUT/$target.log" 2>&1 || status=$?
     # executions, executions a second, and the coverage reached (edges, features, corpus) from the last status line
     local runs rate cov
