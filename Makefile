@@ -21,15 +21,15 @@ demo: build
 	@echo "--- events of $(OUT)/morning.ndjson (log lines on stderr) ---"
 	$(BIN) replay $(OUT)/morning.ndjson
 
-## All tests: unit, scenario, real recordings (skipped without ../shared/data) and end to end, then the fuzz smoke run
-## (under 2 minutes with its build, about 45 s once built). The tests that start
+## All tests: the fuzz smoke run (every libFuzzer target a few seconds on its seeds; under 2 minutes with its build),
+## then unit, scenario, real recordings (skipped without ../shared/data) and end to end. The tests that start
 ## processes and time them run one at a time after the others, so a busy 2-core machine can't make them flaky.
 PROCESS_TESTS := IntegrationTests|^CommandTests\.|CLITests|DetectionServiceTests|NotifierSinkTests
 test: deps
+	Fuzz/fuzz.sh run $(FUZZ_SMOKE_SECONDS)
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build --skip '$(PROCESS_TESTS)'
 	$(SWIFT) test --skip-build --no-parallel --filter '$(PROCESS_TESTS)'
-	Fuzz/fuzz.sh run $(FUZZ_SMOKE_SECONDS)
 
 ## The three services on this machine (set ROADSAVE_APPLICATIONS to the applicationIDs to accept).
 up: build
