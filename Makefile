@@ -6,7 +6,7 @@ export PATH := $(PATH):/opt/swift/usr/bin
 OUT := out
 BIN := .build/debug/roadsave
 
-.PHONY: deps build test demo bench up clean
+.PHONY: deps build test demo bench up clean fuzz fuzz-smoke
 
 deps:
 	@scripts/install-deps.sh
@@ -21,10 +21,12 @@ demo: build
 	@echo "--- events of $(OUT)/morning.ndjson (log lines on stderr) ---"
 	$(BIN) replay $(OUT)/morning.ndjson
 
-## All tests: unit, scenario, real recordings (skipped without ../shared/data) and end to end. The tests that start
+## All tests: the fuzz smoke run (every libFuzzer target a few seconds on its seeds; under 2 minutes with its build),
+## then unit, scenario, real recordings (skipped without ../shared/data) and end to end. The tests that start
 ## processes and time them run one at a time after the others, so a busy 2-core machine can't make them flaky.
 PROCESS_TESTS := IntegrationTests|^CommandTests\.|CLITests|DetectionServiceTests|NotifierSinkTests
 test: deps
+	Fuzz/fuzz.sh run $(FUZZ_SMOKE_SECONDS)
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build --skip '$(PROCESS_TESTS)'
 	$(SWIFT) test --skip-build --no-parallel --filter '$(PROCESS_TESTS)'
@@ -42,6 +44,17 @@ bench: deps
 	@[ -f $(OUT)/bench.ndjson ] || .build/release/roadsave simulate --devices 200 --duration 60 --seed 42 --output $(OUT)/bench.ndjson
 	.build/release/roadsave-bench $(OUT)/bench.ndjson
 	python3 scripts/bench_services.py --bin .build/release
+
+## libFuzzer on every decoder of outside input (Fuzz/README.md): FUZZ_SECONDS a target (default 60). A finding is
+## kept in .build/fuzz/findings/<target>/ and fails the run.
+FUZZ_SECONDS ?= 60
+fuzz: deps
+	Fuzz/fuzz.sh run $(FUZZ_SECONDS)
+
+## Every fuzz target for a few seconds on its seeds: that the targets build and the seeds hold their properties.
+FUZZ_SMOKE_SECONDS ?= 3
+fuzz-smoke: deps
+	Fuzz/fuzz.sh run $(FUZZ_SMOKE_SECONDS)
 
 clean:
 	rm -rf .build $(OUT)

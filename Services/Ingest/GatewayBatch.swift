@@ -19,8 +19,10 @@ struct GatewayBatch {
 
     /// Reads a ROUTER message [identity, (empty delimiter,) batchID, contentType, body]. Records of applications not in
     /// `applications` are rejected; a batch of more than `maximumBatch` records is refused whole. With a CurveZMQ
-    /// gateway `key`, records of applications the key is not listed for are rejected too (field `app`).
-    init(message: [[UInt8]], applications: Set<String>, maximumBatch: Int, key: CurveAllowList.Entry? = nil) {
+    /// gateway `key`, records of applications the key is not listed for are rejected too (field `app`). Each valid
+    /// record's device goes to `devices` (nil: no limit), which may refuse it (field `user`, with the reason it gives).
+    init(message: [[UInt8]], applications: Set<String>, maximumBatch: Int, key: CurveAllowList.Entry? = nil,
+         devices: (admit: (DeviceID) -> Bool, refusal: (String) -> String)? = nil) {
         replyPrefix = Array(message.prefix(1))
         var rest = Array(message.dropFirst())
         if rest.count == 4, rest[0].isEmpty {
@@ -54,6 +56,7 @@ struct GatewayBatch {
         }
         records.reserveCapacity(decoded.records.count)
         // Validation is the same for both content types (RecordDecoding), so the rejections read the same.
+        var lastAdmitted: DeviceID?
         for (index, result) in decoded.records {
             switch result {
             case let .failure(error):
@@ -69,6 +72,14 @@ struct GatewayBatch {
                 guard applications.contains(record.device.app) else {
                     acknowledgement.rejected.append(Rejection(index: index, field: "app", reason: "unknown application"))
                     continue
+                }
+                if let devices, record.device != lastAdmitted {
+                    guard devices.admit(record.device) else {
+                        acknowledgement.rejected.append(Rejection(index: index, field: "user",
+                                                                  reason: devices.refusal(record.device.app)))
+                        continue
+                    }
+                    lastAdmitted = record.device
                 }
                 records.append(record)
             }

@@ -1,6 +1,7 @@
 import Foundation
 import RoadSaveModel
 import ServiceKit
+import Wire
 import ZeroMQ
 
 /// sensor-ingest's settings: flags, environment or a JSON file (see `ServiceConfiguration`).
@@ -21,6 +22,12 @@ public struct IngestConfiguration: Sendable {
     public var applications: Set<String> = []
     /// Largest batch accepted, in records.
     public var maximumBatch = 50_000
+    /// Largest frame a gateway may send, in bytes (ZMQ_MAXMSGSIZE on the gateway socket): a gateway that sends a
+    /// larger one is disconnected unanswered, before any of it is held. The decoders refuse more than 64 MiB anyway.
+    public var maximumMessageBytes = Int64(MessagePack.Limits.maximumBytes)
+    /// Most distinct devices (clientUserIDs) per application; records of further new devices are refused in the ack
+    /// (field `user`). Known devices are kept in the journal, so the limit holds across restarts.
+    public var maximumDevicesPerApplication = 100_000
     /// Records are stored per shard, by a stable hash of the device, so several detection processes can each read a
     /// share of the devices. Fixed for a journal: changing it needs a new data directory.
     public var shards = 16
@@ -47,6 +54,12 @@ public struct IngestConfiguration: Sendable {
                     help: "file of accepted applicationIDs, one a line (# comments allowed)"),
         SettingSpec(flag: "--max-batch", environment: "ROADSAVE_MAX_BATCH", key: "maxBatch", default: "50000",
                     help: "largest batch accepted, in records"),
+        SettingSpec(flag: "--max-message-bytes", environment: "ROADSAVE_MAX_MESSAGE_BYTES", key: "maxMessageBytes",
+                    default: String(MessagePack.Limits.maximumBytes),
+                    help: "largest frame a gateway may send, in bytes; a gateway sending a larger one is disconnected unanswered"),
+        SettingSpec(flag: "--max-devices-per-app", environment: "ROADSAVE_MAX_DEVICES_PER_APP", key: "maxDevicesPerApp",
+                    default: "100000",
+                    help: "most devices (clientUserIDs) per application; records of further new devices are refused in the ack (field user), known devices go on"),
         SettingSpec(flag: "--shards", environment: "ROADSAVE_SHARDS", key: "shards", default: "16",
                     help: "number of device shards the journal stores records by (fixed per data directory)"),
         SettingSpec(flag: "--log-level", environment: "ROADSAVE_LOG_LEVEL", key: "logLevel", default: "info",
@@ -81,6 +94,10 @@ public struct IngestConfiguration: Sendable {
         }
         configuration.applications = applications
         configuration.maximumBatch = Int(try source.double("maxBatch", range: 1...10_000_000) ?? 50_000)
+        configuration.maximumMessageBytes = Int64(try source.double("maxMessageBytes", range: 1024...Double(1 << 31))
+            ?? Double(MessagePack.Limits.maximumBytes))
+        configuration.maximumDevicesPerApplication = Int(try source.double("maxDevicesPerApp", range: 1...100_000_000)
+            ?? 100_000)
         configuration.shards = Int(try source.double("shards", range: 1...1024) ?? 16)
         configuration.logLevel = try LogLevelSetting.parse(source.string("logLevel") ?? "info")
         let curve = try CurveSettings.paths(source)

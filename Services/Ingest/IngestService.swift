@@ -59,7 +59,8 @@ public final class IngestService: @unchecked Sendable {
             let directory = try DataDirectory.prepare(configuration.dataDirectory)
             let journal = try Journal(directory: directory, shards: configuration.shards,
                                       retentionAge: configuration.retentionAge,
-                                      maximumBytes: configuration.journalMaximumBytes, log: log)
+                                      maximumBytes: configuration.journalMaximumBytes,
+                                      maximumDevicesPerApplication: configuration.maximumDevicesPerApplication, log: log)
             self.journal = journal
             loop.onStop { [self] in close() }
 
@@ -67,9 +68,11 @@ public final class IngestService: @unchecked Sendable {
             try secure(gateways, loop: loop)
             try gateways.setReceiveHighWaterMark(Self.gatewayQueueLimit)
             try gateways.setSendTimeout(milliseconds: 1000)
+            try gateways.setMaximumMessageSize(configuration.maximumMessageBytes)
             try gateways.bind(configuration.gatewayEndpoint)
             let records = try loop.socket(.router)
             try records.setSendTimeout(milliseconds: 0)
+            try records.setMaximumMessageSize(FeedServer.maximumRequestBytes)
             try records.bind(configuration.recordsEndpoint)
             feedServer = FeedServer(socket: records, loop: loop, source: journal, log: log)
             loop.onReadable(gateways) { [self] socket in serveBatches(socket) }
@@ -81,7 +84,9 @@ public final class IngestService: @unchecked Sendable {
                                         "oldest": summary.oldest.map(String.init) ?? "-", "head": String(summary.head),
                                         "bytes": String(summary.bytes)])
             log.info("listening", ["gateways": gateways.lastEndpoint, "records": records.lastEndpoint,
-                                   "applications": String(configuration.applications.count)])
+                                   "applications": String(configuration.applications.count),
+                                   "maxMessageBytes": String(configuration.maximumMessageBytes),
+                                   "maxDevicesPerApp": String(configuration.maximumDevicesPerApplication)])
         }
         if let error = reactor.wait() { throw error }
     }
@@ -94,12 +99,14 @@ public final class IngestService: @unchecked Sendable {
     // MARK: On the reactor thread
 
     private func serveBatches(_ socket: ZMQSocket) {
+        guard let journal else { return }
         // Take every batch there is now (up to a bound; the reactor calls again while more wait).
         var group: [GatewayBatch] = []
         var records = 0
         socket.drain(limit: Self.groupBatches, failed: { log.error("gateway socket failed", ["error": "\($0)"]) }) { message in
             let batch = GatewayBatch(message: message, applications: configuration.applications,
-                                     maximumBatch: configuration.maximumBatch, key: gatewayKey(socket.lastUserID))
+                                     maximumBatch: configuration.maximumBatch, key: gatewayKey(socket.lastUserID),
+                                     devices: (journal.admit, journal.refusal(forNewDeviceOf:)))
             record(batch)
             if batch.records.isEmpty {
                 // Nothing to store: the answer can go now.
@@ -110,7 +117,7 @@ public final class IngestService: @unchecked Sendable {
             }
             return records < Self.groupRecords
         }
-        guard !group.isEmpty, let journal else { return }
+        guard !group.isEmpty else { return }
         statistics.largestGroup = max(statistics.largestGroup, group.count)
         do {
             try journal.append(group.map { Journal.Batch(id: $0.batchText, records: $0.records) })

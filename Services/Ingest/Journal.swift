@@ -29,9 +29,13 @@ import Glibc
 ///     -- What each consumer (detection shard) has checkpointed: retention never deletes past it by age.
 ///     consumers(consumer TEXT PRIMARY KEY, shard INTEGER, shards INTEGER, acknowledged INTEGER NOT NULL,
 ///               seen_at REAL NOT NULL)
+///     -- Every device ingest has accepted records of (written in the transaction of its first records), so the
+///     -- --max-devices-per-app limit holds across restarts. Never deleted by retention: a slot stays taken.
+///     devices(app TEXT NOT NULL, user TEXT NOT NULL, first_seen REAL NOT NULL, PRIMARY KEY (app, user))
 ///
 /// Handy queries: `SELECT shard, count(*), sum(records) FROM chunks GROUP BY shard;`,
-/// `SELECT consumer, acknowledged, datetime(seen_at, 'unixepoch') FROM consumers;`. A consumer that is gone for good
+/// `SELECT consumer, acknowledged, datetime(seen_at, 'unixepoch') FROM consumers;`,
+/// `SELECT app, count(*) FROM devices GROUP BY app;`. A consumer that is gone for good
 /// (detection resharded) keeps protecting its shards from the age rule until its row is deleted
 /// (`DELETE FROM consumers WHERE consumer = '…';`, with ingest stopped or not).
 ///
@@ -59,12 +63,14 @@ public final class Journal: FeedSource {
     private var consumers: [String: JournalConsumer] = [:]
     private var unsavedConsumers: Set<String> = []
     private var isOpen = true
+    private var devices: KnownDevices
 
     /// Opens (creating if needed) the journal of `directory`. Throws a `JournalError` when the journal was created with
     /// another shard count, a `StorageError` when SQLite cannot open it. One process per data directory is the
     /// service command's business (`DataDirectoryLock`), not the journal's.
     /// `clock` gives Unix seconds (tests set it).
-    public init(directory: String, shards: Int, retentionAge: Double = 86_400, maximumBytes: Int64 = 0, log: Log,
+    public init(directory: String, shards: Int, retentionAge: Double = 86_400, maximumBytes: Int64 = 0,
+                maximumDevicesPerApplication: Int = 100_000, log: Log,
                 clock: @escaping () -> Double = { Date().timeIntervalSince1970 }) throws {
         precondition(shards > 0, "a journal needs at least one shard")
         self.shards = shards
@@ -93,6 +99,11 @@ public final class Journal: FeedSource {
                                            acknowledged: row.unsigned(3), seenAt: row.double(4))
             consumers[consumer.name] = consumer
         }
+        var devices = KnownDevices(limit: maximumDevicesPerApplication)
+        try database.statement("SELECT app, user FROM devices").query { row in
+            devices.load(DeviceID(app: row.text(0), user: row.text(1)))
+        }
+        self.devices = devices
         head = UInt64(try database.integer("SELECT seq FROM sqlite_sequence WHERE name = 'chunks'") ?? 0)
         feedID = meta.journalID
         createdAt = meta.createdAt
@@ -117,6 +128,21 @@ public final class Journal: FeedSource {
         database.close()
     }
 
+    // MARK: Devices
+
+    /// Whether records of `device` may be accepted: it is known, or its application has fewer than
+    /// `maximumDevicesPerApplication` devices (it is then known, tentatively until the next `append` stores it with its
+    /// records; if that fails it is forgotten again).
+    public func admit(_ device: DeviceID) -> Bool { devices.admit(device) }
+
+    /// Why a record of a device `admit` refused was not accepted.
+    public func refusal(forNewDeviceOf application: String) -> String { devices.refusal(for: application) }
+
+    /// Devices known for `application` (stored, or admitted and about to be).
+    public func deviceCount(of application: String) -> Int { devices.count(of: application) }
+
+    public var maximumDevicesPerApplication: Int { devices.limit }
+
     // MARK: Appending
 
     /// The accepted records of one gateway batch.
@@ -132,7 +158,8 @@ public final class Journal: FeedSource {
     }
 
     /// Stores `batches` in one transaction (group commit: one fsync for all): each batch becomes one chunk per shard
-    /// it has records of. When this returns, the records are durable; when it throws, none of them is stored.
+    /// it has records of, and the devices admitted since the last append are written to `devices`. When this returns,
+    /// the records are durable; when it throws, none of them is stored (and those devices are unknown again).
     /// Returns the positions of the new chunks (nil when there was nothing to store).
     @discardableResult
     public func append(_ batches: [Batch]) throws -> ClosedRange<UInt64>? {
@@ -140,21 +167,30 @@ public final class Journal: FeedSource {
         let insert = try database.statement(
             "INSERT INTO chunks (shard, records, received_at, batch, body) VALUES (?, ?, ?, ?, ?)")
         var chunks = 0, records = 0
-        try database.transaction {
-            for batch in batches where !batch.records.isEmpty {
-                var byShard: [Int: [SensorRecord]] = [:]
-                for record in batch.records {
-                    byShard[DeviceShard.of(record.device, shards: shards), default: []].append(record)
-                }
-                for shard in byShard.keys.sorted() {
-                    let shardRecords = byShard[shard]!
-                    try insert.run(shard, shardRecords.count, receivedAt, batch.id,
-                                   RecordBatch.encodeBatch(shardRecords, as: .msgpack))
-                    chunks += 1
-                    records += shardRecords.count
+        let insertDevice = try database.statement(
+            "INSERT OR IGNORE INTO devices (app, user, first_seen) VALUES (?, ?, ?)")
+        do {
+            try database.transaction {
+                for device in devices.pending { try insertDevice.run(device.app, device.user, receivedAt) }
+                for batch in batches where !batch.records.isEmpty {
+                    var byShard: [Int: [SensorRecord]] = [:]
+                    for record in batch.records {
+                        byShard[DeviceShard.of(record.device, shards: shards), default: []].append(record)
+                    }
+                    for shard in byShard.keys.sorted() {
+                        let shardRecords = byShard[shard]!
+                        try insert.run(shard, shardRecords.count, receivedAt, batch.id,
+                                       RecordBatch.encodeBatch(shardRecords, as: .msgpack))
+                        chunks += 1
+                        records += shardRecords.count
+                    }
                 }
             }
+        } catch {
+            devices.rollBack()
+            throw error
         }
+        _ = devices.commit()
         guard chunks > 0 else { return nil }
         let last = UInt64(database.lastInsertRowID)
         head = last
@@ -380,6 +416,12 @@ public final class Journal: FeedSource {
                     acknowledged INTEGER NOT NULL,
                     seen_at REAL NOT NULL
                 );
+                CREATE TABLE IF NOT EXISTS devices (
+                    app TEXT NOT NULL,
+                    user TEXT NOT NULL,
+                    first_seen REAL NOT NULL,
+                    PRIMARY KEY (app, user)
+                ) WITHOUT ROWID;
                 """)
             var values: [String: String] = [:]
             try database.statement("SELECT key, value FROM meta").query { row in values[row.text(0)] = row.text(1) }

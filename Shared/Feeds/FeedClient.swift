@@ -18,7 +18,9 @@ public final class FeedClient {
     static let answerGrace = 2.0
 
     /// Connects to `endpoint`; `onReply` gets each answer to the outstanding request, on the loop's thread.
-    public init(loop: ReactorLoop, endpoint: String, log: Log,
+    /// `maximumFrameBytes` (ZMQ_MAXMSGSIZE, nil for no limit) is the largest frame accepted from the server: a larger
+    /// one drops the connection (libzmq reconnects), so it must exceed the largest item the server can send.
+    public init(loop: ReactorLoop, endpoint: String, log: Log, maximumFrameBytes: Int64? = nil,
                 onReply: @escaping (FeedReplyHeader, ArraySlice<[UInt8]>) -> Void) throws {
         self.endpoint = endpoint
         self.loop = loop
@@ -26,6 +28,7 @@ public final class FeedClient {
         self.onReply = onReply
         socket = try loop.socket(.dealer)
         try socket.setSendTimeout(milliseconds: 0)
+        if let maximumFrameBytes { try socket.setMaximumMessageSize(maximumFrameBytes) }
         try socket.connect(endpoint)
         loop.onReadable(socket) { [unowned self] socket in receive(socket) }
         resendTimer = loop.every(0.25) { [unowned self] in resendIfLate() }

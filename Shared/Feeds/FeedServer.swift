@@ -14,6 +14,8 @@ public final class FeedServer {
     private let now: () -> Double
     /// Most requests held at once; beyond it a request is answered at once, empty.
     static let maximumHeld = 4096
+    /// The largest frame a feed server's socket needs to accept (ZMQ_MAXMSGSIZE): a request is a small map.
+    public static let maximumRequestBytes: Int64 = 64 << 10
 
     /// Takes over `socket` (a bound ROUTER) on `loop`.
     public init(socket: ZMQSocket, loop: ReactorLoop, source: any FeedSource, log: Log) {

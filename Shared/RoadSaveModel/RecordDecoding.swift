@@ -37,7 +37,9 @@ public enum RecordDecoding {
             return UInt64(value)
         }
         let t = try fields.number("t")
-        guard t >= earliestTime, t < latestTime else {
+        // Checked as `json()` writes it, to the millisecond: 4102444799.9996 would be written as 4102444800.000, a time
+        // this decoder refuses (found by Fuzz/Targets/record_json.swift).
+        guard t >= earliestTime, (t * 1000).rounded() < latestTime * 1000 else {
             throw RecordError(field: "t", reason: "\(t) is not a time between 2000 and 2100 in seconds since 1970")
         }
         let payload: SensorRecord.Payload
@@ -88,7 +90,10 @@ public enum RecordDecoding {
 
     private static func impact(_ fields: inout Fields) throws(RecordError) -> ImpactObservation {
         let peak = try fields.number("peakG")
-        guard peak >= 0, peak < 1000 else { throw RecordError(field: "peakG", reason: "\(peak) is outside 0…1000 g") }
+        // Below 1000 also at the 4 decimals `json()` writes (999.99996 would be written as 1000).
+        guard peak >= 0, (peak * 10_000).rounded() < 10_000_000 else {
+            throw RecordError(field: "peakG", reason: "\(peak) is outside 0…1000 g")
+        }
         let duration = try fields.optionalNumber("durationMs")
         if let duration, duration < 0 || duration > 60_000 {
             throw RecordError(field: "durationMs", reason: "\(duration) is outside 0…60000 ms")

@@ -176,6 +176,26 @@ public final class ZMQSocket {
         try setOption(ZMQ_RCVHWM, messages, name: "ZMQ_RCVHWM")
     }
 
+    /// `ZMQ_MAXMSGSIZE`: the largest frame, in bytes, this socket accepts from a peer (-1, libzmq's default: no limit).
+    /// libzmq checks each frame's length header before reading the frame, so nothing of an oversized frame is held;
+    /// the peer that sent it is disconnected (it gets no answer), and every other peer goes on. Set before bind/connect.
+    public func setMaximumMessageSize(_ bytes: Int64) throws(ZMQError) {
+        let handle = try open("zmq_setsockopt(ZMQ_MAXMSGSIZE=\(bytes))")
+        var value = bytes
+        if zmq_setsockopt(handle, ZMQ_MAXMSGSIZE, &value, MemoryLayout<Int64>.size) != 0 {
+            throw ZMQError.last("zmq_setsockopt(ZMQ_MAXMSGSIZE=\(bytes))")
+        }
+    }
+
+    /// `ZMQ_MAXMSGSIZE` as set (-1: no limit).
+    public func maximumMessageSize() throws(ZMQError) -> Int64 {
+        let handle = try open("zmq_getsockopt(ZMQ_MAXMSGSIZE)")
+        var value: Int64 = 0
+        var size = MemoryLayout<Int64>.size
+        if zmq_getsockopt(handle, ZMQ_MAXMSGSIZE, &value, &size) != 0 { throw ZMQError.last("zmq_getsockopt(ZMQ_MAXMSGSIZE)") }
+        return value
+    }
+
     /// `ZMQ_SUBSCRIBE` (SUB/XSUB): receive messages whose first frame starts with `prefix` (empty = everything).
     public func subscribe(_ prefix: [UInt8]) throws(ZMQError) {
         try setOption(ZMQ_SUBSCRIBE, bytes: prefix, name: "ZMQ_SUBSCRIBE")

@@ -78,6 +78,9 @@ public final class DetectionService: @unchecked Sendable {
         var recoveredInputs = 0
     }
 
+    /// The largest frame accepted on the control socket (ZMQ_MAXMSGSIZE): a command is a small JSON object; a client
+    /// sending a larger frame is disconnected unanswered.
+    static let maximumCommandBytes: Int64 = 64 << 10
     /// Longest a graceful stop waits for platform calls in flight.
     static let stopGrace = 10.0
     /// How long a journal may leave requests unanswered before the clock runs on without it (its records, if any,
@@ -103,11 +106,13 @@ public final class DetectionService: @unchecked Sendable {
             let recovery = try restore(from: store)
             let outboxSocket = try loop.socket(.router)
             try outboxSocket.setSendTimeout(milliseconds: 1000)
+            try outboxSocket.setMaximumMessageSize(FeedServer.maximumRequestBytes)
             try outboxSocket.bind(configuration.eventsEndpoint)
             outbox = FeedServer(socket: outboxSocket, loop: loop, source: store, log: log)
             let control = try loop.socket(.router)
             try secureControl(control, loop: loop)
             try control.setSendTimeout(milliseconds: 1000)
+            try control.setMaximumMessageSize(Self.maximumCommandBytes)
             try control.bind(configuration.controlEndpoint)
             self.control = control
             loop.onReadable(control) { [self] socket in receiveCommands(socket, loop: loop) }

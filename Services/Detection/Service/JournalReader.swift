@@ -27,6 +27,10 @@ final class JournalReader {
     /// Items and bytes asked for at once: enough to keep detection busy between two round trips.
     static let maximumItems = 512
     static let maximumBytes = 8 << 20
+    /// The largest frame accepted from ingest (ZMQ_MAXMSGSIZE on the DEALER). An item is one journal chunk: the
+    /// records of one gateway batch (a body of at most 64 MiB) for one shard, re-encoded as MessagePack, where a number
+    /// may widen to 9 bytes; four times the largest body leaves room for that.
+    static let maximumFrameBytes: Int64 = 4 * 64 << 20
     /// How long ingest may hold a request while it has nothing new (it answers as soon as a batch is stored).
     static let waitMilliseconds = 1000
 
@@ -37,7 +41,7 @@ final class JournalReader {
         self.consumer = consumer
         self.shard = shard
         lastReply = loop.now
-        client = try FeedClient(loop: loop, endpoint: endpoint, log: log) { [unowned self] header, items in
+        client = try FeedClient(loop: loop, endpoint: endpoint, log: log, maximumFrameBytes: Self.maximumFrameBytes) { [unowned self] header, items in
             lastReply = loop.now
             head = header.head
             onReply(self, header, items)

@@ -44,6 +44,13 @@ public final class NotifierService: @unchecked Sendable {
 
     /// Most outbox entries in one sink's hands.
     static let window = 1000
+    /// The largest frame accepted from detection's outbox feed (an item is one event: a few KiB) and on the catch-up
+    /// and PUB sockets (a request, a subscription: small). ZMQ_MAXMSGSIZE: a peer sending more is disconnected.
+    static let maximumEventFrameBytes: Int64 = 16 << 20
+    static let maximumRequestBytes: Int64 = 64 << 10
+    /// Messages queued per subscriber in libzmq (ZMQ_SNDHWM of the PUB): a subscriber that does not keep up loses
+    /// what is over it (it catches up by position on the catch-up endpoint), and the notifier's memory stays bounded.
+    static let subscriberQueue: Int32 = 10_000
     /// Most events asked for in one fetch.
     static let fetchSize = 256
     /// Pause before asking again after an error (of the feed or of the store).
@@ -86,6 +93,14 @@ public final class NotifierService: @unchecked Sendable {
     /// The endpoints bound (with the ports picked for `*`), once running: for tests and logs.
     public func boundEndpoints() async throws -> (publish: String?, catchUp: String?) {
         try await reactor.run { [self] _ in (publisher?.lastEndpoint, catchUpSocket?.lastEndpoint) }
+    }
+
+    /// Entries each sink holds in memory now (read from its outbox, not yet settled), by sink key: what the outbox
+    /// windows bound, whatever the backlog on disk. For tests and diagnostics.
+    func entriesInHand() async throws -> [String: Int] {
+        try await reactor.run { [self] _ in
+            Dictionary(outlets.map { ($0.key, $0.window.inHand) }, uniquingKeysWith: +)
+        }
     }
 
     // MARK: CurveZMQ
@@ -148,7 +163,8 @@ public final class NotifierService: @unchecked Sendable {
 
         if let endpoint = configuration.publishEndpoint {
             let publisher = try loop.socket(.pub)
-            try publisher.setSendHighWaterMark(1_000_000)
+            try publisher.setSendHighWaterMark(Self.subscriberQueue)
+            try publisher.setMaximumMessageSize(Self.maximumRequestBytes)
             try publisher.setLinger(milliseconds: 2000)
             try secure(publisher, loop: loop)
             try publisher.bind(endpoint)
@@ -175,6 +191,7 @@ public final class NotifierService: @unchecked Sendable {
         if let endpoint = configuration.catchUpEndpoint {
             let socket = try loop.socket(.router)
             try secure(socket, loop: loop)
+            try socket.setMaximumMessageSize(Self.maximumRequestBytes)
             try socket.bind(endpoint)
             catchUpSocket = socket
             catchUp = CatchUpServer(socket: socket, loop: loop, store: store, format: configuration.publishFormat,
@@ -183,7 +200,8 @@ public final class NotifierService: @unchecked Sendable {
         }
         for endpoint in configuration.eventsEndpoints {
             let upstream = UpstreamFeed(endpoint: endpoint, now: loop.now)
-            upstream.client = try FeedClient(loop: loop, endpoint: endpoint, log: log) { [unowned self] header, items in
+            upstream.client = try FeedClient(loop: loop, endpoint: endpoint, log: log,
+                                             maximumFrameBytes: Self.maximumEventFrameBytes) { [unowned self] header, items in
                 replied(upstream, loop: loop, header: header, items: items)
             }
             upstreams.append(upstream)

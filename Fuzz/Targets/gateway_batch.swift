@@ -1,0 +1,31 @@
+// Ingest's GatewayBatch (a whole ROUTER message from a gateway) on arbitrary frames: the input is split into frames,
+// each a 2-byte little-endian length and its bytes (see FuzzSupport). GatewayBatch.swift is compiled into this target.
+// Properties: only records of known applications are kept; the acknowledgement counts every element or says why the
+// batch is unreadable; the reply goes back to the sender's routing frames and its acknowledgement reads back equal
+// in the batch's content type.
+import RoadSaveModel
+import Wire
+
+let applications: Set<String> = ["app-1", "a"]
+
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
+    let message = frames(bytes(data, size)[...])
+    let batch = GatewayBatch(message: message, applications: applications, maximumBatch: 1000)
+    require(batch.records.allSatisfy { applications.contains($0.device.app) }, "a record of an unknown application was kept")
+    require(batch.acknowledgement.accepted == batch.records.count, "accepted is not the number of records kept")
+    require(batch.records.count <= 1000, "more than maximumBatch records kept")
+    if batch.unreadable != nil {
+        require(batch.records.isEmpty && batch.acknowledgement.rejected.count == 1
+                && batch.acknowledgement.rejected[0].index == -1, "an unreadable batch is not answered as one")
+    }
+    let reply = batch.reply
+    if message.isEmpty {
+        require(reply.isEmpty, "a reply to nobody")
+        return 0
+    }
+    require(reply.count >= 3 && reply[0] == message[0], "the reply is not addressed to the sender")
+    let ack = try? Acknowledgement.decode(reply[reply.count - 1], contentType: batch.contentType)
+    require(ack == batch.acknowledgement, "the reply's acknowledgement does not read back")
+    return 0
+}

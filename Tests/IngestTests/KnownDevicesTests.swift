@@ -1,0 +1,47 @@
+@testable import IngestService
+import RoadSaveModel
+import Testing
+
+/// The per-application device limit as a value: tentative admissions, commit, roll-back.
+struct KnownDevicesTests {
+    static func device(_ user: String, app: String = "app-1") -> DeviceID { DeviceID(app: app, user: user) }
+
+    /// Which of `users` (of `app`) are admitted, in order (`#expect` cannot take a mutating call).
+    static func admitted(_ users: [String], app: String = "app-1", into devices: inout KnownDevices) -> [Bool] {
+        users.map { devices.admit(device($0, app: app)) }
+    }
+
+    @Test func admitsUpToTheLimitPerApplicationAndKnownDevicesAlways() {
+        var devices = KnownDevices(limit: 2)
+        let answers = Self.admitted(["a", "b", "c", "a"], into: &devices)
+        #expect(answers == [true, true, false, true], "a third device is refused; a known one goes on at the limit")
+        let otherApplication = Self.admitted(["c"], app: "app-2", into: &devices)
+        #expect(otherApplication == [true], "the limit is per application")
+        #expect(devices.count(of: "app-1") == 2)
+        #expect(devices.refusal(for: "app-1").contains("at most 2"))
+    }
+
+    @Test func aRollBackFreesTheSlotsOfDevicesWhoseRecordsWereNotStored() {
+        var devices = KnownDevices(limit: 2)
+        _ = Self.admitted(["a"], into: &devices)
+        let stored = devices.commit()
+        #expect(stored == [Self.device("a")])
+        _ = Self.admitted(["b"], into: &devices)
+        devices.rollBack()
+        #expect(!devices.contains(Self.device("b")) && devices.contains(Self.device("a")))
+        let afterRollBack = Self.admitted(["c", "b"], into: &devices)
+        #expect(afterRollBack == [true, false], "b's slot went to c")
+        let storedNext = devices.commit()
+        #expect(storedNext == [Self.device("c")])
+        #expect(devices.pending.isEmpty)
+    }
+
+    @Test func devicesLoadedFromTheStoreStayKnownWhenTheLimitWasLowered() {
+        var devices = KnownDevices(limit: 1)
+        devices.load(Self.device("a"))
+        devices.load(Self.device("b"))
+        let answers = Self.admitted(["b", "c"], into: &devices)
+        #expect(answers == [true, false])
+        #expect(devices.pending.isEmpty, "loaded devices are stored already")
+    }
+}
