@@ -18,7 +18,8 @@ SWIFTC="${SWIFTC:-swiftc}"
 # The Swift runtime's own backtracer would hold libFuzzer's crash handling (and a pipe) open; libFuzzer reports.
 export SWIFT_BACKTRACE=enable=no
 # -O: libFuzzer needs speed; asserts in the targets use `require`, which stays in optimized builds.
-FLAGS=(-sanitize=fuzzer,address -parse-as-library -O -g -swift-version 6 -I "$OUT" -I "$ROOT/Shared/CMessagePack")
+FLAGS=(-sanitize=fuzzer,address -parse-as-library -O -g -swift-version 6 -I "$OUT" -I "$ROOT/Shared/CMessagePack"
+       -I "$ROOT/Shared/CZeroMQ")
 
 TARGETS=(msgpack_value record_batch json_value record_json acknowledgement control_request detection_settings
          feed_messages event_body catch_up_request gateway_batch)
@@ -64,7 +65,7 @@ build_target() {
     echo "fuzz: building target $target" >&2
     # gold warns about every ASan helper symbol; the warnings are harmless and drown the real errors.
     "$SWIFTC" "${FLAGS[@]}" -module-name "Fuzz_$target" "${sources[@]}" -o "$binary" \
-        -L "$OUT" -lDetectionEngine -lWire -lRoadSaveModel -lmsgpackc 2>&1 | grep -v "Cannot export local symbol" || true
+        -L "$OUT" -lDetectionEngine -lWire -lZeroMQ -lRoadSaveModel -lmsgpackc -lzmq 2>&1 | grep -v "Cannot export local symbol" || true
     [[ -x "$binary" ]] || { echo "fuzz: target $target did not build" >&2; exit 1; }
 }
 
@@ -72,6 +73,8 @@ build_all() {
     mkdir -p "$OUT"
     build_module RoadSaveModel "$ROOT/Shared/RoadSaveModel"
     build_module Wire "$ROOT/Shared/Wire"
+    # Ingest's gateway messages know the CurveZMQ allow-list entries (ZeroMQ module).
+    build_module ZeroMQ "$ROOT/Shared/ZeroMQ"
     build_module DetectionEngine "$ROOT/Services/Detection/Engine"
     local target
     for target in "$@"; do build_target "$target"; done
