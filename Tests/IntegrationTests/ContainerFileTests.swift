@@ -142,9 +142,13 @@ struct ContainerFileTests {
 
     @Test func publishedPortsAgreeWithTheEndpoints() throws {
         let services = try Self.services()
-        // The endpoints outside programs use (CONTRACT §7): gateways 5550, control 5552, subscribers 5554, catch-up 5555.
+        // The endpoints outside programs use (CONTRACT §7): gateways 5550, subscribers 5554, catch-up 5555. Control
+        // (5552) is published only when asked for, with docker-compose.control.yml.
         let published = Set(services.flatMap(\.publishedPorts))
-        #expect(published == [5550, 5552, 5554, 5555], "published \(published.sorted())")
+        #expect(published == [5550, 5554, 5555], "published \(published.sorted())")
+        let override = try String(contentsOf: Build.repository.appendingPathComponent("docker-compose.control.yml"),
+                                  encoding: .utf8)
+        #expect(override.contains("\"5552:5552\""), "docker-compose.control.yml does not publish the control port")
         for service in services {
             for port in service.publishedPorts {
                 #expect(service.boundPorts.contains(port), "\(service.name) publishes \(port) but binds \(service.boundPorts)")
