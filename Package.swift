@@ -41,7 +41,7 @@ let package = Package(
                 path: "Services/Detection/PlatformHTTP"),
 
         // What every service process shares: configuration, signals, the run loop of a service.
-        .target(name: "ServiceKit", dependencies: ["RoadSaveModel"], path: "Shared/ServiceKit"),
+        .target(name: "ServiceKit", dependencies: ["RoadSaveModel", "ZeroMQ"], path: "Shared/ServiceKit"),
         // sensor-ingest: validates, acknowledges and publishes gateways' records.
         .target(name: "IngestService", dependencies: ["RoadSaveModel", "ServiceKit", "Wire", "ZeroMQ", "Storage", "Feeds"],
                 path: "Services/Ingest"),

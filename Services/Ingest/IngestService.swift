@@ -145,31 +145,9 @@ public final class IngestService: @unchecked Sendable {
                         ["gateways": configuration.gatewayEndpoint])
             return
         }
-        let zap = try ZAPHandler(loop: loop, allowListPath: curve.allowListPath) { [log] decision in
-            if decision.accepted {
-                log.debug("key accepted", ["role": decision.role, "key": decision.who, "address": decision.address])
-            } else {
-                log.warning("connection refused", ["role": decision.role, "key": decision.who, "address": decision.address,
-                                                   "reason": decision.reason])
-            }
-        }
+        let zap = try ServiceZAP.start(loop: loop, reactor: reactor, keys: curve, role: .gateway, log: log)
         try zap.secure(gateways, role: .gateway, secretKey: curve.secretKey)
         self.zap = zap
-        ReloadRequests.onReload { [reactor] in
-            reactor.post { [self] _ in reloadAllowList() }
-        }
-        log.info("CurveZMQ on", ["publicKey": curve.publicKey, "allow": curve.allowListPath,
-                                 "gatewayKeys": String(zap.allowList.count(role: .gateway))])
-    }
-
-    private func reloadAllowList() {
-        guard let zap else { return }
-        do {
-            let list = try zap.reload()
-            log.info("allow-list re-read", ["allow": zap.allowListPath, "gatewayKeys": String(list.count(role: .gateway))])
-        } catch {
-            log.error("allow-list not re-read; the previous one stays in force", ["error": "\(error)"])
-        }
     }
 
     /// The allow-list entry of the key a batch came with; a key removed since its handshake gets an entry that allows

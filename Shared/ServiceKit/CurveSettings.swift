@@ -1,7 +1,7 @@
 import RoadSaveModel
 
 /// The CurveZMQ settings every service shares: its secret key, its allow-list, and `--insecure`. The keys themselves
-/// are read by `ZeroMQ.CurveServerKeys.load` (ServiceKit does not link libzmq); a service's configuration calls both.
+/// are read by `ZeroMQ.CurveServerKeys.load`; a service's configuration calls both, and `ServiceZAP` guards its sockets.
 public enum CurveSettings {
     public static let specs: [SettingSpec] = [
         SettingSpec(flag: "--curve-secret-key", environment: "ROADSAVE_CURVE_SECRET_KEY", key: "curveSecretKey",

@@ -646,30 +646,9 @@ public final class DetectionService: @unchecked Sendable {
                         ["control": configuration.controlEndpoint])
             return
         }
-        let zap = try ZAPHandler(loop: loop, allowListPath: curve.allowListPath) { [log] decision in
-            if decision.accepted {
-                log.debug("key accepted", ["role": decision.role, "key": decision.who, "address": decision.address])
-            } else {
-                log.warning("connection refused", ["role": decision.role, "key": decision.who, "address": decision.address,
-                                                   "reason": decision.reason])
-            }
-        }
+        let zap = try ServiceZAP.start(loop: loop, reactor: reactor, keys: curve, role: .operator, log: log)
         try zap.secure(control, role: .operator, secretKey: curve.secretKey)
         self.zap = zap
-        ReloadRequests.onReload { [reactor] in
-            reactor.post { [self] _ in
-                guard let zap = self.zap else { return }
-                do {
-                    let list = try zap.reload()
-                    log.info("allow-list re-read", ["allow": zap.allowListPath,
-                                                    "operatorKeys": String(list.count(role: .operator))])
-                } catch {
-                    log.error("allow-list not re-read; the previous one stays in force", ["error": "\(error)"])
-                }
-            }
-        }
-        log.info("CurveZMQ on", ["publicKey": curve.publicKey, "allow": curve.allowListPath,
-                                 "operatorKeys": String(zap.allowList.count(role: .operator))])
     }
 
     private func send(_ prefix: [[UInt8]], _ bytes: [UInt8]) {

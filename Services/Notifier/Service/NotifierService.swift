@@ -113,29 +113,7 @@ public final class NotifierService: @unchecked Sendable {
             return
         }
         if zap == nil {
-            let zap = try ZAPHandler(loop: loop, allowListPath: curve.allowListPath) { [log] decision in
-                if decision.accepted {
-                    log.debug("key accepted", ["role": decision.role, "key": decision.who, "address": decision.address])
-                } else {
-                    log.warning("connection refused", ["role": decision.role, "key": decision.who,
-                                                       "address": decision.address, "reason": decision.reason])
-                }
-            }
-            self.zap = zap
-            ReloadRequests.onReload { [reactor] in
-                reactor.post { [self] _ in
-                    guard let zap = self.zap else { return }
-                    do {
-                        let list = try zap.reload()
-                        log.info("allow-list re-read", ["allow": zap.allowListPath,
-                                                        "subscriberKeys": String(list.count(role: .subscriber))])
-                    } catch {
-                        log.error("allow-list not re-read; the previous one stays in force", ["error": "\(error)"])
-                    }
-                }
-            }
-            log.info("CurveZMQ on", ["publicKey": curve.publicKey, "allow": curve.allowListPath,
-                                     "subscriberKeys": String(zap.allowList.count(role: .subscriber))])
+            zap = try ServiceZAP.start(loop: loop, reactor: reactor, keys: curve, role: .subscriber, log: log)
         }
         try zap!.secure(socket, role: .subscriber, secretKey: curve.secretKey)
     }
