@@ -18,8 +18,8 @@ struct RoadSaveCommand {
 
         Services (ZeroMQ):
           ingest          sensor-ingest: validate gateways' records, journal them (fsync'd), then acknowledge
-          detect          detection: the engines per device, control commands, platform calls
-          notify          notifier: deliver events (ZeroMQ PUB, webhooks, NDJSON)
+          detect          detection: read the journals, the engines per device, control commands, platform calls
+          notify          notifier: store events and deliver them (ZeroMQ PUB with catch-up, webhooks, NDJSON)
           up              all three services as supervised processes on one machine (embedded platform)
 
         Clients:
