@@ -241,33 +241,6 @@ import RoadSaveModel
         #expect(fleet.statistics.devices == 1)
     }
 
-    @Test func controlRequestsParseAndSayWhatIsWrong() throws {
-        func parse(_ json: String) throws(ControlRequest.Invalid) -> ControlRequest { try ControlRequest(json: Array(json.utf8)) }
-        func message(_ json: String) -> String? {
-            do {
-                _ = try parse(json)
-                return nil
-            } catch {
-                return error.message
-            }
-        }
-        let configure = try parse(#"{"command":"configure","app":"a","user":"u","detectionMode":"crashOnly","shouldAutoDetectTrips":false}"#)
-        #expect(configure == ControlRequest(command: .configure, app: "a", user: "u", detectionMode: .crashOnly,
-                                            shouldAutoDetectTrips: false))
-        #expect(try parse(#"{"command":"setDetectionMode","app":"a","mode":"tripOnly"}"#).detectionMode == .tripOnly)
-        #expect(try parse(#"{"command":"raiseTestCrash","app":"a","user":null}"#).user == nil)
-        #expect(try parse(#"{"command":"startMonitoring","app":"a"}"#).needsSettings)
-        #expect(message("nope")?.hasPrefix("not JSON") == true)
-        #expect(message("[]") == "expected a JSON object")
-        #expect(message(#"{"app":"a"}"#) == "command: missing")
-        #expect(message(#"{"command":"explode","app":"a"}"#)?.hasPrefix("command: unknown \"explode\"") == true)
-        #expect(message(#"{"command":"configure"}"#) == "app: missing")
-        #expect(message(#"{"command":"configure","app":"a","user":7}"#) == "user: expected a non-empty string")
-        #expect(message(#"{"command":"setDetectionMode","app":"a"}"#)?.hasPrefix("mode: missing") == true)
-        #expect(message(#"{"command":"setDetectionMode","app":"a","mode":"off"}"#)?.contains("unknown mode \"off\"") == true)
-        #expect(message(#"{"command":"setAutoTripDetection","app":"a"}"#)?.hasPrefix("enabled: missing") == true)
-    }
-
     // MARK: The clock
 
     @Test func aQuietDevicesReorderBufferIsReleasedOnTheClock() {

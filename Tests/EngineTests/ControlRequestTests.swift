@@ -1,5 +1,4 @@
 import DetectionEngine
-@testable import DetectionService
 import RoadSaveModel
 import Testing
 
