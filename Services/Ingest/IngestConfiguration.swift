@@ -100,14 +100,7 @@ public struct IngestConfiguration: Sendable {
             ?? 100_000)
         configuration.shards = Int(try source.double("shards", range: 1...1024) ?? 16)
         configuration.logLevel = try LogLevelSetting.parse(source.string("logLevel") ?? "info")
-        let curve = try CurveSettings.paths(source)
-        do {
-            configuration.curve = try CurveServerKeys.load(
-                secretKeyPath: curve.secretKey, allowListPath: curve.allow, insecure: curve.insecure,
-                endpoints: [("--gateway-endpoint", configuration.gatewayEndpoint)])
-        } catch {
-            throw .init(error.message)
-        }
+        configuration.curve = try CurveSettings.serverKeys(source, endpoints: [("--gateway-endpoint", configuration.gatewayEndpoint)])
         return configuration
     }
 }

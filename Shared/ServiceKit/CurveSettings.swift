@@ -1,7 +1,8 @@
 import RoadSaveModel
+import ZeroMQ
 
 /// The CurveZMQ settings every service shares: its secret key, its allow-list, and `--insecure`. The keys themselves
-/// are read by `ZeroMQ.CurveServerKeys.load`; a service's configuration calls both, and `ServiceZAP` guards its sockets.
+/// are read by `ZeroMQ.CurveServerKeys.load` through `serverKeys`, and `ServiceZAP` guards the sockets.
 public enum CurveSettings {
     public static let specs: [SettingSpec] = [
         SettingSpec(flag: "--curve-secret-key", environment: "ROADSAVE_CURVE_SECRET_KEY", key: "curveSecretKey",
@@ -13,11 +14,18 @@ public enum CurveSettings {
                     switch: true),
     ]
 
-    /// The paths given and the `--insecure` switch.
-    public static func paths(_ source: ServiceConfiguration)
-        throws(CommandLineOptions.UsageError) -> (secretKey: String?, allow: String?, insecure: Bool) {
+    /// The service's CurveZMQ keys from its settings, checked (files, modes, the allow-list) against the outside
+    /// `endpoints` it binds: nil when it runs without keys (loopback, or `--insecure`); a usage error saying why not.
+    public static func serverKeys(_ source: ServiceConfiguration, endpoints: [(flag: String, endpoint: String)])
+        throws(CommandLineOptions.UsageError) -> CurveServerKeys? {
         let secretKey = source.string("curveSecretKey").flatMap { $0.isEmpty ? nil : $0 }
         let allow = source.string("allow").flatMap { $0.isEmpty ? nil : $0 }
-        return (secretKey, allow, try source.bool("insecure"))
+        let insecure = try source.bool("insecure")
+        do {
+            return try CurveServerKeys.load(secretKeyPath: secretKey, allowListPath: allow, insecure: insecure,
+                                            endpoints: endpoints)
+        } catch {
+            throw .init(error.message)
+        }
     }
 }

@@ -119,14 +119,7 @@ public struct DetectionConfiguration: Sendable {
             configuration.shard = (parts[0], parts[1])
         }
         configuration.logLevel = try LogLevelSetting.parse(source.string("logLevel") ?? "info")
-        let curve = try CurveSettings.paths(source)
-        do {
-            configuration.curve = try CurveServerKeys.load(
-                secretKeyPath: curve.secretKey, allowListPath: curve.allow, insecure: curve.insecure,
-                endpoints: [("--control-endpoint", configuration.controlEndpoint)])
-        } catch {
-            throw .init(error.message)
-        }
+        configuration.curve = try CurveSettings.serverKeys(source, endpoints: [("--control-endpoint", configuration.controlEndpoint)])
         return configuration
     }
 

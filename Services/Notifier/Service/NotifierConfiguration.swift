@@ -119,15 +119,10 @@ public struct NotifierConfiguration: Sendable {
         if configuration.publishEndpoint == nil, configuration.webhooks.isEmpty, configuration.ndjsonPath == nil {
             throw .init("no sink: give --publish-endpoint, --webhooks or --ndjson (events would go nowhere)")
         }
-        let curve = try CurveSettings.paths(source)
-        do {
-            configuration.curve = try CurveServerKeys.load(
-                secretKeyPath: curve.secretKey, allowListPath: curve.allow, insecure: curve.insecure,
-                endpoints: [("--publish-endpoint", configuration.publishEndpoint), ("--catch-up-endpoint", configuration.catchUpEndpoint)]
-                    .compactMap { flag, endpoint in endpoint.map { (flag, $0) } })
-        } catch {
-            throw .init(error.message)
-        }
+        configuration.curve = try CurveSettings.serverKeys(
+            source, endpoints: [("--publish-endpoint", configuration.publishEndpoint),
+                                ("--catch-up-endpoint", configuration.catchUpEndpoint)]
+                .compactMap { flag, endpoint in endpoint.map { (flag, $0) } })
         return configuration
     }
 
