@@ -7,20 +7,17 @@ import RoadSaveModel
 /// from its first record. Platform calls are awaited where the fleet asks for them, so the output never depends on
 /// the platform's timing.
 public final class Replayer {
+    /// Lines read and lines that were not records; the rest (`applied`, `duplicates`, `late`, `notMonitored`,
+    /// `devices`, `events`, …) is the fleet's own count, read through.
+    @dynamicMemberLookup
     public struct Summary: Sendable, Equatable {
         public var lines = 0
-        public var applied = 0
         public var invalid = 0
-        public var duplicates = 0
-        public var late = 0
-        public var farInFuture = 0
-        /// Records of devices whose monitoring could not start (platform unreachable, no cached settings).
-        public var notMonitored = 0
-        public var devices = 0
-        public var events = 0
-        public var crashesDismissed = 0
+        public var fleet = FleetStatistics()
 
         public init() {}
+
+        public subscript(dynamicMember keyPath: KeyPath<FleetStatistics, Int>) -> Int { fleet[keyPath: keyPath] }
     }
 
     private let platform: any Platform
@@ -33,18 +30,10 @@ public final class Replayer {
     private var current: (record: SensorRecord, line: Int?)?
 
     public var summary: Summary {
-        let statistics = fleet.statistics
         var summary = Summary()
         summary.lines = lines
         summary.invalid = invalid
-        summary.applied = statistics.applied
-        summary.duplicates = statistics.duplicates
-        summary.late = statistics.late
-        summary.farInFuture = statistics.farInFuture
-        summary.notMonitored = statistics.notMonitored
-        summary.devices = statistics.devices
-        summary.events = statistics.events
-        summary.crashesDismissed = statistics.crashesDismissed
+        summary.fleet = fleet.statistics
         return summary
     }
 
