@@ -23,7 +23,9 @@ public enum SendCommand {
         checks every line as sensor-ingest will, and sends the good records in batches to sensor-ingest
         (ZeroMQ DEALER to its ROUTER; frames [batchID, contentType, body]). Like a gateway it keeps each batch until
         its acknowledgement [batchID, ack] arrives: without one within --timeout it sends the same batch again (same
-        batchID), up to --attempts times with a growing pause, then gives up naming the batch.
+        batchID), up to --attempts times with a growing pause, then gives up naming the batch. A batch refused for
+        the gateway's rate limit (field rate) is sent again after the acknowledgement's retryAfterMs, as often as it
+        takes: it slows the send down, it loses nothing and uses up no attempt.
 
         Options:
           --endpoint URL      sensor-ingest's gateway endpoint (default tcp://127.0.0.1:5550)
@@ -87,7 +89,8 @@ public enum SendCommand {
         Console.out("sent \(totals.sent), accepted \(totals.accepted), rejected \(totals.rejected), batches \(totals.batches)")
         log.info("finished", ["sent": String(totals.sent), "accepted": String(totals.accepted),
                               "rejected": String(totals.rejected), "batches": String(totals.batches),
-                              "invalid": String(totals.invalid), "resent": String(totals.resent)])
+                              "invalid": String(totals.invalid), "resent": String(totals.resent),
+                              "rateLimited": String(gateway.rateRefusals)])
         if totals.invalid > 0 {
             Console.err("roadsave send: \(totals.invalid) line\(totals.invalid == 1 ? "" : "s") not sent (invalid)")
         }
@@ -325,33 +328,67 @@ public enum SendCommand {
             min(5, 0.25 * Double(1 << min(attempt - 2, 10)))
         }
 
-        /// Sends the batch until its acknowledgement arrives; throws (exit 1) after the last attempt.
+        /// Longest pause before sending a batch again that sensor-ingest refused for its rate limit, whatever
+        /// `retryAfterMs` says (a longer wait is then taken as several).
+        static let longestRateWait = 60.0
+
+        /// Rate refusals seen so far in this run (the first is logged as a warning, the others at debug level).
+        private(set) var rateRefusals = 0
+
+        /// Sends the batch until its acknowledgement arrives; throws (exit 1) after `--attempts` sends without one.
+        /// A `rate` refusal is an answer, not a verdict: the same batch is sent again after its `retryAfterMs`, as
+        /// often as needed, and that does not use up an attempt. Returns the sends that went unanswered plus one.
         func deliver(_ batch: Batch, batchID: String) throws(CommandExit) -> (acknowledgement: Acknowledgement, attempts: Int) {
             guard let socket else { throw CommandExit(1, "the gateway socket is closed") }
             let id = Array(batchID.utf8)
             let frames = [id, options.format.frame, RecordBatch.encodeBatch(batch.records, as: options.format)]
-            for attempt in 1...options.attempts {
-                if attempt > 1 {
-                    let pause = Self.backoff(before: attempt)
-                    log.warning("no acknowledgement, sending the batch again",
-                                ["batch": batchID, "lines": batch.lineRange, "attempt": "\(attempt)/\(options.attempts)",
-                                 "pause": JSONText.number(pause)])
+            var attempt = 1
+            var pause = 0.0
+            while attempt <= options.attempts {
+                if pause > 0 {
                     guard sleepUnlessSignalled(pause) else { throw interrupted(batch) }
                 }
-                do {
-                    guard try socket.send(frames) else {
-                        log.warning("batch not queued within the timeout (sensor-ingest gone or full)",
-                                    ["batch": batchID, "endpoint": options.endpoint])
-                        continue
-                    }
-                } catch {
-                    throw CommandExit(1, "batch \(batchID) (\(batch.lineRange)) not sent: \(error)")
+                if let ack = try send(frames, id: id, batchID: batchID, batch: batch, socket: socket) {
+                    guard let retryAfterMs = ack.rateLimitRetryAfterMs else { return (ack, attempt) }
+                    pause = min(Self.longestRateWait, Double(retryAfterMs) / 1000)
+                    noteRateRefusal(ack, batchID: batchID, pause: pause)
+                    continue
                 }
-                if let ack = try awaitAcknowledgement(of: id, batchID: batchID, batch: batch, socket: socket) {
-                    return (ack, attempt)
-                }
+                attempt += 1
+                guard attempt <= options.attempts else { break }
+                pause = Self.backoff(before: attempt)
+                log.warning("no acknowledgement, sending the batch again",
+                            ["batch": batchID, "lines": batch.lineRange, "attempt": "\(attempt)/\(options.attempts)",
+                             "pause": JSONText.number(pause)])
             }
             throw CommandExit(1, "batch \(batchID) (\(batch.lineRange), \(batch.records.count) record\(batch.records.count == 1 ? "" : "s")) not acknowledged by \(options.endpoint) after \(options.attempts) attempt\(options.attempts == 1 ? "" : "s") of \(JSONText.number(options.timeout)) s")
+        }
+
+        /// One send of the batch and the wait for its acknowledgement; nil when none came (or it could not be queued).
+        private func send(_ frames: [[UInt8]], id: [UInt8], batchID: String, batch: Batch,
+                          socket: ZMQSocket) throws(CommandExit) -> Acknowledgement? {
+            do {
+                guard try socket.send(frames) else {
+                    log.warning("batch not queued within the timeout (sensor-ingest gone or full)",
+                                ["batch": batchID, "endpoint": options.endpoint])
+                    return nil
+                }
+            } catch {
+                throw CommandExit(1, "batch \(batchID) (\(batch.lineRange)) not sent: \(error)")
+            }
+            return try awaitAcknowledgement(of: id, batchID: batchID, batch: batch, socket: socket)
+        }
+
+        private func noteRateRefusal(_ ack: Acknowledgement, batchID: String, pause: Double) {
+            rateRefusals += 1
+            let reason = ack.rejected.first?.reason ?? ""
+            if rateRefusals == 1 {
+                log.warning("sensor-ingest limits this gateway's rate: batches wait and are sent again as it asks",
+                            ["batch": batchID, "pause": JSONText.number(pause), "reason": reason])
+            } else {
+                log.debug("rate limited, sending the batch again after the pause",
+                          ["batch": batchID, "pause": JSONText.number(pause)])
+            }
         }
 
         /// Waits up to the timeout for `[batchID, ack]`; acknowledgements of earlier sends (a late answer to a batch

@@ -16,13 +16,18 @@ struct GatewayBatch {
     var records: [SensorRecord]
     /// Why the batch could not be read at all (then `acknowledgement` says so, and `records` is empty).
     var unreadable: String?
+    /// The batch was refused whole, unread, for its gateway's rate limit (then `acknowledgement` says so).
+    var rateLimited = false
 
     /// Reads a ROUTER message [identity, (empty delimiter,) batchID, contentType, body]. Records of applications not in
     /// `applications` are rejected; a batch of more than `maximumBatch` records is refused whole. With a CurveZMQ
     /// gateway `key`, records of applications the key is not listed for are rejected too (field `app`). Each valid
     /// record's device goes to `devices` (nil: no limit), which may refuse it (field `user`, with the reason it gives).
+    /// Before any of that, `rateLimit` (nil: no limit) is asked about the batch's record count (`recordCount`; 1 for
+    /// a body that is not an array) and may refuse the batch whole with its acknowledgement (field `rate`).
     init(message: [[UInt8]], applications: Set<String>, maximumBatch: Int, key: CurveAllowList.Entry? = nil,
-         devices: (admit: (DeviceID) -> Bool, refusal: (String) -> String)? = nil) {
+         devices: (admit: (DeviceID) -> Bool, refusal: (String) -> String)? = nil,
+         rateLimit: ((_ records: Int) -> Acknowledgement?)? = nil) {
         replyPrefix = Array(message.prefix(1))
         var rest = Array(message.dropFirst())
         if rest.count == 4, rest[0].isEmpty {
@@ -43,6 +48,12 @@ struct GatewayBatch {
             return
         }
         self.contentType = contentType
+        // The rate limit first, on a count read without decoding: a flood is refused at the cost of a peek.
+        if let rateLimit, let refusal = rateLimit(Self.recordCount(rest[2], contentType: contentType) ?? 1) {
+            acknowledgement = refusal
+            rateLimited = true
+            return
+        }
         let decoded: DecodedBatch
         do {
             decoded = try RecordBatch.decodeBatch(rest[2], contentType: contentType)
@@ -85,6 +96,60 @@ struct GatewayBatch {
             }
         }
         acknowledgement.accepted = records.count
+    }
+
+    /// The number of elements of the body's top-level array, read without decoding them (the MessagePack array
+    /// header; for JSON a scan of brackets, strings and commas); nil when the body does not start as an array.
+    static func recordCount(_ body: [UInt8], contentType: ContentType) -> Int? {
+        switch contentType {
+        case .msgpack:
+            guard let first = body.first else { return nil }
+            func bigEndian(_ count: Int) -> Int? {
+                guard body.count > count else { return nil }
+                return body[1...count].reduce(0) { $0 << 8 | Int($1) }
+            }
+            switch first {
+            case 0x90...0x9f: return Int(first & 0x0f)
+            case 0xdc: return bigEndian(2)
+            case 0xdd: return bigEndian(4)
+            default: return nil
+            }
+        case .json:
+            var index = 0
+            while index < body.count, [0x20, 0x09, 0x0a, 0x0d].contains(body[index]) { index += 1 }
+            guard index < body.count, body[index] == UInt8(ascii: "[") else { return nil }
+            var depth = 0, commas = 0, inString = false, escaped = false, sawElement = false
+            for byte in body[index...] {
+                if inString {
+                    if escaped {
+                        escaped = false
+                    } else if byte == UInt8(ascii: "\\") {
+                        escaped = true
+                    } else if byte == UInt8(ascii: "\"") {
+                        inString = false
+                    }
+                    continue
+                }
+                switch byte {
+                case UInt8(ascii: "\""):
+                    inString = true
+                    sawElement = true
+                case UInt8(ascii: "["), UInt8(ascii: "{"):
+                    if depth == 1 { sawElement = true }
+                    depth += 1
+                case UInt8(ascii: "]"), UInt8(ascii: "}"):
+                    depth -= 1
+                    if depth == 0 { return sawElement ? commas + 1 : 0 }
+                case UInt8(ascii: ","):
+                    if depth == 1 { commas += 1 }
+                case 0x20, 0x09, 0x0a, 0x0d:
+                    break
+                default:
+                    if depth == 1 { sawElement = true }
+                }
+            }
+            return nil
+        }
     }
 
     private mutating func refuse(_ reason: String) {

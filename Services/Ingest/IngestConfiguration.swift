@@ -28,6 +28,17 @@ public struct IngestConfiguration: Sendable {
     /// Most distinct devices (clientUserIDs) per application; records of further new devices are refused in the ack
     /// (field `user`). Known devices are kept in the journal, so the limit holds across restarts.
     public var maximumDevicesPerApplication = 100_000
+    /// Records a second each gateway key may send on average (0: no limit); without keys every plaintext gateway
+    /// shares one limit. A batch over it is refused whole in the ack (field `rate`, `retryAfterMs`). Default: 0 on a
+    /// loopback gateway endpoint, `defaultRateLimit` on any other.
+    public var rateLimit = 0.0
+    /// Records a key may send at once after a pause; default one second's worth of `rateLimit`.
+    public var rateBurst = 0.0
+    /// The rate limit of a gateway endpoint that other machines can reach, when none is given: far above what one
+    /// gateway of thousands of phones sends, low enough that one key cannot take a whole ingest.
+    public static let defaultRateLimit = 100_000.0
+    /// Seconds a device may send nothing before its slot (--max-devices-per-app) is freed; 0: never freed.
+    public var deviceIdleAge = 30 * 86_400.0
     /// Records are stored per shard, by a stable hash of the device, so several detection processes can each read a
     /// share of the devices. Fixed for a journal: changing it needs a new data directory.
     public var shards = 16
@@ -60,6 +71,13 @@ public struct IngestConfiguration: Sendable {
         SettingSpec(flag: "--max-devices-per-app", environment: "ROADSAVE_MAX_DEVICES_PER_APP", key: "maxDevicesPerApp",
                     default: "100000",
                     help: "most devices (clientUserIDs) per application; records of further new devices are refused in the ack (field user), known devices go on"),
+        SettingSpec(flag: "--device-idle-age", environment: "ROADSAVE_DEVICE_IDLE_AGE", key: "deviceIdleAge",
+                    default: "2592000",
+                    help: "seconds a device may send nothing before its --max-devices-per-app slot is freed (it is admitted again if there is room), 0 never"),
+        SettingSpec(flag: "--rate-limit", environment: "ROADSAVE_RATE_LIMIT", key: "rateLimit",
+                    help: "records a second each gateway key may send (plaintext gateways share one limit), 0 for none; a batch over it is refused whole in the ack (field rate, retryAfterMs) (default: 0 on a loopback --gateway-endpoint, 100000 otherwise)"),
+        SettingSpec(flag: "--rate-burst", environment: "ROADSAVE_RATE_BURST", key: "rateBurst",
+                    help: "records a gateway key may send at once after a pause (default: one second's worth of --rate-limit)"),
         SettingSpec(flag: "--shards", environment: "ROADSAVE_SHARDS", key: "shards", default: "16",
                     help: "number of device shards the journal stores records by (fixed per data directory)"),
         SettingSpec(flag: "--log-level", environment: "ROADSAVE_LOG_LEVEL", key: "logLevel", default: "info",
@@ -98,6 +116,17 @@ public struct IngestConfiguration: Sendable {
             ?? Double(MessagePack.Limits.maximumBytes))
         configuration.maximumDevicesPerApplication = Int(try source.double("maxDevicesPerApp", range: 1...100_000_000)
             ?? 100_000)
+        configuration.deviceIdleAge = try source.double("deviceIdleAge", range: 0...(100 * 365 * 86_400)) ?? 30 * 86_400
+        let loopback = CurveServerKeys.isLoopback(configuration.gatewayEndpoint)
+        configuration.rateLimit = try source.double("rateLimit", range: 0...1e9) ?? (loopback ? 0 : defaultRateLimit)
+        if let burst = try source.double("rateBurst", range: 1...1e12) {
+            guard configuration.rateLimit > 0 else {
+                throw .init("--rate-burst needs a --rate-limit above 0 (there is no rate limit to burst over)")
+            }
+            configuration.rateBurst = burst.rounded(.up)
+        } else {
+            configuration.rateBurst = max(1, configuration.rateLimit.rounded(.up))
+        }
         configuration.shards = Int(try source.double("shards", range: 1...1024) ?? 16)
         configuration.logLevel = try LogLevelSetting.parse(source.string("logLevel") ?? "info")
         configuration.curve = try CurveSettings.serverKeys(source, endpoints: [("--gateway-endpoint", configuration.gatewayEndpoint)])

@@ -26,6 +26,12 @@ public final class IngestService: @unchecked Sendable {
     /// The CurveZMQ authenticator of the gateway socket, when the service has keys.
     private var zap: ZAPHandler?
     private var statistics = Statistics()
+    /// Per-gateway-key token buckets (`--rate-limit`); nil without a limit.
+    private var rateLimiter: GatewayRateLimiter?
+    /// When a rate refusal was last logged (monotonic seconds): a flood is logged once every `rateLogInterval`.
+    private var lastRateLog: Double?
+    private var rateRefusedSinceLog = 0
+    static let rateLogInterval = 10.0
 
     /// Messages queued per gateway connection before ZeroMQ stops reading from it (the gateway then waits).
     static let gatewayQueueLimit: Int32 = 1000
@@ -42,6 +48,8 @@ public final class IngestService: @unchecked Sendable {
         var unreadableBatches = 0
         /// Batches refused because the journal could not store them.
         var unstoredBatches = 0
+        /// Batches refused whole, unread, for their gateway's rate limit.
+        var rateLimitedBatches = 0
         var largestGroup = 0
     }
 
@@ -50,6 +58,9 @@ public final class IngestService: @unchecked Sendable {
         log = Log(category: "ingest", minimumLevel: configuration.logLevel)
         context = try ZMQContext()
         reactor = Reactor(name: "ingest", context: context)
+        if configuration.rateLimit > 0 {
+            rateLimiter = GatewayRateLimiter(rate: configuration.rateLimit, burst: configuration.rateBurst)
+        }
     }
 
     /// Opens the journal, binds the sockets and serves until `stop()`; throws if the journal or a socket cannot be
@@ -60,7 +71,8 @@ public final class IngestService: @unchecked Sendable {
             let journal = try Journal(directory: directory, shards: configuration.shards,
                                       retentionAge: configuration.retentionAge,
                                       maximumBytes: configuration.journalMaximumBytes,
-                                      maximumDevicesPerApplication: configuration.maximumDevicesPerApplication, log: log)
+                                      maximumDevicesPerApplication: configuration.maximumDevicesPerApplication,
+                                      deviceIdleAge: configuration.deviceIdleAge, log: log)
             self.journal = journal
             loop.onStop { [self] in close() }
 
@@ -86,7 +98,9 @@ public final class IngestService: @unchecked Sendable {
             log.info("listening", ["gateways": gateways.lastEndpoint, "records": records.lastEndpoint,
                                    "applications": String(configuration.applications.count),
                                    "maxMessageBytes": String(configuration.maximumMessageBytes),
-                                   "maxDevicesPerApp": String(configuration.maximumDevicesPerApplication)])
+                                   "maxDevicesPerApp": String(configuration.maximumDevicesPerApplication),
+                                   "deviceIdleAge": String(Int(configuration.deviceIdleAge)),
+                                   "rateLimit": rateLimiter.map { "\(Int($0.rate))/s burst \(Int($0.burst))" } ?? "none"])
         }
         if let error = reactor.wait() { throw error }
     }
@@ -104,9 +118,13 @@ public final class IngestService: @unchecked Sendable {
         var group: [GatewayBatch] = []
         var records = 0
         socket.drain(limit: Self.groupBatches, failed: { log.error("gateway socket failed", ["error": "\($0)"]) }) { message in
+            let userID = socket.lastUserID
             let batch = GatewayBatch(message: message, applications: configuration.applications,
-                                     maximumBatch: configuration.maximumBatch, key: gatewayKey(socket.lastUserID),
-                                     devices: (journal.admit, journal.refusal(forNewDeviceOf:)))
+                                     maximumBatch: configuration.maximumBatch, key: gatewayKey(userID),
+                                     devices: (journal.admit, journal.refusal(forNewDeviceOf:)),
+                                     rateLimit: rateLimiter == nil ? nil : { [self] count in
+                                         chargeRate(count, userID: userID)
+                                     })
             record(batch)
             if batch.records.isEmpty {
                 // Nothing to store: the answer can go now.
@@ -137,6 +155,17 @@ public final class IngestService: @unchecked Sendable {
         feedServer?.itemsAdded()
     }
 
+    /// Takes `records` from the gateway's bucket; the refusal's acknowledgement when it is over its limit. Without
+    /// keys the User-Id is nil and every plaintext gateway shares one bucket.
+    private func chargeRate(_ records: Int, userID: String?) -> Acknowledgement? {
+        guard var limiter = rateLimiter else { return nil }
+        let key = GatewayRateLimiter.key(forGateway: zap == nil ? nil : (userID ?? "?"))
+        let decision = limiter.admit(records, key: key, now: MonotonicClock.now())
+        rateLimiter = limiter
+        guard let retryAfterMs = decision.retryAfterMilliseconds else { return nil }
+        return limiter.refusal(key: key, records: records, retryAfterMs: retryAfterMs)
+    }
+
     /// With keys: the ZAP handler answers for the gateway socket (bound first, so no client gets in unchecked) and
     /// SIGHUP re-reads its allow-list. Without: a warning, since anyone who reaches the port may send records.
     private func secure(_ gateways: ZMQSocket, loop: ReactorLoop) throws {
@@ -162,6 +191,19 @@ public final class IngestService: @unchecked Sendable {
     private func record(_ batch: GatewayBatch) {
         statistics.batches += 1
         statistics.accepted += batch.acknowledgement.accepted
+        if batch.rateLimited {
+            // A flooding gateway must not flood the log too: one line per interval, with the count.
+            statistics.rateLimitedBatches += 1
+            rateRefusedSinceLog += 1
+            let now = MonotonicClock.now()
+            if lastRateLog.map({ now - $0 >= Self.rateLogInterval }) ?? true {
+                log.warning("batches refused for the gateway rate limit",
+                            ["batches": String(rateRefusedSinceLog), "last": batch.acknowledgement.rejected.first?.reason ?? ""])
+                lastRateLog = now
+                rateRefusedSinceLog = 0
+            }
+            return
+        }
         if let reason = batch.unreadable {
             statistics.unreadableBatches += 1
             log.warning("unreadable batch", ["batch": batch.batchText, "reason": reason])
@@ -206,7 +248,9 @@ public final class IngestService: @unchecked Sendable {
         let stored = journal.statistics
         log.info("stopping", ["batches": String(statistics.batches), "accepted": String(statistics.accepted),
                               "rejected": String(statistics.rejected), "unreadable": String(statistics.unreadableBatches),
-                              "unstored": String(statistics.unstoredBatches), "commits": String(stored.commits),
+                              "unstored": String(statistics.unstoredBatches),
+                              "rateLimited": String(statistics.rateLimitedBatches),
+                              "freedDevices": String(stored.freedDevices), "commits": String(stored.commits),
                               "largestGroup": String(statistics.largestGroup),
                               "droppedUnread": String(stored.droppedUnreadRecordsTotal),
                               "journalChunks": summary.map { String($0.chunks) } ?? "?",

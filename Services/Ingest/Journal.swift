@@ -30,12 +30,14 @@ import Glibc
 ///     consumers(consumer TEXT PRIMARY KEY, shard INTEGER, shards INTEGER, acknowledged INTEGER NOT NULL,
 ///               seen_at REAL NOT NULL)
 ///     -- Every device ingest has accepted records of (written in the transaction of its first records), so the
-///     -- --max-devices-per-app limit holds across restarts. Never deleted by retention: a slot stays taken.
-///     devices(app TEXT NOT NULL, user TEXT NOT NULL, first_seen REAL NOT NULL, PRIMARY KEY (app, user))
+///     -- --max-devices-per-app limit holds across restarts. `last_seen` is saved at most every
+///     -- KnownDevices.saveInterval; a device without records for --device-idle-age is deleted: its slot is free.
+///     devices(app TEXT NOT NULL, user TEXT NOT NULL, first_seen REAL NOT NULL, last_seen REAL,
+///             PRIMARY KEY (app, user))
 ///
 /// Handy queries: `SELECT shard, count(*), sum(records) FROM chunks GROUP BY shard;`,
 /// `SELECT consumer, acknowledged, datetime(seen_at, 'unixepoch') FROM consumers;`,
-/// `SELECT app, count(*) FROM devices GROUP BY app;`. A consumer that is gone for good
+/// `SELECT app, count(*), datetime(min(last_seen), 'unixepoch') FROM devices GROUP BY app;`. A consumer that is gone for good
 /// (detection resharded) keeps protecting its shards from the age rule until its row is deleted
 /// (`DELETE FROM consumers WHERE consumer = '…';`, with ingest stopped or not).
 ///
@@ -64,13 +66,18 @@ public final class Journal: FeedSource {
     private var unsavedConsumers: Set<String> = []
     private var isOpen = true
     private var devices: KnownDevices
+    /// When idle devices were last looked for (Unix seconds).
+    private var lastDeviceSweep: Double?
+    /// Seconds between looks for idle devices (each look visits every known device).
+    static let deviceSweepInterval = 60.0
 
     /// Opens (creating if needed) the journal of `directory`. Throws a `JournalError` when the journal was created with
     /// another shard count, a `StorageError` when SQLite cannot open it. One process per data directory is the
     /// service command's business (`DataDirectoryLock`), not the journal's.
     /// `clock` gives Unix seconds (tests set it).
+    /// `deviceIdleAge`: seconds without records after which a device's slot is freed (0: never).
     public init(directory: String, shards: Int, retentionAge: Double = 86_400, maximumBytes: Int64 = 0,
-                maximumDevicesPerApplication: Int = 100_000, log: Log,
+                maximumDevicesPerApplication: Int = 100_000, deviceIdleAge: Double = 0, log: Log,
                 clock: @escaping () -> Double = { Date().timeIntervalSince1970 }) throws {
         precondition(shards > 0, "a journal needs at least one shard")
         self.shards = shards
@@ -99,9 +106,10 @@ public final class Journal: FeedSource {
                                            acknowledged: row.unsigned(3), seenAt: row.double(4))
             consumers[consumer.name] = consumer
         }
-        var devices = KnownDevices(limit: maximumDevicesPerApplication)
-        try database.statement("SELECT app, user FROM devices").query { row in
-            devices.load(DeviceID(app: row.text(0), user: row.text(1)))
+        var devices = KnownDevices(limit: maximumDevicesPerApplication, idleAge: deviceIdleAge)
+        // A device saved before last_seen existed counts as seen now: its idle time starts with this version.
+        try database.statement("SELECT app, user, coalesce(last_seen, ?) FROM devices").query([clock()]) { row in
+            devices.load(DeviceID(app: row.text(0), user: row.text(1)), lastSeen: row.double(2))
         }
         self.devices = devices
         head = UInt64(try database.integer("SELECT seq FROM sqlite_sequence WHERE name = 'chunks'") ?? 0)
@@ -133,7 +141,10 @@ public final class Journal: FeedSource {
     /// Whether records of `device` may be accepted: it is known, or its application has fewer than
     /// `maximumDevicesPerApplication` devices (it is then known, tentatively until the next `append` stores it with its
     /// records; if that fails it is forgotten again).
-    public func admit(_ device: DeviceID) -> Bool { devices.admit(device) }
+    public func admit(_ device: DeviceID) -> Bool { devices.admit(device, now: clock()) }
+
+    /// Whether `device` holds a slot.
+    public func knows(_ device: DeviceID) -> Bool { devices.contains(device) }
 
     /// Why a record of a device `admit` refused was not accepted.
     public func refusal(forNewDeviceOf application: String) -> String { devices.refusal(for: application) }
@@ -167,11 +178,15 @@ public final class Journal: FeedSource {
         let insert = try database.statement(
             "INSERT INTO chunks (shard, records, received_at, batch, body) VALUES (?, ?, ?, ?, ?)")
         var chunks = 0, records = 0
-        let insertDevice = try database.statement(
-            "INSERT OR IGNORE INTO devices (app, user, first_seen) VALUES (?, ?, ?)")
+        let saveDevice = try database.statement("""
+            INSERT INTO devices (app, user, first_seen, last_seen) VALUES (?, ?, ?, ?)
+            ON CONFLICT (app, user) DO UPDATE SET last_seen = max(coalesce(last_seen, 0), excluded.last_seen)
+            """)
         do {
             try database.transaction {
-                for device in devices.pending { try insertDevice.run(device.app, device.user, receivedAt) }
+                for (device, lastSeen) in devices.unsaved {
+                    try saveDevice.run(device.app, device.user, receivedAt, lastSeen)
+                }
                 for batch in batches where !batch.records.isEmpty {
                     var byShard: [Int: [SensorRecord]] = [:]
                     for record in batch.records {
@@ -306,6 +321,7 @@ public final class Journal: FeedSource {
             }
         }
         statistics.expiredChunks += outcome.expiredChunks
+        try freeIdleDevices(now: now)
         if maximumBytes > 0 {
             // The size of a chunk is estimated, and pages free up in whole: a few rounds settle under the limit.
             for _ in 0..<4 {
@@ -356,6 +372,23 @@ public final class Journal: FeedSource {
         outcome.droppedUnreadChunks += cut.unreadChunks
         outcome.droppedUnreadRecords.merge(cut.unreadRecords, uniquingKeysWith: +)
         return true
+    }
+
+    /// Deletes the devices that sent nothing for --device-idle-age (at most once a `deviceSweepInterval`): their
+    /// slots are free, in memory and in the store.
+    private func freeIdleDevices(now: Double) throws {
+        guard devices.idleAge != nil else { return }
+        if let lastDeviceSweep, now >= lastDeviceSweep, now - lastDeviceSweep < Self.deviceSweepInterval { return }
+        lastDeviceSweep = now
+        let idle = devices.forgetIdle(now: now)
+        guard !idle.isEmpty else { return }
+        let delete = try database.statement("DELETE FROM devices WHERE app = ? AND user = ?")
+        try database.transaction {
+            for device in idle { try delete.run(device.app, device.user) }
+        }
+        statistics.freedDevices += idle.count
+        log.info("device slots freed (no records for --device-idle-age)",
+                 ["devices": String(idle.count), "idleAge": String(Int(devices.idleAge ?? 0))])
     }
 
     private func saveConsumers() throws {
@@ -420,9 +453,16 @@ public final class Journal: FeedSource {
                     app TEXT NOT NULL,
                     user TEXT NOT NULL,
                     first_seen REAL NOT NULL,
+                    last_seen REAL,
                     PRIMARY KEY (app, user)
                 ) WITHOUT ROWID;
                 """)
+            // A journal made before devices had last_seen: add the column (NULL reads as "seen at open").
+            var deviceColumns: Set<String> = []
+            try database.statement("PRAGMA table_info(devices)").query { row in deviceColumns.insert(row.text(1)) }
+            if !deviceColumns.contains("last_seen") {
+                try database.execute("ALTER TABLE devices ADD COLUMN last_seen REAL")
+            }
             var values: [String: String] = [:]
             try database.statement("SELECT key, value FROM meta").query { row in values[row.text(0)] = row.text(1) }
             if values["journal_id"] == nil {

@@ -12,6 +12,8 @@ public struct JournalStatistics: Sendable, Equatable {
     /// data lost to the operator's limit.
     public var droppedUnreadChunks = 0
     public var droppedUnreadRecords: [Int: Int] = [:]
+    /// Device slots freed because the device sent nothing for --device-idle-age.
+    public var freedDevices = 0
 
     public init() {}
 

@@ -15,14 +15,38 @@ public struct Rejection: Equatable, Sendable {
 }
 
 /// The reply to a gateway batch (CONTRACT §7), in the batch's content type:
-/// `{"accepted": N, "rejected": [{"index": i, "field": "lat", "reason": "…"}]}` (members in that order).
+/// `{"accepted": N, "rejected": [{"index": i, "field": "lat", "reason": "…"}]}` (members in that order), and, only
+/// when the batch was refused for the gateway's rate limit, a third member `"retryAfterMs": M` (readers that do not
+/// know it ignore it, and acknowledgements without it are the bytes they always were).
 public struct Acknowledgement: Equatable, Sendable {
     public var accepted: Int
     public var rejected: [Rejection]
+    /// Milliseconds after which the same batch may be sent again; set only with a `rate` refusal (`rateLimited`).
+    public var retryAfterMs: Int?
 
-    public init(accepted: Int, rejected: [Rejection] = []) {
+    /// The field of the rejection (at index -1) of a batch refused whole for its gateway's rate limit.
+    public static let rateField = "rate"
+
+    public init(accepted: Int, rejected: [Rejection] = [], retryAfterMs: Int? = nil) {
         self.accepted = accepted
         self.rejected = rejected
+        self.retryAfterMs = retryAfterMs
+    }
+
+    /// The answer to a batch refused whole, unread, because its gateway is over its rate limit: nothing accepted, one
+    /// rejection at index -1 with field `rate`, and when to send it again. Not a verdict on the records.
+    public static func rateLimited(reason: String, retryAfterMs: Int) -> Acknowledgement {
+        Acknowledgement(accepted: 0, rejected: [Rejection(index: -1, field: rateField, reason: reason)],
+                        retryAfterMs: max(0, retryAfterMs))
+    }
+
+    /// The milliseconds to wait before sending the batch again when it was refused for the rate limit (a `rate`
+    /// rejection at index -1); nil for every other acknowledgement, whose rejections are final.
+    public var rateLimitRetryAfterMs: Int? {
+        guard let retryAfterMs, rejected.contains(where: { $0.index == -1 && $0.field == Self.rateField }) else {
+            return nil
+        }
+        return retryAfterMs
     }
 
     /// The answer to a batch that cannot be read at all: nothing accepted, one rejection at index -1.
@@ -37,7 +61,7 @@ public struct Acknowledgement: Equatable, Sendable {
 
     /// The acknowledgement as a `JSONValue` (the same tree in both content types).
     public var value: JSONValue {
-        .object([
+        var members: [(String, JSONValue)] = [
             ("accepted", .number(Double(accepted))),
             ("rejected", .array(rejected.map { rejection in
                 .object([
@@ -46,7 +70,9 @@ public struct Acknowledgement: Equatable, Sendable {
                     ("reason", .string(rejection.reason)),
                 ])
             })),
-        ])
+        ]
+        if let retryAfterMs { members.append(("retryAfterMs", .number(Double(retryAfterMs)))) }
+        return .object(members)
     }
 
     public func encode(as contentType: ContentType) -> [UInt8] {
@@ -56,7 +82,7 @@ public struct Acknowledgement: Equatable, Sendable {
         }
     }
 
-    /// Reads an acknowledgement; members other than those of CONTRACT §7 are ignored, and a missing or mistyped one
+    /// Reads an acknowledgement (with `retryAfterMs` when present); members other than those of CONTRACT §7 are ignored, and a missing or mistyped one
     /// is an `unexpectedShape` error naming it.
     public static func decode(_ bytes: some Collection<UInt8>, contentType: ContentType) throws(WireError)
         -> Acknowledgement {
@@ -90,6 +116,11 @@ public struct Acknowledgement: Equatable, Sendable {
                                       reason: try Self.string(entry["reason"], path: path + ".reason")))
         }
         self.rejected = rejected
+        if let member = value["retryAfterMs"] {
+            retryAfterMs = try Self.integer(member, path: "retryAfterMs", minimum: 0)
+        } else {
+            retryAfterMs = nil
+        }
     }
 
     private static func integer(_ value: JSONValue?, path: String, minimum: Int) throws(WireError) -> Int {
