@@ -40,7 +40,8 @@ struct GatewayRateLimiter {
         /// `retryAfter` in whole milliseconds, rounded up (at least 1), for the acknowledgement.
         var retryAfterMilliseconds: Int? {
             guard case let .refused(seconds) = self else { return nil }
-            return max(1, Int((seconds * 1000).rounded(.up)))
+            // Less a hair, so that 0.1 s computed as 0.10000000000000071 is 100 ms, not 101.
+            return max(1, Int((seconds * 1000 - 1e-6).rounded(.up)))
         }
     }
 
