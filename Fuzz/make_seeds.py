@@ -52,7 +52,9 @@ SEEDS = {
     "record_json": dict({kind["kind"]: js(kind) for kind in RECORDS},
                         **{"edge-t": js(dict(IMPACT, t=4102444799.9996)), "edge-peak": js(dict(IMPACT, peakG=999.99996))}),
     "acknowledgement": {"json": b"\x00" + js(ACK), "msgpack": b"\x01" + mp(ACK),
-                        "unreadable": b"\x00" + js({"accepted": 0, "rejected": [{"index": -1, "field": "(batch)", "reason": "x"}]})},
+                        "unreadable": b"\x00" + js({"accepted": 0, "rejected": [{"index": -1, "field": "(batch)", "reason": "x"}]}),
+                        "rate": b"\x01" + mp({"accepted": 0, "rejected": [{"index": -1, "field": "rate", "reason": "slow"}],
+                                               "retryAfterMs": 250})},
     "control_request": {
         "configure": js({"command": "configure", "app": "app-1", "detectionMode": "all", "shouldAutoDetectTrips": True}),
         "mode": js({"command": "setDetectionMode", "app": "app-1", "user": "u1", "mode": "crashOnly"}),

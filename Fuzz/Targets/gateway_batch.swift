@@ -2,7 +2,8 @@
 // each a 2-byte little-endian length and its bytes (see FuzzSupport). GatewayBatch.swift is compiled into this target.
 // Properties: only records of known applications are kept; the acknowledgement counts every element or says why the
 // batch is unreadable; the reply goes back to the sender's routing frames and its acknowledgement reads back equal
-// in the batch's content type.
+// in the batch's content type. The record count the rate limit is charged (`recordCount`, read without decoding)
+// is that of the records read, whenever the batch could be read.
 import RoadSaveModel
 import Wire
 
@@ -11,13 +12,19 @@ let applications: Set<String> = ["app-1", "a"]
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     let message = frames(bytes(data, size)[...])
-    let batch = GatewayBatch(message: message, applications: applications, maximumBatch: 1000)
+    var charged: Int?
+    let batch = GatewayBatch(message: message, applications: applications, maximumBatch: 1000,
+                             rateLimit: { count in charged = count; return nil })
     require(batch.records.allSatisfy { applications.contains($0.device.app) }, "a record of an unknown application was kept")
     require(batch.acknowledgement.accepted == batch.records.count, "accepted is not the number of records kept")
     require(batch.records.count <= 1000, "more than maximumBatch records kept")
     if batch.unreadable != nil {
         require(batch.records.isEmpty && batch.acknowledgement.rejected.count == 1
                 && batch.acknowledgement.rejected[0].index == -1, "an unreadable batch is not answered as one")
+    }
+    if batch.unreadable == nil {
+        let elements = batch.records.count + batch.acknowledgement.rejected.count
+        require(charged == elements, "the rate limit was charged \(String(describing: charged)) for \(elements) records")
     }
     let reply = batch.reply
     if message.isEmpty {
