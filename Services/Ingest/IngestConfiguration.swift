@@ -100,7 +100,8 @@ public struct IngestConfiguration: Sendable {
             ?? 100_000)
         configuration.shards = Int(try source.double("shards", range: 1...1024) ?? 16)
         configuration.logLevel = try LogLevelSetting.parse(source.string("logLevel") ?? "info")
-        configuration.curve = try CurveSettings.serverKeys(source, endpoints: [("--gateway-endpoint", configuration.gatewayEndpoint)])
+        configuration.curve = try CurveSettings.serverKeys(source, endpoints: [("--gateway-endpoint", configuration.gatewayEndpoint),
+                                                                              ("--records-endpoint", configuration.recordsEndpoint)])
         return configuration
     }
 }
