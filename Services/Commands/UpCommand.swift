@@ -29,6 +29,8 @@ import ZeroMQ
 ///   its pid in `ROADSAVE_SUPERVISOR_PID` and the service asks for the parent-death signal (see `SupervisorLink`). The
 ///   signal follows the *thread* that spawned the child, so children are spawned only from the main thread, which
 ///   lives as long as the process.
+/// - `--keys`: every socket runs with CurveZMQ, the links between the services included, with the keys of `UpKeys`
+///   (DIR/keys, made on the first run, reused after). Without it up says at start that nothing is encrypted.
 /// - Each service keeps its state in its own data directory under `--data-dir` and locks it; a second `up` on the
 ///   same directory resumes where the first stopped (its services wait a few seconds for the lock of services that
 ///   are still stopping, e.g. after the first `up` was SIGKILLed).
