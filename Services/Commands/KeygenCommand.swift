@@ -50,16 +50,27 @@ public enum KeygenCommand {
         }
         let directory = parsed.string("--directory") ?? "."
         do {
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
-                                                    attributes: [.posixPermissions: 0o700])
-            let pair = try CurveKeyPair.generate(name: name)
-            let paths = try pair.write(directory: directory)
+            let (pair, paths) = try generate(name: name, directory: directory)
             Console.out("secret key: \(paths.secret) (mode 0600: keep it there)")
             Console.out("public key: \(paths.public)")
-            Console.out("allow-list line: \(role.rawValue) \(pair.publicKey) \(name)\(apps.map { " " + $0 } ?? "")")
+            Console.out("allow-list line: \(allowListLine(role: role, pair: pair, apps: apps))")
             return 0
         } catch {
             return Console.fail("keygen", CommandExit(1, "\(error)"))
         }
+    }
+
+    /// A new key pair `name` written in `directory` (made with mode 0700 if missing); never overwrites a file.
+    /// `roadsave up --keys` makes its keys with it too.
+    static func generate(name: String, directory: String) throws -> (pair: CurveKeyPair, paths: (secret: String, public: String)) {
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o700])
+        let pair = try CurveKeyPair.generate(name: name)
+        return (pair, try pair.write(directory: directory))
+    }
+
+    /// The allow-list line that admits `pair` in `role` (for `apps`, comma-separated; nil for every application).
+    static func allowListLine(role: CurveRole, pair: CurveKeyPair, apps: String? = nil) -> String {
+        "\(role.rawValue) \(pair.publicKey) \(pair.name)\(apps.map { " " + $0 } ?? "")"
     }
 }

@@ -29,6 +29,8 @@ import ZeroMQ
 ///   its pid in `ROADSAVE_SUPERVISOR_PID` and the service asks for the parent-death signal (see `SupervisorLink`). The
 ///   signal follows the *thread* that spawned the child, so children are spawned only from the main thread, which
 ///   lives as long as the process.
+/// - `--keys`: every socket runs with CurveZMQ, the links between the services included, with the keys of `UpKeys`
+///   (DIR/keys, made on the first run, reused after). Without it up says at start that nothing is encrypted.
 /// - Each service keeps its state in its own data directory under `--data-dir` and locks it; a second `up` on the
 ///   same directory resumes where the first stopped (its services wait a few seconds for the lock of services that
 ///   are still stopping, e.g. after the first `up` was SIGKILLed).
@@ -59,8 +61,13 @@ public enum UpCommand {
                                       default ./roadsave-data)
           --base-port P               first of the six ports (default 5550)
           --bind-host H               address the services bind (default 127.0.0.1; * for every interface; any
-                                      address other machines can reach needs --insecure, since up passes the
-                                      services no CurveZMQ keys yet)
+                                      address other machines can reach needs --keys or --insecure)
+          --keys                      run every socket with CurveZMQ: on the first run, make key pairs in DIR/keys
+                                      (ingest, detect, notify for the services; gateway, operator, subscriber for
+                                      clients; secret files mode 0600) and DIR/keys/allow.txt listing them; reuse
+                                      them on later runs. Each service gets its key, the allow-list and the public
+                                      key of the feed it reads; up prints the client keys to use, e.g.
+                                      roadsave send --key DIR/keys/gateway.key --server-key DIR/keys/ingest.key.pub
           --insecure                  let the services bind a non-loopback --bind-host in plaintext, unauthenticated
                                       (passed on to each service as --insecure)
           --log-level L               the services' log level: debug, info, warning or error (default info)
@@ -118,6 +125,17 @@ public enum UpCommand {
         } catch {
             return Console.fail("up", CommandExit(1, error.message))
         }
+        // Under the lock, so two ups never make two sets of keys.
+        var keys: UpKeys?
+        if options.keys {
+            var prepared = UpKeys(directory: options.keysDirectory)
+            do {
+                try prepared.prepare()
+            } catch {
+                return Console.fail("up", CommandExit(1, "--keys: \(error)"))
+            }
+            keys = prepared
+        }
         // SIGHUP too: the children have process groups of their own, so a closing terminal reaches only this process.
         SignalFlag.install([SIGTERM, SIGINT, SIGHUP])
         signal(SIGPIPE, SIG_IGN)
@@ -126,6 +144,7 @@ public enum UpCommand {
         precondition(Thread.isMainThread, "roadsave up must supervise from the main thread")
         var supervisor = Supervisor(executable: executable, options: options, environment: environment,
                                     log: Log(category: "up"))
+        supervisor.keys = keys
         return withExtendedLifetime(lock) { supervisor.run() }
     }
 
@@ -146,6 +165,8 @@ public enum UpCommand {
         var dryRun = false
         /// `--insecure`: a non-loopback --bind-host without keys is what the operator wants.
         var insecure = false
+        /// `--keys`: CurveZMQ everywhere, with the keys in DIR/keys (`UpKeys`).
+        var keys = false
 
         /// The services, by their command names, which are also the names of their data directories.
         static let services = ["ingest", "detect", "notify"]
@@ -156,7 +177,7 @@ public enum UpCommand {
                     arguments,
                     valued: ["--applications", "--applications-file", "--platform", "--settings", "--ndjson", "--webhooks",
                              "--webhook-secret-file", "--base-port", "--bind-host", "--log-level", "--data-dir"],
-                    flags: ["--help", "-h", "--dry-run", "--insecure"])
+                    flags: ["--help", "-h", "--dry-run", "--insecure", "--keys"])
                 if parsed.has("--help") || parsed.has("-h") {
                     help = true
                     return
@@ -164,6 +185,7 @@ public enum UpCommand {
                 guard parsed.positional.isEmpty else { throw CommandExit.usage("unexpected argument \"\(parsed.positional[0])\"") }
                 dryRun = parsed.has("--dry-run")
                 insecure = parsed.has("--insecure")
+                keys = parsed.has("--keys")
                 let directory = parsed.string("--data-dir") ?? environment["ROADSAVE_DATA_DIR"] ?? "roadsave-data"
                 guard !directory.isEmpty else {
                     throw CommandExit.usage("--data-dir (or ROADSAVE_DATA_DIR) is empty: give the directory for the services' state")
@@ -218,10 +240,10 @@ public enum UpCommand {
                     }
                 }
                 // The services would refuse it one by one; say it once, with what to do.
-                if !insecure, !CurveServerKeys.isLoopback(bind(basePort)) {
+                if !insecure, !keys, !CurveServerKeys.isLoopback(bind(basePort)) {
                     throw CommandExit.usage("--bind-host \(bindHost) makes the services reachable from other machines, but up "
-                        + "passes them no CurveZMQ keys: pass --insecure to accept plaintext, unauthenticated connections, "
-                        + "or bind 127.0.0.1 (the default)")
+                        + "passes them no CurveZMQ keys: pass --keys to run with keys, --insecure to accept plaintext, "
+                        + "unauthenticated connections, or bind 127.0.0.1 (the default)")
                 }
             } catch let error as CommandLineOptions.UsageError {
                 throw .usage(error.message)
@@ -248,6 +270,9 @@ public enum UpCommand {
         var catchUp: Int { basePort + 5 }
 
         func dataDirectory(of service: String) -> String { DataDirectory.file(service, in: dataDirectory) }
+
+        /// Where `--keys` keeps the keys.
+        var keysDirectory: String { UpKeys.directory(in: dataDirectory) }
     }
 
     /// One supervised service.
@@ -277,6 +302,8 @@ public enum UpCommand {
         var failure: Int32?
         var ready = false
         var readySince = MonotonicClock.now()
+        /// The keys of `--keys`, prepared; nil without.
+        var keys: UpKeys?
 
         init(executable: String, options: Options, environment: [String: String], log: Log) {
             self.executable = executable
@@ -302,6 +329,8 @@ public enum UpCommand {
             var sharedFlags: [String] = []
             if let logLevel = options.logLevel { sharedFlags = ["--log-level", logLevel] }
             if options.insecure { sharedFlags.append("--insecure") }
+            let keys = UpKeys(directory: options.keysDirectory)
+            func keyFlags(_ service: String) -> [String] { options.keys ? keys.arguments(of: service) : [] }
 
             var ingestEnvironment: [String: String] = [:]
             if let applications = options.applications { ingestEnvironment["ROADSAVE_APPLICATIONS"] = applications }
@@ -324,14 +353,15 @@ public enum UpCommand {
 
             // Downstream first, so that the earliest events find their subscriber.
             children = [
-                Child(name: "notify", arguments: notifyArguments + sharedFlags,
+                Child(name: "notify", arguments: notifyArguments + keyFlags("notify") + sharedFlags,
                       environment: only(["ROADSAVE_WEBHOOK_SECRET", "ROADSAVE_WEBHOOK_SECRET_FILE", "ROADSAVE_WEBHOOKS"],
                                         notifyEnvironment)),
-                Child(name: "detect", arguments: detectArguments + sharedFlags,
+                Child(name: "detect", arguments: detectArguments + keyFlags("detect") + sharedFlags,
                       environment: only(["ROADSAVE_PLATFORM_URL"], detectEnvironment)),
                 Child(name: "ingest", arguments: ["ingest", "--gateway-endpoint", options.bind(options.gateways),
                                                   "--records-endpoint", options.bind(options.records),
-                                                  "--data-dir", options.dataDirectory(of: "ingest")] + sharedFlags,
+                                                  "--data-dir", options.dataDirectory(of: "ingest")]
+                                  + keyFlags("ingest") + sharedFlags,
                       environment: only(["ROADSAVE_APPLICATIONS", "ROADSAVE_APPLICATIONS_FILE"], ingestEnvironment)),
             ]
         }
@@ -339,10 +369,18 @@ public enum UpCommand {
         mutating func run() -> Int32 {
             log.info("starting", ["executable": executable, "basePort": String(options.basePort), "bindHost": options.bindHost,
                                   "platform": options.platform == nil ? "embedded" : "given"])
-            // up passes no CurveZMQ keys yet: say so (a non-loopback --bind-host makes the services refuse to start).
-            Console.err(options.insecure && !CurveServerKeys.isLoopback(options.bind(options.basePort))
-                ? "roadsave up: --insecure: no CurveZMQ keys, every socket is plaintext and unauthenticated, and reachable from other machines"
-                : "roadsave up: no CurveZMQ keys: every socket is plaintext and unauthenticated (loopback only)")
+            if let keys {
+                log.info("CurveZMQ keys", ["directory": keys.directory, "made": keys.made.isEmpty ? "none" : keys.made.joined(separator: ",")])
+                Console.out("keys \(keys.directory) (\(keys.made.isEmpty ? "reused" : "made")); allow-list \(keys.allowList)")
+                for client in UpKeys.clients {
+                    Console.out("\(client.name) key \(keys.secretFile(client.name)), server key \(keys.publicFile(client.server))")
+                }
+            } else {
+                // Without --keys: say so (a non-loopback --bind-host makes the services refuse to start).
+                Console.err(options.insecure && !CurveServerKeys.isLoopback(options.bind(options.basePort))
+                    ? "roadsave up: --insecure: no CurveZMQ keys, every socket is plaintext and unauthenticated, and reachable from other machines"
+                    : "roadsave up: no CurveZMQ keys: every socket is plaintext and unauthenticated (loopback only; --keys for keys)")
+            }
             for index in children.indices {
                 guard start(index) else {
                     stopAll(reason: "a service could not be started")

@@ -129,7 +129,8 @@ public struct IngestConfiguration: Sendable {
         }
         configuration.shards = Int(try source.double("shards", range: 1...1024) ?? 16)
         configuration.logLevel = try LogLevelSetting.parse(source.string("logLevel") ?? "info")
-        configuration.curve = try CurveSettings.serverKeys(source, endpoints: [("--gateway-endpoint", configuration.gatewayEndpoint)])
+        configuration.curve = try CurveSettings.serverKeys(source, endpoints: [("--gateway-endpoint", configuration.gatewayEndpoint),
+                                                                              ("--records-endpoint", configuration.recordsEndpoint)])
         return configuration
     }
 }

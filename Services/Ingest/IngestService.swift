@@ -83,6 +83,8 @@ public final class IngestService: @unchecked Sendable {
             try gateways.setMaximumMessageSize(configuration.maximumMessageBytes)
             try gateways.bind(configuration.gatewayEndpoint)
             let records = try loop.socket(.router)
+            // The journal feed is for detection only: with keys, a CURVE server for service keys.
+            if let zap, let curve = configuration.curve { try zap.secure(records, role: .service, secretKey: curve.secretKey) }
             try records.setSendTimeout(milliseconds: 0)
             try records.setMaximumMessageSize(FeedServer.maximumRequestBytes)
             try records.bind(configuration.recordsEndpoint)

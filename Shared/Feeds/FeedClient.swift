@@ -20,7 +20,9 @@ public final class FeedClient {
     /// Connects to `endpoint`; `onReply` gets each answer to the outstanding request, on the loop's thread.
     /// `maximumFrameBytes` (ZMQ_MAXMSGSIZE, nil for no limit) is the largest frame accepted from the server: a larger
     /// one drops the connection (libzmq reconnects), so it must exceed the largest item the server can send.
+    /// With `curve` the link is a CurveZMQ client of the server (encrypted; the server's ZAP handler checks the key).
     public init(loop: ReactorLoop, endpoint: String, log: Log, maximumFrameBytes: Int64? = nil,
+                curve: CurveClientKeys? = nil,
                 onReply: @escaping (FeedReplyHeader, ArraySlice<[UInt8]>) -> Void) throws {
         self.endpoint = endpoint
         self.loop = loop
@@ -29,6 +31,7 @@ public final class FeedClient {
         socket = try loop.socket(.dealer)
         try socket.setSendTimeout(milliseconds: 0)
         if let maximumFrameBytes { try socket.setMaximumMessageSize(maximumFrameBytes) }
+        if let curve { try socket.setCurveClient(curve) }
         try socket.connect(endpoint)
         loop.onReadable(socket) { [unowned self] socket in receive(socket) }
         resendTimer = loop.every(0.25) { [unowned self] in resendIfLate() }

@@ -60,7 +60,8 @@ struct ContainerFileTests {
 
     /// The environment values written here rather than taken from `docker compose`'s environment: where the
     /// service's volume is mounted, and where compose mounts the key secrets (paths, not the keys).
-    static let literalVariables: Set<String> = ["ROADSAVE_DATA_DIR", "ROADSAVE_CURVE_SECRET_KEY", "ROADSAVE_ALLOW"]
+    static let literalVariables: Set<String> = ["ROADSAVE_DATA_DIR", "ROADSAVE_CURVE_SECRET_KEY", "ROADSAVE_ALLOW",
+                                                "ROADSAVE_CURVE_SERVER_KEY"]
 
     /// The executable targets of Package.swift.
     static func executableTargets() throws -> Set<String> {

@@ -30,9 +30,12 @@ public struct DetectionConfiguration: Sendable {
     /// Only the devices of this shard (`i/n`, by a stable hash of the device), for running several detections.
     public var shard: (index: Int, count: Int)?
     public var logLevel = Log.Level.info
-    /// CurveZMQ on the control socket (`--curve-secret-key`, `--allow`: operator keys); nil: plaintext (loopback or
-    /// `--insecure`).
+    /// CurveZMQ on the control socket (`--curve-secret-key`, `--allow`: operator keys) and the outbox feed (service
+    /// keys); nil: plaintext (loopback or `--insecure`).
     public var curve: CurveServerKeys?
+    /// CurveZMQ client keys of the links to `recordsEndpoints`, one each in order (`--curve-server-key`, ingest's
+    /// public key; this service's own pair as the client key); nil: plaintext (loopback or `--insecure`).
+    public var recordsCurve: [CurveClientKeys]?
 
     public init() {}
 
@@ -82,7 +85,7 @@ public struct DetectionConfiguration: Sendable {
                     help: "take only shard I of N of the devices, as I/N (N as sensor-ingest's --shards)"),
         SettingSpec(flag: "--log-level", environment: "ROADSAVE_LOG_LEVEL", key: "logLevel", default: "info",
                     help: "debug, info, warning or error"),
-    ] + CurveSettings.specs
+    ] + CurveSettings.specs + [CurveSettings.upstreamSpec(upstream: "sensor-ingest")]
 
     public static func load(_ source: ServiceConfiguration) throws(CommandLineOptions.UsageError) -> DetectionConfiguration {
         var configuration = DetectionConfiguration()
@@ -119,7 +122,11 @@ public struct DetectionConfiguration: Sendable {
             configuration.shard = (parts[0], parts[1])
         }
         configuration.logLevel = try LogLevelSetting.parse(source.string("logLevel") ?? "info")
-        configuration.curve = try CurveSettings.serverKeys(source, endpoints: [("--control-endpoint", configuration.controlEndpoint)])
+        configuration.curve = try CurveSettings.serverKeys(source, endpoints: [("--control-endpoint", configuration.controlEndpoint),
+                                                                              ("--events-endpoint", configuration.eventsEndpoint)])
+        configuration.recordsCurve = try CurveSettings.upstreamKeys(source, flag: "--records-endpoint",
+                                                                    endpoints: configuration.recordsEndpoints,
+                                                                    own: configuration.curve)
         return configuration
     }
 

@@ -104,21 +104,24 @@ public final class DetectionService: @unchecked Sendable {
                                            shard: configuration.shardDescription)
             self.store = store
             let recovery = try restore(from: store)
+            let control = try loop.socket(.router)
+            try secureControl(control, loop: loop)
             let outboxSocket = try loop.socket(.router)
+            // The outbox feed is for the notifier only: with keys, a CURVE server for service keys.
+            if let zap, let curve = configuration.curve { try zap.secure(outboxSocket, role: .service, secretKey: curve.secretKey) }
             try outboxSocket.setSendTimeout(milliseconds: 1000)
             try outboxSocket.setMaximumMessageSize(FeedServer.maximumRequestBytes)
             try outboxSocket.bind(configuration.eventsEndpoint)
             outbox = FeedServer(socket: outboxSocket, loop: loop, source: store, log: log)
-            let control = try loop.socket(.router)
-            try secureControl(control, loop: loop)
             try control.setSendTimeout(milliseconds: 1000)
             try control.setMaximumMessageSize(Self.maximumCommandBytes)
             try control.bind(configuration.controlEndpoint)
             self.control = control
             loop.onReadable(control) { [self] socket in receiveCommands(socket, loop: loop) }
-            for endpoint in configuration.recordsEndpoints {
+            for (index, endpoint) in configuration.recordsEndpoints.enumerated() {
                 let reader = try JournalReader(loop: loop, endpoint: endpoint, consumer: configuration.consumerName,
-                                               shard: configuration.shard, log: log) { [self] reader, header, items in
+                                               shard: configuration.shard, curve: configuration.recordsCurve?[index],
+                                               log: log) { [self] reader, header, items in
                     journalReplied(reader, header, items, loop: loop)
                 }
                 journals.append(reader)

@@ -34,14 +34,17 @@ final class JournalReader {
     /// How long ingest may hold a request while it has nothing new (it answers as soon as a batch is stored).
     static let waitMilliseconds = 1000
 
-    init(loop: ReactorLoop, endpoint: String, consumer: String, shard: (index: Int, count: Int)?, log: Log,
+    /// With `curve` the link to ingest is a CurveZMQ client (detection's own key pair, ingest's public key).
+    init(loop: ReactorLoop, endpoint: String, consumer: String, shard: (index: Int, count: Int)?,
+         curve: CurveClientKeys? = nil, log: Log,
          onReply: @escaping (JournalReader, FeedReplyHeader, ArraySlice<[UInt8]>) -> Void) throws {
         self.endpoint = endpoint
         self.loop = loop
         self.consumer = consumer
         self.shard = shard
         lastReply = loop.now
-        client = try FeedClient(loop: loop, endpoint: endpoint, log: log, maximumFrameBytes: Self.maximumFrameBytes) { [unowned self] header, items in
+        client = try FeedClient(loop: loop, endpoint: endpoint, log: log, maximumFrameBytes: Self.maximumFrameBytes,
+                                curve: curve) { [unowned self] header, items in
             lastReply = loop.now
             head = header.head
             onReply(self, header, items)

@@ -31,6 +31,9 @@ public struct NotifierConfiguration: Sendable {
     /// CurveZMQ on the PUB and catch-up sockets (`--curve-secret-key`, `--allow`: subscriber keys); nil: plaintext
     /// (loopback or `--insecure`).
     public var curve: CurveServerKeys?
+    /// CurveZMQ client keys of the links to `eventsEndpoints`, one each in order (`--curve-server-key`, detection's
+    /// public key; this service's own pair as the client key); nil: plaintext (loopback or `--insecure`).
+    public var eventsCurve: [CurveClientKeys]?
 
     public init() {}
 
@@ -69,7 +72,7 @@ public struct NotifierConfiguration: Sendable {
                     help: "seconds a fetch waits at detection for new events (an empty answer is its heartbeat)"),
         SettingSpec(flag: "--log-level", environment: "ROADSAVE_LOG_LEVEL", key: "logLevel", default: "info",
                     help: "debug, info, warning or error"),
-    ] + CurveSettings.specs
+    ] + CurveSettings.specs + [CurveSettings.upstreamSpec(upstream: "detection")]
 
     public static func load(_ source: ServiceConfiguration) throws(CommandLineOptions.UsageError) -> NotifierConfiguration {
         var configuration = NotifierConfiguration()
@@ -123,6 +126,9 @@ public struct NotifierConfiguration: Sendable {
             source, endpoints: [("--publish-endpoint", configuration.publishEndpoint),
                                 ("--catch-up-endpoint", configuration.catchUpEndpoint)]
                 .compactMap { flag, endpoint in endpoint.map { (flag, $0) } })
+        configuration.eventsCurve = try CurveSettings.upstreamKeys(source, flag: "--events-endpoint",
+                                                                   endpoints: configuration.eventsEndpoints,
+                                                                   own: configuration.curve)
         return configuration
     }
 

@@ -176,10 +176,11 @@ public final class NotifierService: @unchecked Sendable {
                                     retentionAge: configuration.retentionAge, log: log,
                                     subscriberKey: { [unowned self] in subscriberKey($0) })
         }
-        for endpoint in configuration.eventsEndpoints {
+        for (index, endpoint) in configuration.eventsEndpoints.enumerated() {
             let upstream = UpstreamFeed(endpoint: endpoint, now: loop.now)
             upstream.client = try FeedClient(loop: loop, endpoint: endpoint, log: log,
-                                             maximumFrameBytes: Self.maximumEventFrameBytes) { [unowned self] header, items in
+                                             maximumFrameBytes: Self.maximumEventFrameBytes,
+                                             curve: configuration.eventsCurve?[index]) { [unowned self] header, items in
                 replied(upstream, loop: loop, header: header, items: items)
             }
             upstreams.append(upstream)
