@@ -127,7 +127,7 @@ import Testing
         #expect(![ingest, detect, newNotify].contains(where: isAlive))
     }
 
-    /// up passes no CurveZMQ keys yet: a --bind-host other machines can reach needs --insecure, which it passes on.
+    /// Without --keys, up passes no CurveZMQ keys: a --bind-host other machines can reach needs --insecure, which it passes on.
     @Test func aNonLoopbackBindHostNeedsInsecureAndPassesItOn() async throws {
         var environment = ProcessInfo.processInfo.environment
         environment["ROADSAVE_APPLICATIONS"] = "demo-app"
