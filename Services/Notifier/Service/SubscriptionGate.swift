@@ -28,6 +28,14 @@ final class SubscriptionGate {
         self.entry = entry
         entriesAtBind = entries
         try socket.setXPubManual(true)
+        let version = zmqVersion()
+        if (version.major, version.minor, version.patch) < (4, 3, 5) {
+            // libzmq commit 2df7ab6a (in 4.3.5): before it, a subscription read after its connection ended is applied
+            // to the freed connection. Rare (a subscriber that subscribes and disconnects at once), but said at start.
+            log.warning("libzmq before 4.3.5: a subscriber that subscribes and disconnects at once can corrupt the live "
+                        + "socket's subscriptions (libzmq 2df7ab6a); use libzmq 4.3.5 or later where subscriber keys are limited",
+                        ["libzmq": "\(version.major).\(version.minor).\(version.patch)"])
+        }
         loop.onReadable(socket) { [unowned self] _ in receive() }
     }
 
