@@ -90,8 +90,31 @@ public final class ZAPHandler {
         return (reply("200", "OK", user: entry.name), decision)
     }
 
+    /// The metadata property an accepted connection's messages carry besides `User-Id`: a number unique to the
+    /// connection within this process (libzmq asks the handler once per handshake), so a socket can tell two
+    /// connections of the same key apart (`zmq_msg_gets(msg, "Connection")`).
+    public static let connectionProperty = "Connection"
+    private var connections: UInt64 = 0
+
+    /// A ZAP reply's metadata frame: ZMTP properties (name length: 1 byte, name, value length: 4 bytes big-endian, value).
+    public static func metadata(_ properties: [(name: String, value: String)]) -> [UInt8] {
+        var bytes: [UInt8] = []
+        for (name, value) in properties {
+            let name = Array(name.utf8), value = Array(value.utf8)
+            bytes.append(UInt8(name.count))
+            bytes += name
+            bytes += withUnsafeBytes(of: UInt32(value.count).bigEndian, Array.init)
+            bytes += value
+        }
+        return bytes
+    }
+
     private func answer(_ request: [[UInt8]]) {
-        let (reply, decision) = Self.decide(request, allowList: allowList)
+        var (reply, decision) = Self.decide(request, allowList: allowList)
+        if decision.accepted {
+            connections += 1
+            reply[reply.count - 1] = Self.metadata([(Self.connectionProperty, String(connections))])
+        }
         _ = try? socket.send(reply, dontWait: true)
         report(decision)
     }

@@ -253,6 +253,14 @@ public final class ZMQSocket {
         try setOption(ZMQ_XPUB_VERBOSE, on ? 1 : 0, name: "ZMQ_XPUB_VERBOSE")
     }
 
+    /// `ZMQ_XPUB_MANUAL` (XPUB): subscriptions are not applied by libzmq. Each one is passed up as a message (first byte
+    /// 1 = subscribe, 0 = unsubscribe, then the prefix) and the application applies what it decides with
+    /// `subscribe`/`unsubscribe` on this socket, which then act on the connection of the last message received (read
+    /// with `receive(dontWait:properties:)` to learn who sent it). Set before bind.
+    public func setXPubManual(_ on: Bool) throws(ZMQError) {
+        try setOption(ZMQ_XPUB_MANUAL, on ? 1 : 0, name: "ZMQ_XPUB_MANUAL")
+    }
+
     /// CurveZMQ server side: this socket accepts CURVE clients and encrypts; `secretKey` is 32 bytes (or 40 Z85 chars).
     /// Without a ZAP handler every client that knows the server's public key is accepted.
     public func setCurveServer(secretKey: [UInt8]) throws(ZMQError) {
@@ -366,12 +374,34 @@ public final class ZMQSocket {
         return (frames, lastUserID)
     }
 
+    /// `receive`, with the metadata `properties` of the message's first frame (`zmq_msg_gets`): `User-Id` (the ZAP
+    /// handler's name for the peer's key), `Socket-Type`, `Peer-Address`, or any property the ZAP handler returned.
+    /// A property the message does not carry is absent from the dictionary. On an XPUB, subscription messages carry
+    /// the metadata of the connection that sent them; those libzmq makes itself when a connection ends carry none.
+    public func receive(dontWait: Bool = false,
+                        properties: [String]) throws(ZMQError) -> (frames: [[UInt8]], properties: [String: String])? {
+        var found: [String: String] = [:]
+        let frames = try receive(dontWait: dontWait, firstFrame: { message in
+            for name in properties {
+                if let value = zmq_msg_gets(message, name) { found[name] = String(cString: value) }
+            }
+        })
+        guard let frames else { return nil }
+        return (frames, found)
+    }
+
     /// Receives one whole multipart message, frame by frame with `zmq_msg_recv` (never truncated) while `ZMQ_RCVMORE`
     /// says more frames follow.
     ///
     /// Returns nil on `EAGAIN`: with `dontWait` when nothing is waiting, or when the receive timeout expires.
     /// Throws on other errors: `ETERM` (`isTerminated`) when the context shuts down, a normal exit.
     public func receive(dontWait: Bool = false) throws(ZMQError) -> [[UInt8]]? {
+        try receive(dontWait: dontWait, firstFrame: nil)
+    }
+
+    /// `receive`, handing the first frame (while it is open) to `firstFrame`, for its metadata.
+    private func receive(dontWait: Bool,
+                         firstFrame: ((UnsafeMutablePointer<zmq_msg_t>) -> Void)?) throws(ZMQError) -> [[UInt8]]? {
         let handle = try open("zmq_msg_recv")
         var frames: [[UInt8]] = []
         // libzmq delivers multipart messages atomically: once the first frame is here the rest are too, so later frames
@@ -391,6 +421,7 @@ public final class ZMQSocket {
                 if code == EAGAIN && frames.isEmpty { return nil }
                 throw ZMQError(code: code, operation: "zmq_msg_recv(\(type) frame \(frames.count + 1))")
             }
+            if frames.isEmpty { firstFrame?(message) }
             if readsUserID && userID == nil {
                 // The metadata sits on every frame from the wire (not on the routing-id frame a ROUTER adds).
                 userID = zmq_msg_gets(message, "User-Id").map { String(cString: $0) }

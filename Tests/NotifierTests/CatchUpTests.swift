@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import RoadSaveModel
 import Wire
+import ZeroMQ
 @testable import NotifierService
 
 @Suite struct CatchUpTests {
@@ -116,5 +117,28 @@ import Wire
         #expect(throws: CatchUpRequest.Problem.self) {
             try CatchUpReply(json: Array(#"{"error": "after: bad"}"#.utf8))
         }
+    }
+
+    @Test func anotherApplicationsEventIDAnswersExactlyLikeAnUnknownOneForALimitedKey() throws {
+        let folder = Fixtures.folder()
+        defer { Fixtures.remove(folder) }
+        let (store, events) = try store(folder)
+        let dash = CurveAllowList.Entry(role: .subscriber, publicKey: "", name: "dash", applications: ["app-1"])
+        func reply(_ text: String, key: CurveAllowList.Entry?) -> String {
+            String(decoding: CatchUpServer.answer(Array(text.utf8), store: store, format: .current,
+                                                  retentionAge: 7 * 86_400, key: key), as: UTF8.self)
+        }
+        let otherApp = events[7]
+        #expect(otherApp.device.app == "app-2")
+        let unknown = "no-such-event"
+        func unknownReply(_ id: String) -> String {
+            #"{"error":"afterEventID: unknown eventID \#(id) (never stored here, or older than the retention window of 7 days)"}"#
+        }
+        #expect(reply(#"{"afterEventID": "\#(otherApp.eventID)"}"#, key: dash) == unknownReply(otherApp.eventID))
+        #expect(reply(#"{"afterEventID": "\#(unknown)"}"#, key: dash) == unknownReply(unknown))
+        // A key of every application, and the key's own application, get the events after it.
+        #expect(try CatchUpReply(json: Array(reply(#"{"afterEventID": "\#(otherApp.eventID)"}"#, key: nil).utf8)).next == 9)
+        let own = try CatchUpReply(json: Array(reply(#"{"afterEventID": "\#(events[3].eventID)"}"#, key: dash).utf8))
+        #expect(own.events.map(\.position) == [5, 6] && own.next == 9)
     }
 }

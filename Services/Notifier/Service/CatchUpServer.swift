@@ -77,7 +77,8 @@ final class CatchUpServer {
             }
             after = position
         case let .eventID(eventID):
-            guard let position = try store.position(ofEventID: eventID) else {
+            // Another application's event answers exactly as an unknown one: a limited key learns nothing of it.
+            guard let position = try store.position(ofEventID: eventID, applications: key?.applications) else {
                 throw CatchUpRequest.Problem("afterEventID: unknown eventID \(eventID) (never stored here, or older than "
                                              + "the retention window of \(window))")
             }

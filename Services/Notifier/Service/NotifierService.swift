@@ -37,6 +37,8 @@ public final class NotifierService: @unchecked Sendable {
     private var catchUp: CatchUpServer?
     /// The CurveZMQ authenticator of the PUB and catch-up sockets (subscriber keys), when the service has keys.
     private var zap: ZAPHandler?
+    /// The live socket's subscriptions, when subscribers have keys.
+    private var subscriptionGate: SubscriptionGate?
     private var pendingReports: [String: OutletReport] = [:]
     private var flushPosted = false
     private var stopping = false
@@ -127,6 +129,44 @@ public final class NotifierService: @unchecked Sendable {
             ?? CurveAllowList.Entry(role: .subscriber, publicKey: "", name: name, applications: [])
     }
 
+    static func subscriberEntries(_ list: CurveAllowList) -> [String: CurveAllowList.Entry] {
+        Dictionary(list.entries.filter { $0.role == .subscriber }.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+    }
+
+    /// After SIGHUP: libzmq asks ZAP only at the handshake, and cannot drop one connection's subscriptions from outside,
+    /// so when a subscriber key was removed or changed the live socket is bound again. Every subscriber reconnects
+    /// (libzmq's SUB does so by itself and subscribes again; what it missed meanwhile is in catch-up), and a removed
+    /// key is refused at its new handshake.
+    private func subscriberKeysReloaded(_ loop: ReactorLoop) {
+        guard let zap, let gate = subscriptionGate, let publisher, !stopping else { return }
+        let entries = Self.subscriberEntries(zap.allowList)
+        guard gate.keysChanged(entries) else { return }
+        let endpoint = publisher.lastEndpoint
+        do {
+            try publisher.unbind(endpoint)
+        } catch {
+            log.error("subscriber socket not bound again after a key was removed or changed", ["error": "\(error)"])
+            return
+        }
+        gate.rebound(entries)
+        log.info("a subscriber key was removed or changed: every subscriber connection dropped", ["endpoint": endpoint])
+        bindAgain(publisher, endpoint: endpoint, loop: loop, attempt: 1)
+    }
+
+    /// The old listener closes on libzmq's I/O thread: until then the port is taken, so binding is retried briefly.
+    private func bindAgain(_ publisher: ZMQSocket, endpoint: String, loop: ReactorLoop, attempt: Int) {
+        do {
+            try publisher.bind(endpoint)
+        } catch {
+            guard attempt < 50 else {
+                return log.error("subscriber socket not bound again", ["endpoint": endpoint, "error": "\(error)"])
+            }
+            _ = loop.schedule(after: 0.1) { [unowned self] in
+                bindAgain(publisher, endpoint: endpoint, loop: loop, attempt: attempt + 1)
+            }
+        }
+    }
+
     // MARK: On the reactor thread
 
     private func setUp(_ loop: ReactorLoop) throws {
@@ -140,15 +180,31 @@ public final class NotifierService: @unchecked Sendable {
         let report: (OutletReport) -> Void = { [unowned self] report in received(report) }
 
         if let endpoint = configuration.publishEndpoint {
-            let publisher = try loop.socket(.pub)
+            // With keys, an XPUB whose subscriptions the service applies itself (SubscriptionGate): a key limited to
+            // applications gets only their topics, whatever prefix it asks for. Without keys a plain PUB: plaintext
+            // subscribers have no key to limit.
+            let publisher = try loop.socket(configuration.curve == nil ? .pub : .xpub)
             try publisher.setSendHighWaterMark(Self.subscriberQueue)
             try publisher.setMaximumMessageSize(Self.maximumRequestBytes)
             try publisher.setLinger(milliseconds: 2000)
             try secure(publisher, loop: loop)
+            if let zap {
+                let gate = try SubscriptionGate(socket: publisher, loop: loop, log: log,
+                                                entries: Self.subscriberEntries(zap.allowList)) { [unowned self] name in
+                    self.zap?.allowList.entry(role: .subscriber, name: name)
+                }
+                subscriptionGate = gate
+                let reactor = reactor
+                ReloadRequests.onReload {
+                    // Posted after the ZAP handler's own reload (registered first).
+                    reactor.post { [weak self] loop in self?.subscriberKeysReloaded(loop) }
+                }
+            }
             try publisher.bind(endpoint)
             self.publisher = publisher
             outlets.append(PublisherOutlet(socket: publisher, format: configuration.publishFormat, capacity: Self.window,
-                                           log: log, report: report))
+                                           log: log, withholds: { [unowned self] in subscriptionGate?.withholds($0) ?? false },
+                                           report: report))
         }
         for url in configuration.webhooks {
             var options = WebhookSink.Options(url: url, secret: configuration.webhookSecret)

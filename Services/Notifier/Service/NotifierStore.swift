@@ -199,6 +199,18 @@ public final class NotifierStore {
         try database.statement("SELECT position FROM events WHERE event_id = ?").integer(eventID).map { UInt64($0) }
     }
 
+    /// The position of the event with this eventID, if it is kept and its application is one of `applications`
+    /// (any when nil): for a subscriber key limited to applications, another application's event is as unknown as one
+    /// never stored.
+    public func position(ofEventID eventID: String, applications: Set<String>?) throws -> UInt64? {
+        guard let applications else { return try position(ofEventID: eventID) }
+        var found: UInt64?
+        try database.statement("SELECT position, app FROM events WHERE event_id = ?").query(eventID) { row in
+            if applications.contains(row.text(1)) { found = row.unsigned(0) }
+        }
+        return found
+    }
+
     /// At most `limit` events after `position` whose topic starts with `prefix` (every event when nil), oldest first.
     public func events(after position: UInt64, limit: Int, prefix: String? = nil) throws -> [StoredEvent] {
         var events: [StoredEvent] = []

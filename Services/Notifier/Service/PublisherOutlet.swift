@@ -15,9 +15,14 @@ final class PublisherOutlet: SinkOutlet {
     private let log: Log
     private let report: (OutletReport) -> Void
     private var stopping = false
+    /// Events that must not go out live (`SubscriptionGate.withholds`): taken without a send, left to catch-up.
+    private let withholds: (RoadSaveEvent) -> Bool
+    private var withheldApplications: Set<String> = []
 
-    init(socket: ZMQSocket, format: EventFormat, capacity: Int, log: Log, report: @escaping (OutletReport) -> Void) {
+    init(socket: ZMQSocket, format: EventFormat, capacity: Int, log: Log,
+         withholds: @escaping (RoadSaveEvent) -> Bool = { _ in false }, report: @escaping (OutletReport) -> Void) {
         self.socket = socket
+        self.withholds = withholds
         self.format = format
         self.log = log
         self.report = report
@@ -30,6 +35,16 @@ final class PublisherOutlet: SinkOutlet {
         for entry in entries {
             guard !stopping else {
                 result.released += 1
+                continue
+            }
+            if withholds(entry.event) {
+                let app = entry.event.device.app
+                if withheldApplications.insert(app).inserted {
+                    log.warning("events of an application whose ID has a \".\" are not published live while a subscriber key "
+                                + "limited to applications could match their topics; catch-up has them",
+                                ["app": Secret.mask(app), "eventID": entry.event.eventID])
+                }
+                result.taken.append(entry.position)
                 continue
             }
             do {
