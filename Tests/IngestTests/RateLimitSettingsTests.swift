@@ -5,12 +5,13 @@ import Testing
 
 /// `--rate-limit`, `--rate-burst` and `--device-idle-age` as ingest reads them.
 struct RateLimitSettingsTests {
-    /// The settings from `arguments`, with a loopback gateway endpoint unless `endpoint` says otherwise (nil: the
-    /// default, every interface).
+    /// The settings from `arguments`, with loopback gateway and records endpoints unless `endpoint` says otherwise for
+    /// the gateway (nil: the default, every interface).
     static func load(_ arguments: [String], endpoint: String? = "tcp://127.0.0.1:5550",
                      environment: [String: String] = [:]) throws -> IngestConfiguration {
         let source = try ServiceConfiguration(specs: IngestConfiguration.specs,
-                                              arguments: ["--applications", "app-1"] + arguments
+                                              arguments: ["--applications", "app-1", "--records-endpoint", "tcp://127.0.0.1:5551"]
+                                                  + arguments
                                                   + (endpoint.map { ["--gateway-endpoint", $0] } ?? []),
                                               environment: environment)
         return try IngestConfiguration.load(source)
