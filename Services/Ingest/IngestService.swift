@@ -69,6 +69,7 @@ public final class IngestService: @unchecked Sendable {
             try gateways.setReceiveHighWaterMark(Self.gatewayQueueLimit)
             try gateways.setSendTimeout(milliseconds: 1000)
             try gateways.setMaximumMessageSize(configuration.maximumMessageBytes)
+            try OutsideSockets.watch(gateways, name: "gateway", loop: loop, log: log)
             try gateways.bind(configuration.gatewayEndpoint)
             let records = try loop.socket(.router)
             try records.setSendTimeout(milliseconds: 0)

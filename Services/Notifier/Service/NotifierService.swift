@@ -145,6 +145,7 @@ public final class NotifierService: @unchecked Sendable {
             try publisher.setMaximumMessageSize(Self.maximumRequestBytes)
             try publisher.setLinger(milliseconds: 2000)
             try secure(publisher, loop: loop)
+            try OutsideSockets.watch(publisher, name: "subscribers", loop: loop, log: log)
             try publisher.bind(endpoint)
             self.publisher = publisher
             outlets.append(PublisherOutlet(socket: publisher, format: configuration.publishFormat, capacity: Self.window,
@@ -170,6 +171,7 @@ public final class NotifierService: @unchecked Sendable {
             let socket = try loop.socket(.router)
             try secure(socket, loop: loop)
             try socket.setMaximumMessageSize(Self.maximumRequestBytes)
+            try OutsideSockets.watch(socket, name: "catch-up", loop: loop, log: log)
             try socket.bind(endpoint)
             catchUpSocket = socket
             catchUp = CatchUpServer(socket: socket, loop: loop, store: store, format: configuration.publishFormat,
