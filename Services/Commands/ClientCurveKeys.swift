@@ -16,8 +16,9 @@ struct ClientCurveKeys: Sendable, Equatable {
     /// The lines of `--help`, for each client.
     static func help(service: String) -> String {
         """
-          --key FILE          this client's CurveZMQ secret key file (roadsave keygen; mode 0600, both keys in it):
-                              connect with CURVE; the service must list its public key in its allow-list
+          --key FILE          this client's CurveZMQ secret key file (roadsave keygen; mode 0600; a file with only
+                              secret-key is enough: the public key follows from it): connect with CURVE; the
+                              service must list its public key in its allow-list
           --server-key FILE   \(service)'s public key file (its NAME.key.pub), with --key
         """
     }

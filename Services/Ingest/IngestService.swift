@@ -81,6 +81,7 @@ public final class IngestService: @unchecked Sendable {
             try gateways.setReceiveHighWaterMark(Self.gatewayQueueLimit)
             try gateways.setSendTimeout(milliseconds: 1000)
             try gateways.setMaximumMessageSize(configuration.maximumMessageBytes)
+            try OutsideSockets.watch(gateways, name: "gateway", loop: loop, log: log)
             try gateways.bind(configuration.gatewayEndpoint)
             let records = try loop.socket(.router)
             // The journal feed is for detection only: with keys, a CURVE server for service keys.

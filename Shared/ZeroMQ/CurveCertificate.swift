@@ -62,7 +62,7 @@ public struct CurveKeyPair: Sendable, Equatable {
         return paths
     }
 
-    /// Reads a secret file (both keys). Refused when the file is readable or writable by group or others, as ssh does,
+    /// Reads a secret file (both keys, or only `secret-key`: the public key is derived from it). Refused when the file is readable or writable by group or others, as ssh does,
     /// and when its public key does not belong to its secret key.
     public static func readSecret(_ path: String) throws -> CurveKeyPair {
         var info = stat()
@@ -83,6 +83,10 @@ public struct CurveKeyPair: Sendable, Equatable {
         }
         if derived != pair.publicKey {
             throw CurveKeyError("\(path): public-key does not belong to secret-key")
+        }
+        // A `.pub` beside it (NAME.key.pub) must be the same key: a mismatch means the files were mixed up.
+        if let beside = try? readPublic(path + ".pub"), beside.publicKey != derived {
+            throw CurveKeyError("\(path).pub holds another public key than \(path)'s secret key")
         }
         return pair
     }
@@ -115,6 +119,8 @@ public struct CurveKeyPair: Sendable, Equatable {
             default: continue
             }
         }
+        // A secret-only file: the public key is a function of the secret key (Curve25519), so it is derived, not needed.
+        if publicKey == nil, let secretKey { publicKey = ZMQCurve.publicKey(secretKey: secretKey) }
         guard let publicKey else { throw CurveKeyError("\(path) holds no public-key (not a ZeroMQ certificate file)") }
         guard ZMQCurve.isZ85Key(publicKey) else {
             throw CurveKeyError("\(path): public-key is not a 40-character Z85 key")

@@ -196,6 +196,13 @@ public final class ZMQSocket {
         return value
     }
 
+    /// `ZMQ_HANDSHAKE_IVL` (milliseconds; 0 = none; libzmq's default is 30 000): a connection that has not finished the
+    /// ZMTP handshake (greeting, and CURVE with its ZAP answer) within this time is dropped. Set before bind/connect:
+    /// a listener copies the socket's options when it binds.
+    public func setHandshakeTimeout(milliseconds: Int32) throws(ZMQError) {
+        try setOption(ZMQ_HANDSHAKE_IVL, milliseconds, name: "ZMQ_HANDSHAKE_IVL")
+    }
+
     /// `ZMQ_SUBSCRIBE` (SUB/XSUB): receive messages whose first frame starts with `prefix` (empty = everything).
     public func subscribe(_ prefix: [UInt8]) throws(ZMQError) {
         try setOption(ZMQ_SUBSCRIBE, bytes: prefix, name: "ZMQ_SUBSCRIBE")

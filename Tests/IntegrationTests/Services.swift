@@ -10,6 +10,7 @@ final class Services {
         var settings: [String: Any]? = Services.quickSettings
         /// `--platform URL`; nil for the embedded platform.
         var platform: String?
+        var ingestArguments: [String] = []
         var detectArguments: [String] = []
         var notifyArguments: [String] = []
         /// Webhook URLs for the notifier, signed with `webhookSecret` (given through `ROADSAVE_WEBHOOK_SECRET`).
@@ -74,7 +75,7 @@ final class Services {
             "--gateway-endpoint", "tcp://127.0.0.1:\(gatewayPort)",
             "--records-endpoint", "tcp://127.0.0.1:\(recordsPort)",
             "--data-dir", dataDirectory("ingest"),
-        ], environment: ["ROADSAVE_APPLICATIONS": options.applications.joined(separator: ",")])
+        ] + options.ingestArguments, environment: ["ROADSAVE_APPLICATIONS": options.applications.joined(separator: ",")])
         ingest = child
         all.append(child)
     }

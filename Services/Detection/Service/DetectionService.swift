@@ -115,6 +115,7 @@ public final class DetectionService: @unchecked Sendable {
             outbox = FeedServer(socket: outboxSocket, loop: loop, source: store, log: log)
             try control.setSendTimeout(milliseconds: 1000)
             try control.setMaximumMessageSize(Self.maximumCommandBytes)
+            try OutsideSockets.watch(control, name: "control", loop: loop, log: log)
             try control.bind(configuration.controlEndpoint)
             self.control = control
             loop.onReadable(control) { [self] socket in receiveCommands(socket, loop: loop) }

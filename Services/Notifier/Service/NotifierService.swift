@@ -200,6 +200,7 @@ public final class NotifierService: @unchecked Sendable {
                     reactor.post { [weak self] loop in self?.subscriberKeysReloaded(loop) }
                 }
             }
+            try OutsideSockets.watch(publisher, name: "subscribers", loop: loop, log: log)
             try publisher.bind(endpoint)
             self.publisher = publisher
             outlets.append(PublisherOutlet(socket: publisher, format: configuration.publishFormat, capacity: Self.window,
@@ -226,6 +227,7 @@ public final class NotifierService: @unchecked Sendable {
             let socket = try loop.socket(.router)
             try secure(socket, loop: loop)
             try socket.setMaximumMessageSize(Self.maximumRequestBytes)
+            try OutsideSockets.watch(socket, name: "catch-up", loop: loop, log: log)
             try socket.bind(endpoint)
             catchUpSocket = socket
             catchUp = CatchUpServer(socket: socket, loop: loop, store: store, format: configuration.publishFormat,
