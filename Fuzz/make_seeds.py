@@ -83,6 +83,7 @@ SEEDS = {
     "catch_up_request": {
         "after": js({"after": 10, "max": 100, "prefix": "crashDetected.app-1."}),
         "event": js({"afterEventID": "e-1"}),
+        "long-poll": js({"after": 10, "waitMs": 25000, "prefix": "tripDidStart."}),
     },
     "gateway_batch": {
         "router-json": frames(b"id-1", b"", b"batch-1", b"application/json", js(RECORDS[:3])),

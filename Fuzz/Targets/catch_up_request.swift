@@ -1,6 +1,7 @@
 // CatchUpRequest(json:) (the notifier's catch-up endpoint) on arbitrary bytes. CatchUpRequest.swift is compiled into
 // this target (the NotifierService module would bring sockets and SQLite).
-// Properties: max stays within 1…maximumMax, and a request read is written and read again to an equal one.
+// Properties: max stays within 1…maximumMax, waitMs within 0…maximumWait, and a request read is written and read
+// again to an equal one.
 import RoadSaveModel
 import Wire
 
@@ -9,6 +10,9 @@ public func fuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     let input = bytes(data, size)
     guard let request = try? CatchUpRequest(json: input) else { return 0 }
     require((1...CatchUpRequest.maximumMax).contains(request.max), "max \(request.max) accepted")
+    if let wait = request.waitMilliseconds {
+        require((0...CatchUpRequest.maximumWait).contains(wait), "waitMs \(wait) accepted")
+    }
     let again = try? CatchUpRequest(json: request.json())
     require(again == request, "catch-up request round trip changed \(request) into \(String(describing: again))")
     return 0

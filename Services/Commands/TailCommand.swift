@@ -37,6 +37,11 @@ public enum TailCommand {
                               (7 days by default) once delivered; older positions are an error
           --catch-up-endpoint URL
                               the notifier's catch-up endpoint (default tcp://127.0.0.1:5555)
+          --via-catch-up      follow live from the catch-up endpoint alone, never subscribing: long-polls (waitMs)
+                              from the position reached, from --since or else from the newest event now. Events in
+                              order, no gap, no duplicate, each within a moment of the notifier storing it. What a
+                              subscriber key limited to applications uses where the notifier's libzmq is older than
+                              4.3.5 (its live socket refuses such keys); works with any key and any libzmq
           --show-position     print {"position":P,"event":{…}} per line instead of the bare event, so that a script
                               can resume with --since P (the last position it handled)
           --event NAME        only this event: tripDidStart, tripDidEnd or crashDetected; repeat it (or separate
@@ -92,6 +97,7 @@ public enum TailCommand {
         var since: CatchUpRequest.Start?
         var catchUpEndpoint = "tcp://127.0.0.1:5555"
         var showPosition = false
+        var viaCatchUp = false
         var keys: ClientCurveKeys?
 
         init(_ arguments: [String]) throws(CommandExit) {
@@ -119,7 +125,7 @@ public enum TailCommand {
                 let parsed = try CommandLineOptions(
                     rest, valued: (["--endpoint", "--app", "--user", "--topic", "--count", "--timeout", "--log-level", "--since",
                                    "--catch-up-endpoint"] as Set<String>).union(ClientCurveKeys.flags),
-                    flags: ["--help", "-h", "--show-position"])
+                    flags: ["--help", "-h", "--show-position", "--via-catch-up"])
                 if parsed.has("--help") || parsed.has("-h") {
                     help = true
                     return
@@ -155,6 +161,7 @@ public enum TailCommand {
                     catchUpEndpoint = try validateConnectEndpoint(text, flag: "--catch-up-endpoint")
                 }
                 showPosition = parsed.has("--show-position")
+                viaCatchUp = parsed.has("--via-catch-up")
                 keys = try ClientCurveKeys.parse(parsed)
             } catch let error as CommandLineOptions.UsageError {
                 throw .usage(error.message)
@@ -200,6 +207,7 @@ public enum TailCommand {
     }
 
     static func follow(_ options: Options, log: Log) throws(CommandExit) {
+        if options.viaCatchUp { return try followViaCatchUp(options, log: log) }
         let context: ZMQContext
         let socket: ZMQSocket
         do {
@@ -284,6 +292,54 @@ public enum TailCommand {
         }
     }
 
+    /// `--via-catch-up`: catch-up long-polls, one after the other, each from the position the last one reached.
+    static func followViaCatchUp(_ options: Options, log: Log) throws(CommandExit) {
+        let context: ZMQContext
+        let catchUp: CatchUpClient
+        do {
+            context = try ZMQContext()
+            catchUp = try CatchUpClient(context: context, endpoint: options.catchUpEndpoint, keys: options.keys)
+        } catch {
+            throw CommandExit(1, "cannot connect to the catch-up endpoint \(options.catchUpEndpoint): \(error)")
+        }
+        defer {
+            catchUp.close()
+            context.terminate()
+        }
+        let deadline = options.timeout.map { MonotonicClock.now() + $0 }
+        var printer = Printer(options: options)
+        var start: CatchUpRequest.Start
+        if let since = options.since {
+            start = since
+        } else {
+            // From now: nothing stored before tail started is printed.
+            let head = try catchUp.head()
+            printer.skip(head)
+            start = .position(head)
+        }
+        log.info("following by catch-up", ["endpoint": options.catchUpEndpoint, "after": "\(start)"])
+        while true {
+            if SignalFlag.signal != 0 {
+                log.info("stopping", ["signal": SignalFlag.name(SignalFlag.signal), "events": String(printer.printed)])
+                return
+            }
+            var wait = Double(CatchUpClient.longPollMilliseconds) / 1000
+            if let deadline {
+                let left = deadline - MonotonicClock.now()
+                if left <= 0 {
+                    if let count = options.count {
+                        log.info("timeout before the count was reached", ["events": String(printer.printed), "count": String(count)])
+                    }
+                    return
+                }
+                wait = min(wait, left)
+            }
+            guard try catchUp.read(after: start, before: nil, into: &printer, options: options, log: log,
+                                   waitMilliseconds: max(1, Int((wait * 1000).rounded(.up)))) else { return }
+            start = .position(printer.seen ?? 0)
+        }
+    }
+
     /// What has been printed: the count, and the highest position printed or passed over.
     struct Printer {
         let options: Options
@@ -310,8 +366,10 @@ public enum TailCommand {
     final class CatchUpClient {
         let endpoint: String
         private let socket: ZMQSocket
-        /// Seconds to wait for one answer.
+        /// Seconds to wait for one answer (besides the long-poll's own wait).
         static let patience = 10.0
+        /// The wait of each `--via-catch-up` long-poll.
+        static let longPollMilliseconds = 25_000
 
         init(context: ZMQContext, endpoint: String, keys: ClientCurveKeys?) throws {
             self.endpoint = endpoint
@@ -326,11 +384,13 @@ public enum TailCommand {
 
         /// Prints the events after `start` (and before `before`, when given), page by page, until the reply reaches
         /// the head (or `before`). False when tail should end (a signal, the count reached, standard output closed).
+        /// With `waitMilliseconds`, each request is a long-poll: a reply with nothing new comes when the wait ends.
         func read(after start: CatchUpRequest.Start, before: UInt64?, into printer: inout Printer, options: Options,
-                  log: Log) throws(CommandExit) -> Bool {
+                  log: Log, waitMilliseconds: Int? = nil) throws(CommandExit) -> Bool {
             var start = start
             while true {
-                let reply = try request(CatchUpRequest(start: start, prefix: options.catchUpPrefix))
+                let reply = try request(CatchUpRequest(start: start, prefix: options.catchUpPrefix,
+                                                       waitMilliseconds: waitMilliseconds))
                 for entry in reply.events {
                     if let before, entry.position >= before { return true }
                     if let seen = printer.seen, entry.position <= seen { continue }
@@ -349,11 +409,16 @@ public enum TailCommand {
             }
         }
 
+        /// The newest position in the notifier's stream now.
+        func head() throws(CommandExit) -> UInt64 {
+            try request(CatchUpRequest(start: .position(0), max: 1)).head
+        }
+
         private func request(_ request: CatchUpRequest) throws(CommandExit) -> CatchUpReply {
             do {
                 // The empty delimiter, as a REQ socket sends it.
                 _ = try socket.send([[], request.json()])
-                let deadline = MonotonicClock.now() + Self.patience
+                let deadline = MonotonicClock.now() + Self.patience + Double(request.waitMilliseconds ?? 0) / 1000
                 while MonotonicClock.now() < deadline {
                     if SignalFlag.signal != 0 { throw CommandExit(0, "") }
                     let ready = try ZMQPoller.poll([ZMQPollItem(socket)], timeoutMilliseconds: 100)
@@ -368,7 +433,8 @@ public enum TailCommand {
             } catch {
                 throw CommandExit(1, "catch-up from \(endpoint) failed: \(error)")
             }
-            throw CommandExit(1, "no answer from the catch-up endpoint \(endpoint) within \(Int(Self.patience)) s")
+            throw CommandExit(1, "no answer from the catch-up endpoint \(endpoint) within "
+                              + "\(Int(Self.patience) + (request.waitMilliseconds ?? 0) / 1000) s")
         }
     }
 

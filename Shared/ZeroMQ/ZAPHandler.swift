@@ -50,14 +50,34 @@ public final class ZAPHandler {
         return allowList
     }
 
+    /// Why keys limited to applications are refused on sockets secured with `unlimitedKeysOnly` (one text for the
+    /// handler: one such socket per service).
+    public private(set) var limitedKeyRefusal = ZAPHandler.defaultLimitedKeyRefusal
+    public static let defaultLimitedKeyRefusal = "this socket cannot keep a key to its applications"
+
     /// Makes `socket` a CurveZMQ server for `role`, answered by this handler. Call before `bind`.
-    public func secure(_ socket: ZMQSocket, role: CurveRole, secretKey: String) throws {
-        try socket.setOption(ZMQ_ZAP_DOMAIN, bytes: Array(role.rawValue.utf8), name: "ZMQ_ZAP_DOMAIN")
+    /// `unlimitedKeysOnly`: a socket that cannot keep a key to its applications (a PUB where libzmq applies the
+    /// subscriptions) admits only keys listed for every application; the text says why the others are refused.
+    public func secure(_ socket: ZMQSocket, role: CurveRole, secretKey: String, unlimitedKeysOnly: String? = nil) throws {
+        if let unlimitedKeysOnly { limitedKeyRefusal = unlimitedKeysOnly }
+        let domain = Self.domain(role, unlimitedKeysOnly: unlimitedKeysOnly != nil)
+        try socket.setOption(ZMQ_ZAP_DOMAIN, bytes: Array(domain.utf8), name: "ZMQ_ZAP_DOMAIN")
         try socket.setCurveServer(secretKey: Array(secretKey.utf8))
     }
 
-    /// The decision for one request, as a value (the tests call it without sockets).
-    public static func decide(_ request: [[UInt8]], allowList: CurveAllowList) -> (reply: [[UInt8]], decision: ZAPDecision) {
+    /// The ZAP domain of a socket for `role`: the role's name, with `:unlimited` when keys limited to applications
+    /// are refused there.
+    public static func domain(_ role: CurveRole, unlimitedKeysOnly: Bool = false) -> String {
+        unlimitedKeysOnly ? role.rawValue + unlimitedSuffix : role.rawValue
+    }
+
+    static let unlimitedSuffix = ":unlimited"
+
+    /// The decision for one request, as a value (the tests call it without sockets). On a domain `ROLE:unlimited`, a
+    /// key listed for ROLE but limited to applications is refused with `limitedKeyRefusal` as the reason.
+    public static func decide(_ request: [[UInt8]], allowList: CurveAllowList,
+                              limitedKeyRefusal: String = ZAPHandler.defaultLimitedKeyRefusal)
+        -> (reply: [[UInt8]], decision: ZAPDecision) {
         func text(_ index: Int) -> String {
             index < request.count ? String(decoding: request[index], as: UTF8.self) : ""
         }
@@ -76,7 +96,9 @@ public final class ZAPHandler {
             return (reply("400", decision.reason), decision)
         }
         decision.who = key
-        guard let role = CurveRole(rawValue: decision.role) else {
+        let unlimitedOnly = decision.role.hasSuffix(unlimitedSuffix)
+        let roleName = unlimitedOnly ? String(decision.role.dropLast(unlimitedSuffix.count)) : decision.role
+        guard let role = CurveRole(rawValue: roleName) else {
             decision.reason = "socket has no known role (ZAP domain \"\(decision.role)\")"
             return (reply("400", decision.reason), decision)
         }
@@ -84,8 +106,12 @@ public final class ZAPHandler {
             decision.reason = "key not in the allow-list as \(role.rawValue)"
             return (reply("400", decision.reason), decision)
         }
-        decision.accepted = true
         decision.who = entry.name
+        if unlimitedOnly, entry.applications != nil {
+            decision.reason = "key limited to applications: \(limitedKeyRefusal)"
+            return (reply("400", decision.reason), decision)
+        }
+        decision.accepted = true
         decision.reason = "listed"
         return (reply("200", "OK", user: entry.name), decision)
     }
@@ -110,7 +136,7 @@ public final class ZAPHandler {
     }
 
     private func answer(_ request: [[UInt8]]) {
-        var (reply, decision) = Self.decide(request, allowList: allowList)
+        var (reply, decision) = Self.decide(request, allowList: allowList, limitedKeyRefusal: limitedKeyRefusal)
         if decision.accepted {
             connections += 1
             reply[reply.count - 1] = Self.metadata([(Self.connectionProperty, String(connections))])

@@ -4,14 +4,29 @@ import Glibc
 #endif
 import Testing
 
-/// Issue 7, subscriber keys limited to applications on the LIVE socket: the notifier's XPUB applies, for each
-/// subscription, only the prefixes of the key's applications, whatever prefix is asked. The clients are pyzmq XSUB
-/// sockets (`live_subscriber.py`), which filter nothing on their side, so every message the notifier sends is seen;
-/// and `subscriber.py`, a plain SUB as alerting systems use. Events of app-1, app-2 and app-10 flow from the fake
-/// detection feed meanwhile.
+/// Issue 7, subscriber keys limited to applications on the LIVE socket. With libzmq 4.3.5 or later, the notifier's
+/// XPUB applies, for each subscription, only the prefixes of the key's applications, whatever prefix is asked. Before
+/// 4.3.5 (ZMQ_XPUB_MANUAL has a use-after-free there, libzmq 2df7ab6a) the live socket is a PUB that refuses limited
+/// keys at the handshake, and they follow live by catch-up long-poll. Which path runs depends on the libzmq the
+/// notifier loads (`notifierLibzmq`, read from the same shared library); on this machine (Debian bookworm, 4.3.4) the
+/// refusal. The clients are pyzmq XSUB sockets (`live_subscriber.py`), which filter nothing on their side, so every
+/// message the notifier sends is seen; `subscriber.py`, a plain SUB as alerting systems use; `roadsave tail
+/// --via-catch-up`; and `long_poll.py`. Events of app-1, app-2 and app-10 flow from the fake detection feed meanwhile.
 @Suite("SecurityLivePublish", .serialized)
 struct SecurityLivePublishTests {
-    /// The notifier's key pair; subscriber keys dash (app-1 only) and ops (every application).
+    /// The version of the system's libzmq (the notifier's), from the library itself; nil when it cannot be loaded.
+    static let notifierLibzmq: (major: Int32, minor: Int32, patch: Int32)? = {
+        guard let library = dlopen("libzmq.so.5", RTLD_NOW), let symbol = dlsym(library, "zmq_version") else { return nil }
+        typealias Version = @convention(c) (UnsafeMutablePointer<Int32>, UnsafeMutablePointer<Int32>,
+                                            UnsafeMutablePointer<Int32>) -> Void
+        var major: Int32 = 0, minor: Int32 = 0, patch: Int32 = 0
+        unsafeBitCast(symbol, to: Version.self)(&major, &minor, &patch)
+        return (major, minor, patch)
+    }()
+    static var filtersLive: Bool { notifierLibzmq.map { ($0.major, $0.minor, $0.patch) >= (4, 3, 5) } ?? false }
+    static var refusesLimitedKeysLive: Bool { notifierLibzmq != nil && !filtersLive }
+
+    /// The notifier's key pair; subscriber keys dash (app-1 only), ops and watch (every application).
     struct Keys {
         let folder: URL
         var serverSecret: String { path("notify.key") }
@@ -24,14 +39,14 @@ struct SecurityLivePublishTests {
             folder = FileManager.default.temporaryDirectory.appendingPathComponent("roadsave-live-\(UUID().uuidString.prefix(8))")
             _ = try await SecurityTests.Keys.roadsave(["keygen", "notify", "--directory", folder.path])
             var lines: [String: String] = [:]
-            for (name, apps) in [("dash", ["--apps", "app-1"]), ("ops", [])] {
+            for (name, apps) in [("dash", ["--apps", "app-1"]), ("ops", []), ("watch", [])] {
                 let made = try await SecurityTests.Keys.roadsave(["keygen", name, "--directory", folder.path,
                                                                   "--role", "subscriber"] + apps)
                 let line = try #require(made.first { $0.hasPrefix("allow-list line: ") })
                 lines[name] = String(line.dropFirst("allow-list line: ".count))
             }
             self.lines = lines
-            try write(["dash", "ops"])
+            try write(["dash", "ops", "watch"])
         }
 
         func write(_ names: [String]) throws {
@@ -80,7 +95,8 @@ struct SecurityLivePublishTests {
 
     static func app(_ topic: String) -> String { String(topic.split(separator: ".")[1]) }
 
-    @Test func aKeyLimitedToAnApplicationGetsOnlyItsEventsWhateverItAsksAndUnsubscribingWorks() async throws {
+    @Test(.enabled(if: filtersLive, "the notifier's libzmq is older than 4.3.5: live filtering is off"))
+    func aKeyLimitedToAnApplicationGetsOnlyItsEventsWhateverItAsksAndUnsubscribingWorks() async throws {
         let keys = try await Keys()
         defer { keys.remove() }
         let all = Self.events(journeys: 14)
@@ -137,6 +153,96 @@ struct SecurityLivePublishTests {
         #expect(dropping.messages.contains { $0.t < second }, "\(dropping.messages)")
     }
 
+    /// libzmq < 4.3.5 (this machine): the limited key dash is refused at the live socket's handshake, with the reason
+    /// logged; ops (every application) gets everything live; dash follows live with `roadsave tail --via-catch-up`
+    /// (its application's events only, in order, no gap, no duplicate, each soon after ops saw it live), and a held
+    /// long-poll is answered as soon as an event of its key is stored.
+    @Test(.enabled(if: refusesLimitedKeysLive, "the notifier's libzmq is 4.3.5 or later: live filtering is on"))
+    func onLibzmqBefore435ALimitedKeyIsRefusedLiveAndFollowsByCatchUpLongPoll() async throws {
+        let keys = try await Keys()
+        defer { keys.remove() }
+        let all = Self.events(journeys: 10)
+        let feed = try await NotifierDurabilityTests.Feed(all, rate: 25)
+        defer { feed.kill() }
+        let notifier = NotifierDurabilityTests.Notifier(feed: feed, extra: ["--curve-secret-key", keys.serverSecret,
+                                                                              "--allow", keys.allowList])
+        defer { notifier.kill(); notifier.removeData() }
+        try await notifier.start()
+        let current = try #require(notifier.current)
+        let warned = await eventually(timeout: 5) {
+            current.stderr.contains { $0.text.contains("subscriber keys limited to applications are refused on the live socket") }
+        }
+        #expect(warned, "\(notifier.logs())")
+
+        let dashLive = try Live(notifier, keys, key: "dash", subscribe: [""], timeout: 6)
+        let dashSub = try Child.python("subscriber.py", ["--endpoint", notifier.publishEndpoint, "--timeout", "6",
+                                                         "--server-key", keys.serverPublic, "--key", keys.path("dash.key")])
+        let ops = try Live(notifier, keys, key: "ops", subscribe: [""], timeout: 9)
+        let tail = try Child(name: "tail --via-catch-up", executable: Build.executable("roadsave"), arguments: [
+            "tail", "--via-catch-up", "--show-position", "--catch-up-endpoint", notifier.catchUpEndpoint,
+            "--key", keys.path("dash.key"), "--server-key", keys.serverPublic, "--timeout", "9"])
+        defer { dashLive.kill(); dashSub.kill(); ops.kill(); tail.kill() }
+        try await Task.sleep(for: .seconds(1))
+        let longPoll = try Child.python("long_poll.py", ["--endpoint", notifier.catchUpEndpoint, "--server-key", keys.serverPublic,
+                                                         "--key", keys.path("dash.key"), "--wait-ms", "20000"])
+        defer { longPoll.kill() }
+        for child in [dashLive.child, dashSub, ops.child, tail, longPoll] { _ = await child.waitForExit(timeout: 25) }
+        let logs = notifier.logs()
+
+        // Refused at the handshake, nothing received, and the refusal logged with its reason.
+        #expect(!dashLive.connected && dashLive.topics.isEmpty, "\(dashLive.child.tail())")
+        #expect(dashSub.jsonLines.isEmpty, "\(dashSub.tail())")
+        let refusal = current.stderr.first { $0.text.contains("msg=\"connection refused\"") && $0.text.contains("dash")
+            && $0.text.contains("key limited to applications: live filtering needs libzmq 4.3.5") }
+        #expect(refusal != nil, "\(logs)")
+        // A key of every application gets every application live.
+        #expect(ops.connected && Set(ops.topics.map(Self.app)) == Set(Self.apps), "\(ops.topics)\n\(logs)")
+
+        // Every event, from a key of every application, to check tail's against.
+        let everything = try await Control.send([["after": 0, "max": 10_000]], to: notifier.catchUpEndpoint, timeout: 15,
+                                                extra: ["--server-key", keys.serverPublic, "--key", keys.path("ops.key")])
+        let stored = try #require(everything.first?["events"] as? [[String: Any]], "\(everything)")
+        let appOf = Dictionary(uniqueKeysWithValues: stored.compactMap { entry -> (Int, String)? in
+            guard let position = entry.number("position"), let app = (entry["event"] as? [String: Any])?.string("app") else { return nil }
+            return (Int(position), app)
+        })
+        #expect(appOf.count == all.count, "\(appOf.count) of \(all.count) stored")
+
+        // tail --via-catch-up: app-1 only, in order, each once, and no app-1 event missing between its first and last.
+        let printed = NotifierDurabilityTests.printed(tail)
+        #expect(tail.exitedAt != nil && tail.process.terminationStatus == 0, "\(tail.tail())")
+        #expect(printed.count > 10, "\(tail.tail())\n\(logs)")
+        #expect(printed.allSatisfy { $0.event.string("app") == "app-1" }, "\(printed.map(\.event))")
+        let positions = printed.map(\.position)
+        #expect(zip(positions, positions.dropFirst()).allSatisfy { $0 < $1 }, "\(positions)")
+        if let first = positions.first, let last = positions.last {
+            let expected = appOf.filter { $0.value == "app-1" && (first...last).contains($0.key) }.keys.sorted()
+            #expect(positions == expected, "gap or extra: \(positions) vs \(expected)")
+        }
+        // Live by catch-up: each printed soon after ops got it on the live socket.
+        var opsTimes: [Int: Double] = [:]
+        for line in ops.child.jsonLines {
+            if let object = line.value as? [String: Any], let position = object.number("position") { opsTimes[Int(position)] = line.time }
+        }
+        let delays = tail.jsonLines.compactMap { line -> Double? in
+            guard let position = (line.value as? [String: Any])?.number("position"), let live = opsTimes[Int(position)] else { return nil }
+            return line.time - live
+        }.sorted()
+        #expect(delays.count > 10, "\(delays)")
+        if !delays.isEmpty {
+            #expect(delays[delays.count / 2] < 0.5 && delays.last! < 2, "tail behind the live socket by \(delays)")
+        }
+
+        // A held long-poll (dash, nothing after the head) is answered when an app-1 event is stored: well under its 20 s.
+        let answer = try #require(longPoll.jsonLines.first?.value as? [String: Any], "\(longPoll.tail())")
+        let seconds = try #require(answer.number("seconds"))
+        let head = try #require(answer.number("head"))
+        let replied = try #require((answer["reply"] as? [String: Any])?["events"] as? [[String: Any]], "\(answer)")
+        #expect(!replied.isEmpty && seconds < 3, "\(seconds) s: \(answer)")
+        #expect(replied.allSatisfy { ($0["event"] as? [String: Any])?.string("app") == "app-1" && ($0.number("position") ?? 0) > head },
+                "\(replied)")
+    }
+
     @Test func afterEventIDOfAnotherApplicationsEventAnswersLikeAnUnknownOne() async throws {
         let keys = try await Keys()
         defer { keys.remove() }
@@ -174,7 +280,10 @@ struct SecurityLivePublishTests {
         #expect(try await ask(["afterEventID": ownID], key: "dash")["events"] != nil)
     }
 
-    @Test func aSubscriberKeyRemovedBySIGHUPIsDroppedFromTheLiveSocket() async throws {
+    /// On both paths: with live filtering the limited key dash is removed; without (libzmq < 4.3.5, where dash never
+    /// gets in) the unlimited key watch.
+    @Test(.enabled(if: notifierLibzmq != nil))
+    func aSubscriberKeyRemovedBySIGHUPIsDroppedFromTheLiveSocket() async throws {
         let keys = try await Keys()
         defer { keys.remove() }
         let all = Self.events(journeys: 14)
@@ -184,22 +293,23 @@ struct SecurityLivePublishTests {
                                                                               "--allow", keys.allowList])
         defer { notifier.kill(); notifier.removeData() }
         try await notifier.start()
-        let dash = try Live(notifier, keys, key: "dash", subscribe: [""], timeout: 9)
+        let revokedName = Self.filtersLive ? "dash" : "watch"
+        let revoked = try Live(notifier, keys, key: revokedName, subscribe: [""], timeout: 9)
         let ops = try Live(notifier, keys, key: "ops", subscribe: [""], timeout: 9)
-        defer { dash.kill(); ops.kill() }
-        let flowing = await eventually(timeout: 8) { dash.topics.count > 3 && ops.topics.count > 3 }
-        try #require(flowing, "\(dash.child.tail())\n\(notifier.logs())")
+        defer { revoked.kill(); ops.kill() }
+        let flowing = await eventually(timeout: 8) { revoked.topics.count > 3 && ops.topics.count > 3 }
+        try #require(flowing, "\(revoked.child.tail())\n\(notifier.logs())")
 
-        try keys.write(["ops"])
+        try keys.write(Self.filtersLive ? ["ops", "watch"] : ["dash", "ops"])
         let current = try #require(notifier.current)
         current.signal(SIGHUP)
         let reloaded = await eventually(timeout: 5) { current.stderr.contains { $0.text.contains("every subscriber connection dropped") } }
         #expect(reloaded, "\(notifier.logs())")
-        let revokedAt = dash.messages.last?.t ?? 0
-        for client in [dash, ops] { _ = await client.child.waitForExit(timeout: 20) }
+        let revokedAt = revoked.messages.last?.t ?? 0
+        for client in [revoked, ops] { _ = await client.child.waitForExit(timeout: 20) }
         // Whatever was in flight may still arrive briefly; after that the removed key gets nothing, the other goes on.
-        let dashLater = dash.messages.filter { $0.t > revokedAt + 1 }
-        #expect(dashLater.isEmpty, "\(dashLater)")
+        let revokedLater = revoked.messages.filter { $0.t > revokedAt + 1 }
+        #expect(revokedLater.isEmpty, "\(revokedLater)")
         let opsLast = try #require(ops.messages.last)
         #expect(opsLast.t > revokedAt + 1, "ops reconnects and goes on: \(ops.messages.suffix(5))\n\(notifier.logs())")
         #expect(current.stderr.contains { $0.text.contains("msg=\"connection refused\"") && $0.text.contains("role=subscriber") },

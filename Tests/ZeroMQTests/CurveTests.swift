@@ -72,6 +72,44 @@ struct CurveTests {
         #expect(String(decoding: plain.reply[2], as: UTF8.self) == "400")
     }
 
+    /// The notifier's live socket on libzmq < 4.3.5 (domain `subscriber:unlimited`): keys of every application are
+    /// accepted, keys limited to applications refused with the socket's reason, and unlisted keys refused as anywhere.
+    @Test func zapDecisionsOnADomainForUnlimitedKeysOnly() throws {
+        let limited = try ZMQCurve.keyPair(), unlimited = try ZMQCurve.keyPair(), starred = try ZMQCurve.keyPair()
+        let stranger = try ZMQCurve.keyPair()
+        let list = try CurveAllowList(text: """
+            subscriber \(limited.publicKey) dash app-1
+            subscriber \(unlimited.publicKey) ops
+            subscriber \(starred.publicKey) board *
+            gateway \(stranger.publicKey) gw-1
+            """)
+        let domain = ZAPHandler.domain(.subscriber, unlimitedKeysOnly: true)
+        #expect(domain == "subscriber:unlimited")
+        #expect(ZAPHandler.domain(.subscriber) == "subscriber")
+        func decide(_ key: String, domain: String) throws -> (code: String, user: String, decision: ZAPDecision) {
+            let request = ["1.0", "7", domain, "127.0.0.1", "", "CURVE"].map { Array($0.utf8) } + [try #require(z85Decode(key))]
+            let result = ZAPHandler.decide(request, allowList: list, limitedKeyRefusal: "live filtering needs libzmq 4.3.5; use catch-up")
+            return (String(decoding: result.reply[2], as: UTF8.self), String(decoding: result.reply[4], as: UTF8.self),
+                    result.decision)
+        }
+        let refused = try decide(limited.publicKey, domain: domain)
+        #expect(refused.code == "400" && !refused.decision.accepted && refused.user.isEmpty)
+        #expect(refused.decision.reason == "key limited to applications: live filtering needs libzmq 4.3.5; use catch-up")
+        #expect(refused.decision.who == "dash")
+        #expect(!refused.decision.reason.contains("app-1"), "applications are credentials: not in the log")
+        for (key, name) in [(unlimited.publicKey, "ops"), (starred.publicKey, "board")] {
+            let accepted = try decide(key, domain: domain)
+            #expect(accepted.code == "200" && accepted.user == name && accepted.decision.accepted)
+        }
+        // The same limited key on the ordinary subscriber domain (catch-up; the live socket on libzmq >= 4.3.5).
+        let ordinary = try decide(limited.publicKey, domain: "subscriber")
+        #expect(ordinary.code == "200" && ordinary.user == "dash")
+        // Unlisted for the role, or an unknown role with the suffix: refused.
+        #expect(try decide(stranger.publicKey, domain: domain).code == "400")
+        #expect(try decide(unlimited.publicKey, domain: "gateway:unlimited").code == "400")
+        #expect(try decide(unlimited.publicKey, domain: "nobody:unlimited").decision.reason.contains("no known role"))
+    }
+
     @Test func loopbackEndpoints() {
         #expect(CurveServerKeys.isLoopback("tcp://127.0.0.1:5550"))
         #expect(CurveServerKeys.isLoopback("tcp://[::1]:5550"))

@@ -12,6 +12,10 @@ import Wire
 ///         "max": N          most events in the reply, 1…10000 (default 1000)
 ///         "prefix": "TEXT"  only events whose topic starts with it, as a SUB subscription would match
 ///                           (topics are <event>.<app>.<user>, e.g. "crashDetected.app-1.")
+///         "waitMs": N       long-poll, 0…30000: when nothing after the position is for this key (and prefix), the
+///                           request is held until such an event is stored (answered at once then) or N ms have
+///                           passed (answered with no events, as without waitMs). At most 1000 requests are held
+///                           at once; past that the request is refused with an error naming waitMs
 ///
 ///     reply   = { "events": [ { "position": P, "topic": "…", "event": { …the event's JSON… } }, … ],
 ///                 "head": H,  the newest position in the notifier's stream
@@ -20,6 +24,10 @@ import Wire
 ///             | { "error": "…" }  naming the field: bad JSON or member, a position ahead of the head, an unknown
 ///                                 eventID, or a position other than 0 older than the retention window (its
 ///                                 events are gone)
+///
+/// A client follows live by catch-up alone (what `roadsave tail --via-catch-up` does, and what a subscriber key limited
+/// to applications must do on libzmq before 4.3.5, whose live socket refuses it): ask with waitMs from `next`, again
+/// and again.
 ///
 /// Positions are those of the third frame on the PUB socket. A subscriber resumes without gaps by subscribing first,
 /// then asking from its last position until `next` reaches `head`, dropping positions it has seen (what
@@ -32,15 +40,20 @@ public struct CatchUpRequest: Sendable, Equatable {
 
     public static let defaultMax = 1000
     public static let maximumMax = 10_000
+    /// The longest long-poll, in milliseconds.
+    public static let maximumWait = 30_000
 
     public var start: Start
     public var max: Int
     public var prefix: String?
+    /// Milliseconds to hold the request when it finds nothing (`waitMs`); nil or 0: answered at once.
+    public var waitMilliseconds: Int?
 
-    public init(start: Start, max: Int = CatchUpRequest.defaultMax, prefix: String? = nil) {
+    public init(start: Start, max: Int = CatchUpRequest.defaultMax, prefix: String? = nil, waitMilliseconds: Int? = nil) {
         self.start = start
         self.max = max
         self.prefix = prefix
+        self.waitMilliseconds = waitMilliseconds
     }
 
     /// A request's problem, in words that name the member; sent back as `{"error": …}`.
@@ -61,9 +74,9 @@ public struct CatchUpRequest: Sendable, Equatable {
         guard case let .object(members) = value else {
             throw Problem("a catch-up request is a JSON object, found \(value.typeName)")
         }
-        let known = ["after", "afterEventID", "max", "prefix"]
+        let known = ["after", "afterEventID", "max", "prefix", "waitMs"]
         if let unknown = members.first(where: { !known.contains($0.0) }) {
-            throw Problem("\(unknown.0): unknown member; expected after or afterEventID, and optionally max and prefix")
+            throw Problem("\(unknown.0): unknown member; expected after or afterEventID, and optionally max, prefix and waitMs")
         }
         switch (value["after"], value["afterEventID"]) {
         case (nil, nil):
@@ -89,6 +102,11 @@ public struct CatchUpRequest: Sendable, Equatable {
         } else {
             prefix = nil
         }
+        if let wait = value["waitMs"] {
+            waitMilliseconds = Int(try Self.whole(wait, "waitMs", range: 0...Double(Self.maximumWait)))
+        } else {
+            waitMilliseconds = nil
+        }
     }
 
     private static func whole(_ value: JSONValue, _ name: String, range: ClosedRange<Double>) throws(Problem) -> UInt64 {
@@ -108,6 +126,7 @@ public struct CatchUpRequest: Sendable, Equatable {
         }
         members.append(("max", .number(Double(max))))
         if let prefix { members.append(("prefix", .string(prefix))) }
+        if let waitMilliseconds { members.append(("waitMs", .number(Double(waitMilliseconds)))) }
         return JSONText.bytes(.object(members))
     }
 }

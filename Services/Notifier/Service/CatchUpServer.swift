@@ -5,6 +5,11 @@ import ZeroMQ
 
 /// Answers catch-up requests (see `CatchUpRequest` for the grammar) on a ROUTER socket of the service's reactor,
 /// from the store. Runs on the reactor thread, between the writes, so every reply is a consistent view of the store.
+///
+/// A request with `waitMs` that finds nothing for its key is held (`HeldCatchUps`, bounded) until the service says it
+/// stored events (`stored()`, after the commit) and one is for that key, or until its wait ends. Held requests are
+/// answered in the order they came. The ROUTER is mandatory (`ZMQ_ROUTER_MANDATORY`): a reply to a peer that is
+/// gone fails, and that peer's other held requests are dropped.
 final class CatchUpServer {
     private let socket: ZMQSocket
     private let store: NotifierStore
@@ -13,10 +18,16 @@ final class CatchUpServer {
     private let log: Log
     /// The subscriber key's allow-list entry for a request's ZAP User-Id; nil without keys.
     private let subscriberKey: (String?) -> CurveAllowList.Entry?
+    private let loop: ReactorLoop
+    private(set) var held: HeldCatchUps
+    private var deadlineTimer: (id: TimerID, at: Double)?
 
     init(socket: ZMQSocket, loop: ReactorLoop, store: NotifierStore, format: EventFormat, retentionAge: Double, log: Log,
+         maximumHeld: Int = HeldCatchUps.defaultCapacity,
          subscriberKey: @escaping (String?) -> CurveAllowList.Entry? = { _ in nil }) {
         self.socket = socket
+        self.loop = loop
+        held = HeldCatchUps(capacity: maximumHeld)
         self.subscriberKey = subscriberKey
         self.store = store
         self.format = format
@@ -32,15 +43,138 @@ final class CatchUpServer {
                 log.warning("catch-up request skipped: expected one frame", ["frames": String(frames.count - 1)])
                 return true
             }
-            let reply = Self.answer(frames[frames.count - 1], store: store, format: format, retentionAge: retentionAge,
-                                    key: subscriberKey(socket.lastUserID))
-            do {
-                _ = try socket.send(Array(frames.dropLast()) + [reply], dontWait: true)
-            } catch {
-                log.warning("catch-up reply not sent", ["error": "\(error)"])
-            }
+            take(frames[frames.count - 1], route: Array(frames.dropLast()), userID: socket.lastUserID)
             return true
         }
+    }
+
+    /// One request: answered now, or held (a long-poll that found nothing for its key).
+    private func take(_ frame: [UInt8], route: [[UInt8]], userID: String?) {
+        let request: CatchUpRequest
+        do {
+            request = try CatchUpRequest(json: frame)
+        } catch {
+            send(Self.error(error.message), to: route)
+            return
+        }
+        let found: Found
+        do {
+            found = try Self.reply(request, store: store, format: format, retentionAge: retentionAge,
+                                   key: subscriberKey(userID))
+        } catch {
+            send(Self.error(error), to: route)
+            return
+        }
+        guard found.isEmptyAtHead, let wait = request.waitMilliseconds, wait > 0 else {
+            send(found.bytes, to: route)
+            return
+        }
+        var waiting = request
+        waiting.start = .position(found.next)
+        guard held.hold(HeldCatchUps.Held(route: route, request: waiting, userID: userID,
+                                          deadline: loop.now + Double(wait) / 1000)) else {
+            log.warning("catch-up long-poll refused: too many held", ["held": String(held.count), "key": userID ?? "none"])
+            send(Self.error("waitMs: \(held.capacity) requests are waiting already; ask again later, or without waitMs"), to: route)
+            return
+        }
+        scheduleDeadline()
+    }
+
+    /// Events were stored (and committed): each held request that now has an event for its key is answered, in the
+    /// order they came; the others wait on from the new head.
+    func stored() {
+        guard !held.isEmpty else { return }
+        var stillWaiting: [HeldCatchUps.Held] = []
+        var gone: Set<[UInt8]> = []
+        for var waiting in held.takeAll() where !gone.contains(waiting.peer) {
+            do {
+                let found = try Self.reply(waiting.request, store: store, format: format, retentionAge: retentionAge,
+                                           key: subscriberKey(waiting.userID))
+                if found.isEmptyAtHead {
+                    waiting.request.start = .position(found.next)
+                    stillWaiting.append(waiting)
+                } else if !send(found.bytes, to: waiting.route) {
+                    gone.insert(waiting.peer)
+                }
+            } catch {
+                if !send(Self.error(error), to: waiting.route) { gone.insert(waiting.peer) }
+            }
+        }
+        held.putBack(stillWaiting.filter { !gone.contains($0.peer) })
+        for peer in gone { held.drop(peer: peer) }
+        scheduleDeadline()
+    }
+
+    /// The service stops: every held request is answered now (with what there is: nothing for its key).
+    func answerEveryHeld() {
+        answer(held.takeAll())
+        scheduleDeadline()
+    }
+
+    private func answerDue() {
+        deadlineTimer = nil
+        answer(held.due(now: loop.now))
+        scheduleDeadline()
+    }
+
+    private func answer(_ requests: [HeldCatchUps.Held]) {
+        var gone: Set<[UInt8]> = []
+        for waiting in requests where !gone.contains(waiting.peer) {
+            let bytes: [UInt8]
+            do {
+                bytes = try Self.reply(waiting.request, store: store, format: format, retentionAge: retentionAge,
+                                       key: subscriberKey(waiting.userID)).bytes
+            } catch {
+                bytes = Self.error(error)
+            }
+            if !send(bytes, to: waiting.route) { gone.insert(waiting.peer) }
+        }
+        for peer in gone { held.drop(peer: peer) }
+    }
+
+    /// One timer, at the earliest deadline held.
+    private func scheduleDeadline() {
+        let next = held.nextDeadline
+        if let timer = deadlineTimer, timer.at == next { return }
+        if let timer = deadlineTimer { loop.cancel(timer.id) }
+        deadlineTimer = nil
+        guard let next else { return }
+        deadlineTimer = (loop.schedule(at: next) { [unowned self] in answerDue() }, next)
+    }
+
+    /// False when the peer is gone (its held requests are dropped by the caller).
+    @discardableResult
+    private func send(_ reply: [UInt8], to route: [[UInt8]]) -> Bool {
+        do {
+            _ = try socket.send(route + [reply], dontWait: true)
+            return true
+        } catch where error.code == EHOSTUNREACH {
+            log.info("catch-up peer gone: its reply and held requests dropped", ["held": String(held.count)])
+            return false
+        } catch {
+            log.warning("catch-up reply not sent", ["error": "\(error)"])
+            return true
+        }
+    }
+
+    static func error(_ message: String) -> [UInt8] {
+        JSONText.bytes(.object([("error", .string(message))]))
+    }
+
+    static func error(_ error: any Error) -> [UInt8] {
+        if let problem = error as? CatchUpRequest.Problem { return Self.error(problem.message) }
+        return Self.error("the store failed: \(error)")
+    }
+
+    /// A reply, with what a long-poll needs to know of it.
+    struct Found {
+        var bytes: [UInt8]
+        /// Events in the reply (for the key).
+        var events: Int
+        var next: UInt64
+        var head: UInt64
+        /// Nothing for the key, and everything up to the head examined: a long-poll waits.
+        var isEmptyAtHead: Bool { events == 0 && next >= head }
     }
 
     /// The reply frame to a request frame.
@@ -60,6 +194,11 @@ final class CatchUpServer {
 
     static func answer(_ request: CatchUpRequest, store: NotifierStore, format: EventFormat,
                        retentionAge: Double, key: CurveAllowList.Entry? = nil) throws -> [UInt8] {
+        try reply(request, store: store, format: format, retentionAge: retentionAge, key: key).bytes
+    }
+
+    static func reply(_ request: CatchUpRequest, store: NotifierStore, format: EventFormat,
+                      retentionAge: Double, key: CurveAllowList.Entry? = nil) throws -> Found {
         let head = try store.head()
         let oldest = try store.oldestPosition() ?? head + 1
         let window = Self.days(retentionAge)
@@ -88,15 +227,15 @@ final class CatchUpServer {
         // A full reply stops at its last event; a short one examined everything up to the head.
         let next = events.count == request.max ? events.last!.position : head
         var text = "{\"events\":["
-        var first = true
+        var count = 0
         for event in events where key?.allows(application: event.event.device.app) ?? true {
-            if !first { text += "," }
-            first = false
+            if count > 0 { text += "," }
+            count += 1
             text += "{\"position\":\(event.position),\"topic\":\(JSONText.encode(.string(event.topic))),\"event\":"
             text += event.json(format) + "}"
         }
         text += "],\"head\":\(head),\"next\":\(next)}"
-        return Array(text.utf8)
+        return Found(bytes: Array(text.utf8), events: count, next: next, head: head)
     }
 
     static func days(_ seconds: Double) -> String {

@@ -37,8 +37,15 @@ public final class NotifierService: @unchecked Sendable {
     private var catchUp: CatchUpServer?
     /// The CurveZMQ authenticator of the PUB and catch-up sockets (subscriber keys), when the service has keys.
     private var zap: ZAPHandler?
-    /// The live socket's subscriptions, when subscribers have keys.
+    /// How the live socket keeps limited subscriber keys to their applications (by the libzmq version).
+    private let liveFiltering: LiveFiltering
+    private let libzmqVersion: (major: Int32, minor: Int32, patch: Int32)
+    /// The live socket's subscriptions, when subscribers have keys and libzmq's manual mode is safe.
     private var subscriptionGate: SubscriptionGate?
+    /// The subscriber entries when the live socket was last bound: a reload that removes or changes one drops every
+    /// connection (the socket is bound again), since libzmq asks ZAP only at the handshake and cannot drop one
+    /// connection's subscriptions from outside.
+    private var liveEntriesAtBind: [String: CurveAllowList.Entry] = [:]
     private var pendingReports: [String: OutletReport] = [:]
     private var flushPosted = false
     private var stopping = false
@@ -62,8 +69,15 @@ public final class NotifierService: @unchecked Sendable {
     /// How often old events are deleted.
     static let retentionInterval = 60.0
 
-    public init(configuration: NotifierConfiguration) throws {
+    public convenience init(configuration: NotifierConfiguration) throws {
+        try self.init(configuration: configuration, libzmqVersion: zmqVersion())
+    }
+
+    /// `libzmqVersion`: what the live socket's choice (`LiveFiltering`) is made for; the tests give another.
+    init(configuration: NotifierConfiguration, libzmqVersion: (major: Int32, minor: Int32, patch: Int32)) throws {
         self.configuration = configuration
+        self.libzmqVersion = libzmqVersion
+        liveFiltering = LiveFiltering.choose(keys: configuration.curve != nil, libzmq: libzmqVersion)
         log = Log(category: "notifier", minimumLevel: configuration.logLevel)
         _ = try DataDirectory.prepare(configuration.dataDirectory)
         if let path = configuration.ndjsonPath {
@@ -109,7 +123,8 @@ public final class NotifierService: @unchecked Sendable {
 
     /// With keys: the ZAP handler (made once, bound before the sockets it guards) answers for `socket` by the subscriber
     /// role, and SIGHUP re-reads its allow-list. Without: a warning, since anyone who reaches the port may read events.
-    private func secure(_ socket: ZMQSocket, loop: ReactorLoop) throws {
+    /// `unlimitedKeysOnly`: why keys limited to applications are refused on this socket (`LiveFiltering`).
+    private func secure(_ socket: ZMQSocket, loop: ReactorLoop, unlimitedKeysOnly: String? = nil) throws {
         guard let curve = configuration.curve else {
             log.warning("no CurveZMQ keys: subscribers connect in plaintext and unauthenticated (loopback only, or --insecure)")
             return
@@ -117,7 +132,7 @@ public final class NotifierService: @unchecked Sendable {
         if zap == nil {
             zap = try ServiceZAP.start(loop: loop, reactor: reactor, keys: curve, role: .subscriber, log: log)
         }
-        try zap!.secure(socket, role: .subscriber, secretKey: curve.secretKey)
+        try zap!.secure(socket, role: .subscriber, secretKey: curve.secretKey, unlimitedKeysOnly: unlimitedKeysOnly)
     }
 
     /// The allow-list entry of the key a catch-up request came with; a key removed since its handshake gets an entry
@@ -138,9 +153,9 @@ public final class NotifierService: @unchecked Sendable {
     /// (libzmq's SUB does so by itself and subscribes again; what it missed meanwhile is in catch-up), and a removed
     /// key is refused at its new handshake.
     private func subscriberKeysReloaded(_ loop: ReactorLoop) {
-        guard let zap, let gate = subscriptionGate, let publisher, !stopping else { return }
+        guard let zap, let publisher, liveFiltering != .none, !stopping else { return }
         let entries = Self.subscriberEntries(zap.allowList)
-        guard gate.keysChanged(entries) else { return }
+        guard liveEntriesAtBind.contains(where: { name, old in entries[name] != old }) else { return }
         let endpoint = publisher.lastEndpoint
         do {
             try publisher.unbind(endpoint)
@@ -148,7 +163,8 @@ public final class NotifierService: @unchecked Sendable {
             log.error("subscriber socket not bound again after a key was removed or changed", ["error": "\(error)"])
             return
         }
-        gate.rebound(entries)
+        subscriptionGate?.rebound()
+        liveEntriesAtBind = entries
         log.info("a subscriber key was removed or changed: every subscriber connection dropped", ["endpoint": endpoint])
         bindAgain(publisher, endpoint: endpoint, loop: loop, attempt: 1)
     }
@@ -180,20 +196,29 @@ public final class NotifierService: @unchecked Sendable {
         let report: (OutletReport) -> Void = { [unowned self] report in received(report) }
 
         if let endpoint = configuration.publishEndpoint {
-            // With keys, an XPUB whose subscriptions the service applies itself (SubscriptionGate): a key limited to
-            // applications gets only their topics, whatever prefix it asks for. Without keys a plain PUB: plaintext
-            // subscribers have no key to limit.
-            let publisher = try loop.socket(configuration.curve == nil ? .pub : .xpub)
+            // With keys on libzmq >= 4.3.5, an XPUB whose subscriptions the service applies itself (SubscriptionGate):
+            // a key limited to applications gets only their topics, whatever prefix it asks for. On older libzmq
+            // (manual mode unsafe, `LiveFiltering`) a PUB that only keys of every application may join. Without keys a
+            // plain PUB: plaintext subscribers have no key to limit.
+            let publisher = try loop.socket(liveFiltering == .manual ? .xpub : .pub)
             try publisher.setSendHighWaterMark(Self.subscriberQueue)
             try publisher.setMaximumMessageSize(Self.maximumRequestBytes)
             try publisher.setLinger(milliseconds: 2000)
-            try secure(publisher, loop: loop)
+            try secure(publisher, loop: loop,
+                       unlimitedKeysOnly: liveFiltering == .unlimitedKeysOnly ? LiveFiltering.refusal : nil)
             if let zap {
-                let gate = try SubscriptionGate(socket: publisher, loop: loop, log: log,
-                                                entries: Self.subscriberEntries(zap.allowList)) { [unowned self] name in
-                    self.zap?.allowList.entry(role: .subscriber, name: name)
+                if liveFiltering == .manual {
+                    subscriptionGate = try SubscriptionGate(socket: publisher, loop: loop, log: log) { [unowned self] name in
+                        self.zap?.allowList.entry(role: .subscriber, name: name)
+                    }
+                } else {
+                    let version = libzmqVersion
+                    log.warning("subscriber keys limited to applications are refused on the live socket: libzmq before "
+                                + "4.3.5 cannot filter per subscription safely (libzmq 2df7ab6a); they follow live by "
+                                + "catch-up long-poll (waitMs, roadsave tail --via-catch-up)",
+                                ["libzmq": "\(version.major).\(version.minor).\(version.patch)"])
                 }
-                subscriptionGate = gate
+                liveEntriesAtBind = Self.subscriberEntries(zap.allowList)
                 let reactor = reactor
                 ReloadRequests.onReload {
                     // Posted after the ZAP handler's own reload (registered first).
@@ -227,6 +252,8 @@ public final class NotifierService: @unchecked Sendable {
             let socket = try loop.socket(.router)
             try secure(socket, loop: loop)
             try socket.setMaximumMessageSize(Self.maximumRequestBytes)
+            // A reply to a peer that is gone fails, so its held long-polls are dropped (CatchUpServer).
+            try socket.setRouterMandatory(true)
             try OutsideSockets.watch(socket, name: "catch-up", loop: loop, log: log)
             try socket.bind(endpoint)
             catchUpSocket = socket
@@ -328,6 +355,8 @@ public final class NotifierService: @unchecked Sendable {
                         outlet.window.stored()
                         pump(outlet, loop: loop)
                     }
+                    // Held catch-up long-polls that may now have something: answered after the commit.
+                    catchUp?.stored()
                 }
             } catch {
                 log.error("events not stored; asking detection again shortly",
@@ -424,6 +453,7 @@ public final class NotifierService: @unchecked Sendable {
             upstream.client?.close()
         }
         for outlet in outlets { outlet.stopTaking() }
+        catchUp?.answerEveryHeld()
         let finishers = outlets.map { $0.finisher(deadline: Self.stopGrace) }
         let reactor = reactor
         Task { [self] in

@@ -15,27 +15,15 @@ final class SubscriptionGate {
     /// A message that is not a subscription came in (only an XSUB peer sends one): libzmq 4.3 then pairs the next
     /// subscriptions with the wrong connection until its queue is empty, so none of them is applied until then.
     private var misaligned = false
-    /// The subscriber entries when the socket was last bound: a reload that removes or changes one drops every
-    /// connection (the socket is bound again), since libzmq cannot drop one connection's subscriptions from outside.
-    private var entriesAtBind: [String: CurveAllowList.Entry]
 
     static let properties = ["User-Id", ZAPHandler.connectionProperty]
 
-    init(socket: ZMQSocket, loop: ReactorLoop, log: Log, entries: [String: CurveAllowList.Entry],
-         entry: @escaping (String) -> CurveAllowList.Entry?) throws {
+    init(socket: ZMQSocket, loop: ReactorLoop, log: Log, entry: @escaping (String) -> CurveAllowList.Entry?) throws {
         self.socket = socket
         self.log = log
         self.entry = entry
-        entriesAtBind = entries
+        // Only where manual mode is safe: `LiveFiltering.choose` (libzmq 2df7ab6a, in 4.3.5).
         try socket.setXPubManual(true)
-        let version = zmqVersion()
-        if (version.major, version.minor, version.patch) < (4, 3, 5) {
-            // libzmq commit 2df7ab6a (in 4.3.5): before it, a subscription read after its connection ended is applied
-            // to the freed connection. Rare (a subscriber that subscribes and disconnects at once), but said at start.
-            log.warning("libzmq before 4.3.5: a subscriber that subscribes and disconnects at once can corrupt the live "
-                        + "socket's subscriptions (libzmq 2df7ab6a); use libzmq 4.3.5 or later where subscriber keys are limited",
-                        ["libzmq": "\(version.major).\(version.minor).\(version.patch)"])
-        }
         loop.onReadable(socket) { [unowned self] _ in receive() }
     }
 
@@ -102,15 +90,9 @@ final class SubscriptionGate {
         subscriptions.withholds(application: event.device.app)
     }
 
-    /// After the allow-list was re-read: whether a subscriber key that may hold subscriptions was removed or changed.
-    func keysChanged(_ entries: [String: CurveAllowList.Entry]) -> Bool {
-        entriesAtBind.contains { name, old in entries[name] != old }
-    }
-
     /// The socket was bound again: every connection is gone.
-    func rebound(_ entries: [String: CurveAllowList.Entry]) {
+    func rebound() {
         subscriptions.removeAll()
-        entriesAtBind = entries
         misaligned = false
     }
 }

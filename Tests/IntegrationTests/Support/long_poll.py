@@ -1,0 +1,63 @@
+#!/usr/bin/env python3
+"""One catch-up long-poll, timed: pyzmq only (not the project's code).
+
+  python3 long_poll.py --endpoint tcp://127.0.0.1:5555 --server-key SERVER.key.pub --key CLIENT.key
+                       [--wait-ms 20000] [--prefix PREFIX]
+
+A DEALER (CurveZMQ) on the notifier's catch-up endpoint. Asks {"after": 0, "max": 1} for the head H, then sends
+{"after": H, "waitMs": N[, "prefix": P]} and prints one JSON line {"head": H, "seconds": S, "reply": REPLY}: S is the
+time from sending the long-poll to its reply. Exit status 1 when no reply comes within the wait plus 10 s.
+"""
+import signal
+
+signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
+
+import argparse
+import json
+import os
+import sys
+import time
+
+import zmq
+import zmq.auth
+
+
+def ask(socket, request, patience):
+    socket.send_multipart([b"", json.dumps(request).encode()])
+    if not socket.poll(int(patience * 1000)):
+        return None
+    return json.loads(socket.recv_multipart()[-1])
+
+
+def main():
+    parser = argparse.ArgumentParser(description="time one catch-up long-poll")
+    parser.add_argument("--endpoint", required=True)
+    parser.add_argument("--server-key", required=True)
+    parser.add_argument("--key", required=True)
+    parser.add_argument("--wait-ms", type=int, default=20000)
+    parser.add_argument("--prefix")
+    options = parser.parse_args()
+
+    context = zmq.Context()
+    socket = context.socket(zmq.DEALER)
+    socket.setsockopt(zmq.LINGER, 0)
+    socket.curve_serverkey = zmq.auth.load_certificate(options.server_key)[0]
+    socket.curve_publickey, socket.curve_secretkey = zmq.auth.load_certificate(options.key)
+    socket.connect(options.endpoint)
+    first = ask(socket, {"after": 0, "max": 1}, 10)
+    if first is None or "head" not in first:
+        print(json.dumps({"error": "no head", "reply": first}), flush=True)
+        return 1
+    request = {"after": first["head"], "waitMs": options.wait_ms}
+    if options.prefix:
+        request["prefix"] = options.prefix
+    start = time.monotonic()
+    reply = ask(socket, request, options.wait_ms / 1000 + 10)
+    print(json.dumps({"head": first["head"], "seconds": time.monotonic() - start, "reply": reply}), flush=True)
+    return 0 if reply is not None else 1
+
+
+if __name__ == "__main__":
+    code = main()
+    sys.stdout.flush()
+    os._exit(code)
