@@ -19,7 +19,8 @@ import json
 import sys
 
 import zmq
-import zmq.auth
+
+from client_common import add_curve_arguments, client_socket_from_options
 
 
 def main():
@@ -27,18 +28,11 @@ def main():
     parser.add_argument("requests", nargs="+")
     parser.add_argument("--endpoint", required=True)
     parser.add_argument("--timeout", type=float, default=10.0)
-    parser.add_argument("--server-key", help="the server's public certificate file: connect with CurveZMQ")
-    parser.add_argument("--key", help="this client's secret certificate file (default: a fresh, unlisted key pair)")
+    add_curve_arguments(parser)
     options = parser.parse_args()
 
     context = zmq.Context()
-    socket = context.socket(zmq.REQ)
-    socket.setsockopt(zmq.LINGER, 0)
-    if options.server_key:
-        socket.curve_serverkey = zmq.auth.load_certificate(options.server_key)[0]
-        public, secret = zmq.auth.load_certificate(options.key) if options.key else zmq.curve_keypair()
-        socket.curve_publickey = public
-        socket.curve_secretkey = secret
+    socket = client_socket_from_options(context, zmq.REQ, options)
     socket.connect(options.endpoint)
     code = 0
     for text in options.requests:

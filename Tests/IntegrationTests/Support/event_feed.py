@@ -19,19 +19,18 @@ signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
 
 import argparse
 import json
-import os
-import sys
 import time
 
-import msgpack
 import zmq
+
+from client_common import FEED, FETCH, pack, run_until_interrupted, unpack
 
 FLOAT_FIELDS = {"startDate", "endDate", "distanceMetres", "detectedAt", "latitude", "longitude"}
 
 
 def body(event):
     fields = {key: (float(value) if key in FLOAT_FIELDS and value is not None else value) for key, value in event.items()}
-    return msgpack.packb(fields, use_bin_type=True)
+    return pack(fields)
 
 
 def main():
@@ -61,7 +60,7 @@ def main():
         header = {"id": request["id"], "feed": options.feed_id, "after": after, "to": to, "head": head}
         if error:
             header["error"] = error
-        socket.send_multipart([identity, b"feed", msgpack.packb(header, use_bin_type=True)] + chosen)
+        socket.send_multipart([identity, FEED, pack(header)] + chosen)
         if chosen:
             print(json.dumps({"served": [after, to]}), flush=True)
 
@@ -99,9 +98,9 @@ def main():
                 identity, rest = frames[0], frames[1:]
                 if rest and rest[0] == b"":
                     rest = rest[1:]
-                if len(rest) != 2 or rest[0] != b"fetch":
+                if len(rest) != 2 or rest[0] != FETCH:
                     continue
-                request = msgpack.unpackb(rest[1], raw=False)
+                request = unpack(rest[1])
                 held.pop(identity, None)
                 if not serve(identity, request, request.get("wait", 0) > 0):
                     held[identity] = (request, time.monotonic() + request.get("wait", 0) / 1000)
@@ -112,9 +111,4 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except KeyboardInterrupt:
-        pass
-    sys.stdout.flush()
-    os._exit(0)
+    run_until_interrupted(main)

@@ -17,31 +17,21 @@ signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
 
 import argparse
 import json
-import os
-import sys
 
-import msgpack
 import zmq
-import zmq.auth
+
+from client_common import FETCH, add_curve_arguments, client_socket_from_options, pack, run_until_interrupted, unpack
 
 
 def main():
     parser = argparse.ArgumentParser(description="read a RoadSave feed, plaintext or over CurveZMQ")
     parser.add_argument("--endpoint", required=True)
-    parser.add_argument("--server-key", help="the feed server's public certificate file")
-    parser.add_argument("--key", help="this client's secret certificate file (default: a fresh, unlisted key pair)")
+    add_curve_arguments(parser)
     parser.add_argument("--timeout", type=float, default=5.0)
     parser.add_argument("--consumer", default="feed_client.py")
     options = parser.parse_args()
 
-    context = zmq.Context()
-    socket = context.socket(zmq.DEALER)
-    socket.setsockopt(zmq.LINGER, 0)
-    if options.server_key:
-        socket.curve_serverkey = zmq.auth.load_certificate(options.server_key)[0]
-        public, secret = zmq.auth.load_certificate(options.key) if options.key else zmq.curve_keypair()
-        socket.curve_publickey = public
-        socket.curve_secretkey = secret
+    socket = client_socket_from_options(zmq.Context(), zmq.DEALER, options)
     socket.connect(options.endpoint)
 
     def fetch(request_id, feed):
@@ -49,12 +39,12 @@ def main():
                    "consumer": options.consumer, "wait": 0}
         if feed is not None:
             request["feed"] = feed
-        socket.send_multipart([b"fetch", msgpack.packb(request, use_bin_type=True)])
+        socket.send_multipart([FETCH, pack(request)])
         if not socket.poll(int(options.timeout * 1000)):
             print(json.dumps({"timeout": True}), flush=True)
             return None
         frames = socket.recv_multipart()
-        header = msgpack.unpackb(frames[1], raw=False)
+        header = unpack(frames[1])
         print(json.dumps({"reply": header, "items": len(frames) - 2}), flush=True)
         return header
 
@@ -64,9 +54,4 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except KeyboardInterrupt:
-        pass
-    sys.stdout.flush()
-    os._exit(0)
+    run_until_interrupted(main)

@@ -15,48 +15,24 @@ signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
 
 import argparse
 import json
-import os
-import sys
-import threading
 import time
 
 import zmq
-import zmq.auth
-from zmq.utils.monitor import recv_monitor_message
 
-
-def watch(monitor):
-    while True:
-        try:
-            event = recv_monitor_message(monitor)
-        except zmq.ZMQError:
-            return
-        if event["event"] == zmq.EVENT_HANDSHAKE_SUCCEEDED:
-            address = event["endpoint"].decode() if isinstance(event["endpoint"], bytes) else event["endpoint"]
-            print(json.dumps({"connected": address}), file=sys.stderr, flush=True)
-        elif event["event"] == zmq.EVENT_DISCONNECTED:
-            print(json.dumps({"disconnected": True}), file=sys.stderr, flush=True)
-        elif event["event"] == zmq.EVENT_MONITOR_STOPPED:
-            return
+from client_common import add_curve_arguments, client_socket_from_options, exit_now, report_handshakes
 
 
 def main():
     parser = argparse.ArgumentParser(description="print every message the notifier sends to this subscriber")
     parser.add_argument("--endpoint", required=True)
-    parser.add_argument("--server-key", required=True)
-    parser.add_argument("--key", required=True)
+    add_curve_arguments(parser, required=True)
     parser.add_argument("--subscribe", action="append", default=[])
     parser.add_argument("--unsubscribe", action="append", default=[], help="PREFIX@SECONDS")
     parser.add_argument("--timeout", type=float, default=20.0)
     options = parser.parse_args()
 
-    context = zmq.Context()
-    socket = context.socket(zmq.XSUB)
-    socket.setsockopt(zmq.LINGER, 0)
-    socket.curve_serverkey = zmq.auth.load_certificate(options.server_key)[0]
-    socket.curve_publickey, socket.curve_secretkey = zmq.auth.load_certificate(options.key)
-    monitor = socket.get_monitor_socket(zmq.EVENT_HANDSHAKE_SUCCEEDED | zmq.EVENT_DISCONNECTED)
-    threading.Thread(target=watch, args=(monitor,), daemon=True).start()
+    socket = client_socket_from_options(zmq.Context(), zmq.XSUB, options)
+    report_handshakes(socket)
     # XSUB keeps its subscriptions and sends them on every (re)connection.
     for prefix in options.subscribe or [""]:
         socket.send(b"\x01" + prefix.encode())
@@ -83,6 +59,4 @@ def main():
 
 
 if __name__ == "__main__":
-    code = main()
-    sys.stdout.flush()
-    os._exit(code)
+    exit_now(main())

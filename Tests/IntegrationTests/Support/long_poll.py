@@ -14,12 +14,11 @@ signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
 
 import argparse
 import json
-import os
-import sys
 import time
 
 import zmq
-import zmq.auth
+
+from client_common import add_curve_arguments, client_socket_from_options, exit_now
 
 
 def ask(socket, request, patience):
@@ -32,17 +31,12 @@ def ask(socket, request, patience):
 def main():
     parser = argparse.ArgumentParser(description="time one catch-up long-poll")
     parser.add_argument("--endpoint", required=True)
-    parser.add_argument("--server-key", required=True)
-    parser.add_argument("--key", required=True)
+    add_curve_arguments(parser, required=True)
     parser.add_argument("--wait-ms", type=int, default=20000)
     parser.add_argument("--prefix")
     options = parser.parse_args()
 
-    context = zmq.Context()
-    socket = context.socket(zmq.DEALER)
-    socket.setsockopt(zmq.LINGER, 0)
-    socket.curve_serverkey = zmq.auth.load_certificate(options.server_key)[0]
-    socket.curve_publickey, socket.curve_secretkey = zmq.auth.load_certificate(options.key)
+    socket = client_socket_from_options(zmq.Context(), zmq.DEALER, options)
     socket.connect(options.endpoint)
     first = ask(socket, {"after": 0, "max": 1}, 10)
     if first is None or "head" not in first:
@@ -58,6 +52,4 @@ def main():
 
 
 if __name__ == "__main__":
-    code = main()
-    sys.stdout.flush()
-    os._exit(code)
+    exit_now(main())

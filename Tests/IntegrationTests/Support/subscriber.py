@@ -19,29 +19,11 @@ signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
 
 import argparse
 import json
-import sys
-import threading
 import time
 
 import zmq
-import zmq.auth
-from zmq.utils.monitor import recv_monitor_message
 
-
-def watch(monitor):
-    """Reports handshakes (and reconnections) of the SUB socket on standard error."""
-    while True:
-        try:
-            event = recv_monitor_message(monitor)
-        except zmq.ZMQError:
-            return
-        if event["event"] == zmq.EVENT_HANDSHAKE_SUCCEEDED:
-            address = event["endpoint"].decode() if isinstance(event["endpoint"], bytes) else event["endpoint"]
-            print(json.dumps({"connected": address}), file=sys.stderr, flush=True)
-        elif event["event"] == zmq.EVENT_DISCONNECTED:
-            print(json.dumps({"disconnected": True}), file=sys.stderr, flush=True)
-        elif event["event"] == zmq.EVENT_MONITOR_STOPPED:
-            return
+from client_common import add_curve_arguments, client_socket_from_options, exit_now, report_handshakes
 
 
 def main():
@@ -51,22 +33,13 @@ def main():
     parser.add_argument("--count", type=int)
     parser.add_argument("--timeout", type=float, default=60.0)
     parser.add_argument("--positions", action="store_true", help="print each event's position (third frame)")
-    parser.add_argument("--server-key", help="the server's public certificate file: connect with CurveZMQ")
-    parser.add_argument("--key", help="this client's secret certificate file (default: a fresh, unlisted key pair)")
+    add_curve_arguments(parser)
     options = parser.parse_args()
 
-    context = zmq.Context()
-    socket = context.socket(zmq.SUB)
-    socket.setsockopt(zmq.LINGER, 0)
-    if options.server_key:
-        socket.curve_serverkey = zmq.auth.load_certificate(options.server_key)[0]
-        public, secret = zmq.auth.load_certificate(options.key) if options.key else zmq.curve_keypair()
-        socket.curve_publickey = public
-        socket.curve_secretkey = secret
+    socket = client_socket_from_options(zmq.Context(), zmq.SUB, options)
     for topic in options.topic or [""]:
         socket.setsockopt(zmq.SUBSCRIBE, topic.encode())
-    monitor = socket.get_monitor_socket(zmq.EVENT_HANDSHAKE_SUCCEEDED | zmq.EVENT_DISCONNECTED)
-    threading.Thread(target=watch, args=(monitor,), daemon=True).start()
+    report_handshakes(socket)
     socket.connect(options.endpoint)
 
     received = 0
@@ -97,8 +70,4 @@ def main():
 
 
 if __name__ == "__main__":
-    code = main()
-    sys.stdout.flush()
-    # os._exit: the monitor thread holds a socket; a clean context teardown is not worth the wait here.
-    import os
-    os._exit(code)
+    exit_now(main())
