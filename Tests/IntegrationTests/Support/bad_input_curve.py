@@ -36,7 +36,8 @@ import msgpack
 import zmq
 import zmq.auth
 
-from bad_input import CONTEXT, peer_closed, record, tcp_address
+from bad_input import CATCH_UP_PROBE, CONTEXT, peer_closed, probe_command, probe_result, record, run_matrix, tcp_address
+import client_common
 
 
 # MARK: keys and clients
@@ -52,13 +53,7 @@ def server_key(options, target):
 
 def client_socket(kind, endpoint, server=None, pair=None):
     """A pyzmq socket; a CURVE client when `server` is given (with `pair`, or a fresh key pair nobody listed)."""
-    sock = CONTEXT.socket(kind)
-    sock.setsockopt(zmq.LINGER, 0)
-    if server is not None:
-        public, secret = pair if pair is not None else zmq.curve_keypair()
-        sock.curve_serverkey = server
-        sock.curve_publickey = public
-        sock.curve_secretkey = secret
+    sock = client_common.client_socket(CONTEXT, kind, server, pair)
     sock.connect(endpoint)
     return sock
 
@@ -92,15 +87,12 @@ def control_frames():
     return [json.dumps({"command": "stopMonitoring", "app": "demo-app", "user": "curve-attacker"}).encode()]
 
 
-CATCH_UP = [b'{"after": 0, "max": 1}']
-
-
 def request_for(target, options):
     """(endpoint, socket type, frames) of a normal request to `target`."""
     return {
         "gateway": (options.gateway, zmq.DEALER, batch(options, "attack")),
         "control": (options.control, zmq.REQ, control_frames()),
-        "catch_up": (options.catch_up, zmq.REQ, CATCH_UP),
+        "catch_up": (options.catch_up, zmq.REQ, CATCH_UP_PROBE),
     }[target]
 
 
@@ -117,13 +109,8 @@ def no_answer(target, server=None, pair=None):
 def subscriber_refused(server=None, pair=None):
     """A SUB client on the PUB socket: its handshake must never succeed (the client's own monitor says)."""
     def run(options):
-        sock = CONTEXT.socket(zmq.SUB)
-        sock.setsockopt(zmq.LINGER, 0)
-        if server:
-            public, secret = pair(options) if pair else zmq.curve_keypair()
-            sock.curve_serverkey = server(options)
-            sock.curve_publickey = public
-            sock.curve_secretkey = secret
+        sock = client_common.client_socket(CONTEXT, zmq.SUB, server(options) if server else None,
+                                           pair(options) if pair else None)
         sock.setsockopt(zmq.SUBSCRIBE, b"")
         monitor = sock.get_monitor_socket(zmq.EVENT_HANDSHAKE_SUCCEEDED | zmq.EVENT_HANDSHAKE_FAILED_AUTH
                                           | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL | zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL)
@@ -454,25 +441,14 @@ CASES = [
 
 
 def probe(options, name):
-    result = {}
     user = "probe-" + name
     ack = parse_ack(exchange(options.gateway, zmq.DEALER, batch(options, user, count=2),
                              server_key(options, "gateway"), certificate(options, "gw.key"), timeout=10))
-    result["gateway"] = ack.get("accepted") if isinstance(ack, dict) else None
-    reply = exchange(options.control, zmq.REQ,
-                     [json.dumps({"command": "stopMonitoring", "app": options.app, "user": user}).encode()],
-                     server_key(options, "control"), certificate(options, "op.key"), timeout=10)
-    try:
-        result["control"] = reply is not None and isinstance(json.loads(reply[-1]), dict)
-    except ValueError:
-        result["control"] = False
-    reply = exchange(options.catch_up, zmq.REQ, CATCH_UP, server_key(options, "catch_up"),
-                     certificate(options, "sub.key"), timeout=10)
-    try:
-        result["catchUp"] = reply is not None and "head" in json.loads(reply[-1])
-    except ValueError:
-        result["catchUp"] = False
-    return result
+    control = exchange(options.control, zmq.REQ, [probe_command(options, user)],
+                       server_key(options, "control"), certificate(options, "op.key"), timeout=10)
+    catch_up = exchange(options.catch_up, zmq.REQ, CATCH_UP_PROBE, server_key(options, "catch_up"),
+                        certificate(options, "sub.key"), timeout=10)
+    return probe_result(ack, control, catch_up)
 
 
 def main():
@@ -485,31 +461,8 @@ def main():
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--list", action="store_true")
     options = parser.parse_args()
-    if options.list:
-        for name, target, _ in CASES:
-            print(name, target)
-        return 0
-    options.hello = None
-    failed = []
-    cases = [case for case in CASES if options.case is None or case[0] in options.case]
-    for name, target, run in cases:
-        options.held = []
-        started = time.monotonic()
-        try:
-            expect, observed, ok = run(options)
-        except Exception as error:  # the attack itself failing is a result too
-            expect, observed, ok = "?", "attack failed: %r" % (error,), False
-        checked = probe(options, name)
-        for conn in options.held:
-            conn.close()
-        probe_ok = checked["gateway"] == 2 and checked["control"] and checked["catchUp"]
-        if not (ok and probe_ok):
-            failed.append(name)
-        print(json.dumps({"case": name, "target": target, "expect": expect, "observed": observed, "ok": ok,
-                          "probe": checked, "seconds": round(time.monotonic() - started, 2)}, default=str)[:2000],
-              flush=True)
-    print(json.dumps({"done": True, "cases": len(cases), "failed": failed}), flush=True)
-    return 0 if not failed else 1
+    options.hello = None  # the recorded greeting and HELLO, made once when a case needs it
+    return run_matrix(options, CASES, probe)
 
 
 if __name__ == "__main__":

@@ -32,6 +32,8 @@ import time
 import zmq
 import zmq.auth
 
+from client_common import client_socket_from_options
+
 
 def main():
     if len(sys.argv) == 4 and sys.argv[1] == "--keypair":
@@ -52,17 +54,8 @@ def main():
     parser.add_argument("--pause", type=float, default=0.0)
     options = parser.parse_args()
 
-    server_public, _ = zmq.auth.load_certificate(options.server_key)
-    if options.key:
-        public, secret = zmq.auth.load_certificate(options.key)
-    else:
-        public, secret = zmq.curve_keypair()
     context = zmq.Context()
-    socket = context.socket(zmq.DEALER)
-    socket.setsockopt(zmq.LINGER, 0)
-    socket.curve_serverkey = server_public
-    socket.curve_publickey = public
-    socket.curve_secretkey = secret
+    socket = client_socket_from_options(context, zmq.DEALER, options)
     socket.connect(options.endpoint)
 
     if options.batches:
