@@ -244,20 +244,8 @@ public enum TailCommand {
         }
         var firstLive = true
         while true {
-            if SignalFlag.signal != 0 {
-                log.info("stopping", ["signal": SignalFlag.name(SignalFlag.signal), "events": String(printer.printed)])
+            guard let wait = waitOrStop(upTo: 0.1, deadline: deadline, printer: printer, options: options, log: log) else {
                 return
-            }
-            var wait = 0.1
-            if let deadline {
-                let left = deadline - MonotonicClock.now()
-                if left <= 0 {
-                    if let count = options.count {
-                        log.info("timeout before the count was reached", ["events": String(printer.printed), "count": String(count)])
-                    }
-                    return
-                }
-                wait = min(wait, left)
             }
             let ready: [ZMQPollEvents]
             do {
@@ -319,25 +307,31 @@ public enum TailCommand {
         }
         log.info("following by catch-up", ["endpoint": options.catchUpEndpoint, "after": "\(start)"])
         while true {
-            if SignalFlag.signal != 0 {
-                log.info("stopping", ["signal": SignalFlag.name(SignalFlag.signal), "events": String(printer.printed)])
-                return
-            }
-            var wait = Double(CatchUpClient.longPollMilliseconds) / 1000
-            if let deadline {
-                let left = deadline - MonotonicClock.now()
-                if left <= 0 {
-                    if let count = options.count {
-                        log.info("timeout before the count was reached", ["events": String(printer.printed), "count": String(count)])
-                    }
-                    return
-                }
-                wait = min(wait, left)
-            }
+            guard let wait = waitOrStop(upTo: Double(CatchUpClient.longPollMilliseconds) / 1000, deadline: deadline,
+                                        printer: printer, options: options, log: log) else { return }
             guard try catchUp.read(after: start, before: nil, into: &printer, options: options, log: log,
                                    waitMilliseconds: max(1, Int((wait * 1000).rounded(.up)))) else { return }
             start = .position(printer.seen ?? 0)
         }
+    }
+
+    /// How long the next wait may be (`maximum`, less when the deadline is nearer), or nil when tail must stop: a
+    /// signal came or the --timeout deadline has passed (each logged). Both ways of following ask it every round.
+    static func waitOrStop(upTo maximum: Double, deadline: Double?, printer: Printer, options: Options,
+                           log: Log) -> Double? {
+        if SignalFlag.signal != 0 {
+            log.info("stopping", ["signal": SignalFlag.name(SignalFlag.signal), "events": String(printer.printed)])
+            return nil
+        }
+        guard let deadline else { return maximum }
+        let left = deadline - MonotonicClock.now()
+        if left <= 0 {
+            if let count = options.count {
+                log.info("timeout before the count was reached", ["events": String(printer.printed), "count": String(count)])
+            }
+            return nil
+        }
+        return min(maximum, left)
     }
 
     /// What has been printed: the count, and the highest position printed or passed over.
