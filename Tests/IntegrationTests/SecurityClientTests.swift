@@ -63,14 +63,10 @@ struct SecurityClientTests {
         let keys = try await SecurityNotifierTests.Keys()
         defer { keys.remove() }
         let all = SecurityNotifierTests.events()
-        let feed = try await NotifierDurabilityTests.Feed(all)
-        defer { feed.kill() }
-        let notifier = NotifierDurabilityTests.Notifier(feed: feed, extra: ["--curve-secret-key", keys.serverSecret,
-                                                                              "--allow", keys.allowList])
-        defer { notifier.kill(); notifier.removeData() }
-        try await notifier.start()
-        let stored = await eventually(timeout: 15) { feed.acknowledged == all.count }
-        try #require(stored, "\(notifier.logs())")
+        let keyed = try await KeyedNotifier(all, serverSecret: keys.serverSecret, allowList: keys.allowList)
+        defer { keyed.stop() }
+        let notifier = keyed.notifier
+        try #require(await keyed.storedAll(), "\(notifier.logs())")
 
         let tail = try await Self.roadsave(["tail", "--endpoint", notifier.publishEndpoint, "--catch-up-endpoint",
                                             notifier.catchUpEndpoint, "--since", "0", "--timeout", "3",

@@ -100,12 +100,9 @@ struct SecurityLivePublishTests {
         let keys = try await Keys()
         defer { keys.remove() }
         let all = Self.events(journeys: 14)
-        let feed = try await NotifierDurabilityTests.Feed(all, rate: 25)
-        defer { feed.kill() }
-        let notifier = NotifierDurabilityTests.Notifier(feed: feed, extra: ["--curve-secret-key", keys.serverSecret,
-                                                                              "--allow", keys.allowList])
-        defer { notifier.kill(); notifier.removeData() }
-        try await notifier.start()
+        let keyed = try await KeyedNotifier(all, rate: 25, serverSecret: keys.serverSecret, allowList: keys.allowList)
+        defer { keyed.stop() }
+        let notifier = keyed.notifier
 
         let timeout = 9.0
         let everything = try Live(notifier, keys, key: "dash", subscribe: [""], timeout: timeout)
@@ -162,12 +159,9 @@ struct SecurityLivePublishTests {
         let keys = try await Keys()
         defer { keys.remove() }
         let all = Self.events(journeys: 10)
-        let feed = try await NotifierDurabilityTests.Feed(all, rate: 25)
-        defer { feed.kill() }
-        let notifier = NotifierDurabilityTests.Notifier(feed: feed, extra: ["--curve-secret-key", keys.serverSecret,
-                                                                              "--allow", keys.allowList])
-        defer { notifier.kill(); notifier.removeData() }
-        try await notifier.start()
+        let keyed = try await KeyedNotifier(all, rate: 25, serverSecret: keys.serverSecret, allowList: keys.allowList)
+        defer { keyed.stop() }
+        let notifier = keyed.notifier
         let current = try #require(notifier.current)
         let warned = await eventually(timeout: 5) {
             current.stderr.contains { $0.text.contains("subscriber keys limited to applications are refused on the live socket") }
@@ -247,20 +241,14 @@ struct SecurityLivePublishTests {
         let keys = try await Keys()
         defer { keys.remove() }
         let all = Self.events(journeys: 1)
-        let feed = try await NotifierDurabilityTests.Feed(all)
-        defer { feed.kill() }
-        let notifier = NotifierDurabilityTests.Notifier(feed: feed, extra: ["--curve-secret-key", keys.serverSecret,
-                                                                              "--allow", keys.allowList])
-        defer { notifier.kill(); notifier.removeData() }
-        try await notifier.start()
-        let stored = await eventually(timeout: 15) { feed.acknowledged == all.count }
-        try #require(stored, "\(notifier.logs())")
+        let keyed = try await KeyedNotifier(all, serverSecret: keys.serverSecret, allowList: keys.allowList)
+        defer { keyed.stop() }
+        let notifier = keyed.notifier
+        try #require(await keyed.storedAll(), "\(notifier.logs())")
 
         func ask(_ request: [String: Any], key: String) async throws -> [String: Any] {
-            let replies = try await Control.send([request], to: notifier.catchUpEndpoint, timeout: 8,
-                                                 extra: ["--server-key", keys.serverPublic, "--timeout", "2",
-                                                         "--key", keys.path("\(key).key")])
-            return try #require(replies.first, "\(notifier.logs())")
+            let reply = try await keyed.catchUp(request, serverPublic: keys.serverPublic, keyFile: keys.path("\(key).key"))
+            return try #require(reply, "\(notifier.logs())")
         }
         let everything = try #require(try await ask(["after": 0], key: "ops")["events"] as? [[String: Any]])
         let otherApp = try #require(everything.first { ($0["event"] as? [String: Any])?.string("app") == "app-10" })
@@ -287,12 +275,9 @@ struct SecurityLivePublishTests {
         let keys = try await Keys()
         defer { keys.remove() }
         let all = Self.events(journeys: 14)
-        let feed = try await NotifierDurabilityTests.Feed(all, rate: 25)
-        defer { feed.kill() }
-        let notifier = NotifierDurabilityTests.Notifier(feed: feed, extra: ["--curve-secret-key", keys.serverSecret,
-                                                                              "--allow", keys.allowList])
-        defer { notifier.kill(); notifier.removeData() }
-        try await notifier.start()
+        let keyed = try await KeyedNotifier(all, rate: 25, serverSecret: keys.serverSecret, allowList: keys.allowList)
+        defer { keyed.stop() }
+        let notifier = keyed.notifier
         let revokedName = Self.filtersLive ? "dash" : "watch"
         let revoked = try Live(notifier, keys, key: revokedName, subscribe: [""], timeout: 9)
         let ops = try Live(notifier, keys, key: "ops", subscribe: [""], timeout: 9)

@@ -42,38 +42,32 @@ struct SecurityNotifierTests {
         }
     }
 
-    static func catchUp(_ notifier: NotifierDurabilityTests.Notifier, keys: Keys, key: String?) async throws -> [String: Any]? {
-        let replies = try await Control.send([["after": 0]], to: notifier.catchUpEndpoint, timeout: 8,
-                                             extra: ["--server-key", keys.serverPublic, "--timeout", "2"]
-                                                 + (key.map { ["--key", keys.path($0)] } ?? []))
-        return replies.first
+    /// The reply to {"after": 0} with the key file `key` of `keys` (nil: a fresh key nobody listed).
+    static func catchUp(_ keyed: KeyedNotifier, keys: Keys, key: String?) async throws -> [String: Any]? {
+        try await keyed.catchUp(["after": 0], serverPublic: keys.serverPublic, keyFile: key.map(keys.path))
     }
 
     @Test func catchUpRepliesHoldOnlyTheApplicationsOfTheKeyAndUnlistedKeysGetNothing() async throws {
         let keys = try await Keys()
         defer { keys.remove() }
         let all = Self.events()
-        let feed = try await NotifierDurabilityTests.Feed(all)
-        defer { feed.kill() }
-        let notifier = NotifierDurabilityTests.Notifier(feed: feed, extra: ["--curve-secret-key", keys.serverSecret,
-                                                                              "--allow", keys.allowList])
-        defer { notifier.kill(); notifier.removeData() }
-        try await notifier.start()
-        let stored = await eventually(timeout: 15) { feed.acknowledged == all.count }
-        try #require(stored, "\(notifier.logs())")
+        let keyed = try await KeyedNotifier(all, serverSecret: keys.serverSecret, allowList: keys.allowList)
+        defer { keyed.stop() }
+        let notifier = keyed.notifier
+        try #require(await keyed.storedAll(), "\(notifier.logs())")
 
-        let ops = try #require(try await Self.catchUp(notifier, keys: keys, key: "ops.key"), "\(notifier.logs())")
+        let ops = try #require(try await Self.catchUp(keyed, keys: keys, key: "ops.key"), "\(notifier.logs())")
         let opsEvents = try #require(ops["events"] as? [[String: Any]], "\(ops)")
         #expect(opsEvents.count == all.count)
 
-        let dash = try #require(try await Self.catchUp(notifier, keys: keys, key: "dash.key"), "\(notifier.logs())")
+        let dash = try #require(try await Self.catchUp(keyed, keys: keys, key: "dash.key"), "\(notifier.logs())")
         let dashEvents = try #require(dash["events"] as? [[String: Any]], "\(dash)")
         #expect(dashEvents.count == all.count / 2, "\(dash)")
         #expect(dashEvents.allSatisfy { ($0["event"] as? [String: Any])?.string("app") == "demo-app" }, "\(dash)")
         // The key's view is filtered, not cut short: the next request starts after everything examined.
         #expect(dash.number("next") == Double(all.count) && dash.number("head") == Double(all.count), "\(dash)")
 
-        let unlisted = try await Self.catchUp(notifier, keys: keys, key: nil)
+        let unlisted = try await Self.catchUp(keyed, keys: keys, key: nil)
         #expect(unlisted?["timeout"] as? Bool == true, "\(String(describing: unlisted))")
         let current = try #require(notifier.current)
         #expect(current.stderr.contains { $0.text.contains("msg=\"connection refused\"") && $0.text.contains("role=subscriber") },
@@ -83,12 +77,9 @@ struct SecurityNotifierTests {
     @Test func everySubscriberOnThePublisherNeedsAListedKey() async throws {
         let keys = try await Keys()
         defer { keys.remove() }
-        let feed = try await NotifierDurabilityTests.Feed(Self.events(), rate: 4)
-        defer { feed.kill() }
-        let notifier = NotifierDurabilityTests.Notifier(feed: feed, extra: ["--curve-secret-key", keys.serverSecret,
-                                                                              "--allow", keys.allowList])
-        defer { notifier.kill(); notifier.removeData() }
-        try await notifier.start()
+        let keyed = try await KeyedNotifier(Self.events(), rate: 4, serverSecret: keys.serverSecret, allowList: keys.allowList)
+        defer { keyed.stop() }
+        let notifier = keyed.notifier
 
         let listed = try Child.python("subscriber.py", ["--endpoint", notifier.publishEndpoint, "--timeout", "4",
                                                         "--server-key", keys.serverPublic, "--key", keys.path("ops.key")])
