@@ -95,13 +95,23 @@ struct SecurityLivePublishTests {
 
     static func app(_ topic: String) -> String { String(topic.split(separator: ".")[1]) }
 
+    /// Fresh keys, and a notifier with them serving `events` (at `rate` a second): how every test here starts.
+    static func start(_ events: [[String: Any]], rate: Double = 0) async throws -> (Keys, KeyedNotifier) {
+        let keys = try await Keys()
+        do {
+            return (keys, try await KeyedNotifier(events, rate: rate, serverSecret: keys.serverSecret,
+                                                  allowList: keys.allowList))
+        } catch {
+            keys.remove()
+            throw error
+        }
+    }
+
     @Test(.enabled(if: filtersLive, "the notifier's libzmq is older than 4.3.5: live filtering is off"))
     func aKeyLimitedToAnApplicationGetsOnlyItsEventsWhateverItAsksAndUnsubscribingWorks() async throws {
-        let keys = try await Keys()
-        defer { keys.remove() }
         let all = Self.events(journeys: 14)
-        let keyed = try await KeyedNotifier(all, rate: 25, serverSecret: keys.serverSecret, allowList: keys.allowList)
-        defer { keyed.stop() }
+        let (keys, keyed) = try await Self.start(all, rate: 25)
+        defer { keyed.stop(); keys.remove() }
         let notifier = keyed.notifier
 
         let timeout = 9.0
@@ -156,11 +166,9 @@ struct SecurityLivePublishTests {
     /// long-poll is answered as soon as an event of its key is stored.
     @Test(.enabled(if: refusesLimitedKeysLive, "the notifier's libzmq is 4.3.5 or later: live filtering is on"))
     func onLibzmqBefore435ALimitedKeyIsRefusedLiveAndFollowsByCatchUpLongPoll() async throws {
-        let keys = try await Keys()
-        defer { keys.remove() }
         let all = Self.events(journeys: 10)
-        let keyed = try await KeyedNotifier(all, rate: 25, serverSecret: keys.serverSecret, allowList: keys.allowList)
-        defer { keyed.stop() }
+        let (keys, keyed) = try await Self.start(all, rate: 25)
+        defer { keyed.stop(); keys.remove() }
         let notifier = keyed.notifier
         let current = try #require(notifier.current)
         let warned = await eventually(timeout: 5) {
@@ -238,11 +246,9 @@ struct SecurityLivePublishTests {
     }
 
     @Test func afterEventIDOfAnotherApplicationsEventAnswersLikeAnUnknownOne() async throws {
-        let keys = try await Keys()
-        defer { keys.remove() }
         let all = Self.events(journeys: 1)
-        let keyed = try await KeyedNotifier(all, serverSecret: keys.serverSecret, allowList: keys.allowList)
-        defer { keyed.stop() }
+        let (keys, keyed) = try await Self.start(all)
+        defer { keyed.stop(); keys.remove() }
         let notifier = keyed.notifier
         try #require(await keyed.storedAll(), "\(notifier.logs())")
 
@@ -272,11 +278,9 @@ struct SecurityLivePublishTests {
     /// gets in) the unlimited key watch.
     @Test(.enabled(if: notifierLibzmq != nil))
     func aSubscriberKeyRemovedBySIGHUPIsDroppedFromTheLiveSocket() async throws {
-        let keys = try await Keys()
-        defer { keys.remove() }
         let all = Self.events(journeys: 14)
-        let keyed = try await KeyedNotifier(all, rate: 25, serverSecret: keys.serverSecret, allowList: keys.allowList)
-        defer { keyed.stop() }
+        let (keys, keyed) = try await Self.start(all, rate: 25)
+        defer { keyed.stop(); keys.remove() }
         let notifier = keyed.notifier
         let revokedName = Self.filtersLive ? "dash" : "watch"
         let revoked = try Live(notifier, keys, key: revokedName, subscribe: [""], timeout: 9)
