@@ -6,7 +6,7 @@ export PATH := $(PATH):/opt/swift/usr/bin
 OUT := out
 BIN := .build/debug/roadsave
 
-.PHONY: deps build test demo bench up clean fuzz fuzz-smoke
+.PHONY: deps build test demo bench up clean fuzz fuzz-smoke quality
 
 deps:
 	@scripts/install-deps.sh
@@ -44,6 +44,12 @@ bench: deps
 	@[ -f $(OUT)/bench.ndjson ] || .build/release/roadsave simulate --devices 200 --duration 60 --seed 42 --output $(OUT)/bench.ndjson
 	.build/release/roadsave-bench $(OUT)/bench.ndjson
 	python3 scripts/bench_services.py --bin .build/release
+
+## Trips on the real recordings (../shared/data): per dataset and mode, the labelled legs taken for driving
+## (scripts/quality.py; skipped when the recordings are absent). QUALITY_JSON=FILE writes the figures too.
+quality: deps
+	$(SWIFT) build -c release --product roadsave
+	python3 scripts/quality.py --roadsave .build/release/roadsave $(if $(QUALITY_JSON),--json $(QUALITY_JSON))
 
 ## libFuzzer on every decoder of outside input (Fuzz/README.md): FUZZ_SECONDS a target (default 60). A finding is
 ## kept in .build/fuzz/findings/<target>/ and fails the run.

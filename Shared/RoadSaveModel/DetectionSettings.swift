@@ -22,6 +22,9 @@ public struct DetectionSettings: Sendable, Equatable, Codable {
     public var gpsOnlyStartSpeed = 7.0
     public var gpsOnlyStartDistance = 500.0
     public var gpsOnlyStartDuration = 60.0
+    /// Instead of that average, a speed held over two fixes that no bicycle holds (43 km/h) may start a trip too:
+    /// city driving averages less than `gpsOnlyStartSpeed` between its lights.
+    public var gpsOnlyStartPeakSpeed = 12.0
 
     // Trip end.
     /// No movement for this long ends a trip.
@@ -82,6 +85,7 @@ public struct DetectionSettings: Sendable, Equatable, Codable {
         try take(.gpsOnlyStartSpeed, \.gpsOnlyStartSpeed)
         try take(.gpsOnlyStartDistance, \.gpsOnlyStartDistance)
         try take(.gpsOnlyStartDuration, \.gpsOnlyStartDuration)
+        try take(.gpsOnlyStartPeakSpeed, \.gpsOnlyStartPeakSpeed)
         try take(.stopDelay, \.stopDelay)
         try take(.maximumStandstillInVehicle, \.maximumStandstillInVehicle)
         try take(.stepThreshold, \.stepThreshold)
@@ -108,7 +112,8 @@ public struct DetectionSettings: Sendable, Equatable, Codable {
         let positive: [(String, Double)] = [
             ("movementSpeed", movementSpeed), ("startSpeed", startSpeed), ("startDuration", startDuration),
             ("startRunBreak", startRunBreak), ("gpsOnlyStartSpeed", gpsOnlyStartSpeed),
-            ("gpsOnlyStartDuration", gpsOnlyStartDuration), ("stopDelay", stopDelay), ("dataGap", dataGap),
+            ("gpsOnlyStartDuration", gpsOnlyStartDuration), ("gpsOnlyStartPeakSpeed", gpsOnlyStartPeakSpeed),
+            ("stopDelay", stopDelay), ("dataGap", dataGap),
             ("maximumHorizontalAccuracy", maximumHorizontalAccuracy), ("maximumPlausibleSpeed", maximumPlausibleSpeed),
             ("crashMinimumPeakG", crashMinimumPeakG), ("crashDecisionDelay", crashDecisionDelay),
             ("crashClusterWindow", crashClusterWindow), ("crashPositionWindow", crashPositionWindow),

@@ -83,6 +83,8 @@ extension RoadSaveEvent {
                 writer.add("duration", info.duration, decimals: 3)
                 writer.add("averageSpeed", info.averageSpeed, decimals: 2)
                 writer.add("endReason", info.endReason.rawValue)
+                writer.add("transportMode", info.transportMode.rawValue)
+                writer.add("transportReason", info.transportReason.rawValue)
             }
         case let (.crashDetected(info), .current):
             writer.add("crashID", info.crashID)

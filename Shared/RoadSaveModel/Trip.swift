@@ -26,6 +26,36 @@ public enum TripEndReason: String, Sendable, Codable, CaseIterable {
     case monitoringStopped
 }
 
+/// What a trip was taken in, judged over the whole ride when it ends. Only `car` and `unknown` trips are driving:
+/// a phone on a bus, tram or train moves like one in a car, and only the ride as a whole tells them apart.
+public enum TransportMode: String, Sendable, Codable, CaseIterable {
+    case car
+    /// Road or street public transport: a bus or a tram (both stop and go at stops, and GPS cannot tell them apart).
+    case bus
+    /// A train or a metro.
+    case rail
+    /// Too short a ride to judge, or an event from before rides were judged.
+    case unknown
+}
+
+/// Why a trip got its `TransportMode`: on every `tripDidEnd`, as `endReason` says why it ended.
+public enum TransportReason: String, Sendable, Codable, CaseIterable {
+    /// None of the signs of public transport was seen over a ride long enough to show them.
+    case noTransitEvidence
+    /// The ride was shorter than `RideProfile.minimumDuration` or `minimumDistance`.
+    case tooShort
+    /// GPS was lost for a minute or more while the phone travelled at vehicle speed: underground.
+    case gpsLostWhileMoving
+    /// Minutes at speeds cars do not hold (`RideProfile.railSpeed`).
+    case railSpeed
+    /// The pedometer counted steps while the vehicle was moving: nobody walks while driving.
+    case stepsWhileMoving
+    /// Frequent short stops, the dwell of a bus or tram at its stops, on a slow urban ride.
+    case regularDwellStops
+    /// The event was written before rides were judged.
+    case notClassified
+}
+
 /// What `tripDidEnd` carries.
 public struct TripInfo: Sendable, Equatable {
     public var tripID: String
@@ -34,14 +64,23 @@ public struct TripInfo: Sendable, Equatable {
     public var endDate: Double
     public var distanceMetres: Double
     public var endReason: TripEndReason
+    /// What the trip was taken in; `bus` and `rail` trips are not driving (README: "Passengers").
+    public var transportMode: TransportMode
+    public var transportReason: TransportReason
 
-    public init(tripID: String, startDate: Double, endDate: Double, distanceMetres: Double, endReason: TripEndReason) {
+    public init(tripID: String, startDate: Double, endDate: Double, distanceMetres: Double, endReason: TripEndReason,
+                transportMode: TransportMode = .unknown, transportReason: TransportReason = .notClassified) {
         self.tripID = tripID
         self.startDate = startDate
         self.endDate = endDate
         self.distanceMetres = distanceMetres
         self.endReason = endReason
+        self.transportMode = transportMode
+        self.transportReason = transportReason
     }
+
+    /// Whether the trip counts as driving: every mode but public transport.
+    public var isDriving: Bool { transportMode == .car || transportMode == .unknown }
 
     /// Seconds.
     public var duration: Double { max(0, endDate - startDate) }

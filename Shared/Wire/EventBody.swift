@@ -28,7 +28,7 @@ public enum EventBody {
                 packer.pack("startDate")
                 packer.pack(double: info.startDate)
             case let .tripDidEnd(info):
-                packer.packMapHeader(8)
+                packer.packMapHeader(10)
                 packEventHead(event, packer)
                 packer.pack("tripID")
                 packer.pack(info.tripID)
@@ -40,6 +40,10 @@ public enum EventBody {
                 packer.pack(double: info.distanceMetres)
                 packer.pack("endReason")
                 packer.pack(info.endReason.rawValue)
+                packer.pack("transportMode")
+                packer.pack(info.transportMode.rawValue)
+                packer.pack("transportReason")
+                packer.pack(info.transportReason.rawValue)
             case let .crashDetected(info):
                 packer.packMapHeader(9)
                 packEventHead(event, packer)
@@ -87,10 +91,19 @@ public enum EventBody {
             guard let reason = TripEndReason(rawValue: reasonName) else {
                 throw WireError(.invalidEvent, "unknown end reason \"\(reasonName)\"", path: "endReason")
             }
+            // Bodies stored before rides were judged have no transport fields: unknown, not classified.
+            let modeName = try fields.optionalString("transportMode") ?? TransportMode.unknown.rawValue
+            guard let mode = TransportMode(rawValue: modeName) else {
+                throw WireError(.invalidEvent, "unknown transport mode \"\(modeName)\"", path: "transportMode")
+            }
+            let modeReasonName = try fields.optionalString("transportReason") ?? TransportReason.notClassified.rawValue
+            guard let modeReason = TransportReason(rawValue: modeReasonName) else {
+                throw WireError(.invalidEvent, "unknown transport reason \"\(modeReasonName)\"", path: "transportReason")
+            }
             return RoadSaveEvent(device: device, body: .tripDidEnd(
                 TripInfo(tripID: try fields.identifier("tripID"), startDate: try fields.number("startDate"),
                          endDate: try fields.number("endDate"), distanceMetres: try fields.number("distanceMetres"),
-                         endReason: reason)))
+                         endReason: reason, transportMode: mode, transportReason: modeReason)))
         case "crashDetected":
             let confidenceName = try fields.string("confidence")
             guard let confidence = CrashConfidence(rawValue: confidenceName) else {
@@ -145,6 +158,12 @@ private struct EventFields {
     func optionalNumber(_ name: String) throws(WireError) -> Double? {
         guard value[name] != JSONValue.null else { return nil }
         return try number(name)
+    }
+
+    /// A string, or nil when the member is absent or null (members added after bodies were first stored).
+    func optionalString(_ name: String) throws(WireError) -> String? {
+        guard let member = value[name], member != .null else { return nil }
+        return try string(name)
     }
 
     func bool(_ name: String) throws(WireError) -> Bool {

@@ -44,7 +44,8 @@ struct RoadSaveEventCurrentTests {
     @Test func tripDidEndFields() throws {
         let event = try parseEvent(SampleEvents.ended.json(.current))
         #expect(keys(of: event) == ["event", "eventID", "app", "user", "tripID", "startDate", "endDate",
-                                    "distanceMetres", "duration", "averageSpeed", "endReason"])
+                                    "distanceMetres", "duration", "averageSpeed", "endReason", "transportMode",
+                                    "transportReason"])
         #expect(event["event"] == .string("tripDidEnd"))
         #expect(event["app"] == .string("app-1"))
         #expect(event["user"] == .string("user-9"))

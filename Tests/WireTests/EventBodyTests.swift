@@ -35,7 +35,19 @@ struct EventBodyTests {
                 == ["event", "app", "user", "tripID", "startDate"])
         #expect(try keys(RoadSaveEvent(device: device, body: .tripDidEnd(TripInfo(
             tripID: "t", startDate: 1, endDate: 2, distanceMetres: 3, endReason: .steps))))
-                == ["event", "app", "user", "tripID", "startDate", "endDate", "distanceMetres", "endReason"])
+                == ["event", "app", "user", "tripID", "startDate", "endDate", "distanceMetres", "endReason",
+                    "transportMode", "transportReason"])
+        // A body stored before rides were judged has no transport members: unknown, not classified.
+        let old = MessagePack.encode(.object([
+            ("event", .string("tripDidEnd")), ("app", .string("a")), ("user", .string("u")), ("tripID", .string("t")),
+            ("startDate", .number(1)), ("endDate", .number(2)), ("distanceMetres", .number(3)),
+            ("endReason", .string("steps")),
+        ]))
+        guard case let .tripDidEnd(info) = try EventBody.decode(old).body else {
+            Issue.record("not a tripDidEnd")
+            return
+        }
+        #expect(info.transportMode == .unknown && info.transportReason == .notClassified)
         // A crash without a position keeps its latitude and longitude keys, as nil (never a made-up 0,0).
         let crash = RoadSaveEvent(device: device, body: .crashDetected(CrashInfo(
             crashID: "c", confidence: .medium, detectedAt: 1_718_708_300.000_1, latitude: nil, longitude: nil,

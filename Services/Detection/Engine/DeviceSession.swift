@@ -156,8 +156,9 @@ public struct DeviceSession: Sendable, Codable {
         case let .steps(count):
             // Without a pedometer only the stop delay ends trips.
             guard capabilities.pedometerAvailable else { break }
-            steps.update(cumulative: count)
-            if tripsActive, let event = trips.stepsCounted(steps.sinceMovement, context: tripContext) {
+            let newSteps = steps.update(cumulative: count)
+            if tripsActive, let event = trips.stepsCounted(newSteps, at: record.t, stepsSinceMovement: steps.sinceMovement,
+                                                           context: tripContext) {
                 actions.append(.emit(event))
             }
         case let .impact(observation):

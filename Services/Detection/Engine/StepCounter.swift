@@ -3,11 +3,14 @@ struct StepCounter: Sendable, Equatable, Codable {
     private var lastCount: Int?
     private(set) var sinceMovement = 0
 
-    mutating func update(cumulative count: Int) {
-        if let lastCount {
-            sinceMovement += count >= lastCount ? count - lastCount : count
-        }
-        lastCount = count
+    /// Takes the pedometer's cumulative count; returns the steps it adds.
+    @discardableResult
+    mutating func update(cumulative count: Int) -> Int {
+        defer { lastCount = count }
+        guard let lastCount else { return 0 }
+        let added = count >= lastCount ? count - lastCount : count
+        sinceMovement += added
+        return added
     }
 
     mutating func movementSeen() {

@@ -9,6 +9,7 @@ struct TripEngine: Sendable, Codable {
         var lastMovement: Double
         var maximumSpeed: Double
         var odometer: Odometer
+        var ride = RideProfile()
 
         var duration: Double { lastMovement - start.t }
     }
@@ -18,6 +19,7 @@ struct TripEngine: Sendable, Codable {
         var startDate: Double
         var lastMovement: Double
         var odometer: Odometer
+        var ride = RideProfile()
     }
 
     enum State: Sendable, Equatable, Codable {
@@ -47,16 +49,20 @@ struct TripEngine: Sendable, Codable {
                     current.lastMovement = fix.t
                     current.maximumSpeed = max(current.maximumSpeed, fix.speed ?? 0)
                     current.odometer.add(fix)
+                    current.ride.add(fix)
                     run = current
                 } else {
-                    run = MovementRun(start: fix, lastMovement: fix.t, maximumSpeed: fix.speed ?? 0,
-                                      odometer: Odometer(anchor: fix))
+                    var started = MovementRun(start: fix, lastMovement: fix.t, maximumSpeed: fix.speed ?? 0,
+                                              odometer: Odometer(anchor: fix))
+                    started.ride.add(fix)
+                    run = started
                 }
             } else if var current = run {
                 if fix.t - current.lastMovement > context.settings.startRunBreak {
                     run = nil
                 } else {
                     current.odometer.add(fix)
+                    current.ride.add(fix)
                     run = current
                 }
             }
@@ -64,6 +70,7 @@ struct TripEngine: Sendable, Codable {
             return startIfEvidenceSuffices(at: fix, context: context)
         case var .driving(trip):
             trip.odometer.add(fix)
+            trip.ride.add(fix)
             if fix.isMovement { trip.lastMovement = fix.t }
             state = .driving(trip)
             return nil
@@ -76,8 +83,19 @@ struct TripEngine: Sendable, Codable {
         return startIfEvidenceSuffices(at: last, context: context)
     }
 
-    /// Steps since the last movement passed the threshold: the user walked away, so the trip ends at once.
-    mutating func stepsCounted(_ stepsSinceMovement: Int, context: TripContext) -> RoadSaveEvent? {
+    /// The pedometer counted `newSteps` at `t`, `stepsSinceMovement` since the last movement. Past the threshold the
+    /// user walked away, so the trip ends at once; steps while the vehicle moves mark a passenger.
+    mutating func stepsCounted(_ newSteps: Int, at t: Double, stepsSinceMovement: Int, context: TripContext) -> RoadSaveEvent? {
+        switch state {
+        case var .driving(trip):
+            trip.ride.stepsCounted(newSteps, at: t)
+            state = .driving(trip)
+        case var .idle(run?):
+            run.ride.stepsCounted(newSteps, at: t)
+            state = .idle(run)
+        case .idle(nil):
+            break
+        }
         guard stepsSinceMovement > context.settings.stepThreshold else { return nil }
         return end(reason: .steps)
     }
@@ -101,8 +119,11 @@ struct TripEngine: Sendable, Codable {
     mutating func end(reason: TripEndReason) -> RoadSaveEvent? {
         guard case let .driving(trip) = state else { return nil }
         state = .idle(nil)
+        let (mode, modeReason) = trip.ride.judge(distance: trip.odometer.distance,
+                                                 duration: trip.lastMovement - trip.startDate)
         let info = TripInfo(tripID: trip.tripID, startDate: trip.startDate, endDate: trip.lastMovement,
-                            distanceMetres: trip.odometer.distance, endReason: reason)
+                            distanceMetres: trip.odometer.distance, endReason: reason,
+                            transportMode: mode, transportReason: modeReason)
         return RoadSaveEvent(device: device, body: .tripDidEnd(info))
     }
 
@@ -125,14 +146,16 @@ struct TripEngine: Sendable, Codable {
                 && run.maximumSpeed >= settings.startSpeed
         } else {
             // No classifier: sustained movement faster than walking, running or cycling, over a longer stretch.
+            // City driving averages under walking-proof speeds, but reaches a speed no bicycle holds.
             evidence = run.duration >= settings.gpsOnlyStartDuration
                 && netDistance >= settings.gpsOnlyStartDistance
-                && run.odometer.distance / run.duration >= settings.gpsOnlyStartSpeed
+                && (run.odometer.distance / run.duration >= settings.gpsOnlyStartSpeed
+                    || run.ride.sustainedTopSpeed >= settings.gpsOnlyStartPeakSpeed)
         }
         guard evidence else { return nil }
         let tripID = StableID.make("trip", device.app, device.user, millis(run.start.t))
         state = .driving(ActiveTrip(tripID: tripID, startDate: run.start.t, lastMovement: run.lastMovement,
-                                    odometer: run.odometer))
+                                    odometer: run.odometer, ride: run.ride))
         return RoadSaveEvent(device: device, body: .tripDidStart(TripStartInfo(tripID: tripID, startDate: run.start.t)))
     }
 }
@@ -162,5 +185,32 @@ struct Odometer: Sendable, Equatable, Codable {
         guard fix.isMovement else { return }
         distance += fix.distance(to: anchor)
         anchor = fix
+    }
+}
+
+// Checkpoints written before rides were judged have no `ride`: such a run or trip judges what it sees from now on.
+extension TripEngine.MovementRun {
+    private enum CodingKeys: String, CodingKey { case start, lastMovement, maximumSpeed, odometer, ride }
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        start = try container.decode(AcceptedFix.self, forKey: .start)
+        lastMovement = try container.decode(Double.self, forKey: .lastMovement)
+        maximumSpeed = try container.decode(Double.self, forKey: .maximumSpeed)
+        odometer = try container.decode(Odometer.self, forKey: .odometer)
+        ride = try container.decodeIfPresent(RideProfile.self, forKey: .ride) ?? RideProfile()
+    }
+}
+
+extension TripEngine.ActiveTrip {
+    private enum CodingKeys: String, CodingKey { case tripID, startDate, lastMovement, odometer, ride }
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        tripID = try container.decode(String.self, forKey: .tripID)
+        startDate = try container.decode(Double.self, forKey: .startDate)
+        lastMovement = try container.decode(Double.self, forKey: .lastMovement)
+        odometer = try container.decode(Odometer.self, forKey: .odometer)
+        ride = try container.decodeIfPresent(RideProfile.self, forKey: .ride) ?? RideProfile()
     }
 }

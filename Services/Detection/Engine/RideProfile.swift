@@ -1,0 +1,109 @@
+import RoadSaveModel
+
+/// What a ride looked like, gathered fix by fix from the first movement of a trip to its end, to tell a car from
+/// public transport (`TransportMode`). A phone on a bus, tram or train reads like one in a car to the activity
+/// classifier (automotive) and to GPS (vehicle speeds); what differs is the shape of the ride as a whole:
+/// - underground stretches: GPS lost for a minute or more while the phone kept travelling at vehicle speed (metro);
+/// - speeds cars do not hold for minutes (intercity trains);
+/// - steps counted while the vehicle moves (a passenger walking in the aisle; a driver cannot);
+/// - frequent short stops on a slow ride: a bus or tram dwelling at its stops every few hundred metres.
+/// Measured on the travel diaries of real recordings (README "Passengers"); each sign is chosen so that ordinary
+/// driving does not show it, since a driving trip taken for a bus ride would be lost to the consumer.
+struct RideProfile: Sendable, Equatable, Codable {
+    /// Rides shorter than these are not judged (`unknown`, `tooShort`): too little to tell a car from a bus.
+    static let minimumDuration = 180.0
+    static let minimumDistance = 1_000.0
+    /// A gap between fixes this long, and this many times the ride's usual interval, bridged at vehicle speed, is an
+    /// underground stretch (a phone that reports rarely anyway says nothing by a gap).
+    static let undergroundGap = 60.0
+    static let undergroundGapIntervals = 10.0
+    static let undergroundSpeed = 8.0
+    /// 151 km/h: trains hold it for minutes; a car that does so for `railSpeedDuration` is rare enough to accept.
+    static let railSpeed = 42.0
+    static let railSpeedDuration = 120.0
+    /// Speeds at which the vehicle is moving (steps then come from walking inside it), and at rest.
+    static let vehicleSpeed = 5.0
+    static let restSpeed = 1.0
+    static let stepsWhileMovingThreshold = 30
+    /// A dwell at a stop: the vehicle at rest this long between moving stretches (a red light is usually longer, a
+    /// queue's creep shorter).
+    static let dwellRange = 8.0...45.0
+    static let minimumDwellStops = 4
+    static let dwellStopsPerKilometre = 1.2
+    /// The share of all stops that must be dwell-like, and the top speed under which a ride counts as urban.
+    static let dwellShare = 0.6
+    static let urbanTopSpeed = 20.0
+
+    private(set) var undergroundGaps = 0
+    private(set) var railSpeedSeconds = 0.0
+    private(set) var stepsWhileMoving = 0
+    private(set) var dwellStops = 0
+    private(set) var otherStops = 0
+    /// The fastest speed held over two consecutive fixes (one fast fix can be a GPS spike).
+    private(set) var sustainedTopSpeed = 0.0
+    private var last: AcceptedFix?
+    private var first: Double?
+    private var fixes = 0
+    /// When the vehicle came to rest after moving, while it still is.
+    private var restSince: Double?
+    private var movedSinceRest = false
+
+    mutating func add(_ fix: AcceptedFix) {
+        defer {
+            last = fix
+            first = first ?? fix.t
+            fixes += 1
+        }
+        if let last, let first, fixes >= 2 {
+            let gap = fix.t - last.t
+            let usualInterval = (last.t - first) / Double(fixes - 1)
+            if gap >= max(Self.undergroundGap, Self.undergroundGapIntervals * usualInterval),
+               fix.distance(to: last) / gap >= Self.undergroundSpeed {
+                undergroundGaps += 1
+            }
+        }
+        // A fix with no speed yet (the first after a gap) says nothing about moving or resting.
+        guard let speed = fix.speed else { return }
+        if let last {
+            let gap = fix.t - last.t
+            let lastSpeed = last.speed ?? 0
+            if gap <= 10 {
+                sustainedTopSpeed = max(sustainedTopSpeed, min(speed, lastSpeed))
+                if speed >= Self.railSpeed, lastSpeed >= Self.railSpeed { railSpeedSeconds += gap }
+            }
+        }
+        if speed >= Self.vehicleSpeed {
+            if let restSince, movedSinceRest {
+                if Self.dwellRange.contains(fix.t - restSince) { dwellStops += 1 } else { otherStops += 1 }
+            }
+            restSince = nil
+            movedSinceRest = true
+        } else if speed < Self.restSpeed, restSince == nil, movedSinceRest {
+            restSince = fix.t
+        }
+    }
+
+    /// Steps the pedometer counted at `t`: walking while the vehicle moves is a passenger's.
+    mutating func stepsCounted(_ count: Int, at t: Double) {
+        guard let last, let speed = last.speed, speed >= Self.vehicleSpeed, t - last.t <= 10 else { return }
+        stepsWhileMoving += count
+    }
+
+    /// The verdict on the ride as a whole.
+    func judge(distance: Double, duration: Double) -> (TransportMode, TransportReason) {
+        guard duration >= Self.minimumDuration, distance >= Self.minimumDistance else { return (.unknown, .tooShort) }
+        if undergroundGaps > 0 { return (.rail, .gpsLostWhileMoving) }
+        if railSpeedSeconds >= Self.railSpeedDuration { return (.rail, .railSpeed) }
+        if stepsWhileMoving >= Self.stepsWhileMovingThreshold {
+            return (sustainedTopSpeed >= Self.urbanTopSpeed ? .rail : .bus, .stepsWhileMoving)
+        }
+        let stops = dwellStops + otherStops
+        if dwellStops >= Self.minimumDwellStops,
+           Double(dwellStops) / (distance / 1_000) >= Self.dwellStopsPerKilometre,
+           Double(dwellStops) >= Self.dwellShare * Double(stops),
+           sustainedTopSpeed < Self.urbanTopSpeed {
+            return (.bus, .regularDwellStops)
+        }
+        return (.car, .noTransitEvidence)
+    }
+}

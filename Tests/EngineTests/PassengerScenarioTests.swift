@@ -1,0 +1,126 @@
+import Foundation
+import Testing
+@testable import DetectionEngine
+import RoadSaveModel
+
+/// Rides on public transport against car trips: what `tripDidEnd` says the trip was taken in (README "Passengers").
+@Suite struct PassengerScenarioTests {
+    /// A scripted ride through the whole engine; the one trip it gives.
+    static func ride(pedometer: Bool = true, _ narrate: (inout Script) -> Void) throws -> TripInfo {
+        var s = Script()
+        s.capabilities(activity: true, pedometer: pedometer)
+        s.activity(.automotive, .high)
+        narrate(&s)
+        s.stand(seconds: 30)
+        s.activity(.walking, .high)
+        s.walk(seconds: 60, pedometer: pedometer)
+        var harness = Harness()
+        harness.run(s.records)
+        #expect(harness.tripStarts.count == 1 && harness.tripEnds.count == 1, "every start has its end")
+        return try #require(harness.tripEnds.first)
+    }
+
+    @Test func theCommuteWithRedLightsIsACar() throws {
+        let (script, _, _) = TripScenarioTests.commute(redLights: [90, 60, 45, 75])
+        var harness = Harness()
+        harness.run(script.records)
+        let trip = try #require(harness.tripEnds.first)
+        #expect(trip.transportMode == .car && trip.transportReason == .noTransitEvidence)
+        #expect(trip.isDriving)
+    }
+
+    @Test func aBusStoppingEveryFewHundredMetresIsABus() throws {
+        let trip = try Self.ride { s in
+            s.accelerate(from: 2.5, to: 11, seconds: 8)
+            for _ in 0..<8 {
+                s.drive(seconds: 35, speed: 11)  // about 400 m between stops
+                s.accelerate(from: 11, to: 0, seconds: 5)
+                s.stand(seconds: 20)             // doors open, people board
+                s.accelerate(from: 2.5, to: 11, seconds: 6)
+            }
+            s.drive(seconds: 30, speed: 11)
+        }
+        #expect(trip.transportMode == .bus && trip.transportReason == .regularDwellStops)
+        #expect(!trip.isDriving)
+    }
+
+    @Test func aFastRoadWithTheSameStopsIsNoBus() throws {
+        // Stops of a bus's length on a ride that holds 25 m/s between them: a car on an arterial road.
+        let trip = try Self.ride { s in
+            s.accelerate(from: 2.5, to: 25, seconds: 10)
+            for _ in 0..<6 {
+                s.drive(seconds: 20, speed: 25)
+                s.accelerate(from: 25, to: 0, seconds: 8)
+                s.stand(seconds: 20)
+                s.accelerate(from: 2.5, to: 25, seconds: 10)
+            }
+            s.drive(seconds: 30, speed: 25)
+        }
+        #expect(trip.transportMode == .car)
+    }
+
+    @Test func stepsWhileMovingMakeAPassenger() throws {
+        let trip = try Self.ride { s in
+            s.accelerate(from: 2.5, to: 30, seconds: 15)
+            s.drive(seconds: 120, speed: 30)
+            // Walking to the buffet car: the pedometer counts while the train runs at 30 m/s.
+            for _ in 0..<10 {
+                s.drive(seconds: 4, speed: 30)
+                s.stepCount += 5
+                s.add(.steps(s.stepCount))
+            }
+            s.drive(seconds: 120, speed: 30)
+            s.accelerate(from: 30, to: 0, seconds: 20)
+        }
+        #expect(trip.transportMode == .rail && trip.transportReason == .stepsWhileMoving)
+    }
+
+    @Test func gpsLostForMinutesAtSpeedIsUnderground() throws {
+        let trip = try Self.ride { s in
+            s.accelerate(from: 2.5, to: 15, seconds: 8)
+            s.drive(seconds: 90, speed: 15)
+            // Into the tunnel: 2 minutes without a fix, 1.8 km further on.
+            s.silence(seconds: 120)
+            s.latitude += 1_800 / 111_320
+            s.drive(seconds: 90, speed: 15)
+            s.accelerate(from: 15, to: 0, seconds: 8)
+        }
+        #expect(trip.transportMode == .rail && trip.transportReason == .gpsLostWhileMoving)
+    }
+
+    @Test func minutesAboveWhatCarsHoldAreRail() throws {
+        let trip = try Self.ride { s in
+            s.accelerate(from: 2.5, to: 45, seconds: 40)
+            s.drive(seconds: 180, speed: 45)
+            s.accelerate(from: 45, to: 0, seconds: 40)
+        }
+        #expect(trip.transportMode == .rail && trip.transportReason == .railSpeed)
+    }
+
+    @Test func aShortHopIsNotJudged() throws {
+        let trip = try Self.ride { s in
+            s.accelerate(from: 2.5, to: 12, seconds: 8)
+            s.drive(seconds: 70, speed: 12)
+            s.accelerate(from: 12, to: 0, seconds: 6)
+        }
+        #expect(trip.transportMode == .unknown && trip.transportReason == .tooShort)
+        #expect(trip.isDriving, "unknown counts as driving")
+    }
+
+    @Test func aPhoneThatReportsRarelyIsNotTakenUnderground() {
+        // One fix a minute all along (a power-saving phone in a car): its gaps are its usual interval.
+        var profile = RideProfile()
+        for minute in 0..<10 {
+            profile.add(AcceptedFix(t: Double(minute) * 60, latitude: Double(minute) * 900 / 111_320, longitude: 0,
+                                    speed: 15, accuracy: 10, isMovement: true))
+        }
+        #expect(profile.undergroundGaps == 0)
+        #expect(profile.judge(distance: 8_100, duration: 540) == (.car, .noTransitEvidence))
+    }
+
+    @Test func aCheckpointFromBeforeRidesWereJudgedStillLoads() throws {
+        let old = #"{"tripID":"t","startDate":1,"lastMovement":2,"odometer":{"distance":0,"anchor":[1,0,0,null,5,true]}}"#
+        let trip = try JSONDecoder().decode(TripEngine.ActiveTrip.self, from: Data(old.utf8))
+        #expect(trip.ride == RideProfile())
+    }
+}

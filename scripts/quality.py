@@ -1,0 +1,156 @@
+#!/usr/bin/env python3
+"""Trip quality on the real recordings: which labelled legs became driving trips.
+
+Converts every TMD file and CBS day with `roadsave convert`, replays it with `roadsave replay`, and matches the trips
+against the labelled legs: a leg counts as taken for driving when driving trips (transportMode car or unknown) cover at
+least half of it, and as a trip at all when any trips do. Prints one table per dataset and mode: legs, legs taken for
+driving, legs with any trip, and the median start and end error of the driving trips that took them (trip start/end
+minus labelled start/end, seconds). `--json FILE` writes the figures too. CBS days run twice: as recorded (GPS only)
+and with activity records derived from the diary (transit reported as automotive, as Android's classifier does).
+
+Usage: scripts/quality.py --roadsave PATH [--data DIR] [--json FILE] [--legs]
+"""
+import argparse, csv, datetime as dt, glob, json, os, statistics, subprocess, sys, tempfile
+
+TRANSIT = {"bus", "tram", "metro", "train", "ferry"}
+
+
+def iso(text):
+    return dt.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
+def replay(roadsave, dataset, path, extra, work):
+    """The (start, end) of every trip of one recording, and its records file."""
+    name = os.path.basename(path).split(".")[0]
+    records = os.path.join(work, f"{dataset}-{name}{'-'.join([''] + [e.strip('-') for e in extra])}.ndjson")
+    subprocess.run([roadsave, "convert", dataset, path, "--output", records] + extra, check=True,
+                   stderr=subprocess.DEVNULL)
+    out = subprocess.run([roadsave, "replay", records], check=True, capture_output=True, text=True).stdout
+    trips = []
+    for line in out.splitlines():
+        event = json.loads(line)
+        if event.get("event") == "tripDidEnd":
+            trips.append((iso(event["startDate"]), iso(event["endDate"]), event.get("transportMode", "unknown")))
+    return trips, records
+
+
+def driving(trips):
+    return [trip for trip in trips if trip[2] in ("car", "unknown")]
+
+
+def first_record_time(records):
+    with open(records) as f:
+        return json.loads(f.readline())["t"]
+
+
+def last_record_time(records):
+    t = None
+    with open(records) as f:
+        for line in f:
+            t = json.loads(line)["t"]
+    return t
+
+
+def covered(trips, start, end):
+    return sum(max(0.0, min(end, t1) - max(start, t0)) for t0, t1, _ in trips)
+
+
+def match(trips, start, end):
+    """Whether driving trips cover half the leg, whether any trips do, and the start/end error of the driving trip
+    overlapping it most."""
+    length = max(end - start, 1.0)
+    anything = covered(trips, start, end) >= 0.5 * length
+    cars = driving(trips)
+    taken = covered(cars, start, end) >= 0.5 * length
+    best = max(cars, key=lambda t: max(0.0, min(end, t[1]) - max(start, t[0])), default=None)
+    if not taken or best is None:
+        return taken, anything, None, None
+    return taken, anything, best[0] - start, best[1] - end
+
+
+def tmd_legs(roadsave, data, work):
+    """One leg per file: the label in the name, the whole recording."""
+    rows = []
+    for path in sorted(glob.glob(os.path.join(data, "us-transportation-mode/raw/*.csv.gz"))):
+        mode = os.path.basename(path).split("_")[2].lower()
+        trips, records = replay(roadsave, "tmd", path, [], work)
+        start, end = first_record_time(records), last_record_time(records)
+        rows.append(("TMD (Android activity)", mode, os.path.basename(path)) + match(trips, start, end))
+    return rows
+
+
+def cbs_legs(roadsave, data, work, derive):
+    segments = list(csv.DictReader(open(os.path.join(data, "cbs-smart-survey-gps/segments_derived.csv"))))
+    label = "CBS (diary activity)" if derive else "CBS (GPS only)"
+    rows = []
+    for path in sorted(glob.glob(os.path.join(data, "cbs-smart-survey-gps/split-by-day/*.csv.gz"))):
+        day = os.path.basename(path)[:-3]
+        trips, _ = replay(roadsave, "cbs", path, ["--derive-activity"] if derive else [], work)
+        for segment in segments:
+            if segment["file"] != day or segment["stop"] == "True" or not segment["mode"]:
+                continue
+            start, end = iso(segment["start_utc"]), iso(segment["end_utc"])
+            if end - start < 60 or int(segment["n_points"]) < 10:
+                continue  # a label with no track to judge (the single Car segment has one point)
+            rows.append((label, segment["mode"].lower(), f"{day} {segment['start_utc'][11:16]}")
+                        + match(trips, start, end))
+    return rows
+
+
+def table(rows):
+    groups = {}
+    for dataset, mode, _, taken, anything, start_error, end_error in rows:
+        group = groups.setdefault((dataset, mode), {"legs": 0, "taken": 0, "any": 0, "start": [], "end": []})
+        group["legs"] += 1
+        group["taken"] += taken
+        group["any"] += anything
+        if start_error is not None:
+            group["start"].append(start_error)
+            group["end"].append(end_error)
+    return groups
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--roadsave", default=".build/release/roadsave")
+    parser.add_argument("--data", default=os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data"))
+    parser.add_argument("--json")
+    parser.add_argument("--legs", action="store_true", help="also print every leg")
+    args = parser.parse_args()
+    if not os.path.isdir(os.path.join(args.data, "us-transportation-mode")):
+        print(f"quality: no recordings at {args.data}: skipped", file=sys.stderr)
+        return 0
+    with tempfile.TemporaryDirectory() as work:
+        rows = tmd_legs(args.roadsave, args.data, work)
+        rows += cbs_legs(args.roadsave, args.data, work, derive=False)
+        rows += cbs_legs(args.roadsave, args.data, work, derive=True)
+    if args.legs:
+        for row in rows:
+            print(*[f"{v:.0f}" if isinstance(v, float) else v for v in row], sep="\t")
+    groups = table(rows)
+    print(f"{'dataset':<24}{'mode':<10}{'legs':>6}{'taken for driving':>19}{'any trip':>10}"
+          f"{'start err (median s)':>22}{'end err':>9}")
+    summary = []
+    for (dataset, mode), g in sorted(groups.items()):
+        kind = "transit" if mode in TRANSIT else mode
+        start = f"{statistics.median(g['start']):+.0f}" if g["start"] else "-"
+        end = f"{statistics.median(g['end']):+.0f}" if g["end"] else "-"
+        share = f"{g['taken']} ({100 * g['taken'] / g['legs']:.0f} %)"
+        print(f"{dataset:<24}{mode:<10}{g['legs']:>6}{share:>19}{g['any']:>10}{start:>22}{end:>9}")
+        summary.append({"dataset": dataset, "mode": mode, "legs": g["legs"], "taken": g["taken"], "anyTrip": g["any"],
+                        "medianStartError": statistics.median(g["start"]) if g["start"] else None,
+                        "medianEndError": statistics.median(g["end"]) if g["end"] else None})
+    for dataset in sorted({d for d, _ in groups}):
+        transit = [g for (d, m), g in groups.items() if d == dataset and m in TRANSIT]
+        legs, taken = sum(g["legs"] for g in transit), sum(g["taken"] for g in transit)
+        anything = sum(g["any"] for g in transit)
+        if legs:
+            print(f"{dataset:<24}{'transit':<10}{legs:>6}{f'{taken} ({100 * taken / legs:.0f} %)':>19}{anything:>10}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(summary, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
