@@ -1,0 +1,54 @@
+import Foundation
+import Recordings
+import RoadSaveModel
+import Testing
+
+/// What the trips of real recordings were judged to be taken in (README "Passengers"). The signs of public
+/// transport are chosen so that driving does not show them: every trip judged `bus` or `rail` must lie in a
+/// labelled public-transport ride, and the car recordings must stay driving. How many transit rides are caught is
+/// measured by `make quality`, not asserted here.
+@Suite(.enabled(if: SharedData.isAvailable,
+                "../shared/data is absent (a clone outside the RoadSave workspace): real-recording tests skipped"))
+struct PassengerRecordingTests {
+    static let publicTransport: Set<String> = ["Bus", "Tram", "Metro", "Train", "Ferry"]
+
+    func tripEnds(_ lines: [String]) async -> [TripInfo] {
+        await RealRecordingTests().replay(lines).events.compactMap {
+            if case let .tripDidEnd(info) = $0.body { info } else { nil }
+        }
+    }
+
+    @Test func everyRideJudgedPublicTransportIsALabelledTransitRide() async throws {
+        let files = SharedData.files(in: "cbs-smart-survey-gps/split-by-day", suffix: ".csv.gz")
+        #expect(files.count == 13)
+        var judgedTransit = 0
+        for deriveActivity in [false, true] {
+            for file in files {
+                let converted = try RecordingConverter.cbs(file, deriveActivity: deriveActivity)
+                for trip in await tripEnds(converted.lines) where !trip.isDriving {
+                    judgedTransit += 1
+                    // Most of the trip must lie in public-transport segments (diary times are minute-resolution).
+                    let inTransit = converted.diarySegments
+                        .filter { !$0.stop && Self.publicTransport.contains($0.mode) }
+                        .map { max(0, min($0.end + 60, trip.endDate) - max($0.start - 60, trip.startDate)) }
+                        .reduce(0, +)
+                    #expect(inTransit >= 0.5 * trip.duration,
+                            "\(file.lastPathComponent): a \(trip.transportMode) trip (\(trip.transportReason)) from \(ISO8601.string(fromSeconds: trip.startDate)) is mostly outside public transport")
+                }
+            }
+        }
+        // The diaries' metro, tram and intercity rides show the signs at least a few times.
+        #expect(judgedTransit >= 4, "rides judged public transport: \(judgedTransit)")
+    }
+
+    @Test func carRecordingsStayDriving() async throws {
+        let files = RealRecordingTests.transportationFiles.filter { $0.lastPathComponent.contains("_Car_") }
+        #expect(files.count == 3)
+        for file in files {
+            // Their GPS is a speed line every 20 s or so: gaps that are the phone's usual interval are no tunnel.
+            for trip in await tripEnds(try RecordingConverter.tmd(file).lines) {
+                #expect(trip.isDriving, "\(file.lastPathComponent): judged \(trip.transportMode) (\(trip.transportReason))")
+            }
+        }
+    }
+}
