@@ -50,6 +50,8 @@ public enum TransportReason: String, Sendable, Codable, CaseIterable {
     case railSpeed
     /// The pedometer counted steps while the vehicle was moving: nobody walks while driving.
     case stepsWhileMoving
+    /// The ride began after the phone had walked to its starting place and waited there for minutes: a stop.
+    case boardedAfterWaiting
     /// Frequent short stops, the dwell of a bus or tram at its stops, on a slow urban ride.
     case regularDwellStops
     /// The event was written before rides were judged.

@@ -97,6 +97,51 @@ import RoadSaveModel
         #expect(trip.transportMode == .rail && trip.transportReason == .railSpeed)
     }
 
+    /// Walk 5 minutes (about 420 m), stand `wait` seconds, then ride 3 km at city speed without stops.
+    static func walkWaitAndRide(wait: Int) throws -> TripInfo {
+        try ride { s in
+            s.activity(.walking, .high)
+            s.walk(seconds: 300)
+            s.stand(seconds: wait)
+            s.activity(.automotive, .high)
+            s.accelerate(from: 2.5, to: 12, seconds: 8)
+            s.drive(seconds: 250, speed: 12)
+            s.accelerate(from: 12, to: 0, seconds: 6)
+        }
+    }
+
+    @Test func walkingToAStopAndWaitingThereIsBoarding() throws {
+        let trip = try Self.walkWaitAndRide(wait: 240)
+        #expect(trip.transportMode == .bus && trip.transportReason == .boardedAfterWaiting)
+    }
+
+    @Test func walkingToTheCarAndLeavingWithinAMinuteIsDriving() throws {
+        let trip = try Self.walkWaitAndRide(wait: 45)
+        #expect(trip.transportMode == .car)
+    }
+
+    @Test func leavingFromWhereThePhoneStayedIsNoBoarding() {
+        // The phone spent the morning at home, where the car is parked: no walk to the place, however long the stay.
+        var whereabouts = Whereabouts()
+        for second in stride(from: 0.0, to: 1_200, by: 10) {
+            whereabouts.add(AcceptedFix(t: second, latitude: 0, longitude: 0, speed: 0, accuracy: 10, isMovement: false))
+        }
+        #expect(whereabouts.waitAfterWalking(departure: 1_200) == nil)
+    }
+
+    @Test func arrivingByVehicleIsNoBoarding() {
+        // 3 km in the 4 minutes before a 5-minute stop (a shop on the way): faster than walking.
+        var whereabouts = Whereabouts()
+        for second in stride(from: 0.0, to: 240, by: 10) {
+            whereabouts.add(AcceptedFix(t: second, latitude: (240 - second) * 12.5 / 111_320, longitude: 0, speed: 12.5,
+                                        accuracy: 10, isMovement: true))
+        }
+        for second in stride(from: 240.0, to: 540, by: 10) {
+            whereabouts.add(AcceptedFix(t: second, latitude: 0, longitude: 0, speed: 0, accuracy: 10, isMovement: false))
+        }
+        #expect(whereabouts.waitAfterWalking(departure: 540) == nil)
+    }
+
     @Test func aShortHopIsNotJudged() throws {
         let trip = try Self.ride { s in
             s.accelerate(from: 2.5, to: 12, seconds: 8)

@@ -6,6 +6,7 @@ import RoadSaveModel
 /// - underground stretches: GPS lost for a minute or more while the phone kept travelling at vehicle speed (metro);
 /// - speeds cars do not hold for minutes (intercity trains);
 /// - steps counted while the vehicle moves (a passenger walking in the aisle; a driver cannot);
+/// - a wait of minutes where the ride began, after walking there: a stop, not a parked car;
 /// - frequent short stops on a slow ride: a bus or tram dwelling at its stops every few hundred metres.
 /// Measured on the travel diaries of real recordings (README "Passengers"); each sign is chosen so that ordinary
 /// driving does not show it, since a driving trip taken for a bus ride would be lost to the consumer.
@@ -34,6 +35,11 @@ struct RideProfile: Sendable, Equatable, Codable {
     static let dwellShare = 0.6
     static let urbanTopSpeed = 20.0
 
+    /// A passenger walks to a stop and waits; a driver leaves within a minute of reaching the car.
+    static let boardingWait = 150.0
+
+    /// How long the device waited where the ride began after walking there (`Whereabouts`); nil when it did not.
+    var boardingWaitObserved: Double?
     private(set) var undergroundGaps = 0
     private(set) var railSpeedSeconds = 0.0
     private(set) var stepsWhileMoving = 0
@@ -96,6 +102,9 @@ struct RideProfile: Sendable, Equatable, Codable {
         if railSpeedSeconds >= Self.railSpeedDuration { return (.rail, .railSpeed) }
         if stepsWhileMoving >= Self.stepsWhileMovingThreshold {
             return (sustainedTopSpeed >= Self.urbanTopSpeed ? .rail : .bus, .stepsWhileMoving)
+        }
+        if let wait = boardingWaitObserved, wait >= Self.boardingWait {
+            return (sustainedTopSpeed >= Self.urbanTopSpeed ? .rail : .bus, .boardedAfterWaiting)
         }
         let stops = dwellStops + otherStops
         if dwellStops >= Self.minimumDwellStops,

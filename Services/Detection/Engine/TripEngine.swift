@@ -29,6 +29,12 @@ struct TripEngine: Sendable, Codable {
 
     private(set) var state: State = .idle(nil)
     let device: DeviceID
+    /// Where the device has been while idle, to see how the next ride begins.
+    private(set) var whereabouts = Whereabouts()
+    /// When the last trip ended (its last movement): a ride soon after it continues a journey by vehicle.
+    private(set) var lastTripEnd: Double?
+    /// A ride starting within this of the last trip's end is not judged by how it began.
+    static let journeyBreak = 15 * 60.0
 
     init(device: DeviceID) {
         self.device = device
@@ -44,6 +50,7 @@ struct TripEngine: Sendable, Codable {
     mutating func fixAccepted(_ fix: AcceptedFix, context: TripContext) -> RoadSaveEvent? {
         switch state {
         case var .idle(run):
+            whereabouts.add(fix)
             if fix.isMovement {
                 if var current = run, fix.t - current.lastMovement <= context.settings.startRunBreak {
                     current.lastMovement = fix.t
@@ -55,6 +62,9 @@ struct TripEngine: Sendable, Codable {
                     var started = MovementRun(start: fix, lastMovement: fix.t, maximumSpeed: fix.speed ?? 0,
                                               odometer: Odometer(anchor: fix))
                     started.ride.add(fix)
+                    if lastTripEnd.map({ fix.t - $0 > Self.journeyBreak }) ?? true {
+                        started.ride.boardingWaitObserved = whereabouts.waitAfterWalking(departure: fix.t)
+                    }
                     run = started
                 }
             } else if var current = run {
@@ -119,6 +129,8 @@ struct TripEngine: Sendable, Codable {
     mutating func end(reason: TripEndReason) -> RoadSaveEvent? {
         guard case let .driving(trip) = state else { return nil }
         state = .idle(nil)
+        lastTripEnd = trip.lastMovement
+        whereabouts.forget()
         let (mode, modeReason) = trip.ride.judge(distance: trip.odometer.distance,
                                                  duration: trip.lastMovement - trip.startDate)
         let info = TripInfo(tripID: trip.tripID, startDate: trip.startDate, endDate: trip.lastMovement,
@@ -188,7 +200,20 @@ struct Odometer: Sendable, Equatable, Codable {
     }
 }
 
-// Checkpoints written before rides were judged have no `ride`: such a run or trip judges what it sees from now on.
+// Checkpoints written before rides were judged have no `ride`, `whereabouts` or `lastTripEnd`: such a device
+// judges what it sees from now on.
+extension TripEngine {
+    private enum CodingKeys: String, CodingKey { case state, device, whereabouts, lastTripEnd }
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        state = try container.decode(State.self, forKey: .state)
+        device = try container.decode(DeviceID.self, forKey: .device)
+        whereabouts = try container.decodeIfPresent(Whereabouts.self, forKey: .whereabouts) ?? Whereabouts()
+        lastTripEnd = try container.decodeIfPresent(Double.self, forKey: .lastTripEnd)
+    }
+}
+
 extension TripEngine.MovementRun {
     private enum CodingKeys: String, CodingKey { case start, lastMovement, maximumSpeed, odometer, ride }
 

@@ -1,0 +1,52 @@
+import RoadSaveModel
+
+/// Where an idle device has been over the last minutes, sampled coarsely, to see how a ride began: a passenger
+/// walks to a stop and waits there for the bus; a driver walks to the car and leaves within a minute, or leaves from
+/// where the phone spent the night. Positions, not speeds: phones without a speed field read walking as rest.
+struct Whereabouts: Sendable, Equatable, Codable {
+    struct Sample: Sendable, Equatable, Codable {
+        var t: Double
+        var latitude: Double
+        var longitude: Double
+
+        func distance(to other: Sample) -> Double {
+            Geo.distance(latitude, longitude, other.latitude, other.longitude)
+        }
+    }
+
+    static let sampleInterval = 30.0
+    static let window = 12 * 60.0
+    /// Within this of the boarding place is waiting there (GPS jitter included).
+    static let stayRadius = 40.0
+    /// The device arrived from at least this far away, at a walker's pace (not by vehicle).
+    static let arrivalDistance = 150.0
+    static let walkingPace = 2.5
+
+    private(set) var samples: [Sample] = []
+
+    mutating func add(_ fix: AcceptedFix) {
+        if let last = samples.last, fix.t - last.t < Self.sampleInterval { return }
+        samples.append(Sample(t: fix.t, latitude: fix.latitude, longitude: fix.longitude))
+        if let first = samples.first, fix.t - first.t > Self.window { samples.removeFirst() }
+    }
+
+    mutating func forget() {
+        samples.removeAll()
+    }
+
+    /// How long the device had waited where it was before moving off at `departure`, if it came there on foot from
+    /// further away; nil when it did not (it was there all along, or came too fast to have walked). The place is the
+    /// last sample from before the vehicle got going (speeds estimated from positions lag by ten seconds or more).
+    func waitAfterWalking(departure: Double) -> Double? {
+        guard let placeIndex = samples.lastIndex(where: { $0.t <= departure - 20 }) else { return nil }
+        let place = samples[placeIndex]
+        var arrivedIndex = placeIndex
+        while arrivedIndex > 0, samples[arrivedIndex - 1].distance(to: place) <= Self.stayRadius { arrivedIndex -= 1 }
+        let arrived = samples[arrivedIndex].t
+        // The approach: some sample before the stay far enough away, and nothing covered faster than walking.
+        guard let farthest = samples[..<arrivedIndex].max(by: { $0.distance(to: place) < $1.distance(to: place) }),
+              farthest.distance(to: place) >= Self.arrivalDistance,
+              farthest.distance(to: place) / max(arrived - farthest.t, 1) <= Self.walkingPace else { return nil }
+        return place.t - arrived
+    }
+}
