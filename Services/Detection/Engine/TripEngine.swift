@@ -158,7 +158,7 @@ struct TripEngine: Sendable, Codable {
                 && run.maximumSpeed >= settings.startSpeed
         } else {
             // No classifier: sustained movement faster than walking, running or cycling, over a longer stretch.
-            // City driving averages under walking-proof speeds, but reaches a speed no bicycle holds.
+            // City driving averages less than that between its lights, but reaches a speed no bicycle holds.
             evidence = run.duration >= settings.gpsOnlyStartDuration
                 && netDistance >= settings.gpsOnlyStartDistance
                 && (run.odometer.distance / run.duration >= settings.gpsOnlyStartSpeed
