@@ -142,6 +142,17 @@ import RoadSaveModel
         #expect(whereabouts.waitAfterWalking(departure: 540) == nil)
     }
 
+    @Test func aPlaceFromBeforeASilenceIsNoWalk() {
+        // At work 10 km away, then no fix for 90 minutes, then 5 minutes at home before driving off: no walk.
+        var whereabouts = Whereabouts()
+        whereabouts.add(AcceptedFix(t: 0, latitude: 10_000 / 111_320, longitude: 0, speed: 0, accuracy: 10, isMovement: false))
+        for second in stride(from: 5_400.0, to: 5_700, by: 10) {
+            whereabouts.add(AcceptedFix(t: second, latitude: 0, longitude: 0, speed: 0, accuracy: 10, isMovement: false))
+        }
+        #expect(whereabouts.samples.allSatisfy { $0.t >= 5_400 })
+        #expect(whereabouts.waitAfterWalking(departure: 5_700) == nil)
+    }
+
     @Test func aShortHopIsNotJudged() throws {
         let trip = try Self.ride { s in
             s.accelerate(from: 2.5, to: 12, seconds: 8)

@@ -27,7 +27,10 @@ struct Whereabouts: Sendable, Equatable, Codable {
     mutating func add(_ fix: AcceptedFix) {
         if let last = samples.last, fix.t - last.t < Self.sampleInterval { return }
         samples.append(Sample(t: fix.t, latitude: fix.latitude, longitude: fix.longitude))
-        if let first = samples.first, fix.t - first.t > Self.window { samples.removeFirst() }
+        // Everything older than the window goes, also after a silence: a place hours ago says nothing of a walk.
+        if let keep = samples.firstIndex(where: { fix.t - $0.t <= Self.window }), keep > 0 {
+            samples.removeFirst(keep)
+        }
     }
 
     mutating func forget() {
