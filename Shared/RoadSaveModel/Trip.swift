@@ -48,6 +48,8 @@ public enum TransportReason: String, Sendable, Codable, CaseIterable {
     case gpsLostWhileMoving
     /// Minutes at speeds cars do not hold (`RideProfile.railSpeed`).
     case railSpeed
+    /// Two or more stops of a station's length, each after minutes at 90 km/h and straight back to it: a train.
+    case stationStops
     /// The pedometer counted steps while the vehicle was moving: nobody walks while driving.
     case stepsWhileMoving
     /// The ride began after the phone had walked to its starting place and waited there for minutes: a stop.

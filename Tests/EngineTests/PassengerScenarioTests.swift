@@ -153,6 +153,41 @@ import RoadSaveModel
         #expect(whereabouts.waitAfterWalking(departure: 5_700) == nil)
     }
 
+    @Test func stopsAtStationsBetweenFastRunsAreRail() throws {
+        let trip = try Self.ride { s in
+            s.accelerate(from: 2.5, to: 30, seconds: 60)
+            for _ in 0..<2 {
+                s.drive(seconds: 240, speed: 30)
+                s.accelerate(from: 30, to: 0, seconds: 60)
+                s.stand(seconds: 90)
+                s.accelerate(from: 2.5, to: 30, seconds: 60)
+            }
+            s.drive(seconds: 120, speed: 30)
+            s.accelerate(from: 30, to: 0, seconds: 60)
+        }
+        #expect(trip.transportMode == .rail && trip.transportReason == .stationStops)
+    }
+
+    @Test func aTrafficJamOnTheMotorwayIsNoStation() throws {
+        // From 30 m/s into a jam: stop, creep, stop again, then clear: the stops are not followed by 90 km/h at once.
+        let trip = try Self.ride { s in
+            s.accelerate(from: 2.5, to: 30, seconds: 40)
+            s.drive(seconds: 240, speed: 30)
+            s.accelerate(from: 30, to: 0, seconds: 30)
+            for _ in 0..<4 {
+                s.stand(seconds: 40)
+                s.accelerate(from: 2.5, to: 8, seconds: 5)
+                s.drive(seconds: 20, speed: 8)
+                s.accelerate(from: 8, to: 0, seconds: 5)
+            }
+            s.stand(seconds: 40)
+            s.accelerate(from: 2.5, to: 30, seconds: 40)
+            s.drive(seconds: 240, speed: 30)
+            s.accelerate(from: 30, to: 0, seconds: 30)
+        }
+        #expect(trip.transportMode == .car)
+    }
+
     @Test func aShortHopIsNotJudged() throws {
         let trip = try Self.ride { s in
             s.accelerate(from: 2.5, to: 12, seconds: 8)

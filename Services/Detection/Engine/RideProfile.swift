@@ -4,7 +4,7 @@ import RoadSaveModel
 /// public transport (`TransportMode`). A phone on a bus, tram or train reads like one in a car to the activity
 /// classifier (automotive) and to GPS (vehicle speeds); what differs is the shape of the ride as a whole:
 /// - underground stretches: GPS lost for a minute or more while the phone kept travelling at vehicle speed (metro);
-/// - speeds cars do not hold for minutes (intercity trains);
+/// - speeds cars do not hold for minutes (intercity trains), and stops at stations between fast runs;
 /// - steps counted while the vehicle moves (a passenger walking in the aisle; a driver cannot);
 /// - a wait of minutes where the ride began, after walking there: a stop, not a parked car;
 /// - frequent short stops on a slow ride: a bus or tram dwelling at its stops every few hundred metres.
@@ -35,6 +35,14 @@ struct RideProfile: Sendable, Equatable, Codable {
     static let dwellShare = 0.6
     static let urbanTopSpeed = 20.0
 
+    /// A station stop: after `stationRun` at this speed (90 km/h), down to rest within `stationRamp`, a dwell of
+    /// `stationDwell`, and back up to it within `stationRamp`; a jam does not clear that fast.
+    static let stationSpeed = 25.0
+    static let stationRamp = 150.0
+    static let stationDwell = 20.0...300.0
+    /// A train runs for minutes between stations; lights on a fast road come closer together.
+    static let stationRun = 120.0
+    static let minimumStationStops = 2
     /// A passenger walks to a stop and waits; a driver leaves within a minute of reaching the car.
     static let boardingWait = 150.0
 
@@ -43,6 +51,7 @@ struct RideProfile: Sendable, Equatable, Codable {
     private(set) var undergroundGaps = 0
     private(set) var railSpeedSeconds = 0.0
     private(set) var stepsWhileMoving = 0
+    private(set) var stationStops = 0
     private(set) var dwellStops = 0
     private(set) var otherStops = 0
     /// The fastest speed held over two consecutive fixes (one fast fix can be a GPS spike).
@@ -53,6 +62,11 @@ struct RideProfile: Sendable, Equatable, Codable {
     /// When the vehicle came to rest after moving, while it still is.
     private var restSince: Double?
     private var movedSinceRest = false
+    /// The last fix at station speed, and a stop that came from it and is waiting to see station speed again.
+    private var lastAtStationSpeed: Double?
+    private var stationSpeedSince: Double?
+    private var lastStationRun = 0.0
+    private var stationStopEnded: Double?
 
     mutating func add(_ fix: AcceptedFix) {
         defer {
@@ -78,14 +92,32 @@ struct RideProfile: Sendable, Equatable, Codable {
                 if speed >= Self.railSpeed, lastSpeed >= Self.railSpeed { railSpeedSeconds += gap }
             }
         }
+        if speed >= Self.stationSpeed {
+            if let ended = stationStopEnded, fix.t - ended <= Self.stationRamp { stationStops += 1 }
+            stationStopEnded = nil
+            lastAtStationSpeed = fix.t
+            let since = stationSpeedSince ?? fix.t
+            stationSpeedSince = since
+            lastStationRun = fix.t - since
+        } else {
+            stationSpeedSince = nil
+        }
         if speed >= Self.vehicleSpeed {
             if let restSince, movedSinceRest {
-                if Self.dwellRange.contains(fix.t - restSince) { dwellStops += 1 } else { otherStops += 1 }
+                let dwell = fix.t - restSince
+                if Self.dwellRange.contains(dwell) { dwellStops += 1 } else { otherStops += 1 }
+                // A stop reached straight from station speed, of a station's length, may be one.
+                if let fast = lastAtStationSpeed, restSince - fast <= Self.stationRamp, lastStationRun >= Self.stationRun,
+                   Self.stationDwell.contains(dwell) {
+                    stationStopEnded = fix.t
+                }
             }
             restSince = nil
             movedSinceRest = true
         } else if speed < Self.restSpeed, restSince == nil, movedSinceRest {
             restSince = fix.t
+            // Stopping again before station speed: stop-and-go, not a station.
+            stationStopEnded = nil
         }
     }
 
@@ -100,6 +132,7 @@ struct RideProfile: Sendable, Equatable, Codable {
         guard duration >= Self.minimumDuration, distance >= Self.minimumDistance else { return (.unknown, .tooShort) }
         if undergroundGaps > 0 { return (.rail, .gpsLostWhileMoving) }
         if railSpeedSeconds >= Self.railSpeedDuration { return (.rail, .railSpeed) }
+        if stationStops >= Self.minimumStationStops { return (.rail, .stationStops) }
         if stepsWhileMoving >= Self.stepsWhileMovingThreshold {
             return (sustainedTopSpeed >= Self.urbanTopSpeed ? .rail : .bus, .stepsWhileMoving)
         }
