@@ -77,7 +77,10 @@ public final class IngestService: @unchecked Sendable {
             loop.onStop { [self] in close() }
 
             let gateways = try loop.socket(.router)
-            try secure(gateways, loop: loop)
+            // With keys, the ZAP handler answers for the gateways; SIGHUP re-reads its allow-list.
+            try ServiceZAP.secure(gateways, role: .gateway, keys: configuration.curve, handler: &zap, loop: loop,
+                                  reactor: reactor, log: log, clients: "gateways",
+                                  fields: ["gateways": configuration.gatewayEndpoint])
             try gateways.setReceiveHighWaterMark(Self.gatewayQueueLimit)
             try gateways.setSendTimeout(milliseconds: 1000)
             try gateways.setMaximumMessageSize(configuration.maximumMessageBytes)
@@ -167,19 +170,6 @@ public final class IngestService: @unchecked Sendable {
         rateLimiter = limiter
         guard let retryAfterMs = decision.retryAfterMilliseconds else { return nil }
         return limiter.refusal(key: key, records: records, retryAfterMs: retryAfterMs)
-    }
-
-    /// With keys: the ZAP handler answers for the gateway socket (bound first, so no client gets in unchecked) and
-    /// SIGHUP re-reads its allow-list. Without: a warning, since anyone who reaches the port may send records.
-    private func secure(_ gateways: ZMQSocket, loop: ReactorLoop) throws {
-        guard let curve = configuration.curve else {
-            log.warning("no CurveZMQ keys: gateways connect in plaintext and unauthenticated (loopback only, or --insecure)",
-                        ["gateways": configuration.gatewayEndpoint])
-            return
-        }
-        let zap = try ServiceZAP.start(loop: loop, reactor: reactor, keys: curve, role: .gateway, log: log)
-        try zap.secure(gateways, role: .gateway, secretKey: curve.secretKey)
-        self.zap = zap
     }
 
     /// The allow-list entry of the key a batch came with; a key removed since its handshake gets an entry that allows

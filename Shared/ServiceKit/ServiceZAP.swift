@@ -5,6 +5,22 @@ import ZeroMQ
 /// so no client gets in unchecked), every refusal logged, and the allow-list re-read on SIGHUP (a list that does not
 /// load leaves the previous one in force).
 public enum ServiceZAP {
+    /// Makes `socket` a CurveZMQ server for `role` when the service has keys, starting the service's handler on first
+    /// use (call before the socket is bound, so no client gets in unchecked). Without keys it logs that the socket's
+    /// `clients` connect in plaintext, since anyone who reaches the port gets in.
+    public static func secure(_ socket: ZMQSocket, role: CurveRole, keys: CurveServerKeys?, handler: inout ZAPHandler?,
+                              loop: ReactorLoop, reactor: Reactor, log: Log, clients: String,
+                              fields: KeyValuePairs<String, String> = [:], unlimitedKeysOnly: String? = nil) throws {
+        guard let keys else {
+            log.warning("no CurveZMQ keys: \(clients) connect in plaintext and unauthenticated (loopback only, or --insecure)",
+                        fields)
+            return
+        }
+        let zap = try handler ?? start(loop: loop, reactor: reactor, keys: keys, role: role, log: log)
+        handler = zap
+        try zap.secure(socket, role: role, secretKey: keys.secretKey, unlimitedKeysOnly: unlimitedKeysOnly)
+    }
+
     /// Starts the handler; `role` is the role whose keys the log counts (the socket's own role).
     public static func start(loop: ReactorLoop, reactor: Reactor, keys: CurveServerKeys, role: CurveRole,
                              log: Log) throws -> ZAPHandler {

@@ -105,7 +105,10 @@ public final class DetectionService: @unchecked Sendable {
             self.store = store
             let recovery = try restore(from: store)
             let control = try loop.socket(.router)
-            try secureControl(control, loop: loop)
+            // With keys, the ZAP handler answers for operators; SIGHUP re-reads its allow-list.
+            try ServiceZAP.secure(control, role: .operator, keys: configuration.curve, handler: &zap, loop: loop,
+                                  reactor: reactor, log: log, clients: "control clients",
+                                  fields: ["control": configuration.controlEndpoint])
             let outboxSocket = try loop.socket(.router)
             // The outbox feed is for the notifier only: with keys, a CURVE server for service keys.
             if let zap, let curve = configuration.curve { try zap.secure(outboxSocket, role: .service, secretKey: curve.secretKey) }
@@ -639,20 +642,6 @@ public final class DetectionService: @unchecked Sendable {
         } else {
             log.warning("control command refused", fields)
         }
-    }
-
-    /// With keys: the ZAP handler answers for the control socket by the operator role (bound first, so no client gets
-    /// in unchecked) and SIGHUP re-reads its allow-list. Without: a warning, since anyone who reaches the port may
-    /// send commands.
-    private func secureControl(_ control: ZMQSocket, loop: ReactorLoop) throws {
-        guard let curve = configuration.curve else {
-            log.warning("no CurveZMQ keys: control clients connect in plaintext and unauthenticated (loopback only, or --insecure)",
-                        ["control": configuration.controlEndpoint])
-            return
-        }
-        let zap = try ServiceZAP.start(loop: loop, reactor: reactor, keys: curve, role: .operator, log: log)
-        try zap.secure(control, role: .operator, secretKey: curve.secretKey)
-        self.zap = zap
     }
 
     private func send(_ prefix: [[UInt8]], _ bytes: [UInt8]) {

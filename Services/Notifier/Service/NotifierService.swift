@@ -125,14 +125,8 @@ public final class NotifierService: @unchecked Sendable {
     /// role, and SIGHUP re-reads its allow-list. Without: a warning, since anyone who reaches the port may read events.
     /// `unlimitedKeysOnly`: why keys limited to applications are refused on this socket (`LiveFiltering`).
     private func secure(_ socket: ZMQSocket, loop: ReactorLoop, unlimitedKeysOnly: String? = nil) throws {
-        guard let curve = configuration.curve else {
-            log.warning("no CurveZMQ keys: subscribers connect in plaintext and unauthenticated (loopback only, or --insecure)")
-            return
-        }
-        if zap == nil {
-            zap = try ServiceZAP.start(loop: loop, reactor: reactor, keys: curve, role: .subscriber, log: log)
-        }
-        try zap!.secure(socket, role: .subscriber, secretKey: curve.secretKey, unlimitedKeysOnly: unlimitedKeysOnly)
+        try ServiceZAP.secure(socket, role: .subscriber, keys: configuration.curve, handler: &zap, loop: loop,
+                              reactor: reactor, log: log, clients: "subscribers", unlimitedKeysOnly: unlimitedKeysOnly)
     }
 
     /// The allow-list entry of the key a catch-up request came with; a key removed since its handshake gets an entry
