@@ -205,9 +205,11 @@ def gateway_connection_flood(options):
     return "answer", "%d of 200 answered with %d connections held" % (answered, len(held)), answered == 200
 
 
-def control_case(frame, expect="answer"):
+def json_reply_case(endpoint, frames, expect, refused):
+    """A case that sends `frames` to a DEALER-facing socket answering JSON: it must answer with a refusal (`refused`
+    of the parsed reply), or not at all when `expect` is "no answer"."""
     def run(options):
-        reply = exchange(options.control, zmq.DEALER, [b"", frame], timeout=4.0)
+        reply = exchange(getattr(options, endpoint), zmq.DEALER, frames, timeout=4.0)
         if expect == "no answer":
             return expect, "no answer" if reply is None else "answered", reply is None
         if reply is None:
@@ -216,8 +218,12 @@ def control_case(frame, expect="answer"):
             parsed = json.loads(reply[-1])
         except ValueError:
             return expect, "not JSON", False
-        return expect, parsed, isinstance(parsed, dict) and parsed.get("ok") is False
+        return expect, parsed, isinstance(parsed, dict) and refused(parsed)
     return run
+
+
+def control_case(frame, expect="answer"):
+    return json_reply_case("control", [b"", frame], expect, lambda reply: reply.get("ok") is False)
 
 
 def control_wrong_frames(options):
@@ -228,18 +234,7 @@ def control_wrong_frames(options):
 
 
 def catch_up_case(frames, expect="answer"):
-    def run(options):
-        reply = exchange(options.catch_up, zmq.DEALER, frames, timeout=4.0)
-        if expect == "no answer":
-            return expect, "no answer" if reply is None else "answered", reply is None
-        if reply is None:
-            return expect, "no answer", False
-        try:
-            parsed = json.loads(reply[-1])
-        except ValueError:
-            return expect, "not JSON", False
-        return expect, parsed, isinstance(parsed, dict) and "error" in parsed
-    return run
+    return json_reply_case("catch_up", frames, expect, lambda reply: "error" in reply)
 
 
 CASES = [
