@@ -110,6 +110,36 @@ import RoadSaveModel
         }
     }
 
+    @Test func aCrashOnABusIsStillDetectedAndEvaluated() throws {
+        // The bus of `walkingToAStopAndWaitingThereIsBoarding`, hit hard halfway and stopped: judging the ride a bus
+        // must not touch crash detection (a passenger's crash is as real as a driver's).
+        var s = Script()
+        s.capabilities(activity: true, pedometer: true)
+        s.activity(.walking, .high)
+        s.walk(seconds: 300)
+        s.stand(seconds: 240)
+        s.activity(.automotive, .high)
+        s.accelerate(from: 2.5, to: 12, seconds: 8)
+        s.drive(seconds: 250, speed: 12)
+        s.t += 0.4
+        let impactTime = s.t
+        s.impact(peakG: 45)
+        s.t += 0.6
+        s.accelerate(from: 4, to: 0, seconds: 2)
+        s.activity(.stationary, .high)
+        s.stand(seconds: 400)
+        s.activity(.walking, .high)
+        s.walk(seconds: 60)
+        s.records.sort { $0.t < $1.t }
+        var harness = Harness()
+        harness.run(s.records)
+        let crash = try #require(harness.crashes.count == 1 ? harness.crashes.first : nil)
+        #expect(crash.detectedAt == impactTime && crash.confidence == .high)
+        #expect(harness.candidates.count == 1, "the platform evaluated it")
+        let trip = try #require(harness.tripEnds.count == 1 ? harness.tripEnds.first : nil)
+        #expect(trip.transportMode == .bus && trip.transportReason == .boardedAfterWaiting)
+    }
+
     @Test func walkingToAStopAndWaitingThereIsBoarding() throws {
         let trip = try Self.walkWaitAndRide(wait: 240)
         #expect(trip.transportMode == .bus && trip.transportReason == .boardedAfterWaiting)
