@@ -17,20 +17,25 @@ import ZeroMQ
 /// freeze a send, and `ZMQ_LINGER` 0 so the exit never waits for unsent batches (DESIGN-NOTES pitfalls 4 and 5).
 public enum SendCommand {
     public static let usage = """
-        Usage: roadsave send FILE.ndjson [options]
+        Usage: roadsave send FILE [options]
 
-        Acts as a device gateway: reads records (NDJSON, one JSON object a line; FILE - reads standard input),
-        checks every line as sensor-ingest will, and sends the good records in batches to sensor-ingest
-        (ZeroMQ DEALER to its ROUTER; frames [batchID, contentType, body]). Like a gateway it keeps each batch until
-        its acknowledgement [batchID, ack] arrives: without one within --timeout it sends the same batch again (same
+        Acts as a device gateway: reads records (NDJSON, one JSON object a line, or MessagePack, one CONTRACT §2 map
+        after another; FILE - reads standard input), checks every record as sensor-ingest will, and sends the good
+        ones in batches to sensor-ingest (ZeroMQ DEALER to its ROUTER; frames [batchID, contentType, body]). Up to
+        --window batches are on their way at once, in file order; like a gateway it keeps each batch until its
+        acknowledgement [batchID, ack] arrives: without one within --timeout it sends the same batch again (same
         batchID), up to --attempts times with a growing pause, then gives up naming the batch. A batch refused for
         the gateway's rate limit (field rate) is sent again after the acknowledgement's retryAfterMs, as often as it
-        takes: it slows the send down, it loses nothing and uses up no attempt.
+        takes: it slows the send down, it loses nothing and uses up no attempt (a batch sent again may land after
+        batches sent later; detection puts a device's records back in order within its reorder window).
 
         Options:
           --endpoint URL      sensor-ingest's gateway endpoint (default tcp://127.0.0.1:5550)
           --format F          body encoding: msgpack or json (default msgpack)
+          --input-format F    ndjson or msgpack (default: msgpack for a FILE ending in .msgpack or .mpk, else
+                              ndjson); MessagePack records go out as they are in the file, not encoded again
           --batch N           records per batch, 1 to 100000 (default 500)
+          --window N          batches awaiting their acknowledgement at once, 1 to 1000 (default 8)
           --timeout S         seconds to wait for each acknowledgement, 0.05 to 3600 (default 10)
           --attempts N        sends of one batch before giving up, 1 to 100 (default 5)
           --rate R            replay at R records a second (default: as fast as acknowledgements come)
@@ -39,9 +44,9 @@ public enum SendCommand {
         \(ClientCurveKeys.help(service: "sensor-ingest"))
           -h, --help          this text
 
-        Output: lines that fail validation here are reported on standard error as "line N: field: reason (not sent)";
-        records sensor-ingest rejects as "line N: field: reason (rejected by sensor-ingest)". Standard output gets
-        the summary "sent N, accepted A, rejected R, batches B".
+        Output: records that fail validation here are reported on standard error as "line N: field: reason (not
+        sent)" ("record N" for MessagePack input); records sensor-ingest rejects as "line N: field: reason (rejected
+        by sensor-ingest)". Standard output gets the summary "sent N, accepted A, rejected R, batches B".
 
         Exit status: 0 when every batch was acknowledged (even with rejected records), 1 when a batch got no
         acknowledgement after its attempts (or the send was interrupted), 2 for bad options or an unreadable file.
@@ -58,41 +63,47 @@ public enum SendCommand {
             print(usage)
             return 0
         }
-        var reader: NDJSONLineReader
-        do {
-            reader = try NDJSONLineReader(path: options.path)
-        } catch {
-            return Console.fail("send", .usage("\(error)"))
-        }
         SignalFlag.install()
         // A reader that went away (`send … | head`) must not kill the summary's writer.
         signal(SIGPIPE, SIG_IGN)
         let log = Log(category: "send", minimumLevel: options.logLevel)
-        let gateway: Gateway
-        do {
-            gateway = try Gateway(options: options, log: log)
-        } catch {
-            return Console.fail("send", CommandExit(1, "cannot connect to \(options.endpoint): \(error)"))
-        }
-        var sender = Sender(options: options, gateway: gateway, log: log)
         var failure: CommandExit?
+        var gateway: Gateway?
+        var sender: Sender?
         do {
-            try reader.forEachLine { line, number in try sender.take(line, number: number) }
-            try sender.finish()
+            // Opened before connecting, so an unreadable file is exit 2 without a socket.
+            var input = try Input(options: options)
+            let connected: Gateway
+            do {
+                connected = try Gateway(options: options, log: log)
+            } catch {
+                throw CommandExit(1, "cannot connect to \(options.endpoint): \(error)")
+            }
+            gateway = connected
+            var running = Sender(options: options, gateway: connected, log: log)
+            defer { sender = running }
+            try input.forEach { record, raw, number throws(CommandExit) in
+                try running.take(record, raw: raw, number: number)
+            } invalid: { error, number in
+                running.invalid(error, number: number)
+            }
+            try running.finish()
         } catch let error as CommandExit {
+            if gateway == nil { return Console.fail("send", error) }
             failure = error
         } catch {
             failure = CommandExit(1, "\(error)")
         }
-        gateway.close()
-        let totals = sender.totals
+        gateway?.close()
+        let totals = sender?.totals ?? Totals()
         Console.out("sent \(totals.sent), accepted \(totals.accepted), rejected \(totals.rejected), batches \(totals.batches)")
         log.info("finished", ["sent": String(totals.sent), "accepted": String(totals.accepted),
                               "rejected": String(totals.rejected), "batches": String(totals.batches),
                               "invalid": String(totals.invalid), "resent": String(totals.resent),
-                              "rateLimited": String(gateway.rateRefusals)])
+                              "rateLimited": String(gateway?.rateRefusals ?? 0)])
         if totals.invalid > 0 {
-            Console.err("roadsave send: \(totals.invalid) line\(totals.invalid == 1 ? "" : "s") not sent (invalid)")
+            let noun = options.inputFormat == .msgpack ? "record" : "line"
+            Console.err("roadsave send: \(totals.invalid) \(noun)\(totals.invalid == 1 ? "" : "s") not sent (invalid)")
         }
         if let failure {
             return Console.fail("send", failure)
@@ -100,12 +111,18 @@ public enum SendCommand {
         return 0
     }
 
+    enum InputFormat: String {
+        case ndjson, msgpack
+    }
+
     struct Options {
         var help = false
         var path = ""
         var endpoint = "tcp://127.0.0.1:5550"
         var format = ContentType.msgpack
+        var inputFormat = InputFormat.ndjson
         var batch = 500
+        var window = 8
         var timeout = 10.0
         var timeoutMilliseconds: Int32 = 10_000
         var attempts = 5
@@ -118,7 +135,8 @@ public enum SendCommand {
             do {
                 let parsed = try CommandLineOptions(
                     arguments,
-                    valued: Set(["--endpoint", "--format", "--batch", "--timeout", "--attempts", "--rate", "--log-level"])
+                    valued: Set(["--endpoint", "--format", "--input-format", "--batch", "--window", "--timeout",
+                                 "--attempts", "--rate", "--log-level"])
                         .union(ClientCurveKeys.flags),
                     flags: ["--realtime", "--help", "-h"])
                 if parsed.has("--help") || parsed.has("-h") {
@@ -126,7 +144,7 @@ public enum SendCommand {
                     return
                 }
                 guard let file = parsed.positional.first else {
-                    throw CommandExit.usage("FILE.ndjson missing (- reads standard input)")
+                    throw CommandExit.usage("FILE missing (- reads standard input)")
                 }
                 guard parsed.positional.count == 1 else {
                     throw CommandExit.usage("unexpected argument \"\(parsed.positional[1])\" (one file at a time)")
@@ -142,7 +160,16 @@ public enum SendCommand {
                     default: throw CommandExit.usage("--format must be msgpack or json, got \"\(text)\"")
                     }
                 }
+                if let text = parsed.string("--input-format") {
+                    guard let chosen = InputFormat(rawValue: text.lowercased()) else {
+                        throw CommandExit.usage("--input-format must be ndjson or msgpack, got \"\(text)\"")
+                    }
+                    inputFormat = chosen
+                } else if file.hasSuffix(".msgpack") || file.hasSuffix(".mpk") {
+                    inputFormat = .msgpack
+                }
                 batch = try parsed.integer("--batch", range: 1...RecordBatch.maximumRecords) ?? 500
+                window = try parsed.integer("--window", range: 1...1000) ?? 8
                 (timeout, timeoutMilliseconds) = try parsed.milliseconds("--timeout", default: 10, range: 0.05...3600)
                 attempts = try parsed.integer("--attempts", range: 1...100) ?? 5
                 rate = try parsed.double("--rate", range: 0.001...10_000_000)
@@ -162,6 +189,69 @@ public enum SendCommand {
         }
     }
 
+    /// The records of FILE, NDJSON or MessagePack, each checked as sensor-ingest will check it.
+    struct Input: ~Copyable {
+        private var ndjson: NDJSONLineReader?
+        private var msgpack: MessagePackRecordReader?
+
+        init(options: Options) throws(CommandExit) {
+            switch options.inputFormat {
+            case .ndjson:
+                do {
+                    ndjson = try NDJSONLineReader(path: options.path)
+                } catch {
+                    throw CommandExit.usage("\(error)")
+                }
+                msgpack = nil
+            case .msgpack:
+                ndjson = nil
+                msgpack = try MessagePackRecordReader(path: options.path)
+            }
+        }
+
+        /// Each valid record with its MessagePack bytes when the input was MessagePack (nil for NDJSON), and its
+        /// line or record number; each invalid one's error.
+        mutating func forEach(_ body: (SensorRecord, UnsafeBufferPointer<UInt8>?, Int) throws(CommandExit) -> Void,
+                              invalid: (RecordError, Int) -> Void) throws(CommandExit) {
+            if var reader = ndjson.take() {
+                do {
+                    try reader.forEachLine { line, number in
+                        let record: SensorRecord
+                        do throws(RecordError) {
+                            record = try RecordDecoding.record(fromJSON: line)
+                        } catch {
+                            invalid(error, number)
+                            return
+                        }
+                        try body(record, nil, number)
+                    }
+                } catch let error as CommandExit {
+                    throw error
+                } catch {
+                    throw CommandExit(2, "\(error)")
+                }
+            } else if var reader = msgpack.take() {
+                // One element array around each record: the same decoder as sensor-ingest's, record by record.
+                var scratch: [UInt8] = [0x91]
+                try reader.forEachRecord { bytes, number throws(CommandExit) in
+                    scratch.removeSubrange(1...)
+                    scratch.append(contentsOf: bytes)
+                    let result: Result<SensorRecord, RecordError>
+                    do throws(WireError) {
+                        result = try MessagePack.decodeRecords(scratch, maximumCount: 1).first
+                            ?? .failure(RecordError(field: "record", reason: "empty"))
+                    } catch {
+                        result = .failure(RecordError(field: error.path.isEmpty ? "record" : error.path, reason: error.reason))
+                    }
+                    switch result {
+                    case let .success(record): try body(record, bytes, number)
+                    case let .failure(error): invalid(error, number)
+                    }
+                }
+            }
+        }
+    }
+
     struct Totals {
         var sent = 0
         var accepted = 0
@@ -175,6 +265,9 @@ public enum SendCommand {
     struct Batch {
         var records: [SensorRecord] = []
         var lines: [Int] = []
+        /// The records' MessagePack bytes as read (MessagePack input), concatenated: the body is these under an
+        /// array header, not an encoding of `records`.
+        var raw: [UInt8] = []
         /// Seconds after the start when its first / last record is due (pacing), nil when not paced.
         var firstDue: Double?
         var lastDue: Double?
@@ -185,9 +278,24 @@ public enum SendCommand {
             guard let first = lines.first, let last = lines.last else { return "no lines" }
             return first == last ? "line \(first)" : "lines \(first)–\(last)"
         }
+
+        /// The batch's body in `format`.
+        func body(_ format: ContentType) -> [UInt8] {
+            guard format == .msgpack, !raw.isEmpty else { return RecordBatch.encodeBatch(records, as: format) }
+            return MessagePackFraming.arrayHeader(records.count) + raw
+        }
     }
 
-    /// Reads lines into batches, paces them, and hands each to the gateway until it is acknowledged.
+    /// What came back for a batch: its acknowledgement, and the sends it took.
+    struct Completion {
+        var batch: Batch
+        var batchID: String
+        var acknowledgement: Acknowledgement
+        var attempts: Int
+    }
+
+    /// Reads records into batches, paces them, and hands each to the gateway, which keeps up to --window of them
+    /// awaiting acknowledgement.
     struct Sender {
         let options: Options
         let gateway: Gateway
@@ -206,29 +314,33 @@ public enum SendCommand {
             self.log = log
         }
 
-        mutating func take(_ line: UnsafeBufferPointer<UInt8>, number: Int) throws(CommandExit) {
-            let record: SensorRecord
-            do {
-                record = try RecordDecoding.record(fromJSON: line)
-            } catch {
-                totals.invalid += 1
-                Console.err("line \(number): \(error.field): \(error.reason) (not sent)")
-                return
-            }
+        mutating func invalid(_ error: RecordError, number: Int) {
+            totals.invalid += 1
+            let noun = options.inputFormat == .msgpack ? "record" : "line"
+            Console.err("\(noun) \(number): \(error.field): \(error.reason) (not sent)")
+        }
+
+        mutating func take(_ record: SensorRecord, raw: UnsafeBufferPointer<UInt8>?, number: Int) throws(CommandExit) {
             let due = dueTime(of: record)
             validCount += 1
             if let due, let firstDue = batch.firstDue, due - firstDue > Self.paceGranularity {
                 try flush()
             }
-            if batch.isEmpty { batch.firstDue = due }
+            if batch.isEmpty {
+                batch.firstDue = due
+                if raw != nil { batch.raw.reserveCapacity(options.batch * 128) }
+            }
             batch.lastDue = due.map { max($0, batch.lastDue ?? $0) }
             batch.records.append(record)
             batch.lines.append(number)
+            if let raw { batch.raw.append(contentsOf: raw) }
             if batch.records.count >= options.batch { try flush() }
         }
 
+        /// Sends what is left and waits for every acknowledgement.
         mutating func finish() throws(CommandExit) {
             try flush()
+            for completion in try gateway.finish() { account(completion) }
         }
 
         /// Seconds after the start at which the record is due, for --rate and --realtime.
@@ -248,25 +360,19 @@ public enum SendCommand {
             batch = Batch()
             if let due = current.lastDue {
                 let wait = start + due - MonotonicClock.now()
-                if wait > 0 {
-                    if wait > 5 { log.info("waiting for the records' time", ["seconds": JSONText.number((wait * 10).rounded() / 10)]) }
-                    guard sleepUnlessSignalled(wait) else { throw interrupted(current) }
-                }
+                if wait > 5 { log.info("waiting for the records' time", ["seconds": JSONText.number((wait * 10).rounded() / 10)]) }
+                // Acknowledgements are taken while waiting.
+                for completion in try gateway.wait(until: start + due, before: current) { account(completion) }
             }
             totals.batches += 1
-            let batchID = gateway.batchID(totals.batches)
-            let outcome = try gateway.deliver(current, batchID: batchID)
             totals.sent += current.records.count
-            totals.resent += outcome.attempts - 1
-            account(outcome.acknowledgement, of: current, batchID: batchID)
-        }
-
-        private func interrupted(_ batch: Batch) -> CommandExit {
-            CommandExit(1, "interrupted by \(SignalFlag.name(SignalFlag.signal)) before \(batch.lineRange) were acknowledged")
+            for completion in try gateway.submit(current, batchID: gateway.batchID(totals.batches)) { account(completion) }
         }
 
         /// Counts an acknowledgement and reports its rejections with the file's line numbers.
-        private mutating func account(_ ack: Acknowledgement, of batch: Batch, batchID: String) {
+        private mutating func account(_ completion: Completion) {
+            let (ack, batch, batchID) = (completion.acknowledgement, completion.batch, completion.batchID)
+            totals.resent += completion.attempts - 1
             totals.accepted += ack.accepted
             var rejectedIndexes = Set<Int>()
             for rejection in ack.rejected {
@@ -293,13 +399,29 @@ public enum SendCommand {
         }
     }
 
-    /// The DEALER socket and the resend loop. Owned by the thread that created it.
+    /// The DEALER socket, the batches awaiting acknowledgement (at most --window) and their resends. Owned by the
+    /// thread that created it.
     final class Gateway {
         let options: Options
         let log: Log
         private let context: ZMQContext
         private var socket: ZMQSocket?
         private let runID: String
+        /// Batches sent and not acknowledged, by batchID bytes, and their batchIDs in the order sent.
+        private var inFlight: [[UInt8]: InFlight] = [:]
+        private var order: [[UInt8]] = []
+
+        struct InFlight {
+            var batch: Batch
+            var batchID: String
+            var frames: [[UInt8]]
+            /// Sends so far that went unanswered, plus one.
+            var attempt = 1
+            /// When the current send times out (monotonic), or nil while waiting to be sent again.
+            var answerDue: Double?
+            /// When to send it again (after a backoff or a rate refusal's pause).
+            var resendAt: Double?
+        }
 
         init(options: Options, log: Log) throws {
             self.options = options
@@ -312,7 +434,7 @@ public enum SendCommand {
             self.socket = socket
             runID = "gw-\(getpid())-" + String(UInt32.random(in: 0...UInt32.max), radix: 16)
             log.info("connecting", ["endpoint": options.endpoint, "format": options.format.rawValue,
-                                    "batch": String(options.batch)])
+                                    "batch": String(options.batch), "window": String(options.window)])
         }
 
         func close() {
@@ -322,6 +444,9 @@ public enum SendCommand {
         }
 
         func batchID(_ number: Int) -> String { "\(runID)-\(number)" }
+
+        /// Batches awaiting acknowledgement.
+        var waiting: Int { inFlight.count }
 
         /// Pause before attempt `attempt` (2, 3, …): 0.25 s, 0.5 s, 1 s, … up to 5 s.
         static func backoff(before attempt: Int) -> Double {
@@ -335,48 +460,150 @@ public enum SendCommand {
         /// Rate refusals seen so far in this run (the first is logged as a warning, the others at debug level).
         private(set) var rateRefusals = 0
 
-        /// Sends the batch until its acknowledgement arrives; throws (exit 1) after `--attempts` sends without one.
-        /// A `rate` refusal is an answer, not a verdict: the same batch is sent again after its `retryAfterMs`, as
-        /// often as needed, and that does not use up an attempt. Returns the sends that went unanswered plus one.
-        func deliver(_ batch: Batch, batchID: String) throws(CommandExit) -> (acknowledgement: Acknowledgement, attempts: Int) {
-            guard let socket else { throw CommandExit(1, "the gateway socket is closed") }
+        /// Sends `batch` once the window has room, and returns the acknowledgements that came meanwhile. Throws
+        /// (exit 1) when a batch got no acknowledgement after `--attempts` sends, or on a signal.
+        func submit(_ batch: Batch, batchID: String) throws(CommandExit) -> [Completion] {
+            var completed: [Completion] = []
+            while inFlight.count >= options.window { try service(until: nil, into: &completed) }
             let id = Array(batchID.utf8)
-            let frames = [id, options.format.frame, RecordBatch.encodeBatch(batch.records, as: options.format)]
-            var attempt = 1
-            var pause = 0.0
-            while attempt <= options.attempts {
-                if pause > 0 {
-                    guard sleepUnlessSignalled(pause) else { throw interrupted(batch) }
-                }
-                if let ack = try send(frames, id: id, batchID: batchID, batch: batch, socket: socket) {
-                    guard let retryAfterMs = ack.rateLimitRetryAfterMs else { return (ack, attempt) }
-                    pause = min(Self.longestRateWait, Double(retryAfterMs) / 1000)
-                    noteRateRefusal(ack, batchID: batchID, pause: pause)
-                    continue
-                }
-                attempt += 1
-                guard attempt <= options.attempts else { break }
-                pause = Self.backoff(before: attempt)
-                log.warning("no acknowledgement, sending the batch again",
-                            ["batch": batchID, "lines": batch.lineRange, "attempt": "\(attempt)/\(options.attempts)",
-                             "pause": JSONText.number(pause)])
-            }
-            throw CommandExit(1, "batch \(batchID) (\(batch.lineRange), \(batch.records.count) record\(batch.records.count == 1 ? "" : "s")) not acknowledged by \(options.endpoint) after \(options.attempts) attempt\(options.attempts == 1 ? "" : "s") of \(JSONText.number(options.timeout)) s")
+            var entry = InFlight(batch: batch, batchID: batchID, frames: [id, options.format.frame, batch.body(options.format)])
+            try transmit(&entry)
+            inFlight[id] = entry
+            order.append(id)
+            // Acknowledgements already there are taken without waiting.
+            try service(until: MonotonicClock.now(), into: &completed)
+            return completed
         }
 
-        /// One send of the batch and the wait for its acknowledgement; nil when none came (or it could not be queued).
-        private func send(_ frames: [[UInt8]], id: [UInt8], batchID: String, batch: Batch,
-                          socket: ZMQSocket) throws(CommandExit) -> Acknowledgement? {
-            do {
-                guard try socket.send(frames) else {
-                    log.warning("batch not queued within the timeout (sensor-ingest gone or full)",
-                                ["batch": batchID, "endpoint": options.endpoint])
-                    return nil
-                }
-            } catch {
-                throw CommandExit(1, "batch \(batchID) (\(batch.lineRange)) not sent: \(error)")
+        /// Waits until the monotonic time `deadline` (pacing), taking acknowledgements meanwhile.
+        func wait(until deadline: Double, before batch: Batch) throws(CommandExit) -> [Completion] {
+            var completed: [Completion] = []
+            while MonotonicClock.now() < deadline {
+                if SignalFlag.signal != 0 { throw interrupted(batch) }
+                try service(until: deadline, into: &completed)
             }
-            return try awaitAcknowledgement(of: id, batchID: batchID, batch: batch, socket: socket)
+            return completed
+        }
+
+        /// Waits for every batch's acknowledgement.
+        func finish() throws(CommandExit) -> [Completion] {
+            var completed: [Completion] = []
+            while !inFlight.isEmpty { try service(until: nil, into: &completed) }
+            return completed
+        }
+
+        /// One round: sends what is due again, waits for acknowledgements (until `deadline`, or at most 100 ms and
+        /// the next resend or timeout when nil), takes every one that came, and counts the sends that timed out.
+        private func service(until deadline: Double?, into completed: inout [Completion]) throws(CommandExit) {
+            guard let socket else { throw CommandExit(1, "the gateway socket is closed") }
+            if SignalFlag.signal != 0, let first = order.first, let entry = inFlight[first] { throw interrupted(entry.batch) }
+            var now = MonotonicClock.now()
+            // Resends that are due, in send order.
+            for id in order {
+                guard var entry = inFlight[id], let resendAt = entry.resendAt, resendAt <= now else { continue }
+                try transmit(&entry)
+                inFlight[id] = entry
+            }
+            now = MonotonicClock.now()
+            var wake = deadline ?? now + 0.1
+            for entry in inFlight.values {
+                if let due = entry.answerDue { wake = min(wake, due) }
+                if let resendAt = entry.resendAt { wake = min(wake, resendAt) }
+            }
+            let milliseconds = max(0, Int(((wake - now) * 1000).rounded(.up)))
+            let ready: [ZMQPollEvents]
+            do {
+                ready = try ZMQPoller.poll([ZMQPollItem(socket)], timeoutMilliseconds: min(milliseconds, 100))
+            } catch {
+                throw CommandExit(1, "waiting for acknowledgements: \(error)")
+            }
+            if ready.first?.contains(.readable) == true { try receive(socket, into: &completed) }
+            try expire(now: MonotonicClock.now())
+        }
+
+        /// Takes every acknowledgement waiting on the socket.
+        private func receive(_ socket: ZMQSocket, into completed: inout [Completion]) throws(CommandExit) {
+            while true {
+                let message: [[UInt8]]
+                do {
+                    guard let received = try socket.receive(dontWait: true) else { return }
+                    message = received
+                } catch {
+                    throw CommandExit(1, "receiving acknowledgements: \(error)")
+                }
+                guard message.count == 2 else {
+                    log.warning("reply that is not [batchID, ack] ignored", ["frames": String(message.count)])
+                    continue
+                }
+                guard var entry = inFlight[message[0]] else {
+                    // A late answer to a send already answered (the batch was sent again meanwhile).
+                    log.debug("acknowledgement of an earlier send skipped",
+                              ["batch": String(decoding: message[0].prefix(64), as: UTF8.self)])
+                    continue
+                }
+                let ack: Acknowledgement
+                do {
+                    ack = try Acknowledgement.decode(message[1], contentType: options.format)
+                } catch {
+                    throw CommandExit(1, "batch \(entry.batchID) (\(entry.batch.lineRange)): unreadable acknowledgement: \(error)")
+                }
+                if let retryAfterMs = ack.rateLimitRetryAfterMs {
+                    // An answer, not a verdict: the same batch goes again after the pause, using up no attempt.
+                    let pause = min(Self.longestRateWait, Double(retryAfterMs) / 1000)
+                    noteRateRefusal(ack, batchID: entry.batchID, pause: pause)
+                    entry.answerDue = nil
+                    entry.resendAt = MonotonicClock.now() + pause
+                    inFlight[message[0]] = entry
+                    continue
+                }
+                inFlight[message[0]] = nil
+                order.removeAll { $0 == message[0] }
+                completed.append(Completion(batch: entry.batch, batchID: entry.batchID, acknowledgement: ack,
+                                            attempts: entry.attempt))
+            }
+        }
+
+        /// Sends whose answer is overdue count as attempts; a batch out of attempts ends the send.
+        private func expire(now: Double) throws(CommandExit) {
+            for id in order {
+                guard var entry = inFlight[id], let due = entry.answerDue, due <= now else { continue }
+                try failedAttempt(&entry, now: now)
+                inFlight[id] = entry
+            }
+        }
+
+        private func failedAttempt(_ entry: inout InFlight, now: Double) throws(CommandExit) {
+            entry.attempt += 1
+            entry.answerDue = nil
+            guard entry.attempt <= options.attempts else {
+                let batch = entry.batch
+                throw CommandExit(1, "batch \(entry.batchID) (\(batch.lineRange), \(batch.records.count) record\(batch.records.count == 1 ? "" : "s")) not acknowledged by \(options.endpoint) after \(options.attempts) attempt\(options.attempts == 1 ? "" : "s") of \(JSONText.number(options.timeout)) s")
+            }
+            let pause = Self.backoff(before: entry.attempt)
+            entry.resendAt = now + pause
+            log.warning("no acknowledgement, sending the batch again",
+                        ["batch": entry.batchID, "lines": entry.batch.lineRange,
+                         "attempt": "\(entry.attempt)/\(options.attempts)", "pause": JSONText.number(pause)])
+        }
+
+        /// One send of the batch; a send that cannot be queued within the timeout is an unanswered attempt.
+        private func transmit(_ entry: inout InFlight) throws(CommandExit) {
+            guard let socket else { throw CommandExit(1, "the gateway socket is closed") }
+            entry.resendAt = nil
+            let queued: Bool
+            do {
+                queued = try socket.send(entry.frames)
+            } catch {
+                throw CommandExit(1, "batch \(entry.batchID) (\(entry.batch.lineRange)) not sent: \(error)")
+            }
+            let now = MonotonicClock.now()
+            guard queued else {
+                log.warning("batch not queued within the timeout (sensor-ingest gone or full)",
+                            ["batch": entry.batchID, "endpoint": options.endpoint])
+                try failedAttempt(&entry, now: now)
+                return
+            }
+            entry.answerDue = now + options.timeout
         }
 
         private func noteRateRefusal(_ ack: Acknowledgement, batchID: String, pause: Double) {
@@ -388,48 +615,6 @@ public enum SendCommand {
             } else {
                 log.debug("rate limited, sending the batch again after the pause",
                           ["batch": batchID, "pause": JSONText.number(pause)])
-            }
-        }
-
-        /// Waits up to the timeout for `[batchID, ack]`; acknowledgements of earlier sends (a late answer to a batch
-        /// already resent and acknowledged) are skipped. Nil on timeout.
-        private func awaitAcknowledgement(of id: [UInt8], batchID: String, batch: Batch,
-                                          socket: ZMQSocket) throws(CommandExit) -> Acknowledgement? {
-            let deadline = MonotonicClock.now() + options.timeout
-            while true {
-                if SignalFlag.signal != 0 { throw interrupted(batch) }
-                let left = deadline - MonotonicClock.now()
-                if left <= 0 { return nil }
-                let ready: [ZMQPollEvents]
-                do {
-                    ready = try ZMQPoller.poll([ZMQPollItem(socket)], timeoutMilliseconds: Int(min(left, 0.1) * 1000) + 1)
-                } catch {
-                    throw CommandExit(1, "waiting for the acknowledgement of batch \(batchID): \(error)")
-                }
-                guard ready.first?.contains(.readable) == true else { continue }
-                while true {
-                    let message: [[UInt8]]
-                    do {
-                        guard let received = try socket.receive(dontWait: true) else { break }
-                        message = received
-                    } catch {
-                        throw CommandExit(1, "receiving the acknowledgement of batch \(batchID): \(error)")
-                    }
-                    guard message.count == 2 else {
-                        log.warning("reply that is not [batchID, ack] ignored", ["frames": String(message.count)])
-                        continue
-                    }
-                    guard message[0] == id else {
-                        log.debug("acknowledgement of an earlier send skipped",
-                                  ["batch": String(decoding: message[0].prefix(64), as: UTF8.self)])
-                        continue
-                    }
-                    do {
-                        return try Acknowledgement.decode(message[1], contentType: options.format)
-                    } catch {
-                        throw CommandExit(1, "batch \(batchID) (\(batch.lineRange)): unreadable acknowledgement: \(error)")
-                    }
-                }
             }
         }
 

@@ -14,6 +14,9 @@ struct GatewayBatch {
     var acknowledgement: Acknowledgement
     /// The accepted records, in batch order.
     var records: [SensorRecord]
+    /// A MessagePack body and where each accepted record is in it, so the journal stores the gateway's bytes as they
+    /// came (nil for JSON, or when the body's elements could not be measured: the records are then encoded).
+    var encoded: Journal.Batch.Encoded?
     /// Why the batch could not be read at all (then `acknowledgement` says so, and `records` is empty).
     var unreadable: String?
     /// The batch was refused whole, unread, for its gateway's rate limit (then `acknowledgement` says so).
@@ -66,6 +69,11 @@ struct GatewayBatch {
             return
         }
         records.reserveCapacity(decoded.records.count)
+        // The element boundaries cost a pass over the bytes without decoding; nil (re-encode) if they do not add up.
+        let elementRanges = contentType == .msgpack ? MessagePackFraming.elementRanges(of: rest[2]) : nil
+        let ranges = elementRanges?.count == decoded.records.count ? elementRanges : nil
+        var acceptedRanges: [Range<Int>] = []
+        if ranges != nil { acceptedRanges.reserveCapacity(decoded.records.count) }
         // Validation is the same for both content types (RecordDecoding), so the rejections read the same.
         var lastAdmitted: DeviceID?
         for (index, result) in decoded.records {
@@ -93,9 +101,14 @@ struct GatewayBatch {
                     lastAdmitted = record.device
                 }
                 records.append(record)
+                if let ranges { acceptedRanges.append(ranges[index]) }
             }
         }
         acknowledgement.accepted = records.count
+        if ranges != nil, !records.isEmpty {
+            encoded = Journal.Batch.Encoded(body: rest[2], ranges: acceptedRanges,
+                                            isWholeBody: records.count == decoded.records.count)
+        }
     }
 
     /// The number of elements of the body's top-level array, read without decoding them (the MessagePack array
@@ -171,5 +184,6 @@ struct GatewayBatch {
     mutating func storeFailed(_ reason: String) {
         acknowledgement = .unreadable(reason: "the journal could not store the batch (\(reason)); nothing of it was accepted, send it again later")
         records = []
+        encoded = nil
     }
 }

@@ -144,7 +144,7 @@ public final class IngestService: @unchecked Sendable {
         guard !group.isEmpty else { return }
         statistics.largestGroup = max(statistics.largestGroup, group.count)
         do {
-            try journal.append(group.map { Journal.Batch(id: $0.batchText, records: $0.records) })
+            try journal.append(group.map { Journal.Batch(id: $0.batchText, records: $0.records, encoded: $0.encoded) })
         } catch {
             // Nothing of the group is stored (the transaction rolled back): every batch of it is refused.
             let reason = (error as? StorageError)?.message ?? "\(error)"

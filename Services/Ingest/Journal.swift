@@ -20,7 +20,8 @@ import Glibc
 ///         created_at   Unix seconds
 ///         format       1
 ///     -- One row per (gateway batch, shard): the accepted records of that batch whose device hashes to the shard
-///     -- (DeviceShard.of(_:shards:)), in batch order, as one MessagePack array (CONTRACT §2 maps).
+///     -- (DeviceShard.of(_:shards:)), in batch order, as one MessagePack array (CONTRACT §2 maps): the records'
+///     -- bytes as the gateway sent them when it sent MessagePack (not encoded again), else encoded by ingest.
 ///     -- `position` is the feed position; AUTOINCREMENT, so a position is never reused after deletions.
 ///     chunks(position INTEGER PRIMARY KEY AUTOINCREMENT, shard INTEGER NOT NULL, records INTEGER NOT NULL,
 ///            received_at REAL NOT NULL, batch TEXT, body BLOB NOT NULL)
@@ -161,10 +162,80 @@ public final class Journal: FeedSource {
         /// The gateway's batchID, for the operator (`batch` column).
         public var id: String?
         public var records: [SensorRecord]
+        /// The records' MessagePack as the gateway sent them, when it did (nil: they are encoded here).
+        public var encoded: Encoded?
 
-        public init(id: String?, records: [SensorRecord]) {
+        /// A gateway's MessagePack body and where each accepted record is in it: the journal stores those bytes as
+        /// they came instead of encoding the records again (the same decoder reads them back, so detection gets
+        /// the very records that were validated).
+        public struct Encoded: Sendable {
+            public var body: [UInt8]
+            /// `ranges[i]` holds `records[i]`.
+            public var ranges: [Range<Int>]
+            /// `body` is exactly the array of `records` (every element accepted).
+            public var isWholeBody: Bool
+
+            public init(body: [UInt8], ranges: [Range<Int>], isWholeBody: Bool) {
+                self.body = body
+                self.ranges = ranges
+                self.isWholeBody = isWholeBody
+            }
+        }
+
+        public init(id: String?, records: [SensorRecord], encoded: Encoded? = nil) {
+            precondition(encoded.map { $0.ranges.count == records.count } ?? true, "a range per record")
             self.id = id
             self.records = records
+            self.encoded = encoded
+        }
+
+        /// The chunk bodies of this batch, one per shard it has records of, in shard order: (shard, records, body).
+        func chunks(shards: Int) -> [(shard: Int, count: Int, body: [UInt8])] {
+            guard !records.isEmpty else { return [] }
+            var firstShard = 0
+            var oneShard = true
+            if shards > 1 {
+                firstShard = DeviceShard.of(records[0].device, shards: shards)
+                var previous = records[0].device
+                for record in records.dropFirst() where record.device != previous {
+                    previous = record.device
+                    if DeviceShard.of(record.device, shards: shards) != firstShard {
+                        oneShard = false
+                        break
+                    }
+                }
+            }
+            if oneShard {
+                let body: [UInt8]
+                if let encoded {
+                    body = encoded.isWholeBody ? encoded.body : MessagePackFraming.array(of: encoded.ranges, in: encoded.body)
+                } else {
+                    body = RecordBatch.encodeBatch(records, as: .msgpack)
+                }
+                return [(firstShard, records.count, body)]
+            }
+            // Several shards: each gets the records of its devices, in batch order.
+            var byShard: [Int: [Int]] = [:]
+            var previous: (device: DeviceID, shard: Int)?
+            for (index, record) in records.enumerated() {
+                let shard: Int
+                if let previous, previous.device == record.device {
+                    shard = previous.shard
+                } else {
+                    shard = DeviceShard.of(record.device, shards: shards)
+                    previous = (record.device, shard)
+                }
+                byShard[shard, default: []].append(index)
+            }
+            return byShard.keys.sorted().map { shard in
+                let indexes = byShard[shard]!
+                let body = if let encoded {
+                    MessagePackFraming.array(of: indexes.lazy.map { encoded.ranges[$0] }, in: encoded.body)
+                } else {
+                    RecordBatch.encodeBatch(indexes.map { records[$0] }, as: .msgpack)
+                }
+                return (shard, indexes.count, body)
+            }
         }
     }
 
@@ -187,17 +258,11 @@ public final class Journal: FeedSource {
                 for (device, lastSeen) in devices.unsaved {
                     try saveDevice.run(device.app, device.user, receivedAt, lastSeen)
                 }
-                for batch in batches where !batch.records.isEmpty {
-                    var byShard: [Int: [SensorRecord]] = [:]
-                    for record in batch.records {
-                        byShard[DeviceShard.of(record.device, shards: shards), default: []].append(record)
-                    }
-                    for shard in byShard.keys.sorted() {
-                        let shardRecords = byShard[shard]!
-                        try insert.run(shard, shardRecords.count, receivedAt, batch.id,
-                                       RecordBatch.encodeBatch(shardRecords, as: .msgpack))
+                for batch in batches {
+                    for chunk in batch.chunks(shards: shards) {
+                        try insert.run(chunk.shard, chunk.count, receivedAt, batch.id, chunk.body)
                         chunks += 1
-                        records += shardRecords.count
+                        records += chunk.count
                     }
                 }
             }
