@@ -1,22 +1,36 @@
 #!/usr/bin/env python3
 """The services benchmark behind `make bench`: records a second through sensor-ingest (journal on, fsync'd),
-detection and the notifier, beside a bare acknowledging server measured with the same client in the same run.
+detection and the notifier to a subscriber, as users run them (`roadsave up --keys`: CurveZMQ on every socket),
+beside a bare acknowledging server fed by the same client in the same run; the crash alert latency under load; and
+detection's throughput with one and two shards.
 
-  python3 scripts/bench_services.py [--bin .build/release] [--seconds 20] [--devices 2000] [--batch 1000] [--window 16]
+  python3 scripts/bench_services.py [--bin .build/release] [--records 2000000] [--devices 2000] [--batch 1000]
+                                    [--window 16] [--client auto|send|python] [--probes 60] [--no-keys]
+                                    [--json FILE]
 
-Prints, for the same flooding gateway (Tests/IntegrationTests/Support/flood_gateway.py: pyzmq + msgpack, --window
-batches in flight):
+Prints (and with --json writes as a list of figures, see README):
+  - clients:   the bare path fed by `roadsave send` (MessagePack file, --window batches in flight) and by the Python
+               flood gateway (Tests/IntegrationTests/Support/flood_gateway.py): the faster one feeds both paths;
   - bare:      records a second acknowledged by `roadsave-bench ack-server` (receive, unpack and validate with
-               msgpack-c, acknowledge; nothing stored);
-  - services:  records a second acknowledged by sensor-ingest, and end to end (until detection has read and
-               checkpointed the whole journal), each with its ratio to bare;
-  - restart:   detection SIGKILLed in the middle of a second flood and started again: seconds from its restart to
-               "caught up with the journals";
+               msgpack-c, acknowledge; nothing stored), with keys as the services have them;
+  - services:  records a second acknowledged by sensor-ingest, and end to end (until detection has applied the whole
+               journal, the notifier has stored all of detection's events and the subscriber has received them), each
+               with its ratio to bare;
+  - latency:   while `roadsave send --rate` loads the services at half the measured end-to-end capacity, probe devices
+               each send a crash (drive, a 45 g impact, standing still): first the records up to 10 s after the impact,
+               then those that let detection decide; the time from that second batch's acknowledgement to the
+               crashDetected event at a SUB subscriber, p50 and p99 (embedded platform);
+  - restart:   detection SIGKILLed in the middle of a flood (up restarts it): seconds from its restart to "caught up
+               with the journals";
+  - shards:    detection alone catching up with the same journal (ingest --shards 2, filled first) as one process
+               and as two (--shard 0/2 and 1/2), records a second;
   - memory:    peak and final resident memory of each service.
-Figures, not assertions: the machine is shared, so compare the ratios.
+Figures, not assertions: the machine is shared, so compare the ratios. The generated record files are kept in
+$TMPDIR/roadsave-bench-cache for the next run.
 """
 import argparse
 import json
+import math
 import os
 import re
 import shutil
@@ -26,10 +40,17 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+
+import msgpack
+import zmq
+import zmq.auth
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FLOOD = os.path.join(ROOT, "Tests", "IntegrationTests", "Support", "flood_gateway.py")
+FIXTURE = os.path.join(ROOT, "Tests", "CLITests", "Fixtures", "morning.ndjson")
+START_T = 1_780_000_000.0
 
 
 def free_ports(count):
@@ -44,17 +65,34 @@ def free_ports(count):
     return ports
 
 
-def flood(endpoint, options, seconds=None):
-    command = [sys.executable, FLOOD, "--endpoint", endpoint, "--devices", str(options.devices),
-               "--seconds", str(seconds or options.seconds), "--batch", str(options.batch),
-               "--window", str(options.window)]
-    return subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+def free_base_port(count=6):
+    """A port P with P..P+count-1 free (roadsave up takes consecutive ports)."""
+    for _ in range(200):
+        base = free_ports(1)[0]
+        if base + count >= 65535:
+            continue
+        ok = True
+        for port in range(base, base + count):
+            with socket.socket() as s:
+                try:
+                    s.bind(("127.0.0.1", port))
+                except OSError:
+                    ok = False
+                    break
+        if ok:
+            return base
+    raise RuntimeError("no run of free ports")
 
 
-def summary(process):
-    out, _ = process.communicate()
-    lines = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
-    return lines[-1]
+def wait_listening(endpoints, timeout=20):
+    start = time.monotonic()
+    for endpoint in endpoints:
+        port = int(endpoint.rsplit(":", 1)[1])
+        while time.monotonic() - start < timeout:
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.05)
 
 
 def memory(pid):
@@ -72,140 +110,590 @@ def memory(pid):
 def query(path, sql):
     try:
         connection = sqlite3.connect("file:%s?mode=ro" % path, uri=True, timeout=5)
-        value = connection.execute(sql).fetchone()[0]
+        row = connection.execute(sql).fetchone()
         connection.close()
-        return value
+        return row[0] if row else None
     except sqlite3.Error:
         return None
 
 
-class Services:
-    def __init__(self, binaries, directory):
-        self.binaries = binaries
-        self.directory = directory
-        ports = free_ports(6)
-        self.endpoint = {name: "tcp://127.0.0.1:%d" % port
-                         for name, port in zip(["gateway", "records", "control", "events", "publish", "catchup"], ports)}
-        self.processes = {}
-        self.logs = {}
-
-    def start(self, name):
-        arguments = {
-            "ingest": ["--gateway-endpoint", self.endpoint["gateway"], "--records-endpoint", self.endpoint["records"]],
-            "detect": ["--records-endpoint", self.endpoint["records"], "--control-endpoint", self.endpoint["control"],
-                       "--events-endpoint", self.endpoint["events"]],
-            "notify": ["--events-endpoint", self.endpoint["events"], "--publish-endpoint", self.endpoint["publish"],
-                       "--catch-up-endpoint", self.endpoint["catchup"]],
-        }[name]
-        log = open(os.path.join(self.directory, name + ".log"), "a")
-        environment = dict(os.environ, ROADSAVE_APPLICATIONS="demo-app", ROADSAVE_LOG_LEVEL="warning")
-        if name == "detect":
-            environment["ROADSAVE_LOG_LEVEL"] = "info"
-        self.processes[name] = subprocess.Popen(
-            [os.path.join(self.binaries, "roadsave-" + name)] + arguments
-            + ["--data-dir", os.path.join(self.directory, name)], stdout=log, stderr=log, env=environment)
-        self.logs[name] = log.name
-
-    def stop(self):
-        for process in self.processes.values():
-            if process.poll() is None:
-                process.send_signal(signal.SIGTERM)
-        for process in self.processes.values():
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-
-    def journal_head(self):
-        return query(os.path.join(self.directory, "ingest", "journal.sqlite"), "SELECT max(position) FROM chunks")
-
-    def detection_position(self):
-        return query(os.path.join(self.directory, "detect", "detection.sqlite"), "SELECT max(position) FROM positions")
-
-    def wait_caught_up(self, timeout=600):
-        head = self.journal_head()
-        start = time.monotonic()
-        while time.monotonic() - start < timeout:
-            if head is not None and self.detection_position() == head:
-                return time.monotonic() - start
-            time.sleep(0.05)
+def load_average():
+    try:
+        with open("/proc/loadavg") as handle:
+            return float(handle.read().split()[0])
+    except OSError:
         return None
 
 
-def wait_listening(endpoints, timeout=20):
-    start = time.monotonic()
-    for endpoint in endpoints:
-        port = int(endpoint.rsplit(":", 1)[1])
-        while time.monotonic() - start < timeout:
-            with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            time.sleep(0.05)
+# MARK: Input
 
+def generate(path, devices, first_round, rounds, prefix="flood"):
+    """Records of `devices` devices for rounds [first_round, first_round + rounds): each driving at 14 m/s along a
+    line, one record a second of event time (an automotive activity every 30), devices interleaved as a gateway
+    that serves them all would send them; concatenated MessagePack maps (what `roadsave send` reads as .msgpack)."""
+    packer = msgpack.Packer(use_bin_type=True)
+    metres_per_degree = 111_320.0 * math.cos(math.radians(-33.9))
+    temporary = path + ".part"
+    with open(temporary, "wb") as out:
+        chunk = []
+        for n in range(first_round, first_round + rounds):
+            t = START_T + n
+            lon = 18.4 + (n * 14.0) / metres_per_degree
+            for device in range(devices):
+                user = "%s-%05d" % (prefix, device)
+                if n % 30 == 0:
+                    record = {"kind": "activity", "app": "demo-app", "user": user, "seq": n, "t": t,
+                              "activity": "automotive", "confidence": "high"}
+                else:
+                    record = {"kind": "location", "app": "demo-app", "user": user, "seq": n, "t": t,
+                              "lat": -33.9 + device * 0.001, "lon": lon, "speed": 14.0, "hacc": 5.0}
+                chunk.append(packer.pack(record))
+            if len(chunk) >= 20000:
+                out.write(b"".join(chunk))
+                chunk = []
+        out.write(b"".join(chunk))
+    os.rename(temporary, path)
+
+
+def input_files(options):
+    """The three parts of the input (main flood, half-load background, restart flood), generated once and cached."""
+    cache = os.path.join(tempfile.gettempdir(), "roadsave-bench-cache")
+    os.makedirs(cache, exist_ok=True)
+    rounds = max(1, options.records // options.devices)
+    parts = [("main", 0, rounds), ("background", rounds, rounds), ("restart", 2 * rounds, rounds // 2)]
+    files = {}
+    for name, first, count in parts:
+        path = os.path.join(cache, "%s-%d-%d-%d.msgpack" % (name, options.devices, first, count))
+        if not os.path.exists(path):
+            started = time.monotonic()
+            generate(path, options.devices, first, count)
+            print("generated %s (%d records) in %.1f s" % (path, count * options.devices, time.monotonic() - started),
+                  file=sys.stderr)
+        files[name] = (path, count * options.devices)
+    return files
+
+
+# MARK: Clients
+
+class Keys:
+    """Client and server key files (roadsave keygen / up --keys), or none."""
+    def __init__(self, client=None, server=None):
+        self.client = client
+        self.server = server
+
+    def send_flags(self):
+        return ["--key", self.client, "--server-key", self.server] if self.client else []
+
+
+def run_send(binaries, endpoint, path, options, keys, rate=None, background=False):
+    command = [os.path.join(binaries, "roadsave"), "send", path, "--endpoint", endpoint, "--batch", str(options.batch),
+               "--window", str(options.window)] + keys.send_flags()
+    if rate:
+        command += ["--rate", str(int(rate))]
+    started = time.monotonic()
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if background:
+        return process
+    out, err = process.communicate()
+    seconds = time.monotonic() - started
+    match = re.search(r"accepted (\d+)", out)
+    if process.returncode != 0 or not match:
+        raise RuntimeError("roadsave send failed (%s): %s %s" % (process.returncode, out, err[-2000:]))
+    accepted = int(match.group(1))
+    return {"acknowledged": accepted, "seconds": seconds, "rate": accepted / seconds}
+
+
+def run_flood(endpoint, options, keys, seconds):
+    command = [sys.executable, FLOOD, "--endpoint", endpoint, "--devices", str(options.devices), "--seconds",
+               str(seconds), "--batch", str(options.batch), "--window", str(options.window)]
+    if keys.client:
+        command += ["--key", keys.client, "--server-key", keys.server]
+    out = subprocess.run(command, stdout=subprocess.PIPE, text=True, check=True).stdout
+    lines = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    return lines[-1]
+
+
+def run_client(kind, binaries, endpoint, path_records, options, keys):
+    if kind == "send":
+        return run_send(binaries, endpoint, path_records[0], options, keys)
+    return run_flood(endpoint, options, keys, options.flood_seconds)
+
+
+class Subscriber(threading.Thread):
+    """A SUB on the notifier's live socket: every event, with its position; crashDetected arrival times by user."""
+    def __init__(self, endpoint, keys):
+        super().__init__(daemon=True)
+        self.context = zmq.Context.instance()
+        self.socket = self.context.socket(zmq.SUB)
+        self.socket.setsockopt(zmq.LINGER, 0)
+        self.socket.setsockopt(zmq.RCVHWM, 100000)
+        if keys.client:
+            public, secret = zmq.auth.load_certificate(keys.client)
+            server, _ = zmq.auth.load_certificate(keys.server)
+            self.socket.curve_publickey, self.socket.curve_secretkey, self.socket.curve_serverkey = public, secret, server
+        self.socket.setsockopt(zmq.SUBSCRIBE, b"")
+        self.socket.connect(endpoint)
+        self.last_position = 0
+        self.events = 0
+        self.crashes = {}
+        self.running = True
+
+    def run(self):
+        poller = zmq.Poller()
+        poller.register(self.socket, zmq.POLLIN)
+        while self.running:
+            if not dict(poller.poll(100)).get(self.socket):
+                continue
+            while True:
+                try:
+                    frames = self.socket.recv_multipart(zmq.NOBLOCK)
+                except zmq.Again:
+                    break
+                now = time.monotonic()
+                self.events += 1
+                if len(frames) >= 3:
+                    self.last_position = max(self.last_position, int(frames[2]))
+                topic = frames[0].decode()
+                if topic.startswith("crashDetected."):
+                    user = topic.split(".", 2)[2]
+                    self.crashes.setdefault(user, now)
+
+    def stop(self):
+        self.running = False
+        self.join(2)
+        self.socket.close()
+
+
+# MARK: The services under `roadsave up --keys`
+
+class Up:
+    def __init__(self, binaries, directory, keys_on):
+        self.binaries = binaries
+        self.directory = directory
+        self.base = free_base_port()
+        self.endpoint = {name: "tcp://127.0.0.1:%d" % (self.base + offset) for offset, name in
+                         enumerate(["gateway", "records", "control", "events", "publish", "catchup"])}
+        command = [os.path.join(binaries, "roadsave"), "up", "--data-dir", os.path.join(directory, "up"),
+                   "--base-port", str(self.base), "--log-level", "info"]
+        if keys_on:
+            command.append("--keys")
+        environment = dict(os.environ, ROADSAVE_APPLICATIONS="demo-app")
+        self.log_path = os.path.join(directory, "up.log")
+        self.log = open(self.log_path, "w")
+        self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=self.log, env=environment, text=True)
+        self.pids = {}
+        self.lines = []
+        self.subscriber_missed = 0
+        ready = False
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            line = self.process.stdout.readline()
+            if not line:
+                break
+            self.lines.append(line)
+            match = re.match(r"(?:re)?started (\w+) pid (\d+)", line)
+            if match:
+                self.pids[match.group(1)] = int(match.group(2))
+            if line.strip() == "ready":
+                ready = True
+                break
+        if not ready:
+            raise RuntimeError("roadsave up did not get ready: %s" % "".join(self.lines))
+        threading.Thread(target=self._follow, daemon=True).start()
+        keys = os.path.join(directory, "up", "keys")
+        self.keys_dir = keys if keys_on else None
+        self.gateway = Keys(os.path.join(keys, "gateway.key"), os.path.join(keys, "ingest.key.pub")) if keys_on else Keys()
+        self.subscriber = Keys(os.path.join(keys, "subscriber.key"), os.path.join(keys, "notify.key.pub")) if keys_on else Keys()
+
+    def _follow(self):
+        for line in self.process.stdout:
+            self.lines.append(line)
+            match = re.match(r"(?:re)?started (\w+) pid (\d+)", line)
+            if match:
+                self.pids[match.group(1)] = int(match.group(2))
+
+    def database(self, name, file):
+        return os.path.join(self.directory, "up", name, file)
+
+    def journal_head(self):
+        return query(self.database("ingest", "journal.sqlite"), "SELECT seq FROM sqlite_sequence WHERE name = 'chunks'") or 0
+
+    def detection_applied(self):
+        """The journal position detection has applied: its last records input, else its checkpoint."""
+        path = self.database("detect", "detection.sqlite")
+        body = query(path, "SELECT body FROM inputs WHERE kind = 'records' ORDER BY seq DESC LIMIT 1")
+        applied = query(path, "SELECT max(position) FROM positions") or 0
+        if body:
+            applied = max(applied, json.loads(body)["records"]["to"])
+        return applied
+
+    def outbox_head(self):
+        return query(self.database("detect", "detection.sqlite"), "SELECT seq FROM sqlite_sequence WHERE name = 'outbox'") or 0
+
+    def notifier_upstream(self):
+        return query(self.database("notify", "notifier.sqlite"), "SELECT max(position) FROM upstream") or 0
+
+    def notifier_head(self):
+        return query(self.database("notify", "notifier.sqlite"), "SELECT seq FROM sqlite_sequence WHERE name = 'events'") or 0
+
+    def wait_end_to_end(self, subscriber, timeout=300):
+        """Seconds until detection applied the journal's head, the notifier stored detection's outbox head and the
+        subscriber saw the notifier's newest event."""
+        start = time.monotonic()
+        head = self.journal_head()
+        seen, moved = subscriber.last_position, start
+        while time.monotonic() - start < timeout:
+            now = time.monotonic()
+            if subscriber.last_position != seen:
+                seen, moved = subscriber.last_position, now
+            if self.detection_applied() >= head:
+                outbox = self.outbox_head()
+                if self.notifier_upstream() >= outbox:
+                    newest = self.notifier_head()
+                    if subscriber.last_position >= newest:
+                        return now - start
+                    if now - moved > 5:
+                        # The live socket drops what a subscriber does not take in time (it would catch up by
+                        # position): counted, and the wait ends with the last event it did get.
+                        self.subscriber_missed = newest - subscriber.last_position
+                        return moved - start
+            time.sleep(0.02)
+        return None
+
+    def caught_up_lines(self):
+        with open(self.log_path) as handle:
+            return re.findall(r'category=detection msg="caught up with the journals" seconds=([0-9.]+)', handle.read())
+
+    def stop(self):
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+        self.log.close()
+
+
+# MARK: Crash alert latency
+
+def probe_records(user, impact_at):
+    """The fixture's crash (Tests/CLITests/Fixtures/morning.ndjson, user-crash: 3 minutes at 15 m/s, a 45 g impact,
+    standing still) for `user`, shifted so that the impact is at `impact_at`; split into the records up to 10 s after
+    the impact (no decision possible yet) and the rest (the first of them past the decision time lets detection
+    decide, once the reorder window has passed it)."""
+    records = []
+    with open(FIXTURE) as handle:
+        for line in handle:
+            if '"user":"user-crash"' in line:
+                records.append(json.loads(line))
+    impact = next(r["t"] for r in records if r["kind"] == "impact")
+    first, decide = [], []
+    for record in records:
+        record = dict(record, user=user, t=record["t"] - impact + impact_at)
+        (first if record["t"] < impact_at + 10 else decide).append(record)
+    return first, decide
+
+
+def measure_latency(endpoint, keys, subscriber, probes, spacing=0.3):
+    """Sends each probe's two batches (waiting for each acknowledgement) and returns the latencies in ms from the
+    second acknowledgement to the crashDetected event, and how many probes saw no event (or one before the ack)."""
+    context = zmq.Context.instance()
+    dealer = context.socket(zmq.DEALER)
+    dealer.setsockopt(zmq.LINGER, 0)
+    if keys.client:
+        public, secret = zmq.auth.load_certificate(keys.client)
+        server, _ = zmq.auth.load_certificate(keys.server)
+        dealer.curve_publickey, dealer.curve_secretkey, dealer.curve_serverkey = public, secret, server
+    dealer.connect(endpoint)
+
+    def send_and_ack(batch_id, records):
+        dealer.send_multipart([batch_id, b"application/msgpack", msgpack.packb(records, use_bin_type=True)])
+        if not dealer.poll(30000):
+            raise RuntimeError("probe batch %s not acknowledged" % batch_id)
+        frames = dealer.recv_multipart()
+        acknowledged = time.monotonic()
+        ack = msgpack.unpackb(frames[1], raw=False)
+        if ack.get("accepted") != len(records):
+            raise RuntimeError("probe batch %s: %s" % (batch_id, ack))
+        return acknowledged
+
+    acked = {}
+    run = "%x" % int(time.time())
+    for index in range(probes):
+        user = "probe-%s-%03d" % (run, index)
+        first, decide = probe_records(user, time.time() - 120)
+        send_and_ack(("%s-a" % user).encode(), first)
+        time.sleep(spacing)
+        acked[user] = send_and_ack(("%s-b" % user).encode(), decide)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(user not in subscriber.crashes for user in acked):
+        time.sleep(0.05)
+    dealer.close()
+    latencies, missing = [], 0
+    for user, at in acked.items():
+        seen = subscriber.crashes.get(user)
+        if seen is None or seen < at:
+            missing += 1
+        else:
+            latencies.append((seen - at) * 1000)
+    return sorted(latencies), missing
+
+
+def percentile(values, fraction):
+    if not values:
+        return float("nan")
+    index = min(len(values) - 1, max(0, int(math.ceil(fraction * len(values))) - 1))
+    return values[index]
+
+
+# MARK: Detection shards
+
+def detection_shards(binaries, tools, directory, main_file, options, keys_dir):
+    """Fills an ingest journal with --shards 2 from the main file, then times detection alone catching up with it: one
+    process reading both shards, then two processes (--shard 0/2 and 1/2) at once."""
+    environment = dict(os.environ, ROADSAVE_APPLICATIONS="demo-app", ROADSAVE_LOG_LEVEL="warning")
+    gateway, records = ["tcp://127.0.0.1:%d" % port for port in free_ports(2)]
+    ingest_dir = os.path.join(directory, "shards-ingest")
+    curve = lambda name: (["--curve-secret-key", os.path.join(keys_dir, name + ".key"),
+                           "--allow", os.path.join(keys_dir, "allow.txt")] if keys_dir else [])
+    log = open(os.path.join(directory, "shards.log"), "a")
+    ingest = subprocess.Popen([os.path.join(binaries, "roadsave-ingest"), "--gateway-endpoint", gateway,
+                               "--records-endpoint", records, "--shards", "2", "--data-dir", ingest_dir]
+                              + curve("ingest"), stdout=log, stderr=log, env=environment)
+    try:
+        wait_listening([gateway, records])
+        keys = Keys(os.path.join(keys_dir, "gateway.key"), os.path.join(keys_dir, "ingest.key.pub")) if keys_dir else Keys()
+        loaded = run_send(tools, gateway, main_file[0], options, keys)
+        head = query(os.path.join(ingest_dir, "journal.sqlite"), "SELECT seq FROM sqlite_sequence WHERE name = 'chunks'")
+        results = {}
+        for label, shards in [("1", [None]), ("2", ["0/2", "1/2"])]:
+            processes, stores = [], []
+            started = time.monotonic()
+            for shard in shards:
+                control, events = ["tcp://127.0.0.1:%d" % port for port in free_ports(2)]
+                data = os.path.join(directory, "shards-detect-%s-%s" % (label, (shard or "all").replace("/", "of")))
+                command = [os.path.join(binaries, "roadsave-detect"), "--records-endpoint", records,
+                           "--control-endpoint", control, "--events-endpoint", events, "--data-dir", data]
+                if shard:
+                    command += ["--shard", shard]
+                if keys_dir:
+                    command += curve("detect") + ["--curve-server-key", os.path.join(keys_dir, "ingest.key.pub")]
+                processes.append(subprocess.Popen(command, stdout=log, stderr=log, env=environment))
+                stores.append(os.path.join(data, "detection.sqlite"))
+            # Caught up: each process has applied its shard's last chunk (positions are shared by the shards).
+            last = {}
+            for shard in ["0/2", "1/2"]:
+                index = int(shard[0])
+                last[shard] = query(os.path.join(ingest_dir, "journal.sqlite"),
+                                    "SELECT max(position) FROM chunks WHERE shard = %d" % index) or 0
+            def applied(store):
+                body = query(store, "SELECT body FROM inputs WHERE kind = 'records' ORDER BY seq DESC LIMIT 1")
+                value = query(store, "SELECT max(position) FROM positions") or 0
+                return max(value, json.loads(body)["records"]["to"]) if body else value
+            seconds = None
+            while time.monotonic() - started < 300:
+                done = all(applied(store) >= (head if shard is None else last[shard])
+                           for store, shard in zip(stores, shards))
+                if done:
+                    seconds = time.monotonic() - started
+                    break
+                time.sleep(0.05)
+            peak = [memory(process.pid).get("VmHWM", 0) for process in processes]
+            for process in processes:
+                process.send_signal(signal.SIGTERM)
+            for process in processes:
+                try:
+                    process.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+            results[label] = {"seconds": seconds, "rate": loaded["acknowledged"] / seconds if seconds else float("nan"),
+                              "memory": peak}
+        return results
+    finally:
+        ingest.send_signal(signal.SIGTERM)
+        try:
+            ingest.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            ingest.kill()
+        log.close()
+
+
+# MARK: Main
 
 def main():
     parser = argparse.ArgumentParser(description="records a second through the services, against a bare server")
     parser.add_argument("--bin", default=os.path.join(ROOT, ".build", "release"))
-    parser.add_argument("--seconds", type=float, default=20)
+    parser.add_argument("--client-bin", default=None,
+                        help="where roadsave (send, keygen) and roadsave-bench (ack-server) come from (default --bin): "
+                             "to measure older services with today's client")
+    parser.add_argument("--records", type=int, default=2_000_000, help="records of the main flood")
     parser.add_argument("--devices", type=int, default=2000)
     parser.add_argument("--batch", type=int, default=1000)
     parser.add_argument("--window", type=int, default=16)
+    parser.add_argument("--client", choices=["auto", "send", "python"], default="auto")
+    parser.add_argument("--flood-seconds", type=float, default=6, help="seconds of each Python flood")
+    parser.add_argument("--probes", type=int, default=60, help="crash probes of the latency figure")
+    parser.add_argument("--no-keys", action="store_true", help="plaintext sockets (default: CurveZMQ, as up --keys)")
+    parser.add_argument("--skip-shards", action="store_true")
+    parser.add_argument("--skip-restart", action="store_true")
+    parser.add_argument("--json", default=None, help="write the figures to this file")
+    # Kept for older callers: the Python flood's length.
+    parser.add_argument("--seconds", type=float, default=None, help=argparse.SUPPRESS)
     options = parser.parse_args()
+    if options.seconds:
+        options.flood_seconds = options.seconds
+    keys_on = not options.no_keys
+    binaries = os.path.abspath(options.bin)
+    tools = os.path.abspath(options.client_bin or options.bin)
+    files = input_files(options)
     directory = tempfile.mkdtemp(prefix="roadsave-bench-")
+    figures = []
+    loads = {}
+    started = []
+
+    def number(value):
+        return None if value is None or value != value else round(float(value), 3)
+
+    def figure(name, value, unit, baseline=None, baseline_value=None, target=None, stage=None):
+        figures.append({"figure": name, "value": number(value), "unit": unit, "baseline": baseline,
+                        "baselineValue": number(baseline_value), "target": target, "load": loads.get(stage)})
+
     try:
-        # Baseline: the bare acknowledging server.
+        # Keys for the bare server and its gateway (the services make their own under up --keys).
+        bare_keys = Keys()
+        if keys_on:
+            keys_dir = os.path.join(directory, "bare-keys")
+            for name in ["bare", "gateway"]:
+                subprocess.run([os.path.join(tools, "roadsave"), "keygen", name, "--directory", keys_dir],
+                               stdout=subprocess.DEVNULL, check=True)
+            bare_keys = Keys(os.path.join(keys_dir, "gateway.key"), os.path.join(keys_dir, "bare.key.pub"))
+
+        # Baseline: the bare acknowledging server, fed by each client; the faster feeds both paths.
         port = free_ports(1)[0]
-        bare = subprocess.Popen([os.path.join(options.bin, "roadsave-bench"), "ack-server", "tcp://127.0.0.1:%d" % port],
-                                stdout=subprocess.DEVNULL)
-        wait_listening(["tcp://127.0.0.1:%d" % port])
-        baseline = summary(flood("tcp://127.0.0.1:%d" % port, options))
+        bare_endpoint = "tcp://127.0.0.1:%d" % port
+        command = [os.path.join(tools, "roadsave-bench"), "ack-server", bare_endpoint]
+        if keys_on:
+            command += ["--curve-secret-key", os.path.join(directory, "bare-keys", "bare.key")]
+        bare = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        started.append(bare)
+        wait_listening([bare_endpoint])
+        clients = {}
+        if options.client in ("auto", "send"):
+            clients["send"] = run_send(tools, bare_endpoint, files["main"][0], options, bare_keys)
+        if options.client in ("auto", "python"):
+            clients["python"] = run_flood(bare_endpoint, options, bare_keys, options.flood_seconds)
         bare.kill()
         bare.wait()
+        loads["bare"] = load_average()
+        client = max(clients, key=lambda name: clients[name]["rate"])
+        baseline = clients[client]
 
-        # The three services, journal on.
-        services = Services(options.bin, directory)
-        for name in ["notify", "detect", "ingest"]:
-            services.start(name)
-        wait_listening([services.endpoint[n] for n in ["gateway", "records", "events", "publish", "catchup"]])
-        run = summary(flood(services.endpoint["gateway"], options))
-        catch_up = services.wait_caught_up()
-        peak = {name: memory(process.pid) for name, process in services.processes.items()}
+        # The services, as `roadsave up --keys` runs them.
+        up = Up(binaries, directory, keys_on)
+        started.append(up.process)
+        subscriber = Subscriber(up.endpoint["publish"], up.subscriber)
+        subscriber.start()
+        time.sleep(0.5)
+        run = run_client(client, tools, up.endpoint["gateway"], files["main"], options, up.gateway)
+        end_to_end_wait = up.wait_end_to_end(subscriber)
+        loads["services"] = load_average()
+        peak = {name: memory(pid) for name, pid in up.pids.items()}
+        end_to_end = run["acknowledged"] / (run["seconds"] + (end_to_end_wait if end_to_end_wait is not None else float("nan")))
 
-        # Detection killed under load and started again.
-        second = flood(services.endpoint["gateway"], options)
-        time.sleep(options.seconds / 2)
-        services.processes["detect"].kill()
-        services.processes["detect"].wait()
-        killed_at = time.monotonic()
-        services.start("detect")
-        second_run = summary(second)
-        restart = None
-        pattern = re.compile(r'msg="caught up with the journals" seconds=([0-9.]+)')
-        while time.monotonic() - killed_at < 600 and restart is None:
-            with open(services.logs["detect"]) as handle:
-                found = pattern.findall(handle.read())
-            # The first start logged one line; the restarted detection logs the second.
-            if len(found) >= 2:
-                restart = float(found[-1])
-            time.sleep(0.1)
-        final = {name: memory(process.pid) for name, process in services.processes.items()}
-        services.stop()
+        # Crash alert latency at half the end-to-end capacity.
+        half = max(1000.0, end_to_end / 2) if end_to_end == end_to_end else 1000.0
+        background = run_send(tools, up.endpoint["gateway"], files["background"][0], options, up.gateway,
+                              rate=half, background=True)
+        time.sleep(2)
+        latencies, missing = measure_latency(up.endpoint["gateway"], up.gateway, subscriber, options.probes)
+        background.send_signal(signal.SIGTERM)
+        background.wait()
+        loads["latency"] = load_average()
+        lag_after_probes = up.journal_head() - up.detection_applied()
+        up.wait_end_to_end(subscriber)
 
-        records = run["acknowledged"]
-        end_to_end = records / (run["seconds"] + (catch_up or float("nan")))
-        print("services benchmark: %d devices, batches of %d, %d in flight, %.0f s floods (release build)"
-              % (options.devices, options.batch, options.window, options.seconds))
-        print("bare      ack-server (unpack + validate + ack): %8.0f records/s" % baseline["rate"])
-        print("services  acknowledged (journal fsync'd):       %8.0f records/s  (%.2f of bare)"
+        # Detection killed under load; up restarts it.
+        restart = second_seconds = None
+        if not options.skip_restart:
+            before = len(up.caught_up_lines())
+            second = run_send(tools, up.endpoint["gateway"], files["restart"][0], options, up.gateway,
+                              background=True)
+            time.sleep(2)
+            os.kill(up.pids["detect"], signal.SIGKILL)
+            killed_at = time.monotonic()
+            second.wait()
+            second_seconds = time.monotonic() - killed_at
+            while time.monotonic() - killed_at < 300 and restart is None:
+                found = up.caught_up_lines()
+                if len(found) > before:
+                    restart = float(found[-1])
+                time.sleep(0.1)
+            up.wait_end_to_end(subscriber)
+            loads["restart"] = load_average()
+        final = {name: memory(pid) for name, pid in up.pids.items()}
+        subscriber.stop()
+        up.stop()
+
+        shards = None
+        if not options.skip_shards:
+            shards = detection_shards(binaries, tools, directory, files["main"], options,
+                                      os.path.join(directory, "up", "keys") if keys_on else None)
+            loads["shards"] = load_average()
+
+        # Report.
+        keys_text = "keys" if keys_on else "no keys"
+        print("services benchmark: %d devices, batches of %d, %d in flight, %s, client %s (release build)"
+              % (options.devices, options.batch, options.window, keys_text,
+                 "roadsave send" if client == "send" else "python flood"))
+        for name, result in clients.items():
+            label = "roadsave send (MessagePack file)" if name == "send" else "python flood gateway"
+            print("client    %-36s %8.0f records/s into the bare server" % (label, result["rate"]))
+            figure("services client %s into bare" % ("roadsave send" if name == "send" else "python flood"),
+                   result["rate"], "records/s", stage="bare")
+        print("bare      ack-server (unpack + validate + ack):     %8.0f records/s" % baseline["rate"])
+        print("services  acknowledged (journal fsync'd):           %8.0f records/s  (%.2f of bare)"
               % (run["rate"], run["rate"] / baseline["rate"]))
-        print("services  end to end (detection read it all):   %8.0f records/s  (%.2f of bare); detection caught up %.1f s after the flood"
-              % (end_to_end, end_to_end / baseline["rate"], catch_up or float("nan")))
-        print("restart   detection SIGKILLed mid-flood: caught up %.1f s after its restart (the flood went on until %.1f s after the kill)"
-              % (restart or float("nan"), second_run["seconds"] - options.seconds / 2))
+        print("services  end to end (subscriber has it all):       %8.0f records/s  (%.2f of bare); done %.1f s after the last ack"
+              % (end_to_end, end_to_end / baseline["rate"], end_to_end_wait if end_to_end_wait is not None else float("nan")))
+        figure("services bare ack-server (%s)" % keys_text, baseline["rate"], "records/s", stage="bare")
+        figure("services acknowledged (%s)" % keys_text, run["rate"], "records/s", "bare ack-server, same client",
+               baseline["rate"], ">= 500000 and >= 0.8 of bare", stage="services")
+        figure("services end to end (%s)" % keys_text, end_to_end, "records/s", "bare ack-server, same client",
+               baseline["rate"], ">= 500000 and >= 0.8 of bare", stage="services")
+        p50, p99 = percentile(latencies, 0.5), percentile(latencies, 0.99)
+        print("latency   crash alert at half load (%.0f records/s): p50 %.1f ms, p99 %.1f ms, max %.1f ms (%d probes, %d without an event after the ack); detection %d chunks behind after the probes"
+              % (half, p50, p99, latencies[-1] if latencies else float("nan"), len(latencies), missing, lag_after_probes))
+        figure("crash alert latency p50 (half load)", p50, "ms", None, None, "<= 5", stage="latency")
+        figure("crash alert latency p99 (half load)", p99, "ms", None, None, "<= 20", stage="latency")
+        figure("crash alert probes", len(latencies), "probes", stage="latency")
+        if not options.skip_restart:
+            print("restart   detection SIGKILLed mid-flood: caught up %.1f s after its restart (the flood went on until %.1f s after the kill)"
+                  % (restart if restart is not None else float("nan"), second_seconds))
+            figure("detection catch-up after SIGKILL", restart, "s", stage="restart")
+        if shards:
+            one, two = shards["1"], shards["2"]
+            print("shards    detection catching up alone (%d records): 1 process %8.0f records/s, 2 processes %8.0f records/s (%.2f×)"
+                  % (files["main"][1], one["rate"], two["rate"], two["rate"] / one["rate"]))
+            figure("detection 1 shard", one["rate"], "records/s", stage="shards")
+            figure("detection 2 shards", two["rate"], "records/s", "detection 1 shard", one["rate"], "reported",
+                   stage="shards")
         for name in ["ingest", "detect", "notify"]:
             print("memory    %-7s peak %5.0f MiB after the first flood, resident %5.0f MiB at the end"
-                  % (name, peak[name].get("VmHWM", 0), final[name].get("VmRSS", 0)))
+                  % (name, peak.get(name, {}).get("VmHWM", 0), final.get(name, {}).get("VmRSS", 0)))
+            figure("memory %s peak" % name, peak.get(name, {}).get("VmHWM", 0), "MiB", stage="services")
+        print("load      1-minute load average after each stage: %s" % ", ".join(
+            "%s %.1f" % (stage, value) for stage, value in loads.items() if value is not None))
+        if options.json:
+            with open(options.json, "w") as handle:
+                json.dump(figures, handle, indent=1)
     finally:
+        for process in started:
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+                try:
+                    process.wait(timeout=60)
+                except subprocess.TimeoutExpired:
+                    process.kill()
         shutil.rmtree(directory, ignore_errors=True)
 
 

@@ -365,13 +365,13 @@ public enum SendCommand {
                 for completion in try gateway.wait(until: start + due, before: current) { account(completion) }
             }
             totals.batches += 1
-            totals.sent += current.records.count
             for completion in try gateway.submit(current, batchID: gateway.batchID(totals.batches)) { account(completion) }
         }
 
         /// Counts an acknowledgement and reports its rejections with the file's line numbers.
         private mutating func account(_ completion: Completion) {
             let (ack, batch, batchID) = (completion.acknowledgement, completion.batch, completion.batchID)
+            totals.sent += batch.records.count
             totals.resent += completion.attempts - 1
             totals.accepted += ack.accepted
             var rejectedIndexes = Set<Int>()

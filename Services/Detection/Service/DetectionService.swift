@@ -81,6 +81,16 @@ public final class DetectionService: @unchecked Sendable {
     /// The largest frame accepted on the control socket (ZMQ_MAXMSGSIZE): a command is a small JSON object; a client
     /// sending a larger frame is disconnected unanswered.
     static let maximumCommandBytes: Int64 = 64 << 10
+    /// A checkpoint that took `cost` seconds (encoding and writing) is followed by the next no sooner than
+    /// `cost × checkpointCostShare` after it started, whatever --checkpoint-interval says.
+    static let checkpointCostShare = 20.0
+    private var nextCheckpointAllowed = 0.0
+    /// Most inputs kept unstored while they give nothing to send, and longest they wait (see `commit`).
+    static let deferredInputs = 256
+    static let deferredCommitDelay = 0.05
+    /// The commit of inputs that wait (`commit`), and the loop it runs on.
+    private var deferredCommit: TimerID?
+    private weak var loop: ReactorLoop?
     /// Longest a graceful stop waits for platform calls in flight.
     static let stopGrace = 10.0
     /// How long a journal may leave requests unanswered before the clock runs on without it (its records, if any,
@@ -99,6 +109,7 @@ public final class DetectionService: @unchecked Sendable {
 
     public func run() throws {
         reactor.start { [self] loop in
+            self.loop = loop
             startedAt = loop.now
             let store = try DetectionStore(directory: try DataDirectory.prepare(configuration.dataDirectory),
                                            shard: configuration.shardDescription)
@@ -457,8 +468,27 @@ public final class DetectionService: @unchecked Sendable {
 
     // MARK: Storing
 
-    /// Stores the inputs and events in hand in one transaction, then lets the events and replies go.
-    private func commit() {
+    /// Stores the inputs and events in hand in one transaction (one fsync), then lets the events and replies go.
+    /// Inputs that gave nothing to send wait for the next commit (one with events or replies, a checkpoint's, or
+    /// `force`): until something leaves the process nothing depends on them, and a restart that lost them re-reads
+    /// their records from the journal, so records that only moved devices along cost no fsync (and a crash's
+    /// verdict is stored in the same transaction as the records that raised it). At most `deferredInputs` wait.
+    private func commit(force: Bool = false) {
+        guard force || !pendingEvents.isEmpty || !pendingReplies.isEmpty || pendingInputs.count >= Self.deferredInputs
+        else {
+            // Stored soon anyway, so the store shows how far detection has read within `deferredCommitDelay`.
+            if deferredCommit == nil, !pendingInputs.isEmpty, let loop {
+                deferredCommit = loop.schedule(after: Self.deferredCommitDelay) { [self] in
+                    deferredCommit = nil
+                    commit(force: true)
+                }
+            }
+            return
+        }
+        if let deferredCommit {
+            loop?.cancel(deferredCommit)
+            self.deferredCommit = nil
+        }
         guard let store, !pendingInputs.isEmpty || !pendingEvents.isEmpty || !pendingReplies.isEmpty else { return }
         do {
             if let last = try store.commit(inputs: pendingInputs, events: pendingEvents, at: Date().timeIntervalSince1970) {
@@ -497,11 +527,15 @@ public final class DetectionService: @unchecked Sendable {
     /// goes on; the rows are written back here (the store belongs to this thread). `now` encodes in place (at stop).
     private func checkpoint(now: Bool = false) {
         guard store != nil, !checkpointInFlight else { return }
+        // Under load, every device changes between checkpoints and encoding them all is real work on a machine whose
+        // cores the pipeline needs: checkpoints are spaced so that they take at most 1/`checkpointCostShare` of the
+        // time (a restart then re-reads a little more of the journals).
+        if !now, let loop, loop.now < nextCheckpointAllowed { return }
         switch phase {
         case .live, .stopping: break
         default: return
         }
-        commit()
+        commit(force: true)
         guard lastInput > checkpointInput || fleet.hasChangedDevices || !unsavedDevices.isEmpty else { return }
         let seen = Set(unsavedDevices)
         let changed = unsavedDevices + fleet.takeChangedDevices().filter { !seen.contains($0) }
@@ -520,10 +554,15 @@ public final class DetectionService: @unchecked Sendable {
                   positions: positions, devices: changed)
             return
         }
+        let startedAt = MonotonicClock.now()
         DispatchQueue.global(qos: .utility).async { [self] in
             let encoded = Result { try Self.encode(snapshot, devices: changed) }
+            let encoding = MonotonicClock.now() - startedAt
             reactor.post { [self] _ in
+                let writing = MonotonicClock.now()
                 store(checkpoint: encoded, generation: generation, input: input, positions: positions, devices: changed)
+                let cost = encoding + MonotonicClock.now() - writing
+                nextCheckpointAllowed = startedAt + cost * Self.checkpointCostShare
             }
         }
     }

@@ -24,9 +24,11 @@ final class JournalReader {
     private let shard: (index: Int, count: Int)?
     private let loop: ReactorLoop
 
-    /// Items and bytes asked for at once: enough to keep detection busy between two round trips.
-    static let maximumItems = 512
-    static let maximumBytes = 8 << 20
+    /// Items and bytes asked for at once: enough to keep detection busy between two round trips (the next request
+    /// goes out before a reply is worked through), and little enough that a reply is a few tens of milliseconds of
+    /// work, so that records stored meanwhile (a crash) do not wait behind a long one.
+    static let maximumItems = 256
+    static let maximumBytes = 2 << 20
     /// The largest frame accepted from ingest (ZMQ_MAXMSGSIZE on the DEALER). An item is one journal chunk: the
     /// records of one gateway batch (a body of at most 64 MiB) for one shard, re-encoded as MessagePack, where a number
     /// may widen to 9 bytes; four times the largest body leaves room for that.

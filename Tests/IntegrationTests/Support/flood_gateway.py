@@ -2,7 +2,7 @@
 """A gateway that sends as fast as acknowledgements allow, written with pyzmq and msgpack only (not the project's code).
 
   python3 flood_gateway.py --endpoint tcp://127.0.0.1:5550 [--devices N] [--seconds S] [--batch N] [--window W]
-                           [--app ID] [--prefix TEXT]
+                           [--app ID] [--prefix TEXT] [--key FILE.key --server-key FILE.key.pub]
 
 Generates records on the fly for N devices (each driving at 14 m/s along a line, one location a second of event
 time, an automotive activity now and then), sends them in batches of --batch over one DEALER with up to --window
@@ -11,8 +11,8 @@ without an acknowledgement in 10 s is sent again (same batchID). Prints one JSON
 ({"progress": records acknowledged so far}) and a final one: {"sent": records sent, "acknowledged": records in
 batches acknowledged as fully accepted, "refused": records in batches answered with accepted 0 (refused whole),
 "rejected": records rejected one by one, "batches", "seconds", "rate"}. Every acknowledged batch's user and seq range
-is written to --acks FILE (one JSON line each) for checking against the journal. Exit status 0 when every batch got
-an answer.
+is written to --acks FILE (one JSON line each) for checking against the journal. With --key and --server-key (key
+files of `roadsave keygen`) the DEALER is a CurveZMQ client. Exit status 0 when every batch got an answer.
 """
 import signal
 
@@ -26,6 +26,7 @@ import time
 
 import msgpack
 import zmq
+import zmq.auth
 
 
 def main():
@@ -38,11 +39,17 @@ def main():
     parser.add_argument("--app", default="demo-app")
     parser.add_argument("--prefix", default="flood")
     parser.add_argument("--acks", default=None)
+    parser.add_argument("--key", default=None, help="this gateway's key file (CurveZMQ)")
+    parser.add_argument("--server-key", default=None, help="sensor-ingest's public key file (CurveZMQ)")
     options = parser.parse_args()
 
     context = zmq.Context()
     socket = context.socket(zmq.DEALER)
     socket.setsockopt(zmq.LINGER, 0)
+    if options.key:
+        public, secret = zmq.auth.load_certificate(options.key)
+        server, _ = zmq.auth.load_certificate(options.server_key)
+        socket.curve_publickey, socket.curve_secretkey, socket.curve_serverkey = public, secret, server
     socket.connect(options.endpoint)
     acks = open(options.acks, "w") if options.acks else None
 
