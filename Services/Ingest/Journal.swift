@@ -214,8 +214,10 @@ public final class Journal: FeedSource {
                 }
                 return [(firstShard, records.count, body)]
             }
-            // Several shards: each gets the records of its devices, in batch order.
-            var byShard: [Int: [Int]] = [:]
+            // Several shards: each gets the records of its devices, in batch order (a device's shard is computed
+            // once per run of its records; gateways usually interleave devices, so that is about once a record).
+            var byShard = [[Int]](repeating: [], count: shards)
+            var used: [Int] = []
             var previous: (device: DeviceID, shard: Int)?
             for (index, record) in records.enumerated() {
                 let shard: Int
@@ -225,14 +227,19 @@ public final class Journal: FeedSource {
                     shard = DeviceShard.of(record.device, shards: shards)
                     previous = (record.device, shard)
                 }
-                byShard[shard, default: []].append(index)
+                if byShard[shard].isEmpty { used.append(shard) }
+                byShard[shard].append(index)
             }
-            return byShard.keys.sorted().map { shard in
-                let indexes = byShard[shard]!
-                let body = if let encoded {
-                    MessagePackFraming.array(of: indexes.lazy.map { encoded.ranges[$0] }, in: encoded.body)
+            return used.sorted().map { shard in
+                let indexes = byShard[shard]
+                let body: [UInt8]
+                if let encoded {
+                    var ranges: [Range<Int>] = []
+                    ranges.reserveCapacity(indexes.count)
+                    for index in indexes { ranges.append(encoded.ranges[index]) }
+                    body = MessagePackFraming.array(of: ranges, in: encoded.body)
                 } else {
-                    RecordBatch.encodeBatch(indexes.map { records[$0] }, as: .msgpack)
+                    body = RecordBatch.encodeBatch(indexes.map { records[$0] }, as: .msgpack)
                 }
                 return (shard, indexes.count, body)
             }

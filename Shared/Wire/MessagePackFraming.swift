@@ -129,7 +129,7 @@ public enum MessagePackFraming {
     }
 
     /// An array of the given slices of `source`, in order: the elements as they were, under a new header.
-    public static func array(of ranges: some Collection<Range<Int>>, in source: [UInt8]) -> [UInt8] {
+    public static func array(of ranges: [Range<Int>], in source: [UInt8]) -> [UInt8] {
         var size = 5
         for range in ranges { size += range.count }
         var result: [UInt8] = []
