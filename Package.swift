@@ -67,13 +67,13 @@ let package = Package(
         .target(name: "NotifierSinks", dependencies: ["RoadSaveModel", "CSodium", "ZeroMQ", "Wire"],
                 path: "Services/Notifier/Sinks"),
 
-        // Replay: the engines over a recorded NDJSON file, in one process.
-        .target(name: "Replay", dependencies: ["RoadSaveModel", "DetectionEngine", "PlatformHTTP"],
+        // Replay: the engines over a recorded file (NDJSON or MessagePack), in one process.
+        .target(name: "Replay", dependencies: ["RoadSaveModel", "DetectionEngine", "PlatformHTTP", "Wire"],
                 path: "Services/Replay"),
         // Simulation: realistic record streams from a seed.
         .target(name: "Simulator", dependencies: ["GatewayKit"], path: "Services/Simulator"),
         // Converters from the real recordings in ../shared/data to NDJSON records.
-        .target(name: "Recordings", dependencies: ["GatewayKit", "RoadSaveModel"], path: "Services/Recordings"),
+        .target(name: "Recordings", dependencies: ["GatewayKit", "RoadSaveModel", "Wire"], path: "Services/Recordings"),
 
         .executableTarget(name: "roadsave",
                           dependencies: ["RoadSaveModel", "DetectionEngine", "PlatformHTTP", "Replay", "Simulator", "Recordings",
