@@ -81,7 +81,8 @@ let package = Package(
                           path: "Services/CLI"),
 
         // The benchmark behind `make bench`.
-        .executableTarget(name: "roadsave-bench", dependencies: ["RoadSaveModel", "DetectionEngine", "Replay", "Wire", "ZeroMQ"],
+        .executableTarget(name: "roadsave-bench",
+                          dependencies: ["RoadSaveModel", "DetectionEngine", "Replay", "Wire", "ZeroMQ", "CMessagePack"],
                           path: "Services/Bench"),
 
         .testTarget(name: "GatewayKitTests", dependencies: ["GatewayKit"], path: "Tests/GatewayKitTests"),
@@ -109,7 +110,7 @@ let package = Package(
         .testTarget(name: "RecordingTests", dependencies: ["Recordings", "RoadSaveModel", "DetectionEngine", "Replay", "GatewayKit"],
                     path: "Tests/RecordingTests"),
         // The replay path over simulated fleets, against the simulator's ground truth.
-        .testTarget(name: "PipelineTests", dependencies: ["Simulator", "Replay", "DetectionEngine", "RoadSaveModel"],
+        .testTarget(name: "PipelineTests", dependencies: ["Simulator", "Replay", "DetectionEngine", "RoadSaveModel", "Wire"],
                     path: "Tests/PipelineTests"),
         // The gateway, subscriber, control and supervisor commands against real services.
         .testTarget(name: "CommandTests", dependencies: ["roadsave", "Wire", "RoadSaveModel"], path: "Tests/CommandTests"),

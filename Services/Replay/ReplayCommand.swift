@@ -7,7 +7,7 @@ import Wire
 /// `roadsave replay FILE.ndjson`: the engines over a recording, events as NDJSON on standard output.
 public enum ReplayCommand {
     public static let usage = """
-        Usage: roadsave replay FILE [options]
+        Usage: roadsave replay FILE.ndjson|FILE.msgpack [options]
 
         Runs the trip and crash engines over recorded sensor records (CONTRACT §2: NDJSON, one JSON object a line,
         or MessagePack, the records' maps one after another, as `simulate` and `convert` write with

@@ -1,11 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// The members of one record (CONTRACT §2) as a reader found them, before validation: one flat value per known field,
 /// filled by whichever reader saw the record (`JSONRecordScanner` over NDJSON bytes, `MessagePackRecordScanner` over
 /// MessagePack bytes, or `init(members:)` over a parsed `JSONValue`), then checked by the one validator,
@@ -88,70 +80,102 @@ public struct RecordFields {
         case kind, app, user, seq, t, lat, lon, speed, course, hacc, activity, confidence, steps, peakG, durationMs,
              samples, activityAvailable, pedometerAvailable
 
-        /// The name's bytes match one of the record fields: by length, then bytes (no `String` is built).
+        /// The name's bytes match one of the record fields: by length, then by the bytes read as integers (no
+        /// `String` is built, no `memcmp` is called: this runs for every member of every record).
         @inlinable
         public static func match(_ bytes: UnsafePointer<UInt8>, _ count: Int) -> Name? {
-            @inline(__always) func equal(_ literal: StaticString) -> Bool {
-                memcmp(bytes, literal.utf8Start, count) == 0
-            }
             switch count {
             case 1: return bytes[0] == UInt8(ascii: "t") ? .t : nil
             case 3:
-                if equal("app") { return .app }
-                if equal("seq") { return .seq }
-                if equal("lat") { return .lat }
-                if equal("lon") { return .lon }
+                switch RecordFields.word(bytes, count) {
+                case 0x707061: return .app
+                case 0x716573: return .seq
+                case 0x74616c: return .lat
+                case 0x6e6f6c: return .lon
+                default: return nil
+                }
             case 4:
-                if equal("kind") { return .kind }
-                if equal("user") { return .user }
-                if equal("hacc") { return .hacc }
+                switch RecordFields.word(bytes, count) {
+                case 0x646e696b: return .kind
+                case 0x72657375: return .user
+                case 0x63636168: return .hacc
+                default: return nil
+                }
             case 5:
-                if equal("speed") { return .speed }
-                if equal("steps") { return .steps }
-                if equal("peakG") { return .peakG }
-            case 6: if equal("course") { return .course }
-            case 7: if equal("samples") { return .samples }
-            case 8: if equal("activity") { return .activity }
+                switch RecordFields.word(bytes, count) {
+                case 0x6465657073: return .speed
+                case 0x7370657473: return .steps
+                case 0x476b616570: return .peakG
+                default: return nil
+                }
+            case 6: return RecordFields.word(bytes, count) == 0x657372756f63 ? .course : nil
+            case 7: return RecordFields.word(bytes, count) == 0x73656c706d6173 ? .samples : nil
+            case 8: return RecordFields.word(bytes, count) == 0x7974697669746361 ? .activity : nil
             case 10:
-                if equal("confidence") { return .confidence }
-                if equal("durationMs") { return .durationMs }
-            case 17: if equal("activityAvailable") { return .activityAvailable }
-            case 18: if equal("pedometerAvailable") { return .pedometerAvailable }
-            default: break
+                let tail = RecordFields.word(bytes + 8, 2)
+                switch RecordFields.word(bytes, 8) {
+                case 0x6e656469666e6f63: return tail == 0x6563 ? .confidence : nil
+                case 0x6e6f697461727564: return tail == 0x734d ? .durationMs : nil
+                default: return nil
+                }
+            case 17:
+                return RecordFields.word(bytes, 8) == 0x7974697669746361 && RecordFields.word(bytes + 8, 8) == 0x6c62616c69617641
+                    && bytes[16] == UInt8(ascii: "e") ? .activityAvailable : nil
+            case 18:
+                return RecordFields.word(bytes, 8) == 0x6574656d6f646570 && RecordFields.word(bytes + 8, 8) == 0x62616c6961764172
+                    && bytes[16] == UInt8(ascii: "l") && bytes[17] == UInt8(ascii: "e") ? .pedometerAvailable : nil
+            default: return nil
             }
-            return nil
         }
+    }
+
+    /// Up to 8 bytes as a little-endian integer (the first byte lowest), for comparing short names at once.
+    @inlinable @inline(__always)
+    public static func word(_ bytes: UnsafePointer<UInt8>, _ count: Int) -> UInt64 {
+        if count >= 8 { return UInt64(littleEndian: UnsafeRawPointer(bytes).loadUnaligned(as: UInt64.self)) }
+        var value: UInt64 = 0
+        for index in 0..<count { value |= UInt64(bytes[index]) << (8 * index) }
+        return value
     }
 
     /// The enumerated values of `kind`, `activity` and `confidence` as literals (no allocation, no validation);
     /// nil for anything else, which the reader then builds as a `String`.
     @inlinable
     public static func knownValue(_ bytes: UnsafePointer<UInt8>, _ count: Int) -> String? {
-        @inline(__always) func equal(_ literal: StaticString) -> Bool {
-            memcmp(bytes, literal.utf8Start, count) == 0
-        }
         switch count {
-        case 3: if equal("low") { return "low" }
-        case 4: if equal("high") { return "high" }
-        case 5: if equal("steps") { return "steps" }
+        case 3: return word(bytes, 3) == 0x776f6c ? "low" : nil
+        case 4: return word(bytes, 4) == 0x68676968 ? "high" : nil
+        case 5: return word(bytes, 5) == 0x7370657473 ? "steps" : nil
         case 6:
-            if equal("impact") { return "impact" }
-            if equal("medium") { return "medium" }
+            switch word(bytes, 6) {
+            case 0x746361706d69: return "impact"
+            case 0x6d756964656d: return "medium"
+            default: return nil
+            }
         case 7:
-            if equal("walking") { return "walking" }
-            if equal("running") { return "running" }
-            if equal("cycling") { return "cycling" }
-            if equal("unknown") { return "unknown" }
+            switch word(bytes, 7) {
+            case 0x676e696b6c6177: return "walking"
+            case 0x676e696e6e7572: return "running"
+            case 0x676e696c637963: return "cycling"
+            case 0x6e776f6e6b6e75: return "unknown"
+            default: return nil
+            }
         case 8:
-            if equal("location") { return "location" }
-            if equal("activity") { return "activity" }
+            switch word(bytes, 8) {
+            case 0x6e6f697461636f6c: return "location"
+            case 0x7974697669746361: return "activity"
+            default: return nil
+            }
         case 10:
-            if equal("automotive") { return "automotive" }
-            if equal("stationary") { return "stationary" }
-        case 12: if equal("capabilities") { return "capabilities" }
-        default: break
+            let tail = word(bytes + 8, 2)
+            switch word(bytes, 8) {
+            case 0x69746f6d6f747561: return tail == 0x6576 ? "automotive" : nil
+            case 0x616e6f6974617473: return tail == 0x7972 ? "stationary" : nil
+            default: return nil
+            }
+        case 12: return word(bytes, 8) == 0x696c696261706163 && word(bytes + 8, 4) == 0x73656974 ? "capabilities" : nil
+        default: return nil
         }
-        return nil
     }
 
     /// The member for a string value of the field `name`: enumerated values as literals, identifiers through the

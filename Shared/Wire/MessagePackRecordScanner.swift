@@ -17,19 +17,21 @@ import Darwin
 /// that goes on past the bytes given is `.incomplete`.
 public enum MessagePackRecordScanner {
     public enum Outcome {
-        /// The record's members and how many bytes it took.
-        case record(RecordFields, length: Int)
+        /// The record's members are in the fields given; it took this many bytes.
+        case record(length: Int)
         /// The bytes end inside the record.
         case incomplete
         /// Not the common shape: decode it with `MessagePack.record(_:count:)`.
         case general
     }
 
-    public static func scan(_ bytes: UnsafePointer<UInt8>, count: Int, identifiers: IdentifierCache?) -> Outcome {
+    /// Fills `fields` (which must be fresh) from the record at `bytes`.
+    public static func scan(_ bytes: UnsafePointer<UInt8>, count: Int, into fields: inout RecordFields,
+                            identifiers: IdentifierCache?) -> Outcome {
         var reader = Reader(bytes: bytes, end: count)
         do throws(Stop) {
-            let fields = try reader.record(identifiers)
-            return .record(fields, length: reader.index)
+            try reader.record(into: &fields, identifiers)
+            return .record(length: reader.index)
         } catch {
             return error == .incomplete ? .incomplete : .general
         }
@@ -56,7 +58,7 @@ public enum MessagePackRecordScanner {
         @inline(__always)
         func be64(_ at: Int) -> UInt64 { UnsafeRawPointer(bytes + at).loadUnaligned(as: UInt64.self).bigEndian }
 
-        mutating func record(_ identifiers: IdentifierCache?) throws(Stop) -> RecordFields {
+        mutating func record(into fields: inout RecordFields, _ identifiers: IdentifierCache?) throws(Stop) {
             try need(1)
             let header = bytes[index]
             let pairs: Int
@@ -71,7 +73,6 @@ public enum MessagePackRecordScanner {
             default:
                 throw .general
             }
-            var fields = RecordFields()
             for _ in 0..<pairs {
                 let (keyStart, keyCount) = try string()
                 let name = RecordFields.Name.match(bytes + keyStart, keyCount)
@@ -89,7 +90,6 @@ public enum MessagePackRecordScanner {
                     if let name { fields.set(name, member) }
                 }
             }
-            return fields
         }
 
         /// A string's bytes (where they start, how many); `.general` for anything but a string.

@@ -139,8 +139,9 @@ public final class RecordFileReader {
                 guard refill() else { return nil }
                 continue
             }
-            switch MessagePackRecordScanner.scan(buffer + start, count: available, identifiers: identifiers) {
-            case let .record(fields, length):
+            var fields = RecordFields()
+            switch MessagePackRecordScanner.scan(buffer + start, count: available, into: &fields, identifiers: identifiers) {
+            case let .record(length):
                 start += length
                 number += 1
                 do throws(RecordError) {
