@@ -55,6 +55,10 @@ struct Bench {
         if arguments.first == "ack-server" {
             try AckServer.run(endpoint: arguments.dropFirst().first ?? "tcp://127.0.0.1:0")
         }
+        if arguments.first == "engines" {
+            try EngineBench.run(arguments: Array(arguments.dropFirst()))
+            return
+        }
         guard let path = arguments.first, !path.hasPrefix("-") else {
             print("Usage: roadsave-bench FILE.ndjson [--baseline-lines N]\n\nTimes decoding and replay of FILE and prints records a second, with Foundation's JSONDecoder as the baseline (on the first N lines, default 200000).\n\n       roadsave-bench ack-server ENDPOINT\n\nA bare ROUTER that unpacks, validates and acknowledges gateway batches at once: the baseline of scripts/bench_services.py.")
             exit(arguments.contains("--help") || arguments.contains("-h") ? 0 : 2)

@@ -11,20 +11,20 @@ import RoadSaveModel
     }
 
     @Test func invalidAndInaccurateFixesAreRejected() {
-        var track = GPSTrack(historySeconds: 150)
+        var track = GPSTrack()
         #expect(accept(&track, t: 0, lat: 0, lon: 0, accuracy: -1) == .failure(.invalidFix))
         #expect(accept(&track, t: 1, lat: 0, lon: 0, accuracy: 65) == .failure(.poorAccuracy))
         #expect((try? accept(&track, t: 2, lat: 0, lon: 0, accuracy: nil).get())?.accuracy == GPSTrack.assumedAccuracy)
     }
 
     @Test func aRepeatedTimeIsADuplicate() {
-        var track = GPSTrack(historySeconds: 150)
+        var track = GPSTrack()
         _ = accept(&track, t: 10, lat: -33.9, lon: 18.4)
         #expect(accept(&track, t: 10, lat: -33.9, lon: 18.4) == .failure(.duplicate))
     }
 
     @Test func aJumpAtAnImpossibleSpeedIsRejectedUntilTheNewPlaceIsConfirmed() {
-        var track = GPSTrack(historySeconds: 150)
+        var track = GPSTrack()
         _ = accept(&track, t: 0, lat: -33.9, lon: 18.4)
         // 0.01° of latitude (1.1 km) in one second.
         #expect(accept(&track, t: 1, lat: -33.89, lon: 18.4) == .failure(.implausibleJump))
@@ -35,7 +35,7 @@ import RoadSaveModel
     }
 
     @Test func speedIsEstimatedFromDisplacementWhenNotReportedAndJitterReadsAsZero() throws {
-        var track = GPSTrack(historySeconds: 150)
+        var track = GPSTrack()
         for second in 0...10 {
             _ = accept(&track, t: Double(second), lat: -33.9, lon: 18.4 + Double(second) * 0.00015, speed: nil)
         }
@@ -44,7 +44,7 @@ import RoadSaveModel
         #expect(abs(moving.speed! - (138.4 - 14.1) / 10) < 0.2)
         #expect(moving.isMovement)
 
-        var parked = GPSTrack(historySeconds: 150)
+        var parked = GPSTrack()
         var random = SeededRandom(seed: 5)
         for second in 0...60 {
             let (lat, lon) = Script.moved(-33.9, 18.4, north: random.gaussian() * 4, east: random.gaussian() * 4)

@@ -11,10 +11,12 @@ public struct RecordOrdering: Sendable {
         public var window: Double
         /// A jump ahead of the newest record larger than this is held for confirmation, in seconds.
         public var futureJump: Double
-        /// How many recent `seq` values are remembered for duplicate detection.
+        /// How many `seq` values, counting down from the device's highest, are remembered for duplicate detection
+        /// (one bit each; see `SequenceWindow`). 1,024 is minutes of records at a gateway's rates, far more than the
+        /// reorder window holds; a repeat further behind is judged by its time (late, as a rule).
         public var sequenceMemory: Int
 
-        public init(window: Double = 10, futureJump: Double = 900, sequenceMemory: Int = 4096) {
+        public init(window: Double = 10, futureJump: Double = 900, sequenceMemory: Int = 1024) {
             self.window = window
             self.futureJump = futureJump
             self.sequenceMemory = sequenceMemory
@@ -50,13 +52,19 @@ public struct RecordOrdering: Sendable {
     /// The event time of the last record released.
     public private(set) var released: Double?
     /// A record far ahead of the stream, waiting for the next record to confirm it.
-    private var suspect: SensorRecord?
-    private var recentSequences = Set<UInt64>()
-    private var sequenceOrder: [UInt64] = []
-    private var sequenceHead = 0
+    private var suspect: SensorRecord? {
+        get { held.first }
+        set { held = newValue.map { [$0] } ?? [] }
+    }
+    /// The suspect's storage: rarely used, so kept out of line (8 bytes a device instead of a record's 121).
+    private var held: [SensorRecord] = []
+    /// The `seq` values taken: a duplicate within `options.sequenceMemory` of the highest is found (see
+    /// `SequenceWindow` for values further behind).
+    private var sequences: SequenceWindow
 
     public init(options: Options = Options()) {
         self.options = options
+        sequences = SequenceWindow(size: options.sequenceMemory)
     }
 
     /// Records waiting in the buffer.
@@ -65,14 +73,28 @@ public struct RecordOrdering: Sendable {
     /// Takes a record in. Returns the records now ready, in order, and what was rejected (the record itself, or a
     /// suspect it disproved).
     public mutating func insert(_ record: SensorRecord) -> (ready: [SensorRecord], rejected: [(SensorRecord, Rejection)]) {
+        var ready: [SensorRecord] = []
         var rejected: [(SensorRecord, Rejection)] = []
+        insert(record, ready: &ready, rejected: &rejected)
+        return (ready, rejected)
+    }
+
+    /// Takes a record in, appending the records now ready (in order) to `ready` and what was rejected to
+    /// `rejected`: a shell that reuses both buffers allocates nothing per record.
+    public mutating func insert(_ record: SensorRecord, ready: inout [SensorRecord],
+                                rejected: inout [(SensorRecord, Rejection)]) {
         if let seq = record.seq {
-            if recentSequences.contains(seq) { return ([], [(record, .duplicate)]) }
+            if sequences.contains(seq) {
+                rejected.append((record, .duplicate))
+                return
+            }
         } else if isBufferedCopy(record) {
-            return ([], [(record, .duplicate)])
+            rejected.append((record, .duplicate))
+            return
         }
         if let released, record.t < released - 1e-9 {
-            return ([], [(record, .late(appliedUpTo: released))])
+            rejected.append((record, .late(appliedUpTo: released)))
+            return
         }
         if let pending = suspect {
             suspect = nil
@@ -85,48 +107,65 @@ public struct RecordOrdering: Sendable {
         } else if let newest, record.t > newest + options.futureJump {
             remember(record.seq)
             suspect = record
-            return ([], rejected)
+            return
         }
         remember(record.seq)
         take(record)
-        return (releaseReady(), rejected)
+        releaseReady(into: &ready)
     }
 
     /// Releases everything (end of input, or a shell's idle flush).
     public mutating func flush() -> [SensorRecord] {
+        var all: [SensorRecord] = []
+        flush(into: &all)
+        return all
+    }
+
+    /// Releases everything into `ready`. The buffer's memory goes too: a device that has gone quiet keeps none.
+    public mutating func flush(into ready: inout [SensorRecord]) {
         if let pending = suspect {
             suspect = nil
             take(pending)
         }
-        let all = Array(buffer[head...])
-        if let last = all.last { released = max(released ?? last.t, last.t) }
-        buffer.removeAll(keepingCapacity: true)
+        guard head < buffer.count else {
+            buffer = []
+            head = 0
+            return
+        }
+        ready.append(contentsOf: buffer[head...])
+        released = max(released ?? buffer[buffer.count - 1].t, buffer[buffer.count - 1].t)
+        buffer = []
         head = 0
-        return all
     }
 
     private mutating func take(_ record: SensorRecord) {
         newest = max(newest ?? record.t, record.t)
-        // Mostly in order: search for the insertion point from the end.
+        // Mostly in order: append, or search for the insertion point from the end.
         var index = buffer.count
         while index > head, buffer[index - 1].t > record.t { index -= 1 }
-        buffer.insert(record, at: index)
+        if index == buffer.count {
+            buffer.append(record)
+        } else {
+            buffer.insert(record, at: index)
+        }
     }
 
-    private mutating func releaseReady() -> [SensorRecord] {
-        guard let newest else { return [] }
+    private mutating func releaseReady(into ready: inout [SensorRecord]) {
+        guard let newest else { return }
         let horizon = newest - options.window
-        var ready: [SensorRecord] = []
-        while head < buffer.count, buffer[head].t <= horizon {
-            ready.append(buffer[head])
-            head += 1
-        }
-        if let last = ready.last { released = max(released ?? last.t, last.t) }
-        if head > 256, head * 2 > buffer.count {
+        let first = head
+        while head < buffer.count, buffer[head].t <= horizon { head += 1 }
+        guard head > first else { return }
+        ready.append(contentsOf: buffer[first..<head])
+        released = max(released ?? buffer[head - 1].t, buffer[head - 1].t)
+        // Released records leave the front in small steps, so the buffer holds little more than the window.
+        if head == buffer.count {
+            buffer.removeAll(keepingCapacity: true)
+            head = 0
+        } else if head >= 8, head * 2 >= buffer.count {
             buffer.removeFirst(head)
             head = 0
         }
-        return ready
     }
 
     private func isBufferedCopy(_ record: SensorRecord) -> Bool {
@@ -135,16 +174,7 @@ public struct RecordOrdering: Sendable {
 
     private mutating func remember(_ seq: UInt64?) {
         guard let seq else { return }
-        recentSequences.insert(seq)
-        sequenceOrder.append(seq)
-        if sequenceOrder.count - sequenceHead > options.sequenceMemory {
-            recentSequences.remove(sequenceOrder[sequenceHead])
-            sequenceHead += 1
-            if sequenceHead > 4096 {
-                sequenceOrder.removeFirst(sequenceHead)
-                sequenceHead = 0
-            }
-        }
+        sequences.insert(seq)
     }
 }
 
@@ -155,10 +185,10 @@ extension RecordOrdering: Codable {
         case options, buffer, newest, released, suspect, sequenceRuns
     }
 
-    /// Written compactly and in a stable order: only the live part of the buffer, and the remembered `seq` values
-    /// (in arrival order) as runs of consecutive numbers `[first, count, first, count, …]` (a gateway numbers a
-    /// device's records consecutively, so a device's 4,096 remembered values are usually one run). The set used for
-    /// look-ups is rebuilt from them, so hash order never reaches the bytes.
+    /// Written compactly and in a stable order: only the live part of the buffer, and the remembered `seq` values as
+    /// runs of consecutive numbers `[first, count, first, count, …]`, ascending (a gateway numbers a device's records
+    /// consecutively, so they are usually one run). Checkpoints written before the `SequenceWindow` hold the values
+    /// in arrival order: both are read by taking the values in the order written, which rebuilds the same window.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(options, forKey: .options)
@@ -166,15 +196,13 @@ extension RecordOrdering: Codable {
         try container.encodeIfPresent(newest, forKey: .newest)
         try container.encodeIfPresent(released, forKey: .released)
         try container.encodeIfPresent(suspect, forKey: .suspect)
+        let values = sequences.values
         var runs: [UInt64] = []
-        var index = sequenceHead
-        while index < sequenceOrder.count {
-            let first = sequenceOrder[index]
+        var index = 0
+        while index < values.count {
+            let first = values[index]
             var count: UInt64 = 1
-            while index + Int(count) < sequenceOrder.count, first < UInt64.max - count,
-                  sequenceOrder[index + Int(count)] == first + count {
-                count += 1
-            }
+            while index + Int(count) < values.count, values[index + Int(count)] == first + count { count += 1 }
             runs.append(first)
             runs.append(count)
             index += Int(count)
@@ -188,7 +216,8 @@ extension RecordOrdering: Codable {
         buffer = try container.decode([SensorRecord].self, forKey: .buffer)
         newest = try container.decodeIfPresent(Double.self, forKey: .newest)
         released = try container.decodeIfPresent(Double.self, forKey: .released)
-        suspect = try container.decodeIfPresent(SensorRecord.self, forKey: .suspect)
+        held = try container.decodeIfPresent(SensorRecord.self, forKey: .suspect).map { [$0] } ?? []
+        sequences = SequenceWindow(size: options.sequenceMemory)
         let runs = try container.decode([UInt64].self, forKey: .sequenceRuns)
         guard runs.count % 2 == 0 else {
             throw DecodingError.dataCorruptedError(forKey: .sequenceRuns, in: container,
@@ -200,8 +229,7 @@ extension RecordOrdering: Codable {
                 throw DecodingError.dataCorruptedError(forKey: .sequenceRuns, in: container,
                                                        debugDescription: "run of \(count) from \(first) is impossible")
             }
-            for offset in 0..<count { sequenceOrder.append(first + offset) }
+            for offset in 0..<count { sequences.insert(first + offset) }
         }
-        recentSequences = Set(sequenceOrder)
     }
 }
