@@ -53,6 +53,42 @@ import RoadSaveModel
         #expect(parked.recent.allSatisfy { !$0.isMovement })
     }
 
+    @Test func theHistoryKeepsWhatCanStillBeReadAndTheLastPositionBeforeIt() {
+        var track = GPSTrack()
+        func add(_ t: Double) {
+            _ = track.accept(LocationFix(latitude: -33.9, longitude: 18.4 + t * 1e-6, speed: 0, horizontalAccuracy: 5),
+                             at: t, settings: DetectionSettings(), keepingFrom: t - 30)
+        }
+        // A fix a minute (a phone saving battery): only the newest before the cutoff stays with the new one.
+        for t in stride(from: 0.0, through: 600, by: 60) { add(t) }
+        #expect(Array(track.recent.map(\.t).suffix(2)) == [540, 600])
+        #expect(!track.recent.contains { $0.t < 300 }, "old fixes were dropped")
+        #expect(track.recent.count <= 2 + GPSTrack.trimBatch)
+        // Then one a second: everything from the cutoff on, and one before it; stale fixes go in small batches.
+        for t in 601...700 { add(Double(t)) }
+        let times = track.recent.map(\.t)
+        #expect(Array(times.suffix(31)) == (670...700).map(Double.init), "everything from the cutoff on")
+        #expect(times.first! < 670)
+        #expect(times.count <= 31 + 1 + GPSTrack.trimBatch)
+    }
+
+    @Test func aCrashLongAfterTheLastFixStillGetsThatPosition() throws {
+        // Driving, then a tunnel: no fix for 100 s before the impact. The position sent is the last one known.
+        var script = Script()
+        script.activity(.automotive, .high)
+        script.drive(seconds: 120, speed: 15)
+        let lastFix = try #require(script.records.last { if case .location = $0.payload { true } else { false } })
+        script.silence(seconds: 100)
+        script.impact(peakG: 45)
+        script.silence(seconds: 30)
+        script.activity(.stationary, .high)
+        var harness = Harness()
+        harness.run(script.records)
+        let candidate = try #require(harness.candidates.first)
+        guard case let .location(fix) = lastFix.payload else { return }
+        #expect(candidate.latitude == fix.latitude && candidate.longitude == fix.longitude)
+    }
+
     @Test func badFixesDoNotStartTripsOrAddDistance() throws {
         // A drive whose every fifth fix jumps 500 m sideways, with invalid and inaccurate fixes mixed in.
         var clean = Script()

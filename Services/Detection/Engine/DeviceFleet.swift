@@ -43,8 +43,7 @@ public struct DeviceFleet: Sendable {
     private var changed = ChangedSlots()
     /// The slot of the last record's device: a run of one device's records (a gateway batch) finds it without hashing.
     private var lastSlot = 0
-    /// Buffers reused for every record, so that the common case allocates nothing.
-    private var readyScratch: [SensorRecord] = []
+    /// Reused for every record, so that the common case allocates nothing.
     private var rejectedScratch: [(SensorRecord, RecordOrdering.Rejection)] = []
     public private(set) var statistics = FleetStatistics()
     /// Whether the last `tick` changed any device (a shell that logs its inputs need not keep a tick that did not).
@@ -382,18 +381,10 @@ public struct DeviceFleet: Sendable {
     }
 
     private mutating func order(_ record: SensorRecord, slot: Int, into actions: inout [FleetAction]) {
-        // The scratch buffers are taken out while in use, so that `apply` may touch the fleet.
-        var ready: [SensorRecord] = []
+        // The scratch buffer is taken out while in use; ready records are moved out one by one, never copied.
         var rejected: [(SensorRecord, RecordOrdering.Rejection)] = []
-        swap(&ready, &readyScratch)
         swap(&rejected, &rejectedScratch)
-        defer {
-            ready.removeAll(keepingCapacity: true)
-            rejected.removeAll(keepingCapacity: true)
-            swap(&ready, &readyScratch)
-            swap(&rejected, &rejectedScratch)
-        }
-        devices[slot].ordering.insert(record, ready: &ready, rejected: &rejected)
+        devices[slot].ordering.insert(record, rejected: &rejected)
         for (rejectedRecord, reason) in rejected {
             switch reason {
             case .duplicate: statistics.duplicates += 1
@@ -402,7 +393,9 @@ public struct DeviceFleet: Sendable {
             }
             actions.append(.recordRejected(rejectedRecord, reason))
         }
-        for next in ready { apply(next, slot: slot, into: &actions) }
+        rejected.removeAll(keepingCapacity: true)
+        swap(&rejected, &rejectedScratch)
+        while let next = devices[slot].ordering.nextReady() { apply(next, slot: slot, into: &actions) }
     }
 
     /// A record that left the reorder stage.

@@ -44,9 +44,12 @@ public struct RecordOrdering: Sendable {
     }
 
     public let options: Options
-    /// Buffered records in event-time order (ties in arrival order), from `head` on.
-    private var buffer: [SensorRecord] = []
-    private var head = 0
+    /// Buffered records in event-time order (ties in arrival order): a ring (its size a power of two, at least the
+    /// most ever buffered at once), so released records leave the front without moving the others and are moved out,
+    /// not copied.
+    private var ring: [SensorRecord?] = []
+    private var first = 0
+    private var count = 0
     /// The newest event time taken in.
     public private(set) var newest: Double?
     /// The event time of the last record released.
@@ -68,7 +71,7 @@ public struct RecordOrdering: Sendable {
     }
 
     /// Records waiting in the buffer.
-    public var bufferedCount: Int { buffer.count - head + (suspect == nil ? 0 : 1) }
+    public var bufferedCount: Int { count + (suspect == nil ? 0 : 1) }
 
     /// Takes a record in. Returns the records now ready, in order, and what was rejected (the record itself, or a
     /// suspect it disproved).
@@ -79,10 +82,16 @@ public struct RecordOrdering: Sendable {
         return (ready, rejected)
     }
 
-    /// Takes a record in, appending the records now ready (in order) to `ready` and what was rejected to
-    /// `rejected`: a shell that reuses both buffers allocates nothing per record.
+    /// Takes a record in, appending the records now ready (in order) to `ready` and what was rejected to `rejected`.
     public mutating func insert(_ record: SensorRecord, ready: inout [SensorRecord],
                                 rejected: inout [(SensorRecord, Rejection)]) {
+        insert(record, rejected: &rejected)
+        while let next = nextReady() { ready.append(next) }
+    }
+
+    /// Takes a record in, appending what was rejected to `rejected`; the records it makes ready are then taken one
+    /// by one with `nextReady()` (the way that copies nothing: a shell that reuses `rejected` allocates nothing).
+    public mutating func insert(_ record: SensorRecord, rejected: inout [(SensorRecord, Rejection)]) {
         if let seq = record.seq {
             if sequences.contains(seq) {
                 rejected.append((record, .duplicate))
@@ -111,7 +120,12 @@ public struct RecordOrdering: Sendable {
         }
         remember(record.seq)
         take(record)
-        releaseReady(into: &ready)
+    }
+
+    /// The oldest buffered record if the window has passed it (it is then released), else nil.
+    public mutating func nextReady() -> SensorRecord? {
+        guard count > 0, let newest, ring[first]!.t <= newest - options.window else { return nil }
+        return removeFirst()
     }
 
     /// Releases everything (end of input, or a shell's idle flush).
@@ -127,49 +141,45 @@ public struct RecordOrdering: Sendable {
             suspect = nil
             take(pending)
         }
-        guard head < buffer.count else {
-            buffer = []
-            head = 0
-            return
-        }
-        ready.append(contentsOf: buffer[head...])
-        released = max(released ?? buffer[buffer.count - 1].t, buffer[buffer.count - 1].t)
-        buffer = []
-        head = 0
+        while count > 0 { ready.append(removeFirst()) }
+        ring = []
+        first = 0
     }
+
+    private mutating func removeFirst() -> SensorRecord {
+        let record = ring[first].take()!
+        first = (first + 1) & (ring.count - 1)
+        count -= 1
+        released = max(released ?? record.t, record.t)
+        return record
+    }
+
+    private func slot(_ offset: Int) -> Int { (first + offset) & (ring.count - 1) }
 
     private mutating func take(_ record: SensorRecord) {
         newest = max(newest ?? record.t, record.t)
-        // Mostly in order: append, or search for the insertion point from the end.
-        var index = buffer.count
-        while index > head, buffer[index - 1].t > record.t { index -= 1 }
-        if index == buffer.count {
-            buffer.append(record)
-        } else {
-            buffer.insert(record, at: index)
+        if count == ring.count { grow() }
+        // Mostly in order: the insertion point is searched from the end, and later records move up one.
+        var offset = count
+        while offset > 0, ring[slot(offset - 1)]!.t > record.t {
+            ring[slot(offset)] = ring[slot(offset - 1)].take()
+            offset -= 1
         }
+        ring[slot(offset)] = record
+        count += 1
     }
 
-    private mutating func releaseReady(into ready: inout [SensorRecord]) {
-        guard let newest else { return }
-        let horizon = newest - options.window
-        let first = head
-        while head < buffer.count, buffer[head].t <= horizon { head += 1 }
-        guard head > first else { return }
-        ready.append(contentsOf: buffer[first..<head])
-        released = max(released ?? buffer[head - 1].t, buffer[head - 1].t)
-        // Released records leave the front in small steps, so the buffer holds little more than the window.
-        if head == buffer.count {
-            buffer.removeAll(keepingCapacity: true)
-            head = 0
-        } else if head >= 8, head * 2 >= buffer.count {
-            buffer.removeFirst(head)
-            head = 0
-        }
+    private mutating func grow() {
+        var larger: [SensorRecord?] = Array(repeating: nil, count: max(8, ring.count * 2))
+        for offset in 0..<count { larger[offset] = ring[slot(offset)].take() }
+        ring = larger
+        first = 0
     }
+
+    private var buffered: [SensorRecord] { (0..<count).map { ring[slot($0)]! } }
 
     private func isBufferedCopy(_ record: SensorRecord) -> Bool {
-        buffer[head...].contains(record) || suspect == record
+        (0..<count).contains { ring[slot($0)] == record } || suspect == record
     }
 
     private mutating func remember(_ seq: UInt64?) {
@@ -192,7 +202,7 @@ extension RecordOrdering: Codable {
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(options, forKey: .options)
-        try container.encode(Array(buffer[head...]), forKey: .buffer)
+        try container.encode(buffered, forKey: .buffer)
         try container.encodeIfPresent(newest, forKey: .newest)
         try container.encodeIfPresent(released, forKey: .released)
         try container.encodeIfPresent(suspect, forKey: .suspect)
@@ -213,7 +223,14 @@ extension RecordOrdering: Codable {
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         options = try container.decode(Options.self, forKey: .options)
-        buffer = try container.decode([SensorRecord].self, forKey: .buffer)
+        let buffered = try container.decode([SensorRecord].self, forKey: .buffer)
+        count = buffered.count
+        if count > 0 {
+            var size = 8
+            while size < count { size *= 2 }
+            ring = Array(repeating: nil, count: size)
+            for (offset, record) in buffered.enumerated() { ring[offset] = record }
+        }
         newest = try container.decodeIfPresent(Double.self, forKey: .newest)
         released = try container.decodeIfPresent(Double.self, forKey: .released)
         held = try container.decodeIfPresent(SensorRecord.self, forKey: .suspect).map { [$0] } ?? []
