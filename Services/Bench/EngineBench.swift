@@ -102,7 +102,7 @@ enum EngineBench {
         }
 
         if let jsonPath {
-            let json = try JSONSerialization.data(withJSONObject: figures.map(\.json), options: [.prettyPrinted, .sortedKeys])
+            let json = try JSONSerialization.data(withJSONObject: figures.map(\.json), options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
             guard FileManager.default.createFile(atPath: jsonPath, contents: json) else {
                 FileHandle.standardError.write(Data("roadsave-bench: cannot write \(jsonPath)\n".utf8))
                 exit(2)
