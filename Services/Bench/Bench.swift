@@ -80,6 +80,10 @@ struct Bench {
         if arguments.first == "ack-server" {
             try AckServer.run(endpoint: arguments.dropFirst().first ?? "tcp://127.0.0.1:0")
         }
+        if arguments.first == "engines" {
+            try EngineBench.run(arguments: Array(arguments.dropFirst()))
+            return
+        }
         guard let path = arguments.first, !path.hasPrefix("-") else {
             print(usage)
             exit(arguments.contains("--help") || arguments.contains("-h") ? 0 : 2)

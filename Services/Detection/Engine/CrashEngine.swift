@@ -66,6 +66,11 @@ struct CrashEngine: Sendable, Codable {
         self.device = device
     }
 
+    var hasPending: Bool { !pending.isEmpty }
+
+    /// The first impact of the oldest cluster waiting for its decision.
+    var oldestPendingImpact: Double? { pending.lazy.map(\.firstImpact).min() }
+
     func nextDeadline(settings: DetectionSettings) -> Double? {
         pending.map { decisionTime(of: $0, settings: settings) }.min()
     }

@@ -40,7 +40,11 @@ public struct DeviceFleet: Sendable {
     private var devices: [FleetDeviceState] = []
     private var index: [DeviceID: Int] = [:]
     private var applications: [String: FleetApplicationState] = [:]
-    private var changed = Set<Int>()
+    private var changed = ChangedSlots()
+    /// The slot of the last record's device: a run of one device's records (a gateway batch) finds it without hashing.
+    private var lastSlot = 0
+    /// Reused for every record, so that the common case allocates nothing.
+    private var rejectedScratch: [(SensorRecord, RecordOrdering.Rejection)] = []
     public private(set) var statistics = FleetStatistics()
     /// Whether the last `tick` changed any device (a shell that logs its inputs need not keep a tick that did not).
     public private(set) var lastTickChangedState = false
@@ -54,13 +58,19 @@ public struct DeviceFleet: Sendable {
 
     /// A record arrived. `now` is the shell's clock (nil in replay: time comes only from the records).
     public mutating func receive(_ record: SensorRecord, now: Double?) -> [FleetAction] {
+        var actions: [FleetAction] = []
+        receive(record, now: now, into: &actions)
+        return actions
+    }
+
+    /// A record arrived; what the shell must do is appended to `actions` (a shell that reuses that buffer
+    /// allocates nothing for the records that ask for nothing, nearly all of them).
+    public mutating func receive(_ record: SensorRecord, now: Double?, into actions: inout [FleetAction]) {
         statistics.records += 1
         newestRecordTime = max(newestRecordTime ?? record.t, record.t)
         let slot = slot(for: record.device)
         if let now { devices[slot].lastArrival = now }
-        var actions: [FleetAction] = []
         route(record, slot: slot, now: now, into: &actions)
-        return actions
     }
 
     /// The answer to a `fetchSettings(app:)`. Fetched: the settings are kept for the application and every record
@@ -288,13 +298,19 @@ public struct DeviceFleet: Sendable {
                                                                          graceSeconds: DetectionSettings().offlineGrace)
 
     private mutating func slot(for device: DeviceID) -> Int {
+        if lastSlot < devices.count, devices[lastSlot].session.device == device {
+            changed.insert(lastSlot)
+            return lastSlot
+        }
         if let slot = index[device] {
             changed.insert(slot)
+            lastSlot = slot
             return slot
         }
         let slot = devices.count
         devices.append(FleetDeviceState(device: device, ordering: options.ordering))
         index[device] = slot
+        lastSlot = slot
         statistics.devices += 1
         changed.insert(slot)
         return slot
@@ -365,7 +381,10 @@ public struct DeviceFleet: Sendable {
     }
 
     private mutating func order(_ record: SensorRecord, slot: Int, into actions: inout [FleetAction]) {
-        let (ready, rejected) = devices[slot].ordering.insert(record)
+        // The scratch buffer is taken out while in use; ready records are moved out one by one, never copied.
+        var rejected: [(SensorRecord, RecordOrdering.Rejection)] = []
+        swap(&rejected, &rejectedScratch)
+        devices[slot].ordering.insert(record, rejected: &rejected)
         for (rejectedRecord, reason) in rejected {
             switch reason {
             case .duplicate: statistics.duplicates += 1
@@ -374,7 +393,9 @@ public struct DeviceFleet: Sendable {
             }
             actions.append(.recordRejected(rejectedRecord, reason))
         }
-        for next in ready { apply(next, slot: slot, into: &actions) }
+        rejected.removeAll(keepingCapacity: true)
+        swap(&rejected, &rejectedScratch)
+        while let next = devices[slot].ordering.nextReady() { apply(next, slot: slot, into: &actions) }
     }
 
     /// A record that left the reorder stage.

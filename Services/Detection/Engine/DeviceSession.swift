@@ -28,7 +28,7 @@ public struct DeviceSession: Sendable, Codable {
 
     public init(device: DeviceID) {
         self.device = device
-        gps = GPSTrack(historySeconds: 150)
+        gps = GPSTrack()
         trips = TripEngine(device: device)
         crashes = CrashEngine(device: device)
     }
@@ -143,7 +143,8 @@ public struct DeviceSession: Sendable, Codable {
 
         switch record.payload {
         case let .location(fix):
-            guard case let .success(accepted) = gps.accept(fix, at: record.t, settings: settings) else { break }
+            guard case let .success(accepted) = gps.accept(fix, at: record.t, settings: settings,
+                                                           keepingFrom: gpsHistoryCutoff(at: record.t)) else { break }
             if accepted.isMovement { steps.movementSeen() }
             if tripsActive, let event = trips.fixAccepted(accepted, context: tripContext) {
                 actions.append(.emit(event))
@@ -193,11 +194,23 @@ public struct DeviceSession: Sendable, Codable {
 
     private mutating func fireDueTimers(at now: Double) -> [DetectionAction] {
         guard monitoring else { return [] }
-        var actions = crashes.advance(to: now, context: crashContext)
-        if tripsActive, let deadline = trips.stopDeadline(context: tripContext), deadline <= now {
+        // The crash context (settings, GPS history) is built only when a decision may be due.
+        var actions = crashes.hasPending ? crashes.advance(to: now, context: crashContext) : []
+        if tripsActive, trips.isDriving, let deadline = trips.stopDeadline(context: tripContext), deadline <= now {
             actions += endTrip(reason: .stopDelay)
         }
         return actions
+    }
+
+    /// The oldest fix time the session may still read at `t` or later: a speed estimate looks back
+    /// `GPSTrack.speedReferenceLimit`, an impact from now on reads `crashSpeedWindowBefore` before it, and a crash
+    /// waiting for its decision reads from that far before its first impact (and the last position before it, which
+    /// the track keeps anyway).
+    private func gpsHistoryCutoff(at t: Double) -> Double {
+        let lookBack = settings.crashSpeedWindowBefore
+        var cutoff = t - max(GPSTrack.speedReferenceLimit, lookBack)
+        if let firstImpact = crashes.oldestPendingImpact { cutoff = min(cutoff, firstImpact - lookBack) }
+        return cutoff
     }
 
     private mutating func endTrip(reason: TripEndReason) -> [DetectionAction] {

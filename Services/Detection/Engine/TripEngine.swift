@@ -47,17 +47,18 @@ struct TripEngine: Sendable, Codable {
 
     // MARK: Inputs
 
+    // The run or trip is taken out of the state once and put back once: each copy is a few hundred bytes, and this
+    // runs for every fix.
     mutating func fixAccepted(_ fix: AcceptedFix, context: TripContext) -> RoadSaveEvent? {
         switch state {
-        case var .idle(run):
+        case .idle(var run):
             whereabouts.add(fix)
             if fix.isMovement {
-                if var current = run, fix.t - current.lastMovement <= context.settings.startRunBreak {
-                    current.lastMovement = fix.t
-                    current.maximumSpeed = max(current.maximumSpeed, fix.speed ?? 0)
-                    current.odometer.add(fix)
-                    current.ride.add(fix)
-                    run = current
+                if run != nil, fix.t - run!.lastMovement <= context.settings.startRunBreak {
+                    run!.lastMovement = fix.t
+                    run!.maximumSpeed = max(run!.maximumSpeed, fix.speed ?? 0)
+                    run!.odometer.add(fix)
+                    run!.ride.add(fix)
                 } else {
                     var started = MovementRun(start: fix, lastMovement: fix.t, maximumSpeed: fix.speed ?? 0,
                                               odometer: Odometer(anchor: fix))
@@ -67,18 +68,20 @@ struct TripEngine: Sendable, Codable {
                     }
                     run = started
                 }
-            } else if var current = run {
-                if fix.t - current.lastMovement > context.settings.startRunBreak {
+            } else if run != nil {
+                if fix.t - run!.lastMovement > context.settings.startRunBreak {
                     run = nil
                 } else {
-                    current.odometer.add(fix)
-                    current.ride.add(fix)
-                    run = current
+                    run!.odometer.add(fix)
+                    run!.ride.add(fix)
                 }
             }
-            state = .idle(run)
-            return startIfEvidenceSuffices(at: fix, context: context)
-        case var .driving(trip):
+            guard let current = run, evidenceSuffices(current, at: fix, context: context) else {
+                state = .idle(run)
+                return nil
+            }
+            return start(current)
+        case .driving(var trip):
             trip.odometer.add(fix)
             trip.ride.add(fix)
             if fix.isMovement { trip.lastMovement = fix.t }
@@ -147,7 +150,11 @@ struct TripEngine: Sendable, Codable {
     // MARK: Start decision
 
     private mutating func startIfEvidenceSuffices(at fix: AcceptedFix, context: TripContext) -> RoadSaveEvent? {
-        guard case let .idle(run?) = state else { return nil }
+        guard case let .idle(run?) = state, evidenceSuffices(run, at: fix, context: context) else { return nil }
+        return start(run)
+    }
+
+    private func evidenceSuffices(_ run: MovementRun, at fix: AcceptedFix, context: TripContext) -> Bool {
         let settings = context.settings
         let netDistance = run.start.distance(to: fix)
         let evidence: Bool
@@ -164,7 +171,10 @@ struct TripEngine: Sendable, Codable {
                 && (run.odometer.distance / run.duration >= settings.gpsOnlyStartSpeed
                     || run.ride.sustainedTopSpeed >= settings.gpsOnlyStartPeakSpeed)
         }
-        guard evidence else { return nil }
+        return evidence
+    }
+
+    private mutating func start(_ run: MovementRun) -> RoadSaveEvent {
         let tripID = StableID.make("trip", device.app, device.user, millis(run.start.t))
         state = .driving(ActiveTrip(tripID: tripID, startDate: run.start.t, lastMovement: run.lastMovement,
                                     odometer: run.odometer, ride: run.ride))
