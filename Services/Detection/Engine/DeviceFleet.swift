@@ -36,15 +36,16 @@ public struct DeviceFleet: Sendable {
     }
 
     public let options: Options
-    /// Devices in the order they were met; `index` finds them.
-    private var devices: [FleetDeviceState] = []
-    private var index: [DeviceID: Int] = [:]
+    /// Devices in the order they were met (a device back from eviction: from its return); `index` finds them.
+    /// Internal, not private: eviction (DeviceFleet+Eviction.swift) takes devices out and puts them back.
+    var devices: [FleetDeviceState] = []
+    var index: [DeviceID: Int] = [:]
     private var applications: [String: FleetApplicationState] = [:]
-    private var changed = Set<Int>()
+    var changed = Set<Int>()
     public private(set) var statistics = FleetStatistics()
     /// Whether the last `tick` changed any device (a shell that logs its inputs need not keep a tick that did not).
     public private(set) var lastTickChangedState = false
-    private var newestRecordTime: Double?
+    var newestRecordTime: Double?
 
     public init(options: Options = .init()) {
         self.options = options
