@@ -556,6 +556,7 @@ public final class DetectionService: @unchecked Sendable {
             try store.writeCheckpoint(input: input, shared: shared, changedDevices: devices, evictedDevices: evictedStates,
                                       positions: positions, at: Date().timeIntervalSince1970)
             evicted.written(leaving)
+            if leaving.count >= 1000 { EvictedDevices.returnFreedMemory() }
             checkpointInput = input
             checkpointPositions = positions
             for journal in journals { if let feed = journal.feed { journal.checkpointed = positions[feed] ?? 0 } }

@@ -75,4 +75,18 @@ struct EvictedDevices {
         restores += states.count
         return states.keys.sorted().map { states[$0]! }
     }
+
+    /// Gives the heap pages freed by devices that left back to the system: glibc keeps freed memory for reuse, so
+    /// without this the resident size stays at its high-water mark after a large eviction.
+    static func returnFreedMemory() {
+        #if os(Linux)
+        _ = glibcMallocTrim(0)
+        #endif
+    }
 }
+
+#if os(Linux)
+// glibc's malloc_trim(3): not in the Glibc module's headers.
+@_silgen_name("malloc_trim")
+private func glibcMallocTrim(_ pad: Int) -> Int32
+#endif
