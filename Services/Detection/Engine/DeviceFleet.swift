@@ -36,11 +36,12 @@ public struct DeviceFleet: Sendable {
     }
 
     public let options: Options
-    /// Devices in the order they were met; `index` finds them.
-    private var devices: [FleetDeviceState] = []
-    private var index: [DeviceID: Int] = [:]
+    /// Devices in the order they were met (a device back from eviction: from its return); `index` finds them.
+    /// Internal, not private: eviction (DeviceFleet+Eviction.swift) takes devices out and puts them back.
+    var devices: [FleetDeviceState] = []
+    var index: [DeviceID: Int] = [:]
     private var applications: [String: FleetApplicationState] = [:]
-    private var changed = ChangedSlots()
+    var changed = ChangedSlots()
     /// The slot of the last record's device: a run of one device's records (a gateway batch) finds it without hashing.
     private var lastSlot = 0
     /// Reused for every record, so that the common case allocates nothing.
@@ -48,7 +49,7 @@ public struct DeviceFleet: Sendable {
     public private(set) var statistics = FleetStatistics()
     /// Whether the last `tick` changed any device (a shell that logs its inputs need not keep a tick that did not).
     public private(set) var lastTickChangedState = false
-    private var newestRecordTime: Double?
+    var newestRecordTime: Double?
 
     public init(options: Options = .init()) {
         self.options = options
