@@ -112,15 +112,18 @@ def main():
                     rows.append(figure)
 
     print()
-    header = f"{'benchmark':<10}{'figure':<38}{'value':>14} {'unit':<11}{'baseline':>14}{'ratio':>8}  {'target':<16}{'met':<5}{'load'}"
-    print(header)
-    print("-" * len(header))
+    table = [["benchmark", "figure", "value", "unit", "baseline", "ratio", "target", "met", "load"]]
     for r in rows:
-        met = {True: "yes", False: "NO", None: "-"}[r["met"]]
-        ratio = f"{r['ratio']:.2f}" if r.get("ratio") is not None else "-"
-        print(f"{r['benchmark']:<10}{r['figure'][:37]:<38}{number(r.get('value')):>14} {r.get('unit', ''):<11}"
-              f"{number(r.get('baselineValue')):>14}{ratio:>8}  {(r.get('target') or '-'):<16}{met:<5}"
-              f"{r['load'][0]}→{r['load'][1]}")
+        table.append([r["benchmark"], r["figure"], number(r.get("value")), r.get("unit", ""),
+                      number(r.get("baselineValue")), f"{r['ratio']:.2f}" if r.get("ratio") is not None else "-",
+                      r.get("target") or "-", {True: "yes", False: "NO", None: "-"}[r["met"]],
+                      f"{r['load'][0]}→{r['load'][1]}"])
+    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
+    right = {2, 4, 5}  # numbers
+    for n, row in enumerate(table):
+        print("  ".join(cell.rjust(widths[i]) if i in right else cell.ljust(widths[i]) for i, cell in enumerate(row)))
+        if n == 0:
+            print("  ".join("-" * w for w in widths))
     baselines = sorted({(r["benchmark"], r["baseline"]) for r in rows if r.get("baseline")})
     if baselines:
         print("\nbaselines (measured in the same run):")
