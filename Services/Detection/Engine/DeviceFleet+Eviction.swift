@@ -75,6 +75,7 @@ extension DeviceFleet {
         let slot = devices.count
         devices.append(state)
         index[state.device] = slot
+        shareSettings(slot: slot)
         // Written back at the next checkpoint as in memory again.
         changed.insert(slot)
         return true

@@ -41,6 +41,8 @@ public struct DeviceFleet: Sendable {
     var devices: [FleetDeviceState] = []
     var index: [DeviceID: Int] = [:]
     private var applications: [String: FleetApplicationState] = [:]
+    /// One copy of each application's settings for all its devices' sessions (see `SessionSettings`).
+    private var sharedSettings: [String: SessionSettings] = [:]
     var changed = ChangedSlots()
     /// The slot of the last record's device: a run of one device's records (a gateway batch) finds it without hashing.
     private var lastSlot = 0
@@ -166,6 +168,7 @@ public struct DeviceFleet: Sendable {
                     result = try session.raiseTestCrash(at: t)
                 }
                 devices[slot].session = session
+                shareSettings(slot: slot)
                 if devices[slot].lastEventTime == nil {
                     devices[slot].lastEventTime = t
                     devices[slot].lastArrival = now
@@ -287,6 +290,7 @@ public struct DeviceFleet: Sendable {
             devices.append(state)
         }
         for application in shared.applications { applications[application.app] = application }
+        for slot in devices.indices { shareSettings(slot: slot) }
         statistics = shared.statistics
         newestRecordTime = shared.newestRecordTime
     }
@@ -366,12 +370,24 @@ public struct DeviceFleet: Sendable {
             result += try session.startMonitoring(at: t, fetch: .fetched(settings))
             devices[slot].session = session
             devices[slot].notMonitoredReported = false
+            shareSettings(slot: slot)
             perform(result, slot: slot, into: &actions)
         } catch {
             // Not a configuration this device can have (its IDs): its records go on, counted as not monitored.
             devices[slot].session = session
             devices[slot].autoMonitorRefused = true
             reportNotMonitored(slot: slot, error: error, into: &actions)
+        }
+    }
+
+    /// The device's session takes its application's shared copy of the settings when it uses the same ones.
+    mutating func shareSettings(slot: Int) {
+        let app = devices[slot].device.app
+        let settings = devices[slot].session.sharedSettings
+        if let shared = sharedSettings[app], shared.wrappedValue == settings.wrappedValue {
+            devices[slot].session.shareSettings(shared)
+        } else if applications[app]?.settings == settings.wrappedValue {
+            sharedSettings[app] = settings
         }
     }
 
