@@ -39,7 +39,7 @@ public struct DeviceFleet: Sendable {
     /// Devices in the order they were met (a device back from eviction: from its return); `index` finds them.
     /// Internal, not private: eviction (DeviceFleet+Eviction.swift) takes devices out and puts them back.
     var devices: [FleetDeviceState] = []
-    var index: [DeviceID: Int] = [:]
+    var index = DeviceIndex()
     private var applications: [String: FleetApplicationState] = [:]
     /// One copy of each application's settings for all its devices' sessions (see `SessionSettings`).
     private var sharedSettings: [String: SessionSettings] = [:]
@@ -115,7 +115,7 @@ public struct DeviceFleet: Sendable {
 
     /// The platform's evaluation of a candidate from `evaluateCrash` ended (or could not be had).
     public mutating func crashEvaluated(device: DeviceID, crashID: String, outcome: CrashEvaluationOutcome) -> [FleetAction] {
-        guard let slot = index[device] else { return [] }
+        guard let slot = slot(of: device) else { return [] }
         changed.insert(slot)
         devices[slot].awaitingEvaluation.removeAll { $0.crashID == crashID }
         var actions: [FleetAction] = []
@@ -247,7 +247,7 @@ public struct DeviceFleet: Sendable {
     public var deviceIDs: [DeviceID] { devices.map(\.device) }
 
     public func session(_ device: DeviceID) -> DeviceSession? {
-        index[device].map { devices[$0].session }
+        slot(of: device).map { devices[$0].session }
     }
 
     /// The settings known for an application (fetched for auto-monitor or by a control command).
@@ -268,7 +268,7 @@ public struct DeviceFleet: Sendable {
     }
 
     public func deviceState(_ device: DeviceID) -> FleetDeviceState? {
-        index[device].map { devices[$0] }
+        slot(of: device).map { devices[$0] }
     }
 
     public var sharedState: FleetSharedState {
@@ -286,7 +286,7 @@ public struct DeviceFleet: Sendable {
         let order = shared.deviceOrder + byDevice.keys.filter { !listed.contains($0) }.sorted()
         for device in order {
             guard let state = byDevice.removeValue(forKey: device) else { continue }
-            index[device] = devices.count
+            index.insert(device, slot: devices.count)
             devices.append(state)
         }
         for application in shared.applications { applications[application.app] = application }
@@ -302,19 +302,24 @@ public struct DeviceFleet: Sendable {
     static let settingsUnavailable = RoadSaveError.offlineLimitExceeded(lastSuccessfulFetch: nil,
                                                                          graceSeconds: DetectionSettings().offlineGrace)
 
+    /// The device's slot, if it is in memory.
+    func slot(of device: DeviceID) -> Int? {
+        index.slot(of: device, in: devices)
+    }
+
     private mutating func slot(for device: DeviceID) -> Int {
         if lastSlot < devices.count, devices[lastSlot].session.device == device {
             changed.insert(lastSlot)
             return lastSlot
         }
-        if let slot = index[device] {
+        if let slot = slot(of: device) {
             changed.insert(slot)
             lastSlot = slot
             return slot
         }
         let slot = devices.count
         devices.append(FleetDeviceState(device: device, ordering: options.ordering))
-        index[device] = slot
+        index.insert(device, slot: slot)
         lastSlot = slot
         statistics.devices += 1
         changed.insert(slot)

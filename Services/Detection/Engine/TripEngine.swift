@@ -161,11 +161,12 @@ struct TripEngine: Sendable, Codable {
     // MARK: Start decision
 
     private mutating func startIfEvidenceSuffices(at fix: AcceptedFix, context: TripContext) -> RoadSaveEvent? {
-        guard trip == nil, let run, run.read({ evidenceSuffices($0, at: fix, context: context) }) else { return nil }
-        return start(run.value)
+        guard trip == nil, run?.read({ Self.evidenceSuffices($0, at: fix, context: context) }) == true else { return nil }
+        return start(run!.value)
     }
 
-    private func evidenceSuffices(_ run: MovementRun, at fix: AcceptedFix, context: TripContext) -> Bool {
+    /// Static: it reads only the run (read in place, where a method would copy the engine to call it).
+    private static func evidenceSuffices(_ run: MovementRun, at fix: AcceptedFix, context: TripContext) -> Bool {
         let settings = context.settings
         let netDistance = run.start.distance(to: fix)
         let evidence: Bool
