@@ -28,14 +28,17 @@ struct DeviceIndex: Sendable {
         guard count > 0 else { return nil }
         let tag = Self.hash(device, seed: seed) >> 32
         var bucket = Int(truncatingIfNeeded: tag) & mask
-        while true {
-            let entry = buckets[bucket]
-            if entry == 0 { return nil }
-            if entry >> 32 == tag {
-                let slot = Int(entry & 0xFFFF_FFFF) - 1
-                if devices[slot].device == device { return slot }
+        // Compared where they are, through the buffer: reading `devices[slot].device` would copy (retain) the IDs.
+        return devices.withUnsafeBufferPointer { devices in
+            while true {
+                let entry = buckets[bucket]
+                if entry == 0 { return nil }
+                if entry >> 32 == tag {
+                    let slot = Int(entry & 0xFFFF_FFFF) - 1
+                    if devices[slot].session.device == device { return slot }
+                }
+                bucket = (bucket + 1) & mask
             }
-            bucket = (bucket + 1) & mask
         }
     }
 
