@@ -32,6 +32,8 @@ public final class Replayer {
     public var numberName = "line"
     /// Actions of the last `feedNow` that wait for `settle()`.
     private var waiting: [FleetAction] = []
+    /// The fleet's actions for one record, reused: nearly every record asks for nothing, and then nothing is allocated.
+    private var scratch: [FleetAction] = []
 
     public var summary: Summary {
         var summary = Summary()
@@ -84,10 +86,17 @@ public final class Replayer {
 
     private func deliver(_ record: SensorRecord, line: Int?) -> Bool {
         precondition(waiting.isEmpty, "settle() was not awaited after feedNow returned false")
-        let actions = fleet.receive(record, now: nil)
-        // Most records give no action at all (an empty array is not allocated).
-        guard !actions.isEmpty else { return true }
+        fleet.receive(record, now: nil, into: &scratch)
+        // Most records give no action at all.
+        guard !scratch.isEmpty else { return true }
         current = (record, line)
+        // Taken out while carried out (an action's output may feed the fleet again), and put back emptied.
+        var actions: [FleetAction] = []
+        swap(&actions, &scratch)
+        defer {
+            actions.removeAll(keepingCapacity: true)
+            swap(&actions, &scratch)
+        }
         guard let stop = performNow(actions) else {
             current = nil
             return true

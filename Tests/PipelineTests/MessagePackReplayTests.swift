@@ -14,7 +14,8 @@ import Wire
     static let options = SimulationOptions(devices: 8, seed: 11, durationMinutes: 25, crashes: 2, disorder: true)
 
     func write(_ format: RecordOutputFormat) throws -> String {
-        let path = NSTemporaryDirectory() + "msgpack-replay-\(getpid())-\(format.rawValue).\(format.rawValue)"
+        // A name of its own per call: the tests of this suite run in parallel and each deletes its files.
+        let path = NSTemporaryDirectory() + "msgpack-replay-\(UUID().uuidString).\(format.rawValue)"
         let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         try #require(descriptor >= 0)
         defer { close(descriptor) }

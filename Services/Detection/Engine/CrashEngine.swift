@@ -229,7 +229,8 @@ struct CrashEngine: Sendable, Codable {
 
 /// What the crash engine reads from the rest of the session.
 struct CrashContext {
-    var settings: DetectionSettings
+    var sharedSettings: SessionSettings
+    var settings: DetectionSettings { sharedSettings.wrappedValue }
     var activity: ActivityContext
     var gps: GPSTrack
     var tripInProgress: Bool

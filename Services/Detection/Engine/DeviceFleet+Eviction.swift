@@ -41,13 +41,13 @@ extension DeviceFleet {
         for read in devices.indices {
             if evicted.count < limit, isEvictable(devices[read], idle: idle, now: now) {
                 if changedDevices == nil { changedDevices = changed.map { devices[$0].device } }
-                index.removeValue(forKey: devices[read].device)
+                index.remove(devices[read].device, slot: read)
                 evicted.append(devices[read])
                 continue
             }
             if write != read {
                 devices.swapAt(write, read)
-                index[devices[write].device] = write
+                index.move(devices[write].device, from: read, to: write)
             }
             write += 1
         }
@@ -55,13 +55,13 @@ extension DeviceFleet {
         devices.removeLast(devices.count - write)
         // An evicted device's latest state is the value returned: it need not be written again as changed.
         changed.removeAll()
-        for slot in changedDevices.compactMap({ index[$0] }).sorted() { changed.insert(slot) }
+        for slot in changedDevices.compactMap({ slot(of: $0) }).sorted() { changed.insert(slot) }
         return evicted
     }
 
     /// Whether the device's state is in memory (false for a device never met, or one taken out by `evictIdle`).
     public func isResident(_ device: DeviceID) -> Bool {
-        index[device] != nil
+        slot(of: device) != nil
     }
 
     /// Devices in memory.
@@ -71,10 +71,11 @@ extension DeviceFleet {
     /// Returns false (and changes nothing) when the device is already in memory: the state in memory is newer.
     @discardableResult
     public mutating func restore(_ state: FleetDeviceState) -> Bool {
-        guard index[state.device] == nil else { return false }
+        guard slot(of: state.device) == nil else { return false }
         let slot = devices.count
         devices.append(state)
-        index[state.device] = slot
+        index.insert(state.device, slot: slot)
+        shareSettings(slot: slot)
         // Written back at the next checkpoint as in memory again.
         changed.insert(slot)
         return true

@@ -39,8 +39,10 @@ public struct DeviceFleet: Sendable {
     /// Devices in the order they were met (a device back from eviction: from its return); `index` finds them.
     /// Internal, not private: eviction (DeviceFleet+Eviction.swift) takes devices out and puts them back.
     var devices: [FleetDeviceState] = []
-    var index: [DeviceID: Int] = [:]
+    var index = DeviceIndex()
     private var applications: [String: FleetApplicationState] = [:]
+    /// One copy of each application's settings for all its devices' sessions (see `SessionSettings`).
+    private var sharedSettings: [String: SessionSettings] = [:]
     var changed = ChangedSlots()
     /// The slot of the last record's device: a run of one device's records (a gateway batch) finds it without hashing.
     private var lastSlot = 0
@@ -113,7 +115,7 @@ public struct DeviceFleet: Sendable {
 
     /// The platform's evaluation of a candidate from `evaluateCrash` ended (or could not be had).
     public mutating func crashEvaluated(device: DeviceID, crashID: String, outcome: CrashEvaluationOutcome) -> [FleetAction] {
-        guard let slot = index[device] else { return [] }
+        guard let slot = slot(of: device) else { return [] }
         changed.insert(slot)
         devices[slot].awaitingEvaluation.removeAll { $0.crashID == crashID }
         var actions: [FleetAction] = []
@@ -166,6 +168,7 @@ public struct DeviceFleet: Sendable {
                     result = try session.raiseTestCrash(at: t)
                 }
                 devices[slot].session = session
+                shareSettings(slot: slot)
                 if devices[slot].lastEventTime == nil {
                     devices[slot].lastEventTime = t
                     devices[slot].lastArrival = now
@@ -244,7 +247,7 @@ public struct DeviceFleet: Sendable {
     public var deviceIDs: [DeviceID] { devices.map(\.device) }
 
     public func session(_ device: DeviceID) -> DeviceSession? {
-        index[device].map { devices[$0].session }
+        slot(of: device).map { devices[$0].session }
     }
 
     /// The settings known for an application (fetched for auto-monitor or by a control command).
@@ -265,7 +268,7 @@ public struct DeviceFleet: Sendable {
     }
 
     public func deviceState(_ device: DeviceID) -> FleetDeviceState? {
-        index[device].map { devices[$0] }
+        slot(of: device).map { devices[$0] }
     }
 
     public var sharedState: FleetSharedState {
@@ -283,10 +286,11 @@ public struct DeviceFleet: Sendable {
         let order = shared.deviceOrder + byDevice.keys.filter { !listed.contains($0) }.sorted()
         for device in order {
             guard let state = byDevice.removeValue(forKey: device) else { continue }
-            index[device] = devices.count
+            index.insert(device, slot: devices.count)
             devices.append(state)
         }
         for application in shared.applications { applications[application.app] = application }
+        for slot in devices.indices { shareSettings(slot: slot) }
         statistics = shared.statistics
         newestRecordTime = shared.newestRecordTime
     }
@@ -298,19 +302,24 @@ public struct DeviceFleet: Sendable {
     static let settingsUnavailable = RoadSaveError.offlineLimitExceeded(lastSuccessfulFetch: nil,
                                                                          graceSeconds: DetectionSettings().offlineGrace)
 
+    /// The device's slot, if it is in memory.
+    func slot(of device: DeviceID) -> Int? {
+        index.slot(of: device, in: devices)
+    }
+
     private mutating func slot(for device: DeviceID) -> Int {
         if lastSlot < devices.count, devices[lastSlot].session.device == device {
             changed.insert(lastSlot)
             return lastSlot
         }
-        if let slot = index[device] {
+        if let slot = slot(of: device) {
             changed.insert(slot)
             lastSlot = slot
             return slot
         }
         let slot = devices.count
         devices.append(FleetDeviceState(device: device, ordering: options.ordering))
-        index[device] = slot
+        index.insert(device, slot: slot)
         lastSlot = slot
         statistics.devices += 1
         changed.insert(slot)
@@ -366,12 +375,24 @@ public struct DeviceFleet: Sendable {
             result += try session.startMonitoring(at: t, fetch: .fetched(settings))
             devices[slot].session = session
             devices[slot].notMonitoredReported = false
+            shareSettings(slot: slot)
             perform(result, slot: slot, into: &actions)
         } catch {
             // Not a configuration this device can have (its IDs): its records go on, counted as not monitored.
             devices[slot].session = session
             devices[slot].autoMonitorRefused = true
             reportNotMonitored(slot: slot, error: error, into: &actions)
+        }
+    }
+
+    /// The device's session takes its application's shared copy of the settings when it uses the same ones.
+    mutating func shareSettings(slot: Int) {
+        let app = devices[slot].device.app
+        let settings = devices[slot].session.sharedSettings
+        if let shared = sharedSettings[app], shared.wrappedValue == settings.wrappedValue {
+            devices[slot].session.shareSettings(shared)
+        } else if applications[app]?.settings == settings.wrappedValue {
+            sharedSettings[app] = settings
         }
     }
 

@@ -12,7 +12,8 @@ public struct DeviceSession: Sendable, Codable {
     public private(set) var lifecycle: Lifecycle = .unconfigured
     public private(set) var configuration: RoadSaveConfiguration?
     /// The settings in force: the platform's latest, or the cached ones within the offline grace.
-    public private(set) var settings = DetectionSettings()
+    /// Out of line and shared between the devices of an application (`SessionSettings`).
+    @SessionSettings public private(set) var settings: DetectionSettings
     public private(set) var lastSuccessfulSettingsFetch: Double?
     public private(set) var autoTripDetection = true
     public private(set) var capabilities = DeviceCapabilities.full
@@ -28,6 +29,7 @@ public struct DeviceSession: Sendable, Codable {
 
     public init(device: DeviceID) {
         self.device = device
+        _settings = SessionSettings()
         gps = GPSTrack()
         trips = TripEngine(device: device)
         crashes = CrashEngine(device: device)
@@ -143,7 +145,7 @@ public struct DeviceSession: Sendable, Codable {
 
         switch record.payload {
         case let .location(fix):
-            guard case let .success(accepted) = gps.accept(fix, at: record.t, settings: settings,
+            guard case let .success(accepted) = gps.accept(fix, at: record.t, settings: _settings,
                                                            keepingFrom: gpsHistoryCutoff(at: record.t)) else { break }
             if accepted.isMovement { steps.movementSeen() }
             if tripsActive, let event = trips.fixAccepted(accepted, context: tripContext) {
@@ -192,6 +194,14 @@ public struct DeviceSession: Sendable, Codable {
 
     // MARK: Internals
 
+    /// The settings' storage, to share with other sessions.
+    var sharedSettings: SessionSettings { _settings }
+
+    /// Uses `shared`'s storage for the settings when they are the same (devices of an application hold one copy).
+    mutating func shareSettings(_ shared: SessionSettings) {
+        _settings.share(shared)
+    }
+
     private mutating func fireDueTimers(at now: Double) -> [DetectionAction] {
         guard monitoring else { return [] }
         // The crash context (settings, GPS history) is built only when a decision may be due.
@@ -231,10 +241,10 @@ public struct DeviceSession: Sendable, Codable {
     }
 
     private var tripContext: TripContext {
-        TripContext(settings: settings, capabilities: capabilities, activity: activity)
+        TripContext(sharedSettings: _settings, capabilities: capabilities, activity: activity)
     }
 
     private var crashContext: CrashContext {
-        CrashContext(settings: settings, activity: activity, gps: gps, tripInProgress: trips.isDriving)
+        CrashContext(sharedSettings: _settings, activity: activity, gps: gps, tripInProgress: trips.isDriving)
     }
 }

@@ -89,6 +89,13 @@ struct GPSTrack: Sendable, Codable {
     /// may be dropped, but the newest of them is kept.
     mutating func accept(_ fix: LocationFix, at t: Double, settings: DetectionSettings,
                          keepingFrom cutoff: Double? = nil) -> Result<AcceptedFix, FixRejection> {
+        accept(fix, at: t, settings: SessionSettings(wrappedValue: settings), keepingFrom: cutoff)
+    }
+
+    /// The same, reading the settings where they are (a session's shared copy) rather than copying them per fix.
+    mutating func accept(_ fix: LocationFix, at t: Double, settings sharedSettings: SessionSettings,
+                         keepingFrom cutoff: Double? = nil) -> Result<AcceptedFix, FixRejection> {
+        var settings: DetectionSettings { sharedSettings.wrappedValue }
         if let accuracy = fix.horizontalAccuracy, accuracy < 0 { return .failure(.invalidFix) }
         let accuracy = fix.horizontalAccuracy ?? Self.assumedAccuracy
         if accuracy > settings.maximumHorizontalAccuracy { return .failure(.poorAccuracy) }
