@@ -18,20 +18,6 @@ enum EngineBench {
         mid-trip while sending. --json FILE writes the figures as a JSON list for `make bench`.
         """
 
-    struct Figure {
-        var figure: String
-        var value: Double
-        var unit: String
-        var baseline: String?
-        var baselineValue: Double?
-        var target: String?
-
-        var json: [String: Any] {
-            ["figure": figure, "value": value, "unit": unit, "baseline": baseline ?? NSNull(),
-             "baselineValue": baselineValue ?? NSNull(), "target": target ?? NSNull()]
-        }
-    }
-
     static func run(arguments: [String]) throws {
         if arguments.contains("--help") || arguments.contains("-h") {
             print(usage)
@@ -60,7 +46,7 @@ enum EngineBench {
         }
         print("file: \(path), \(records.count) records decoded (\(invalid) invalid lines), not timed")
 
-        var figures: [Figure] = []
+        var figures: [BenchFigure] = []
         // Best of the runs, on the wall clock and on the thread's CPU clock (the machine may be shared: CPU time
         // leaves out the time other processes had the core).
         var baselineBest = Timing(wall: .infinity, cpu: .infinity)
@@ -80,11 +66,11 @@ enum EngineBench {
         let (baselineNs, baselineCPU) = (baselineBest.wall * perRecord, baselineBest.cpu * perRecord)
         print("baseline  device hashed into a dictionary: \(String(format: "%.1f", baselineNs)) ns/record (CPU \(String(format: "%.1f", baselineCPU))), \(formatted(1e9 / baselineNs)) records/s")
         print("engines   DeviceFleet.receive+finish:      \(String(format: "%.1f", fleetNs)) ns/record (CPU \(String(format: "%.1f", fleetCPU))), \(formatted(1e9 / fleetNs)) records/s (\(String(format: "%.1f", fleetNs / baselineNs))x baseline), \(eventCount) events; target <= 300 ns/record")
-        figures.append(Figure(figure: "engines", value: fleetNs, unit: "ns/record", baseline: "device hashed into a dictionary",
+        figures.append(BenchFigure(figure: "engines", value: fleetNs, unit: "ns/record", baseline: "device hashed into a dictionary",
                               baselineValue: baselineNs, target: "<= 300"))
-        figures.append(Figure(figure: "engines (thread CPU time)", value: fleetCPU, unit: "ns/record",
+        figures.append(BenchFigure(figure: "engines (thread CPU time)", value: fleetCPU, unit: "ns/record",
                               baseline: "device hashed into a dictionary", baselineValue: baselineCPU, target: "<= 300"))
-        figures.append(Figure(figure: "engines rate", value: 1e9 / fleetNs, unit: "records/s",
+        figures.append(BenchFigure(figure: "engines rate", value: 1e9 / fleetNs, unit: "records/s",
                               baseline: "device hashed into a dictionary", baselineValue: 1e9 / baselineNs, target: nil))
 
         let floor = bytesPerDevice(deviceCount) { devices in
@@ -97,14 +83,15 @@ enum EngineBench {
             let (bytes, check) = memoryPerDevice(state, devices: deviceCount)
             let target = state == .midTrip ? 16_384 : 4_096
             print("memory    \(state.title): \(formatted(bytes)) bytes/device (\(check)); dictionary entry alone \(formatted(floor)); target <= \(target)")
-            figures.append(Figure(figure: "device memory \(state.title)", value: bytes, unit: "bytes/device",
+            figures.append(BenchFigure(figure: "device memory \(state.title)", value: bytes, unit: "bytes/device",
                                   baseline: "DeviceID in a dictionary", baselineValue: floor, target: "<= \(target)"))
         }
 
         if let jsonPath {
-            let json = try JSONSerialization.data(withJSONObject: figures.map(\.json), options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
-            guard FileManager.default.createFile(atPath: jsonPath, contents: json) else {
-                FileHandle.standardError.write(Data("roadsave-bench: cannot write \(jsonPath)\n".utf8))
+            do {
+                try BenchFigure.write(figures, to: jsonPath)
+            } catch {
+                FileHandle.standardError.write(Data("roadsave-bench: cannot write \(jsonPath): \(error)\n".utf8))
                 exit(2)
             }
         }
