@@ -358,7 +358,8 @@ final class DetectionRig: @unchecked Sendable {
             try await Task.sleep(nanoseconds: 20_000_000)
         }
         if try condition() { return }
-        throw RigError("timed out after \(timeout) s waiting for \(what)")
+        throw RigError("timed out after \(timeout) s waiting for \(what) (outbox reader: feeds \(observed.feedIDs), "
+            + "\(observed.outboxReplies) replies, \(observed.outbox.count) items, errors \(observed.errors))")
     }
 
     /// Runs `body` with a new rig, which is finished afterwards whatever happens.

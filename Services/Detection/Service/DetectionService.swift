@@ -145,7 +145,11 @@ public final class DetectionService: @unchecked Sendable {
                                  "recovering": String(recovery.count)])
             continueRecovery(loop: loop)
         }
-        if let error = reactor.wait() { throw error }
+        let failure = reactor.wait()
+        // Returns only once libzmq has closed the sockets: a listener closed later would unlink the ipc file a new
+        // instance bound meanwhile.
+        context.terminate()
+        if let failure { throw failure }
     }
 
     /// Graceful stop: no more records are read, platform calls in flight get up to `stopGrace` seconds and their
