@@ -35,15 +35,15 @@ test: deps
 up: build
 	.build/debug/roadsave up
 
-## Records a second for decoding and replay of a large simulated file, against Foundation's JSONDecoder; then
-## records a second through the three services (journal on) against a bare acknowledging server, detection's
-## catch-up after a SIGKILL under load, and the services' memory (scripts/bench_services.py).
+## Every benchmark, one table (scripts/bench.py): decoding and replay (NDJSON and MessagePack) against Foundation's
+## JSONDecoder and msgpack-c's bare unpack; the engines alone; the three services with keys against a bare
+## acknowledging server, crash latency under load and detection shards; detection's memory with many idle devices.
+## Each figure with its baseline from the same run, the ratio, the target and the load; also written to out/bench.json.
 bench: deps
 	$(SWIFT) build -c release
 	@mkdir -p $(OUT)
 	@[ -f $(OUT)/bench.ndjson ] || .build/release/roadsave simulate --devices 200 --duration 60 --seed 42 --output $(OUT)/bench.ndjson
-	.build/release/roadsave-bench $(OUT)/bench.ndjson
-	python3 scripts/bench_services.py --bin .build/release
+	python3 scripts/bench.py --bin .build/release --records $(OUT)/bench.ndjson --output $(OUT)/bench.json
 
 ## Trips on the real recordings (../shared/data): per dataset and mode, the labelled legs taken for driving
 ## (scripts/quality.py; skipped when the recordings are absent). QUALITY_JSON=FILE writes the figures too.

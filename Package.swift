@@ -67,13 +67,13 @@ let package = Package(
         .target(name: "NotifierSinks", dependencies: ["RoadSaveModel", "CSodium", "ZeroMQ", "Wire"],
                 path: "Services/Notifier/Sinks"),
 
-        // Replay: the engines over a recorded NDJSON file, in one process.
-        .target(name: "Replay", dependencies: ["RoadSaveModel", "DetectionEngine", "PlatformHTTP"],
+        // Replay: the engines over a recorded file (NDJSON or MessagePack), in one process.
+        .target(name: "Replay", dependencies: ["RoadSaveModel", "DetectionEngine", "PlatformHTTP", "Wire"],
                 path: "Services/Replay"),
         // Simulation: realistic record streams from a seed.
         .target(name: "Simulator", dependencies: ["GatewayKit"], path: "Services/Simulator"),
         // Converters from the real recordings in ../shared/data to NDJSON records.
-        .target(name: "Recordings", dependencies: ["GatewayKit", "RoadSaveModel"], path: "Services/Recordings"),
+        .target(name: "Recordings", dependencies: ["GatewayKit", "RoadSaveModel", "Wire"], path: "Services/Recordings"),
 
         .executableTarget(name: "roadsave",
                           dependencies: ["RoadSaveModel", "DetectionEngine", "PlatformHTTP", "Replay", "Simulator", "Recordings",
@@ -81,7 +81,8 @@ let package = Package(
                           path: "Services/CLI"),
 
         // The benchmark behind `make bench`.
-        .executableTarget(name: "roadsave-bench", dependencies: ["RoadSaveModel", "DetectionEngine", "Replay", "Wire", "ZeroMQ"],
+        .executableTarget(name: "roadsave-bench",
+                          dependencies: ["RoadSaveModel", "DetectionEngine", "Replay", "Wire", "ZeroMQ", "CMessagePack"],
                           path: "Services/Bench"),
 
         .testTarget(name: "GatewayKitTests", dependencies: ["GatewayKit"], path: "Tests/GatewayKitTests"),
@@ -109,7 +110,7 @@ let package = Package(
         .testTarget(name: "RecordingTests", dependencies: ["Recordings", "RoadSaveModel", "DetectionEngine", "Replay", "GatewayKit"],
                     path: "Tests/RecordingTests"),
         // The replay path over simulated fleets, against the simulator's ground truth.
-        .testTarget(name: "PipelineTests", dependencies: ["Simulator", "Replay", "DetectionEngine", "RoadSaveModel"],
+        .testTarget(name: "PipelineTests", dependencies: ["Simulator", "Replay", "DetectionEngine", "RoadSaveModel", "Wire"],
                     path: "Tests/PipelineTests"),
         // The gateway, subscriber, control and supervisor commands against real services.
         .testTarget(name: "CommandTests", dependencies: ["roadsave", "Wire", "RoadSaveModel"], path: "Tests/CommandTests"),

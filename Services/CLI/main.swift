@@ -12,9 +12,11 @@ struct RoadSaveCommand {
         Usage: roadsave COMMAND [options]
 
         Commands:
-          replay FILE     run the detection engines over recorded records and print the events (NDJSON)
-          simulate        write realistic record streams (NDJSON) for any number of devices, from a seed
-          convert         convert a real recording from ../shared/data into records (NDJSON)
+          replay FILE     run the detection engines over recorded records (NDJSON or MessagePack) and print
+                          the events (NDJSON)
+          simulate        write realistic record streams (NDJSON or MessagePack) for any number of devices,
+                          from a seed
+          convert         convert a real recording from ../shared/data into records (NDJSON or MessagePack)
 
         Services (ZeroMQ):
           ingest          sensor-ingest: validate gateways' records, journal them (fsync'd), then acknowledge

@@ -108,7 +108,11 @@ public final class IngestService: @unchecked Sendable {
                                    "deviceIdleAge": String(Int(configuration.deviceIdleAge)),
                                    "rateLimit": rateLimiter.map { "\(Int($0.rate))/s burst \(Int($0.burst))" } ?? "none"])
         }
-        if let error = reactor.wait() { throw error }
+        let failure = reactor.wait()
+        // Returns only once libzmq has closed the sockets: a listener closed later would unlink the ipc file a new
+        // instance bound meanwhile.
+        context.terminate()
+        if let failure { throw failure }
     }
 
     /// Graceful stop: the loop stops taking batches, finishes the group in hand and closes the journal and sockets.

@@ -1,7 +1,9 @@
-// `roadsave convert DATASET FILE [options]`: a real recording → NDJSON records on stdout (or --output), the conversion
+// `roadsave convert DATASET FILE [options]`: a real recording → records (NDJSON or MessagePack) on stdout (or --output), the conversion
 // report on stderr. Exit 0 on success, 2 for bad options and for files that cannot be read or converted.
 
 import Foundation
+import RoadSaveModel
+import Wire
 
 public enum ConvertCommand {
     public static let usage = """
@@ -24,6 +26,9 @@ public enum ConvertCommand {
           --derive-activity   cbs only: add activity records derived from the travel-diary labels
           --trial NAME        phone-drops only: convert one trial, e.g. fall_3 or up_and_down_7
           --output FILE       write the records to FILE instead of stdout
+          --output-format F   ndjson or msgpack (the records' MessagePack maps one after another, which
+                              `roadsave replay` reads fastest); default: msgpack when FILE ends in .msgpack,
+                              else ndjson
           -h, --help          show this help
 
         Impacts are cut from every accelerometer stream with the gateway's trigger (|a| > 2 g, raw
@@ -53,6 +58,7 @@ public enum ConvertCommand {
 
         var positional: [String] = []
         var app = "recorded", user: String?, trial: String?, output: String?, deriveActivity = false
+        var outputFormatOption: String?
         var index = arguments.startIndex
         while index < arguments.endIndex {
             var argument = arguments[index]
@@ -74,12 +80,13 @@ public enum ConvertCommand {
                 return arguments[index]
             }
             switch argument {
-            case "--app", "--user", "--trial", "--output":
+            case "--app", "--user", "--trial", "--output", "--output-format":
                 guard let given = value(), !given.isEmpty else { return fail("option \(argument) needs a value") }
                 switch argument {
                 case "--app": app = given
                 case "--user": user = given
                 case "--trial": trial = given
+                case "--output-format": outputFormatOption = given
                 default: output = given
                 }
             case "--derive-activity":
@@ -98,6 +105,13 @@ public enum ConvertCommand {
         guard positional.count == 2 else { return fail("unexpected argument '\(positional[2])'") }
         if deriveActivity, dataset != .cbs { return fail("option --derive-activity applies only to the cbs dataset") }
         if trial != nil, dataset != .phoneDrops { return fail("option --trial applies only to the phone-drops dataset") }
+
+        let outputFormat: RecordFileFormat
+        do {
+            outputFormat = try RecordFileFormat(option: outputFormatOption, path: output)
+        } catch {
+            return fail("option --output-format: \(error)")
+        }
 
         let file = URL(fileURLWithPath: positional[1])
         let recordings: [ConvertedRecording]
@@ -118,6 +132,19 @@ public enum ConvertCommand {
 
         let lines = recordings.count == 1 ? recordings[0].lines : RecordOrder.merged(recordings)
         let text = lines.joined(separator: "\n") + (lines.isEmpty ? "" : "\n")
+        var bytes = Data(text.utf8)
+        if outputFormat == .msgpack {
+            // The lines as the records they are, each as its MessagePack map (every value exact as float64).
+            var packed: [UInt8] = []
+            for (index, line) in lines.enumerated() {
+                do throws(RecordError) {
+                    packed += MessagePack.encode(record: try RecordDecoding.record(fromJSON: Array(line.utf8)))
+                } catch {
+                    return fail("record \(index + 1) of the conversion is not a valid record (\(error))")
+                }
+            }
+            bytes = Data(packed)
+        }
         if let output {
             // Written in place with open(2), never by renaming a temporary file over the target: --output may be
             // /dev/null, a FIFO or /dev/stdout, which an atomic replace would destroy.
@@ -127,11 +154,13 @@ public enum ConvertCommand {
             }
             let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
             do {
-                try handle.write(contentsOf: Data(text.utf8))
+                try handle.write(contentsOf: bytes)
                 try handle.close()
             } catch {
                 return fail("option --output: cannot write \(output): \(error.localizedDescription)")
             }
+        } else if outputFormat == .msgpack {
+            FileHandle.standardOutput.write(bytes)
         } else {
             standardOutput(text)
         }

@@ -2,22 +2,26 @@ import DetectionEngine
 import Foundation
 import PlatformHTTP
 import RoadSaveModel
+import Wire
 
 /// `roadsave replay FILE.ndjson`: the engines over a recording, events as NDJSON on standard output.
 public enum ReplayCommand {
     public static let usage = """
-        Usage: roadsave replay FILE.ndjson [options]
+        Usage: roadsave replay FILE.ndjson|FILE.msgpack [options]
 
-        Runs the trip and crash engines over recorded sensor records (CONTRACT §2, one JSON object a line; - reads
-        standard input) and prints the events as NDJSON on standard output. This is the detection service's
+        Runs the trip and crash engines over recorded sensor records (CONTRACT §2: NDJSON, one JSON object a line,
+        or MessagePack, the records' maps one after another, as `simulate` and `convert` write with
+        --output-format msgpack; - reads standard input) and prints the events as NDJSON on standard output. This is the detection service's
         per-device core (DeviceFleet), with time taken from the records only. Each device met is configured with
         its app and user (mode all, automatic trips on) and monitored from its first record with its application's
         settings; when the platform cannot give them, that application's new devices are not monitored
         (offlineLimitExceeded) and it is asked again after \(Int(DeviceFleet.Options().settingsRetry)) s of record time. Records are applied
-        per device in event-time order; at the end of the input time runs on, so pending timers fire. Bad lines
-        are reported on standard error (line, field, reason) and skipped; a summary ends the run.
+        per device in event-time order; at the end of the input time runs on, so pending timers fire. Bad records
+        are reported on standard error (line or record number, field, reason) and skipped; a summary ends the run.
+        The input is read in chunks: memory does not grow with the file.
 
         Options:
+          --input-format F      ndjson or msgpack (default: msgpack for a FILE ending in .msgpack, else ndjson)
           --platform URL        use the RoadSave platform at URL for settings and crash evaluation
                                 (default: the embedded platform: built-in settings and evaluator)
           --settings FILE       JSON thresholds that replace the platform's settings (any subset of the fields)
@@ -29,14 +33,15 @@ public enum ReplayCommand {
           --quiet               no log lines but errors
           -h, --help            this text
 
-        Exit status: 0 when the file was replayed (even with bad lines), 2 when it could not run at all.
+        Exit status: 0 when the file was replayed (even with bad records), 1 when a MessagePack input ended inside a
+        record or held bytes that start none (what came before is replayed), 2 when it could not run at all.
         """
 
     public static func run(_ arguments: [String]) async -> Int32 {
         let options: CommandLineOptions
         do {
             options = try CommandLineOptions(arguments,
-                                             valued: ["--platform", "--settings", "--format", "--reorder-window",
+                                             valued: ["--input-format", "--platform", "--settings", "--format", "--reorder-window",
                                                       "--platform-timeout", "--platform-attempts"],
                                              flags: ["--quiet", "--help", "-h"])
         } catch {
@@ -61,11 +66,14 @@ public enum ReplayCommand {
         } catch {
             return fail("\(error)")
         }
-        var reader: NDJSONLineReader
+        let reader: RecordFileReader
         do {
-            reader = try NDJSONLineReader(path: path)
+            let inputFormat = try RecordFileFormat(option: options.string("--input-format"), path: path)
+            reader = try RecordFileReader(path: path, format: inputFormat)
+        } catch let error as RecordFileFormat.UnknownFormat {
+            return fail("--input-format: \(error)")
         } catch {
-            return fail(error.description)
+            return fail("\(error)")
         }
 
         let log = Log(category: "replay", minimumLevel: options.has("--quiet") ? .error : .info)
@@ -73,9 +81,11 @@ public enum ReplayCommand {
         let replayer = Replayer(platform: platform, options: fleetOptions, log: log) { event in
             output.write(line: event.json(format))
         }
-        await withLines(&reader) { line, number in await replayer.feed(line: line, number: number) }
+        replayer.numberName = reader.numberName
+        await replay(reader, into: replayer)
         await replayer.finish()
         output.flush()
+        if let failure = reader.failure { log.error("input ended early", ["reason": failure.description]) }
         let s = replayer.summary
         log.info("replay finished", [
             "lines": String(s.lines), "applied": String(s.applied), "invalid": String(s.invalid),
@@ -83,7 +93,19 @@ public enum ReplayCommand {
             "notMonitored": String(s.notMonitored), "devices": String(s.devices), "events": String(s.events),
             "crashesDismissed": String(s.crashesDismissed),
         ])
-        return 0
+        return reader.failure == nil ? 0 : 1
+    }
+
+    /// The replay loop: records go to the fleet synchronously; only a platform call suspends it.
+    public static func replay(_ reader: RecordFileReader, into replayer: Replayer) async {
+        while let (number, item) = reader.next() {
+            switch item {
+            case let .record(record):
+                if !replayer.feedNow(record, number: number) { await replayer.settle() }
+            case let .invalid(error):
+                replayer.reject(error, number: number)
+            }
+        }
     }
 
     static func makePlatform(_ options: CommandLineOptions) throws -> any Platform {
@@ -103,26 +125,5 @@ public enum ReplayCommand {
     private static func fail(_ message: String) -> Int32 {
         FileHandle.standardError.write(Data("roadsave replay: \(message)\nRun 'roadsave replay --help' for usage.\n".utf8))
         return 2
-    }
-}
-
-/// Reads every line through an async body (the reader's own loop takes a synchronous one).
-private func withLines(_ reader: inout NDJSONLineReader,
-                       _ body: ([UInt8], Int) async -> Void) async {
-    // Lines are copied out in chunks so the async body never holds the reader's buffer across a suspension.
-    var chunk: [([UInt8], Int)] = []
-    var more = true
-    while more {
-        more = false
-        var count = 0
-        reader.forEachLineUntil { line, number in
-            chunk.append((Array(line), number))
-            count += 1
-            return count < 4096
-        } ended: { more = !$0 }
-        for (bytes, number) in chunk {
-            await body(bytes, number)
-        }
-        chunk.removeAll(keepingCapacity: true)
     }
 }

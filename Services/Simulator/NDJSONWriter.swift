@@ -11,13 +11,20 @@ import Musl
 import Darwin
 #endif
 
-/// The first bytes of each kind of record for one device, up to and including `"seq":`.
+/// How `roadsave simulate` writes records: NDJSON, or MessagePack (the same records as maps, one after another).
+public enum RecordOutputFormat: String, Sendable, CaseIterable {
+    case ndjson, msgpack
+}
+
+/// The first bytes of each kind of record for one device, up to and including `"seq":`; for MessagePack, the
+/// `app` and `user` members.
 struct RecordHeads {
     let capabilities: [UInt8]
     let location: [UInt8]
     let activity: [UInt8]
     let steps: [UInt8]
     let impact: [UInt8]
+    let messagePackIdentity: [UInt8]
 
     init(app: String, user: String) {
         func head(_ kind: String) -> [UInt8] {
@@ -29,6 +36,12 @@ struct RecordHeads {
         activity = head("activity")
         steps = head("steps")
         impact = head("impact")
+        var identity: [UInt8] = []
+        MessagePackBytes.string("app", into: &identity)
+        MessagePackBytes.string(app, into: &identity)
+        MessagePackBytes.string("user", into: &identity)
+        MessagePackBytes.string(user, into: &identity)
+        messagePackIdentity = identity
     }
 }
 
@@ -66,13 +79,20 @@ struct NDJSONWriter {
     private(set) var buffer: [UInt8] = []
     /// Where full buffers go; nil keeps everything in memory.
     private let fileDescriptor: Int32?
+    let format: RecordOutputFormat
 
-    init(fileDescriptor: Int32?) {
+    init(fileDescriptor: Int32?, format: RecordOutputFormat = .ndjson) {
         self.fileDescriptor = fileDescriptor
+        self.format = format
         buffer.reserveCapacity(fileDescriptor == nil ? 1 << 20 : Self.flushThreshold + (1 << 16))
     }
 
     mutating func write(_ record: SimRecord, seq: Int, heads: RecordHeads) throws {
+        if format == .msgpack {
+            writeMessagePack(record, seq: seq, heads: heads)
+            if fileDescriptor != nil, buffer.count >= Self.flushThreshold { try flush() }
+            return
+        }
         switch record.body {
         case let .capabilities(activityAvailable, pedometerAvailable):
             start(heads.capabilities, seq: seq, tMs: record.tMs)
@@ -153,6 +173,86 @@ struct NDJSONWriter {
         return buffer
     }
 
+    // MARK: MessagePack
+
+    /// The record as a CONTRACT §2 map with the values that reading its NDJSON line gives: each decimal written to
+    /// the line is `units / 10^digits`, which is exactly the `Double` a decoder makes of that text, so replaying the
+    /// MessagePack file gives the same events as replaying the NDJSON one.
+    private mutating func writeMessagePack(_ record: SimRecord, seq: Int, heads: RecordHeads) {
+        let kind: StaticString
+        var members = 5
+        switch record.body {
+        case .capabilities: (kind, members) = ("capabilities", members + 2)
+        case let .location(_, _, _, course, _): (kind, members) = ("location", members + (course == nil ? 4 : 5))
+        case .activity: (kind, members) = ("activity", members + 2)
+        case .steps: (kind, members) = ("steps", members + 1)
+        case .impact: (kind, members) = ("impact", members + 3)
+        }
+        buffer.append(0x80 | UInt8(members))
+        key("kind")
+        key(kind)
+        buffer.append(contentsOf: heads.messagePackIdentity)
+        key("seq")
+        MessagePackBytes.integer(Int64(seq), into: &buffer)
+        key("t")
+        MessagePackBytes.double(Double(record.tMs) / 1000, into: &buffer)
+        switch record.body {
+        case let .capabilities(activityAvailable, pedometerAvailable):
+            key("activityAvailable")
+            buffer.append(activityAvailable ? 0xC3 : 0xC2)
+            key("pedometerAvailable")
+            buffer.append(pedometerAvailable ? 0xC3 : 0xC2)
+        case let .location(latitude, longitude, speed, course, hacc):
+            key("lat")
+            MessagePackBytes.double(Self.decimal(latitude, digits: 7), into: &buffer)
+            key("lon")
+            MessagePackBytes.double(Self.decimal(longitude, digits: 7), into: &buffer)
+            key("speed")
+            MessagePackBytes.double(speed < 0 ? -1 : Self.decimal(speed, digits: 2), into: &buffer)
+            if let course {
+                key("course")
+                MessagePackBytes.double(Self.decimal(course, digits: 1), into: &buffer)
+            }
+            key("hacc")
+            MessagePackBytes.double(hacc < 0 ? -1 : Self.decimal(hacc, digits: 1), into: &buffer)
+        case let .activity(report):
+            key("activity")
+            MessagePackBytes.string(report.activity.rawValue, into: &buffer)
+            key("confidence")
+            MessagePackBytes.string(report.confidence.rawValue, into: &buffer)
+        case let .steps(count):
+            key("steps")
+            MessagePackBytes.integer(Int64(count), into: &buffer)
+        case let .impact(impact):
+            key("peakG")
+            MessagePackBytes.double(Self.decimal(impact.peakG, digits: 3), into: &buffer)
+            key("durationMs")
+            MessagePackBytes.integer(Int64(impact.durationMs.rounded()), into: &buffer)
+            key("samples")
+            MessagePackBytes.arrayHeader(impact.samples.count, into: &buffer)
+            for sample in impact.samples {
+                buffer.append(0x94)
+                MessagePackBytes.double(Self.decimal(sample.t, digits: 3), into: &buffer)
+                MessagePackBytes.double(Self.decimal(sample.x, digits: 3), into: &buffer)
+                MessagePackBytes.double(Self.decimal(sample.y, digits: 3), into: &buffer)
+                MessagePackBytes.double(Self.decimal(sample.z, digits: 3), into: &buffer)
+            }
+        }
+    }
+
+    private mutating func key(_ name: StaticString) {
+        buffer.append(0xA0 | UInt8(name.utf8CodeUnitCount))
+        name.withUTF8Buffer { buffer.append(contentsOf: $0) }
+    }
+
+    /// What `fixed(value, digits:)` writes, as the number a decoder reads back.
+    private static func decimal(_ value: Double, digits: Int) -> Double {
+        let scale = powersOfTen[digits]
+        let scaled = (value * Double(scale)).rounded()
+        guard scaled.isFinite, abs(scaled) < 9e18 else { return 0 }
+        return Double(Int64(scaled)) / Double(scale)
+    }
+
     // MARK: Formatting
 
     private mutating func start(_ head: [UInt8], seq: Int, tMs: Int64) {
@@ -222,5 +322,43 @@ struct NDJSONWriter {
         integer(units / scale)
         buffer.append(UInt8(ascii: "."))
         fraction(units % scale, digits: digits)
+    }
+}
+
+/// The few MessagePack encodings the simulator writes (the simulator does not link msgpack-c).
+enum MessagePackBytes {
+    static func string(_ text: String, into buffer: inout [UInt8]) {
+        let count = text.utf8.count
+        switch count {
+        case 0..<32: buffer.append(0xA0 | UInt8(count))
+        case 0..<256: buffer += [0xD9, UInt8(count)]
+        case 0..<65536: buffer += [0xDA, UInt8(count >> 8), UInt8(count & 0xFF)]
+        default: buffer += [0xDB, UInt8(count >> 24), UInt8((count >> 16) & 0xFF), UInt8((count >> 8) & 0xFF), UInt8(count & 0xFF)]
+        }
+        buffer.append(contentsOf: text.utf8)
+    }
+
+    static func integer(_ value: Int64, into buffer: inout [UInt8]) {
+        if value >= 0, value < 128 {
+            buffer.append(UInt8(value))
+        } else {
+            buffer.append(0xD3)
+            withUnsafeBytes(of: value.bigEndian) { buffer.append(contentsOf: $0) }
+        }
+    }
+
+    static func double(_ value: Double, into buffer: inout [UInt8]) {
+        buffer.append(0xCB)
+        withUnsafeBytes(of: value.bitPattern.bigEndian) { buffer.append(contentsOf: $0) }
+    }
+
+    static func arrayHeader(_ count: Int, into buffer: inout [UInt8]) {
+        if count < 16 {
+            buffer.append(0x90 | UInt8(count))
+        } else if count < 65536 {
+            buffer += [0xDC, UInt8(count >> 8), UInt8(count & 0xFF)]
+        } else {
+            buffer += [0xDD, UInt8(count >> 24), UInt8((count >> 16) & 0xFF), UInt8((count >> 8) & 0xFF), UInt8(count & 0xFF)]
+        }
     }
 }

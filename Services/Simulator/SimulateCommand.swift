@@ -1,4 +1,5 @@
-// `roadsave simulate`: parse the flags, run the simulation, write the NDJSON (stdout or a file) and the truth.
+// `roadsave simulate`: parse the flags, run the simulation, write the records (NDJSON or MessagePack, stdout or a
+// file) and the truth.
 // Bad options are reported on stderr naming the option and the reason, with exit status 2.
 
 import Foundation
@@ -32,7 +33,13 @@ public enum SimulateCommand {
           --user-prefix P    users are P001, P002, … (default user-)
           --origin LAT,LON   centre of the simulated area (default -33.9249,18.4241, Cape Town)
           --disorder         emulate a gateway: records up to 3 s out of order, ~1% sent twice (same seq)
+          --idle-devices N   also N mostly idle devices (idle-0000001 …), announced evenly over the run: each
+                             sends a capabilities record and one parked fix, then nothing (default 0; not
+                             with --disorder)
           --output FILE      write the records to FILE (default: stdout)
+          --output-format F  ndjson or msgpack (the records' MessagePack maps one after another, which
+                             `roadsave replay` reads fastest); default: msgpack when FILE ends in .msgpack,
+                             else ndjson
           --truth FILE       write the ground truth (a JSON array, one object per device) to FILE
           -h, --help         show this help
 
@@ -62,7 +69,10 @@ public enum SimulateCommand {
         }
         defer { if fileDescriptor != 1 { close(fileDescriptor) } }
         do {
-            let truth = try simulate(parsed.options, toFileDescriptor: fileDescriptor)
+            let truth = parsed.idle.count > 0
+                ? try simulate(parsed.options, idle: parsed.idle, toFileDescriptor: fileDescriptor,
+                               format: parsed.outputFormat)
+                : try simulate(parsed.options, toFileDescriptor: fileDescriptor, format: parsed.outputFormat)
             if let truthPath = parsed.truth {
                 try truthJSON(truth).write(to: URL(fileURLWithPath: truthPath))
             }
@@ -75,8 +85,15 @@ public enum SimulateCommand {
 
     struct Parsed {
         var options = SimulationOptions()
+        var idle = IdleDeviceOptions()
         var output: String?
+        var outputFormatOption: RecordOutputFormat?
         var truth: String?
+
+        /// As asked, else from the output file's name.
+        var outputFormat: RecordOutputFormat {
+            outputFormatOption ?? (output?.lowercased().hasSuffix(".msgpack") == true ? .msgpack : .ndjson)
+        }
         var help = false
     }
 
@@ -108,7 +125,7 @@ public enum SimulateCommand {
             case "--disorder":
                 parsed.options.disorder = true
             case "--devices", "--seed", "--start", "--duration", "--scenario", "--crashes", "--app", "--user-prefix",
-                 "--origin", "--output", "--truth":
+                 "--origin", "--output", "--output-format", "--truth", "--idle-devices":
                 let text: String
                 switch value() {
                 case let .success(found): text = found
@@ -133,6 +150,9 @@ public enum SimulateCommand {
                     parsed.options.durationMinutes = minutes
                 case "--scenario":
                     parsed.options.scenario = text
+                case "--idle-devices":
+                    guard let number = Int(text) else { return fail("expected a whole number, got '\(text)'") }
+                    parsed.idle.count = number
                 case "--crashes":
                     guard let number = Int(text) else { return fail("expected a whole number, got '\(text)'") }
                     parsed.options.crashes = number
@@ -151,6 +171,11 @@ public enum SimulateCommand {
                 case "--output":
                     guard !text.isEmpty else { return fail("expected a file name") }
                     parsed.output = text
+                case "--output-format":
+                    guard let format = RecordOutputFormat(rawValue: text.lowercased()) else {
+                        return fail("expected ndjson or msgpack, got '\(text)'")
+                    }
+                    parsed.outputFormatOption = format
                 default:
                     guard !text.isEmpty else { return fail("expected a file name") }
                     parsed.truth = text
@@ -159,7 +184,9 @@ public enum SimulateCommand {
                 return fail(flag.hasPrefix("-") ? "unknown option" : "unexpected argument")
             }
         }
-        if !parsed.help, let error = parsed.options.validationError() { return .failure(error) }
+        if !parsed.help, let error = parsed.options.validationError() ?? parsed.idle.validationError(active: parsed.options) {
+            return .failure(error)
+        }
         return .success(parsed)
     }
 

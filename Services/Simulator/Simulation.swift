@@ -123,10 +123,12 @@ public func simulate(_ options: SimulationOptions) -> (lines: [String], truth: [
     return (lines, streams.map(\.truth))
 }
 
-/// Runs a simulation and streams the NDJSON to a file descriptor; returns the ground truth per device.
-public func simulate(_ options: SimulationOptions, toFileDescriptor fileDescriptor: Int32) throws -> [ScenarioTruth] {
+/// Runs a simulation and streams the records (NDJSON or MessagePack) to a file descriptor; returns the ground truth
+/// per device.
+public func simulate(_ options: SimulationOptions, toFileDescriptor fileDescriptor: Int32,
+                     format: RecordOutputFormat = .ndjson) throws -> [ScenarioTruth] {
     let streams = simulateDevices(options)
-    var writer = NDJSONWriter(fileDescriptor: fileDescriptor)
+    var writer = NDJSONWriter(fileDescriptor: fileDescriptor, format: format)
     try writeMerged(streams, options: options, to: &writer)
     try writer.flush()
     return streams.map(\.truth)

@@ -1,5 +1,6 @@
-/// Validation of sensor records against CONTRACT §2. The same rules serve JSON and (later) MessagePack, since
-/// both decode to a `JSONValue` tree first; errors name the field and say why, for error lines and acks.
+/// Validation of sensor records against CONTRACT §2: one validator (`record(from: RecordFields)`) for every input
+/// format. The readers only find the members (`RecordFields`); the rules and the errors (naming the field and
+/// saying why, for error lines and acks) live here once.
 public enum RecordDecoding {
     /// Observation times accepted: after 2000-01-01 and before 2100-01-01. Anything else is a broken clock.
     public static let earliestTime = 946_684_800.0
@@ -7,8 +8,18 @@ public enum RecordDecoding {
     /// Largest sample window accepted in one impact record (10 s at 1 kHz).
     public static let maximumSamples = 10_000
 
-    /// Decodes one JSON text (one NDJSON line) into a record.
+    /// Decodes one JSON text (one NDJSON line) into a record: the zero-copy scanner first; a text it does not
+    /// handle (escapes, non-ASCII, unknown nested members, bad syntax) goes through `JSONParser`, which also gives the
+    /// syntax error.
     public static func record(fromJSON bytes: some Collection<UInt8>) throws(RecordError) -> SensorRecord {
+        let scanned = bytes.withContiguousStorageIfAvailable { JSONRecordScanner.scan($0, identifiers: nil) }
+            ?? Array(bytes).withUnsafeBufferPointer { JSONRecordScanner.scan($0, identifiers: nil) }
+        if let fields = scanned { return try record(from: fields) }
+        return try recordThroughParser(fromJSON: bytes)
+    }
+
+    /// The general path: `JSONParser` to a `JSONValue`, then the validator.
+    public static func recordThroughParser(fromJSON bytes: some Collection<UInt8>) throws(RecordError) -> SensorRecord {
         let value: JSONValue
         do {
             value = try JSONParser.parse(bytes)
@@ -22,21 +33,22 @@ public enum RecordDecoding {
         guard case let .object(members) = value else {
             throw RecordError(field: "(record)", reason: "expected a JSON object, found \(value.typeName)")
         }
-        var fields = Fields(members: members)
-        let kindName = try fields.string("kind")
-        guard let kind = RecordKind(rawValue: kindName) else {
-            throw RecordError(field: "kind", reason: "unknown kind \"\(kindName)\"; expected one of "
-                + RecordKind.allCases.map(\.rawValue).joined(separator: ", "))
-        }
-        let app = try fields.identifier("app")
-        let user = try fields.identifier("user")
-        let seq = try fields.optionalNumber("seq").map { (value) throws(RecordError) -> UInt64 in
+        return try record(from: RecordFields(members: members))
+    }
+
+    /// The validator: the members in the order CONTRACT §2 lists them, the first fault found is the error.
+    public static func record(from fields: RecordFields) throws(RecordError) -> SensorRecord {
+        let kind = try recordKind(fields.kind)
+        let app = try identifier(fields.app, "app")
+        let user = try identifier(fields.user, "user")
+        var seq: UInt64?
+        if let value = try optionalNumber(fields.seq, "seq") {
             guard value >= 0, value == value.rounded(), value <= 9_007_199_254_740_992 else {
                 throw RecordError(field: "seq", reason: "must be an integer ≥ 0, got \(value)")
             }
-            return UInt64(value)
+            seq = UInt64(value)
         }
-        let t = try fields.number("t")
+        let t = try number(fields.t, "t")
         // Checked as `json()` writes it, to the millisecond: 4102444799.9996 would be written as 4102444800.000, a time
         // this decoder refuses (found by Fuzz/Targets/record_json.swift).
         guard t >= earliestTime, (t * 1000).rounded() < latestTime * 1000 else {
@@ -44,103 +56,113 @@ public enum RecordDecoding {
         }
         let payload: SensorRecord.Payload
         switch kind {
-        case .location: payload = .location(try location(&fields))
-        case .activity: payload = .activity(try activity(&fields))
+        case .location: payload = .location(try location(fields))
+        case .activity: payload = .activity(try activity(fields))
         case .steps:
-            let steps = try fields.number("steps")
+            let steps = try number(fields.steps, "steps")
             guard steps >= 0, steps == steps.rounded(), steps < 1e12 else {
                 throw RecordError(field: "steps", reason: "must be an integer ≥ 0, got \(steps)")
             }
             payload = .steps(Int(steps))
-        case .impact: payload = .impact(try impact(&fields))
+        case .impact: payload = .impact(try impact(fields))
         case .capabilities:
-            payload = .capabilities(DeviceCapabilities(activityAvailable: try fields.bool("activityAvailable"),
-                                                       pedometerAvailable: try fields.bool("pedometerAvailable")))
+            payload = .capabilities(DeviceCapabilities(activityAvailable: try bool(fields.activityAvailable, "activityAvailable"),
+                                                       pedometerAvailable: try bool(fields.pedometerAvailable, "pedometerAvailable")))
         }
         return SensorRecord(device: DeviceID(app: app, user: user), seq: seq, t: t, payload: payload)
     }
 
-    private static func location(_ fields: inout Fields) throws(RecordError) -> LocationFix {
-        let lat = try fields.number("lat")
+    private static func recordKind(_ member: RecordFields.Member) throws(RecordError) -> RecordKind {
+        let name = try string(member, "kind")
+        // A switch over small literal strings compares their bits; `RecordKind(rawValue:)` searches a table.
+        switch name {
+        case "location": return .location
+        case "activity": return .activity
+        case "steps": return .steps
+        case "impact": return .impact
+        case "capabilities": return .capabilities
+        default:
+            throw RecordError(field: "kind", reason: "unknown kind \"\(name)\"; expected one of "
+                + RecordKind.allCases.map(\.rawValue).joined(separator: ", "))
+        }
+    }
+
+    private static func location(_ fields: RecordFields) throws(RecordError) -> LocationFix {
+        let lat = try number(fields.lat, "lat")
         guard (-90...90).contains(lat) else { throw RecordError(field: "lat", reason: "\(lat) is outside -90…90") }
-        let lon = try fields.number("lon")
+        let lon = try number(fields.lon, "lon")
         guard (-180...180).contains(lon) else { throw RecordError(field: "lon", reason: "\(lon) is outside -180…180") }
         // Negative speed and course mean "unknown" (as in Core Location); negative accuracy marks an invalid fix.
-        let speed = try fields.optionalNumber("speed").flatMap { $0 < 0 ? nil : $0 }
-        let course = try fields.optionalNumber("course").flatMap { $0 < 0 ? nil : $0 }
+        let speed = try optionalNumber(fields.speed, "speed").flatMap { $0 < 0 ? nil : $0 }
+        let course = try optionalNumber(fields.course, "course").flatMap { $0 < 0 ? nil : $0 }
         if let course, course > 360 {
             throw RecordError(field: "course", reason: "\(course) is outside 0…360 (negative means unknown)")
         }
-        let hacc = try fields.optionalNumber("hacc")
+        let hacc = try optionalNumber(fields.hacc, "hacc")
         return LocationFix(latitude: lat, longitude: lon, speed: speed, course: course, horizontalAccuracy: hacc)
     }
 
-    private static func activity(_ fields: inout Fields) throws(RecordError) -> ActivityObservation {
-        let name = try fields.string("activity")
-        guard let activity = ActivityType(rawValue: name) else {
-            throw RecordError(field: "activity", reason: "unknown activity \"\(name)\"; expected one of "
-                + ActivityType.allCases.map(\.rawValue).joined(separator: ", "))
+    private static func activity(_ fields: RecordFields) throws(RecordError) -> ActivityObservation {
+        let name = try string(fields.activity, "activity")
+        let activity: ActivityType
+        switch name {
+        case "automotive": activity = .automotive
+        case "walking": activity = .walking
+        case "running": activity = .running
+        case "cycling": activity = .cycling
+        case "stationary": activity = .stationary
+        case "unknown": activity = .unknown
+        default:
+            guard let other = ActivityType(rawValue: name) else {
+                throw RecordError(field: "activity", reason: "unknown activity \"\(name)\"; expected one of "
+                    + ActivityType.allCases.map(\.rawValue).joined(separator: ", "))
+            }
+            activity = other
         }
-        let confidenceName = try fields.string("confidence")
-        guard let confidence = ActivityConfidence(rawValue: confidenceName) else {
-            throw RecordError(field: "confidence", reason: "unknown confidence \"\(confidenceName)\"; expected low, medium or high")
+        let confidenceName = try string(fields.confidence, "confidence")
+        let confidence: ActivityConfidence
+        switch confidenceName {
+        case "high": confidence = .high
+        case "medium": confidence = .medium
+        case "low": confidence = .low
+        default:
+            guard let other = ActivityConfidence(rawValue: confidenceName) else {
+                throw RecordError(field: "confidence", reason: "unknown confidence \"\(confidenceName)\"; expected low, medium or high")
+            }
+            confidence = other
         }
         return ActivityObservation(activity, confidence)
     }
 
-    private static func impact(_ fields: inout Fields) throws(RecordError) -> ImpactObservation {
-        let peak = try fields.number("peakG")
+    private static func impact(_ fields: RecordFields) throws(RecordError) -> ImpactObservation {
+        let peak = try number(fields.peakG, "peakG")
         // Below 1000 also at the 4 decimals `json()` writes (999.99996 would be written as 1000).
         guard peak >= 0, (peak * 10_000).rounded() < 10_000_000 else {
             throw RecordError(field: "peakG", reason: "\(peak) is outside 0…1000 g")
         }
-        let duration = try fields.optionalNumber("durationMs")
+        let duration = try optionalNumber(fields.durationMs, "durationMs")
         if let duration, duration < 0 || duration > 60_000 {
             throw RecordError(field: "durationMs", reason: "\(duration) is outside 0…60000 ms")
         }
-        var samples: [ImpactSample] = []
-        if let raw = fields.value("samples"), raw != .null {
-            guard case let .array(rows) = raw else {
-                throw RecordError(field: "samples", reason: "expected an array of [dt, x, y, z], found \(raw.typeName)")
-            }
-            guard rows.count <= maximumSamples else {
-                throw RecordError(field: "samples", reason: "\(rows.count) samples; at most \(maximumSamples) are accepted")
-            }
-            samples.reserveCapacity(rows.count)
-            for (index, row) in rows.enumerated() {
-                guard case let .array(values) = row, values.count == 4 else {
-                    throw RecordError(field: "samples[\(index)]", reason: "expected [dt, x, y, z]")
-                }
-                var numbers: [Double] = []
-                for value in values {
-                    guard case let .number(number) = value else {
-                        throw RecordError(field: "samples[\(index)]", reason: "expected numbers, found \(value.typeName)")
-                    }
-                    numbers.append(number)
-                }
-                samples.append(ImpactSample(dt: numbers[0], x: numbers[1], y: numbers[2], z: numbers[3]))
-            }
+        switch fields.samples {
+        case .absent: return ImpactObservation(peakG: peak, durationMs: duration, samples: [])
+        case let .rows(samples): return ImpactObservation(peakG: peak, durationMs: duration, samples: samples)
+        case let .invalid(error): throw error
         }
-        return ImpactObservation(peakG: peak, durationMs: duration, samples: samples)
-    }
-}
-
-/// Typed access to an object's members with errors that name the member.
-private struct Fields {
-    var members: [(String, JSONValue)]
-
-    func value(_ name: String) -> JSONValue? { members.first { $0.0 == name }?.1 }
-
-    func string(_ name: String) throws(RecordError) -> String {
-        guard let value = value(name) else { throw RecordError(field: name, reason: "missing") }
-        guard case let .string(text) = value else {
-            throw RecordError(field: name, reason: "expected a string, found \(value.typeName)")
-        }
-        return text
     }
 
-    func identifier(_ name: String) throws(RecordError) -> String {
-        let text = try string(name)
+    // MARK: Members by type, with errors that name the member
+
+    private static func string(_ member: RecordFields.Member, _ name: String) throws(RecordError) -> String {
+        switch member {
+        case let .string(text): return text
+        case .missing: throw RecordError(field: name, reason: "missing")
+        default: throw RecordError(field: name, reason: "expected a string, found \(member.typeName)")
+        }
+    }
+
+    private static func identifier(_ member: RecordFields.Member, _ name: String) throws(RecordError) -> String {
+        let text = try string(member, name)
         guard !text.isEmpty else { throw RecordError(field: name, reason: "must not be empty") }
         guard text.utf8.count <= DeviceID.maximumLength else {
             throw RecordError(field: name, reason: "longer than \(DeviceID.maximumLength) bytes")
@@ -148,24 +170,24 @@ private struct Fields {
         return text
     }
 
-    func number(_ name: String) throws(RecordError) -> Double {
-        guard let value = try optionalNumber(name) else { throw RecordError(field: name, reason: "missing") }
+    private static func number(_ member: RecordFields.Member, _ name: String) throws(RecordError) -> Double {
+        guard let value = try optionalNumber(member, name) else { throw RecordError(field: name, reason: "missing") }
         return value
     }
 
-    func optionalNumber(_ name: String) throws(RecordError) -> Double? {
-        guard let value = value(name), value != .null else { return nil }
-        guard case let .number(number) = value else {
-            throw RecordError(field: name, reason: "expected a number, found \(value.typeName)")
+    private static func optionalNumber(_ member: RecordFields.Member, _ name: String) throws(RecordError) -> Double? {
+        switch member {
+        case let .number(number): return number
+        case .missing, .null: return nil
+        default: throw RecordError(field: name, reason: "expected a number, found \(member.typeName)")
         }
-        return number
     }
 
-    func bool(_ name: String) throws(RecordError) -> Bool {
-        guard let value = value(name) else { throw RecordError(field: name, reason: "missing") }
-        guard case let .bool(flag) = value else {
-            throw RecordError(field: name, reason: "expected true or false, found \(value.typeName)")
+    private static func bool(_ member: RecordFields.Member, _ name: String) throws(RecordError) -> Bool {
+        switch member {
+        case let .bool(flag): return flag
+        case .missing: throw RecordError(field: name, reason: "missing")
+        default: throw RecordError(field: name, reason: "expected true or false, found \(member.typeName)")
         }
-        return flag
     }
 }

@@ -187,13 +187,14 @@ final class DetectionRig: @unchecked Sendable {
     /// before it runs, so it comes right after the setup (while the stored inputs wait to be re-run).
     @discardableResult
     func startDetection(platform: ScriptedPlatform = ScriptedPlatform(), checkpointInterval: Double = 0.3,
-                        stoppedAtOnce: Bool = false) throws -> DetectionService {
+                        deviceMemoryIdle: Double = 3600, stoppedAtOnce: Bool = false) throws -> DetectionService {
         var configuration = DetectionConfiguration()
         configuration.recordsEndpoints = [recordsEndpoint]
         configuration.controlEndpoint = controlEndpoint
         configuration.eventsEndpoint = eventsEndpoint
         configuration.dataDirectory = detectionDirectory
         configuration.checkpointInterval = checkpointInterval
+        configuration.deviceMemoryIdle = deviceMemoryIdle
         configuration.logLevel = Self.logLevel
         let service = try DetectionService(configuration: configuration, platform: platform)
         let finished = Finished()
@@ -357,7 +358,8 @@ final class DetectionRig: @unchecked Sendable {
             try await Task.sleep(nanoseconds: 20_000_000)
         }
         if try condition() { return }
-        throw RigError("timed out after \(timeout) s waiting for \(what)")
+        throw RigError("timed out after \(timeout) s waiting for \(what) (outbox reader: feeds \(observed.feedIDs), "
+            + "\(observed.outboxReplies) replies, \(observed.outbox.count) items, errors \(observed.errors))")
     }
 
     /// Runs `body` with a new rig, which is finished afterwards whatever happens.

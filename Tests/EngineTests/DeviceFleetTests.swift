@@ -408,7 +408,25 @@ import RoadSaveModel
         #expect(copy.insert(again).rejected.map(\.1) == [.duplicate])
         let old = Self.fix(Self.alice, at: Script.start + 10, seq: 10)
         #expect(copy.insert(old).rejected.map(\.1) == [.late(appliedUpTo: ordering.released!)])
-        // The runs are compact: the last 100 values in arrival order, broken only where 121 came before 120.
-        #expect(String(decoding: data, as: UTF8.self).contains("\"sequenceRuns\":[50,70,121,1,120,1,122,28]"))
+        // The runs are compact: the 100 values up to the highest, ascending.
+        #expect(String(decoding: data, as: UTF8.self).contains("\"sequenceRuns\":[50,100]"))
+    }
+
+    @Test func aCheckpointOfTheOldFormatWithSeqsInArrivalOrderStillLoads() throws {
+        var ordering = RecordOrdering(options: .init(window: 5, sequenceMemory: 100))
+        for seq in (0..<150).map(UInt64.init) {
+            _ = ordering.insert(Self.fix(Self.alice, at: Script.start + Double(seq), seq: seq))
+        }
+        // As the Set-based RecordOrdering wrote it: the last 100 values in arrival order, 121 before 120.
+        let current = String(decoding: try JSONEncoder().encode(ordering), as: UTF8.self)
+        let old = current.replacingOccurrences(of: "\"sequenceRuns\":[50,100]",
+                                               with: "\"sequenceRuns\":[50,70,121,1,120,1,122,28]")
+        #expect(old != current)
+        var copy = try JSONDecoder().decode(RecordOrdering.self, from: Data(old.utf8))
+        #expect(copy.bufferedCount == ordering.bufferedCount)
+        for seq in [50, 120, 121, 149] as [UInt64] {
+            #expect(copy.insert(Self.fix(Self.alice, at: Script.start + 150, seq: seq)).rejected.map(\.1) == [.duplicate])
+        }
+        #expect(String(decoding: try JSONEncoder().encode(copy), as: UTF8.self).contains("\"sequenceRuns\":[50,100]"))
     }
 }

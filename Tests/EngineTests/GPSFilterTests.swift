@@ -11,20 +11,20 @@ import RoadSaveModel
     }
 
     @Test func invalidAndInaccurateFixesAreRejected() {
-        var track = GPSTrack(historySeconds: 150)
+        var track = GPSTrack()
         #expect(accept(&track, t: 0, lat: 0, lon: 0, accuracy: -1) == .failure(.invalidFix))
         #expect(accept(&track, t: 1, lat: 0, lon: 0, accuracy: 65) == .failure(.poorAccuracy))
         #expect((try? accept(&track, t: 2, lat: 0, lon: 0, accuracy: nil).get())?.accuracy == GPSTrack.assumedAccuracy)
     }
 
     @Test func aRepeatedTimeIsADuplicate() {
-        var track = GPSTrack(historySeconds: 150)
+        var track = GPSTrack()
         _ = accept(&track, t: 10, lat: -33.9, lon: 18.4)
         #expect(accept(&track, t: 10, lat: -33.9, lon: 18.4) == .failure(.duplicate))
     }
 
     @Test func aJumpAtAnImpossibleSpeedIsRejectedUntilTheNewPlaceIsConfirmed() {
-        var track = GPSTrack(historySeconds: 150)
+        var track = GPSTrack()
         _ = accept(&track, t: 0, lat: -33.9, lon: 18.4)
         // 0.01° of latitude (1.1 km) in one second.
         #expect(accept(&track, t: 1, lat: -33.89, lon: 18.4) == .failure(.implausibleJump))
@@ -35,7 +35,7 @@ import RoadSaveModel
     }
 
     @Test func speedIsEstimatedFromDisplacementWhenNotReportedAndJitterReadsAsZero() throws {
-        var track = GPSTrack(historySeconds: 150)
+        var track = GPSTrack()
         for second in 0...10 {
             _ = accept(&track, t: Double(second), lat: -33.9, lon: 18.4 + Double(second) * 0.00015, speed: nil)
         }
@@ -44,13 +44,49 @@ import RoadSaveModel
         #expect(abs(moving.speed! - (138.4 - 14.1) / 10) < 0.2)
         #expect(moving.isMovement)
 
-        var parked = GPSTrack(historySeconds: 150)
+        var parked = GPSTrack()
         var random = SeededRandom(seed: 5)
         for second in 0...60 {
             let (lat, lon) = Script.moved(-33.9, 18.4, north: random.gaussian() * 4, east: random.gaussian() * 4)
             _ = accept(&parked, t: Double(second), lat: lat, lon: lon, speed: nil)
         }
         #expect(parked.recent.allSatisfy { !$0.isMovement })
+    }
+
+    @Test func theHistoryKeepsWhatCanStillBeReadAndTheLastPositionBeforeIt() {
+        var track = GPSTrack()
+        func add(_ t: Double) {
+            _ = track.accept(LocationFix(latitude: -33.9, longitude: 18.4 + t * 1e-6, speed: 0, horizontalAccuracy: 5),
+                             at: t, settings: DetectionSettings(), keepingFrom: t - 30)
+        }
+        // A fix a minute (a phone saving battery): only the newest before the cutoff stays with the new one.
+        for t in stride(from: 0.0, through: 600, by: 60) { add(t) }
+        #expect(Array(track.recent.map(\.t).suffix(2)) == [540, 600])
+        #expect(!track.recent.contains { $0.t < 300 }, "old fixes were dropped")
+        #expect(track.recent.count <= 2 + GPSTrack.trimBatch)
+        // Then one a second: everything from the cutoff on, and one before it; stale fixes go in small batches.
+        for t in 601...700 { add(Double(t)) }
+        let times = track.recent.map(\.t)
+        #expect(Array(times.suffix(31)) == (670...700).map(Double.init), "everything from the cutoff on")
+        #expect(times.first! < 670)
+        #expect(times.count <= 31 + 1 + GPSTrack.trimBatch)
+    }
+
+    @Test func aCrashLongAfterTheLastFixStillGetsThatPosition() throws {
+        // Driving, then a tunnel: no fix for 100 s before the impact. The position sent is the last one known.
+        var script = Script()
+        script.activity(.automotive, .high)
+        script.drive(seconds: 120, speed: 15)
+        let lastFix = try #require(script.records.last { if case .location = $0.payload { true } else { false } })
+        script.silence(seconds: 100)
+        script.impact(peakG: 45)
+        script.silence(seconds: 30)
+        script.activity(.stationary, .high)
+        var harness = Harness()
+        harness.run(script.records)
+        let candidate = try #require(harness.candidates.first)
+        guard case let .location(fix) = lastFix.payload else { return }
+        #expect(candidate.latitude == fix.latitude && candidate.longitude == fix.longitude)
     }
 
     @Test func badFixesDoNotStartTripsOrAddDistance() throws {

@@ -66,6 +66,11 @@ struct CrashEngine: Sendable, Codable {
         self.device = device
     }
 
+    var hasPending: Bool { !pending.isEmpty }
+
+    /// The first impact of the oldest cluster waiting for its decision.
+    var oldestPendingImpact: Double? { pending.lazy.map(\.firstImpact).min() }
+
     func nextDeadline(settings: DetectionSettings) -> Double? {
         pending.map { decisionTime(of: $0, settings: settings) }.min()
     }
@@ -224,7 +229,8 @@ struct CrashEngine: Sendable, Codable {
 
 /// What the crash engine reads from the rest of the session.
 struct CrashContext {
-    var settings: DetectionSettings
+    var sharedSettings: SessionSettings
+    var settings: DetectionSettings { sharedSettings.wrappedValue }
     var activity: ActivityContext
     var gps: GPSTrack
     var tripInProgress: Bool

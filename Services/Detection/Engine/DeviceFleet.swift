@@ -36,15 +36,22 @@ public struct DeviceFleet: Sendable {
     }
 
     public let options: Options
-    /// Devices in the order they were met; `index` finds them.
-    private var devices: [FleetDeviceState] = []
-    private var index: [DeviceID: Int] = [:]
+    /// Devices in the order they were met (a device back from eviction: from its return); `index` finds them.
+    /// Internal, not private: eviction (DeviceFleet+Eviction.swift) takes devices out and puts them back.
+    var devices: [FleetDeviceState] = []
+    var index = DeviceIndex()
     private var applications: [String: FleetApplicationState] = [:]
-    private var changed = Set<Int>()
+    /// One copy of each application's settings for all its devices' sessions (see `SessionSettings`).
+    private var sharedSettings: [String: SessionSettings] = [:]
+    var changed = ChangedSlots()
+    /// The slot of the last record's device: a run of one device's records (a gateway batch) finds it without hashing.
+    private var lastSlot = 0
+    /// Reused for every record, so that the common case allocates nothing.
+    private var rejectedScratch: [(SensorRecord, RecordOrdering.Rejection)] = []
     public private(set) var statistics = FleetStatistics()
     /// Whether the last `tick` changed any device (a shell that logs its inputs need not keep a tick that did not).
     public private(set) var lastTickChangedState = false
-    private var newestRecordTime: Double?
+    var newestRecordTime: Double?
 
     public init(options: Options = .init()) {
         self.options = options
@@ -54,13 +61,19 @@ public struct DeviceFleet: Sendable {
 
     /// A record arrived. `now` is the shell's clock (nil in replay: time comes only from the records).
     public mutating func receive(_ record: SensorRecord, now: Double?) -> [FleetAction] {
+        var actions: [FleetAction] = []
+        receive(record, now: now, into: &actions)
+        return actions
+    }
+
+    /// A record arrived; what the shell must do is appended to `actions` (a shell that reuses that buffer
+    /// allocates nothing for the records that ask for nothing, nearly all of them).
+    public mutating func receive(_ record: SensorRecord, now: Double?, into actions: inout [FleetAction]) {
         statistics.records += 1
         newestRecordTime = max(newestRecordTime ?? record.t, record.t)
         let slot = slot(for: record.device)
         if let now { devices[slot].lastArrival = now }
-        var actions: [FleetAction] = []
         route(record, slot: slot, now: now, into: &actions)
-        return actions
     }
 
     /// The answer to a `fetchSettings(app:)`. Fetched: the settings are kept for the application and every record
@@ -102,7 +115,7 @@ public struct DeviceFleet: Sendable {
 
     /// The platform's evaluation of a candidate from `evaluateCrash` ended (or could not be had).
     public mutating func crashEvaluated(device: DeviceID, crashID: String, outcome: CrashEvaluationOutcome) -> [FleetAction] {
-        guard let slot = index[device] else { return [] }
+        guard let slot = slot(of: device) else { return [] }
         changed.insert(slot)
         devices[slot].awaitingEvaluation.removeAll { $0.crashID == crashID }
         var actions: [FleetAction] = []
@@ -155,6 +168,7 @@ public struct DeviceFleet: Sendable {
                     result = try session.raiseTestCrash(at: t)
                 }
                 devices[slot].session = session
+                shareSettings(slot: slot)
                 if devices[slot].lastEventTime == nil {
                     devices[slot].lastEventTime = t
                     devices[slot].lastArrival = now
@@ -233,7 +247,7 @@ public struct DeviceFleet: Sendable {
     public var deviceIDs: [DeviceID] { devices.map(\.device) }
 
     public func session(_ device: DeviceID) -> DeviceSession? {
-        index[device].map { devices[$0].session }
+        slot(of: device).map { devices[$0].session }
     }
 
     /// The settings known for an application (fetched for auto-monitor or by a control command).
@@ -254,7 +268,7 @@ public struct DeviceFleet: Sendable {
     }
 
     public func deviceState(_ device: DeviceID) -> FleetDeviceState? {
-        index[device].map { devices[$0] }
+        slot(of: device).map { devices[$0] }
     }
 
     public var sharedState: FleetSharedState {
@@ -272,10 +286,11 @@ public struct DeviceFleet: Sendable {
         let order = shared.deviceOrder + byDevice.keys.filter { !listed.contains($0) }.sorted()
         for device in order {
             guard let state = byDevice.removeValue(forKey: device) else { continue }
-            index[device] = devices.count
+            index.insert(device, slot: devices.count)
             devices.append(state)
         }
         for application in shared.applications { applications[application.app] = application }
+        for slot in devices.indices { shareSettings(slot: slot) }
         statistics = shared.statistics
         newestRecordTime = shared.newestRecordTime
     }
@@ -287,14 +302,25 @@ public struct DeviceFleet: Sendable {
     static let settingsUnavailable = RoadSaveError.offlineLimitExceeded(lastSuccessfulFetch: nil,
                                                                          graceSeconds: DetectionSettings().offlineGrace)
 
+    /// The device's slot, if it is in memory.
+    func slot(of device: DeviceID) -> Int? {
+        index.slot(of: device, in: devices)
+    }
+
     private mutating func slot(for device: DeviceID) -> Int {
-        if let slot = index[device] {
+        if lastSlot < devices.count, devices[lastSlot].session.device == device {
+            changed.insert(lastSlot)
+            return lastSlot
+        }
+        if let slot = slot(of: device) {
             changed.insert(slot)
+            lastSlot = slot
             return slot
         }
         let slot = devices.count
         devices.append(FleetDeviceState(device: device, ordering: options.ordering))
-        index[device] = slot
+        index.insert(device, slot: slot)
+        lastSlot = slot
         statistics.devices += 1
         changed.insert(slot)
         return slot
@@ -349,12 +375,24 @@ public struct DeviceFleet: Sendable {
             result += try session.startMonitoring(at: t, fetch: .fetched(settings))
             devices[slot].session = session
             devices[slot].notMonitoredReported = false
+            shareSettings(slot: slot)
             perform(result, slot: slot, into: &actions)
         } catch {
             // Not a configuration this device can have (its IDs): its records go on, counted as not monitored.
             devices[slot].session = session
             devices[slot].autoMonitorRefused = true
             reportNotMonitored(slot: slot, error: error, into: &actions)
+        }
+    }
+
+    /// The device's session takes its application's shared copy of the settings when it uses the same ones.
+    mutating func shareSettings(slot: Int) {
+        let app = devices[slot].device.app
+        let settings = devices[slot].session.sharedSettings
+        if let shared = sharedSettings[app], shared.wrappedValue == settings.wrappedValue {
+            devices[slot].session.shareSettings(shared)
+        } else if applications[app]?.settings == settings.wrappedValue {
+            sharedSettings[app] = settings
         }
     }
 
@@ -365,7 +403,10 @@ public struct DeviceFleet: Sendable {
     }
 
     private mutating func order(_ record: SensorRecord, slot: Int, into actions: inout [FleetAction]) {
-        let (ready, rejected) = devices[slot].ordering.insert(record)
+        // The scratch buffer is taken out while in use; ready records are moved out one by one, never copied.
+        var rejected: [(SensorRecord, RecordOrdering.Rejection)] = []
+        swap(&rejected, &rejectedScratch)
+        devices[slot].ordering.insert(record, rejected: &rejected)
         for (rejectedRecord, reason) in rejected {
             switch reason {
             case .duplicate: statistics.duplicates += 1
@@ -374,7 +415,9 @@ public struct DeviceFleet: Sendable {
             }
             actions.append(.recordRejected(rejectedRecord, reason))
         }
-        for next in ready { apply(next, slot: slot, into: &actions) }
+        rejected.removeAll(keepingCapacity: true)
+        swap(&rejected, &rejectedScratch)
+        while let next = devices[slot].ordering.nextReady() { apply(next, slot: slot, into: &actions) }
     }
 
     /// A record that left the reorder stage.

@@ -12,7 +12,8 @@ public struct DeviceSession: Sendable, Codable {
     public private(set) var lifecycle: Lifecycle = .unconfigured
     public private(set) var configuration: RoadSaveConfiguration?
     /// The settings in force: the platform's latest, or the cached ones within the offline grace.
-    public private(set) var settings = DetectionSettings()
+    /// Out of line and shared between the devices of an application (`SessionSettings`).
+    @SessionSettings public private(set) var settings: DetectionSettings
     public private(set) var lastSuccessfulSettingsFetch: Double?
     public private(set) var autoTripDetection = true
     public private(set) var capabilities = DeviceCapabilities.full
@@ -28,7 +29,8 @@ public struct DeviceSession: Sendable, Codable {
 
     public init(device: DeviceID) {
         self.device = device
-        gps = GPSTrack(historySeconds: 150)
+        _settings = SessionSettings()
+        gps = GPSTrack()
         trips = TripEngine(device: device)
         crashes = CrashEngine(device: device)
     }
@@ -143,7 +145,8 @@ public struct DeviceSession: Sendable, Codable {
 
         switch record.payload {
         case let .location(fix):
-            guard case let .success(accepted) = gps.accept(fix, at: record.t, settings: settings) else { break }
+            guard case let .success(accepted) = gps.accept(fix, at: record.t, settings: _settings,
+                                                           keepingFrom: gpsHistoryCutoff(at: record.t)) else { break }
             if accepted.isMovement { steps.movementSeen() }
             if tripsActive, let event = trips.fixAccepted(accepted, context: tripContext) {
                 actions.append(.emit(event))
@@ -191,13 +194,33 @@ public struct DeviceSession: Sendable, Codable {
 
     // MARK: Internals
 
+    /// The settings' storage, to share with other sessions.
+    var sharedSettings: SessionSettings { _settings }
+
+    /// Uses `shared`'s storage for the settings when they are the same (devices of an application hold one copy).
+    mutating func shareSettings(_ shared: SessionSettings) {
+        _settings.share(shared)
+    }
+
     private mutating func fireDueTimers(at now: Double) -> [DetectionAction] {
         guard monitoring else { return [] }
-        var actions = crashes.advance(to: now, context: crashContext)
-        if tripsActive, let deadline = trips.stopDeadline(context: tripContext), deadline <= now {
+        // The crash context (settings, GPS history) is built only when a decision may be due.
+        var actions = crashes.hasPending ? crashes.advance(to: now, context: crashContext) : []
+        if tripsActive, trips.isDriving, let deadline = trips.stopDeadline(context: tripContext), deadline <= now {
             actions += endTrip(reason: .stopDelay)
         }
         return actions
+    }
+
+    /// The oldest fix time the session may still read at `t` or later: a speed estimate looks back
+    /// `GPSTrack.speedReferenceLimit`, an impact from now on reads `crashSpeedWindowBefore` before it, and a crash
+    /// waiting for its decision reads from that far before its first impact (and the last position before it, which
+    /// the track keeps anyway).
+    private func gpsHistoryCutoff(at t: Double) -> Double {
+        let lookBack = settings.crashSpeedWindowBefore
+        var cutoff = t - max(GPSTrack.speedReferenceLimit, lookBack)
+        if let firstImpact = crashes.oldestPendingImpact { cutoff = min(cutoff, firstImpact - lookBack) }
+        return cutoff
     }
 
     private mutating func endTrip(reason: TripEndReason) -> [DetectionAction] {
@@ -218,10 +241,10 @@ public struct DeviceSession: Sendable, Codable {
     }
 
     private var tripContext: TripContext {
-        TripContext(settings: settings, capabilities: capabilities, activity: activity)
+        TripContext(sharedSettings: _settings, capabilities: capabilities, activity: activity)
     }
 
     private var crashContext: CrashContext {
-        CrashContext(settings: settings, activity: activity, gps: gps, tripInProgress: trips.isDriving)
+        CrashContext(sharedSettings: _settings, activity: activity, gps: gps, tripInProgress: trips.isDriving)
     }
 }

@@ -1,16 +1,26 @@
 import RoadSaveModel
 
 /// A location fix that passed the GPS filter.
+/// (The optional comes last among the stored properties: 48 bytes a fix instead of 56.)
 public struct AcceptedFix: Sendable, Equatable, Codable {
     public var t: Double
     public var latitude: Double
     public var longitude: Double
-    /// Reported GPS speed, or a conservative estimate from displacement; `nil` when neither is known yet.
-    public var speed: Double?
     /// Horizontal accuracy in metres (a typical phone value when the record had none).
     public var accuracy: Double
+    /// Reported GPS speed, or a conservative estimate from displacement; `nil` when neither is known yet.
+    public var speed: Double?
     /// Fast enough to be movement evidence (`DetectionSettings.movementSpeed`).
     public var isMovement: Bool
+
+    public init(t: Double, latitude: Double, longitude: Double, speed: Double?, accuracy: Double, isMovement: Bool) {
+        self.t = t
+        self.latitude = latitude
+        self.longitude = longitude
+        self.speed = speed
+        self.accuracy = accuracy
+        self.isMovement = isMovement
+    }
 
     func distance(to other: AcceptedFix) -> Double {
         Geo.distance(latitude, longitude, other.latitude, other.longitude)
@@ -48,6 +58,11 @@ public enum FixRejection: String, Error, Sendable, CaseIterable {
 
 /// The GPS filter and the recent history of good fixes of one device. Fixes that are invalid, inaccurate,
 /// repeated or that jump at impossible speeds don't count: they neither move trips nor add distance.
+///
+/// The history holds only what can still be read: the fixes from a cutoff the session gives (what speed estimates
+/// and crash decisions look back to), and the newest fix before it (the last known position before an impact may
+/// be older). Everything older would never be read again. (Checkpoints written before carry a `historySeconds`,
+/// ignored now, and a longer history, cut at the next fix.)
 struct GPSTrack: Sendable, Codable {
     /// Accuracy assumed for fixes that don't report one.
     static let assumedAccuracy = 10.0
@@ -56,19 +71,31 @@ struct GPSTrack: Sendable, Codable {
     static let jumpsBeforeReanchor = 3
     /// Shortest baseline for estimating speed from positions: over one second, jitter looks like movement.
     static let speedBaseline = 10.0
+    /// Longest baseline for estimating speed from positions: a speed estimate never reads a fix older than this.
+    static let speedReferenceLimit = 30.0
+    /// The history kept when the caller gives no cutoff.
+    static let defaultHistory = 150.0
+    /// Stale fixes are dropped in batches of at least this many, so the array is not rebuilt on every fix.
+    static let trimBatch = 8
 
     private(set) var recent: [AcceptedFix] = []
     private var consecutiveJumps = 0
-    /// How much history to keep, in seconds (enough for crash context).
-    var historySeconds: Double
 
-    init(historySeconds: Double) {
-        self.historySeconds = historySeconds
-    }
+    init() {}
 
     var last: AcceptedFix? { recent.last }
 
-    mutating func accept(_ fix: LocationFix, at t: Double, settings: DetectionSettings) -> Result<AcceptedFix, FixRejection> {
+    /// Filters a fix and, if it counts, adds it to the history. Fixes before `cutoff` (default: 150 s before `t`)
+    /// may be dropped, but the newest of them is kept.
+    mutating func accept(_ fix: LocationFix, at t: Double, settings: DetectionSettings,
+                         keepingFrom cutoff: Double? = nil) -> Result<AcceptedFix, FixRejection> {
+        accept(fix, at: t, settings: SessionSettings(wrappedValue: settings), keepingFrom: cutoff)
+    }
+
+    /// The same, reading the settings where they are (a session's shared copy) rather than copying them per fix.
+    mutating func accept(_ fix: LocationFix, at t: Double, settings sharedSettings: SessionSettings,
+                         keepingFrom cutoff: Double? = nil) -> Result<AcceptedFix, FixRejection> {
+        var settings: DetectionSettings { sharedSettings.wrappedValue }
         if let accuracy = fix.horizontalAccuracy, accuracy < 0 { return .failure(.invalidFix) }
         let accuracy = fix.horizontalAccuracy ?? Self.assumedAccuracy
         if accuracy > settings.maximumHorizontalAccuracy { return .failure(.poorAccuracy) }
@@ -88,7 +115,7 @@ struct GPSTrack: Sendable, Codable {
         if candidate.speed == nil { candidate.speed = estimatedSpeed(for: candidate) }
         candidate.isMovement = (candidate.speed ?? 0) >= settings.movementSpeed
         recent.append(candidate)
-        trim(before: t - historySeconds)
+        trim(keepingFrom: cutoff ?? t - Self.defaultHistory)
         return .success(candidate)
     }
 
@@ -96,17 +123,23 @@ struct GPSTrack: Sendable, Codable {
     /// (about 95 % of jitter): parked jitter gives zero rather than a phantom speed.
     private func estimatedSpeed(for fix: AcceptedFix) -> Double? {
         guard let reference = recent.last(where: { fix.t - $0.t >= Self.speedBaseline }) else { return nil }
-        guard fix.t - reference.t <= 30 else { return nil }
+        guard fix.t - reference.t <= Self.speedReferenceLimit else { return nil }
         let noise = 2 * (fix.accuracy * fix.accuracy + reference.accuracy * reference.accuracy).squareRoot()
         let travelled = fix.distance(to: reference) - noise
         return max(0, travelled) / (fix.t - reference.t)
     }
 
-    private mutating func trim(before cutoff: Double) {
-        // Trimmed in chunks so the front of the array is not shifted on every fix.
-        if recent.count > 64, let first = recent.first, first.t < cutoff - 30 {
-            recent.removeAll { $0.t < cutoff }
-        }
+    private mutating func trim(keepingFrom cutoff: Double) {
+        var older = 0
+        while older < recent.count, recent[older].t < cutoff { older += 1 }
+        // The newest fix before the cutoff stays.
+        let stale = older - 1
+        guard stale >= Self.trimBatch else { return }
+        // A new array of the right size, with room for the next batch: appending to a full array would double it.
+        var kept: [AcceptedFix] = []
+        kept.reserveCapacity(recent.count - stale + Self.trimBatch + 1)
+        kept.append(contentsOf: recent[stale...])
+        recent = kept
     }
 
     /// Fixes with `from ≤ t ≤ to`.

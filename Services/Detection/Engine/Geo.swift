@@ -12,8 +12,10 @@ enum Geo {
         let radians = Double.pi / 180
         let dLat = (lat2 - lat1) * radians
         let dLon = (lon2 - lon1) * radians
-        let a = sin(dLat / 2) * sin(dLat / 2)
-            + cos(lat1 * radians) * cos(lat2 * radians) * sin(dLon / 2) * sin(dLon / 2)
+        // Each sine once (libm calls are not merged by the compiler); the same operations in the same order.
+        let sinHalfLat = sin(dLat / 2)
+        let sinHalfLon = sin(dLon / 2)
+        let a = sinHalfLat * sinHalfLat + cos(lat1 * radians) * cos(lat2 * radians) * sinHalfLon * sinHalfLon
         return 2 * earthRadius * asin(min(1, a.squareRoot()))
     }
 }

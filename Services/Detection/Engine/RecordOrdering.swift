@@ -11,10 +11,12 @@ public struct RecordOrdering: Sendable {
         public var window: Double
         /// A jump ahead of the newest record larger than this is held for confirmation, in seconds.
         public var futureJump: Double
-        /// How many recent `seq` values are remembered for duplicate detection.
+        /// How many `seq` values, counting down from the device's highest, are remembered for duplicate detection
+        /// (one bit each; see `SequenceWindow`). 1,024 is minutes of records at a gateway's rates, far more than the
+        /// reorder window holds; a repeat further behind is judged by its time (late, as a rule).
         public var sequenceMemory: Int
 
-        public init(window: Double = 10, futureJump: Double = 900, sequenceMemory: Int = 4096) {
+        public init(window: Double = 10, futureJump: Double = 900, sequenceMemory: Int = 1024) {
             self.window = window
             self.futureJump = futureJump
             self.sequenceMemory = sequenceMemory
@@ -42,37 +44,66 @@ public struct RecordOrdering: Sendable {
     }
 
     public let options: Options
-    /// Buffered records in event-time order (ties in arrival order), from `head` on.
-    private var buffer: [SensorRecord] = []
-    private var head = 0
+    /// Buffered records in event-time order (ties in arrival order): a ring (its size a power of two, at least the
+    /// most ever buffered at once), so released records leave the front without moving the others and are moved out,
+    /// not copied.
+    private var ring: [SensorRecord?] = []
+    private var first = 0
+    private var count = 0
     /// The newest event time taken in.
     public private(set) var newest: Double?
     /// The event time of the last record released.
     public private(set) var released: Double?
     /// A record far ahead of the stream, waiting for the next record to confirm it.
-    private var suspect: SensorRecord?
-    private var recentSequences = Set<UInt64>()
-    private var sequenceOrder: [UInt64] = []
-    private var sequenceHead = 0
+    private var suspect: SensorRecord? {
+        get { held.first }
+        set { held = newValue.map { [$0] } ?? [] }
+    }
+    /// The suspect's storage: rarely used, so kept out of line (8 bytes a device instead of a record's 121).
+    private var held: [SensorRecord] = []
+    /// The `seq` values taken: a duplicate within `options.sequenceMemory` of the highest is found (see
+    /// `SequenceWindow` for values further behind).
+    private var sequences: SequenceWindow
 
     public init(options: Options = Options()) {
         self.options = options
+        sequences = SequenceWindow(size: options.sequenceMemory)
     }
 
     /// Records waiting in the buffer.
-    public var bufferedCount: Int { buffer.count - head + (suspect == nil ? 0 : 1) }
+    public var bufferedCount: Int { count + (suspect == nil ? 0 : 1) }
 
     /// Takes a record in. Returns the records now ready, in order, and what was rejected (the record itself, or a
     /// suspect it disproved).
     public mutating func insert(_ record: SensorRecord) -> (ready: [SensorRecord], rejected: [(SensorRecord, Rejection)]) {
+        var ready: [SensorRecord] = []
         var rejected: [(SensorRecord, Rejection)] = []
+        insert(record, ready: &ready, rejected: &rejected)
+        return (ready, rejected)
+    }
+
+    /// Takes a record in, appending the records now ready (in order) to `ready` and what was rejected to `rejected`.
+    public mutating func insert(_ record: SensorRecord, ready: inout [SensorRecord],
+                                rejected: inout [(SensorRecord, Rejection)]) {
+        insert(record, rejected: &rejected)
+        while let next = nextReady() { ready.append(next) }
+    }
+
+    /// Takes a record in, appending what was rejected to `rejected`; the records it makes ready are then taken one
+    /// by one with `nextReady()` (the way that copies nothing: a shell that reuses `rejected` allocates nothing).
+    public mutating func insert(_ record: SensorRecord, rejected: inout [(SensorRecord, Rejection)]) {
         if let seq = record.seq {
-            if recentSequences.contains(seq) { return ([], [(record, .duplicate)]) }
+            if sequences.contains(seq) {
+                rejected.append((record, .duplicate))
+                return
+            }
         } else if isBufferedCopy(record) {
-            return ([], [(record, .duplicate)])
+            rejected.append((record, .duplicate))
+            return
         }
         if let released, record.t < released - 1e-9 {
-            return ([], [(record, .late(appliedUpTo: released))])
+            rejected.append((record, .late(appliedUpTo: released)))
+            return
         }
         if let pending = suspect {
             suspect = nil
@@ -85,66 +116,75 @@ public struct RecordOrdering: Sendable {
         } else if let newest, record.t > newest + options.futureJump {
             remember(record.seq)
             suspect = record
-            return ([], rejected)
+            return
         }
         remember(record.seq)
         take(record)
-        return (releaseReady(), rejected)
+    }
+
+    /// The oldest buffered record if the window has passed it (it is then released), else nil.
+    public mutating func nextReady() -> SensorRecord? {
+        guard count > 0, let newest, ring[first]!.t <= newest - options.window else { return nil }
+        return removeFirst()
     }
 
     /// Releases everything (end of input, or a shell's idle flush).
     public mutating func flush() -> [SensorRecord] {
+        var all: [SensorRecord] = []
+        flush(into: &all)
+        return all
+    }
+
+    /// Releases everything into `ready`. The buffer's memory goes too: a device that has gone quiet keeps none.
+    public mutating func flush(into ready: inout [SensorRecord]) {
         if let pending = suspect {
             suspect = nil
             take(pending)
         }
-        let all = Array(buffer[head...])
-        if let last = all.last { released = max(released ?? last.t, last.t) }
-        buffer.removeAll(keepingCapacity: true)
-        head = 0
-        return all
+        while count > 0 { ready.append(removeFirst()) }
+        ring = []
+        first = 0
     }
+
+    private mutating func removeFirst() -> SensorRecord {
+        let record = ring[first].take()!
+        first = (first + 1) & (ring.count - 1)
+        count -= 1
+        released = max(released ?? record.t, record.t)
+        return record
+    }
+
+    private func slot(_ offset: Int) -> Int { (first + offset) & (ring.count - 1) }
 
     private mutating func take(_ record: SensorRecord) {
         newest = max(newest ?? record.t, record.t)
-        // Mostly in order: search for the insertion point from the end.
-        var index = buffer.count
-        while index > head, buffer[index - 1].t > record.t { index -= 1 }
-        buffer.insert(record, at: index)
+        if count == ring.count { grow() }
+        // Mostly in order: the insertion point is searched from the end, and later records move up one.
+        var offset = count
+        while offset > 0, ring[slot(offset - 1)]!.t > record.t {
+            ring[slot(offset)] = ring[slot(offset - 1)].take()
+            offset -= 1
+        }
+        ring[slot(offset)] = record
+        count += 1
     }
 
-    private mutating func releaseReady() -> [SensorRecord] {
-        guard let newest else { return [] }
-        let horizon = newest - options.window
-        var ready: [SensorRecord] = []
-        while head < buffer.count, buffer[head].t <= horizon {
-            ready.append(buffer[head])
-            head += 1
-        }
-        if let last = ready.last { released = max(released ?? last.t, last.t) }
-        if head > 256, head * 2 > buffer.count {
-            buffer.removeFirst(head)
-            head = 0
-        }
-        return ready
+    private mutating func grow() {
+        var larger: [SensorRecord?] = Array(repeating: nil, count: max(8, ring.count * 2))
+        for offset in 0..<count { larger[offset] = ring[slot(offset)].take() }
+        ring = larger
+        first = 0
     }
+
+    private var buffered: [SensorRecord] { (0..<count).map { ring[slot($0)]! } }
 
     private func isBufferedCopy(_ record: SensorRecord) -> Bool {
-        buffer[head...].contains(record) || suspect == record
+        (0..<count).contains { ring[slot($0)] == record } || suspect == record
     }
 
     private mutating func remember(_ seq: UInt64?) {
         guard let seq else { return }
-        recentSequences.insert(seq)
-        sequenceOrder.append(seq)
-        if sequenceOrder.count - sequenceHead > options.sequenceMemory {
-            recentSequences.remove(sequenceOrder[sequenceHead])
-            sequenceHead += 1
-            if sequenceHead > 4096 {
-                sequenceOrder.removeFirst(sequenceHead)
-                sequenceHead = 0
-            }
-        }
+        sequences.insert(seq)
     }
 }
 
@@ -155,26 +195,24 @@ extension RecordOrdering: Codable {
         case options, buffer, newest, released, suspect, sequenceRuns
     }
 
-    /// Written compactly and in a stable order: only the live part of the buffer, and the remembered `seq` values
-    /// (in arrival order) as runs of consecutive numbers `[first, count, first, count, …]` (a gateway numbers a
-    /// device's records consecutively, so a device's 4,096 remembered values are usually one run). The set used for
-    /// look-ups is rebuilt from them, so hash order never reaches the bytes.
+    /// Written compactly and in a stable order: only the live part of the buffer, and the remembered `seq` values as
+    /// runs of consecutive numbers `[first, count, first, count, …]`, ascending (a gateway numbers a device's records
+    /// consecutively, so they are usually one run). Checkpoints written before the `SequenceWindow` hold the values
+    /// in arrival order: both are read by taking the values in the order written, which rebuilds the same window.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(options, forKey: .options)
-        try container.encode(Array(buffer[head...]), forKey: .buffer)
+        try container.encode(buffered, forKey: .buffer)
         try container.encodeIfPresent(newest, forKey: .newest)
         try container.encodeIfPresent(released, forKey: .released)
         try container.encodeIfPresent(suspect, forKey: .suspect)
+        let values = sequences.values
         var runs: [UInt64] = []
-        var index = sequenceHead
-        while index < sequenceOrder.count {
-            let first = sequenceOrder[index]
+        var index = 0
+        while index < values.count {
+            let first = values[index]
             var count: UInt64 = 1
-            while index + Int(count) < sequenceOrder.count, first < UInt64.max - count,
-                  sequenceOrder[index + Int(count)] == first + count {
-                count += 1
-            }
+            while index + Int(count) < values.count, values[index + Int(count)] == first + count { count += 1 }
             runs.append(first)
             runs.append(count)
             index += Int(count)
@@ -185,10 +223,18 @@ extension RecordOrdering: Codable {
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         options = try container.decode(Options.self, forKey: .options)
-        buffer = try container.decode([SensorRecord].self, forKey: .buffer)
+        let buffered = try container.decode([SensorRecord].self, forKey: .buffer)
+        count = buffered.count
+        if count > 0 {
+            var size = 8
+            while size < count { size *= 2 }
+            ring = Array(repeating: nil, count: size)
+            for (offset, record) in buffered.enumerated() { ring[offset] = record }
+        }
         newest = try container.decodeIfPresent(Double.self, forKey: .newest)
         released = try container.decodeIfPresent(Double.self, forKey: .released)
-        suspect = try container.decodeIfPresent(SensorRecord.self, forKey: .suspect)
+        held = try container.decodeIfPresent(SensorRecord.self, forKey: .suspect).map { [$0] } ?? []
+        sequences = SequenceWindow(size: options.sequenceMemory)
         let runs = try container.decode([UInt64].self, forKey: .sequenceRuns)
         guard runs.count % 2 == 0 else {
             throw DecodingError.dataCorruptedError(forKey: .sequenceRuns, in: container,
@@ -200,8 +246,7 @@ extension RecordOrdering: Codable {
                 throw DecodingError.dataCorruptedError(forKey: .sequenceRuns, in: container,
                                                        debugDescription: "run of \(count) from \(first) is impossible")
             }
-            for offset in 0..<count { sequenceOrder.append(first + offset) }
+            for offset in 0..<count { sequences.insert(first + offset) }
         }
-        recentSequences = Set(sequenceOrder)
     }
 }

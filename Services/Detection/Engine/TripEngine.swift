@@ -27,7 +27,10 @@ struct TripEngine: Sendable, Codable {
         case driving(ActiveTrip)
     }
 
-    private(set) var state: State = .idle(nil)
+    /// The movement run being watched while idle, or the trip in progress: at most one of them. Out of line (8
+    /// bytes each inline, a few hundred on the heap only while there is one) and changed in place, fix by fix.
+    private var run: OutOfLine<MovementRun>?
+    private var trip: OutOfLine<ActiveTrip>?
     let device: DeviceID
     /// Where the device has been while idle, to see how the next ride begins.
     private(set) var whereabouts = Whereabouts()
@@ -40,71 +43,81 @@ struct TripEngine: Sendable, Codable {
         self.device = device
     }
 
-    var isDriving: Bool {
-        if case .driving = state { return true }
-        return false
+    /// The state as one value (checkpoints, and what the state machine means).
+    var state: State {
+        if let trip { return .driving(trip.value) }
+        return .idle(run?.value)
     }
+
+    private mutating func setState(_ state: State) {
+        switch state {
+        case let .idle(movement):
+            run = movement.map { OutOfLine($0) }
+            trip = nil
+        case let .driving(active):
+            trip = OutOfLine(active)
+            run = nil
+        }
+    }
+
+    var isDriving: Bool { trip != nil }
 
     // MARK: Inputs
 
     mutating func fixAccepted(_ fix: AcceptedFix, context: TripContext) -> RoadSaveEvent? {
-        switch state {
-        case var .idle(run):
-            whereabouts.add(fix)
-            if fix.isMovement {
-                if var current = run, fix.t - current.lastMovement <= context.settings.startRunBreak {
-                    current.lastMovement = fix.t
-                    current.maximumSpeed = max(current.maximumSpeed, fix.speed ?? 0)
-                    current.odometer.add(fix)
-                    current.ride.add(fix)
-                    run = current
-                } else {
-                    var started = MovementRun(start: fix, lastMovement: fix.t, maximumSpeed: fix.speed ?? 0,
-                                              odometer: Odometer(anchor: fix))
-                    started.ride.add(fix)
-                    if lastTripEnd.map({ fix.t - $0 > Self.journeyBreak }) ?? true {
-                        started.ride.boardingWaitObserved = whereabouts.waitAfterWalking(departure: fix.t)
-                    }
-                    run = started
-                }
-            } else if var current = run {
-                if fix.t - current.lastMovement > context.settings.startRunBreak {
-                    run = nil
-                } else {
-                    current.odometer.add(fix)
-                    current.ride.add(fix)
-                    run = current
-                }
+        if trip != nil {
+            trip!.modify { trip in
+                trip.odometer.add(fix)
+                trip.ride.add(fix)
+                if fix.isMovement { trip.lastMovement = fix.t }
             }
-            state = .idle(run)
-            return startIfEvidenceSuffices(at: fix, context: context)
-        case var .driving(trip):
-            trip.odometer.add(fix)
-            trip.ride.add(fix)
-            if fix.isMovement { trip.lastMovement = fix.t }
-            state = .driving(trip)
             return nil
         }
+        whereabouts.add(fix)
+        let startRunBreak = context.settings.startRunBreak
+        if fix.isMovement {
+            if let lastMovement = run?.read({ $0.lastMovement }), fix.t - lastMovement <= startRunBreak {
+                run!.modify { run in
+                    run.lastMovement = fix.t
+                    run.maximumSpeed = max(run.maximumSpeed, fix.speed ?? 0)
+                    run.odometer.add(fix)
+                    run.ride.add(fix)
+                }
+            } else {
+                var started = MovementRun(start: fix, lastMovement: fix.t, maximumSpeed: fix.speed ?? 0,
+                                          odometer: Odometer(anchor: fix))
+                started.ride.add(fix)
+                if lastTripEnd.map({ fix.t - $0 > Self.journeyBreak }) ?? true {
+                    started.ride.boardingWaitObserved = whereabouts.waitAfterWalking(departure: fix.t)
+                }
+                run = OutOfLine(started)
+            }
+        } else if let lastMovement = run?.read({ $0.lastMovement }) {
+            if fix.t - lastMovement > startRunBreak {
+                run = nil
+            } else {
+                run!.modify { run in
+                    run.odometer.add(fix)
+                    run.ride.add(fix)
+                }
+            }
+        }
+        return startIfEvidenceSuffices(at: fix, context: context)
     }
 
     /// An activity report may complete the evidence gathered from GPS (the classifier lags behind the wheels).
     mutating func activityChanged(context: TripContext) -> RoadSaveEvent? {
-        guard case .idle(let run) = state, let run, let last = run.odometer.last else { return nil }
+        guard trip == nil, let last = run?.read({ $0.odometer.last }) else { return nil }
         return startIfEvidenceSuffices(at: last, context: context)
     }
 
     /// The pedometer counted `newSteps` at `t`, `stepsSinceMovement` since the last movement. Past the threshold the
     /// user walked away, so the trip ends at once; steps while the vehicle moves mark a passenger.
     mutating func stepsCounted(_ newSteps: Int, at t: Double, stepsSinceMovement: Int, context: TripContext) -> RoadSaveEvent? {
-        switch state {
-        case var .driving(trip):
-            trip.ride.stepsCounted(newSteps, at: t)
-            state = .driving(trip)
-        case var .idle(run?):
-            run.ride.stepsCounted(newSteps, at: t)
-            state = .idle(run)
-        case .idle(nil):
-            break
+        if trip != nil {
+            trip!.modify { $0.ride.stepsCounted(newSteps, at: t) }
+        } else if run != nil {
+            run!.modify { $0.ride.stepsCounted(newSteps, at: t) }
         }
         guard stepsSinceMovement > context.settings.stepThreshold else { return nil }
         return end(reason: .steps)
@@ -112,23 +125,24 @@ struct TripEngine: Sendable, Codable {
 
     /// The time at which the stop delay ends the trip in progress, if nothing moves before then.
     func stopDeadline(context: TripContext) -> Double? {
-        guard case let .driving(trip) = state else { return nil }
+        guard let lastMovement = trip?.read({ $0.lastMovement }) else { return nil }
         let settings = context.settings
-        var from = trip.lastMovement
+        var from = lastMovement
         // "medium keeps a trip going": while the classifier keeps reporting automotive (a queue, a long red
         // light) the stop delay runs from its latest report, but never past the in-vehicle standstill limit.
         // A device that falls silent reports nothing, so its stop delay runs from its last movement.
         if context.capabilities.activityAvailable, context.activity.currentlyAutomotive,
            let report = context.activity.lastAutomotive, report > from {
-            from = min(report, trip.lastMovement + settings.maximumStandstillInVehicle - settings.stopDelay)
+            from = min(report, lastMovement + settings.maximumStandstillInVehicle - settings.stopDelay)
         }
         return from + settings.stopDelay
     }
 
     /// Ends the trip in progress, if any; its end date is its last movement.
     mutating func end(reason: TripEndReason) -> RoadSaveEvent? {
-        guard case let .driving(trip) = state else { return nil }
-        state = .idle(nil)
+        guard let trip = self.trip?.value else { return nil }
+        self.trip = nil
+        run = nil
         lastTripEnd = trip.lastMovement
         whereabouts.forget()
         let (mode, modeReason) = trip.ride.judge(distance: trip.odometer.distance,
@@ -141,13 +155,18 @@ struct TripEngine: Sendable, Codable {
 
     /// Forgets evidence gathered so far (detection paused or resumed: the startup guard runs again).
     mutating func reset() {
-        if case .idle = state { state = .idle(nil) }
+        if trip == nil { run = nil }
     }
 
     // MARK: Start decision
 
     private mutating func startIfEvidenceSuffices(at fix: AcceptedFix, context: TripContext) -> RoadSaveEvent? {
-        guard case let .idle(run?) = state else { return nil }
+        guard trip == nil, run?.read({ Self.evidenceSuffices($0, at: fix, context: context) }) == true else { return nil }
+        return start(run!.value)
+    }
+
+    /// Static: it reads only the run (read in place, where a method would copy the engine to call it).
+    private static func evidenceSuffices(_ run: MovementRun, at fix: AcceptedFix, context: TripContext) -> Bool {
         let settings = context.settings
         let netDistance = run.start.distance(to: fix)
         let evidence: Bool
@@ -164,17 +183,23 @@ struct TripEngine: Sendable, Codable {
                 && (run.odometer.distance / run.duration >= settings.gpsOnlyStartSpeed
                     || run.ride.sustainedTopSpeed >= settings.gpsOnlyStartPeakSpeed)
         }
-        guard evidence else { return nil }
+        return evidence
+    }
+
+    private mutating func start(_ run: MovementRun) -> RoadSaveEvent {
         let tripID = StableID.make("trip", device.app, device.user, millis(run.start.t))
-        state = .driving(ActiveTrip(tripID: tripID, startDate: run.start.t, lastMovement: run.lastMovement,
+        trip = OutOfLine(ActiveTrip(tripID: tripID, startDate: run.start.t, lastMovement: run.lastMovement,
                                     odometer: run.odometer, ride: run.ride))
+        self.run = nil
         return RoadSaveEvent(device: device, body: .tripDidStart(TripStartInfo(tripID: tripID, startDate: run.start.t)))
     }
 }
 
 /// What the trip engine reads from the rest of the session.
 struct TripContext {
-    var settings: DetectionSettings
+    /// Read through their shared storage, never copied per record.
+    var sharedSettings: SessionSettings
+    var settings: DetectionSettings { sharedSettings.wrappedValue }
     var capabilities: DeviceCapabilities
     var activity: ActivityContext
 }
@@ -207,10 +232,20 @@ extension TripEngine {
 
     init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        state = try container.decode(State.self, forKey: .state)
+        let state = try container.decode(State.self, forKey: .state)
         device = try container.decode(DeviceID.self, forKey: .device)
         whereabouts = try container.decodeIfPresent(Whereabouts.self, forKey: .whereabouts) ?? Whereabouts()
         lastTripEnd = try container.decodeIfPresent(Double.self, forKey: .lastTripEnd)
+        setState(state)
+    }
+
+    /// The same keys and values as when the state was stored as one enum.
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(state, forKey: .state)
+        try container.encode(device, forKey: .device)
+        try container.encode(whereabouts, forKey: .whereabouts)
+        try container.encodeIfPresent(lastTripEnd, forKey: .lastTripEnd)
     }
 }
 

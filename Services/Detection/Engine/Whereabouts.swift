@@ -29,12 +29,16 @@ struct Whereabouts: Sendable, Equatable, Codable {
         samples.append(Sample(t: fix.t, latitude: fix.latitude, longitude: fix.longitude))
         // Everything older than the window goes, also after a silence: a place hours ago says nothing of a walk.
         if let keep = samples.firstIndex(where: { fix.t - $0.t <= Self.window }), keep > 0 {
-            samples.removeFirst(keep)
+            // A new array of the right size (with room for a few more): every idle device holds one.
+            var kept: [Sample] = []
+            kept.reserveCapacity(samples.count - keep + 4)
+            kept.append(contentsOf: samples[keep...])
+            samples = kept
         }
     }
 
     mutating func forget() {
-        samples.removeAll()
+        samples = []
     }
 
     /// How long the device had waited where it was before moving off at `departure`, if it came there on foot from

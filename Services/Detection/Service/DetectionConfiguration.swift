@@ -17,6 +17,9 @@ public struct DetectionConfiguration: Sendable {
     public var dataDirectory = "roadsave-data/detect"
     /// Seconds between checkpoints of the fleet (a restart re-runs at most about this much of the journals).
     public var checkpointInterval = 2.0
+    /// Seconds on the clock without a record after which a device with nothing in flight leaves memory (written to
+    /// the store with the next checkpoint, read back when it sends again); 0 keeps every device in memory.
+    public var deviceMemoryIdle = 3600.0
     /// The platform's base URL; nil for the embedded platform.
     public var platformURL: URL?
     public var platformTimeout = 5.0
@@ -69,6 +72,9 @@ public struct DetectionConfiguration: Sendable {
                     help: "directory of detection's store (checkpoint, inputs since, outbox); one per shard"),
         SettingSpec(flag: "--checkpoint-interval", environment: "ROADSAVE_CHECKPOINT_INTERVAL", key: "checkpointInterval",
                     default: "2", help: "seconds between checkpoints (a restart re-runs about this much of the journals)"),
+        SettingSpec(flag: "--device-memory-idle", environment: "ROADSAVE_DEVICE_MEMORY_IDLE", key: "deviceMemoryIdle",
+                    default: "3600",
+                    help: "seconds without a record after which an idle device (no trip, no crash pending) leaves memory for the store, back when it sends again; 0 keeps all in memory"),
         SettingSpec(flag: "--platform", environment: "ROADSAVE_PLATFORM_URL", key: "platform",
                     help: "RoadSave platform base URL (default: the embedded platform)"),
         SettingSpec(flag: "--platform-timeout", environment: "ROADSAVE_PLATFORM_TIMEOUT", key: "platformTimeout",
@@ -114,6 +120,7 @@ public struct DetectionConfiguration: Sendable {
         configuration.dataDirectory = source.string("dataDir") ?? configuration.dataDirectory
         guard !configuration.dataDirectory.isEmpty else { throw .init("--data-dir must not be empty") }
         configuration.checkpointInterval = try source.double("checkpointInterval", range: 0.1...3600) ?? 2
+        configuration.deviceMemoryIdle = try source.double("deviceMemoryIdle", range: 0...31_536_000) ?? 3600
         if let text = source.string("shard") {
             let parts = text.split(separator: "/").compactMap { Int($0) }
             guard parts.count == 2, parts[1] >= 1, (0..<parts[1]).contains(parts[0]) else {

@@ -58,6 +58,9 @@ public final class DetectionService: @unchecked Sendable {
     private var positionsAtStop: [String: UInt64] = [:]
     /// Devices changed before a checkpoint that could not be written: written with the next one.
     private var unsavedDevices: [DeviceID] = []
+    /// Devices that left memory (`--device-memory-idle`), and those leaving with the checkpoint in flight.
+    private var evicted = EvictedDevices()
+    private var evictionsInFlight: [DeviceID] = []
     private var statistics = Statistics()
     /// When the service started (monotonic), and whether it has said it caught up with the journals since.
     private var startedAt = 0.0
@@ -153,7 +156,11 @@ public final class DetectionService: @unchecked Sendable {
                                  "recovering": String(recovery.count)])
             continueRecovery(loop: loop)
         }
-        if let error = reactor.wait() { throw error }
+        let failure = reactor.wait()
+        // Returns only once libzmq has closed the sockets: a listener closed later would unlink the ipc file a new
+        // instance bound meanwhile.
+        context.terminate()
+        if let failure { throw failure }
     }
 
     /// Graceful stop: no more records are read, platform calls in flight get up to `stopGrace` seconds and their
@@ -190,7 +197,8 @@ public final class DetectionService: @unchecked Sendable {
                     }
                     if wasLive { checkpoint(now: true) }
                     log.info("stopping", ["records": String(statistics.recordsRead), "events": String(statistics.events),
-                                          "devices": String(fleet.deviceCount),
+                                          "devices": String(fleet.deviceCount), "evictions": String(evicted.evictions),
+                                          "restores": String(evicted.restores),
                                           "outbox": String((try? store?.outboxCount()) ?? -1)])
                     loop.stop()
                 } else {
@@ -225,6 +233,7 @@ public final class DetectionService: @unchecked Sendable {
             checkpointPositions = checkpoint.positions
             log.info("checkpoint loaded", ["devices": String(devices.count), "input": String(checkpoint.input)])
         }
+        try evicted.load(from: store)
         let inputs = try store.inputs(after: checkpointInput)
         lastInput = try store.lastInput()
         return inputs.map(\.input)
@@ -348,6 +357,7 @@ public final class DetectionService: @unchecked Sendable {
                 switch result {
                 case let .success(record):
                     statistics.recordsRead += 1
+                    if !evicted.isEmpty { bringBack(record.device) }
                     perform(fleet.receive(record, now: now), loop: loop)
                 case let .failure(error):
                     log.error("invalid record in the journal: skipped", ["index": String(index), "field": error.field,
@@ -370,6 +380,7 @@ public final class DetectionService: @unchecked Sendable {
             perform(fleet.crashEvaluated(device: device, crashID: crashID, outcome: outcome), loop: loop)
         case let .control(text, fetch, now):
             guard let request = try? ControlRequest(json: Array(text.utf8)) else { return }
+            bringBack(for: request)
             perform(fleet.control(request, now: now, fetch: fetch).actions, loop: loop)
         case let .tick(now):
             perform(fleet.tick(now: now), loop: loop)
@@ -536,10 +547,17 @@ public final class DetectionService: @unchecked Sendable {
         default: return
         }
         commit(force: true)
-        guard lastInput > checkpointInput || fleet.hasChangedDevices || !unsavedDevices.isEmpty else { return }
+        // Idle devices leave memory with this checkpoint (their states are written in its transaction).
+        if configuration.deviceMemoryIdle > 0 {
+            evicted.left(fleet.evictIdle(idle: configuration.deviceMemoryIdle, now: Date().timeIntervalSince1970))
+        }
+        guard lastInput > checkpointInput || fleet.hasChangedDevices || !unsavedDevices.isEmpty
+                || !evicted.unsaved.isEmpty else { return }
         let seen = Set(unsavedDevices)
         let changed = unsavedDevices + fleet.takeChangedDevices().filter { !seen.contains($0) }
         unsavedDevices.removeAll()
+        let leaving = evicted.unsaved.values.sorted { $0.device < $1.device }
+        evictionsInFlight = leaving.map(\.device)
         let snapshot = fleet
         let input = lastInput
         var current = checkpointPositions.merging(positionsAtStop) { _, atStop in atStop }
@@ -550,13 +568,13 @@ public final class DetectionService: @unchecked Sendable {
         let generation = checkpointGeneration
         devicesInFlight = changed
         guard !now else {
-            store(checkpoint: Result { try Self.encode(snapshot, devices: changed) }, generation: generation, input: input,
-                  positions: positions, devices: changed)
+            store(checkpoint: Result { try Self.encode(snapshot, devices: changed, leaving: leaving) }, generation: generation,
+                  input: input, positions: positions, devices: changed)
             return
         }
         let startedAt = MonotonicClock.now()
         DispatchQueue.global(qos: .utility).async { [self] in
-            let encoded = Result { try Self.encode(snapshot, devices: changed) }
+            let encoded = Result { try Self.encode(snapshot, devices: changed, leaving: leaving) }
             let encoding = MonotonicClock.now() - startedAt
             reactor.post { [self] _ in
                 let writing = MonotonicClock.now()
@@ -569,15 +587,19 @@ public final class DetectionService: @unchecked Sendable {
 
     /// Writes an encoded checkpoint (on the reactor thread), unless a later one was started meanwhile (a stop takes
     /// its own at once, including the devices of the one still being encoded, which must then not be written).
-    private func store(checkpoint encoded: Result<(shared: [UInt8], devices: [(DeviceID, [UInt8])]), any Error>,
+    private func store(checkpoint encoded: Result<Encoded, any Error>,
                        generation: Int, input: Int64, positions: [String: UInt64], devices changed: [DeviceID]) {
         guard generation == checkpointGeneration, let store else { return }
         checkpointInFlight = false
         devicesInFlight = []
+        let leaving = evictionsInFlight
+        evictionsInFlight = []
         do {
-            let (shared, devices) = try encoded.get()
-            try store.writeCheckpoint(input: input, shared: shared, changedDevices: devices, positions: positions,
-                                      at: Date().timeIntervalSince1970)
+            let (shared, devices, evictedStates) = try encoded.get()
+            try store.writeCheckpoint(input: input, shared: shared, changedDevices: devices, evictedDevices: evictedStates,
+                                      positions: positions, at: Date().timeIntervalSince1970)
+            evicted.written(leaving)
+            if leaving.count >= 1000 { EvictedDevices.returnFreedMemory() }
             checkpointInput = input
             checkpointPositions = positions
             for journal in journals { if let feed = journal.feed { journal.checkpointed = positions[feed] ?? 0 } }
@@ -588,7 +610,9 @@ public final class DetectionService: @unchecked Sendable {
         }
     }
 
-    private static func encode(_ fleet: DeviceFleet, devices: [DeviceID]) throws -> (shared: [UInt8], devices: [(DeviceID, [UInt8])]) {
+    typealias Encoded = (shared: [UInt8], devices: [(DeviceID, [UInt8])], evicted: [(DeviceID, [UInt8])])
+
+    private static func encode(_ fleet: DeviceFleet, devices: [DeviceID], leaving: [FleetDeviceState]) throws -> Encoded {
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys
         var encoded: [(DeviceID, [UInt8])] = []
@@ -597,7 +621,46 @@ public final class DetectionService: @unchecked Sendable {
             guard let state = fleet.deviceState(device) else { continue }
             encoded.append((device, Array(try encoder.encode(state))))
         }
-        return (Array(try encoder.encode(fleet.sharedState)), encoded)
+        // A device back in memory since it left is written as it is now (above), not as it left.
+        let evictedStates = try leaving.filter { !fleet.isResident($0.device) }
+            .map { ($0.device, Array(try encoder.encode($0))) }
+        return (Array(try encoder.encode(fleet.sharedState)), encoded, evictedStates)
+    }
+
+    // MARK: Devices out of memory
+
+    /// Puts a device that left memory back into the fleet before an input names it. A store that cannot be read
+    /// stops the service (as a failed commit does): going on would start the device afresh.
+    private func bringBack(_ device: DeviceID) {
+        guard !fleet.isResident(device) else { return }
+        do {
+            if let state = try evicted.takeBack(device, from: store) { fleet.restore(state) }
+        } catch {
+            storeFailed(error)
+        }
+    }
+
+    /// A command for one device brings it back; one for every device of an application brings them all back.
+    private func bringBack(for request: ControlRequest) {
+        guard !evicted.isEmpty else { return }
+        if let user = request.user {
+            bringBack(DeviceID(app: request.app, user: user))
+            return
+        }
+        do {
+            for state in try evicted.takeBack(app: request.app, from: store) where !fleet.isResident(state.device) {
+                fleet.restore(state)
+            }
+        } catch {
+            storeFailed(error)
+        }
+    }
+
+    private func storeFailed(_ error: any Error) {
+        log.error("detection store failed: stopping", ["error": "\(error)"])
+        // Nothing more is stored: a restart re-runs from the last consistent state.
+        store = nil
+        reactor.stop()
     }
 
     // MARK: Control
@@ -660,6 +723,7 @@ public final class DetectionService: @unchecked Sendable {
         }
         let now = Date().timeIntervalSince1970
         pendingInputs.append(.control(request: text, fetch: fetch, now: now))
+        bringBack(for: request)
         let (outcome, actions) = fleet.control(request, now: now, fetch: fetch)
         perform(actions, loop: loop)
         audit(command: request, key: key, result: outcome.summary)

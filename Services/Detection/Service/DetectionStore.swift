@@ -11,7 +11,9 @@ import Wire
 /// Schema (for an operator with the `sqlite3` shell):
 /// - `meta(key, value)`: `outbox_feed` (the identity of the outbox feed the notifier reads), `shard` (`0/2` or `all`).
 /// - `checkpoint(id = 1, input, taken_at, state)`: the fleet's shared state (JSON) as of input `input`.
-/// - `devices(app, user, state)`: each device's state (JSON) at the checkpoint; only changed devices are rewritten.
+/// - `devices(app, user, state, resident)`: each device's state (JSON) at the checkpoint; only changed devices are
+///   rewritten. `resident` 0: the device was idle and left memory at that checkpoint (`--device-memory-idle`); its
+///   row is read back by primary key when it sends again, and it is not loaded at start.
 /// - `positions(feed, position)`: per ingest journal, the position the checkpoint reflects.
 /// - `inputs(seq, kind, at, body)`: every input applied after the checkpoint, in order (JSON): record ranges of a
 ///   journal, platform answers, control commands, clock ticks. Deleted at the next checkpoint.
@@ -24,6 +26,7 @@ final class DetectionStore: FeedSource {
     struct Checkpoint {
         var input: Int64
         var shared: [UInt8]
+        /// Devices in memory at the checkpoint (evicted ones are read when they are needed).
         var devices: [(DeviceID, [UInt8])]
         var positions: [String: UInt64]
     }
@@ -42,13 +45,19 @@ final class DetectionStore: FeedSource {
             CREATE TABLE IF NOT EXISTS checkpoint(id INTEGER PRIMARY KEY CHECK (id = 1), input INTEGER NOT NULL,
                 taken_at REAL NOT NULL, state BLOB NOT NULL);
             CREATE TABLE IF NOT EXISTS devices(app TEXT NOT NULL, user TEXT NOT NULL, state BLOB NOT NULL,
-                PRIMARY KEY (app, user)) WITHOUT ROWID;
+                resident INTEGER NOT NULL DEFAULT 1, PRIMARY KEY (app, user)) WITHOUT ROWID;
             CREATE TABLE IF NOT EXISTS positions(feed TEXT PRIMARY KEY, position INTEGER NOT NULL);
             CREATE TABLE IF NOT EXISTS inputs(seq INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL, at REAL NOT NULL,
                 body TEXT NOT NULL);
             CREATE TABLE IF NOT EXISTS outbox(position INTEGER PRIMARY KEY AUTOINCREMENT, event_id TEXT NOT NULL UNIQUE,
                 name TEXT NOT NULL, app TEXT NOT NULL, user TEXT NOT NULL, event BLOB NOT NULL);
             """)
+        // A store written before eviction existed: every device in it was in memory.
+        var hasResident = false
+        try database.statement("PRAGMA table_info(devices)").query { row in
+            if row.text(1) == "resident" { hasResident = true }
+        }
+        if !hasResident { try database.execute("ALTER TABLE devices ADD COLUMN resident INTEGER NOT NULL DEFAULT 1") }
         func meta(_ key: String) throws -> String? {
             var value: String?
             try database.statement("SELECT value FROM meta WHERE key = ?").query(key) { value = $0.text(0) }
@@ -79,7 +88,7 @@ final class DetectionStore: FeedSource {
             checkpoint = Checkpoint(input: row.integer(0), shared: row.blob(1), devices: [], positions: [:])
         }
         guard var found = checkpoint else { return nil }
-        try database.statement("SELECT app, user, state FROM devices").query { row in
+        try database.statement("SELECT app, user, state FROM devices WHERE resident = 1").query { row in
             found.devices.append((DeviceID(app: row.text(0), user: row.text(1)), row.blob(2)))
         }
         try database.statement("SELECT feed, position FROM positions").query { row in
@@ -89,10 +98,15 @@ final class DetectionStore: FeedSource {
     }
 
     /// Writes a checkpoint reflecting every input up to `input`, and forgets those inputs: one transaction.
+    /// `evictedDevices` left memory at this checkpoint (their state as of `input`); `changedDevices` are in memory.
     func writeCheckpoint(input: Int64, shared: [UInt8], changedDevices: [(DeviceID, [UInt8])],
-                         positions: [String: UInt64], at time: Double) throws {
+                         evictedDevices: [(DeviceID, [UInt8])] = [], positions: [String: UInt64], at time: Double) throws {
         try database.transaction {
-            let device = try database.statement("INSERT OR REPLACE INTO devices(app, user, state) VALUES (?, ?, ?)")
+            let evicted = try database.statement(
+                "INSERT OR REPLACE INTO devices(app, user, state, resident) VALUES (?, ?, ?, 0)")
+            for (id, state) in evictedDevices { try evicted.run(id.app, id.user, state) }
+            let device = try database.statement(
+                "INSERT OR REPLACE INTO devices(app, user, state, resident) VALUES (?, ?, ?, 1)")
             for (id, state) in changedDevices { try device.run(id.app, id.user, state) }
             try database.statement("INSERT OR REPLACE INTO checkpoint(id, input, taken_at, state) VALUES (1, ?, ?, ?)")
                 .run(input, time, shared)
@@ -100,6 +114,31 @@ final class DetectionStore: FeedSource {
             for (feed, value) in positions { try position.run(feed, value) }
             try database.statement("DELETE FROM inputs WHERE seq <= ?").run(input)
         }
+    }
+
+    // MARK: Devices out of memory
+
+    /// Every device that left memory (for the index that spares a lookup for devices never seen).
+    func forEachEvictedDevice(_ body: (DeviceID) -> Void) throws {
+        try database.statement("SELECT app, user FROM devices WHERE resident = 0").query { row in
+            body(DeviceID(app: row.text(0), user: row.text(1)))
+        }
+    }
+
+    /// The state of a device that left memory (a primary-key lookup), nil if it did not.
+    func evictedState(of device: DeviceID) throws -> [UInt8]? {
+        var state: [UInt8]?
+        try database.statement("SELECT state FROM devices WHERE app = ? AND user = ? AND resident = 0")
+            .query(device.app, device.user) { state = $0.blob(0) }
+        return state
+    }
+
+    /// The devices of an application that left memory, with their states (a command for every device of it).
+    func evictedStates(app: String) throws -> [(DeviceID, [UInt8])] {
+        var states: [(DeviceID, [UInt8])] = []
+        try database.statement("SELECT user, state FROM devices WHERE app = ? AND resident = 0 ORDER BY user")
+            .query(app) { states.append((DeviceID(app: app, user: $0.text(0)), $0.blob(1))) }
+        return states
     }
 
     // MARK: Inputs and events

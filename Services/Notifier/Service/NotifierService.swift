@@ -96,6 +96,9 @@ public final class NotifierService: @unchecked Sendable {
     public func run() throws {
         reactor.start { [self] loop in try setUp(loop) }
         let failure = reactor.wait()
+        // Returns only once libzmq has closed the sockets: a listener closed later would unlink the ipc file a new
+        // instance bound meanwhile.
+        context.terminate()
         log.info("stopped", ["stored": String(counts.stored), "duplicatesDropped": String(counts.duplicates),
                              "delivered": String(counts.delivered)])
         if let failure { throw failure }

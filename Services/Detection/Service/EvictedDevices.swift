@@ -1,0 +1,92 @@
+import DetectionEngine
+import Foundation
+import RoadSaveModel
+
+/// detection's devices that left memory (`--device-memory-idle`): where their states are and how to get them back.
+///
+/// A state leaves the fleet at a checkpoint and is written with it (same transaction), so the store's checkpoint and
+/// its `devices` rows always agree: a restart re-running the inputs after the checkpoint reads an evicted device
+/// back exactly when the first run did. Until that write has succeeded the state is kept here (`unsaved`); a device
+/// named meanwhile comes back from here.
+///
+/// A device that is neither in memory nor here is looked up in the store only if its hash is in `index`: one `Int`
+/// per device that ever left (about 16 bytes each in a `Set`), so a device never seen costs no query, and a hash
+/// shared by chance costs one query that finds nothing. Entries are never removed (a device back in memory is not
+/// looked up while it is there), so no other device's entry can be lost with it.
+struct EvictedDevices {
+    private var index = Set<Int>()
+    /// Evicted states not yet written to the store (their checkpoint is being encoded, failed or was superseded).
+    private(set) var unsaved: [DeviceID: FleetDeviceState] = [:]
+    private let decoder = JSONDecoder()
+    /// Devices that left memory / came back / lookups that found nothing (hash shared with an evicted device).
+    private(set) var evictions = 0
+    private(set) var restores = 0
+    private(set) var emptyLookups = 0
+
+    /// Whether no device ever left memory (then nothing needs looking up).
+    var isEmpty: Bool { index.isEmpty }
+
+    /// Reads the index of the store's evicted devices (at start).
+    mutating func load(from store: DetectionStore) throws {
+        var loaded = Set<Int>()
+        try store.forEachEvictedDevice { loaded.insert($0.hashValue) }
+        index = loaded
+    }
+
+    /// States that have just left the fleet (not yet written).
+    mutating func left(_ states: [FleetDeviceState]) {
+        for state in states {
+            unsaved[state.device] = state
+            index.insert(state.device.hashValue)
+        }
+        evictions += states.count
+    }
+
+    /// The checkpoint holding these devices' states is on disk.
+    mutating func written(_ devices: [DeviceID]) {
+        for device in devices { unsaved.removeValue(forKey: device) }
+    }
+
+    /// The state of `device` if it left memory (taken from here or read from the store), nil otherwise.
+    mutating func takeBack(_ device: DeviceID, from store: DetectionStore?) throws -> FleetDeviceState? {
+        if let state = unsaved.removeValue(forKey: device) {
+            restores += 1
+            return state
+        }
+        guard index.contains(device.hashValue), let store else { return nil }
+        guard let bytes = try store.evictedState(of: device) else {
+            emptyLookups += 1
+            return nil
+        }
+        restores += 1
+        return try decoder.decode(FleetDeviceState.self, from: Data(bytes))
+    }
+
+    /// Every device of `app` that left memory (a command addressing the whole application), in user order.
+    mutating func takeBack(app: String, from store: DetectionStore?) throws -> [FleetDeviceState] {
+        var states: [DeviceID: FleetDeviceState] = [:]
+        for (device, state) in unsaved where device.app == app { states[device] = state }
+        for device in states.keys { unsaved.removeValue(forKey: device) }
+        if let store {
+            for (device, bytes) in try store.evictedStates(app: app) where states[device] == nil {
+                states[device] = try decoder.decode(FleetDeviceState.self, from: Data(bytes))
+            }
+        }
+        restores += states.count
+        return states.keys.sorted().map { states[$0]! }
+    }
+
+    /// Gives the heap pages freed by devices that left back to the system: glibc keeps freed memory for reuse, so
+    /// without this the resident size stays at its high-water mark after a large eviction.
+    static func returnFreedMemory() {
+        #if os(Linux)
+        _ = glibcMallocTrim(0)
+        #endif
+    }
+}
+
+#if os(Linux)
+// glibc's malloc_trim(3): not in the Glibc module's headers.
+@_silgen_name("malloc_trim")
+private func glibcMallocTrim(_ pad: Int) -> Int32
+#endif
