@@ -23,6 +23,8 @@ import subprocess
 import sys
 import tempfile
 
+from benchkit import load_average
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -61,10 +63,6 @@ def target_met(figure):
     return all(results) if results else None
 
 
-def load():
-    return round(os.getloadavg()[0], 2)
-
-
 def number(value):
     if value is None:
         return "-"
@@ -96,9 +94,9 @@ def main():
                 continue
             print(f"== {name}: {' '.join(os.path.relpath(c, ROOT) if c.startswith(ROOT) else c for c in command)}",
                   flush=True)
-            before = load()
+            before = load_average()
             status = subprocess.run(command).returncode
-            after = load()
+            after = load_average()
             if status != 0 or not os.path.exists(figures_file):
                 failures.append(f"{name}: exited with status {status}")
                 continue

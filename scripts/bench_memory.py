@@ -22,62 +22,20 @@ import argparse
 import json
 import os
 import signal
-import socket
-import sqlite3
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 
+from benchkit import free_ports, memory, query, wait_listening
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MiB = 1024 * 1024
 
 
-def free_ports(count):
-    sockets, ports = [], []
-    for _ in range(count):
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        sockets.append(s)
-        ports.append(s.getsockname()[1])
-    for s in sockets:
-        s.close()
-    return ports
 
 
-def status(pid):
-    """VmRSS and VmHWM of a process, in bytes."""
-    values = {}
-    try:
-        with open("/proc/%d/status" % pid) as handle:
-            for line in handle:
-                if line.startswith(("VmHWM:", "VmRSS:")):
-                    values[line.split(":")[0]] = int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return values
-
-
-def query(path, sql):
-    try:
-        connection = sqlite3.connect("file:%s?mode=ro" % path, uri=True, timeout=5)
-        value = connection.execute(sql).fetchone()[0]
-        connection.close()
-        return value
-    except sqlite3.Error:
-        return None
-
-
-def wait_listening(endpoints, timeout=30):
-    start = time.monotonic()
-    for endpoint in endpoints:
-        port = int(endpoint.rsplit(":", 1)[1])
-        while time.monotonic() - start < timeout:
-            with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            time.sleep(0.05)
 
 
 class Sampler(threading.Thread):
@@ -91,7 +49,7 @@ class Sampler(threading.Thread):
 
     def run(self):
         while self.running:
-            rss = status(self.pid).get("VmRSS")
+            rss = memory(self.pid).get("VmRSS")
             if rss is None:
                 return
             self.samples.append((time.monotonic(), rss))
@@ -142,7 +100,7 @@ def run_fleet(options, fleet, idle_seconds, directory, label):
     time.sleep(options.settle)
     sampler.running = False
     sampler.join()
-    final = status(detect.pid)
+    final = memory(detect.pid)
     settled = final.get("VmRSS", 0)
     peak = max([final.get("VmHWM", 0)] + [rss for _, rss in sampler.samples])
     for process in (detect, ingest):

@@ -35,8 +35,6 @@ import os
 import re
 import shutil
 import signal
-import socket
-import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -47,82 +45,19 @@ import msgpack
 import zmq
 import zmq.auth
 
+from benchkit import free_base_port, free_ports, load_average, memory, query, wait_listening
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FLOOD = os.path.join(ROOT, "Tests", "IntegrationTests", "Support", "flood_gateway.py")
 FIXTURE = os.path.join(ROOT, "Tests", "CLITests", "Fixtures", "morning.ndjson")
 START_T = 1_780_000_000.0
+MiB = 1024 * 1024
 
 
-def free_ports(count):
-    sockets, ports = [], []
-    for _ in range(count):
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        sockets.append(s)
-        ports.append(s.getsockname()[1])
-    for s in sockets:
-        s.close()
-    return ports
 
 
-def free_base_port(count=6):
-    """A port P with P..P+count-1 free (roadsave up takes consecutive ports)."""
-    for _ in range(200):
-        base = free_ports(1)[0]
-        if base + count >= 65535:
-            continue
-        ok = True
-        for port in range(base, base + count):
-            with socket.socket() as s:
-                try:
-                    s.bind(("127.0.0.1", port))
-                except OSError:
-                    ok = False
-                    break
-        if ok:
-            return base
-    raise RuntimeError("no run of free ports")
 
 
-def wait_listening(endpoints, timeout=20):
-    start = time.monotonic()
-    for endpoint in endpoints:
-        port = int(endpoint.rsplit(":", 1)[1])
-        while time.monotonic() - start < timeout:
-            with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            time.sleep(0.05)
-
-
-def memory(pid):
-    values = {}
-    try:
-        with open("/proc/%d/status" % pid) as handle:
-            for line in handle:
-                if line.startswith(("VmHWM:", "VmRSS:")):
-                    values[line.split(":")[0]] = int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return values
-
-
-def query(path, sql):
-    try:
-        connection = sqlite3.connect("file:%s?mode=ro" % path, uri=True, timeout=5)
-        row = connection.execute(sql).fetchone()
-        connection.close()
-        return row[0] if row else None
-    except sqlite3.Error:
-        return None
-
-
-def load_average():
-    try:
-        with open("/proc/loadavg") as handle:
-            return float(handle.read().split()[0])
-    except OSError:
-        return None
 
 
 # MARK: Input
@@ -498,7 +433,7 @@ def detection_shards(binaries, tools, directory, main_file, options, keys_dir):
                     seconds = time.monotonic() - started
                     break
                 time.sleep(0.05)
-            peak = [memory(process.pid).get("VmHWM", 0) for process in processes]
+            peak = [memory(process.pid).get("VmHWM", 0) / MiB for process in processes]
             for process in processes:
                 process.send_signal(signal.SIGTERM)
             for process in processes:
@@ -597,7 +532,7 @@ def main():
         run = run_client(client, tools, up.endpoint["gateway"], files["main"], options, up.gateway)
         end_to_end_wait = up.wait_end_to_end(subscriber)
         loads["services"] = load_average()
-        peak = {name: memory(pid) for name, pid in up.pids.items()}
+        peak = {name: {k: v / MiB for k, v in memory(pid).items()} for name, pid in up.pids.items()}
         end_to_end = run["acknowledged"] / (run["seconds"] + (end_to_end_wait if end_to_end_wait is not None else float("nan")))
 
         # Crash alert latency at half the end-to-end capacity.
@@ -630,7 +565,7 @@ def main():
                 time.sleep(0.1)
             up.wait_end_to_end(subscriber)
             loads["restart"] = load_average()
-        final = {name: memory(pid) for name, pid in up.pids.items()}
+        final = {name: {k: v / MiB for k, v in memory(pid).items()} for name, pid in up.pids.items()}
         subscriber.stop()
         up.stop()
 

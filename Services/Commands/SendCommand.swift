@@ -72,7 +72,7 @@ public enum SendCommand {
         var sender: Sender?
         do {
             // Opened before connecting, so an unreadable file is exit 2 without a socket.
-            var input = try Input(options: options)
+            let input = try Input(options: options)
             let connected: Gateway
             do {
                 connected = try Gateway(options: options, log: log)
@@ -111,16 +111,12 @@ public enum SendCommand {
         return 0
     }
 
-    enum InputFormat: String {
-        case ndjson, msgpack
-    }
-
     struct Options {
         var help = false
         var path = ""
         var endpoint = "tcp://127.0.0.1:5550"
         var format = ContentType.msgpack
-        var inputFormat = InputFormat.ndjson
+        var inputFormat = RecordFileFormat.ndjson
         var batch = 500
         var window = 8
         var timeout = 10.0
@@ -160,13 +156,10 @@ public enum SendCommand {
                     default: throw CommandExit.usage("--format must be msgpack or json, got \"\(text)\"")
                     }
                 }
-                if let text = parsed.string("--input-format") {
-                    guard let chosen = InputFormat(rawValue: text.lowercased()) else {
-                        throw CommandExit.usage("--input-format must be ndjson or msgpack, got \"\(text)\"")
-                    }
-                    inputFormat = chosen
-                } else if file.hasSuffix(".msgpack") || file.hasSuffix(".mpk") {
-                    inputFormat = .msgpack
+                do {
+                    inputFormat = try RecordFileFormat(option: parsed.string("--input-format"), path: file)
+                } catch {
+                    throw CommandExit.usage("--input-format: \(error)")
                 }
                 batch = try parsed.integer("--batch", range: 1...RecordBatch.maximumRecords) ?? 500
                 window = try parsed.integer("--window", range: 1...1000) ?? 8
@@ -190,65 +183,29 @@ public enum SendCommand {
     }
 
     /// The records of FILE, NDJSON or MessagePack, each checked as sensor-ingest will check it.
-    struct Input: ~Copyable {
-        private var ndjson: NDJSONLineReader?
-        private var msgpack: MessagePackRecordReader?
+    struct Input {
+        private let reader: RecordFileReader
 
         init(options: Options) throws(CommandExit) {
-            switch options.inputFormat {
-            case .ndjson:
-                do {
-                    ndjson = try NDJSONLineReader(path: options.path)
-                } catch {
-                    throw CommandExit.usage("\(error)")
-                }
-                msgpack = nil
-            case .msgpack:
-                ndjson = nil
-                msgpack = try MessagePackRecordReader(path: options.path)
+            do {
+                reader = try RecordFileReader(path: options.path, format: options.inputFormat)
+            } catch {
+                throw CommandExit.usage("\(error)")
             }
         }
 
         /// Each valid record with its MessagePack bytes when the input was MessagePack (nil for NDJSON), and its
-        /// line or record number; each invalid one's error.
-        mutating func forEach(_ body: (SensorRecord, UnsafeBufferPointer<UInt8>?, Int) throws(CommandExit) -> Void,
-                              invalid: (RecordError, Int) -> Void) throws(CommandExit) {
-            if var reader = ndjson.take() {
-                do {
-                    try reader.forEachLine { line, number in
-                        let record: SensorRecord
-                        do throws(RecordError) {
-                            record = try RecordDecoding.record(fromJSON: line)
-                        } catch {
-                            invalid(error, number)
-                            return
-                        }
-                        try body(record, nil, number)
-                    }
-                } catch let error as CommandExit {
-                    throw error
-                } catch {
-                    throw CommandExit(2, "\(error)")
-                }
-            } else if var reader = msgpack.take() {
-                // One element array around each record: the same decoder as sensor-ingest's, record by record.
-                var scratch: [UInt8] = [0x91]
-                try reader.forEachRecord { bytes, number throws(CommandExit) in
-                    scratch.removeSubrange(1...)
-                    scratch.append(contentsOf: bytes)
-                    let result: Result<SensorRecord, RecordError>
-                    do throws(WireError) {
-                        result = try MessagePack.decodeRecords(scratch, maximumCount: 1).first
-                            ?? .failure(RecordError(field: "record", reason: "empty"))
-                    } catch {
-                        result = .failure(RecordError(field: error.path.isEmpty ? "record" : error.path, reason: error.reason))
-                    }
-                    switch result {
-                    case let .success(record): try body(record, bytes, number)
-                    case let .failure(error): invalid(error, number)
-                    }
+        /// line or record number; each invalid one's error. A MessagePack file that cannot be read on (truncated,
+        /// or bytes that start no record) ends it with an error naming the record and byte.
+        func forEach(_ body: (SensorRecord, UnsafeBufferPointer<UInt8>?, Int) throws(CommandExit) -> Void,
+                     invalid: (RecordError, Int) -> Void) throws(CommandExit) {
+            while let (number, item) = reader.next() {
+                switch item {
+                case let .record(record): try body(record, reader.lastRecordBytes, number)
+                case let .invalid(error): invalid(error, number)
                 }
             }
+            if let failure = reader.failure { throw CommandExit(2, "\(failure)") }
         }
     }
 

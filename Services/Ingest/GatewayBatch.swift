@@ -28,7 +28,9 @@ struct GatewayBatch {
     /// record's device goes to `devices` (nil: no limit), which may refuse it (field `user`, with the reason it gives).
     /// Before any of that, `rateLimit` (nil: no limit) is asked about the batch's record count (`recordCount`; 1 for
     /// a body that is not an array) and may refuse the batch whole with its acknowledgement (field `rate`).
+    /// `identifiers`: the caller's cache of app and user strings (`MessagePack.decodeRecords`).
     init(message: [[UInt8]], applications: Set<String>, maximumBatch: Int, key: CurveAllowList.Entry? = nil,
+         identifiers: IdentifierCache? = nil,
          devices: (admit: (DeviceID) -> Bool, refusal: (String) -> String)? = nil,
          rateLimit: ((_ records: Int) -> Acknowledgement?)? = nil) {
         replyPrefix = Array(message.prefix(1))
@@ -59,7 +61,7 @@ struct GatewayBatch {
         }
         let decoded: DecodedBatch
         do {
-            decoded = try RecordBatch.decodeBatch(rest[2], contentType: contentType)
+            decoded = try RecordBatch.decodeBatch(rest[2], contentType: contentType, identifiers: identifiers)
         } catch {
             refuse("\(error)")
             return

@@ -22,6 +22,8 @@ public final class IngestService: @unchecked Sendable {
     private let context: ZMQContext
     private let reactor: Reactor
     private var journal: Journal?
+    /// The apps' and users' strings of the gateways' records, made once (`MessagePack.decodeRecords`).
+    private let identifiers = IdentifierCache()
     private var feedServer: FeedServer?
     /// The CurveZMQ authenticator of the gateway socket, when the service has keys.
     private var zap: ZAPHandler?
@@ -131,7 +133,7 @@ public final class IngestService: @unchecked Sendable {
             let userID = socket.lastUserID
             let batch = GatewayBatch(message: message, applications: configuration.applications,
                                      maximumBatch: configuration.maximumBatch, key: gatewayKey(userID),
-                                     devices: (journal.admit, journal.refusal(forNewDeviceOf:)),
+                                     identifiers: identifiers, devices: (journal.admit, journal.refusal(forNewDeviceOf:)),
                                      rateLimit: rateLimiter == nil ? nil : { [self] count in
                                          chargeRate(count, userID: userID)
                                      })

@@ -48,15 +48,19 @@ public enum MessagePack {
         return try result.get()
     }
 
-    /// Decodes a gateway batch (an array of records) straight from msgpack-c's tree, validating each element with
-    /// `RecordDecoding.record(from:)`. A document that cannot be read, or is not an array, or has more than
-    /// `maximumCount` elements, throws; a bad element is a `RecordError` in its slot (a string that is not UTF-8, or
-    /// a NaN, names the member it is in) and does not spoil the others.
+    /// Decodes a gateway batch (an array of records): each element by `MessagePackRecordScanner` where it can, else
+    /// from msgpack-c's tree, and validated by the one validator either way. A document that cannot be read, or is
+    /// not an array, or has more than `maximumCount` elements, throws; a bad element is a `RecordError` in its slot (a
+    /// string that is not UTF-8, or a NaN, names the member it is in) and does not spoil the others. `identifiers`
+    /// (one per thread) keeps the strings of apps and users seen before, so that they are not made again.
     @inlinable
-    public static func decodeRecords(_ bytes: some Collection<UInt8>, maximumCount: Int = Limits.maximumCount)
+    public static func decodeRecords(_ bytes: some Collection<UInt8>, maximumCount: Int = Limits.maximumCount,
+                                     identifiers: IdentifierCache? = nil)
         throws(WireError) -> [Result<SensorRecord, RecordError>] {
-        let result = bytes.withContiguousStorageIfAvailable { decodeRecords(UnsafeRawBufferPointer($0), maximumCount) }
-            ?? Array(bytes).withUnsafeBytes { decodeRecords($0, maximumCount) }
+        let identifiers = identifiers ?? IdentifierCache()
+        let result = bytes.withContiguousStorageIfAvailable {
+            decodeRecords(UnsafeRawBufferPointer($0), maximumCount, identifiers)
+        } ?? Array(bytes).withUnsafeBytes { decodeRecords($0, maximumCount, identifiers) }
         return try result.get()
     }
 
@@ -74,7 +78,7 @@ public enum MessagePack {
     /// The batch is checked whole, then unpacked one element at a time into one zone that is cleared between
     /// elements: memory stays at one record's worth and in cache, however long the batch.
     @usableFromInline
-    static func decodeRecords(_ buffer: UnsafeRawBufferPointer, _ maximumCount: Int)
+    static func decodeRecords(_ buffer: UnsafeRawBufferPointer, _ maximumCount: Int, _ identifiers: IdentifierCache)
         -> Result<[Result<SensorRecord, RecordError>], WireError> {
         do throws(WireError) {
             let bytes = try Document.check(buffer)
@@ -101,6 +105,19 @@ public enum MessagePack {
             let walker = Walker(base: UnsafeRawPointer(bytes))
             let chars = UnsafeRawPointer(bytes).assumingMemoryBound(to: CChar.self)
             for _ in 0..<count {
+                // The fast path: the scanner reads a plain record in place (into fields of its own: it only sets
+                // the members it meets).
+                var fields = RecordFields()
+                if case let .record(length) = MessagePackRecordScanner.scan(bytes + offset, count: buffer.count - offset,
+                                                                            into: &fields, identifiers: identifiers) {
+                    offset += length
+                    do throws(RecordError) {
+                        results.append(.success(try RecordDecoding.record(from: fields)))
+                    } catch {
+                        results.append(.failure(error))
+                    }
+                    continue
+                }
                 var element = msgpack_object()
                 let status = msgpack_unpack(chars, buffer.count, &offset, zone, &element)
                 guard status == MSGPACK_UNPACK_SUCCESS || status == MSGPACK_UNPACK_EXTRA_BYTES else {

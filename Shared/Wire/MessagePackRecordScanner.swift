@@ -251,32 +251,34 @@ extension MessagePack {
         case complete(Int)
         /// It goes on past the bytes given.
         case incomplete
-        /// No object can start here (a reserved byte, nesting deeper than `maximumDepth`, an object larger than
-        /// `Limits.maximumBytes`): the stream cannot be read further.
+        /// No object can start here (a reserved byte, an object larger than `Limits.maximumBytes`): the stream
+        /// cannot be read further.
         case malformed(WireError)
     }
 
     /// The length of the first object in `bytes`, whatever its types (bin and ext included, so that a record holding
-    /// one can be skipped after its error is reported).
+    /// one can be skipped after its error is reported). It only measures: containers are followed by a count of
+    /// objects still owed (no recursion, no allocation), strings and binaries skipped by their length; nesting is
+    /// left to the decoder to judge.
     public static func extent(_ bytes: UnsafePointer<UInt8>, count: Int) -> Extent {
         var position = 0
-        // Items still to read per open container (a map of n pairs has 2n).
-        var remaining: [Int] = []
-        repeat {
+        var owed = 1
+        @inline(__always) func length(_ width: Int) -> Int? {
+            guard position + 1 + width <= count else { return nil }
+            var value = 0
+            for offset in 0..<width { value = value << 8 | Int(bytes[position + 1 + offset]) }
+            return value
+        }
+        while owed > 0 {
             guard position < count else { return .incomplete }
             guard position < Limits.maximumBytes else {
                 return .malformed(WireError(.tooLarge, "an object larger than \(Limits.maximumBytes) bytes", offset: 0))
             }
             let byte = bytes[position]
+            owed -= 1
             var header = 1
             var body = 0
             var items = 0
-            func length(_ width: Int) -> Int? {
-                guard position + 1 + width <= count else { return nil }
-                var value = 0
-                for offset in 0..<width { value = value << 8 | Int(bytes[position + 1 + offset]) }
-                return value
-            }
             switch byte {
             case 0x00...0x7F, 0xE0...0xFF, 0xC0, 0xC2, 0xC3: break
             case 0xCC, 0xD0: header = 2
@@ -324,15 +326,8 @@ extension MessagePack {
                                             offset: position))
             }
             position += header + body
-            if !remaining.isEmpty { remaining[remaining.count - 1] -= 1 }
-            if items > 0 {
-                guard remaining.count < maximumDepth else {
-                    return .malformed(WireError(.tooDeep, "nested deeper than \(maximumDepth) levels", offset: position))
-                }
-                remaining.append(items)
-            }
-            while let last = remaining.last, last == 0 { remaining.removeLast() }
-        } while !remaining.isEmpty
+            owed += items
+        }
         return position <= count ? .complete(position) : .incomplete
     }
 

@@ -79,11 +79,13 @@ public enum RecordBatch {
     /// Reads a batch body. A body that cannot be read at all (not JSON or MessagePack, not an array, too large)
     /// throws — the ingest service answers it with one rejection at index -1 (`Acknowledgement.unreadable`). Each
     /// element is validated by `RecordDecoding.record(from:)`, so one bad record does not spoil the others.
-    public static func decodeBatch(_ body: [UInt8], contentType: ContentType) throws(WireError) -> DecodedBatch {
+    /// `identifiers`: see `MessagePack.decodeRecords`.
+    public static func decodeBatch(_ body: [UInt8], contentType: ContentType, identifiers: IdentifierCache? = nil)
+        throws(WireError) -> DecodedBatch {
         let results: [Result<SensorRecord, RecordError>]
         switch contentType {
         case .msgpack:
-            results = try MessagePack.decodeRecords(body, maximumCount: maximumRecords)
+            results = try MessagePack.decodeRecords(body, maximumCount: maximumRecords, identifiers: identifiers)
         case .json:
             let document = try JSONText.decode(body)
             guard case let .array(elements) = document else {

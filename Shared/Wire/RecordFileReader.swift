@@ -34,6 +34,12 @@ public final class RecordFileReader {
     public var numberName: String { format == .ndjson ? "line" : "record" }
     /// Bytes read from the file so far.
     public private(set) var bytesRead = 0
+    /// The bytes of the record `next()` returned last, as they are in a MessagePack file (nil for NDJSON): valid
+    /// until the next call of `next()`. `roadsave send` passes them on without encoding the record again.
+    public var lastRecordBytes: UnsafeBufferPointer<UInt8>? {
+        lastRecord.map { UnsafeBufferPointer(start: buffer + $0.lowerBound, count: $0.count) }
+    }
+    private var lastRecord: Range<Int>?
 
     /// Longest record (or line) accepted: a longer one cannot be a record and would take memory without bound.
     public static let maximumRecordBytes = MessagePack.Limits.maximumBytes
@@ -131,6 +137,7 @@ public final class RecordFileReader {
     // MARK: MessagePack
 
     private func nextMessagePack() -> (number: Int, item: Item)? {
+        lastRecord = nil
         while true {
             guard failure == nil else { return nil }
             let available = filled - start
@@ -142,6 +149,7 @@ public final class RecordFileReader {
             var fields = RecordFields()
             switch MessagePackRecordScanner.scan(buffer + start, count: available, into: &fields, identifiers: identifiers) {
             case let .record(length):
+                lastRecord = start..<start + length
                 start += length
                 number += 1
                 do throws(RecordError) {
@@ -160,6 +168,7 @@ public final class RecordFileReader {
                 switch MessagePack.extent(buffer + start, count: available) {
                 case let .complete(length):
                     let result = MessagePack.record(buffer + start, count: length)
+                    lastRecord = start..<start + length
                     start += length
                     number += 1
                     switch result {

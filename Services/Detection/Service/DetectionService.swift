@@ -32,6 +32,8 @@ public final class DetectionService: @unchecked Sendable {
     private var phase = Phase.starting
     /// Inputs and events of the work in hand, stored together by `commit()`.
     private var pendingInputs: [DetectionInput] = []
+    /// The apps' and users' strings of the journals' records, made once (`MessagePack.decodeRecords`).
+    private let identifiers = IdentifierCache()
     private var pendingEvents: [RoadSaveEvent] = []
     /// Control replies that may leave once the command is stored.
     private var pendingReplies: [(frames: [[UInt8]], bytes: [UInt8])] = []
@@ -348,7 +350,7 @@ public final class DetectionService: @unchecked Sendable {
         for chunk in chunks {
             let decoded: DecodedBatch
             do {
-                decoded = try RecordBatch.decodeBatch(chunk, contentType: .msgpack)
+                decoded = try RecordBatch.decodeBatch(chunk, contentType: .msgpack, identifiers: identifiers)
             } catch {
                 log.error("unreadable chunk in the journal: skipped", ["error": "\(error)"])
                 continue

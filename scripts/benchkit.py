@@ -1,0 +1,81 @@
+"""What the benchmark scripts share: free loopback ports, waiting for a listener, a process's memory, a read-only
+query of a service's SQLite store, and the machine's load."""
+
+import os
+import socket
+import sqlite3
+import time
+
+
+def free_ports(count):
+    """`count` distinct loopback ports free right now."""
+    sockets, ports = [], []
+    for _ in range(count):
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        sockets.append(s)
+        ports.append(s.getsockname()[1])
+    for s in sockets:
+        s.close()
+    return ports
+
+
+def free_base_port(count=6):
+    """A port P with P..P+count-1 free (roadsave up takes consecutive ports)."""
+    for _ in range(200):
+        base = free_ports(1)[0]
+        if base + count >= 65535:
+            continue
+        ok = True
+        for port in range(base, base + count):
+            with socket.socket() as s:
+                try:
+                    s.bind(("127.0.0.1", port))
+                except OSError:
+                    ok = False
+                    break
+        if ok:
+            return base
+    raise RuntimeError("no run of free ports")
+
+
+def wait_listening(endpoints, timeout=30):
+    """Waits (at most `timeout` seconds in all) until each tcp://host:port endpoint accepts a connection."""
+    start = time.monotonic()
+    for endpoint in endpoints:
+        port = int(endpoint.rsplit(":", 1)[1])
+        while time.monotonic() - start < timeout:
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.05)
+
+
+def memory(pid):
+    """VmRSS (now) and VmHWM (peak) of a process, in bytes; empty once it is gone."""
+    values = {}
+    try:
+        with open("/proc/%d/status" % pid) as handle:
+            for line in handle:
+                if line.startswith(("VmHWM:", "VmRSS:")):
+                    values[line.split(":")[0]] = int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return values
+
+
+def query(path, sql):
+    """The first column of the first row of `sql` on the database at `path`, read-only; None if there is none or
+    the database cannot be read (yet)."""
+    try:
+        connection = sqlite3.connect("file:%s?mode=ro" % path, uri=True, timeout=5)
+        row = connection.execute(sql).fetchone()
+        connection.close()
+        return row[0] if row else None
+    except sqlite3.Error:
+        return None
+
+
+def load_average():
+    """The one-minute load average."""
+    return round(os.getloadavg()[0], 2)
