@@ -28,7 +28,7 @@ TARGETS=(msgpack_value record_batch json_value record_json acknowledgement contr
 # sockets and SQLite).
 extra_sources() {
     case "$1" in
-        gateway_batch) echo "$ROOT/Services/Ingest/GatewayBatch.swift" ;;
+        gateway_batch) echo "$ROOT/Services/Ingest/GatewayBatch.swift $ROOT/Services/Ingest/GatewayBody.swift" ;;
         catch_up_request) echo "$ROOT/Services/Notifier/Service/CatchUpRequest.swift" ;;
         *) ;;
     esac

@@ -16,7 +16,7 @@ struct GatewayBatch {
     var records: [SensorRecord]
     /// A MessagePack body and where each accepted record is in it, so the journal stores the gateway's bytes as they
     /// came (nil for JSON, or when the body's elements could not be measured: the records are then encoded).
-    var encoded: Journal.Batch.Encoded?
+    var encoded: GatewayBody?
     /// Why the batch could not be read at all (then `acknowledgement` says so, and `records` is empty).
     var unreadable: String?
     /// The batch was refused whole, unread, for its gateway's rate limit (then `acknowledgement` says so).
@@ -108,8 +108,7 @@ struct GatewayBatch {
         }
         acknowledgement.accepted = records.count
         if ranges != nil, !records.isEmpty {
-            encoded = Journal.Batch.Encoded(body: rest[2], ranges: acceptedRanges,
-                                            isWholeBody: records.count == decoded.records.count)
+            encoded = GatewayBody(body: rest[2], ranges: acceptedRanges, isWholeBody: records.count == decoded.records.count)
         }
     }
 

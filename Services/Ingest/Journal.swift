@@ -163,26 +163,9 @@ public final class Journal: FeedSource {
         public var id: String?
         public var records: [SensorRecord]
         /// The records' MessagePack as the gateway sent them, when it did (nil: they are encoded here).
-        public var encoded: Encoded?
+        public var encoded: GatewayBody?
 
-        /// A gateway's MessagePack body and where each accepted record is in it: the journal stores those bytes as
-        /// they came instead of encoding the records again (the same decoder reads them back, so detection gets
-        /// the very records that were validated).
-        public struct Encoded: Sendable {
-            public var body: [UInt8]
-            /// `ranges[i]` holds `records[i]`.
-            public var ranges: [Range<Int>]
-            /// `body` is exactly the array of `records` (every element accepted).
-            public var isWholeBody: Bool
-
-            public init(body: [UInt8], ranges: [Range<Int>], isWholeBody: Bool) {
-                self.body = body
-                self.ranges = ranges
-                self.isWholeBody = isWholeBody
-            }
-        }
-
-        public init(id: String?, records: [SensorRecord], encoded: Encoded? = nil) {
+        public init(id: String?, records: [SensorRecord], encoded: GatewayBody? = nil) {
             precondition(encoded.map { $0.ranges.count == records.count } ?? true, "a range per record")
             self.id = id
             self.records = records
