@@ -187,9 +187,13 @@ public struct DeviceSession: Sendable, Codable {
     /// The earliest time at which `advance(to:)` will have something to do, for the shell's timer.
     public var nextDeadline: Double? {
         guard monitoring else { return nil }
-        let tripDeadline = tripsActive ? trips.stopDeadline(context: tripContext) : nil
-        let crashDeadline = crashes.nextDeadline(settings: settings)
-        return [tripDeadline, crashDeadline].compactMap { $0 }.min()
+        // Asked of every device on every tick of the service: no array, and no settings or trip context read for
+        // a device with no trip and no pending crash (most of a large fleet).
+        var deadline = crashes.hasPending ? crashes.nextDeadline(settings: settings) : nil
+        if tripsActive, trips.isDriving, let stop = trips.stopDeadline(context: tripContext) {
+            deadline = deadline.map { min($0, stop) } ?? stop
+        }
+        return deadline
     }
 
     // MARK: Internals

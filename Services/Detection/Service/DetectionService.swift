@@ -87,7 +87,8 @@ public final class DetectionService: @unchecked Sendable {
     /// sending a larger frame is disconnected unanswered.
     static let maximumCommandBytes: Int64 = 64 << 10
     /// A checkpoint that took `cost` seconds (encoding and writing) is followed by the next no sooner than
-    /// `cost × checkpointCostShare` after it started, whatever --checkpoint-interval says.
+    /// `cost × checkpointCostShare` after it started, whatever --checkpoint-interval says, unless devices left memory
+    /// with it.
     static let checkpointCostShare = 20.0
     private var nextCheckpointAllowed = 0.0
     /// Most inputs kept unstored while they give nothing to send, and longest they wait (see `commit`).
@@ -582,7 +583,9 @@ public final class DetectionService: @unchecked Sendable {
                 let writing = MonotonicClock.now()
                 store(checkpoint: encoded, generation: generation, input: input, positions: positions, devices: changed)
                 let cost = encoding + MonotonicClock.now() - writing
-                nextCheckpointAllowed = startedAt + cost * Self.checkpointCostShare
+                // Not after devices left memory: spacing those checkpoints would keep more devices in memory until
+                // the next, whose eviction would cost more and space them further (memory grew without bound).
+                nextCheckpointAllowed = leaving.isEmpty ? startedAt + cost * Self.checkpointCostShare : 0
             }
         }
     }
