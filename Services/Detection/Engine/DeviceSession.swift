@@ -145,10 +145,12 @@ public struct DeviceSession: Sendable, Codable {
 
         switch record.payload {
         case let .location(fix):
+            var measurement = FixMeasurement()
             guard case let .success(accepted) = gps.accept(fix, at: record.t, settings: _settings,
-                                                           keepingFrom: gpsHistoryCutoff(at: record.t)) else { break }
+                                                           keepingFrom: gpsHistoryCutoff(at: record.t),
+                                                           measurement: &measurement) else { break }
             if accepted.isMovement { steps.movementSeen() }
-            if tripsActive, let event = trips.fixAccepted(accepted, context: tripContext) {
+            if tripsActive, let event = trips.fixAccepted(accepted, measurement: measurement, context: tripContext) {
                 actions.append(.emit(event))
             }
         case let .activity(observation):

@@ -27,6 +27,33 @@ public struct AcceptedFix: Sendable, Equatable, Codable {
     }
 }
 
+/// What the GPS filter computed for the fix it accepted, for the engines after it to reuse rather than compute
+/// again: the cosine of its latitude, and its distance from the fix before it (`previousLatitude` and
+/// `previousLongitude` NaN when there was none). A distance from the same coordinates is the same computation on the
+/// same values, so reusing it gives the same bits.
+struct FixMeasurement: Sendable {
+    var cosLatitude = Double.nan
+    var previousLatitude = Double.nan
+    var previousLongitude = Double.nan
+    var distanceFromPrevious = Double.nan
+
+    /// `fix.distance(to: other)`, where `fix` is the fix measured.
+    func distance(from fix: AcceptedFix, to other: AcceptedFix) -> Double {
+        if other.latitude.bitPattern == previousLatitude.bitPattern,
+           other.longitude.bitPattern == previousLongitude.bitPattern {
+            return distanceFromPrevious
+        }
+        return Geo.distance(fix.latitude, fix.longitude, cosLatitude,
+                            other.latitude, other.longitude, Geo.cosLatitude(other.latitude))
+    }
+
+    /// `other.distance(to: fix)`, where `fix` is the fix measured.
+    func distance(to fix: AcceptedFix, from other: AcceptedFix) -> Double {
+        Geo.distance(other.latitude, other.longitude, Geo.cosLatitude(other.latitude),
+                     fix.latitude, fix.longitude, cosLatitude)
+    }
+}
+
 extension AcceptedFix {
     /// Written as `[t, latitude, longitude, speed or null, accuracy, isMovement]`: a device's history holds a few
     /// hundred fixes, the largest part of its checkpoint, and keys would nearly double it.
@@ -80,6 +107,12 @@ struct GPSTrack: Sendable, Codable {
 
     private(set) var recent: [AcceptedFix] = []
     private var consecutiveJumps = 0
+    /// The cosine of the latitude of the last fix taken (while `recent.last` has the latitude `cachedLatitude`),
+    /// so that each fix's cosine is computed once. Not in checkpoints: a restored track computes it again.
+    private var cachedLatitude = Double.nan
+    private var cachedCosLatitude = Double.nan
+
+    private enum CodingKeys: String, CodingKey { case recent, consecutiveJumps }
 
     init() {}
 
@@ -95,37 +128,60 @@ struct GPSTrack: Sendable, Codable {
     /// The same, reading the settings where they are (a session's shared copy) rather than copying them per fix.
     mutating func accept(_ fix: LocationFix, at t: Double, settings sharedSettings: SessionSettings,
                          keepingFrom cutoff: Double? = nil) -> Result<AcceptedFix, FixRejection> {
+        var measurement = FixMeasurement()
+        return accept(fix, at: t, settings: sharedSettings, keepingFrom: cutoff, measurement: &measurement)
+    }
+
+    /// The same, also saying what was computed for the fix accepted (`measurement`, unchanged for a rejected one).
+    mutating func accept(_ fix: LocationFix, at t: Double, settings sharedSettings: SessionSettings,
+                         keepingFrom cutoff: Double? = nil,
+                         measurement: inout FixMeasurement) -> Result<AcceptedFix, FixRejection> {
         var settings: DetectionSettings { sharedSettings.wrappedValue }
         if let accuracy = fix.horizontalAccuracy, accuracy < 0 { return .failure(.invalidFix) }
         let accuracy = fix.horizontalAccuracy ?? Self.assumedAccuracy
         if accuracy > settings.maximumHorizontalAccuracy { return .failure(.poorAccuracy) }
         var candidate = AcceptedFix(t: t, latitude: fix.latitude, longitude: fix.longitude, speed: fix.speed,
                                     accuracy: accuracy, isMovement: false)
+        var measured = FixMeasurement()
         if let last {
             if t <= last.t { return .failure(.duplicate) }
-            let implied = candidate.distance(to: last) / (t - last.t)
+            measured.cosLatitude = Geo.cosLatitude(candidate.latitude)
+            let lastCos = last.latitude.bitPattern == cachedLatitude.bitPattern
+                ? cachedCosLatitude : Geo.cosLatitude(last.latitude)
+            let step = Geo.distance(candidate.latitude, candidate.longitude, measured.cosLatitude,
+                                    last.latitude, last.longitude, lastCos)
+            let implied = step / (t - last.t)
             if implied > settings.maximumPlausibleSpeed {
                 consecutiveJumps += 1
                 guard consecutiveJumps >= Self.jumpsBeforeReanchor else { return .failure(.implausibleJump) }
                 // Believe the new place, but don't carry speed estimates across the jump.
                 recent.removeAll()
             }
+            measured.previousLatitude = last.latitude
+            measured.previousLongitude = last.longitude
+            measured.distanceFromPrevious = step
+        } else {
+            measured.cosLatitude = Geo.cosLatitude(candidate.latitude)
         }
         consecutiveJumps = 0
-        if candidate.speed == nil { candidate.speed = estimatedSpeed(for: candidate) }
+        if candidate.speed == nil { candidate.speed = estimatedSpeed(for: candidate, cosLatitude: measured.cosLatitude) }
         candidate.isMovement = (candidate.speed ?? 0) >= settings.movementSpeed
         recent.append(candidate)
+        cachedLatitude = candidate.latitude
+        cachedCosLatitude = measured.cosLatitude
         trim(keepingFrom: cutoff ?? t - Self.defaultHistory)
+        measurement = measured
         return .success(candidate)
     }
 
     /// Speed from displacement over at least `speedBaseline` seconds, less twice the two fixes' combined accuracy
     /// (about 95 % of jitter): parked jitter gives zero rather than a phantom speed.
-    private func estimatedSpeed(for fix: AcceptedFix) -> Double? {
+    private func estimatedSpeed(for fix: AcceptedFix, cosLatitude: Double) -> Double? {
         guard let reference = recent.last(where: { fix.t - $0.t >= Self.speedBaseline }) else { return nil }
         guard fix.t - reference.t <= Self.speedReferenceLimit else { return nil }
         let noise = 2 * (fix.accuracy * fix.accuracy + reference.accuracy * reference.accuracy).squareRoot()
-        let travelled = fix.distance(to: reference) - noise
+        let travelled = Geo.distance(fix.latitude, fix.longitude, cosLatitude, reference.latitude, reference.longitude,
+                                     Geo.cosLatitude(reference.latitude)) - noise
         return max(0, travelled) / (fix.t - reference.t)
     }
 
