@@ -243,7 +243,7 @@ public struct DeviceSession: Sendable, Codable {
     }
 
     private var tripContext: TripContext {
-        TripContext(sharedSettings: _settings, capabilities: capabilities, activity: activity)
+        TripContext(settings: settings, capabilities: capabilities, activity: activity)
     }
 
     private var crashContext: CrashContext {

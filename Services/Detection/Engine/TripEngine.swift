@@ -201,9 +201,9 @@ struct TripEngine: Sendable, Codable {
 
 /// What the trip engine reads from the rest of the session.
 struct TripContext {
-    /// Read through their shared storage, never copied per record.
-    var sharedSettings: SessionSettings
-    var settings: DetectionSettings { sharedSettings.wrappedValue }
+    /// A copy of the settings (a few hundred bytes of numbers, no references): cheaper than holding the shared
+    /// storage, which costs an atomic retain and release every time a context is made (up to three a record).
+    var settings: DetectionSettings
     var capabilities: DeviceCapabilities
     var activity: ActivityContext
 }
