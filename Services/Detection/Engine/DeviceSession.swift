@@ -172,7 +172,9 @@ public struct DeviceSession: Sendable, Codable {
             capabilities = reported
         }
         // A record may have moved a deadline to or before now (for example the end of automotive reports).
-        actions += fireDueTimers(at: record.t)
+        // (Nearly always nothing: appending an empty array is still a call.)
+        let due = fireDueTimers(at: record.t)
+        if !due.isEmpty { actions += due }
         return actions
     }
 

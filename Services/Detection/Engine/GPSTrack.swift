@@ -28,23 +28,26 @@ public struct AcceptedFix: Sendable, Equatable, Codable {
 }
 
 /// What the GPS filter computed for the fix it accepted, for the engines after it to reuse rather than compute
-/// again: the cosine of its latitude, and its distance from the fix before it (`previousLatitude` and
-/// `previousLongitude` NaN when there was none). A distance from the same coordinates is the same computation on the
-/// same values, so reusing it gives the same bits.
+/// again: the cosine of its latitude, the fix before it and that fix's cosine (`previousLatitude` and
+/// `previousLongitude` NaN when there was none), and the distance between them when the filter needed it (NaN when
+/// not). The same computation on the same values gives the same bits, so reusing them changes no result.
 struct FixMeasurement: Sendable {
     var cosLatitude = Double.nan
     var previousLatitude = Double.nan
     var previousLongitude = Double.nan
+    var previousCosLatitude = Double.nan
     var distanceFromPrevious = Double.nan
 
     /// `fix.distance(to: other)`, where `fix` is the fix measured.
     func distance(from fix: AcceptedFix, to other: AcceptedFix) -> Double {
-        if other.latitude.bitPattern == previousLatitude.bitPattern,
-           other.longitude.bitPattern == previousLongitude.bitPattern {
-            return distanceFromPrevious
+        guard other.latitude.bitPattern == previousLatitude.bitPattern,
+              other.longitude.bitPattern == previousLongitude.bitPattern else {
+            return Geo.distance(fix.latitude, fix.longitude, cosLatitude,
+                                other.latitude, other.longitude, Geo.cosLatitude(other.latitude))
         }
+        if !distanceFromPrevious.isNaN { return distanceFromPrevious }
         return Geo.distance(fix.latitude, fix.longitude, cosLatitude,
-                            other.latitude, other.longitude, Geo.cosLatitude(other.latitude))
+                            other.latitude, other.longitude, previousCosLatitude)
     }
 
     /// `other.distance(to: fix)`, where `fix` is the fix measured.
@@ -146,20 +149,25 @@ struct GPSTrack: Sendable, Codable {
         if let last {
             if t <= last.t { return .failure(.duplicate) }
             measured.cosLatitude = Geo.cosLatitude(candidate.latitude)
-            let lastCos = last.latitude.bitPattern == cachedLatitude.bitPattern
-                ? cachedCosLatitude : Geo.cosLatitude(last.latitude)
-            let step = Geo.distance(candidate.latitude, candidate.longitude, measured.cosLatitude,
-                                    last.latitude, last.longitude, lastCos)
-            let implied = step / (t - last.t)
-            if implied > settings.maximumPlausibleSpeed {
-                consecutiveJumps += 1
-                guard consecutiveJumps >= Self.jumpsBeforeReanchor else { return .failure(.implausibleJump) }
-                // Believe the new place, but don't carry speed estimates across the jump.
-                recent.removeAll()
-            }
             measured.previousLatitude = last.latitude
             measured.previousLongitude = last.longitude
-            measured.distanceFromPrevious = step
+            measured.previousCosLatitude = last.latitude.bitPattern == cachedLatitude.bitPattern
+                ? cachedCosLatitude : Geo.cosLatitude(last.latitude)
+            let elapsed = t - last.t
+            // Nearly every fix is surely no jump by a bound without trigonometry (its distance is then computed
+            // only if something needs it: for most fixes, nothing does); the others are decided on the distance.
+            if !(Geo.distanceBound(candidate.latitude, candidate.longitude, last.latitude, last.longitude) / elapsed
+                 <= settings.maximumPlausibleSpeed) {
+                let step = Geo.distance(candidate.latitude, candidate.longitude, measured.cosLatitude,
+                                        last.latitude, last.longitude, measured.previousCosLatitude)
+                measured.distanceFromPrevious = step
+                if step / elapsed > settings.maximumPlausibleSpeed {
+                    consecutiveJumps += 1
+                    guard consecutiveJumps >= Self.jumpsBeforeReanchor else { return .failure(.implausibleJump) }
+                    // Believe the new place, but don't carry speed estimates across the jump.
+                    recent.removeAll()
+                }
+            }
         } else {
             measured.cosLatitude = Geo.cosLatitude(candidate.latitude)
         }

@@ -18,6 +18,17 @@ enum Geo {
         distance(lat1, lon1, cosLatitude(lat1), lat2, lon2, cosLatitude(lat2))
     }
 
+    /// An upper bound of `distance` between the same points, without trigonometry: in `distance`,
+    /// sin²(x/2) ≤ (x/2)² and cos·cos ≤ 1 make a ≤ (dLat² + dLon²)/4, and asin(y) ≤ (π/2)·y on [0, 1] (asin is
+    /// convex there), so the distance is at most (π/2)·R·√(dLat² + dLon²); 1.6 instead of π/2 leaves ~2 % for
+    /// rounding, a million times what the operations can lose. NaN or infinite when the coordinates are.
+    static func distanceBound(_ lat1: Double, _ lon1: Double, _ lat2: Double, _ lon2: Double) -> Double {
+        let radians = Double.pi / 180
+        let dLat = (lat2 - lat1) * radians
+        let dLon = (lon2 - lon1) * radians
+        return 1.6 * earthRadius * (dLat * dLat + dLon * dLon).squareRoot()
+    }
+
     /// The same, with both latitudes' cosines given (`cosLatitude`): the same operations in the same order.
     static func distance(_ lat1: Double, _ lon1: Double, _ cos1: Double,
                          _ lat2: Double, _ lon2: Double, _ cos2: Double) -> Double {
