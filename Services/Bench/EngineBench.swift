@@ -251,7 +251,7 @@ struct EngineBenchShell {
     /// Reused for every record: nearly all ask for nothing.
     var scratch: [FleetAction] = []
 
-    mutating func receive(_ record: SensorRecord, now: Double?) {
+    mutating func receive(_ record: consuming SensorRecord, now: Double?) {
         fleet.receive(record, now: now, into: &scratch)
         guard !scratch.isEmpty else { return }
         var actions: [FleetAction] = []

@@ -100,6 +100,9 @@ struct CrashEngine: Sendable, Codable {
             let cluster = pending.remove(at: index)
             actions.append(decide(cluster, context: context))
         }
+        // An emptied list gives its buffer back: `hasPending`, asked twice a record, then reads the shared empty
+        // array (always in cache) instead of a buffer of this device's, and an idle device holds none.
+        if pending.isEmpty { pending = [] }
         return actions
     }
 

@@ -68,7 +68,7 @@ public struct DeviceFleet: Sendable {
 
     /// A record arrived; what the shell must do is appended to `actions` (a shell that reuses that buffer
     /// allocates nothing for the records that ask for nothing, nearly all of them).
-    public mutating func receive(_ record: SensorRecord, now: Double?, into actions: inout [FleetAction]) {
+    public mutating func receive(_ record: consuming SensorRecord, now: Double?, into actions: inout [FleetAction]) {
         statistics.records += 1
         newestRecordTime = max(newestRecordTime ?? record.t, record.t)
         let slot = slot(for: record.device)
@@ -327,7 +327,7 @@ public struct DeviceFleet: Sendable {
     }
 
     /// Auto-monitor, then the reorder stage.
-    private mutating func route(_ record: SensorRecord, slot: Int, now: Double?, into actions: inout [FleetAction]) {
+    private mutating func route(_ record: consuming SensorRecord, slot: Int, now: Double?, into actions: inout [FleetAction]) {
         if !devices[slot].waitingForSettings.isEmpty {
             // Behind the records already waiting, so that arrival order is kept.
             wait(record, slot: slot)
@@ -357,7 +357,7 @@ public struct DeviceFleet: Sendable {
         order(record, slot: slot, into: &actions)
     }
 
-    private mutating func wait(_ record: SensorRecord, slot: Int) {
+    private mutating func wait(_ record: consuming SensorRecord, slot: Int) {
         guard devices[slot].waitingForSettings.count < options.maximumWaitingRecords else {
             statistics.notMonitored += 1
             statistics.waitingOverflow += 1
@@ -402,7 +402,7 @@ public struct DeviceFleet: Sendable {
         actions.append(.deviceNotMonitored(devices[slot].device, error))
     }
 
-    private mutating func order(_ record: SensorRecord, slot: Int, into actions: inout [FleetAction]) {
+    private mutating func order(_ record: consuming SensorRecord, slot: Int, into actions: inout [FleetAction]) {
         // The scratch buffer is taken out while in use; ready records are moved out one by one, never copied.
         var rejected: [(SensorRecord, RecordOrdering.Rejection)] = []
         swap(&rejected, &rejectedScratch)

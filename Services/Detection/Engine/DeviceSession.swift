@@ -145,10 +145,12 @@ public struct DeviceSession: Sendable, Codable {
 
         switch record.payload {
         case let .location(fix):
+            var measurement = FixMeasurement()
             guard case let .success(accepted) = gps.accept(fix, at: record.t, settings: _settings,
-                                                           keepingFrom: gpsHistoryCutoff(at: record.t)) else { break }
+                                                           keepingFrom: gpsHistoryCutoff(at: record.t),
+                                                           measurement: &measurement) else { break }
             if accepted.isMovement { steps.movementSeen() }
-            if tripsActive, let event = trips.fixAccepted(accepted, context: tripContext) {
+            if tripsActive, let event = trips.fixAccepted(accepted, measurement: measurement, context: tripContext) {
                 actions.append(.emit(event))
             }
         case let .activity(observation):
@@ -170,7 +172,9 @@ public struct DeviceSession: Sendable, Codable {
             capabilities = reported
         }
         // A record may have moved a deadline to or before now (for example the end of automotive reports).
-        actions += fireDueTimers(at: record.t)
+        // (Nearly always nothing: appending an empty array is still a call.)
+        let due = fireDueTimers(at: record.t)
+        if !due.isEmpty { actions += due }
         return actions
     }
 
@@ -245,7 +249,7 @@ public struct DeviceSession: Sendable, Codable {
     }
 
     private var tripContext: TripContext {
-        TripContext(sharedSettings: _settings, capabilities: capabilities, activity: activity)
+        TripContext(settings: settings, capabilities: capabilities, activity: activity)
     }
 
     private var crashContext: CrashContext {

@@ -27,6 +27,36 @@ public struct AcceptedFix: Sendable, Equatable, Codable {
     }
 }
 
+/// What the GPS filter computed for the fix it accepted, for the engines after it to reuse rather than compute
+/// again: the cosine of its latitude, the fix before it and that fix's cosine (`previousLatitude` and
+/// `previousLongitude` NaN when there was none), and the distance between them when the filter needed it (NaN when
+/// not). The same computation on the same values gives the same bits, so reusing them changes no result.
+struct FixMeasurement: Sendable {
+    var cosLatitude = Double.nan
+    var previousLatitude = Double.nan
+    var previousLongitude = Double.nan
+    var previousCosLatitude = Double.nan
+    var distanceFromPrevious = Double.nan
+
+    /// `fix.distance(to: other)`, where `fix` is the fix measured.
+    func distance(from fix: AcceptedFix, to other: AcceptedFix) -> Double {
+        guard other.latitude.bitPattern == previousLatitude.bitPattern,
+              other.longitude.bitPattern == previousLongitude.bitPattern else {
+            return Geo.distance(fix.latitude, fix.longitude, cosLatitude,
+                                other.latitude, other.longitude, Geo.cosLatitude(other.latitude))
+        }
+        if !distanceFromPrevious.isNaN { return distanceFromPrevious }
+        return Geo.distance(fix.latitude, fix.longitude, cosLatitude,
+                            other.latitude, other.longitude, previousCosLatitude)
+    }
+
+    /// `other.distance(to: fix)`, where `fix` is the fix measured.
+    func distance(to fix: AcceptedFix, from other: AcceptedFix) -> Double {
+        Geo.distance(other.latitude, other.longitude, Geo.cosLatitude(other.latitude),
+                     fix.latitude, fix.longitude, cosLatitude)
+    }
+}
+
 extension AcceptedFix {
     /// Written as `[t, latitude, longitude, speed or null, accuracy, isMovement]`: a device's history holds a few
     /// hundred fixes, the largest part of its checkpoint, and keys would nearly double it.
@@ -80,6 +110,12 @@ struct GPSTrack: Sendable, Codable {
 
     private(set) var recent: [AcceptedFix] = []
     private var consecutiveJumps = 0
+    /// The cosine of the latitude of the last fix taken (while `recent.last` has the latitude `cachedLatitude`),
+    /// so that each fix's cosine is computed once. Not in checkpoints: a restored track computes it again.
+    private var cachedLatitude = Double.nan
+    private var cachedCosLatitude = Double.nan
+
+    private enum CodingKeys: String, CodingKey { case recent, consecutiveJumps }
 
     init() {}
 
@@ -95,37 +131,65 @@ struct GPSTrack: Sendable, Codable {
     /// The same, reading the settings where they are (a session's shared copy) rather than copying them per fix.
     mutating func accept(_ fix: LocationFix, at t: Double, settings sharedSettings: SessionSettings,
                          keepingFrom cutoff: Double? = nil) -> Result<AcceptedFix, FixRejection> {
+        var measurement = FixMeasurement()
+        return accept(fix, at: t, settings: sharedSettings, keepingFrom: cutoff, measurement: &measurement)
+    }
+
+    /// The same, also saying what was computed for the fix accepted (`measurement`, unchanged for a rejected one).
+    mutating func accept(_ fix: LocationFix, at t: Double, settings sharedSettings: SessionSettings,
+                         keepingFrom cutoff: Double? = nil,
+                         measurement: inout FixMeasurement) -> Result<AcceptedFix, FixRejection> {
         var settings: DetectionSettings { sharedSettings.wrappedValue }
         if let accuracy = fix.horizontalAccuracy, accuracy < 0 { return .failure(.invalidFix) }
         let accuracy = fix.horizontalAccuracy ?? Self.assumedAccuracy
         if accuracy > settings.maximumHorizontalAccuracy { return .failure(.poorAccuracy) }
         var candidate = AcceptedFix(t: t, latitude: fix.latitude, longitude: fix.longitude, speed: fix.speed,
                                     accuracy: accuracy, isMovement: false)
+        var measured = FixMeasurement()
         if let last {
             if t <= last.t { return .failure(.duplicate) }
-            let implied = candidate.distance(to: last) / (t - last.t)
-            if implied > settings.maximumPlausibleSpeed {
-                consecutiveJumps += 1
-                guard consecutiveJumps >= Self.jumpsBeforeReanchor else { return .failure(.implausibleJump) }
-                // Believe the new place, but don't carry speed estimates across the jump.
-                recent.removeAll()
+            measured.cosLatitude = Geo.cosLatitude(candidate.latitude)
+            measured.previousLatitude = last.latitude
+            measured.previousLongitude = last.longitude
+            measured.previousCosLatitude = last.latitude.bitPattern == cachedLatitude.bitPattern
+                ? cachedCosLatitude : Geo.cosLatitude(last.latitude)
+            let elapsed = t - last.t
+            // Nearly every fix is surely no jump by a bound without trigonometry (its distance is then computed
+            // only if something needs it: for most fixes, nothing does); the others are decided on the distance.
+            if !(Geo.distanceBound(candidate.latitude, candidate.longitude, last.latitude, last.longitude) / elapsed
+                 <= settings.maximumPlausibleSpeed) {
+                let step = Geo.distance(candidate.latitude, candidate.longitude, measured.cosLatitude,
+                                        last.latitude, last.longitude, measured.previousCosLatitude)
+                measured.distanceFromPrevious = step
+                if step / elapsed > settings.maximumPlausibleSpeed {
+                    consecutiveJumps += 1
+                    guard consecutiveJumps >= Self.jumpsBeforeReanchor else { return .failure(.implausibleJump) }
+                    // Believe the new place, but don't carry speed estimates across the jump.
+                    recent.removeAll()
+                }
             }
+        } else {
+            measured.cosLatitude = Geo.cosLatitude(candidate.latitude)
         }
         consecutiveJumps = 0
-        if candidate.speed == nil { candidate.speed = estimatedSpeed(for: candidate) }
+        if candidate.speed == nil { candidate.speed = estimatedSpeed(for: candidate, cosLatitude: measured.cosLatitude) }
         candidate.isMovement = (candidate.speed ?? 0) >= settings.movementSpeed
         recent.append(candidate)
+        cachedLatitude = candidate.latitude
+        cachedCosLatitude = measured.cosLatitude
         trim(keepingFrom: cutoff ?? t - Self.defaultHistory)
+        measurement = measured
         return .success(candidate)
     }
 
     /// Speed from displacement over at least `speedBaseline` seconds, less twice the two fixes' combined accuracy
     /// (about 95 % of jitter): parked jitter gives zero rather than a phantom speed.
-    private func estimatedSpeed(for fix: AcceptedFix) -> Double? {
+    private func estimatedSpeed(for fix: AcceptedFix, cosLatitude: Double) -> Double? {
         guard let reference = recent.last(where: { fix.t - $0.t >= Self.speedBaseline }) else { return nil }
         guard fix.t - reference.t <= Self.speedReferenceLimit else { return nil }
         let noise = 2 * (fix.accuracy * fix.accuracy + reference.accuracy * reference.accuracy).squareRoot()
-        let travelled = fix.distance(to: reference) - noise
+        let travelled = Geo.distance(fix.latitude, fix.longitude, cosLatitude, reference.latitude, reference.longitude,
+                                     Geo.cosLatitude(reference.latitude)) - noise
         return max(0, travelled) / (fix.t - reference.t)
     }
 

@@ -91,7 +91,7 @@ public struct RecordOrdering: Sendable {
 
     /// Takes a record in, appending what was rejected to `rejected`; the records it makes ready are then taken one
     /// by one with `nextReady()` (the way that copies nothing: a shell that reuses `rejected` allocates nothing).
-    public mutating func insert(_ record: SensorRecord, rejected: inout [(SensorRecord, Rejection)]) {
+    public mutating func insert(_ record: consuming SensorRecord, rejected: inout [(SensorRecord, Rejection)]) {
         if let seq = record.seq {
             if sequences.contains(seq) {
                 rejected.append((record, .duplicate))
@@ -156,7 +156,7 @@ public struct RecordOrdering: Sendable {
 
     private func slot(_ offset: Int) -> Int { (first + offset) & (ring.count - 1) }
 
-    private mutating func take(_ record: SensorRecord) {
+    private mutating func take(_ record: consuming SensorRecord) {
         newest = max(newest ?? record.t, record.t)
         if count == ring.count { grow() }
         // Mostly in order: the insertion point is searched from the end, and later records move up one.

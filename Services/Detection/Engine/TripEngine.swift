@@ -64,10 +64,11 @@ struct TripEngine: Sendable, Codable {
 
     // MARK: Inputs
 
-    mutating func fixAccepted(_ fix: AcceptedFix, context: TripContext) -> RoadSaveEvent? {
+    /// A fix passed the GPS filter; `measurement` is what the filter computed for it (reused, not computed again).
+    mutating func fixAccepted(_ fix: AcceptedFix, measurement: FixMeasurement, context: TripContext) -> RoadSaveEvent? {
         if trip != nil {
             trip!.modify { trip in
-                trip.odometer.add(fix)
+                trip.odometer.add(fix, measurement: measurement)
                 trip.ride.add(fix)
                 if fix.isMovement { trip.lastMovement = fix.t }
             }
@@ -80,7 +81,7 @@ struct TripEngine: Sendable, Codable {
                 run!.modify { run in
                     run.lastMovement = fix.t
                     run.maximumSpeed = max(run.maximumSpeed, fix.speed ?? 0)
-                    run.odometer.add(fix)
+                    run.odometer.add(fix, measurement: measurement)
                     run.ride.add(fix)
                 }
             } else {
@@ -97,12 +98,12 @@ struct TripEngine: Sendable, Codable {
                 run = nil
             } else {
                 run!.modify { run in
-                    run.odometer.add(fix)
+                    run.odometer.add(fix, measurement: measurement)
                     run.ride.add(fix)
                 }
             }
         }
-        return startIfEvidenceSuffices(at: fix, context: context)
+        return startIfEvidenceSuffices(at: fix, measurement: measurement, context: context)
     }
 
     /// An activity report may complete the evidence gathered from GPS (the classifier lags behind the wheels).
@@ -160,15 +161,18 @@ struct TripEngine: Sendable, Codable {
 
     // MARK: Start decision
 
-    private mutating func startIfEvidenceSuffices(at fix: AcceptedFix, context: TripContext) -> RoadSaveEvent? {
-        guard trip == nil, run?.read({ Self.evidenceSuffices($0, at: fix, context: context) }) == true else { return nil }
+    private mutating func startIfEvidenceSuffices(at fix: AcceptedFix, measurement: FixMeasurement? = nil,
+                                                  context: TripContext) -> RoadSaveEvent? {
+        guard trip == nil, run?.read({ Self.evidenceSuffices($0, at: fix, measurement: measurement, context: context) }) == true
+        else { return nil }
         return start(run!.value)
     }
 
     /// Static: it reads only the run (read in place, where a method would copy the engine to call it).
-    private static func evidenceSuffices(_ run: MovementRun, at fix: AcceptedFix, context: TripContext) -> Bool {
+    private static func evidenceSuffices(_ run: MovementRun, at fix: AcceptedFix, measurement: FixMeasurement?,
+                                         context: TripContext) -> Bool {
         let settings = context.settings
-        let netDistance = run.start.distance(to: fix)
+        let netDistance = measurement?.distance(to: fix, from: run.start) ?? run.start.distance(to: fix)
         let evidence: Bool
         if context.capabilities.activityAvailable {
             evidence = context.activity.allowsTripStart
@@ -197,9 +201,9 @@ struct TripEngine: Sendable, Codable {
 
 /// What the trip engine reads from the rest of the session.
 struct TripContext {
-    /// Read through their shared storage, never copied per record.
-    var sharedSettings: SessionSettings
-    var settings: DetectionSettings { sharedSettings.wrappedValue }
+    /// A copy of the settings (a few hundred bytes of numbers, no references): cheaper than holding the shared
+    /// storage, which costs an atomic retain and release every time a context is made (up to three a record).
+    var settings: DetectionSettings
     var capabilities: DeviceCapabilities
     var activity: ActivityContext
 }
@@ -217,10 +221,12 @@ struct Odometer: Sendable, Equatable, Codable {
         self.last = anchor
     }
 
-    mutating func add(_ fix: AcceptedFix) {
+    /// `measurement` is what the GPS filter computed for the fix: the anchor is often the fix before it, whose
+    /// distance the filter already has.
+    mutating func add(_ fix: AcceptedFix, measurement: FixMeasurement) {
         last = fix
         guard fix.isMovement else { return }
-        distance += fix.distance(to: anchor)
+        distance += measurement.distance(from: fix, to: anchor)
         anchor = fix
     }
 }

@@ -23,10 +23,18 @@ struct Whereabouts: Sendable, Equatable, Codable {
     static let walkingPace = 2.5
 
     private(set) var samples: [Sample] = []
+    /// `samples.last?.t` when known (nil: read the array), kept inline: most fixes fall between two samples, and
+    /// deciding that then reads no memory of the device's outside its state. Not in checkpoints, nor compared.
+    private var lastSampleTime: Double?
+
+    private enum CodingKeys: String, CodingKey { case samples }
+
+    static func == (lhs: Whereabouts, rhs: Whereabouts) -> Bool { lhs.samples == rhs.samples }
 
     mutating func add(_ fix: AcceptedFix) {
-        if let last = samples.last, fix.t - last.t < Self.sampleInterval { return }
+        if let last = lastSampleTime ?? samples.last?.t, fix.t - last < Self.sampleInterval { return }
         samples.append(Sample(t: fix.t, latitude: fix.latitude, longitude: fix.longitude))
+        lastSampleTime = fix.t
         // Everything older than the window goes, also after a silence: a place hours ago says nothing of a walk.
         if let keep = samples.firstIndex(where: { fix.t - $0.t <= Self.window }), keep > 0 {
             // A new array of the right size (with room for a few more): every idle device holds one.
@@ -39,6 +47,7 @@ struct Whereabouts: Sendable, Equatable, Codable {
 
     mutating func forget() {
         samples = []
+        lastSampleTime = nil
     }
 
     /// How long the device had waited where it was before moving off at `departure`, if it came there on foot from
