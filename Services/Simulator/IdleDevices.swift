@@ -113,27 +113,9 @@ func writeWithIdleDevices(_ options: SimulationOptions, idle: IdleDeviceOptions,
     precondition(idle.validationError(active: options) == nil)
     let streams = simulateDevices(options)
     var cursors = [Int](repeating: 0, count: streams.count)
-    // A min-heap of (time, device) over the active devices.
-    var heap: [(key: Int64, device: Int)] = []
-    func less(_ a: (key: Int64, device: Int), _ b: (key: Int64, device: Int)) -> Bool {
-        a.key < b.key || (a.key == b.key && a.device < b.device)
-    }
-    func siftDown(_ start: Int) {
-        var parent = start
-        while true {
-            let left = 2 * parent + 1
-            guard left < heap.count else { return }
-            var child = left
-            if left + 1 < heap.count, less(heap[left + 1], heap[left]) { child = left + 1 }
-            guard less(heap[child], heap[parent]) else { return }
-            heap.swapAt(child, parent)
-            parent = child
-        }
-    }
-    for (device, stream) in streams.enumerated() where !stream.records.isEmpty {
-        heap.append((stream.records[0].tMs, device))
-    }
-    for index in stride(from: heap.count / 2 - 1, through: 0, by: -1) { siftDown(index) }
+    var heap = DeviceHeap(streams.enumerated().compactMap { device, stream in
+        stream.records.first.map { ($0.tMs, device) }
+    })
 
     var source = IdleRecordSource(options: idle, simulation: options)
     var idleHeads: (device: Int, heads: RecordHeads)?
@@ -153,12 +135,10 @@ func writeWithIdleDevices(_ options: SimulationOptions, idle: IdleDeviceOptions,
         try writer.write(streams[device].records[index], seq: index, heads: streams[device].heads)
         cursors[device] += 1
         if cursors[device] < streams[device].records.count {
-            heap[0] = (streams[device].records[cursors[device]].tMs, device)
+            heap.replaceFirst(key: streams[device].records[cursors[device]].tMs)
         } else {
-            heap[0] = heap[heap.count - 1]
-            heap.removeLast()
+            heap.removeFirst()
         }
-        if !heap.isEmpty { siftDown(0) }
     }
     return streams.map(\.truth)
 }

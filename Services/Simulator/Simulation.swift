@@ -75,27 +75,7 @@ private func outgoing(_ stream: DeviceStream, device: Int, options: SimulationOp
 private func writeMerged(_ streams: [DeviceStream], options: SimulationOptions, to writer: inout NDJSONWriter) throws {
     let queues = streams.enumerated().map { outgoing($1, device: $0, options: options) }
     var cursors = [Int](repeating: 0, count: queues.count)
-    var heap: [(key: Int64, device: Int)] = []
-    heap.reserveCapacity(queues.count)
-    func less(_ a: (key: Int64, device: Int), _ b: (key: Int64, device: Int)) -> Bool {
-        a.key < b.key || (a.key == b.key && a.device < b.device)
-    }
-    func siftDown(_ heap: inout [(key: Int64, device: Int)], _ start: Int) {
-        var parent = start
-        while true {
-            let left = 2 * parent + 1
-            guard left < heap.count else { return }
-            var child = left
-            if left + 1 < heap.count, less(heap[left + 1], heap[left]) { child = left + 1 }
-            guard less(heap[child], heap[parent]) else { return }
-            heap.swapAt(child, parent)
-            parent = child
-        }
-    }
-    for (device, queue) in queues.enumerated() where !queue.keys.isEmpty {
-        heap.append((queue.keys[0], device))
-    }
-    for index in stride(from: heap.count / 2 - 1, through: 0, by: -1) { siftDown(&heap, index) }
+    var heap = DeviceHeap(queues.enumerated().compactMap { device, queue in queue.keys.first.map { ($0, device) } })
     while let top = heap.first {
         let device = top.device
         let queue = queues[device]
@@ -103,12 +83,10 @@ private func writeMerged(_ streams: [DeviceStream], options: SimulationOptions, 
         try writer.write(streams[device].records[recordIndex], seq: recordIndex, heads: streams[device].heads)
         cursors[device] += 1
         if cursors[device] < queue.keys.count {
-            heap[0] = (queue.keys[cursors[device]], device)
+            heap.replaceFirst(key: queue.keys[cursors[device]])
         } else {
-            heap[0] = heap[heap.count - 1]
-            heap.removeLast()
+            heap.removeFirst()
         }
-        if !heap.isEmpty { siftDown(&heap, 0) }
     }
 }
 
