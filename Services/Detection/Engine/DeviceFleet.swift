@@ -198,7 +198,9 @@ public struct DeviceFleet: Sendable {
                 lastTickChangedState = true
                 for record in devices[slot].ordering.flush() { apply(record, slot: slot, into: &actions) }
             }
-            guard devices[slot].lastEventTime != nil, let first = devices[slot].session.nextDeadline else { continue }
+            guard devices[slot].lastEventTime != nil, let first = devices[slot].session.nextDeadlineInPlace() else {
+                continue
+            }
             let eventNow = devices[slot].eventTime(now: now)
             guard first <= eventNow else { continue }
             changed.insert(slot)

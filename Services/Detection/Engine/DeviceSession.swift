@@ -189,6 +189,11 @@ public struct DeviceSession: Sendable, Codable {
     }
 
     /// The earliest time at which `advance(to:)` will have something to do, for the shell's timer.
+    /// `nextDeadline`, asked through in-place access: a fleet asks it of every device on every tick of the service,
+    /// and reading it through an array element's getter copied the whole session first (a retain per reference in
+    /// it), which made the tick of a large fleet cost more than its records.
+    mutating func nextDeadlineInPlace() -> Double? { nextDeadline }
+
     public var nextDeadline: Double? {
         guard monitoring else { return nil }
         // Asked of every device on every tick of the service: no array, and no settings or trip context read for
