@@ -45,11 +45,13 @@ public enum SendCommand {
           -h, --help          this text
 
         Output: records that fail validation here are reported on standard error as "line N: field: reason (not
-        sent)" ("record N" for MessagePack input); records sensor-ingest rejects as "line N: field: reason (rejected
-        by sensor-ingest)". Standard output gets the summary "sent N, accepted A, rejected R, batches B".
+        sent)"; records sensor-ingest rejects as "line N: field: reason (rejected by sensor-ingest)" ("record N"
+        for MessagePack input). Standard output gets the summary "sent N, accepted A, rejected R, batches B".
 
         Exit status: 0 when every batch was acknowledged (even with rejected records), 1 when a batch got no
-        acknowledgement after its attempts (or the send was interrupted), 2 for bad options or an unreadable file.
+        acknowledgement after its attempts (or the send was interrupted), or when a MessagePack file cannot be read
+        to its end (truncated, or bytes that start no record: what came before is still sent and acknowledged, and
+        the error names the record and byte), 2 for bad options or an unreadable file.
         """
 
     public static func run(_ arguments: [String]) -> Int32 {
@@ -82,12 +84,14 @@ public enum SendCommand {
             gateway = connected
             var running = Sender(options: options, gateway: connected, log: log)
             defer { sender = running }
-            try input.forEach { record, raw, number throws(CommandExit) in
+            let damage = try input.forEach { record, raw, number throws(CommandExit) in
                 try running.take(record, raw: raw, number: number)
             } invalid: { error, number in
                 running.invalid(error, number: number)
             }
+            // What was read before damage in the file is still sent and acknowledged; then the damage is the error.
             try running.finish()
+            if let damage { throw CommandExit(1, "\(damage)") }
         } catch let error as CommandExit {
             if gateway == nil { return Console.fail("send", error) }
             failure = error
@@ -102,7 +106,7 @@ public enum SendCommand {
                               "invalid": String(totals.invalid), "resent": String(totals.resent),
                               "rateLimited": String(gateway?.rateRefusals ?? 0)])
         if totals.invalid > 0 {
-            let noun = options.inputFormat == .msgpack ? "record" : "line"
+            let noun = options.numberName
             Console.err("roadsave send: \(totals.invalid) \(noun)\(totals.invalid == 1 ? "" : "s") not sent (invalid)")
         }
         if let failure {
@@ -117,6 +121,8 @@ public enum SendCommand {
         var endpoint = "tcp://127.0.0.1:5550"
         var format = ContentType.msgpack
         var inputFormat = RecordFileFormat.ndjson
+        /// What a record's number counts in messages: a line of NDJSON, a record of MessagePack.
+        var numberName: String { inputFormat == .msgpack ? "record" : "line" }
         var batch = 500
         var window = 8
         var timeout = 10.0
@@ -195,17 +201,17 @@ public enum SendCommand {
         }
 
         /// Each valid record with its MessagePack bytes when the input was MessagePack (nil for NDJSON), and its
-        /// line or record number; each invalid one's error. A MessagePack file that cannot be read on (truncated,
-        /// or bytes that start no record) ends it with an error naming the record and byte.
+        /// line or record number; each invalid one's error. Returns why the file could not be read to its end, if
+        /// so (a MessagePack file truncated, or with bytes that start no record: the reason names record and byte).
         func forEach(_ body: (SensorRecord, UnsafeBufferPointer<UInt8>?, Int) throws(CommandExit) -> Void,
-                     invalid: (RecordError, Int) -> Void) throws(CommandExit) {
+                     invalid: (RecordError, Int) -> Void) throws(CommandExit) -> RecordFileReader.Failure? {
             while let (number, item) = reader.next() {
                 switch item {
                 case let .record(record): try body(record, reader.lastRecordBytes, number)
                 case let .invalid(error): invalid(error, number)
                 }
             }
-            if let failure = reader.failure { throw CommandExit(2, "\(failure)") }
+            return reader.failure
         }
     }
 
@@ -222,6 +228,8 @@ public enum SendCommand {
     struct Batch {
         var records: [SensorRecord] = []
         var lines: [Int] = []
+        /// What `lines` count: "line" (NDJSON) or "record" (MessagePack).
+        var noun = "line"
         /// The records' MessagePack bytes as read (MessagePack input), concatenated: the body is these under an
         /// array header, not an encoding of `records`.
         var raw: [UInt8] = []
@@ -232,8 +240,8 @@ public enum SendCommand {
         var isEmpty: Bool { records.isEmpty }
 
         var lineRange: String {
-            guard let first = lines.first, let last = lines.last else { return "no lines" }
-            return first == last ? "line \(first)" : "lines \(first)–\(last)"
+            guard let first = lines.first, let last = lines.last else { return "no \(noun)s" }
+            return first == last ? "\(noun) \(first)" : "\(noun)s \(first)–\(last)"
         }
 
         /// The batch's body in `format`.
@@ -269,12 +277,18 @@ public enum SendCommand {
             self.options = options
             self.gateway = gateway
             self.log = log
+            batch = newBatch()
+        }
+
+        private func newBatch() -> Batch {
+            var batch = Batch()
+            batch.noun = options.numberName
+            return batch
         }
 
         mutating func invalid(_ error: RecordError, number: Int) {
             totals.invalid += 1
-            let noun = options.inputFormat == .msgpack ? "record" : "line"
-            Console.err("\(noun) \(number): \(error.field): \(error.reason) (not sent)")
+            Console.err("\(options.numberName) \(number): \(error.field): \(error.reason) (not sent)")
         }
 
         mutating func take(_ record: SensorRecord, raw: UnsafeBufferPointer<UInt8>?, number: Int) throws(CommandExit) {
@@ -314,7 +328,7 @@ public enum SendCommand {
         private mutating func flush() throws(CommandExit) {
             guard !batch.isEmpty else { return }
             let current = batch
-            batch = Batch()
+            batch = newBatch()
             if let due = current.lastDue {
                 let wait = start + due - MonotonicClock.now()
                 if wait > 5 { log.info("waiting for the records' time", ["seconds": JSONText.number((wait * 10).rounded() / 10)]) }
@@ -338,7 +352,7 @@ public enum SendCommand {
                     Console.err("\(batch.lineRange): batch \(batchID) refused: \(rejection.field): \(rejection.reason) (rejected by sensor-ingest)")
                     rejectedIndexes.formUnion(batch.records.indices)
                 } else if batch.lines.indices.contains(rejection.index) {
-                    Console.err("line \(batch.lines[rejection.index]): \(rejection.field): \(rejection.reason) (rejected by sensor-ingest)")
+                    Console.err("\(batch.noun) \(batch.lines[rejection.index]): \(rejection.field): \(rejection.reason) (rejected by sensor-ingest)")
                     rejectedIndexes.insert(rejection.index)
                 } else {
                     log.warning("acknowledgement names a record the batch does not have",

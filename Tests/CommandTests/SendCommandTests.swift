@@ -1,5 +1,7 @@
 import Foundation
+import RoadSaveModel
 import Testing
+import Wire
 
 /// `roadsave send` against a real `roadsave ingest`, and against nothing.
 @Suite struct SendCommandTests {
@@ -41,6 +43,39 @@ import Testing
         #expect(result.stderr.contains("line 5: app: unknown application (rejected by sensor-ingest)"), "\(result.stderr)")
         #expect(result.errorLines.filter { $0.hasPrefix("line ") }.count == 2, "\(result.stderr)")
         #expect(result.stderr.contains("1 line not sent (invalid)"))
+        await stopGracefully(ingest)
+        #expect(ingest.stderr.contains("accepted=4"), "ingest's own count: \(ingest.stderr)")
+    }
+
+    /// A MessagePack file with a bad record and a cut-off end: the bad record is named and not sent, every good
+    /// record before the damage is sent and acknowledged, and then the damage is the error (status 1).
+    @Test func aDamagedMessagePackFileSendsWhatCameBeforeTheDamage() async throws {
+        let base = Ports.block(2)
+        let journalDirectory = Self.dataDirectory()
+        defer { try? FileManager.default.removeItem(atPath: journalDirectory) }
+        let ingest = try RunningProcess(["ingest", "--applications", "app-1", "--gateway-endpoint", Ports.tcp(base),
+                                         "--records-endpoint", Ports.tcp(base + 1), "--data-dir", journalDirectory])
+        defer { ingest.kill() }
+        #expect(await waitForError(ingest, containing: "msg=listening", timeout: 20), "ingest: \(ingest.stderr)")
+        // The small file's records without its blank line: 1, 2, 5 and 6 good, 3 invalid here (lat), 4 of an
+        // application ingest does not know; then half of a record, the 7th.
+        let records = try Self.smallFile.split(separator: "\n").map { try JSONParser.parse(Array($0.utf8)) }
+        var bytes = records.flatMap { MessagePack.encode($0) }
+        let cut = MessagePack.encode(records[0])
+        bytes += cut.prefix(cut.count / 2)
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("damaged-\(UUID().uuidString.prefix(8)).msgpack")
+        try Data(bytes).write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+
+        let result = try await Roadsave.run(["send", file.path, "--endpoint", Ports.tcp(base), "--batch", "2",
+                                             "--timeout", "5"])
+        #expect(result.status == 1, "stderr: \(result.stderr)")
+        #expect(result.lines == ["sent 5, accepted 4, rejected 1, batches 3"], "\(result.stdout)")
+        #expect(result.stderr.contains("record 3: lat: 95.5 is outside -90…90 (not sent)"), "\(result.stderr)")
+        #expect(result.stderr.contains("record 4: app: unknown application (rejected by sensor-ingest)"), "\(result.stderr)")
+        #expect(result.stderr.contains("record 7"), "the damage names its record: \(result.stderr)")
+        #expect(result.stderr.contains("truncated"), "\(result.stderr)")
+        #expect(!result.stderr.contains("--help"), "not a usage error: \(result.stderr)")
         await stopGracefully(ingest)
         #expect(ingest.stderr.contains("accepted=4"), "ingest's own count: \(ingest.stderr)")
     }
