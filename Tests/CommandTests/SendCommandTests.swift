@@ -10,6 +10,12 @@ import Wire
         FileManager.default.temporaryDirectory.appendingPathComponent("roadsave-send-\(UUID().uuidString.prefix(12))").path
     }
 
+    /// sensor-ingest on the ports `base` (gateways) and `base + 1` (records), its journal in `directory`.
+    static func ingest(base: Int, directory: String, applications: String = "app-1") throws -> RunningProcess {
+        try RunningProcess(["ingest", "--applications", applications, "--gateway-endpoint", Ports.tcp(base),
+                            "--records-endpoint", Ports.tcp(base + 1), "--data-dir", directory])
+    }
+
     /// Line 1–2 good, 3 invalid here, 4 blank, 5 of an application ingest does not know, 6–7 good.
     static let smallFile = """
         {"kind":"location","app":"app-1","user":"u1","seq":1,"t":1772433001.0,"lat":-33.9,"lon":18.4,"speed":1.2,"hacc":5}
@@ -27,8 +33,7 @@ import Wire
         let base = Ports.block(2)
         let journalDirectory = Self.dataDirectory()
         defer { try? FileManager.default.removeItem(atPath: journalDirectory) }
-        let ingest = try RunningProcess(["ingest", "--applications", "app-1", "--gateway-endpoint", Ports.tcp(base),
-                                         "--records-endpoint", Ports.tcp(base + 1), "--data-dir", journalDirectory])
+        let ingest = try Self.ingest(base: base, directory: journalDirectory)
         defer { ingest.kill() }
         #expect(await waitForError(ingest, containing: "msg=listening", timeout: 20), "ingest: \(ingest.stderr)")
         let file = try Roadsave.temporaryFile(Self.smallFile)
@@ -53,8 +58,7 @@ import Wire
         let base = Ports.block(2)
         let journalDirectory = Self.dataDirectory()
         defer { try? FileManager.default.removeItem(atPath: journalDirectory) }
-        let ingest = try RunningProcess(["ingest", "--applications", "app-1", "--gateway-endpoint", Ports.tcp(base),
-                                         "--records-endpoint", Ports.tcp(base + 1), "--data-dir", journalDirectory])
+        let ingest = try Self.ingest(base: base, directory: journalDirectory)
         defer { ingest.kill() }
         #expect(await waitForError(ingest, containing: "msg=listening", timeout: 20), "ingest: \(ingest.stderr)")
         // The small file's records without its blank line: 1, 2, 5 and 6 good, 3 invalid here (lat), 4 of an
@@ -84,8 +88,7 @@ import Wire
         let base = Ports.block(2)
         let journalDirectory = Self.dataDirectory()
         defer { try? FileManager.default.removeItem(atPath: journalDirectory) }
-        let ingest = try RunningProcess(["ingest", "--applications", "demo-app", "--gateway-endpoint", Ports.tcp(base),
-                                         "--records-endpoint", Ports.tcp(base + 1), "--data-dir", journalDirectory])
+        let ingest = try Self.ingest(base: base, directory: journalDirectory, applications: "demo-app")
         defer { ingest.kill() }
         #expect(await waitForError(ingest, containing: "msg=listening", timeout: 20))
         let data = try Data(contentsOf: Roadsave.fixture("morning.ndjson"))
@@ -126,8 +129,7 @@ import Wire
         try await Task.sleep(nanoseconds: 1_500_000_000)
         let journalDirectory = Self.dataDirectory()
         defer { try? FileManager.default.removeItem(atPath: journalDirectory) }
-        let ingest = try RunningProcess(["ingest", "--applications", "app-1", "--gateway-endpoint", Ports.tcp(base),
-                                         "--records-endpoint", Ports.tcp(base + 1), "--data-dir", journalDirectory])
+        let ingest = try Self.ingest(base: base, directory: journalDirectory)
         defer { ingest.kill() }
         let status = await send.waitForExit(timeout: 30)
         #expect(status == 0, "stderr: \(send.stderr)")
@@ -167,8 +169,7 @@ import Wire
         let base = Ports.block(2)
         let journalDirectory = Self.dataDirectory()
         defer { try? FileManager.default.removeItem(atPath: journalDirectory) }
-        let ingest = try RunningProcess(["ingest", "--applications", "app-1", "--gateway-endpoint", Ports.tcp(base),
-                                         "--records-endpoint", Ports.tcp(base + 1), "--data-dir", journalDirectory])
+        let ingest = try Self.ingest(base: base, directory: journalDirectory)
         defer { ingest.kill() }
         #expect(await waitForError(ingest, containing: "msg=listening", timeout: 20))
         let file = try Roadsave.temporaryFile(Self.smallFile)
