@@ -99,8 +99,8 @@ final class DetectionRig: @unchecked Sendable {
     }
 
     let root: String
-    let ingest: IngestService
-    private let ingestFinished = Finished()
+    private let ingestConfiguration: IngestConfiguration
+    private var ingest: (service: IngestService, finished: Finished)?
     let reactor: Reactor
     let observed = Observed()
     let recordsEndpoint: String
@@ -130,11 +130,7 @@ final class DetectionRig: @unchecked Sendable {
         configuration.applications = ["app-1", "app-2"]
         configuration.logLevel = Self.logLevel
         journalPath = DataDirectory.file(Journal.fileName, in: configuration.dataDirectory)
-        ingest = try IngestService(configuration: configuration)
-        let (ingest, ingestFinished) = (ingest, ingestFinished)
-        Thread {
-            do { try ingest.run(); ingestFinished.finish(nil) } catch { ingestFinished.finish(error) }
-        }.start()
+        ingestConfiguration = configuration
 
         let observed = observed
         let (gatewayEndpoint, eventsEndpoint) = (configuration.gatewayEndpoint, eventsEndpoint)
@@ -179,6 +175,31 @@ final class DetectionRig: @unchecked Sendable {
             }
             side.fetchOutbox()
         }
+        try startIngest()
+    }
+
+    // MARK: Ingest
+
+    /// Starts sensor-ingest on the rig's journal (it runs from the rig's start; tests stop and start it again).
+    func startIngest() throws {
+        let service = try IngestService(configuration: ingestConfiguration)
+        let finished = Finished()
+        try lock.withLock {
+            guard ingest == nil else { throw RigError("ingest is already running") }
+            ingest = (service, finished)
+        }
+        Thread {
+            do { try service.run(); finished.finish(nil) } catch { finished.finish(error) }
+        }.start()
+    }
+
+    /// Stops sensor-ingest gracefully and waits until it is down (its endpoints stay unanswered meanwhile).
+    func stopIngest() async throws {
+        guard let (service, finished) = lock.withLock({ ingest }) else { return }
+        service.stop()
+        try await until("ingest stopped", timeout: 10) { finished.isDone }
+        lock.withLock { ingest = nil }
+        if let error = finished.error { throw error }
     }
 
     // MARK: Detection
@@ -187,7 +208,8 @@ final class DetectionRig: @unchecked Sendable {
     /// before it runs, so it comes right after the setup (while the stored inputs wait to be re-run).
     @discardableResult
     func startDetection(platform: ScriptedPlatform = ScriptedPlatform(), checkpointInterval: Double = 0.3,
-                        deviceMemoryIdle: Double = 3600, stoppedAtOnce: Bool = false) throws -> DetectionService {
+                        deviceMemoryIdle: Double = 3600, silentJournalGrace: Double = 10,
+                        stoppedAtOnce: Bool = false) throws -> DetectionService {
         var configuration = DetectionConfiguration()
         configuration.recordsEndpoints = [recordsEndpoint]
         configuration.controlEndpoint = controlEndpoint
@@ -195,6 +217,7 @@ final class DetectionRig: @unchecked Sendable {
         configuration.dataDirectory = detectionDirectory
         configuration.checkpointInterval = checkpointInterval
         configuration.deviceMemoryIdle = deviceMemoryIdle
+        configuration.silentJournalGrace = silentJournalGrace
         configuration.logLevel = Self.logLevel
         let service = try DetectionService(configuration: configuration, platform: platform)
         let finished = Finished()
@@ -378,8 +401,7 @@ final class DetectionRig: @unchecked Sendable {
     func finish() async {
         try? await stopDetection()
         for platform in lock.withLock({ platforms }) { platform.release() }
-        ingest.stop()
-        try? await until("ingest stopped", timeout: 10) { ingestFinished.isDone }
+        try? await stopIngest()
         reactor.stop()
         _ = await reactor.finished()
         try? FileManager.default.removeItem(atPath: root)

@@ -55,8 +55,14 @@ import Testing
             try rig.startDetection(checkpointInterval: 0.3, deviceMemoryIdle: 0.5)
             try await sender.send(through: 0)
             try await rig.until("the first batch applied") { try RecoveryTests.appliedEverything(rig) }
-            let stop = try await rig.control(#"{"command": "stopMonitoring", "app": "app-1", "user": "parker"}"#)
-            #expect(stop.ok)
+            // Auto-monitor configures parker once its application's settings are fetched, maybe after its records
+            // were applied: until then the command is refused with notConfigured.
+            var stop = try await rig.control(#"{"command": "stopMonitoring", "app": "app-1", "user": "parker"}"#)
+            for _ in 0..<50 where stop.error == "notConfigured" {
+                try await Task.sleep(nanoseconds: 100_000_000)
+                stop = try await rig.control(#"{"command": "stopMonitoring", "app": "app-1", "user": "parker"}"#)
+            }
+            #expect(stop.ok, "\(stop.json)")
             try await rig.until("parker out of memory") { try Self.evictedRows(rig).contains("parker") }
 
             switch path {

@@ -285,6 +285,65 @@ import RoadSaveModel
         #expect(end.now == lastMovement + clockOffset + Self.settings.stopDelay, "at the stop delay on the clock")
     }
 
+    /// A restart of the shell is not the device's silence: after `resumeClock` its quiet time counts from the
+    /// restart for its stop delay, and the device is written at the next checkpoint.
+    @Test func theTimeTheShellWasDownIsNotTheDevicesSilence() throws {
+        var script = Script()
+        script.device = Self.alice
+        script.activity(.automotive, .high)
+        script.drive(seconds: 120, speed: 13)
+        let lastMovement = try #require(script.lastMovement)
+        let clockOffset = 100.0
+        var fleet = DeviceFleet()
+        _ = fleet.settingsFetched(app: FleetStreams.app, .fetched(Self.settings), now: 0)
+        for record in script.records { _ = fleet.receive(record, now: record.t + clockOffset) }
+        _ = fleet.tick(now: lastMovement + clockOffset + 2)  // the reorder buffer is released while the shell runs
+        _ = fleet.takeChangedDevices()
+        // Down for ten stop delays, then live again.
+        let restart = lastMovement + clockOffset + 10 * Self.settings.stopDelay
+        fleet.resumeClock(now: restart)
+        let written = fleet.hasChangedDevices
+        #expect(written, "the new quiet time is part of the device's state")
+        #expect(fleet.tick(now: restart).events.isEmpty, "ended at the restart, as if silent all the while")
+        var now = restart
+        var ended: [Double] = []
+        while now < restart + 2 * Self.settings.stopDelay {
+            now += 1
+            if fleet.tick(now: now).events.contains(where: { $0.name == "tripDidEnd" }) { ended.append(now) }
+        }
+        #expect(ended == [restart + Self.settings.stopDelay], "a silent device still ends its trip, counted from the restart")
+        // A clock behind the last arrival (a restart reading its own time wrong) moves nothing back.
+        var behind = DeviceFleet()
+        _ = behind.settingsFetched(app: FleetStreams.app, .fetched(Self.settings), now: 0)
+        _ = behind.receive(Self.fix(Self.alice, at: Script.start, seq: 1), now: 500)
+        _ = behind.takeChangedDevices()
+        behind.resumeClock(now: 400)
+        var unchanged = !behind.hasChangedDevices
+        #expect(behind.deviceState(Self.alice)?.lastArrival == 500 && unchanged)
+        // A reorder buffer is released a quiet time after the resume, not at it.
+        var buffered = DeviceFleet()
+        _ = buffered.settingsFetched(app: FleetStreams.app, .fetched(Self.settings), now: 0)
+        _ = buffered.receive(Self.fix(Self.alice, at: Script.start, seq: 1), now: 500)
+        buffered.resumeClock(now: 600)
+        _ = buffered.tick(now: 600.5)
+        #expect(buffered.statistics.applied == 0)
+        _ = buffered.tick(now: 601)
+        #expect(buffered.statistics.applied == 1)
+        // Records waiting for their application's settings count too: the trip they start must not end at once.
+        var waiting = DeviceFleet()
+        _ = waiting.receive(Self.fix(Self.alice, at: Script.start, seq: 1), now: 500)
+        #expect(waiting.deviceState(Self.alice)?.waitingForSettings.count == 1)
+        waiting.resumeClock(now: 700)
+        #expect(waiting.deviceState(Self.alice)?.lastArrival == 700)
+        // A device with nothing in flight is not touched (nor written again).
+        _ = behind.tick(now: 502)
+        #expect(behind.deviceState(Self.alice)?.ordering.bufferedCount == 0)
+        _ = behind.takeChangedDevices()
+        behind.resumeClock(now: 900)
+        unchanged = !behind.hasChangedDevices
+        #expect(behind.deviceState(Self.alice)?.lastArrival == 500 && unchanged)
+    }
+
     // MARK: Determinism and checkpoints
 
     @Test func theSameInputsGiveTheSameActionsAndState() {

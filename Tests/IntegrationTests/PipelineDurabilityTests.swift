@@ -189,6 +189,9 @@ struct PipelineDurabilityTests {
             up.kill()
             let gone = await eventually(timeout: 20) { services.allSatisfy { kill($0, 0) != 0 } }
             #expect(gone, "services outlived roadsave up: \(services.filter { kill($0, 0) == 0 })")
+            // Down for longer than the stop delay: trips in progress must go on, not end at the restart.
+            let stopDelay = try #require(Services.quickSettings["stopDelay"] as? Int)
+            try await Task.sleep(nanoseconds: UInt64(stopDelay + 1) * 1_000_000_000)
             up = try await startUp()
             #expect(await gateway.waitForExit(timeout: 120) == 0, "\(gateway.tail())\n\(up.tail())")
             let complete = await eventually(timeout: 60) { Self.printed(tail).count >= expected.events.count }

@@ -22,11 +22,7 @@ extension DeviceFleet {
         guard let reference = now ?? newestRecordTime,
               let lastSeen = now == nil ? state.lastEventTime : state.lastArrival,
               reference - lastSeen >= idle else { return false }
-        return state.ordering.bufferedCount == 0
-            && state.waitingForSettings.isEmpty
-            && state.awaitingEvaluation.isEmpty
-            && !state.session.isTripInProgress
-            && state.session.nextDeadline == nil
+        return !state.hasWorkInFlight
     }
 
     /// Takes every evictable device out of memory (at most `limit`) and returns their states, in the order they

@@ -214,6 +214,20 @@ public struct DeviceFleet: Sendable {
         return actions
     }
 
+    /// The shell hears its devices again after a time it could not (it was not running, or its journal did not
+    /// answer): that time was not the devices' silence, since their gateways keep what they could not deliver. The
+    /// quiet time of each device with work in flight (a timer, a trip, records held for ordering or for settings)
+    /// counts again from `now`, so no trip ends and no buffer is released only because the pipeline was down; a
+    /// device really silent has its timers fire at most their own delay later. Other devices are left alone:
+    /// their quiet time decides nothing but when they leave memory, and a resume is no reason to write them all.
+    public mutating func resumeClock(now: Double) {
+        for slot in devices.indices {
+            guard let arrival = devices[slot].lastArrival, arrival < now, devices[slot].hasWorkInFlight else { continue }
+            devices[slot].lastArrival = now
+            changed.insert(slot)
+        }
+    }
+
     /// End of input (replay): every reorder buffer is released, then time runs on so that pending timers fire.
     /// Devices in `DeviceID` order.
     public mutating func finish() -> [FleetAction] {

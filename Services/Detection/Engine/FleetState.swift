@@ -26,6 +26,14 @@ public struct FleetDeviceState: Sendable, Codable {
 
     public var device: DeviceID { session.device }
 
+    /// Something is under way whose outcome may depend on the device's quiet time: a record buffered for ordering
+    /// or waiting for its application's settings, a candidate waiting for the platform's verdict, a trip in
+    /// progress or a timer (stop delay, crash decision).
+    var hasWorkInFlight: Bool {
+        ordering.bufferedCount > 0 || !waitingForSettings.isEmpty || !awaitingEvaluation.isEmpty
+            || session.isTripInProgress || session.nextDeadline != nil
+    }
+
     /// The device's event time on the shell's clock: its last event time run on by the time passed since its last
     /// arrival. A device never seen has none: the clock itself is used.
     func eventTime(now: Double) -> Double {

@@ -20,6 +20,10 @@ public struct DetectionConfiguration: Sendable {
     /// Seconds on the clock without a record after which a device with nothing in flight leaves memory (written to
     /// the store with the next checkpoint, read back when it sends again); 0 keeps every device in memory.
     public var deviceMemoryIdle = 3600.0
+    /// Seconds a journal may leave detection without an answer before the clock runs on without it: silent
+    /// devices' timers fire again (a dead ingest must not hold a crash decision for ever), and records it still
+    /// holds are then late.
+    public var silentJournalGrace = 10.0
     /// The platform's base URL; nil for the embedded platform.
     public var platformURL: URL?
     public var platformTimeout = 5.0

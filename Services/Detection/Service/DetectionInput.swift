@@ -15,6 +15,9 @@ enum DetectionInput: Codable, Equatable {
     case control(request: String, fetch: SettingsFetch?, now: Double)
     /// The clock moved on while every journal was read to its end: silent devices' timers may fire.
     case tick(now: Double)
+    /// Detection heard its journals again at `now` (it started, or a journal answered after an outage): the time
+    /// it could not is not the devices' silence (`DeviceFleet.resumeClock`).
+    case resumed(now: Double)
 
     var kind: String {
         switch self {
@@ -23,6 +26,7 @@ enum DetectionInput: Codable, Equatable {
         case .verdict: "verdict"
         case .control: "control"
         case .tick: "tick"
+        case .resumed: "resumed"
         }
     }
 }

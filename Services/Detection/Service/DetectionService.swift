@@ -99,9 +99,10 @@ public final class DetectionService: @unchecked Sendable {
     private weak var loop: ReactorLoop?
     /// Longest a graceful stop waits for platform calls in flight.
     static let stopGrace = 10.0
-    /// How long a journal may leave requests unanswered before the clock runs on without it (its records, if any,
-    /// are then late).
-    static let silentJournalGrace = 10.0
+    /// A journal answers at least every `JournalReader.waitMilliseconds` while detection is there to ask: one that
+    /// has not answered for this long is not being heard (ingest down, or the link), and that time is not the
+    /// devices' silence.
+    static let journalHeardWithin = 1.5
 
     /// `platform` replaces the one the configuration describes (tests use a scripted one).
     public init(configuration: DetectionConfiguration, platform: (any Platform)? = nil) throws {
@@ -270,6 +271,7 @@ public final class DetectionService: @unchecked Sendable {
         }
         commitEvents()
         phase = .live
+        resumeClock("started")
         log.info("live", ["recoveredInputs": String(statistics.recoveredInputs), "devices": String(fleet.deviceCount),
                           "seconds": String(format: "%.3f", loop.now - startedAt)])
         perform(fleet.pendingPlatformCalls, loop: loop)
@@ -317,6 +319,9 @@ public final class DetectionService: @unchecked Sendable {
         }
         guard case .live = phase else { return }
         reader.noteReply(header, items: items.count)
+        if reader.unansweredBeforeReply > Self.journalHeardWithin {
+            resumeClock("the journal at \(reader.endpoint) answered after \(String(format: "%.1f", reader.unansweredBeforeReply)) s")
+        }
         if !reportedCaughtUp, journals.allSatisfy(\.caughtUp) {
             reportedCaughtUp = true
             log.info("caught up with the journals", ["seconds": String(format: "%.3f", loop.now - startedAt),
@@ -330,6 +335,18 @@ public final class DetectionService: @unchecked Sendable {
         let now = Date().timeIntervalSince1970
         pendingInputs.append(.records(feed: header.feed, after: after, to: header.to, now: now))
         applyRecords(items, now: now, loop: loop)
+        commit()
+    }
+
+    /// Detection hears its journals again (it started, or a journal answers after an outage): the time it could
+    /// not is not the devices' silence (`DeviceFleet.resumeClock`). Stored like any input, so that a re-run measures
+    /// silence as this run did.
+    private func resumeClock(_ reason: String) {
+        guard fleet.deviceCount > 0 else { return }
+        log.info("devices' quiet time counts from now", ["reason": reason])
+        let now = Date().timeIntervalSince1970
+        fleet.resumeClock(now: now)
+        pendingInputs.append(.resumed(now: now))
         commit()
     }
 
@@ -387,15 +404,21 @@ public final class DetectionService: @unchecked Sendable {
             perform(fleet.control(request, now: now, fetch: fetch).actions, loop: loop)
         case let .tick(now):
             perform(fleet.tick(now: now), loop: loop)
+        case let .resumed(now):
+            fleet.resumeClock(now: now)
         }
     }
 
-    /// Clock-driven decisions, only while every journal has been read to its end: while records wait unread, a
-    /// device is not silent, detection is behind (a journal that stopped answering is waited for
-    /// `silentJournalGrace` seconds).
+    /// Clock-driven decisions, only while every journal has been read to its end and still answers: while records
+    /// wait unread, or cannot reach detection, a device is not silent. A journal that stopped answering is waited
+    /// for `DetectionConfiguration.silentJournalGrace` seconds, then the clock runs on without it (a dead ingest must not hold a crash
+    /// decision for ever); when it answers again, quiet time counts from then (`resumeClock`).
     private func tick(loop: ReactorLoop) {
         guard case .live = phase else { return }
-        let readAll = journals.allSatisfy { $0.caughtUp || loop.now - $0.lastReply > Self.silentJournalGrace }
+        let readAll = journals.allSatisfy { journal in
+            let unanswered = loop.now - journal.lastReply
+            return (journal.caughtUp && unanswered < Self.journalHeardWithin) || unanswered > configuration.silentJournalGrace
+        }
         guard readAll else { return }
         let now = Date().timeIntervalSince1970
         let actions = fleet.tick(now: now)

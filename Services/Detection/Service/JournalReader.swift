@@ -18,6 +18,8 @@ final class JournalReader {
     private(set) var caughtUp = false
     /// When the last reply came (monotonic seconds).
     private(set) var lastReply: Double
+    /// How long the journal had left detection without an answer when the last reply came.
+    private(set) var unansweredBeforeReply = 0.0
     /// Newest position in the journal, for the lag.
     private(set) var head: UInt64 = 0
     private let consumer: String
@@ -47,6 +49,7 @@ final class JournalReader {
         lastReply = loop.now
         client = try FeedClient(loop: loop, endpoint: endpoint, log: log, maximumFrameBytes: Self.maximumFrameBytes,
                                 curve: curve) { [unowned self] header, items in
+            unansweredBeforeReply = loop.now - lastReply
             lastReply = loop.now
             head = header.head
             onReply(self, header, items)
