@@ -28,7 +28,7 @@ import tempfile
 import threading
 import time
 
-from benchkit import free_ports, memory, query, wait_listening
+from benchkit import detection_applied, free_ports, memory, query, wait_listening
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MiB = 1024 * 1024
@@ -92,7 +92,7 @@ def run_fleet(options, fleet, idle_seconds, directory, label):
     store = os.path.join(directory, label, "detect", "detection.sqlite")
     head = query(journal, "SELECT max(position) FROM chunks")
     while time.monotonic() - started < options.timeout:
-        if head is not None and query(store, "SELECT max(position) FROM positions") == head:
+        if head is not None and detection_applied(store) >= head:
             break
         time.sleep(0.2)
     caught_up = time.monotonic() - started

@@ -45,7 +45,7 @@ import msgpack
 import zmq
 import zmq.auth
 
-from benchkit import free_base_port, free_ports, load_average, memory, query, wait_listening
+from benchkit import detection_applied, free_base_port, free_ports, load_average, memory, query, wait_listening
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FLOOD = os.path.join(ROOT, "Tests", "IntegrationTests", "Support", "flood_gateway.py")
@@ -254,13 +254,7 @@ class Up:
         return query(self.database("ingest", "journal.sqlite"), "SELECT seq FROM sqlite_sequence WHERE name = 'chunks'") or 0
 
     def detection_applied(self):
-        """The journal position detection has applied: its last records input, else its checkpoint."""
-        path = self.database("detect", "detection.sqlite")
-        body = query(path, "SELECT body FROM inputs WHERE kind = 'records' ORDER BY seq DESC LIMIT 1")
-        applied = query(path, "SELECT max(position) FROM positions") or 0
-        if body:
-            applied = max(applied, json.loads(body)["records"]["to"])
-        return applied
+        return detection_applied(self.database("detect", "detection.sqlite"))
 
     def outbox_head(self):
         return query(self.database("detect", "detection.sqlite"), "SELECT seq FROM sqlite_sequence WHERE name = 'outbox'") or 0
@@ -421,13 +415,9 @@ def detection_shards(binaries, tools, directory, main_file, options, keys_dir):
                 index = int(shard[0])
                 last[shard] = query(os.path.join(ingest_dir, "journal.sqlite"),
                                     "SELECT max(position) FROM chunks WHERE shard = %d" % index) or 0
-            def applied(store):
-                body = query(store, "SELECT body FROM inputs WHERE kind = 'records' ORDER BY seq DESC LIMIT 1")
-                value = query(store, "SELECT max(position) FROM positions") or 0
-                return max(value, json.loads(body)["records"]["to"]) if body else value
             seconds = None
             while time.monotonic() - started < 300:
-                done = all(applied(store) >= (head if shard is None else last[shard])
+                done = all(detection_applied(store) >= (head if shard is None else last[shard])
                            for store, shard in zip(stores, shards))
                 if done:
                     seconds = time.monotonic() - started

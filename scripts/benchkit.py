@@ -1,6 +1,7 @@
 """What the benchmark scripts share: free loopback ports, waiting for a listener, a process's memory, a read-only
 query of a service's SQLite store, and the machine's load."""
 
+import json
 import os
 import socket
 import sqlite3
@@ -79,3 +80,13 @@ def query(path, sql):
 def load_average():
     """The one-minute load average."""
     return round(os.getloadavg()[0], 2)
+
+
+def detection_applied(store):
+    """The journal position detection has applied, from its store `store`: its last records input, else its
+    checkpoint (inputs wait at most 50 ms to be stored; checkpoints may be spaced by seconds under load)."""
+    body = query(store, "SELECT body FROM inputs WHERE kind = 'records' ORDER BY seq DESC LIMIT 1")
+    applied = query(store, "SELECT max(position) FROM positions") or 0
+    if body:
+        applied = max(applied, json.loads(body)["records"]["to"])
+    return applied

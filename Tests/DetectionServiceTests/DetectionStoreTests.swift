@@ -148,6 +148,22 @@ import Wire
             == [a: Array("a-2".utf8), b: Array("b-1".utf8)])
     }
 
+    /// A device leaving memory whose row is current is only marked out of memory; one with no row (which should
+    /// not happen) is written from its state rather than lost.
+    @Test func aMarkedEvictionFlipsTheRowOrWritesAMissingOne() throws {
+        defer { remove() }
+        let (a, b) = (DeviceID(app: "app-1", user: "a"), DeviceID(app: "app-1", user: "b"))
+        let store = try open()
+        try store.writeCheckpoint(input: 0, shared: [], changedDevices: [(a, Array("a-1".utf8))], positions: [:], at: 1)
+        try store.writeCheckpoint(input: 0, shared: [], changedDevices: [], markedEvicted: [
+            .init(device: a) { Issue.record("a's row is current: nothing to encode"); return [] },
+            .init(device: b) { Array("b-1".utf8) },
+        ], positions: [:], at: 2)
+        #expect(try store.evictedState(of: a) == Array("a-1".utf8))
+        #expect(try store.evictedState(of: b) == Array("b-1".utf8))
+        #expect(try #require(try store.loadCheckpoint()).devices.isEmpty, "neither is loaded at start")
+    }
+
     @Test func onlyTheInputsAfterTheCheckpointAreKept() throws {
         defer { remove() }
         let device = DeviceID(app: "app-1", user: "a")

@@ -290,7 +290,19 @@ extension FleetAction {
         let evicted = fleet.evictIdle(idle: 150, now: Script.start + 300, limit: 1)
         #expect(evicted.map(\.device) == [users[1]], "at most the limit, in the order met")
         #expect(fleet.deviceIDs == [users[0], users[2], users[3], users[4]])
+        #expect(fleet.lastEvictedUnchanged == [users[1]], "b was quiet since the changed devices were taken")
         #expect(fleet.takeChangedDevices() == [users[0], users[2], users[4]])
         for device in fleet.deviceIDs { #expect(fleet.deviceState(device)?.device == device) }
+
+        // d changes again; then everyone leaves: all but d have their stored state current.
+        var again = Script()
+        again.device = users[3]
+        again.t = Script.start + 300
+        again.stand(seconds: 1)
+        for record in again.records { _ = fleet.receive(record, now: record.t) }
+        _ = fleet.tick(now: Script.start + 400)
+        let rest = fleet.evictIdle(idle: 0, now: Script.start + 400)
+        #expect(Set(rest.map(\.device)) == [users[0], users[2], users[3], users[4]])
+        #expect(fleet.lastEvictedUnchanged == [users[0], users[2], users[4]])
     }
 }

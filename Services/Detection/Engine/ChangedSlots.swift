@@ -4,6 +4,10 @@
 struct ChangedSlots: Sequence, Sendable {
     private var flags: [Bool] = []
     private var slots: [Int] = []
+    /// The slots flagged since the last `takeTouched()`, kept apart from the marks a checkpoint takes (`removeAll`
+    /// leaves them): every change of a device passes here, so the fleet's wake times recompute exactly these.
+    private var touchedFlags: [Bool] = []
+    private var touched: [Int] = []
 
     var isEmpty: Bool { slots.isEmpty }
     var count: Int { slots.count }
@@ -13,6 +17,16 @@ struct ChangedSlots: Sequence, Sendable {
     }
 
     mutating func insert(_ slot: Int) {
+        if slot < touchedFlags.count {
+            if !touchedFlags[slot] {
+                touchedFlags[slot] = true
+                touched.append(slot)
+            }
+        } else {
+            touchedFlags.append(contentsOf: repeatElement(false, count: slot - touchedFlags.count + 1))
+            touchedFlags[slot] = true
+            touched.append(slot)
+        }
         if slot < flags.count {
             guard !flags[slot] else { return }
         } else {
@@ -22,10 +36,11 @@ struct ChangedSlots: Sequence, Sendable {
         slots.append(slot)
     }
 
-    mutating func remove(_ slot: Int) {
-        guard contains(slot) else { return }
-        flags[slot] = false
-        slots.removeAll { $0 == slot }
+    /// The slots flagged since the last call (whatever `removeAll` did meanwhile), in the order flagged.
+    mutating func takeTouched() -> [Int] {
+        for slot in touched { touchedFlags[slot] = false }
+        defer { touched.removeAll(keepingCapacity: true) }
+        return touched
     }
 
     mutating func removeAll(keepingCapacity: Bool = false) {

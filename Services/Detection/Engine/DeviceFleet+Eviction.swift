@@ -28,7 +28,10 @@ extension DeviceFleet {
     /// Takes every evictable device out of memory (at most `limit`) and returns their states, in the order they
     /// were met. The caller keeps them (the detection service writes them to its store with the checkpoint) and
     /// gives one back with `restore(_:)` when the device is named again. Devices that stay keep their order.
+    /// `lastEvictedUnchanged` then names those that had not changed since the last `takeChangedDevices()`: a shell
+    /// that wrote every changed device at its checkpoints has their current state stored already.
     public mutating func evictIdle(idle: Double, now: Double?, limit: Int = .max) -> [FleetDeviceState] {
+        lastEvictedUnchanged = []
         guard limit > 0, now != nil || newestRecordTime != nil else { return [] }
         var evicted: [FleetDeviceState] = []
         // The devices changed since the last checkpoint, by ID: their slots move when the array is compacted.
@@ -37,6 +40,8 @@ extension DeviceFleet {
         for read in devices.indices {
             if evicted.count < limit, isEvictable(devices[read], idle: idle, now: now) {
                 if changedDevices == nil { changedDevices = changed.map { devices[$0].device } }
+                // Slots after `read` have not moved yet: `changed` still describes this one.
+                if !changed.contains(read) { lastEvictedUnchanged.insert(devices[read].device) }
                 index.remove(devices[read].device, slot: read)
                 evicted.append(devices[read])
                 continue
@@ -49,6 +54,7 @@ extension DeviceFleet {
         }
         guard let changedDevices else { return [] }
         devices.removeLast(devices.count - write)
+        wakeTimes.needsFullRefresh = true  // slots moved
         // An evicted device's latest state is the value returned: it need not be written again as changed.
         changed.removeAll()
         for slot in changedDevices.compactMap({ slot(of: $0) }).sorted() { changed.insert(slot) }

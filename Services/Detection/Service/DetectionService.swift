@@ -575,15 +575,21 @@ public final class DetectionService: @unchecked Sendable {
         commit(force: true)
         // Idle devices leave memory with this checkpoint (their states are written in its transaction).
         if configuration.deviceMemoryIdle > 0 {
-            evicted.left(fleet.evictIdle(idle: configuration.deviceMemoryIdle, now: Date().timeIntervalSince1970))
+            let states = fleet.evictIdle(idle: configuration.deviceMemoryIdle, now: Date().timeIntervalSince1970)
+            // Unchanged since a checkpoint wrote them, unless that write failed (then they are in `unsavedDevices`).
+            let unsaved = Set(unsavedDevices)
+            evicted.left(states, storedAlready: fleet.lastEvictedUnchanged.filter { !unsaved.contains($0) })
         }
         guard lastInput > checkpointInput || fleet.hasChangedDevices || !unsavedDevices.isEmpty
                 || !evicted.unsaved.isEmpty else { return }
         let seen = Set(unsavedDevices)
         let changed = unsavedDevices + fleet.takeChangedDevices().filter { !seen.contains($0) }
         unsavedDevices.removeAll()
-        let leaving = evicted.unsaved.values.sorted { $0.device < $1.device }
-        evictionsInFlight = leaving.map(\.device)
+        // Devices whose stored row is current are only marked out of memory; the others are encoded and written.
+        let leavingAll = evicted.unsaved.values.sorted { $0.device < $1.device }
+        let leaving = leavingAll.filter { !evicted.storedAlready.contains($0.device) }
+        let markedOnly = leavingAll.filter { evicted.storedAlready.contains($0.device) }
+        evictionsInFlight = leavingAll.map(\.device)
         let snapshot = fleet
         let input = lastInput
         var current = checkpointPositions.merging(positionsAtStop) { _, atStop in atStop }
@@ -594,13 +600,13 @@ public final class DetectionService: @unchecked Sendable {
         let generation = checkpointGeneration
         devicesInFlight = changed
         guard !now else {
-            store(checkpoint: Result { try Self.encode(snapshot, devices: changed, leaving: leaving) }, generation: generation,
-                  input: input, positions: positions, devices: changed)
+            store(checkpoint: Result { try Self.encode(snapshot, devices: changed, leaving: leaving, markedOnly: markedOnly) },
+                  generation: generation, input: input, positions: positions, devices: changed)
             return
         }
         let startedAt = MonotonicClock.now()
         DispatchQueue.global(qos: .utility).async { [self] in
-            let encoded = Result { try Self.encode(snapshot, devices: changed, leaving: leaving) }
+            let encoded = Result { try Self.encode(snapshot, devices: changed, leaving: leaving, markedOnly: markedOnly) }
             let encoding = MonotonicClock.now() - startedAt
             reactor.post { [self] _ in
                 let writing = MonotonicClock.now()
@@ -608,7 +614,7 @@ public final class DetectionService: @unchecked Sendable {
                 let cost = encoding + MonotonicClock.now() - writing
                 // Not after devices left memory: spacing those checkpoints would keep more devices in memory until
                 // the next, whose eviction would cost more and space them further (memory grew without bound).
-                nextCheckpointAllowed = leaving.isEmpty ? startedAt + cost * Self.checkpointCostShare : 0
+                nextCheckpointAllowed = leavingAll.isEmpty ? startedAt + cost * Self.checkpointCostShare : 0
             }
         }
     }
@@ -623,9 +629,9 @@ public final class DetectionService: @unchecked Sendable {
         let leaving = evictionsInFlight
         evictionsInFlight = []
         do {
-            let (shared, devices, evictedStates) = try encoded.get()
+            let (shared, devices, evictedStates, markedOnly) = try encoded.get()
             try store.writeCheckpoint(input: input, shared: shared, changedDevices: devices, evictedDevices: evictedStates,
-                                      positions: positions, at: Date().timeIntervalSince1970)
+                                      markedEvicted: markedOnly, positions: positions, at: Date().timeIntervalSince1970)
             evicted.written(leaving)
             if leaving.count >= 1000 { EvictedDevices.returnFreedMemory() }
             checkpointInput = input
@@ -638,11 +644,16 @@ public final class DetectionService: @unchecked Sendable {
         }
     }
 
-    typealias Encoded = (shared: [UInt8], devices: [(DeviceID, [UInt8])], evicted: [(DeviceID, [UInt8])])
+    typealias Encoded = (shared: [UInt8], devices: [(DeviceID, [UInt8])], evicted: [(DeviceID, [UInt8])],
+                         markedOnly: [DetectionStore.MarkedEviction])
 
-    private static func encode(_ fleet: DeviceFleet, devices: [DeviceID], leaving: [FleetDeviceState]) throws -> Encoded {
+    /// Encodes a checkpoint (off the reactor thread). `markedOnly`: devices leaving memory whose stored row is
+    /// current; each carries a way to encode its state, for a row that turns out to be missing.
+    private static func encode(_ fleet: DeviceFleet, devices: [DeviceID], leaving: [FleetDeviceState],
+                               markedOnly: [FleetDeviceState]) throws -> Encoded {
+        // Key order is the order the types encode their fields in: stable without sorting (which cost a tenth of
+        // detection's time while many devices left memory).
         let encoder = JSONEncoder()
-        encoder.outputFormatting = .sortedKeys
         var encoded: [(DeviceID, [UInt8])] = []
         encoded.reserveCapacity(devices.count)
         for device in devices {
@@ -652,7 +663,10 @@ public final class DetectionService: @unchecked Sendable {
         // A device back in memory since it left is written as it is now (above), not as it left.
         let evictedStates = try leaving.filter { !fleet.isResident($0.device) }
             .map { ($0.device, Array(try encoder.encode($0))) }
-        return (Array(try encoder.encode(fleet.sharedState)), encoded, evictedStates)
+        let marked = markedOnly.filter { !fleet.isResident($0.device) }.map { state in
+            DetectionStore.MarkedEviction(device: state.device) { Array(try JSONEncoder().encode(state)) }
+        }
+        return (Array(try encoder.encode(fleet.sharedState)), encoded, evictedStates, marked)
     }
 
     // MARK: Devices out of memory

@@ -97,14 +97,28 @@ final class DetectionStore: FeedSource {
         return found
     }
 
+    /// A device leaving memory whose row holds its current state: only marked out of memory. `encode` gives its
+    /// state for the case the row is missing (it should not be; a missing row would lose the device).
+    struct MarkedEviction: Sendable {
+        var device: DeviceID
+        var encode: @Sendable () throws -> [UInt8]
+    }
+
     /// Writes a checkpoint reflecting every input up to `input`, and forgets those inputs: one transaction.
-    /// `evictedDevices` left memory at this checkpoint (their state as of `input`); `changedDevices` are in memory.
+    /// `evictedDevices` left memory at this checkpoint (their state as of `input`), as did `markedEvicted` (their
+    /// rows are current); `changedDevices` are in memory.
     func writeCheckpoint(input: Int64, shared: [UInt8], changedDevices: [(DeviceID, [UInt8])],
-                         evictedDevices: [(DeviceID, [UInt8])] = [], positions: [String: UInt64], at time: Double) throws {
+                         evictedDevices: [(DeviceID, [UInt8])] = [], markedEvicted: [MarkedEviction] = [],
+                         positions: [String: UInt64], at time: Double) throws {
         try database.transaction {
             let evicted = try database.statement(
                 "INSERT OR REPLACE INTO devices(app, user, state, resident) VALUES (?, ?, ?, 0)")
             for (id, state) in evictedDevices { try evicted.run(id.app, id.user, state) }
+            let mark = try database.statement("UPDATE devices SET resident = 0 WHERE app = ? AND user = ?")
+            for marked in markedEvicted {
+                try mark.run(marked.device.app, marked.device.user)
+                if database.changes == 0 { try evicted.run(marked.device.app, marked.device.user, try marked.encode()) }
+            }
             let device = try database.statement(
                 "INSERT OR REPLACE INTO devices(app, user, state, resident) VALUES (?, ?, ?, 1)")
             for (id, state) in changedDevices { try device.run(id.app, id.user, state) }

@@ -17,6 +17,9 @@ struct EvictedDevices {
     private var index = Set<Int>()
     /// Evicted states not yet written to the store (their checkpoint is being encoded, failed or was superseded).
     private(set) var unsaved: [DeviceID: FleetDeviceState] = [:]
+    /// Devices of `unsaved` whose state the store has already (unchanged since a checkpoint wrote it): their row
+    /// needs only to be marked out of memory, not encoded and written again.
+    private(set) var storedAlready: Set<DeviceID> = []
     private let decoder = JSONDecoder()
     /// Devices that left memory / came back / lookups that found nothing (hash shared with an evicted device).
     private(set) var evictions = 0
@@ -33,23 +36,28 @@ struct EvictedDevices {
         index = loaded
     }
 
-    /// States that have just left the fleet (not yet written).
-    mutating func left(_ states: [FleetDeviceState]) {
+    /// States that have just left the fleet (not yet written); `storedAlready`: those whose state the store has.
+    mutating func left(_ states: [FleetDeviceState], storedAlready stored: Set<DeviceID> = []) {
         for state in states {
             unsaved[state.device] = state
             index.insert(state.device.hashValue)
+            if stored.contains(state.device) { storedAlready.insert(state.device) } else { storedAlready.remove(state.device) }
         }
         evictions += states.count
     }
 
     /// The checkpoint holding these devices' states is on disk.
     mutating func written(_ devices: [DeviceID]) {
-        for device in devices { unsaved.removeValue(forKey: device) }
+        for device in devices {
+            unsaved.removeValue(forKey: device)
+            storedAlready.remove(device)
+        }
     }
 
     /// The state of `device` if it left memory (taken from here or read from the store), nil otherwise.
     mutating func takeBack(_ device: DeviceID, from store: DetectionStore?) throws -> FleetDeviceState? {
         if let state = unsaved.removeValue(forKey: device) {
+            storedAlready.remove(device)
             restores += 1
             return state
         }
@@ -66,7 +74,10 @@ struct EvictedDevices {
     mutating func takeBack(app: String, from store: DetectionStore?) throws -> [FleetDeviceState] {
         var states: [DeviceID: FleetDeviceState] = [:]
         for (device, state) in unsaved where device.app == app { states[device] = state }
-        for device in states.keys { unsaved.removeValue(forKey: device) }
+        for device in states.keys {
+            unsaved.removeValue(forKey: device)
+            storedAlready.remove(device)
+        }
         if let store {
             for (device, bytes) in try store.evictedStates(app: app) where states[device] == nil {
                 states[device] = try decoder.decode(FleetDeviceState.self, from: Data(bytes))

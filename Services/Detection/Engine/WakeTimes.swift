@@ -1,0 +1,64 @@
+/// For each slot of a `DeviceFleet`, a time on the shell's clock before which `tick` can have nothing to do for the
+/// device: neither a reorder buffer to release nor a timer due. A lower bound, so `tick` visits only devices whose
+/// time has come and still checks each exactly as before: its actions are the same as visiting every device.
+///
+/// Kept current from the fleet's change marks (`ChangedSlots.takeTouched`): every change of a device's state marks
+/// its slot, and the slots marked since the last tick are recomputed. Slots that move (eviction) or a fleet built
+/// from a checkpoint recompute everything; so does every `fullRefreshInterval`-th tick, which bounds the delay of a
+/// change that might ever reach a device without a mark to a second of ticks.
+struct WakeTimes: Sendable {
+    private(set) var times: [Double] = []
+    var needsFullRefresh = true
+    private var ticksSinceFullRefresh = 0
+    static let fullRefreshInterval = 10
+    /// Wake times are taken this much early: they are computed in another order than the checks of `tick`, and
+    /// rounding must never make one late.
+    static let margin = 0.001
+
+    /// Which slots to recompute before a tick: every slot, or those `touched` (and new ones).
+    mutating func slotsToRefresh(count: Int, touched: [Int]) -> [Int]? {
+        ticksSinceFullRefresh += 1
+        if ticksSinceFullRefresh >= Self.fullRefreshInterval { needsFullRefresh = true }
+        if needsFullRefresh || times.count > count {
+            needsFullRefresh = false
+            ticksSinceFullRefresh = 0
+            times = Array(repeating: -.infinity, count: count)
+            return nil
+        }
+        if times.count < count { times.append(contentsOf: repeatElement(-.infinity, count: count - times.count)) }
+        return touched
+    }
+
+    mutating func set(_ slot: Int, _ time: Double) {
+        times[slot] = time
+    }
+}
+
+extension DeviceFleet {
+    /// Recomputes the wake times of the devices changed since the last tick (or of all, see `WakeTimes`).
+    mutating func refreshWakeTimes() {
+        let touched = changed.takeTouched()
+        guard let slots = wakeTimes.slotsToRefresh(count: devices.count, touched: touched) else {
+            for slot in devices.indices { wakeTimes.set(slot, wakeTime(slot)) }
+            return
+        }
+        for slot in slots where slot < devices.count { wakeTimes.set(slot, wakeTime(slot)) }
+    }
+
+    /// The earliest clock time at which `tick` could act on the device in `slot`: its reorder buffer's release
+    /// (`idleFlush` after its last arrival) or its next timer, reached when its event time run on by the clock
+    /// (`FleetDeviceState.eventTime`) gets there. Minus infinity when that cannot be told (no clock known).
+    mutating func wakeTime(_ slot: Int) -> Double {
+        var wake = Double.infinity
+        let arrival = devices[slot].lastArrival
+        if devices[slot].ordering.bufferedCount > 0 {
+            guard let arrival else { return -.infinity }
+            wake = arrival + options.idleFlush
+        }
+        if let last = devices[slot].lastEventTime, let deadline = devices[slot].session.nextDeadlineInPlace() {
+            guard let arrival, deadline > last else { return -.infinity }
+            wake = min(wake, arrival + (deadline - last))
+        }
+        return wake - WakeTimes.margin
+    }
+}
