@@ -87,10 +87,11 @@ public final class DetectionService: @unchecked Sendable {
     /// sending a larger frame is disconnected unanswered.
     static let maximumCommandBytes: Int64 = 64 << 10
     /// A checkpoint that took `cost` seconds (encoding and writing) is followed by the next no sooner than
-    /// `cost × checkpointCostShare` after it started, whatever --checkpoint-interval says, unless devices left memory
-    /// with it.
+    /// `cost × checkpointCostShare` after it started, whatever --checkpoint-interval says (see `checkpointSpacing`).
     static let checkpointCostShare = 20.0
     private var nextCheckpointAllowed = 0.0
+    /// Devices in memory after the last checkpoint's evictions (see `checkpointDue`).
+    private var residentAtLastCheckpoint = 0
     /// Most inputs kept unstored while they give nothing to send, and longest they wait (see `commit`).
     static let deferredInputs = 256
     static let deferredCommitDelay = 0.05
@@ -567,7 +568,8 @@ public final class DetectionService: @unchecked Sendable {
         // Under load, every device changes between checkpoints and encoding them all is real work on a machine whose
         // cores the pipeline needs: checkpoints are spaced so that they take at most 1/`checkpointCostShare` of the
         // time (a restart then re-reads a little more of the journals).
-        if !now, let loop, loop.now < nextCheckpointAllowed { return }
+        if !now, let loop, loop.now < nextCheckpointAllowed,
+           !Self.checkpointDue(resident: fleet.residentCount, residentAtLast: residentAtLastCheckpoint) { return }
         switch phase {
         case .live, .stopping: break
         default: return
@@ -580,6 +582,7 @@ public final class DetectionService: @unchecked Sendable {
             let unsaved = Set(unsavedDevices)
             evicted.left(states, storedAlready: fleet.lastEvictedUnchanged.filter { !unsaved.contains($0) })
         }
+        residentAtLastCheckpoint = fleet.residentCount
         guard lastInput > checkpointInput || fleet.hasChangedDevices || !unsavedDevices.isEmpty
                 || !evicted.unsaved.isEmpty else { return }
         let seen = Set(unsavedDevices)
@@ -590,7 +593,13 @@ public final class DetectionService: @unchecked Sendable {
         let leaving = leavingAll.filter { !evicted.storedAlready.contains($0.device) }
         let markedOnly = leavingAll.filter { evicted.storedAlready.contains($0.device) }
         evictionsInFlight = leavingAll.map(\.device)
-        let snapshot = fleet
+        // What the checkpoint holds, taken now: the changed devices' states, not a copy of the whole fleet (which
+        // the next record would make the fleet duplicate in memory while the copy is being encoded).
+        let shared = fleet.sharedState
+        let states = changed.compactMap { fleet.deviceState($0) }
+        // A device back in memory since it left is written as it is now (with `states`), not as it left.
+        let leavingNow = leaving.filter { !fleet.isResident($0.device) }
+        let markedNow = markedOnly.filter { !fleet.isResident($0.device) }
         let input = lastInput
         var current = checkpointPositions.merging(positionsAtStop) { _, atStop in atStop }
         for journal in journals { if let feed = journal.feed { current[feed] = journal.position } }
@@ -600,13 +609,13 @@ public final class DetectionService: @unchecked Sendable {
         let generation = checkpointGeneration
         devicesInFlight = changed
         guard !now else {
-            store(checkpoint: Result { try Self.encode(snapshot, devices: changed, leaving: leaving, markedOnly: markedOnly) },
+            store(checkpoint: Result { try Self.encode(shared, states: states, leaving: leavingNow, markedOnly: markedNow) },
                   generation: generation, input: input, positions: positions, devices: changed)
             return
         }
         let startedAt = MonotonicClock.now()
         DispatchQueue.global(qos: .utility).async { [self] in
-            let encoded = Result { try Self.encode(snapshot, devices: changed, leaving: leaving, markedOnly: markedOnly) }
+            let encoded = Result { try Self.encode(shared, states: states, leaving: leavingNow, markedOnly: markedNow) }
             let encoding = MonotonicClock.now() - startedAt
             reactor.post { [self] _ in
                 let writing = MonotonicClock.now()
@@ -614,9 +623,23 @@ public final class DetectionService: @unchecked Sendable {
                 let cost = encoding + MonotonicClock.now() - writing
                 // Not after devices left memory: spacing those checkpoints would keep more devices in memory until
                 // the next, whose eviction would cost more and space them further (memory grew without bound).
-                nextCheckpointAllowed = leavingAll.isEmpty ? startedAt + cost * Self.checkpointCostShare : 0
+                nextCheckpointAllowed = startedAt + Self.checkpointSpacing(cost: cost, devicesLeft: !leavingAll.isEmpty)
             }
         }
+    }
+
+    /// Seconds from the start of a checkpoint that cost `cost` to the next one allowed: at most 1/`checkpointCostShare`
+    /// of the time goes to checkpoints; none follows one that took devices out of memory (more may be leaving).
+    static func checkpointSpacing(cost: Double, devicesLeft: Bool) -> Double {
+        devicesLeft ? 0 : cost * checkpointCostShare
+    }
+
+    /// Whether a checkpoint may come before its spacing is over: idle devices leave memory only with a checkpoint,
+    /// so one is not postponed while the devices in memory have more than doubled since the last (a flood of new
+    /// devices made one expensive checkpoint postpone the next by a minute, while every device met meanwhile stayed
+    /// in memory: 6 GiB with a million).
+    static func checkpointDue(resident: Int, residentAtLast: Int) -> Bool {
+        resident > max(1000, 2 * residentAtLast)
     }
 
     /// Writes an encoded checkpoint (on the reactor thread), unless a later one was started meanwhile (a stop takes
@@ -649,24 +672,17 @@ public final class DetectionService: @unchecked Sendable {
 
     /// Encodes a checkpoint (off the reactor thread). `markedOnly`: devices leaving memory whose stored row is
     /// current; each carries a way to encode its state, for a row that turns out to be missing.
-    private static func encode(_ fleet: DeviceFleet, devices: [DeviceID], leaving: [FleetDeviceState],
+    private static func encode(_ shared: FleetSharedState, states: [FleetDeviceState], leaving: [FleetDeviceState],
                                markedOnly: [FleetDeviceState]) throws -> Encoded {
         // Key order is the order the types encode their fields in: stable without sorting (which cost a tenth of
         // detection's time while many devices left memory).
         let encoder = JSONEncoder()
-        var encoded: [(DeviceID, [UInt8])] = []
-        encoded.reserveCapacity(devices.count)
-        for device in devices {
-            guard let state = fleet.deviceState(device) else { continue }
-            encoded.append((device, Array(try encoder.encode(state))))
-        }
-        // A device back in memory since it left is written as it is now (above), not as it left.
-        let evictedStates = try leaving.filter { !fleet.isResident($0.device) }
-            .map { ($0.device, Array(try encoder.encode($0))) }
-        let marked = markedOnly.filter { !fleet.isResident($0.device) }.map { state in
+        let devices = try states.map { ($0.device, Array(try encoder.encode($0))) }
+        let evictedStates = try leaving.map { ($0.device, Array(try encoder.encode($0))) }
+        let marked = markedOnly.map { state in
             DetectionStore.MarkedEviction(device: state.device) { Array(try JSONEncoder().encode(state)) }
         }
-        return (Array(try encoder.encode(fleet.sharedState)), encoded, evictedStates, marked)
+        return (Array(try encoder.encode(shared)), devices, evictedStates, marked)
     }
 
     // MARK: Devices out of memory
