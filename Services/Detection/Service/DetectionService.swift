@@ -412,13 +412,14 @@ public final class DetectionService: @unchecked Sendable {
 
     /// Clock-driven decisions, only while every journal has been read to its end and still answers: while records
     /// wait unread, or cannot reach detection, a device is not silent. A journal that stopped answering is waited
-    /// for `DetectionConfiguration.silentJournalGrace` seconds, then the clock runs on without it (a dead ingest must not hold a crash
-    /// decision for ever); when it answers again, quiet time counts from then (`resumeClock`).
+    /// for `DetectionConfiguration.silentJournalGrace` seconds, then the clock runs on without it (a dead ingest
+    /// must not hold a crash decision for ever); when it answers again, quiet time counts from then (`resumeClock`).
     private func tick(loop: ReactorLoop) {
         guard case .live = phase else { return }
         let readAll = journals.allSatisfy { journal in
             let unanswered = loop.now - journal.lastReply
-            return (journal.caughtUp && unanswered < Self.journalHeardWithin) || unanswered > configuration.silentJournalGrace
+            return (journal.caughtUp && unanswered < Self.journalHeardWithin)
+                || unanswered > configuration.silentJournalGrace
         }
         guard readAll else { return }
         let now = Date().timeIntervalSince1970
@@ -588,18 +589,17 @@ public final class DetectionService: @unchecked Sendable {
         let seen = Set(unsavedDevices)
         let changed = unsavedDevices + fleet.takeChangedDevices().filter { !seen.contains($0) }
         unsavedDevices.removeAll()
-        // Devices whose stored row is current are only marked out of memory; the others are encoded and written.
         let leavingAll = evicted.unsaved.values.sorted { $0.device < $1.device }
-        let leaving = leavingAll.filter { !evicted.storedAlready.contains($0.device) }
-        let markedOnly = leavingAll.filter { evicted.storedAlready.contains($0.device) }
         evictionsInFlight = leavingAll.map(\.device)
         // What the checkpoint holds, taken now: the changed devices' states, not a copy of the whole fleet (which
         // the next record would make the fleet duplicate in memory while the copy is being encoded).
         let shared = fleet.sharedState
         let states = changed.compactMap { fleet.deviceState($0) }
-        // A device back in memory since it left is written as it is now (with `states`), not as it left.
-        let leavingNow = leaving.filter { !fleet.isResident($0.device) }
-        let markedNow = markedOnly.filter { !fleet.isResident($0.device) }
+        // A device back in memory since it left is written as it is now (with `states`), not as it left. Those whose
+        // stored row is current are only marked out of memory; the others are encoded and written.
+        let leaving = leavingAll.filter { !fleet.isResident($0.device) }
+        let leavingNow = leaving.filter { !evicted.storedAlready.contains($0.device) }
+        let markedNow = leaving.filter { evicted.storedAlready.contains($0.device) }
         let input = lastInput
         var current = checkpointPositions.merging(positionsAtStop) { _, atStop in atStop }
         for journal in journals { if let feed = journal.feed { current[feed] = journal.position } }
@@ -621,8 +621,6 @@ public final class DetectionService: @unchecked Sendable {
                 let writing = MonotonicClock.now()
                 store(checkpoint: encoded, generation: generation, input: input, positions: positions, devices: changed)
                 let cost = encoding + MonotonicClock.now() - writing
-                // Not after devices left memory: spacing those checkpoints would keep more devices in memory until
-                // the next, whose eviction would cost more and space them further (memory grew without bound).
                 nextCheckpointAllowed = startedAt + Self.checkpointSpacing(cost: cost, devicesLeft: !leavingAll.isEmpty)
             }
         }
