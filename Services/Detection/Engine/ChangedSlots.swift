@@ -2,54 +2,58 @@
 /// slots flagged, in the order flagged. Marking the device of every record costs a load and a compare, not a hash
 /// as in a `Set<Int>`, whose interface (the part the fleet uses) it keeps.
 struct ChangedSlots: Sequence, Sendable {
-    private var flags: [Bool] = []
-    private var slots: [Int] = []
-    /// The slots flagged since the last `takeTouched()`, kept apart from the marks a checkpoint takes (`removeAll`
-    /// leaves them): every change of a device passes here, so the fleet's wake times recompute exactly these.
-    private var touchedFlags: [Bool] = []
-    private var touched: [Int] = []
+    /// Slots flagged, each once, in the order flagged.
+    private struct FlaggedSlots: Sendable {
+        var flags: [Bool] = []
+        var slots: [Int] = []
 
-    var isEmpty: Bool { slots.isEmpty }
-    var count: Int { slots.count }
+        func contains(_ slot: Int) -> Bool {
+            slot >= 0 && slot < flags.count && flags[slot]
+        }
 
-    func contains(_ slot: Int) -> Bool {
-        slot >= 0 && slot < flags.count && flags[slot]
+        mutating func insert(_ slot: Int) {
+            if slot < flags.count {
+                guard !flags[slot] else { return }
+            } else {
+                flags.append(contentsOf: repeatElement(false, count: slot - flags.count + 1))
+            }
+            flags[slot] = true
+            slots.append(slot)
+        }
+
+        mutating func removeAll(keepingCapacity: Bool) {
+            for slot in slots { flags[slot] = false }
+            slots.removeAll(keepingCapacity: keepingCapacity)
+        }
     }
 
+    private var changed = FlaggedSlots()
+    /// The slots flagged since the last `takeTouched()`, kept apart from the marks a checkpoint takes (`removeAll`
+    /// leaves them): every change of a device passes here, so the fleet's wake times recompute exactly these.
+    private var touched = FlaggedSlots()
+
+    var isEmpty: Bool { changed.slots.isEmpty }
+    var count: Int { changed.slots.count }
+
+    func contains(_ slot: Int) -> Bool { changed.contains(slot) }
+
     mutating func insert(_ slot: Int) {
-        if slot < touchedFlags.count {
-            if !touchedFlags[slot] {
-                touchedFlags[slot] = true
-                touched.append(slot)
-            }
-        } else {
-            touchedFlags.append(contentsOf: repeatElement(false, count: slot - touchedFlags.count + 1))
-            touchedFlags[slot] = true
-            touched.append(slot)
-        }
-        if slot < flags.count {
-            guard !flags[slot] else { return }
-        } else {
-            flags.append(contentsOf: repeatElement(false, count: slot - flags.count + 1))
-        }
-        flags[slot] = true
-        slots.append(slot)
+        touched.insert(slot)
+        changed.insert(slot)
     }
 
     /// The slots flagged since the last call (whatever `removeAll` did meanwhile), in the order flagged.
     mutating func takeTouched() -> [Int] {
-        for slot in touched { touchedFlags[slot] = false }
         defer { touched.removeAll(keepingCapacity: true) }
-        return touched
+        return touched.slots
     }
 
     mutating func removeAll(keepingCapacity: Bool = false) {
-        for slot in slots { flags[slot] = false }
-        slots.removeAll(keepingCapacity: keepingCapacity)
+        changed.removeAll(keepingCapacity: keepingCapacity)
     }
 
     /// The slots flagged, ascending.
-    func sorted() -> [Int] { slots.sorted() }
+    func sorted() -> [Int] { changed.slots.sorted() }
 
-    func makeIterator() -> IndexingIterator<[Int]> { slots.makeIterator() }
+    func makeIterator() -> IndexingIterator<[Int]> { changed.slots.makeIterator() }
 }

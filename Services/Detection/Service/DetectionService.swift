@@ -321,7 +321,8 @@ public final class DetectionService: @unchecked Sendable {
         guard case .live = phase else { return }
         reader.noteReply(header, items: items.count)
         if reader.unansweredBeforeReply > Self.journalHeardWithin {
-            resumeClock("the journal at \(reader.endpoint) answered after \(String(format: "%.1f", reader.unansweredBeforeReply)) s")
+            let seconds = String(format: "%.1f", reader.unansweredBeforeReply)
+            resumeClock("the journal at \(reader.endpoint) answered after \(seconds) s")
         }
         if !reportedCaughtUp, journals.allSatisfy(\.caughtUp) {
             reportedCaughtUp = true
@@ -576,18 +577,18 @@ public final class DetectionService: @unchecked Sendable {
         default: return
         }
         commit(force: true)
+        // Devices whose last checkpoint write failed: written with this one.
+        let unsaved = Set(unsavedDevices)
         // Idle devices leave memory with this checkpoint (their states are written in its transaction).
         if configuration.deviceMemoryIdle > 0 {
             let states = fleet.evictIdle(idle: configuration.deviceMemoryIdle, now: Date().timeIntervalSince1970)
-            // Unchanged since a checkpoint wrote them, unless that write failed (then they are in `unsavedDevices`).
-            let unsaved = Set(unsavedDevices)
+            // Unchanged since a checkpoint wrote them, unless that write failed.
             evicted.left(states, storedAlready: fleet.lastEvictedUnchanged.filter { !unsaved.contains($0) })
         }
         residentAtLastCheckpoint = fleet.residentCount
         guard lastInput > checkpointInput || fleet.hasChangedDevices || !unsavedDevices.isEmpty
                 || !evicted.unsaved.isEmpty else { return }
-        let seen = Set(unsavedDevices)
-        let changed = unsavedDevices + fleet.takeChangedDevices().filter { !seen.contains($0) }
+        let changed = unsavedDevices + fleet.takeChangedDevices().filter { !unsaved.contains($0) }
         unsavedDevices.removeAll()
         let leavingAll = evicted.unsaved.values.sorted { $0.device < $1.device }
         evictionsInFlight = leavingAll.map(\.device)
@@ -672,8 +673,8 @@ public final class DetectionService: @unchecked Sendable {
     /// current; each carries a way to encode its state, for a row that turns out to be missing.
     private static func encode(_ shared: FleetSharedState, states: [FleetDeviceState], leaving: [FleetDeviceState],
                                markedOnly: [FleetDeviceState]) throws -> Encoded {
-        // Key order is the order the types encode their fields in: stable without sorting (which cost a tenth of
-        // detection's time while many devices left memory).
+        // Key order is the order the types encode their fields in: stable without sorting (which took about 4 % of
+        // detection's samples while many devices left memory).
         let encoder = JSONEncoder()
         let devices = try states.map { ($0.device, Array(try encoder.encode($0))) }
         let evictedStates = try leaving.map { ($0.device, Array(try encoder.encode($0))) }
