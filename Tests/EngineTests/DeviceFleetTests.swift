@@ -256,17 +256,26 @@ import RoadSaveModel
         #expect(fleet.deviceState(Self.alice)?.ordering.bufferedCount == 0)
     }
 
-    @Test func aSilentDevicesTripEndsWhenTheClockRunsItsEventTimeToTheStopDelay() throws {
+    /// The shell's clock runs this far ahead of the device's in the clock tests.
+    static let clockOffset = 100.0
+
+    /// A fleet in which alice drove two minutes and then fell silent (records arrived `clockOffset` after their
+    /// time), the events it gave, and her last movement.
+    static func aliceDroveAndFellSilent() throws -> (fleet: DeviceFleet, events: [RoadSaveEvent], lastMovement: Double) {
         var script = Script()
         script.device = Self.alice
         script.activity(.automotive, .high)
         script.drive(seconds: 120, speed: 13)
-        let lastMovement = try #require(script.lastMovement)
-        let clockOffset = 100.0  // the shell's clock runs 100 s ahead of the device's
         var fleet = DeviceFleet()
         _ = fleet.settingsFetched(app: FleetStreams.app, .fetched(Self.settings), now: 0)
         var events: [RoadSaveEvent] = []
         for record in script.records { events += fleet.receive(record, now: record.t + clockOffset).events }
+        return (fleet, events, try #require(script.lastMovement))
+    }
+
+    @Test func aSilentDevicesTripEndsWhenTheClockRunsItsEventTimeToTheStopDelay() throws {
+        var (fleet, events, lastMovement) = try Self.aliceDroveAndFellSilent()
+        let clockOffset = Self.clockOffset
         #expect(events.map(\.name) == ["tripDidStart"])
         // Nothing arrives any more. Time goes on only on the shell's clock.
         var now = lastMovement + clockOffset
@@ -288,15 +297,8 @@ import RoadSaveModel
     /// A restart of the shell is not the device's silence: after `resumeClock` its quiet time counts from the
     /// restart for its stop delay, and the device is written at the next checkpoint.
     @Test func theTimeTheShellWasDownIsNotTheDevicesSilence() throws {
-        var script = Script()
-        script.device = Self.alice
-        script.activity(.automotive, .high)
-        script.drive(seconds: 120, speed: 13)
-        let lastMovement = try #require(script.lastMovement)
-        let clockOffset = 100.0
-        var fleet = DeviceFleet()
-        _ = fleet.settingsFetched(app: FleetStreams.app, .fetched(Self.settings), now: 0)
-        for record in script.records { _ = fleet.receive(record, now: record.t + clockOffset) }
+        var (fleet, _, lastMovement) = try Self.aliceDroveAndFellSilent()
+        let clockOffset = Self.clockOffset
         _ = fleet.tick(now: lastMovement + clockOffset + 2)  // the reorder buffer is released while the shell runs
         _ = fleet.takeChangedDevices()
         // Down for ten stop delays, then live again.
