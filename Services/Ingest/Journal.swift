@@ -78,7 +78,8 @@ public final class Journal: FeedSource {
     /// `clock` gives Unix seconds (tests set it).
     /// `deviceIdleAge`: seconds without records after which a device's slot is freed (0: never).
     public init(directory: String, shards: Int, retentionAge: Double = 86_400, maximumBytes: Int64 = 0,
-                maximumDevicesPerApplication: Int = 100_000, deviceIdleAge: Double = 0, log: Log,
+                maximumDevicesPerApplication: Int = 100_000, deviceIdleAge: Double = 0,
+                positionScanRecords: Int = Journal.positionScanRecords, log: Log,
                 clock: @escaping () -> Double = { Date().timeIntervalSince1970 }) throws {
         precondition(shards > 0, "a journal needs at least one shard")
         self.shards = shards
@@ -107,13 +108,17 @@ public final class Journal: FeedSource {
                                            acknowledged: row.unsigned(3), seenAt: row.double(4))
             consumers[consumer.name] = consumer
         }
+        let head = UInt64(try database.integer("SELECT seq FROM sqlite_sequence WHERE name = 'chunks'") ?? 0)
+        let unread = try Self.unreadChunks(database, acknowledged: consumers.values.map(\.acknowledged).min() ?? 0,
+                                           records: positionScanRecords)
         var devices = KnownDevices(limit: maximumDevicesPerApplication, idleAge: deviceIdleAge)
         // A device saved before last_seen existed counts as seen now: its idle time starts with this version.
         try database.statement("SELECT app, user, coalesce(last_seen, ?) FROM devices").query([clock()]) { row in
-            devices.load(DeviceID(app: row.text(0), user: row.text(1)), lastSeen: row.double(2))
+            devices.load(DeviceID(app: row.text(0), user: row.text(1)), lastSeen: row.double(2), head: unread)
         }
+        try Self.findLastPositions(database, after: unread, in: &devices)
         self.devices = devices
-        head = UInt64(try database.integer("SELECT seq FROM sqlite_sequence WHERE name = 'chunks'") ?? 0)
+        self.head = head
         feedID = meta.journalID
         createdAt = meta.createdAt
         self.consumers = consumers
@@ -142,7 +147,7 @@ public final class Journal: FeedSource {
     /// Whether records of `device` may be accepted: it is known, or its application has fewer than
     /// `maximumDevicesPerApplication` devices (it is then known, tentatively until the next `append` stores it with its
     /// records; if that fails it is forgotten again).
-    public func admit(_ device: DeviceID) -> Bool { devices.admit(device, now: clock()) }
+    public func admit(_ device: DeviceID) -> Bool { devices.admit(device, now: clock(), head: head) }
 
     /// Whether `device` holds a slot.
     public func knows(_ device: DeviceID) -> Bool { devices.contains(device) }
@@ -172,8 +177,9 @@ public final class Journal: FeedSource {
             self.encoded = encoded
         }
 
-        /// The chunk bodies of this batch, one per shard it has records of, in shard order: (shard, records, body).
-        func chunks(shards: Int) -> [(shard: Int, count: Int, body: [UInt8])] {
+        /// The chunk bodies of this batch, one per shard it has records of, in shard order: (shard, records, body,
+        /// the indexes of its records in `records`, nil for all of them).
+        func chunks(shards: Int) -> [(shard: Int, count: Int, body: [UInt8], indexes: [Int]?)] {
             guard !records.isEmpty else { return [] }
             var firstShard = 0
             var oneShard = true
@@ -195,7 +201,7 @@ public final class Journal: FeedSource {
                 } else {
                     body = RecordBatch.encodeBatch(records, as: .msgpack)
                 }
-                return [(firstShard, records.count, body)]
+                return [(firstShard, records.count, body, nil)]
             }
             // Several shards: each gets the records of its devices, in batch order (a device's shard is computed
             // once per run of its records; gateways usually interleave devices, so that is about once a record).
@@ -224,7 +230,7 @@ public final class Journal: FeedSource {
                 } else {
                     body = RecordBatch.encodeBatch(indexes.map { records[$0] }, as: .msgpack)
                 }
-                return (shard, indexes.count, body)
+                return (shard, indexes.count, body, indexes)
             }
         }
     }
@@ -239,6 +245,8 @@ public final class Journal: FeedSource {
         let insert = try database.statement(
             "INSERT INTO chunks (shard, records, received_at, batch, body) VALUES (?, ?, ?, ?, ?)")
         var chunks = 0, records = 0
+        // Where each batch's devices' records went: (batch, the chunk's position, its record indexes or nil for all).
+        var stored: [(batch: Int, position: UInt64, indexes: [Int]?)] = []
         let saveDevice = try database.statement("""
             INSERT INTO devices (app, user, first_seen, last_seen) VALUES (?, ?, ?, ?)
             ON CONFLICT (app, user) DO UPDATE SET last_seen = max(coalesce(last_seen, 0), excluded.last_seen)
@@ -248,9 +256,10 @@ public final class Journal: FeedSource {
                 for (device, lastSeen) in devices.unsaved {
                     try saveDevice.run(device.app, device.user, receivedAt, lastSeen)
                 }
-                for batch in batches {
+                for (number, batch) in batches.enumerated() {
                     for chunk in batch.chunks(shards: shards) {
                         try insert.run(chunk.shard, chunk.count, receivedAt, batch.id, chunk.body)
+                        stored.append((number, UInt64(database.lastInsertRowID), chunk.indexes))
                         chunks += 1
                         records += chunk.count
                     }
@@ -261,6 +270,17 @@ public final class Journal: FeedSource {
             throw error
         }
         _ = devices.commit()
+        for (number, position, indexes) in stored {
+            let records = batches[number].records
+            var previous: DeviceID?
+            // A run of one device's records (gateways often send several together) is noted once.
+            func note(_ device: DeviceID) {
+                guard device != previous else { return }
+                previous = device
+                devices.noteStored(device, at: position)
+            }
+            if let indexes { for index in indexes { note(records[index].device) } } else { for record in records { note(record.device) } }
+        }
         guard chunks > 0 else { return nil }
         let last = UInt64(database.lastInsertRowID)
         head = last
@@ -328,6 +348,13 @@ public final class Journal: FeedSource {
     /// Notes what the consumer has checkpointed; saved to the `consumers` table by the next `enforceRetention()` (a
     /// restart in between only makes retention keep more). A consumer counting shards differently is not noted: its
     /// reads fail, and it protects nothing.
+    /// Where each device's records end in the journal (`FeedRequest.watch`): the position of the last chunk stored
+    /// with them since the journal was opened, else the head when the device was loaded or admitted; for a device
+    /// not known, the head (nothing can be told of it).
+    public func lastPositions(of devices: [DeviceID]) -> [UInt64] {
+        devices.map { self.devices.lastPosition($0) ?? head }
+    }
+
     public func acknowledged(_ request: FeedRequest) {
         if let requested = request.shards, requested != shards { return }
         let consumer = JournalConsumer(name: request.consumer, shard: request.shard, shards: request.shards,
@@ -483,6 +510,47 @@ public final class Journal: FeedSource {
     }
 
     /// Creates the tables on first use and reads (or, the first time, writes) `meta`, in one transaction.
+    /// Most records read at opening to find where known devices' records end (`findLastPositions`): about a
+    /// second's work.
+    public static let positionScanRecords = 2_000_000
+
+    /// Where the chunks consumers may still have to read begin (positions after the one returned): after the
+    /// oldest position a consumer acknowledged, and no more than the newest `records` records.
+    private static func unreadChunks(_ database: SQLiteDatabase, acknowledged: UInt64, records limit: Int) throws -> UInt64 {
+        var start = acknowledged
+        var records = 0
+        do {
+            try database.statement("SELECT position, records FROM chunks WHERE position > ? ORDER BY position DESC")
+                .query([acknowledged]) { row in
+                    records += Int(row.integer(1))
+                    guard records <= limit else {
+                        start = row.unsigned(0)
+                        throw StopReading()
+                    }
+                }
+        } catch is StopReading {}
+        return start
+    }
+
+    /// Positions are not stored (`KnownDevices.Slot.lastPosition`): at opening, the chunks after `start` are read
+    /// again for their devices, so a detection far behind learns where each device's records end as exactly as
+    /// before the restart. Devices not in them end no later than `start`.
+    private static func findLastPositions(_ database: SQLiteDatabase, after start: UInt64,
+                                          in devices: inout KnownDevices) throws {
+        let identifiers = IdentifierCache()
+        try database.statement("SELECT position, body FROM chunks WHERE position > ? ORDER BY position")
+            .query([start]) { row in
+                let position = row.unsigned(0)
+                guard let batch = try? RecordBatch.decodeBatch(row.blob(1), contentType: .msgpack,
+                                                               identifiers: identifiers) else { return }
+                var previous: DeviceID?
+                for case let (_, .success(record)) in batch.records where record.device != previous {
+                    previous = record.device
+                    devices.noteStored(record.device, at: position)
+                }
+            }
+    }
+
     private static func prepare(_ database: SQLiteDatabase, shards: Int, now: Double) throws -> Meta {
         try database.transaction {
             try database.execute("""

@@ -27,6 +27,10 @@ struct KnownDevices {
         var lastSeen: Double
         /// `lastSeen` as the store has it.
         var savedLastSeen: Double
+        /// No chunk after this journal position holds the device's records: the last chunk stored with them, or
+        /// the head when the device was loaded or admitted (an earlier one may be anywhere before). Not stored: only
+        /// detection's deadlines during catch-up ask for it (`Journal.lastPositions`).
+        var lastPosition: UInt64 = 0
     }
 
     init(limit: Int, idleAge: Double? = nil) {
@@ -38,13 +42,16 @@ struct KnownDevices {
     var saveInterval: Double { idleAge.map { min(3600, $0 / 10) } ?? .infinity }
 
     /// A device known from the store (at open): known whatever the limit is now.
-    mutating func load(_ device: DeviceID, lastSeen: Double = 0) {
-        byApplication[device.app, default: [:]][device.user] = Slot(lastSeen: lastSeen, savedLastSeen: lastSeen)
+    /// `head`: the journal's newest position.
+    mutating func load(_ device: DeviceID, lastSeen: Double = 0, head: UInt64 = 0) {
+        byApplication[device.app, default: [:]][device.user] = Slot(lastSeen: lastSeen, savedLastSeen: lastSeen,
+                                                                     lastPosition: head)
     }
 
     /// True if the device is known, or new and its application still has room (it then becomes known, tentatively).
-    /// `now` (Unix seconds) is when its records came; a clock that went back never makes a device older.
-    mutating func admit(_ device: DeviceID, now: Double = 0) -> Bool {
+    /// `now` (Unix seconds) is when its records came; a clock that went back never makes a device older. `head`:
+    /// the journal's newest position (a device forgotten and admitted again may have records up to there).
+    mutating func admit(_ device: DeviceID, now: Double = 0, head: UInt64 = 0) -> Bool {
         if var slot = byApplication[device.app]?[device.user] {
             guard now > slot.lastSeen else { return true }
             slot.lastSeen = now
@@ -53,7 +60,7 @@ struct KnownDevices {
             return true
         }
         guard count(of: device.app) < limit else { return false }
-        byApplication[device.app, default: [:]][device.user] = Slot(lastSeen: now, savedLastSeen: now)
+        byApplication[device.app, default: [:]][device.user] = Slot(lastSeen: now, savedLastSeen: now, lastPosition: head)
         pending.append(device)
         return true
     }
@@ -109,6 +116,14 @@ struct KnownDevices {
         }
         return forgotten.sorted { ($0.app, $0.user) < ($1.app, $1.user) }
     }
+
+    /// Records of a known device were stored in the chunk at `position`.
+    mutating func noteStored(_ device: DeviceID, at position: UInt64) {
+        byApplication[device.app]?[device.user]?.lastPosition = position
+    }
+
+    /// No chunk after this position holds the device's records (`Slot.lastPosition`); nil for a device not known.
+    func lastPosition(_ device: DeviceID) -> UInt64? { byApplication[device.app]?[device.user]?.lastPosition }
 
     func count(of application: String) -> Int { byApplication[application]?.count ?? 0 }
 

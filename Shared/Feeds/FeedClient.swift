@@ -78,7 +78,10 @@ public final class FeedClient {
             guard let outstanding, parsed.header.id == outstanding.request.id else { return true }
             self.outstanding = nil
             onReply(parsed.header, parsed.items)
-            return true
+            // One answer a round of the loop: the owner's next request may be out already and answered by now, and
+            // taking that answer in this same round would keep the loop for as long as the feed has a backlog, with
+            // platform answers (a crash's verdict), timers and control commands waiting behind it.
+            return false
         }
     }
 

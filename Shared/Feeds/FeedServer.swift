@@ -94,7 +94,10 @@ public final class FeedServer {
             return false
         }
         guard !batch.items.isEmpty || answerEmpty || reachedEnd else { return false }
-        return reply(FeedReplyHeader(id: request.id, feed: feed, after: request.after, to: batch.to, head: head), batch.items)
+        // Where the watched devices' records end, told with the read so that the two agree.
+        let watched = request.watch.isEmpty ? [] : source.lastPositions(of: request.watch)
+        return reply(FeedReplyHeader(id: request.id, feed: feed, after: request.after, to: batch.to, head: head,
+                                     watched: watched), batch.items)
     }
 
     private func expire() {

@@ -1,3 +1,4 @@
+import RoadSaveModel
 import Wire
 
 /// What a feed server serves from: a store with positions (ingest's journal, detection's outbox). Called on the
@@ -12,6 +13,16 @@ public protocol FeedSource: AnyObject {
     func read(_ request: FeedRequest) throws -> FeedBatch
     /// A consumer says everything up to `request.acknowledged` is safe on its side.
     func acknowledged(_ request: FeedRequest)
+    /// For each device, the position of the last item holding its records (0: none), or a later position when the
+    /// source cannot tell exactly (`FeedRequest.watch`).
+    func lastPositions(of devices: [DeviceID]) -> [UInt64]
+}
+
+extension FeedSource {
+    /// A source that does not keep items by device: every device may have records up to the head.
+    public func lastPositions(of devices: [DeviceID]) -> [UInt64] {
+        Array(repeating: head, count: devices.count)
+    }
 }
 
 /// Items read from a feed and the position of the last one.

@@ -32,10 +32,16 @@ public struct FeedRequest: Sendable, Equatable {
     public var shards: Int?
     /// How long the server may hold the request when it has nothing new, in milliseconds (0: answer at once).
     public var waitMilliseconds: Int
+    /// Devices whose last position the consumer wants to know (`FeedReplyHeader.watched`): detection, behind on
+    /// its journal, asks which devices with a decision due have all their records read already, so their deadlines
+    /// need not wait for the rest of the backlog.
+    public var watch: [DeviceID]
+    /// Most devices in `watch`.
+    public static let maximumWatched = 1024
 
     public init(id: UInt64, feed: String?, after: UInt64, through: UInt64? = nil, maxItems: Int = 256,
                 maxBytes: Int = 4 << 20, acknowledged: UInt64, consumer: String, shard: Int? = nil, shards: Int? = nil,
-                waitMilliseconds: Int = 1000) {
+                waitMilliseconds: Int = 1000, watch: [DeviceID] = []) {
         self.id = id
         self.feed = feed
         self.after = after
@@ -47,6 +53,7 @@ public struct FeedRequest: Sendable, Equatable {
         self.shard = shard
         self.shards = shards
         self.waitMilliseconds = waitMilliseconds
+        self.watch = watch
     }
 
     public func frames() -> [[UInt8]] {
@@ -60,6 +67,9 @@ public struct FeedRequest: Sendable, Equatable {
         if let shard, let shards {
             members.append(("shard", .number(Double(shard))))
             members.append(("shards", .number(Double(shards))))
+        }
+        if !watch.isEmpty {
+            members.append(("watch", .array(watch.map { .array([.string($0.app), .string($0.user)]) })))
         }
         return [Self.frame, MessagePack.encode(.object(members))]
     }
@@ -87,6 +97,7 @@ public struct FeedRequest: Sendable, Equatable {
         if let shard, let shards, shard >= shards {
             throw WireError(.unexpectedShape, "shard \(shard) is not below shards \(shards)", path: "shard")
         }
+        watch = try map.devices("watch", maximum: Self.maximumWatched)
     }
 }
 
@@ -107,14 +118,20 @@ public struct FeedReplyHeader: Sendable, Equatable {
     /// Set when the request could not be served (another feed, a shard count that does not match, a position
     /// ahead of the feed); the reply then holds no items.
     public var error: String?
+    /// For each device of the request's `watch`, in order: the position of the last item holding its records (0
+    /// for none), or a position at least that late when the server cannot tell exactly. A device whose position
+    /// is at most `to` has all its records so far in what the consumer has read with this reply.
+    public var watched: [UInt64]
 
-    public init(id: UInt64, feed: String, after: UInt64, to: UInt64, head: UInt64, error: String? = nil) {
+    public init(id: UInt64, feed: String, after: UInt64, to: UInt64, head: UInt64, error: String? = nil,
+                watched: [UInt64] = []) {
         self.id = id
         self.feed = feed
         self.after = after
         self.to = to
         self.head = head
         self.error = error
+        self.watched = watched
     }
 
     /// The reply's frames: this header, then one frame per item.
@@ -124,6 +141,7 @@ public struct FeedReplyHeader: Sendable, Equatable {
             ("to", .number(Double(to))), ("head", .number(Double(head))),
         ]
         if let error { members.append(("error", .string(error))) }
+        if !watched.isEmpty { members.append(("watched", .array(watched.map { .number(Double($0)) }))) }
         return [Self.frame, MessagePack.encode(.object(members))] + items
     }
 
@@ -135,7 +153,8 @@ public struct FeedReplyHeader: Sendable, Equatable {
         let map = try FeedFields(frames[1], what: "feed reply")
         let header = FeedReplyHeader(id: try map.position("id"), feed: try map.string("feed"), after: try map.position("after"),
                                      to: try map.position("to"), head: try map.position("head"),
-                                     error: try map.optionalString("error"))
+                                     error: try map.optionalString("error"),
+                                     watched: try map.positions("watched", maximum: FeedRequest.maximumWatched))
         return (header, frames[2...])
     }
 }
@@ -175,6 +194,42 @@ private struct FeedFields {
             throw WireError(.unexpectedShape, "\(key) must be a whole number ≥ 0, found \(member)", path: key)
         }
         return UInt64(number)
+    }
+
+    /// An optional array of at most `maximum` positions (empty when absent).
+    func positions(_ key: String, maximum: Int) throws(WireError) -> [UInt64] {
+        try array(key, maximum: maximum).enumerated().map { (index, member) throws(WireError) in
+            guard case let .number(number) = member, number >= 0, number <= 9.007199254740992e15,
+                  number == number.rounded() else {
+                throw WireError(.unexpectedShape, "\(key)[\(index)] must be a whole number ≥ 0, found \(member)",
+                                path: "\(key)[\(index)]")
+            }
+            return UInt64(number)
+        }
+    }
+
+    /// An optional array of at most `maximum` devices, each `[app, user]` (empty when absent).
+    func devices(_ key: String, maximum: Int) throws(WireError) -> [DeviceID] {
+        try array(key, maximum: maximum).enumerated().map { (index, member) throws(WireError) in
+            guard case let .array(pair) = member, pair.count == 2, case let .string(app) = pair[0],
+                  case let .string(user) = pair[1], !app.isEmpty, !user.isEmpty,
+                  app.utf8.count <= DeviceID.maximumLength, user.utf8.count <= DeviceID.maximumLength else {
+                throw WireError(.unexpectedShape, "\(key)[\(index)] must be [app, user], two non-empty strings of at most "
+                                + "\(DeviceID.maximumLength) bytes", path: "\(key)[\(index)]")
+            }
+            return DeviceID(app: app, user: user)
+        }
+    }
+
+    private func array(_ key: String, maximum: Int) throws(WireError) -> [JSONValue] {
+        guard let member = value[key], member != .null else { return [] }
+        guard case let .array(elements) = member else {
+            throw WireError(.unexpectedShape, "\(key) must be an array, found \(member.typeName)", path: key)
+        }
+        guard elements.count <= maximum else {
+            throw WireError(.unexpectedShape, "\(key) holds \(elements.count) entries, at most \(maximum)", path: key)
+        }
+        return elements
     }
 
     func count(_ key: String, range: ClosedRange<Int>) throws(WireError) -> Int {

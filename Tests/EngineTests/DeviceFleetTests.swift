@@ -346,6 +346,47 @@ import RoadSaveModel
         #expect(behind.deviceState(Self.alice)?.lastArrival == 500 && unchanged)
     }
 
+    /// Alice and bob drove and fell silent, bob a minute after alice; records arrived `clockOffset` after their time.
+    static func aliceAndBobFellSilent() throws -> (fleet: DeviceFleet, stopAlice: Double, stopBob: Double) {
+        var fleet = DeviceFleet()
+        _ = fleet.settingsFetched(app: FleetStreams.app, .fetched(Self.settings), now: 0)
+        var stops: [Double] = []
+        var lastArrival = 0.0
+        for (device, seconds) in [(Self.alice, 120), (Self.bob, 180)] {
+            var script = Script()
+            script.device = device
+            script.activity(.automotive, .high)
+            script.drive(seconds: seconds, speed: 13)
+            for record in script.records { _ = fleet.receive(record, now: record.t + clockOffset) }
+            lastArrival = max(lastArrival, script.records.last!.t + clockOffset)
+            stops.append(try #require(script.lastMovement) + clockOffset + Self.settings.stopDelay)
+        }
+        _ = fleet.tick(now: lastArrival + 2)  // reorder buffers released
+        #expect(lastArrival + 2 < stops[0])
+        return (fleet, stops[0], stops[1])
+    }
+
+    @Test func devicesDueAreTickedAloneAsAFullTickWouldTickThem() throws {
+        var (fleet, stopAlice, stopBob) = try Self.aliceAndBobFellSilent()
+        #expect(fleet.dueDevices(now: stopAlice - 1, limit: 10).isEmpty)
+        #expect(fleet.dueDevices(now: stopAlice, limit: 10) == [Self.alice])
+        #expect(fleet.dueDevices(now: stopBob, limit: 10) == [Self.alice, Self.bob], "in the order met")
+        #expect(fleet.dueDevices(now: stopBob, limit: 1) == [Self.alice])
+        var whole = fleet
+        let all = whole.tick(now: stopBob)
+        #expect(all.events.map(\.name) == ["tripDidEnd", "tripDidEnd"])
+        // Bob alone (his records all read, alice's not yet): his trip ends, alice's goes on.
+        let bobAlone = fleet.tick(now: stopBob, only: [Self.bob, DeviceID(app: FleetStreams.app, user: "unknown")])
+        #expect(bobAlone.events.map(\.device) == [Self.bob] && fleet.lastTickChangedState)
+        #expect(fleet.dueDevices(now: stopBob, limit: 10) == [Self.alice])
+        #expect(fleet.tick(now: stopBob, only: [Self.bob]).isEmpty, "nothing left due for bob")
+        // Then the full tick: alice's end, and together exactly the events of the full tick.
+        let rest = fleet.tick(now: stopBob)
+        #expect(rest.events.map(\.device) == [Self.alice])
+        #expect(Set((bobAlone + rest).events.map { $0.json() }) == Set(all.events.map { $0.json() }))
+        #expect(fleet.dueDevices(now: stopBob + 1000, limit: 10).isEmpty)
+    }
+
     // MARK: Determinism and checkpoints
 
     @Test func theSameInputsGiveTheSameActionsAndState() {

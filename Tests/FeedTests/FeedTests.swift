@@ -188,4 +188,108 @@ struct FeedTests {
                                              ("shard", .number(2)), ("shards", .number(2))]))
         #expect(throws: WireError.self) { try FeedRequest(frames: bad) }
     }
+
+    @Test("a consumer behind on a long feed, asking for the next part before working through each reply, still lets its loop run timers and posted work between replies")
+    func aBacklogDoesNotKeepTheLoop() async throws {
+        let context = try ZMQContext()
+        defer { context.terminate() }
+        let endpoint = "inproc://feed-\(UUID().uuidString)"
+        let quiet = Log(category: "test", minimumLevel: .error)
+        let server = Reactor(name: "feed-server", context: context)
+        server.start { loop in
+            let feed = MemoryFeed(feedID: "feed-A")
+            feed.items = (1...400).map { "item-\($0)" }
+            loop.setValue(feed)
+            let socket = try loop.socket(.router)
+            try socket.bind(endpoint)
+            loop.setValue(FeedServer(socket: socket, loop: loop, source: feed, log: quiet))
+        }
+        defer { server.stop(); _ = server.wait() }
+        _ = try await server.run { _ in }  // bound before the client connects (inproc)
+        /// What the consumer's loop did, in order: "r" a reply, "t" a timer.
+        final class Trace: @unchecked Sendable {  // only touched on the client's reactor thread
+            var steps: [Character] = []
+        }
+        let trace = Trace()
+        let client = Reactor(name: "feed-client", context: context)
+        client.start { loop in
+            let consumer = try FeedClient(loop: loop, endpoint: endpoint, log: quiet) { header, _ in
+                trace.steps.append("r")
+                guard header.to < header.head else { return }
+                // The next request goes out first, then the reply is worked through (as detection does).
+                loop.value(FeedClient.self)!.fetch(FeedRequest(id: 0, feed: "feed-A", after: header.to, maxItems: 1,
+                                                               acknowledged: 0, consumer: "t", waitMilliseconds: 0))
+                let until = Date().addingTimeInterval(0.002)
+                while Date() < until {}
+            }
+            loop.setValue(consumer)
+            loop.every(0.005) { trace.steps.append("t") }
+            consumer.fetch(FeedRequest(id: 0, feed: "feed-A", after: 0, maxItems: 1, acknowledged: 0, consumer: "t",
+                                       waitMilliseconds: 0))
+        }
+        defer { client.stop(); _ = client.wait() }
+        let deadline = Date().addingTimeInterval(20)
+        var replies = 0
+        while Date() < deadline {
+            replies = try await client.run { _ in trace.steps.filter { $0 == "r" }.count }
+            if replies >= 400 { break }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(replies == 400)
+        let steps = try await client.run { _ in String(trace.steps) }
+        let first = steps.firstIndex(of: "r")!, last = steps.lastIndex(of: "r")!
+        // 400 replies of at least 2 ms each: a timer every 5 ms fires many times among them.
+        let timersBetween = steps[first...last].filter { $0 == "t" }.count
+        #expect(timersBetween >= 40, "timers fired \(timersBetween) times among 400 replies: \(steps.prefix(200))")
+    }
+
+    @Test("watched devices: asked with the request, answered in order with the header; bad entries name the field")
+    func watchedDevices() throws {
+        let devices = [DeviceID(app: "app-1", user: "u1"), DeviceID(app: "app-2", user: "ü 2")]
+        let request = FeedRequest(id: 1, feed: "f", after: 0, acknowledged: 0, consumer: "c", watch: devices)
+        #expect(try FeedRequest(frames: request.frames()).watch == devices)
+        #expect(try FeedRequest(frames: FeedRequest(id: 1, feed: "f", after: 0, acknowledged: 0, consumer: "c").frames())
+            .watch.isEmpty, "no watch: an empty list (and no key on the wire)")
+        let header = FeedReplyHeader(id: 1, feed: "f", after: 0, to: 4, head: 9, watched: [3, 9])
+        #expect(try FeedReplyHeader.parse(header.frames(items: [])).header.watched == [3, 9])
+        func rejected(_ watch: JSONValue) -> String? {
+            let map = JSONValue.object([("id", .number(1)), ("after", .number(0)), ("max", .number(5)), ("watch", watch)])
+            do {
+                _ = try FeedRequest(frames: [FeedRequest.frame, MessagePack.encode(map)])
+                return nil
+            } catch {
+                return error.path
+            }
+        }
+        #expect(rejected(.string("u1")) == "watch")
+        #expect(rejected(.array([.array([.string("app-1"), .string("u1")]), .array([.string("app-1")])])) == "watch[1]")
+        #expect(rejected(.array([.array([.string(""), .string("u1")])])) == "watch[0]")
+        #expect(rejected(.array(Array(repeating: .array([.string("a"), .string("u")]),
+                                      count: FeedRequest.maximumWatched + 1))) == "watch")
+        let badReply = MessagePack.encode(.object([("id", .number(1)), ("feed", .string("f")), ("after", .number(0)),
+                                                   ("to", .number(0)), ("head", .number(0)),
+                                                   ("watched", .array([.number(1), .number(-2)]))]))
+        do {
+            _ = try FeedReplyHeader.parse([FeedReplyHeader.frame, badReply])
+            Issue.record("a negative watched position was accepted")
+        } catch {
+            #expect(error.path == "watched[1]")
+        }
+    }
+
+    @Test("the server answers a watch with the source's positions, told with the read; a source that cannot tell says its head")
+    func serverAnswersWatch() async throws {
+        let rig = try Rig(items: ["a", "b", "c"])
+        defer { rig.stop() }
+        let devices = [DeviceID(app: "app-1", user: "u1"), DeviceID(app: "app-1", user: "u2")]
+        try await rig.fetch(FeedRequest(id: 0, feed: "feed-A", after: 0, maxItems: 1, acknowledged: 0, consumer: "t",
+                                        watch: devices))
+        #expect(await rig.waitForReplies(1))
+        let reply = rig.replies.list[0]
+        #expect(reply.items == ["a"] && reply.header.to == 1)
+        #expect(reply.header.watched == [3, 3], "MemoryFeed keeps nothing by device: every device may have items up to the head")
+        try await rig.fetch(FeedRequest(id: 0, feed: "feed-A", after: 1, acknowledged: 0, consumer: "t"))
+        #expect(await rig.waitForReplies(2))
+        #expect(rig.replies.list[1].header.watched.isEmpty, "nothing asked, nothing told")
+    }
 }

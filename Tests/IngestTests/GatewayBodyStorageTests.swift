@@ -25,6 +25,7 @@ import Wire
 
     static func chunks(_ batch: GatewayBatch, shards: Int) throws -> [(shard: Int, count: Int, body: [UInt8])] {
         Journal.Batch(id: batch.batchText, records: batch.records, encoded: batch.encoded).chunks(shards: shards)
+            .map { ($0.shard, $0.count, $0.body) }
     }
 
     @Test func aWhollyAcceptedBodyIsStoredAsItCame() throws {

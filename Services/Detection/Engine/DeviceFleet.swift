@@ -199,26 +199,63 @@ public struct DeviceFleet: Sendable {
         // Only the devices whose wake time has come: visiting every device's state ten times a second took most
         // of detection's time with a hundred thousand devices in memory.
         for slot in devices.indices where wakeTimes.times[slot] <= now {
-            if devices[slot].ordering.bufferedCount > 0, let arrival = devices[slot].lastArrival,
-               now - arrival >= options.idleFlush {
-                changed.insert(slot)
-                lastTickChangedState = true
-                for record in devices[slot].ordering.flush() { apply(record, slot: slot, into: &actions) }
-            }
-            guard devices[slot].lastEventTime != nil, let first = devices[slot].session.nextDeadlineInPlace() else {
-                continue
-            }
-            let eventNow = devices[slot].eventTime(now: now)
-            guard first <= eventNow else { continue }
-            changed.insert(slot)
-            lastTickChangedState = true
-            var previous: Double?
-            while let deadline = devices[slot].session.nextDeadline, deadline <= eventNow, deadline != previous {
-                previous = deadline
-                perform(devices[slot].session.advance(to: deadline), slot: slot, into: &actions)
-            }
+            tick(slot: slot, now: now, into: &actions)
         }
         return actions
+    }
+
+    /// `tick(now:)` for `only` these devices (in the order met, as `tick`): the shell, behind on its journals, has
+    /// learnt that every record of them so far is read (`dueDevices`), so their silence is real and their
+    /// deadlines (a crash decision, a trip's end) need not wait for the rest of the backlog. Devices not in memory
+    /// or not due are passed over.
+    public mutating func tick(now: Double, only: [DeviceID]) -> [FleetAction] {
+        var actions: [FleetAction] = []
+        lastTickChangedState = false
+        refreshWakeTimes()
+        let slots = Set(only.compactMap { slot(of: $0) }).sorted()
+        for slot in slots where wakeTimes.times[slot] <= now {
+            tick(slot: slot, now: now, into: &actions)
+        }
+        return actions
+    }
+
+    /// The devices `tick(now:)` would act on: a reorder buffer to release or a timer due (in the order met, at most
+    /// `limit`). Changes nothing but the wake times kept to find them.
+    public mutating func dueDevices(now: Double, limit: Int) -> [DeviceID] {
+        refreshWakeTimes()
+        var due: [DeviceID] = []
+        for slot in devices.indices where wakeTimes.times[slot] <= now {
+            guard due.count < limit else { break }
+            let release = devices[slot].ordering.bufferedCount > 0
+                && devices[slot].lastArrival.map { now - $0 >= options.idleFlush } == true
+            let timer = devices[slot].lastEventTime != nil
+                && devices[slot].session.nextDeadlineInPlace().map { $0 <= devices[slot].eventTime(now: now) } == true
+            if release || timer { due.append(devices[slot].device) }
+        }
+        return due
+    }
+
+    /// One device's part of a tick: its reorder buffer released after `idleFlush` of quiet, then its timers up to
+    /// its event time run on by the clock.
+    private mutating func tick(slot: Int, now: Double, into actions: inout [FleetAction]) {
+        if devices[slot].ordering.bufferedCount > 0, let arrival = devices[slot].lastArrival,
+           now - arrival >= options.idleFlush {
+            changed.insert(slot)
+            lastTickChangedState = true
+            for record in devices[slot].ordering.flush() { apply(record, slot: slot, into: &actions) }
+        }
+        guard devices[slot].lastEventTime != nil, let first = devices[slot].session.nextDeadlineInPlace() else {
+            return
+        }
+        let eventNow = devices[slot].eventTime(now: now)
+        guard first <= eventNow else { return }
+        changed.insert(slot)
+        lastTickChangedState = true
+        var previous: Double?
+        while let deadline = devices[slot].session.nextDeadline, deadline <= eventNow, deadline != previous {
+            previous = deadline
+            perform(devices[slot].session.advance(to: deadline), slot: slot, into: &actions)
+        }
     }
 
     /// The shell hears its devices again after a time it could not (it was not running, or its journal did not

@@ -15,6 +15,9 @@ enum DetectionInput: Codable, Equatable {
     case control(request: String, fetch: SettingsFetch?, now: Double)
     /// The clock moved on while every journal was read to its end: silent devices' timers may fire.
     case tick(now: Double)
+    /// The clock moved on while a journal was behind, for `devices` only: every record of them so far was read
+    /// (the journals said where their records end), so their timers may fire without waiting for the backlog.
+    case deviceTick(now: Double, devices: [DeviceID])
     /// Detection heard its journals again at `now` (it started, or a journal answered after an outage): the time
     /// it could not is not the devices' silence (`DeviceFleet.resumeClock`).
     case resumed(now: Double)
@@ -26,6 +29,7 @@ enum DetectionInput: Codable, Equatable {
         case .verdict: "verdict"
         case .control: "control"
         case .tick: "tick"
+        case .deviceTick: "deviceTick"
         case .resumed: "resumed"
         }
     }

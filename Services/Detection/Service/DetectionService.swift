@@ -81,6 +81,8 @@ public final class DetectionService: @unchecked Sendable {
         var events = 0
         var checkpoints = 0
         var recoveredInputs = 0
+        /// Devices ticked while a journal was behind, their records all read (`tickDevicesRead`).
+        var devicesTickedAhead = 0
     }
 
     /// The largest frame accepted on the control socket (ZMQ_MAXMSGSIZE): a command is a small JSON object; a client
@@ -204,6 +206,7 @@ public final class DetectionService: @unchecked Sendable {
                     log.info("stopping", ["records": String(statistics.recordsRead), "events": String(statistics.events),
                                           "devices": String(fleet.deviceCount), "evictions": String(evicted.evictions),
                                           "restores": String(evicted.restores),
+                                          "devicesTickedAhead": String(statistics.devicesTickedAhead),
                                           "outbox": String((try? store?.outboxCount()) ?? -1)])
                     loop.stop()
                 } else {
@@ -406,6 +409,9 @@ public final class DetectionService: @unchecked Sendable {
             perform(fleet.control(request, now: now, fetch: fetch).actions, loop: loop)
         case let .tick(now):
             perform(fleet.tick(now: now), loop: loop)
+        case let .deviceTick(now, devices):
+            for device in devices where !evicted.isEmpty { bringBack(device) }
+            perform(fleet.tick(now: now, only: devices), loop: loop)
         case let .resumed(now):
             fleet.resumeClock(now: now)
         }
@@ -415,19 +421,47 @@ public final class DetectionService: @unchecked Sendable {
     /// wait unread, or cannot reach detection, a device is not silent. A journal that stopped answering is waited
     /// for `DetectionConfiguration.silentJournalGrace` seconds, then the clock runs on without it (a dead ingest
     /// must not hold a crash decision for ever); when it answers again, quiet time counts from then (`resumeClock`).
+    ///
+    /// While a journal is behind, devices due (a crash to decide, a trip to end) are not kept waiting for the whole
+    /// backlog: each request asks the journals where those devices' records end (`FeedRequest.watch`), and the devices
+    /// every journal has already given all of are ticked alone (`deviceTick`).
     private func tick(loop: ReactorLoop) {
         guard case .live = phase else { return }
-        let readAll = journals.allSatisfy { journal in
-            let unanswered = loop.now - journal.lastReply
-            return (journal.caughtUp && unanswered < Self.journalHeardWithin)
-                || unanswered > configuration.silentJournalGrace
+        func heard(_ journal: JournalReader) -> Bool { loop.now - journal.lastReply < Self.journalHeardWithin }
+        func given(_ journal: JournalReader) -> Bool {
+            loop.now - journal.lastReply > configuration.silentJournalGrace
         }
-        guard readAll else { return }
         let now = Date().timeIntervalSince1970
+        let readAll = journals.allSatisfy { ($0.caughtUp && heard($0)) || given($0) }
+        guard readAll else {
+            tickDevicesRead(now: now, loop: loop, heard: heard, given: given)
+            return
+        }
+        for journal in journals { journal.watch = [] }
         let actions = fleet.tick(now: now)
         // A tick that changed nothing need not be stored: the re-run would do nothing with it either.
         guard fleet.lastTickChangedState || !actions.isEmpty else { return }
         pendingInputs.append(.tick(now: now))
+        perform(actions, loop: loop)
+        commit()
+    }
+
+    /// The tick while a journal is behind: devices due whose records every journal has given are ticked; the
+    /// devices due now are what the next requests ask about.
+    private func tickDevicesRead(now: Double, loop: ReactorLoop, heard: (JournalReader) -> Bool,
+                                 given: (JournalReader) -> Bool) {
+        let due = fleet.dueDevices(now: now, limit: FeedRequest.maximumWatched)
+        let read = due.filter { device in
+            journals.allSatisfy { journal in
+                (journal.caughtUp && heard(journal)) || given(journal) || (heard(journal) && journal.hasGivenAll(of: device))
+            }
+        }
+        for journal in journals { journal.watch = due }
+        guard !read.isEmpty else { return }
+        let actions = fleet.tick(now: now, only: read)
+        guard fleet.lastTickChangedState || !actions.isEmpty else { return }
+        statistics.devicesTickedAhead += read.count
+        pendingInputs.append(.deviceTick(now: now, devices: read))
         perform(actions, loop: loop)
         commit()
     }

@@ -22,9 +22,16 @@ final class JournalReader {
     private(set) var unansweredBeforeReply = 0.0
     /// Newest position in the journal, for the lag.
     private(set) var head: UInt64 = 0
+    /// Devices with a decision due, asked about with every request while detection is behind
+    /// (`FeedRequest.watch`).
+    var watch: [DeviceID] = []
+    /// What the last reply said of the devices it was asked about: the position their records end at.
+    private var lastPositions: [DeviceID: UInt64] = [:]
     private let consumer: String
     private let shard: (index: Int, count: Int)?
     private let loop: ReactorLoop
+    /// The devices the request outstanding asked about.
+    private var asked: [DeviceID] = []
 
     /// Items and bytes asked for at once: enough to keep detection busy between two round trips (the next request
     /// goes out before a reply is worked through), and little enough that a reply is a few tens of milliseconds of
@@ -52,12 +59,17 @@ final class JournalReader {
             unansweredBeforeReply = loop.now - lastReply
             lastReply = loop.now
             head = header.head
+            lastPositions = [:]
+            if header.watched.count == asked.count {
+                for (device, position) in zip(asked, header.watched) { lastPositions[device] = position }
+            }
             onReply(self, header, items)
         }
     }
 
     /// Asks who the journal is (a request with no feed: the reply names it and carries nothing).
     func greet() {
+        asked = []
         client.fetch(request(after: 0, through: nil, feed: nil))
     }
 
@@ -68,9 +80,12 @@ final class JournalReader {
         self.checkpointed = checkpointed
     }
 
-    /// Asks for what follows `position`.
+    /// Asks for what follows `position` (and where the `watch` devices' records end).
     func fetchNext() {
-        client.fetch(request(after: position, through: nil, feed: feed))
+        var next = request(after: position, through: nil, feed: feed)
+        next.watch = watch
+        asked = watch
+        client.fetch(next)
     }
 
     /// Asks again for exactly the range (after, through] (a re-run after a restart).
@@ -79,12 +94,19 @@ final class JournalReader {
         range.maxItems = 1_000_000
         range.maxBytes = 64 << 20
         range.waitMilliseconds = 0
+        asked = []
         client.fetch(range)
     }
 
     /// Notes what the reply said about the end of the journal.
     func noteReply(_ header: FeedReplyHeader, items: Int) {
         caughtUp = items == 0 || header.to >= header.head
+    }
+
+    /// Whether every record of `device` this journal had when it last answered has been read (by the last reply's
+    /// word on it; false when it was not asked about).
+    func hasGivenAll(of device: DeviceID) -> Bool {
+        lastPositions[device].map { $0 <= position } ?? false
     }
 
     var isWaiting: Bool { client.isWaiting }
