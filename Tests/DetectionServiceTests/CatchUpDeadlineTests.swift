@@ -64,6 +64,19 @@ import Testing
             #expect(readAfter.count >= 3, "the crash waited for the backlog: \(readAfter.count) reads after it")
             #expect(!inputs[..<tickAhead].contains { if case .tick = $0 { true } else { false } },
                     "a full tick came first: detection was not behind")
+            // A restart re-runs the stored inputs, the device's tick among them: the same crash, without asking
+            // the platform again.
+            let outbox = try rig.storeView().outboxEventIDs
+            try await rig.abandonDetection()
+            let again = ScriptedPlatform(settings: Streams.settings)
+            try rig.startDetection(platform: again, checkpointInterval: 3600)
+            try await rig.until("the re-run done", timeout: 300) {
+                try rig.storeView().inputs.contains { if case .resumed = $0.input { true } else { false } }
+            }
+            // Long enough for a crash not re-run to be raised again by the clock (quiet time counts from the restart).
+            try await Task.sleep(nanoseconds: UInt64((Streams.settings.crashDecisionDelay + 2) * 1e9))
+            #expect(again.candidates.isEmpty, "the crash was raised again instead of re-run")
+            #expect(try rig.storeView().outboxEventIDs == outbox)
         }
     }
 }
