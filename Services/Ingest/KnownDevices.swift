@@ -31,6 +31,13 @@ struct KnownDevices {
         /// the head when the device was loaded or admitted (an earlier one may be anywhere before). Not stored: only
         /// detection's deadlines during catch-up ask for it (`Journal.lastPositions`).
         var lastPosition: UInt64 = 0
+
+        /// Records came at `now`: returns whether the time saved for the device is now too old.
+        mutating func seen(at now: Double, saveInterval: Double) -> Bool {
+            guard now > lastSeen else { return false }
+            lastSeen = now
+            return now - savedLastSeen >= saveInterval
+        }
     }
 
     init(limit: Int, idleAge: Double? = nil) {
@@ -52,11 +59,10 @@ struct KnownDevices {
     /// `now` (Unix seconds) is when its records came; a clock that went back never makes a device older. `head`:
     /// the journal's newest position (a device forgotten and admitted again may have records up to there).
     mutating func admit(_ device: DeviceID, now: Double = 0, head: UInt64 = 0) -> Bool {
-        if var slot = byApplication[device.app]?[device.user] {
-            guard now > slot.lastSeen else { return true }
-            slot.lastSeen = now
-            byApplication[device.app]![device.user] = slot
-            if now - slot.savedLastSeen >= saveInterval { seenAgain.insert(device) }
+        // Changed in place (one lookup: this runs for every record ingest accepts).
+        let interval = saveInterval
+        if let mustSave = byApplication[device.app]?[device.user]?.seen(at: now, saveInterval: interval) {
+            if mustSave { seenAgain.insert(device) }
             return true
         }
         guard count(of: device.app) < limit else { return false }

@@ -686,8 +686,11 @@ public final class DetectionService: @unchecked Sendable {
         evictionsInFlight = []
         do {
             let (shared, devices, evictedStates, markedOnly) = try encoded.get()
+            let writing = MonotonicClock.now()
             try store.writeCheckpoint(input: input, shared: shared, changedDevices: devices, evictedDevices: evictedStates,
                                       markedEvicted: markedOnly, positions: positions, at: Date().timeIntervalSince1970)
+            log.debug("checkpoint written", ["devices": String(devices.count), "leaving": String(leaving.count),
+                                             "seconds": String(format: "%.4f", MonotonicClock.now() - writing)])
             evicted.written(leaving)
             if leaving.count >= 1000 { EvictedDevices.returnFreedMemory() }
             checkpointInput = input
