@@ -257,7 +257,7 @@ class Up:
         return detection_applied(self.database("detect", "detection.sqlite"))
 
     def outbox_head(self):
-        return query(self.database("detect", "detection.sqlite"), "SELECT seq FROM sqlite_sequence WHERE name = 'outbox'") or 0
+        return query(self.database("detect", "outbox.sqlite"), "SELECT seq FROM sqlite_sequence WHERE name = 'outbox'") or 0
 
     def notifier_upstream(self):
         return query(self.database("notify", "notifier.sqlite"), "SELECT max(position) FROM upstream") or 0

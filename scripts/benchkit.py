@@ -83,9 +83,11 @@ def load_average():
 
 
 def detection_applied(store):
-    """The journal position detection has applied, from its store `store`: its last records input, else its
-    checkpoint (inputs wait at most 50 ms to be stored; checkpoints may be spaced by seconds under load)."""
-    body = query(store, "SELECT body FROM inputs WHERE kind = 'records' ORDER BY seq DESC LIMIT 1")
+    """The journal position detection has applied, from its store `store` (its detection.sqlite; the inputs are in
+    outbox.sqlite beside it): its last records input, else its checkpoint (inputs wait at most 50 ms to be stored;
+    checkpoints may be spaced by seconds under load)."""
+    inputs = os.path.join(os.path.dirname(store), "outbox.sqlite")
+    body = query(inputs, "SELECT body FROM inputs WHERE kind = 'records' ORDER BY seq DESC LIMIT 1")
     applied = query(store, "SELECT max(position) FROM positions") or 0
     if body:
         applied = max(applied, json.loads(body)["records"]["to"])

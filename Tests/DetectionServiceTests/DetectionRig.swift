@@ -333,13 +333,16 @@ final class DetectionRig: @unchecked Sendable {
     }
 
     func storeView() throws -> StoreView {
-        let database = try SQLiteDatabase(path: DataDirectory.file("detection.sqlite", in: detectionDirectory))
+        let state = try SQLiteDatabase(path: DataDirectory.file("detection.sqlite", in: detectionDirectory))
+        defer { state.close() }
+        let database = try SQLiteDatabase(path: DataDirectory.file("outbox.sqlite", in: detectionDirectory))
         defer { database.close() }
         var view = StoreView(checkpointInput: nil, positions: [:], inputs: [], outboxPositions: [], outboxEventIDs: [])
-        try database.statement("SELECT input FROM checkpoint WHERE id = 1").query { view.checkpointInput = $0.integer(0) }
-        try database.statement("SELECT feed, position FROM positions").query { view.positions[$0.text(0)] = $0.unsigned(1) }
+        try state.statement("SELECT input FROM checkpoint WHERE id = 1").query { view.checkpointInput = $0.integer(0) }
+        try state.statement("SELECT feed, position FROM positions").query { view.positions[$0.text(0)] = $0.unsigned(1) }
         let decoder = JSONDecoder()
-        try database.statement("SELECT seq, body FROM inputs ORDER BY seq").query { row in
+        // Inputs a written checkpoint holds may linger until they are deleted: they are not the store's any more.
+        try database.statement("SELECT seq, body FROM inputs WHERE seq > ? ORDER BY seq").query(view.checkpointInput ?? 0) { row in
             view.inputs.append((row.integer(0), try decoder.decode(DetectionInput.self, from: Data(row.text(1).utf8))))
         }
         try database.statement("SELECT position, event_id FROM outbox ORDER BY position").query { row in

@@ -194,4 +194,46 @@ import Wire
         #expect(try store.commit(inputs: [.tick(now: 15)], events: [], at: 15) == 6)
         #expect(try store.inputs(after: 5).map(\.input) == [.tick(now: 15)])
     }
+
+    @Test func aStoreOfOneFileHasItsInputsAndOutboxMovedWithTheirNumbers() throws {
+        defer { remove() }
+        // The layout before checkpoints were written off the reactor thread: everything in detection.sqlite; the
+        // outbox emptied (acknowledged) after position 7, inputs 3 and 4 kept after a checkpoint at 2.
+        do {
+            let old = try SQLiteDatabase(path: DataDirectory.file("detection.sqlite", in: directory))
+            defer { old.close() }
+            try old.execute("""
+                CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+                CREATE TABLE checkpoint(id INTEGER PRIMARY KEY CHECK (id = 1), input INTEGER NOT NULL,
+                    taken_at REAL NOT NULL, state BLOB NOT NULL);
+                CREATE TABLE inputs(seq INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL, at REAL NOT NULL,
+                    body TEXT NOT NULL);
+                CREATE TABLE outbox(position INTEGER PRIMARY KEY AUTOINCREMENT, event_id TEXT NOT NULL UNIQUE,
+                    name TEXT NOT NULL, app TEXT NOT NULL, user TEXT NOT NULL, event BLOB NOT NULL);
+                INSERT INTO meta VALUES ('shard', 'all'), ('outbox_feed', 'detection-old');
+                INSERT INTO checkpoint VALUES (1, 2, 0, x'7b7d');
+                INSERT INTO inputs VALUES (1, 'tick', 1, '{"tick":{"now":1}}'), (2, 'tick', 2, '{"tick":{"now":2}}'),
+                    (3, 'tick', 3, '{"tick":{"now":3}}'), (4, 'tick', 4, '{"tick":{"now":4}}');
+                INSERT INTO outbox VALUES (7, 'e7', 'tripDidStart', 'app-1', 'a', x'80');
+                DELETE FROM outbox;
+                DELETE FROM inputs WHERE seq <= 2;
+                """)
+        }
+        for again in 0..<2 {  // and again: the move is done once, numbers go on
+            let store = try open()
+            #expect(store.feedID == "detection-old" && store.head == 7 + UInt64(again), "the outbox's positions go on")
+            #expect(try store.inputs(after: 2).map(\.input) == [.tick(now: 3), .tick(now: 4)])
+            #expect(try store.lastInput() == 4 + Int64(again))
+            #expect(try store.loadCheckpoint()?.input == 2)
+            var tables: [String] = []
+            try store.state.statement("SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ('inputs', 'outbox')")
+                .query { tables.append($0.text(0)) }
+            #expect(tables.isEmpty, "the old tables are gone from detection.sqlite")
+            let input = try store.commit(inputs: [.tick(now: 5)], events: [Self.events[again]], at: 5)
+            #expect(input == 5 + Int64(again))
+            #expect(try outboxPositions(store) == [8 + UInt64(again)])
+            try store.database.execute("DELETE FROM inputs WHERE seq > 4; DELETE FROM outbox")
+            store.close()
+        }
+    }
 }

@@ -164,6 +164,8 @@ public final class DetectionService: @unchecked Sendable {
             continueRecovery(loop: loop)
         }
         let failure = reactor.wait()
+        // A checkpoint being written is finished before the data directory is given up.
+        store?.close()
         // Returns only once libzmq has closed the sockets: a listener closed later would unlink the ipc file a new
         // instance bound meanwhile.
         context.terminate()
@@ -639,23 +641,31 @@ public final class DetectionService: @unchecked Sendable {
         var current = checkpointPositions.merging(positionsAtStop) { _, atStop in atStop }
         for journal in journals { if let feed = journal.feed { current[feed] = journal.position } }
         let positions = current
+        guard let store else { return }
         checkpointInFlight = true
         checkpointGeneration += 1
         let generation = checkpointGeneration
         devicesInFlight = changed
-        guard !now else {
-            store(checkpoint: Result { try Self.encode(shared, states: states, leaving: leavingNow, markedOnly: markedNow) },
-                  generation: generation, input: input, positions: positions, devices: changed)
-            return
+        store.checkpoints.started(generation)
+        let time = Date().timeIntervalSince1970
+        let make: @Sendable () throws -> CheckpointWriter.Checkpoint = {
+            let encoded = try Self.encode(shared, states: states, leaving: leavingNow, markedOnly: markedNow)
+            return CheckpointWriter.Checkpoint(input: input, shared: encoded.shared, changedDevices: encoded.devices,
+                                               evictedDevices: encoded.evicted, markedEvicted: encoded.markedOnly,
+                                               positions: positions, time: time)
         }
         let startedAt = MonotonicClock.now()
-        DispatchQueue.global(qos: .utility).async { [self] in
-            let encoded = Result { try Self.encode(shared, states: states, leaving: leavingNow, markedOnly: markedNow) }
-            let encoding = MonotonicClock.now() - startedAt
+        guard !now else {
+            checkpointWritten(store.checkpoints.writeAndWait(generation, make), generation: generation, input: input,
+                              positions: positions, devices: changed, seconds: MonotonicClock.now() - startedAt)
+            return
+        }
+        // Encoded and written on the checkpoint writer's thread: this one goes on reading records and storing events.
+        store.checkpoints.write(generation, make) { [reactor] outcome in
+            let cost = MonotonicClock.now() - startedAt
             reactor.post { [self] _ in
-                let writing = MonotonicClock.now()
-                store(checkpoint: encoded, generation: generation, input: input, positions: positions, devices: changed)
-                let cost = encoding + MonotonicClock.now() - writing
+                checkpointWritten(outcome, generation: generation, input: input, positions: positions, devices: changed,
+                                  seconds: cost)
                 nextCheckpointAllowed = startedAt + Self.checkpointSpacing(cost: cost, devicesLeft: !leavingAll.isEmpty)
             }
         }
@@ -675,32 +685,42 @@ public final class DetectionService: @unchecked Sendable {
         resident > max(1000, 2 * residentAtLast)
     }
 
-    /// Writes an encoded checkpoint (on the reactor thread), unless a later one was started meanwhile (a stop takes
-    /// its own at once, including the devices of the one still being encoded, which must then not be written).
-    private func store(checkpoint encoded: Result<Encoded, any Error>,
-                       generation: Int, input: Int64, positions: [String: UInt64], devices changed: [DeviceID]) {
+    /// A checkpoint was written (`outcome` nil: superseded by a later one, which a stop takes at once with
+    /// everything the earlier one held): what it holds is safe, so the inputs before it can go and ingest may drop
+    /// the records before its positions. One that failed is written again with the next (its inputs are kept).
+    private func checkpointWritten(_ outcome: Result<Void, any Error>?, generation: Int, input: Int64,
+                                   positions: [String: UInt64], devices changed: [DeviceID], seconds: Double) {
         guard generation == checkpointGeneration, let store else { return }
         checkpointInFlight = false
         devicesInFlight = []
         let leaving = evictionsInFlight
         evictionsInFlight = []
         do {
-            let (shared, devices, evictedStates, markedOnly) = try encoded.get()
-            let writing = MonotonicClock.now()
-            try store.writeCheckpoint(input: input, shared: shared, changedDevices: devices, evictedDevices: evictedStates,
-                                      markedEvicted: markedOnly, positions: positions, at: Date().timeIntervalSince1970)
-            log.debug("checkpoint written", ["devices": String(devices.count), "leaving": String(leaving.count),
-                                             "seconds": String(format: "%.4f", MonotonicClock.now() - writing)])
-            evicted.written(leaving)
-            if leaving.count >= 1000 { EvictedDevices.returnFreedMemory() }
-            checkpointInput = input
-            checkpointPositions = positions
-            for journal in journals { if let feed = journal.feed { journal.checkpointed = positions[feed] ?? 0 } }
-            statistics.checkpoints += 1
+            guard let outcome else { throw CheckpointSkipped() }
+            try outcome.get()
         } catch {
             unsavedDevices += changed
             log.error("checkpoint not written (the inputs since the last one are kept)", ["error": "\(error)"])
+            return
         }
+        log.debug("checkpoint written", ["devices": String(changed.count), "leaving": String(leaving.count),
+                                         "seconds": String(format: "%.4f", seconds)])
+        evicted.written(leaving)
+        if leaving.count >= 1000 { EvictedDevices.returnFreedMemory() }
+        checkpointInput = input
+        checkpointPositions = positions
+        for journal in journals { if let feed = journal.feed { journal.checkpointed = positions[feed] ?? 0 } }
+        statistics.checkpoints += 1
+        do {
+            try store.forgetInputs(through: input)
+        } catch {
+            // They are skipped at a restart (the checkpoint holds them) and deleted with the next checkpoint.
+            log.warning("inputs held by the checkpoint not deleted", ["error": "\(error)"])
+        }
+    }
+
+    private struct CheckpointSkipped: Error, CustomStringConvertible {
+        var description: String { "superseded by a later checkpoint before its turn" }
     }
 
     typealias Encoded = (shared: [UInt8], devices: [(DeviceID, [UInt8])], evicted: [(DeviceID, [UInt8])],

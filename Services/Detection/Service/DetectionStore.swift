@@ -5,23 +5,29 @@ import RoadSaveModel
 import Storage
 import Wire
 
-/// detection's own store, `<data-dir>/detection.sqlite`: the last checkpoint of the fleet, the inputs applied since
-/// (so that a restart can re-run them exactly), and the outbox of events the notifier has not yet stored.
+/// detection's own store, in two files of its data directory, so that writing a checkpoint (on a thread of its own,
+/// `CheckpointWriter`) never holds up the commits that let events out:
+/// - `detection.sqlite`: the last checkpoint of the fleet;
+/// - `outbox.sqlite`: the inputs applied since (so that a restart can re-run them exactly), and the outbox of events
+///   the notifier has not yet stored.
 ///
 /// Schema (for an operator with the `sqlite3` shell):
-/// - `meta(key, value)`: `outbox_feed` (the identity of the outbox feed the notifier reads), `shard` (`0/2` or `all`).
-/// - `checkpoint(id = 1, input, taken_at, state)`: the fleet's shared state (JSON) as of input `input`.
-/// - `devices(app, user, state, resident)`: each device's state (JSON) at the checkpoint; only changed devices are
-///   rewritten. `resident` 0: the device was idle and left memory at that checkpoint (`--device-memory-idle`); its
-///   row is read back by primary key when it sends again, and it is not loaded at start.
-/// - `positions(feed, position)`: per ingest journal, the position the checkpoint reflects.
-/// - `inputs(seq, kind, at, body)`: every input applied after the checkpoint, in order (JSON): record ranges of a
-///   journal, platform answers, control commands, clock ticks. Deleted at the next checkpoint.
-/// - `outbox(position, event_id, name, app, user, event)`: events not yet stored by the notifier (`event` is the
-///   MessagePack map of `EventBody`). Deleted when the notifier acknowledges them.
+/// - `detection.sqlite`:
+///   - `meta(key, value)`: `outbox_feed` (the identity of the outbox feed the notifier reads), `shard` (`0/2` or `all`).
+///   - `checkpoint(id = 1, input, taken_at, state)`: the fleet's shared state (JSON) as of input `input`.
+///   - `devices(app, user, state, resident)`: each device's state (JSON) at the checkpoint; only changed devices are
+///     rewritten. `resident` 0: the device was idle and left memory at that checkpoint (`--device-memory-idle`); its
+///     row is read back by primary key when it sends again, and it is not loaded at start.
+///   - `positions(feed, position)`: per ingest journal, the position the checkpoint reflects.
+/// - `outbox.sqlite`:
+///   - `inputs(seq, kind, at, body)`: every input applied, in order (JSON): record ranges of a journal, platform
+///     answers, control commands, clock ticks. Those up to a checkpoint's `input` are deleted once it is written.
+///   - `outbox(position, event_id, name, app, user, event)`: events not yet stored by the notifier (`event` is the
+///     MessagePack map of `EventBody`). Deleted when the notifier acknowledges them.
 ///
 /// A checkpoint and the inputs after it are written in transactions, so what is on disk is always a state plus the
-/// exact inputs that lead from it to the last state whose events left the process.
+/// exact inputs that lead from it to the last state whose events left the process (inputs a checkpoint already
+/// holds may linger until they are deleted; a restart skips them).
 final class DetectionStore: FeedSource {
     struct Checkpoint {
         var input: Int64
@@ -31,39 +37,50 @@ final class DetectionStore: FeedSource {
         var positions: [String: UInt64]
     }
 
+    /// `outbox.sqlite`: inputs and the outbox (the reactor thread's).
     let database: SQLiteDatabase
+    /// `detection.sqlite`, read on the reactor thread (checkpoint at start, devices out of memory).
+    let state: SQLiteDatabase
+    /// Writes checkpoints into `detection.sqlite`.
+    let checkpoints: CheckpointWriter
     let feedID: String
     private(set) var head: UInt64 = 0
     /// The notifier's last acknowledgement (everything up to it is deleted).
     private(set) var acknowledgedPosition: UInt64 = 0
 
     init(directory: String, shard: String) throws {
-        let database = try SQLiteDatabase(path: DataDirectory.file("detection.sqlite", in: directory))
+        let statePath = DataDirectory.file("detection.sqlite", in: directory)
+        let state = try SQLiteDatabase(path: statePath)
+        let database = try SQLiteDatabase(path: DataDirectory.file("outbox.sqlite", in: directory))
+        self.state = state
         self.database = database
-        try database.execute("""
+        try state.execute("""
             CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
             CREATE TABLE IF NOT EXISTS checkpoint(id INTEGER PRIMARY KEY CHECK (id = 1), input INTEGER NOT NULL,
                 taken_at REAL NOT NULL, state BLOB NOT NULL);
             CREATE TABLE IF NOT EXISTS devices(app TEXT NOT NULL, user TEXT NOT NULL, state BLOB NOT NULL,
                 resident INTEGER NOT NULL DEFAULT 1, PRIMARY KEY (app, user)) WITHOUT ROWID;
             CREATE TABLE IF NOT EXISTS positions(feed TEXT PRIMARY KEY, position INTEGER NOT NULL);
+            """)
+        try database.execute("""
             CREATE TABLE IF NOT EXISTS inputs(seq INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL, at REAL NOT NULL,
                 body TEXT NOT NULL);
             CREATE TABLE IF NOT EXISTS outbox(position INTEGER PRIMARY KEY AUTOINCREMENT, event_id TEXT NOT NULL UNIQUE,
                 name TEXT NOT NULL, app TEXT NOT NULL, user TEXT NOT NULL, event BLOB NOT NULL);
             """)
+        try Self.moveInputsAndOutbox(from: state, to: DataDirectory.file("outbox.sqlite", in: directory))
         // A store written before eviction existed: every device in it was in memory.
         var hasResident = false
-        try database.statement("PRAGMA table_info(devices)").query { row in
+        try state.statement("PRAGMA table_info(devices)").query { row in
             if row.text(1) == "resident" { hasResident = true }
         }
-        if !hasResident { try database.execute("ALTER TABLE devices ADD COLUMN resident INTEGER NOT NULL DEFAULT 1") }
+        if !hasResident { try state.execute("ALTER TABLE devices ADD COLUMN resident INTEGER NOT NULL DEFAULT 1") }
         func meta(_ key: String) throws -> String? {
             var value: String?
-            try database.statement("SELECT value FROM meta WHERE key = ?").query(key) { value = $0.text(0) }
+            try state.statement("SELECT value FROM meta WHERE key = ?").query(key) { value = $0.text(0) }
             return value
         }
-        let setMeta = try database.statement("INSERT INTO meta(key, value) VALUES (?, ?)")
+        let setMeta = try state.statement("INSERT INTO meta(key, value) VALUES (?, ?)")
         if let stored = try meta("shard") {
             guard stored == shard else {
                 throw StorageError(code: -1, message: "\(directory) holds the state of detection shard \(stored), not \(shard): give each shard its own --data-dir")
@@ -78,20 +95,45 @@ final class DetectionStore: FeedSource {
             try setMeta.run("outbox_feed", feedID)
         }
         head = UInt64(try database.integer("SELECT seq FROM sqlite_sequence WHERE name = 'outbox'") ?? 0)
+        checkpoints = try CheckpointWriter(path: statePath)
+    }
+
+    /// A store of one file (before checkpoints were written off the reactor thread): its inputs and outbox move to
+    /// `outbox.sqlite`, with their sequence numbers (positions the notifier knows, inputs a checkpoint names). Each
+    /// file's part is a transaction; a move cut short is done again at the next start (rows already moved are kept).
+    private static func moveInputsAndOutbox(from state: SQLiteDatabase, to outboxPath: String) throws {
+        var oldTables: [String] = []
+        try state.statement("SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ('inputs', 'outbox')")
+            .query { oldTables.append($0.text(0)) }
+        guard !oldTables.isEmpty else { return }
+        try state.statement("ATTACH DATABASE ? AS moved").run(outboxPath)
+        defer { try? state.execute("DETACH DATABASE moved") }
+        try state.transaction {
+            for table in oldTables.sorted() {
+                try state.execute("""
+                    INSERT OR IGNORE INTO moved.\(table) SELECT * FROM main.\(table);
+                    DELETE FROM moved.sqlite_sequence WHERE name = '\(table)';
+                    INSERT INTO moved.sqlite_sequence(name, seq) SELECT name, seq FROM main.sqlite_sequence WHERE name = '\(table)';
+                    """)
+            }
+        }
+        try state.transaction {
+            for table in oldTables { try state.execute("DROP TABLE main.\(table)") }
+        }
     }
 
     // MARK: Checkpoints
 
     func loadCheckpoint() throws -> Checkpoint? {
         var checkpoint: Checkpoint?
-        try database.statement("SELECT input, state FROM checkpoint WHERE id = 1").query { row in
+        try state.statement("SELECT input, state FROM checkpoint WHERE id = 1").query { row in
             checkpoint = Checkpoint(input: row.integer(0), shared: row.blob(1), devices: [], positions: [:])
         }
         guard var found = checkpoint else { return nil }
-        try database.statement("SELECT app, user, state FROM devices WHERE resident = 1").query { row in
+        try state.statement("SELECT app, user, state FROM devices WHERE resident = 1").query { row in
             found.devices.append((DeviceID(app: row.text(0), user: row.text(1)), row.blob(2)))
         }
-        try database.statement("SELECT feed, position FROM positions").query { row in
+        try state.statement("SELECT feed, position FROM positions").query { row in
             found.positions[row.text(0)] = row.unsigned(1)
         }
         return found
@@ -104,53 +146,54 @@ final class DetectionStore: FeedSource {
         var encode: @Sendable () throws -> [UInt8]
     }
 
-    /// Writes a checkpoint reflecting every input up to `input`, and forgets those inputs: one transaction.
-    /// `evictedDevices` left memory at this checkpoint (their state as of `input`), as did `markedEvicted` (their
-    /// rows are current); `changedDevices` are in memory.
+    /// Writes a checkpoint reflecting every input up to `input` (after any being written), and forgets those
+    /// inputs. `evictedDevices` left memory at this checkpoint (their state as of `input`), as did `markedEvicted`
+    /// (their rows are current); `changedDevices` are in memory. The service writes its checkpoints through
+    /// `checkpoints` so as not to wait; this waits (a stop, tests).
     func writeCheckpoint(input: Int64, shared: [UInt8], changedDevices: [(DeviceID, [UInt8])],
                          evictedDevices: [(DeviceID, [UInt8])] = [], markedEvicted: [MarkedEviction] = [],
-                         positions: [String: UInt64], at time: Double) throws {
-        try database.transaction {
-            let evicted = try database.statement(
-                "INSERT OR REPLACE INTO devices(app, user, state, resident) VALUES (?, ?, ?, 0)")
-            for (id, state) in evictedDevices { try evicted.run(id.app, id.user, state) }
-            let mark = try database.statement("UPDATE devices SET resident = 0 WHERE app = ? AND user = ?")
-            for marked in markedEvicted {
-                try mark.run(marked.device.app, marked.device.user)
-                if database.changes == 0 { try evicted.run(marked.device.app, marked.device.user, try marked.encode()) }
-            }
-            let device = try database.statement(
-                "INSERT OR REPLACE INTO devices(app, user, state, resident) VALUES (?, ?, ?, 1)")
-            for (id, state) in changedDevices { try device.run(id.app, id.user, state) }
-            try database.statement("INSERT OR REPLACE INTO checkpoint(id, input, taken_at, state) VALUES (1, ?, ?, ?)")
-                .run(input, time, shared)
-            let position = try database.statement("INSERT OR REPLACE INTO positions(feed, position) VALUES (?, ?)")
-            for (feed, value) in positions { try position.run(feed, value) }
-            try database.statement("DELETE FROM inputs WHERE seq <= ?").run(input)
-        }
+                         positions: [String: UInt64], at time: Double, generation: Int = .max) throws {
+        let checkpoint = CheckpointWriter.Checkpoint(input: input, shared: shared, changedDevices: changedDevices,
+                                                     evictedDevices: evictedDevices, markedEvicted: markedEvicted,
+                                                     positions: positions, time: time)
+        checkpoints.started(generation)
+        try checkpoints.writeAndWait(generation) { checkpoint }?.get()
+        try forgetInputs(through: input)
+    }
+
+    /// Deletes the inputs a written checkpoint holds.
+    func forgetInputs(through input: Int64) throws {
+        try database.statement("DELETE FROM inputs WHERE seq <= ?").run(input)
+    }
+
+    /// Closes both files (the checkpoint writer's connection after what it is writing).
+    func close() {
+        checkpoints.close()
+        state.close()
+        database.close()
     }
 
     // MARK: Devices out of memory
 
     /// Every device that left memory (for the index that spares a lookup for devices never seen).
     func forEachEvictedDevice(_ body: (DeviceID) -> Void) throws {
-        try database.statement("SELECT app, user FROM devices WHERE resident = 0").query { row in
+        try state.statement("SELECT app, user FROM devices WHERE resident = 0").query { row in
             body(DeviceID(app: row.text(0), user: row.text(1)))
         }
     }
 
     /// The state of a device that left memory (a primary-key lookup), nil if it did not.
     func evictedState(of device: DeviceID) throws -> [UInt8]? {
-        var state: [UInt8]?
-        try database.statement("SELECT state FROM devices WHERE app = ? AND user = ? AND resident = 0")
-            .query(device.app, device.user) { state = $0.blob(0) }
-        return state
+        var found: [UInt8]?
+        try state.statement("SELECT state FROM devices WHERE app = ? AND user = ? AND resident = 0")
+            .query(device.app, device.user) { found = $0.blob(0) }
+        return found
     }
 
     /// The devices of an application that left memory, with their states (a command for every device of it).
     func evictedStates(app: String) throws -> [(DeviceID, [UInt8])] {
         var states: [(DeviceID, [UInt8])] = []
-        try database.statement("SELECT user, state FROM devices WHERE app = ? AND resident = 0 ORDER BY user")
+        try state.statement("SELECT user, state FROM devices WHERE app = ? AND resident = 0 ORDER BY user")
             .query(app) { states.append((DeviceID(app: app, user: $0.text(0)), $0.blob(1))) }
         return states
     }
