@@ -345,9 +345,6 @@ public final class Journal: FeedSource {
         return FeedBatch(items: items, to: to)
     }
 
-    /// Notes what the consumer has checkpointed; saved to the `consumers` table by the next `enforceRetention()` (a
-    /// restart in between only makes retention keep more). A consumer counting shards differently is not noted: its
-    /// reads fail, and it protects nothing.
     /// Where each device's records end in the journal (`FeedRequest.watch`): the position of the last chunk stored
     /// with them since the journal was opened, else the head when the device was loaded or admitted; for a device
     /// not known, the head (nothing can be told of it).
@@ -355,6 +352,9 @@ public final class Journal: FeedSource {
         devices.map { self.devices.lastPosition($0) ?? head }
     }
 
+    /// Notes what the consumer has checkpointed; saved to the `consumers` table by the next `enforceRetention()` (a
+    /// restart in between only makes retention keep more). A consumer counting shards differently is not noted: its
+    /// reads fail, and it protects nothing.
     public func acknowledged(_ request: FeedRequest) {
         if let requested = request.shards, requested != shards { return }
         let consumer = JournalConsumer(name: request.consumer, shard: request.shard, shards: request.shards,
@@ -509,7 +509,6 @@ public final class Journal: FeedSource {
         var format: String
     }
 
-    /// Creates the tables on first use and reads (or, the first time, writes) `meta`, in one transaction.
     /// Most records read at opening to find where known devices' records end (`findLastPositions`): about a
     /// second's work.
     public static let positionScanRecords = 2_000_000
@@ -551,6 +550,7 @@ public final class Journal: FeedSource {
             }
     }
 
+    /// Creates the tables on first use and reads (or, the first time, writes) `meta`, in one transaction.
     private static func prepare(_ database: SQLiteDatabase, shards: Int, now: Double) throws -> Meta {
         try database.transaction {
             try database.execute("""
