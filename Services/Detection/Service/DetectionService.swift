@@ -671,15 +671,15 @@ public final class DetectionService: @unchecked Sendable {
 
     /// Encodes a checkpoint (off the reactor thread). `markedOnly`: devices leaving memory whose stored row is
     /// current; each carries a way to encode its state, for a row that turns out to be missing.
-    private static func encode(_ shared: FleetSharedState, states: [FleetDeviceState], leaving: [FleetDeviceState],
-                               markedOnly: [FleetDeviceState]) throws -> Encoded {
+    private static func encode(_ shared: FleetSharedState, states: [FleetDeviceState], leaving: [EvictedState],
+                               markedOnly: [EvictedState]) throws -> Encoded {
         // Key order is the order the types encode their fields in: stable without sorting (which took about 4 % of
         // detection's samples while many devices left memory).
         let encoder = JSONEncoder()
         let devices = try states.map { ($0.device, Array(try encoder.encode($0))) }
-        let evictedStates = try leaving.map { ($0.device, Array(try encoder.encode($0))) }
-        let marked = markedOnly.map { state in
-            DetectionStore.MarkedEviction(device: state.device) { Array(try JSONEncoder().encode(state)) }
+        let evictedStates = try leaving.map { ($0.device, Array(try encoder.encode($0.state))) }
+        let marked = markedOnly.map { evicted in
+            DetectionStore.MarkedEviction(device: evicted.device) { Array(try JSONEncoder().encode(evicted.state)) }
         }
         return (Array(try encoder.encode(shared)), devices, evictedStates, marked)
     }
