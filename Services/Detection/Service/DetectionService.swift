@@ -615,14 +615,23 @@ public final class DetectionService: @unchecked Sendable {
             return
         }
         let startedAt = MonotonicClock.now()
+        // Counts, not the lists: the closure writing the checkpoint keeps what it holds until it has run.
+        let devicesLeft = !leavingAll.isEmpty
+        let (changedCount, encodedCount, markedCount) = (states.count, leavingNow.count, markedNow.count)
         DispatchQueue.global(qos: .utility).async { [self] in
             let encoded = Result { try Self.encode(shared, states: states, leaving: leavingNow, markedOnly: markedNow) }
             let encoding = MonotonicClock.now() - startedAt
             reactor.post { [self] _ in
                 let writing = MonotonicClock.now()
                 store(checkpoint: encoded, generation: generation, input: input, positions: positions, devices: changed)
-                let cost = encoding + MonotonicClock.now() - writing
-                nextCheckpointAllowed = startedAt + Self.checkpointSpacing(cost: cost, devicesLeft: !leavingAll.isEmpty)
+                let written = MonotonicClock.now()
+                nextCheckpointAllowed = startedAt + Self.checkpointSpacing(cost: encoding + written - writing,
+                                                                           devicesLeft: devicesLeft)
+                // What sizes a checkpoint (and detection's memory between two), for tuning at scale.
+                log.debug("checkpoint", ["resident": String(fleet.residentCount), "changed": String(changedCount),
+                                         "leavingEncoded": String(encodedCount), "leavingMarked": String(markedCount),
+                                         "encodeSeconds": String(format: "%.3f", encoding),
+                                         "writeSeconds": String(format: "%.3f", written - writing)])
             }
         }
     }
@@ -655,7 +664,7 @@ public final class DetectionService: @unchecked Sendable {
             try store.writeCheckpoint(input: input, shared: shared, changedDevices: devices, evictedDevices: evictedStates,
                                       markedEvicted: markedOnly, positions: positions, at: Date().timeIntervalSince1970)
             evicted.written(leaving)
-            if leaving.count >= 1000 { EvictedDevices.returnFreedMemory() }
+            if leaving.count >= 1000 { returnFreedMemorySoon() }
             checkpointInput = input
             checkpointPositions = positions
             for journal in journals { if let feed = journal.feed { journal.checkpointed = positions[feed] ?? 0 } }
@@ -664,6 +673,14 @@ public final class DetectionService: @unchecked Sendable {
             unsavedDevices += changed
             log.error("checkpoint not written (the inputs since the last one are kept)", ["error": "\(error)"])
         }
+    }
+
+    /// The states of a large eviction are freed only once the checkpoint's closures (the one writing it, which
+    /// calls `store(checkpoint:)`, and the encoding one) have let go of them: the heap is trimmed a moment later.
+    /// Trimmed inside `store(checkpoint:)`, nothing was free yet, and the heap kept the pages of every state that
+    /// left until the next large eviction (664 MiB settled with 327 devices in memory, 400,000 known).
+    private func returnFreedMemorySoon() {
+        _ = loop?.schedule(after: 0.2) { EvictedDevices.returnFreedMemory() }
     }
 
     typealias Encoded = (shared: [UInt8], devices: [(DeviceID, [UInt8])], evicted: [(DeviceID, [UInt8])],
