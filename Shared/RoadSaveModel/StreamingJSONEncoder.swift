@@ -33,7 +33,9 @@ public struct StreamingJSONEncoder {
         try encoder.encodeValue(value)
         writer.close(toDepth: 0)
         guard !writer.failed else { throw Unsupported() }
-        return writer.bytes
+        // Many results are kept at once (a checkpoint's rows until written): none with a grown buffer's spare half.
+        let bytes = writer.bytes
+        return bytes.capacity - bytes.count > 256 ? Array(bytes[...]) : bytes
     }
 }
 
