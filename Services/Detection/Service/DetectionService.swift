@@ -693,9 +693,11 @@ public final class DetectionService: @unchecked Sendable {
         // One encoder for the whole checkpoint: the devices of an application repeat its settings.
         let encoder = StreamingJSONEncoder(reusing: DetectionSettings.self)
         let devices = try states.map { ($0.device, try checkpointJSON($0, encoder)) }
-        let evictedStates = try leaving.map { ($0.device, try checkpointJSON($0.state, encoder)) }
+        let evictedStates = try leaving.map { evicted in
+            (evicted.device, try evicted.encodedRow { try checkpointJSON($0, encoder) })
+        }
         let marked = markedOnly.map { evicted in
-            DetectionStore.MarkedEviction(device: evicted.device) { try checkpointJSON(evicted.state) }
+            DetectionStore.MarkedEviction(device: evicted.device) { try evicted.encodedRow { try checkpointJSON($0) } }
         }
         return (try checkpointJSON(shared, encoder), devices, evictedStates, marked)
     }

@@ -19,6 +19,7 @@ struct EvictedDevices {
     /// Boxed: a bucket holding the 560 inline bytes of a state, at the table's load factor, cost ~1 KB a device
     /// (155 MB for one checkpoint of 100,000 devices leaving, measured with heaptrack) where a reference costs 8.
     private(set) var unsaved: [DeviceID: EvictedState] = [:]
+    private let unsavedLock = NSLock()
     /// Devices of `unsaved` whose state the store has already (unchanged since a checkpoint wrote it): their row
     /// needs only to be marked out of memory, not encoded and written again.
     private(set) var storedAlready: Set<DeviceID> = []
@@ -41,7 +42,7 @@ struct EvictedDevices {
     /// States that have just left the fleet (not yet written); `storedAlready`: those whose state the store has.
     mutating func left(_ states: [FleetDeviceState], storedAlready stored: Set<DeviceID> = []) {
         for state in states {
-            unsaved[state.device] = EvictedState(state)
+            unsaved[state.device] = EvictedState(state, lock: unsavedLock)
             index.insert(state.device.hashValue)
             if stored.contains(state.device) { storedAlready.insert(state.device) } else { storedAlready.remove(state.device) }
         }
@@ -64,7 +65,7 @@ struct EvictedDevices {
         if let evicted = unsaved.removeValue(forKey: device) {
             storedAlready.remove(device)
             restores += 1
-            return evicted.state
+            return try evicted.state()
         }
         guard index.contains(device.hashValue), let store else { return nil }
         guard let bytes = try store.evictedState(of: device) else {
@@ -78,7 +79,7 @@ struct EvictedDevices {
     /// Every device of `app` that left memory (a command addressing the whole application), in user order.
     mutating func takeBack(app: String, from store: DetectionStore?) throws -> [FleetDeviceState] {
         var states: [DeviceID: FleetDeviceState] = [:]
-        for (device, evicted) in unsaved where device.app == app { states[device] = evicted.state }
+        for (device, evicted) in unsaved where device.app == app { states[device] = try evicted.state() }
         for device in states.keys {
             unsaved.removeValue(forKey: device)
             storedAlready.remove(device)
