@@ -65,7 +65,7 @@ import Testing
     final class Outcomes: @unchecked Sendable {
         private let lock = NSLock()
         private var all: [(generation: Int, written: Bool?)] = []
-        func add(_ generation: Int, _ outcome: Result<Void, any Error>?) {
+        func add(_ generation: Int, _ outcome: Result<CheckpointWriter.Timing, any Error>?) {
             lock.withLock { all.append((generation, outcome.map { (try? $0.get()) != nil })) }
         }
         var list: [(generation: Int, written: Bool?)] { lock.withLock { all } }

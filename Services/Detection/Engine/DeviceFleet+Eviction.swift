@@ -54,11 +54,22 @@ extension DeviceFleet {
         }
         guard let changedDevices else { return [] }
         devices.removeLast(devices.count - write)
+        releaseSpareCapacity()
         wakeTimes.needsFullRefresh = true  // slots moved
         // An evicted device's latest state is the value returned: it need not be written again as changed.
         changed.removeAll()
         for slot in changedDevices.compactMap({ slot(of: $0) }).sorted() { changed.insert(slot) }
         return evicted
+    }
+
+    /// An array keeps its capacity when it shrinks: after a large eviction the fleet's would hold the peak's slots
+    /// (560 inline bytes each) for good. Copied into an array of the size needed once most of it is spare.
+    mutating func releaseSpareCapacity() {
+        guard devices.capacity > 4 * max(devices.count, 1024) else { return }
+        var compact: [FleetDeviceState] = []
+        compact.reserveCapacity(devices.count)
+        compact.append(contentsOf: devices)
+        devices = compact
     }
 
     /// Whether the device's state is in memory (false for a device never met, or one taken out by `evictIdle`).

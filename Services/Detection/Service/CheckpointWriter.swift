@@ -1,6 +1,7 @@
 import Foundation
 import RoadSaveModel
 import Storage
+import ZeroMQ
 
 /// Writes detection's checkpoints into `detection.sqlite` on a thread of its own, with a connection of its own: the
 /// reactor thread goes on reading records and storing events meanwhile. Writing a checkpoint of 2,000 devices took
@@ -28,6 +29,12 @@ final class CheckpointWriter: @unchecked Sendable {
         var time: Double
     }
 
+    /// Seconds a checkpoint took to encode and to write.
+    struct Timing: Sendable {
+        var encoding: Double
+        var writing: Double
+    }
+
     init(path: String) throws {
         database = try SQLiteDatabase(path: path)
     }
@@ -40,12 +47,12 @@ final class CheckpointWriter: @unchecked Sendable {
     /// Encodes (`make`) and writes checkpoint `generation` after those before it, off the caller's thread. `done`
     /// gets how it went (on the writer's thread), nil when it was superseded and not written.
     func write(_ generation: Int, _ make: @escaping @Sendable () throws -> Checkpoint,
-               done: @escaping @Sendable (Result<Void, any Error>?) -> Void) {
+               done: @escaping @Sendable (Result<Timing, any Error>?) -> Void) {
         queue.async { done(self.writeInTurn(generation, make)) }
     }
 
     /// The same, returning when it is written (a stop, tests).
-    func writeAndWait(_ generation: Int, _ make: () throws -> Checkpoint) -> Result<Void, any Error>? {
+    func writeAndWait(_ generation: Int, _ make: () throws -> Checkpoint) -> Result<Timing, any Error>? {
         queue.sync { writeInTurn(generation, make) }
     }
 
@@ -53,9 +60,15 @@ final class CheckpointWriter: @unchecked Sendable {
         queue.sync { database.close() }
     }
 
-    private func writeInTurn(_ generation: Int, _ make: () throws -> Checkpoint) -> Result<Void, any Error>? {
+    private func writeInTurn(_ generation: Int, _ make: () throws -> Checkpoint) -> Result<Timing, any Error>? {
         guard lock.withLock({ generation >= newest }) else { return nil }
-        return Result { try write(try make()) }
+        return Result {
+            let started = MonotonicClock.now()
+            let checkpoint = try make()
+            let encoded = MonotonicClock.now()
+            try write(checkpoint)
+            return Timing(encoding: encoded - started, writing: MonotonicClock.now() - encoded)
+        }
     }
 
     /// One transaction: the checkpoint reflects every input up to `checkpoint.input`. Devices leaving memory get
