@@ -89,8 +89,6 @@ public final class DetectionService: @unchecked Sendable {
     /// A checkpoint that took `cost` seconds (encoding and writing) is followed by the next no sooner than
     /// `cost × checkpointCostShare` after it started, whatever --checkpoint-interval says (see `checkpointSpacing`).
     static let checkpointCostShare = 20.0
-    /// Devices taken out of the fleet at a time at a checkpoint (each batch scans the fleet once).
-    static let evictionBatch = 10_000
     private var nextCheckpointAllowed = 0.0
     /// Devices in memory after the last checkpoint's evictions (see `checkpointDue`).
     private var residentAtLastCheckpoint = 0
@@ -583,15 +581,9 @@ public final class DetectionService: @unchecked Sendable {
         let unsaved = Set(unsavedDevices)
         // Idle devices leave memory with this checkpoint (their states are written in its transaction).
         if configuration.deviceMemoryIdle > 0 {
-            // In batches: the states come out as an array of their 560 inline bytes each, next to the boxes they go
-            // into (`EvictedState`); a hundred thousand leaving at once made that a passing 100 MB.
-            let now = Date().timeIntervalSince1970
-            while true {
-                let states = fleet.evictIdle(idle: configuration.deviceMemoryIdle, now: now, limit: Self.evictionBatch)
-                // Unchanged since a checkpoint wrote them, unless that write failed.
-                evicted.left(states, storedAlready: fleet.lastEvictedUnchanged.filter { !unsaved.contains($0) })
-                if states.count < Self.evictionBatch { break }
-            }
+            let states = fleet.evictIdle(idle: configuration.deviceMemoryIdle, now: Date().timeIntervalSince1970)
+            // Unchanged since a checkpoint wrote them, unless that write failed.
+            evicted.left(states, storedAlready: fleet.lastEvictedUnchanged.filter { !unsaved.contains($0) })
         }
         residentAtLastCheckpoint = fleet.residentCount
         guard lastInput > checkpointInput || fleet.hasChangedDevices || !unsavedDevices.isEmpty
