@@ -168,21 +168,6 @@ final class DetectionStore: FeedSource {
         var encode: @Sendable () throws -> [UInt8]
     }
 
-    /// Writes a checkpoint reflecting every input up to `input` (after any being written), and forgets those
-    /// inputs. `evictedDevices` left memory at this checkpoint (their state as of `input`), as did `markedEvicted`
-    /// (their rows are current); `changedDevices` are in memory. The service writes its checkpoints through
-    /// `checkpoints` so as not to wait; this waits (a stop, tests).
-    func writeCheckpoint(input: Int64, shared: [UInt8], changedDevices: [(DeviceID, [UInt8])],
-                         evictedDevices: [(DeviceID, [UInt8])] = [], markedEvicted: [MarkedEviction] = [],
-                         positions: [String: UInt64], at time: Double, generation: Int = .max) throws {
-        let checkpoint = CheckpointWriter.Checkpoint(input: input, shared: shared, changedDevices: changedDevices,
-                                                     evictedDevices: evictedDevices, markedEvicted: markedEvicted,
-                                                     positions: positions, time: time)
-        checkpoints.started(generation)
-        _ = try checkpoints.writeAndWait(generation) { checkpoint }?.get()
-        try forgetInputs(through: input)
-    }
-
     /// Deletes the inputs a written checkpoint holds.
     func forgetInputs(through input: Int64) throws {
         try database.statement("DELETE FROM inputs WHERE seq <= ?").run(input)
