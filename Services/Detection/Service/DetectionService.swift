@@ -599,8 +599,9 @@ public final class DetectionService: @unchecked Sendable {
     }
 
     /// Takes a checkpoint: the fleet's changed devices and shared state with the journal positions, after which the
-    /// inputs before it are forgotten. The fleet is a value, so a copy is encoded on another thread while this one
-    /// goes on; the rows are written back here (the store belongs to this thread). `now` encodes in place (at stop).
+    /// inputs before it are forgotten. The states are values, so copies are encoded and written by the checkpoint
+    /// writer (`CheckpointWriter`, a thread and a connection of its own) while this thread goes on; what is written
+    /// is taken into account here (`checkpointWritten`). `now` waits for the write (at stop).
     private func checkpoint(now: Bool = false) {
         guard store != nil, !checkpointInFlight else { return }
         // Under load, every device changes between checkpoints and encoding them all is real work on a machine whose
