@@ -193,15 +193,7 @@ public struct DeviceFleet: Sendable {
     /// device's timers (stop delay, crash decisions) fire when its event time, run on by the clock since its last
     /// record, reaches them. Devices are visited in the order they were met.
     public mutating func tick(now: Double) -> [FleetAction] {
-        var actions: [FleetAction] = []
-        lastTickChangedState = false
-        refreshWakeTimes()
-        // Only the devices whose wake time has come: visiting every device's state ten times a second took most
-        // of detection's time with a hundred thousand devices in memory.
-        for slot in devices.indices where wakeTimes.times[slot] <= now {
-            tick(slot: slot, now: now, into: &actions)
-        }
-        return actions
+        tick(now: now, slots: devices.indices)
     }
 
     /// `tick(now:)` for `only` these devices (in the order met, as `tick`): the shell, behind on its journals, has
@@ -209,10 +201,16 @@ public struct DeviceFleet: Sendable {
     /// deadlines (a crash decision, a trip's end) need not wait for the rest of the backlog. Devices not in memory
     /// or not due are passed over.
     public mutating func tick(now: Double, only: [DeviceID]) -> [FleetAction] {
+        tick(now: now, slots: Set(only.compactMap { slot(of: $0) }).sorted())
+    }
+
+    /// The tick of the devices in `slots` (ascending).
+    private mutating func tick(now: Double, slots: some Sequence<Int>) -> [FleetAction] {
         var actions: [FleetAction] = []
         lastTickChangedState = false
         refreshWakeTimes()
-        let slots = Set(only.compactMap { slot(of: $0) }).sorted()
+        // Only the devices whose wake time has come: visiting every device's state ten times a second took most
+        // of detection's time with a hundred thousand devices in memory.
         for slot in slots where wakeTimes.times[slot] <= now {
             tick(slot: slot, now: now, into: &actions)
         }
@@ -226,31 +224,37 @@ public struct DeviceFleet: Sendable {
         var due: [DeviceID] = []
         for slot in devices.indices where wakeTimes.times[slot] <= now {
             guard due.count < limit else { break }
-            let release = devices[slot].ordering.bufferedCount > 0
-                && devices[slot].lastArrival.map { now - $0 >= options.idleFlush } == true
-            let timer = devices[slot].lastEventTime != nil
-                && devices[slot].session.nextDeadlineInPlace().map { $0 <= devices[slot].eventTime(now: now) } == true
-            if release || timer { due.append(devices[slot].device) }
+            if releaseDue(slot, now: now) || timerDue(slot, now: now) { due.append(devices[slot].device) }
         }
         return due
+    }
+
+    /// Whether the device's reorder buffer is released at `now`: it holds records and has been quiet `idleFlush`.
+    private func releaseDue(_ slot: Int, now: Double) -> Bool {
+        guard devices[slot].ordering.bufferedCount > 0, let arrival = devices[slot].lastArrival else { return false }
+        return now - arrival >= options.idleFlush
+    }
+
+    /// Whether a timer of the device is due at `now`, its event time run on by the clock.
+    private mutating func timerDue(_ slot: Int, now: Double) -> Bool {
+        guard devices[slot].lastEventTime != nil, let first = devices[slot].session.nextDeadlineInPlace() else {
+            return false
+        }
+        return first <= devices[slot].eventTime(now: now)
     }
 
     /// One device's part of a tick: its reorder buffer released after `idleFlush` of quiet, then its timers up to
     /// its event time run on by the clock.
     private mutating func tick(slot: Int, now: Double, into actions: inout [FleetAction]) {
-        if devices[slot].ordering.bufferedCount > 0, let arrival = devices[slot].lastArrival,
-           now - arrival >= options.idleFlush {
+        if releaseDue(slot, now: now) {
             changed.insert(slot)
             lastTickChangedState = true
             for record in devices[slot].ordering.flush() { apply(record, slot: slot, into: &actions) }
         }
-        guard devices[slot].lastEventTime != nil, let first = devices[slot].session.nextDeadlineInPlace() else {
-            return
-        }
-        let eventNow = devices[slot].eventTime(now: now)
-        guard first <= eventNow else { return }
+        guard timerDue(slot, now: now) else { return }
         changed.insert(slot)
         lastTickChangedState = true
+        let eventNow = devices[slot].eventTime(now: now)
         var previous: Double?
         while let deadline = devices[slot].session.nextDeadline, deadline <= eventNow, deadline != previous {
             previous = deadline

@@ -58,8 +58,9 @@ final class DetectionStore: FeedSource {
 
     init(directory: String, shard: String) throws {
         let statePath = DataDirectory.file("detection.sqlite", in: directory)
+        let outboxPath = DataDirectory.file("outbox.sqlite", in: directory)
         let state = try SQLiteDatabase(path: statePath)
-        let database = try SQLiteDatabase(path: DataDirectory.file("outbox.sqlite", in: directory))
+        let database = try SQLiteDatabase(path: outboxPath)
         self.state = state
         self.database = database
         try state.execute("""
@@ -75,7 +76,7 @@ final class DetectionStore: FeedSource {
             CREATE TABLE IF NOT EXISTS outbox(position INTEGER PRIMARY KEY AUTOINCREMENT, event_id TEXT NOT NULL UNIQUE,
                 name TEXT NOT NULL, app TEXT NOT NULL, user TEXT NOT NULL, event BLOB NOT NULL);
             """)
-        try Self.moveInputsAndOutbox(from: state, to: DataDirectory.file("outbox.sqlite", in: directory))
+        try Self.moveInputsAndOutbox(from: state, to: outboxPath)
         // A store written before eviction existed: every device in it was in memory.
         var hasResident = false
         try state.statement("PRAGMA table_info(devices)").query { row in
