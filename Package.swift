@@ -23,6 +23,8 @@ let package = Package(
         .systemLibrary(name: "CSodium", path: "Shared/CSodium"),
         // SQLite from Debian's libsqlite3-dev: the journal, checkpoints and outboxes.
         .systemLibrary(name: "CSQLite", path: "Shared/CSQLite"),
+        // zstd from Debian's libzstd-dev: detection's device rows, compressed against a dictionary.
+        .systemLibrary(name: "CZstd", path: "Shared/CZstd"),
         // Process control that Glibc's Swift module does not reach (the parent-death signal).
         .target(name: "CProcessControl", path: "Shared/CProcessControl"),
         // SQLite in Swift: one connection per owning thread, prepared statements kept, WAL.
@@ -48,7 +50,7 @@ let package = Package(
         // detection's service shell around the engines.
         .target(name: "DetectionService",
                 dependencies: ["DetectionEngine", "PlatformHTTP", "RoadSaveModel", "ServiceKit", "Wire", "ZeroMQ", "Storage",
-                               "Feeds"],
+                               "Feeds", "CZstd"],
                 path: "Services/Detection/Service"),
         // notifier's service shell around the sinks.
         .target(name: "NotifierService",

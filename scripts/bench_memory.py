@@ -75,7 +75,7 @@ def run_fleet(options, fleet, idle_seconds, directory, label):
                               "--max-devices-per-app", str(2 * (options.devices + options.active))])
     detect = start("detect", ["--records-endpoint", endpoint["records"], "--control-endpoint", endpoint["control"],
                               "--events-endpoint", endpoint["events"], "--checkpoint-interval", str(options.checkpoint),
-                              "--device-memory-idle", str(idle_seconds)], {"ROADSAVE_LOG_LEVEL": "info"})
+                              "--device-memory-idle", str(idle_seconds)], {"ROADSAVE_LOG_LEVEL": os.environ.get("DETECT_LOG", "info")})
     wait_listening([endpoint["gateway"], endpoint["records"], endpoint["control"]])
     sampler = Sampler(detect.pid)
     sampler.start()

@@ -11,7 +11,7 @@ command -v make >/dev/null 2>&1 || missing+=(make)
 # C libraries bound through SwiftPM system-library targets (Shared/C*); the sqlite3 shell lets operators and tests look
 # inside the journal and the stores.
 command -v sqlite3 >/dev/null 2>&1 || missing+=(sqlite3)
-for header in zmq.h:libzmq3-dev msgpack.h:libmsgpack-dev sodium.h:libsodium-dev sqlite3.h:libsqlite3-dev; do
+for header in zmq.h:libzmq3-dev msgpack.h:libmsgpack-dev sodium.h:libsodium-dev sqlite3.h:libsqlite3-dev zstd.h:libzstd-dev; do
   [ -f "/usr/include/${header%%:*}" ] || missing+=("${header#*:}")
 done
 

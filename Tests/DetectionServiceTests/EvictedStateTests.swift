@@ -21,10 +21,11 @@ import Testing
         let sorted = JSONEncoder()
         sorted.outputFormatting = .sortedKeys
 
-        let evicted = EvictedState(state, lock: NSLock())
+        let rows = DeviceRowCodec()
+        let evicted = EvictedState(state, lock: NSLock(), rows: rows)
         #expect(try sorted.encode(evicted.state()) == sorted.encode(state))
         var encodings = 0
-        let row = try evicted.encodedRow { encodings += 1; return try DetectionService.checkpointJSON($0) }
+        let row = try evicted.encodedRow { encodings += 1; return rows.compress(try DetectionService.checkpointJSON($0)) }
         #expect(try evicted.encodedRow { _ in encodings += 1; return [] } == row, "made once")
         #expect(encodings == 1)
         #expect(try sorted.encode(evicted.state()) == sorted.encode(state))

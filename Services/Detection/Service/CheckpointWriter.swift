@@ -13,6 +13,8 @@ import ZeroMQ
 final class CheckpointWriter: @unchecked Sendable {
     // @unchecked: `database` is used only on `queue`; `newest` is guarded by `lock`.
     private let database: SQLiteDatabase
+    /// The rows' compression: its dictionary is written with the first checkpoint that uses it.
+    private let rows: DeviceRowCodec
     private let queue = DispatchQueue(label: "detection.checkpoints", qos: .utility)
     private let lock = NSLock()
     private var newest = 0
@@ -35,8 +37,9 @@ final class CheckpointWriter: @unchecked Sendable {
         var writing: Double
     }
 
-    init(path: String) throws {
+    init(path: String, rows: DeviceRowCodec) throws {
         database = try SQLiteDatabase(path: path)
+        self.rows = rows
     }
 
     /// Checkpoint `generation` is started: those before it that are not written yet will not be.
@@ -74,7 +77,13 @@ final class CheckpointWriter: @unchecked Sendable {
     /// One transaction: the checkpoint reflects every input up to `checkpoint.input`. Devices leaving memory get
     /// `resident = 0`; a marked one whose row is missing (it should not be) is written from its state.
     private func write(_ checkpoint: Checkpoint) throws {
+        let dictionary = rows.dictionaryToStore
         try database.transaction {
+            // The dictionary the rows were compressed against, before them (`DeviceRowCodec`).
+            if let dictionary {
+                try database.statement("INSERT OR IGNORE INTO row_dictionaries(id, content) VALUES (?, ?)")
+                    .run(Int64(dictionary.id), dictionary.content)
+            }
             let evicted = try database.statement(
                 "INSERT OR REPLACE INTO devices(app, user, state, resident) VALUES (?, ?, ?, 0)")
             for (id, state) in checkpoint.evictedDevices { try evicted.run(id.app, id.user, state) }
@@ -91,5 +100,6 @@ final class CheckpointWriter: @unchecked Sendable {
             let position = try database.statement("INSERT OR REPLACE INTO positions(feed, position) VALUES (?, ?)")
             for (feed, value) in checkpoint.positions { try position.run(feed, value) }
         }
+        if dictionary != nil { rows.stored() }
     }
 }

@@ -649,8 +649,9 @@ public final class DetectionService: @unchecked Sendable {
         devicesInFlight = changed
         store.checkpoints.started(generation)
         let time = Date().timeIntervalSince1970
+        let rows = store.rows
         let make: @Sendable () throws -> CheckpointWriter.Checkpoint = {
-            let encoded = try Self.encode(shared, states: states, leaving: leavingNow, markedOnly: markedNow)
+            let encoded = try Self.encode(shared, states: states, leaving: leavingNow, markedOnly: markedNow, rows: rows)
             return CheckpointWriter.Checkpoint(input: input, shared: encoded.shared, changedDevices: encoded.devices,
                                                evictedDevices: encoded.evicted, markedEvicted: encoded.markedOnly,
                                                positions: positions, time: time)
@@ -744,15 +745,17 @@ public final class DetectionService: @unchecked Sendable {
     /// Encodes a checkpoint (off the reactor thread). `markedOnly`: devices leaving memory whose stored row is
     /// current; each carries a way to encode its state, for a row that turns out to be missing.
     private static func encode(_ shared: FleetSharedState, states: [FleetDeviceState], leaving: [EvictedState],
-                               markedOnly: [EvictedState]) throws -> Encoded {
+                               markedOnly: [EvictedState], rows: DeviceRowCodec) throws -> Encoded {
         // One encoder for the whole checkpoint: the devices of an application repeat its settings.
         let encoder = StreamingJSONEncoder(reusing: DetectionSettings.self)
-        let devices = try states.map { ($0.device, try checkpointJSON($0, encoder)) }
+        let devices = try states.map { ($0.device, rows.compress(try checkpointJSON($0, encoder))) }
         let evictedStates = try leaving.map { evicted in
-            (evicted.device, try evicted.encodedRow { try checkpointJSON($0, encoder) })
+            (evicted.device, try evicted.encodedRow { rows.compress(try checkpointJSON($0, encoder)) })
         }
         let marked = markedOnly.map { evicted in
-            DetectionStore.MarkedEviction(device: evicted.device) { try evicted.encodedRow { try checkpointJSON($0) } }
+            DetectionStore.MarkedEviction(device: evicted.device) {
+                try evicted.encodedRow { rows.compress(try checkpointJSON($0)) }
+            }
         }
         return (try checkpointJSON(shared, encoder), devices, evictedStates, marked)
     }

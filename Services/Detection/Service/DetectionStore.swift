@@ -44,6 +44,8 @@ final class DetectionStore: FeedSource {
     let state: SQLiteDatabase
     /// Writes checkpoints into `detection.sqlite`.
     let checkpoints: CheckpointWriter
+    /// Compresses device rows (the checkpoint writer) and reads them back (the readers here).
+    let rows = DeviceRowCodec()
     let feedID: String
     private(set) var head: UInt64 = 0
     /// The notifier's last acknowledgement (everything up to it is deleted).
@@ -69,7 +71,9 @@ final class DetectionStore: FeedSource {
                 taken_at REAL NOT NULL, state BLOB NOT NULL);
             CREATE TABLE IF NOT EXISTS devices(\(Self.devicesColumns));
             CREATE TABLE IF NOT EXISTS positions(feed TEXT PRIMARY KEY, position INTEGER NOT NULL);
+            \(DeviceRowCodec.schema);
             """)
+        try rows.load(from: state)
         try database.execute("""
             CREATE TABLE IF NOT EXISTS inputs(seq INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL, at REAL NOT NULL,
                 body TEXT NOT NULL);
@@ -118,7 +122,7 @@ final class DetectionStore: FeedSource {
             try setMeta.run("outbox_feed", feedID)
         }
         head = UInt64(try database.integer("SELECT seq FROM sqlite_sequence WHERE name = 'outbox'") ?? 0)
-        checkpoints = try CheckpointWriter(path: statePath)
+        checkpoints = try CheckpointWriter(path: statePath, rows: rows)
     }
 
     /// A store of one file (before checkpoints were written off the reactor thread): its inputs and outbox move to
@@ -154,7 +158,7 @@ final class DetectionStore: FeedSource {
         }
         guard var found = checkpoint else { return nil }
         try state.statement("SELECT app, user, state FROM devices WHERE resident = 1").query { row in
-            found.devices.append((DeviceID(app: row.text(0), user: row.text(1)), row.blob(2)))
+            found.devices.append((DeviceID(app: row.text(0), user: row.text(1)), try rows.json(row.blob(2))))
         }
         try state.statement("SELECT feed, position FROM positions").query { row in
             found.positions[row.text(0)] = row.unsigned(1)
@@ -194,7 +198,7 @@ final class DetectionStore: FeedSource {
     func evictedState(of device: DeviceID) throws -> [UInt8]? {
         var found: [UInt8]?
         try state.statement("SELECT state FROM devices WHERE app = ? AND user = ? AND resident = 0")
-            .query(device.app, device.user) { found = $0.blob(0) }
+            .query(device.app, device.user) { found = try rows.json($0.blob(0)) }
         return found
     }
 
@@ -202,7 +206,7 @@ final class DetectionStore: FeedSource {
     func evictedStates(app: String) throws -> [(DeviceID, [UInt8])] {
         var states: [(DeviceID, [UInt8])] = []
         try state.statement("SELECT user, state FROM devices WHERE app = ? AND resident = 0 ORDER BY user")
-            .query(app) { states.append((DeviceID(app: app, user: $0.text(0)), $0.blob(1))) }
+            .query(app) { states.append((DeviceID(app: app, user: $0.text(0)), try rows.json($0.blob(1)))) }
         return states
     }
 

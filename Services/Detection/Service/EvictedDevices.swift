@@ -24,6 +24,8 @@ struct EvictedDevices {
     /// needs only to be marked out of memory, not encoded and written again.
     private(set) var storedAlready: Set<DeviceID> = []
     private let decoder = JSONDecoder()
+    /// Reads rows made by the checkpoint writer (the store's, from `load(from:)`).
+    private var rows = DeviceRowCodec()
     /// Devices that left memory / came back / lookups that found nothing (hash shared with an evicted device).
     private(set) var evictions = 0
     private(set) var restores = 0
@@ -37,12 +39,13 @@ struct EvictedDevices {
         var loaded = Set<Int>()
         try store.forEachEvictedDevice { loaded.insert($0.hashValue) }
         index = loaded
+        rows = store.rows
     }
 
     /// States that have just left the fleet (not yet written); `storedAlready`: those whose state the store has.
     mutating func left(_ states: [FleetDeviceState], storedAlready stored: Set<DeviceID> = []) {
         for state in states {
-            unsaved[state.device] = EvictedState(state, lock: unsavedLock)
+            unsaved[state.device] = EvictedState(state, lock: unsavedLock, rows: rows)
             index.insert(state.device.hashValue)
             if stored.contains(state.device) { storedAlready.insert(state.device) } else { storedAlready.remove(state.device) }
         }

@@ -21,11 +21,14 @@ final class EvictedState: @unchecked Sendable {
     private var held: Held
     /// Shared by the states of one `EvictedDevices` (a lock each would cost more than the reference it guards).
     private let lock: NSLock
+    /// What reads the row back (it is compressed, `DeviceRowCodec`).
+    private let rows: DeviceRowCodec
 
-    init(_ state: FleetDeviceState, lock: NSLock) {
+    init(_ state: FleetDeviceState, lock: NSLock, rows: DeviceRowCodec) {
         device = state.device
         held = .state(state)
         self.lock = lock
+        self.rows = rows
     }
 
     private var current: Held {
@@ -38,7 +41,7 @@ final class EvictedState: @unchecked Sendable {
     func state() throws -> FleetDeviceState {
         switch current {
         case let .state(state): return state
-        case let .row(bytes): return try JSONDecoder().decode(FleetDeviceState.self, from: Data(bytes))
+        case let .row(bytes): return try JSONDecoder().decode(FleetDeviceState.self, from: Data(rows.json(bytes)))
         }
     }
 
