@@ -748,10 +748,11 @@ public final class DetectionService: @unchecked Sendable {
                                markedOnly: [EvictedState], rows: DeviceRowCodec) throws -> Encoded {
         // One encoder for the whole checkpoint: the devices of an application repeat its settings.
         let encoder = StreamingJSONEncoder(reusing: DetectionSettings.self)
-        let devices = try states.map { ($0.device, rows.compress(try checkpointJSON($0, encoder))) }
+        // Those leaving first: each state (~4 KB) goes as soon as its row (~200 bytes) is made.
         let evictedStates = try leaving.map { evicted in
             (evicted.device, try evicted.encodedRow { rows.compress(try checkpointJSON($0, encoder)) })
         }
+        let devices = try states.map { ($0.device, rows.compress(try checkpointJSON($0, encoder))) }
         let marked = markedOnly.map { evicted in
             DetectionStore.MarkedEviction(device: evicted.device) {
                 try evicted.encodedRow { rows.compress(try checkpointJSON($0)) }

@@ -21,6 +21,9 @@ final class DeviceRowCodec: @unchecked Sendable {
     private var compressor: (id: UInt32, context: OpaquePointer, dictionary: OpaquePointer)?
     /// A dictionary made but not yet in a committed transaction (`dictionaryToStore`, `stored`).
     private var unsaved: (id: UInt32, content: [UInt8])?
+    /// Where rows are compressed before being copied out at their size (rows are held by the thousand until their
+    /// checkpoint is written: none may keep a buffer of the JSON's size).
+    private var scratch: [UInt8] = []
 
     static let marker: UInt8 = 0
     static let headerSize = 5
@@ -60,18 +63,20 @@ final class DeviceRowCodec: @unchecked Sendable {
     /// `json` itself if compression failed (it is read as JSON).
     func compress(_ json: [UInt8]) -> [UInt8] {
         guard let compressor = compressorMaking(from: json) else { return json }
-        var row = [UInt8](repeating: 0, count: Self.headerSize + ZSTD_compressBound(json.count))
-        row[0] = Self.marker
-        withUnsafeBytes(of: compressor.id.littleEndian) { for (index, byte) in $0.enumerated() { row[1 + index] = byte } }
-        let size = row.withUnsafeMutableBytes { output in
+        let bound = ZSTD_compressBound(json.count)
+        if scratch.count < bound { scratch = [UInt8](repeating: 0, count: bound) }
+        let size = scratch.withUnsafeMutableBytes { output in
             json.withUnsafeBytes { input in
-                ZSTD_compress_usingCDict(compressor.context, output.baseAddress! + Self.headerSize,
-                                         output.count - Self.headerSize, input.baseAddress, input.count,
-                                         compressor.dictionary)
+                ZSTD_compress_usingCDict(compressor.context, output.baseAddress, output.count, input.baseAddress,
+                                         input.count, compressor.dictionary)
             }
         }
         guard ZSTD_isError(size) == 0 else { return json }
-        row.removeLast(row.count - Self.headerSize - size)
+        var row: [UInt8] = []
+        row.reserveCapacity(Self.headerSize + size)
+        row.append(Self.marker)
+        withUnsafeBytes(of: compressor.id.littleEndian) { row.append(contentsOf: $0) }
+        row.append(contentsOf: scratch[..<size])
         return row
     }
 
