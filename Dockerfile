@@ -16,7 +16,7 @@ ARG RUNTIME_IMAGE=debian:bookworm-slim
 FROM ${SWIFT_IMAGE} AS build
 RUN apt-get update \
     && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-        libzmq3-dev libmsgpack-dev libsodium-dev libsqlite3-dev \
+        libzmq3-dev libmsgpack-dev libsodium-dev libsqlite3-dev libzstd-dev \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 # Package.swift names every target, test targets included, so their folders must be present to load it.
@@ -39,7 +39,7 @@ RUN mkdir -p /staging/bin /staging/swift \
 FROM ${RUNTIME_IMAGE}
 RUN apt-get update \
     && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-        libzmq5 libmsgpackc2 libsodium23 libsqlite3-0 sqlite3 \
+        libzmq5 libmsgpackc2 libsodium23 libsqlite3-0 libzstd1 sqlite3 \
         libcurl4 libxml2 libstdc++6 zlib1g tzdata ca-certificates bash \
     && rm -rf /var/lib/apt/lists/*
 COPY --from=build /staging/swift/ /usr/lib/swift/linux/
