@@ -4,9 +4,10 @@ import Storage
 
 /// detection's device rows (a device's state as JSON, ~2 KB) compressed with zstd against a dictionary: the first
 /// row this store ever compressed. Devices' states are alike (the same keys, their application's settings, similar
-/// numbers), so against another device's JSON a quiet device's row takes ~100 bytes instead of ~1,900; alone, zstd
-/// only halves it. A checkpoint of 200,000 devices then writes ~20 MB instead of ~400 MB, and the rows of devices
-/// leaving memory, held until that write, take as much less memory.
+/// numbers), so against another device's JSON a parked phone's row takes ~100 bytes instead of ~1,900 (170 on
+/// average over a simulated fleet of a million); alone, zstd only halves it. A checkpoint of 200,000 devices then
+/// writes ~35 MB instead of ~400 MB, and the rows of devices leaving memory, held until that write, take as much
+/// less memory.
 ///
 /// A compressed row is `0x00`, the dictionary's ID (4 bytes, little-endian) and a zstd frame; anything else is
 /// JSON as written before (it starts with `{`), read as it is. Dictionaries are kept in the store's
