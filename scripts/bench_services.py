@@ -24,6 +24,9 @@ Prints (and with --json writes as a list of figures, see README):
                with the journals";
   - shards:    detection alone catching up with the same journal (ingest --shards 2, filled first) as one process
                and as two (--shard 0/2 and 1/2), records a second;
+  - cpu:       CPU microseconds a record of each process (/proc and the children's rusage), on the bare path (client
+               and ack-server) and on the services path (client, ingest, detection, notifier, until end to end): what
+               the services add to the bare path's work, which bounds their ratio to it on these two cores;
   - memory:    peak and final resident memory of each service.
 Figures, not assertions: the machine is shared, so compare the ratios. The generated record files are kept in
 $TMPDIR/roadsave-bench-cache for the next run.
@@ -45,7 +48,8 @@ import msgpack
 import zmq
 import zmq.auth
 
-from benchkit import detection_applied, free_base_port, free_ports, load_average, memory, query, wait_listening
+from benchkit import (children_cpu_seconds, cpu_seconds, detection_applied, free_base_port, free_ports, load_average,
+                      memory, query, wait_listening)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FLOOD = os.path.join(ROOT, "Tests", "IntegrationTests", "Support", "flood_gateway.py")
@@ -503,10 +507,21 @@ def main():
         started.append(bare)
         wait_listening([bare_endpoint])
         clients = {}
+        # CPU a record (µs): where each path's time goes, and how much the services add to the bare path's work.
+        cpu = {}
+
+        def measured_client(name, run):
+            before_children, before_bare = children_cpu_seconds(), cpu_seconds(bare.pid)
+            result = run()
+            cpu[name] = {"client": children_cpu_seconds() - before_children, "bare": cpu_seconds(bare.pid) - before_bare,
+                         "records": result["acknowledged"]}
+            return result
+
         if options.client in ("auto", "send"):
-            clients["send"] = run_send(tools, bare_endpoint, files["main"][0], options, bare_keys)
+            clients["send"] = measured_client("send", lambda: run_send(tools, bare_endpoint, files["main"][0], options, bare_keys))
         if options.client in ("auto", "python"):
-            clients["python"] = run_flood(bare_endpoint, options, bare_keys, options.flood_seconds)
+            clients["python"] = measured_client("python", lambda: run_flood(bare_endpoint, options, bare_keys,
+                                                                           options.flood_seconds))
         bare.kill()
         bare.wait()
         loads["bare"] = load_average()
@@ -519,8 +534,12 @@ def main():
         subscriber = Subscriber(up.endpoint["publish"], up.subscriber)
         subscriber.start()
         time.sleep(0.5)
+        services_before = {name: cpu_seconds(pid) for name, pid in up.pids.items()}
+        client_before = children_cpu_seconds()
         run = run_client(client, tools, up.endpoint["gateway"], files["main"], options, up.gateway)
+        client_seconds = children_cpu_seconds() - client_before
         end_to_end_wait = up.wait_end_to_end(subscriber)
+        services_cpu = {name: (cpu_seconds(pid) or 0) - (services_before.get(name) or 0) for name, pid in up.pids.items()}
         loads["services"] = load_average()
         peak = {name: {k: v / MiB for k, v in memory(pid).items()} for name, pid in up.pids.items()}
         end_to_end = run["acknowledged"] / (run["seconds"] + (end_to_end_wait if end_to_end_wait is not None else float("nan")))
@@ -585,6 +604,20 @@ def main():
                baseline["rate"], ">= 500000 and >= 0.8 of bare", stage="services")
         figure("services end to end (%s)" % keys_text, end_to_end, "records/s", "bare ack-server, same client",
                baseline["rate"], ">= 500000 and >= 0.8 of bare", stage="services")
+        bare_cpu = cpu.get(client)
+        if bare_cpu and "acknowledged" in run:
+            per = lambda seconds, records: seconds * 1e6 / max(1, records)
+            bare_client, bare_server = per(bare_cpu["client"], bare_cpu["records"]), per(bare_cpu["bare"], bare_cpu["records"])
+            services_client = per(client_seconds, run["acknowledged"])
+            each = {name: per(seconds, run["acknowledged"]) for name, seconds in services_cpu.items()}
+            print("cpu       µs a record: bare path %.2f (client %.2f, ack-server %.2f); services path %.2f (client %.2f, %s)"
+                  % (bare_client + bare_server, bare_client, bare_server, services_client + sum(each.values()),
+                     services_client, ", ".join("%s %.2f" % (name, value) for name, value in sorted(each.items()))))
+            figure("cpu a record, bare path", bare_client + bare_server, "µs", stage="bare")
+            figure("cpu a record, services path", services_client + sum(each.values()), "µs",
+                   "bare path, same client", bare_client + bare_server, stage="services")
+            for name, value in each.items():
+                figure("cpu a record, %s" % name, value, "µs", stage="services")
         p50, p99 = percentile(latencies, 0.5), percentile(latencies, 0.99)
         print("latency   crash alert at half load (%.0f records/s): p50 %.1f ms, p99 %.1f ms, max %.1f ms (%d probes, %d without an event after the ack); detection %d chunks behind after the probes"
               % (half, p50, p99, latencies[-1] if latencies else float("nan"), len(latencies), missing, lag_after_probes))

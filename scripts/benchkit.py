@@ -3,6 +3,7 @@ query of a service's SQLite store, and the machine's load."""
 
 import json
 import os
+import resource
 import socket
 import sqlite3
 import time
@@ -75,6 +76,22 @@ def query(path, sql):
         return row[0] if row else None
     except sqlite3.Error:
         return None
+
+
+def cpu_seconds(pid):
+    """User and system CPU seconds a running process has used; None once it is gone."""
+    try:
+        with open("/proc/%d/stat" % pid) as handle:
+            fields = handle.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def children_cpu_seconds():
+    """User and system CPU seconds of this process's children that have ended (around a client run: its own)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def load_average():
