@@ -53,9 +53,9 @@ import Testing
         let unknown: [UInt8] = [DeviceRowCodec.marker, 7, 0, 0, 0, 0x28, 0xB5, 0x2F, 0xFD]
         #expect(throws: DeviceRowCodec.CorruptRow.self) { try codec.json(unknown) }
         do {
-            _ = try codec.json(unknown)
+            _ = try codec.json(unknown, of: DeviceID(app: "app-1", user: "parked-7"))
         } catch {
-            #expect("\(error)".contains("dictionary 7"))
+            #expect("\(error)".contains("dictionary 7") && "\(error)".contains("parked-7"), "\(error)")
         }
         // A known dictionary, a broken frame.
         let row = codec.compress(try Self.parkedStates(1)[0].1)

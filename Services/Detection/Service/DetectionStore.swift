@@ -158,7 +158,8 @@ final class DetectionStore: FeedSource {
         }
         guard var found = checkpoint else { return nil }
         try state.statement("SELECT app, user, state FROM devices WHERE resident = 1").query { row in
-            found.devices.append((DeviceID(app: row.text(0), user: row.text(1)), try rows.json(row.blob(2))))
+            let device = DeviceID(app: row.text(0), user: row.text(1))
+            found.devices.append((device, try rows.json(row.blob(2), of: device)))
         }
         try state.statement("SELECT feed, position FROM positions").query { row in
             found.positions[row.text(0)] = row.unsigned(1)
@@ -198,7 +199,7 @@ final class DetectionStore: FeedSource {
     func evictedState(of device: DeviceID) throws -> [UInt8]? {
         var found: [UInt8]?
         try state.statement("SELECT state FROM devices WHERE app = ? AND user = ? AND resident = 0")
-            .query(device.app, device.user) { found = try rows.json($0.blob(0)) }
+            .query(device.app, device.user) { found = try rows.json($0.blob(0), of: device) }
         return found
     }
 
@@ -206,7 +207,10 @@ final class DetectionStore: FeedSource {
     func evictedStates(app: String) throws -> [(DeviceID, [UInt8])] {
         var states: [(DeviceID, [UInt8])] = []
         try state.statement("SELECT user, state FROM devices WHERE app = ? AND resident = 0 ORDER BY user")
-            .query(app) { states.append((DeviceID(app: app, user: $0.text(0)), try rows.json($0.blob(1)))) }
+            .query(app) { row in
+                let device = DeviceID(app: app, user: row.text(0))
+                states.append((device, try rows.json(row.blob(1), of: device)))
+            }
         return states
     }
 

@@ -1,5 +1,6 @@
 import CZstd
 import Foundation
+import RoadSaveModel
 import Storage
 
 /// detection's device rows (a device's state as JSON, ~2 KB) compressed with zstd against a dictionary: the first
@@ -107,6 +108,15 @@ final class DeviceRowCodec: @unchecked Sendable {
     }
 
     // MARK: Reading (any thread)
+
+    /// The JSON of `device`'s stored row; an error names the device.
+    func json(_ row: [UInt8], of device: DeviceID) throws -> [UInt8] {
+        do {
+            return try json(row)
+        } catch let error as CorruptRow {
+            throw CorruptRow(description: "the row of \(device): \(error.description)")
+        }
+    }
 
     /// The JSON of a stored row (compressed or not).
     func json(_ row: [UInt8]) throws -> [UInt8] {
