@@ -605,7 +605,7 @@ def main():
         figure("services end to end (%s)" % keys_text, end_to_end, "records/s", "bare ack-server, same client",
                baseline["rate"], ">= 500000 and >= 0.8 of bare", stage="services")
         bare_cpu = cpu.get(client)
-        if bare_cpu and "acknowledged" in run:
+        if bare_cpu:
             per = lambda seconds, records: seconds * 1e6 / max(1, records)
             bare_client, bare_server = per(bare_cpu["client"], bare_cpu["records"]), per(bare_cpu["bare"], bare_cpu["records"])
             services_client = per(client_seconds, run["acknowledged"])

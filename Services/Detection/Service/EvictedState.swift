@@ -41,7 +41,7 @@ final class EvictedState: @unchecked Sendable {
     func state() throws -> FleetDeviceState {
         switch current {
         case let .state(state): return state
-        case let .row(bytes): return try JSONDecoder().decode(FleetDeviceState.self, from: Data(rows.json(bytes)))
+        case let .row(bytes): return try JSONDecoder().decode(FleetDeviceState.self, from: Data(rows.json(bytes, of: device)))
         }
     }
 
