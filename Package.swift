@@ -25,6 +25,10 @@ let package = Package(
         .systemLibrary(name: "CSQLite", path: "Shared/CSQLite"),
         // zstd from Debian's libzstd-dev: detection's device rows, compressed against a dictionary.
         .systemLibrary(name: "CZstd", path: "Shared/CZstd"),
+        // libmicrohttpd: the services' /metrics, /healthz and /readyz (a C shim: its start call is variadic).
+        .target(name: "CMicroHTTPD", path: "Shared/CMicroHTTPD", linkerSettings: [.linkedLibrary("microhttpd")]),
+        // Prometheus text, health and readiness, served over HTTP by every service.
+        .target(name: "Metrics", dependencies: ["CMicroHTTPD"], path: "Shared/Metrics"),
         // Process control that Glibc's Swift module does not reach (the parent-death signal).
         .target(name: "CProcessControl", path: "Shared/CProcessControl"),
         // SQLite in Swift: one connection per owning thread, prepared statements kept, WAL.
@@ -43,18 +47,18 @@ let package = Package(
                 path: "Services/Detection/PlatformHTTP"),
 
         // What every service process shares: configuration, signals, the run loop of a service.
-        .target(name: "ServiceKit", dependencies: ["RoadSaveModel", "ZeroMQ"], path: "Shared/ServiceKit"),
+        .target(name: "ServiceKit", dependencies: ["RoadSaveModel", "ZeroMQ", "Metrics"], path: "Shared/ServiceKit"),
         // sensor-ingest: validates, acknowledges and publishes gateways' records.
-        .target(name: "IngestService", dependencies: ["RoadSaveModel", "ServiceKit", "Wire", "ZeroMQ", "Storage", "Feeds"],
+        .target(name: "IngestService", dependencies: ["RoadSaveModel", "ServiceKit", "Metrics", "Wire", "ZeroMQ", "Storage", "Feeds"],
                 path: "Services/Ingest"),
         // detection's service shell around the engines.
         .target(name: "DetectionService",
-                dependencies: ["DetectionEngine", "PlatformHTTP", "RoadSaveModel", "ServiceKit", "Wire", "ZeroMQ", "Storage",
+                dependencies: ["DetectionEngine", "PlatformHTTP", "RoadSaveModel", "ServiceKit", "Metrics", "Wire", "ZeroMQ", "Storage",
                                "Feeds", "CZstd"],
                 path: "Services/Detection/Service"),
         // notifier's service shell around the sinks.
         .target(name: "NotifierService",
-                dependencies: ["NotifierSinks", "RoadSaveModel", "ServiceKit", "Wire", "ZeroMQ", "Storage", "Feeds"],
+                dependencies: ["NotifierSinks", "RoadSaveModel", "ServiceKit", "Metrics", "Wire", "ZeroMQ", "Storage", "Feeds"],
                 path: "Services/Notifier/Service"),
         // The service commands and the gateway/subscriber/control clients (roadsave ingest|detect|notify|up|send|tail|ctl).
         .target(name: "ServiceCommands",

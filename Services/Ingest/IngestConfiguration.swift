@@ -1,4 +1,5 @@
 import Foundation
+import Metrics
 import RoadSaveModel
 import ServiceKit
 import Wire
@@ -43,6 +44,8 @@ public struct IngestConfiguration: Sendable {
     /// share of the devices. Fixed for a journal: changing it needs a new data directory.
     public var shards = 16
     public var logLevel = Log.Level.info
+    /// Where /metrics, /healthz and /readyz are served (`--metrics-endpoint`); nil: nowhere.
+    public var metricsEndpoint: MetricsEndpoint?
     /// CurveZMQ on the gateway socket (`--curve-secret-key`, `--allow`); nil: plaintext (loopback or `--insecure`).
     public var curve: CurveServerKeys?
 
@@ -82,6 +85,7 @@ public struct IngestConfiguration: Sendable {
                     help: "number of device shards the journal stores records by (fixed per data directory)"),
         SettingSpec(flag: "--log-level", environment: "ROADSAVE_LOG_LEVEL", key: "logLevel", default: "info",
                     help: "debug, info, warning or error"),
+        ServiceMetrics.spec,
     ] + CurveSettings.specs
 
     /// Reads and validates the settings; the error says which one is wrong and why.
@@ -129,6 +133,7 @@ public struct IngestConfiguration: Sendable {
         }
         configuration.shards = Int(try source.double("shards", range: 1...1024) ?? 16)
         configuration.logLevel = try LogLevelSetting.parse(source.string("logLevel") ?? "info")
+        configuration.metricsEndpoint = try ServiceMetrics.endpoint(source)
         configuration.curve = try CurveSettings.serverKeys(source, endpoints: [("--gateway-endpoint", configuration.gatewayEndpoint),
                                                                               ("--records-endpoint", configuration.recordsEndpoint)])
         return configuration

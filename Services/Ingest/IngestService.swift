@@ -1,5 +1,6 @@
 import Feeds
 import Foundation
+import Metrics
 import RoadSaveModel
 import ServiceKit
 import Storage
@@ -34,6 +35,12 @@ public final class IngestService: @unchecked Sendable {
     private var lastRateLog: Double?
     private var rateRefusedSinceLog = 0
     static let rateLogInterval = 10.0
+    /// /metrics, /healthz and /readyz; the journal's summary for them, taken with each round of retention (it counts
+    /// the journal's chunks, too much for every post).
+    private var metrics: ServiceMetrics?
+    private var journalSummary: JournalSummary?
+    /// The gateway and records sockets are bound: with the journal open, the service is ready.
+    private var listening = false
 
     /// Messages queued per gateway connection before ZeroMQ stops reading from it (the gateway then waits).
     static let gatewayQueueLimit: Int32 = 1000
@@ -53,6 +60,9 @@ public final class IngestService: @unchecked Sendable {
         /// Batches refused whole, unread, for their gateway's rate limit.
         var rateLimitedBatches = 0
         var largestGroup = 0
+        var rejections = RejectionTally()
+        /// Records per readable batch.
+        var batchSizes = Histogram.sizes()
     }
 
     public init(configuration: IngestConfiguration) throws {
@@ -68,7 +78,11 @@ public final class IngestService: @unchecked Sendable {
     /// Opens the journal, binds the sockets and serves until `stop()`; throws if the journal or a socket cannot be
     /// set up (another --shards than the journal's, a data directory that is not writable, a port in use).
     public func run() throws {
+        let metrics = try ServiceMetrics(endpoint: configuration.metricsEndpoint, log: log)
+        self.metrics = metrics
+        defer { metrics.stop() }
         reactor.start { [self] loop in
+            self.metrics?.start(on: loop) { [self] in (metricFamilies(), notReady()) }
             let directory = try DataDirectory.prepare(configuration.dataDirectory)
             let journal = try Journal(directory: directory, shards: configuration.shards,
                                       retentionAge: configuration.retentionAge,
@@ -99,6 +113,8 @@ public final class IngestService: @unchecked Sendable {
             loop.every(Self.retentionInterval) { [self] in enforceRetention() }
 
             let summary = try journal.summary()
+            journalSummary = summary
+            listening = true
             log.info("journal opened", ["path": journal.path, "feed": journal.feedID, "shards": String(journal.shards),
                                         "chunks": String(summary.chunks), "records": String(summary.records),
                                         "oldest": summary.oldest.map(String.init) ?? "-", "head": String(summary.head),
@@ -209,6 +225,8 @@ public final class IngestService: @unchecked Sendable {
             return
         }
         statistics.rejected += batch.acknowledgement.rejected.count
+        statistics.batchSizes.observe(Double(batch.acknowledgement.accepted + batch.acknowledgement.rejected.count))
+        for rejection in batch.acknowledgement.rejected { statistics.rejections.count(rejection) }
         if let first = batch.acknowledgement.rejected.first {
             log.info("batch with rejected records", ["batch": String(batch.batchText.prefix(64)),
                                                      "accepted": String(batch.acknowledgement.accepted),
@@ -239,6 +257,57 @@ public final class IngestService: @unchecked Sendable {
         } catch {
             log.error("journal retention failed", ["error": "\(error)"])
         }
+        if metrics?.port != nil { journalSummary = try? journal.summary() }
+    }
+
+    /// What /metrics shows of ingest (posted by `ServiceMetrics` from the loop).
+    private func metricFamilies() -> [MetricFamily] {
+        var families: [MetricFamily] = [
+            .labelled("roadsave_ingest_batches_total", .counter, "Gateway batches answered, by outcome.", label: "outcome", [
+                "acknowledged": statistics.batches - statistics.unreadableBatches - statistics.rateLimitedBatches
+                    - statistics.unstoredBatches,
+                "unreadable": statistics.unreadableBatches, "rate_limited": statistics.rateLimitedBatches,
+                "unstored": statistics.unstoredBatches,
+            ]),
+            statistics.batchSizes.family("roadsave_ingest_batch_records", help: "Records per readable gateway batch."),
+            .single("roadsave_ingest_records_accepted_total", .counter, "Records stored in the journal and acknowledged.",
+                    statistics.accepted),
+            statistics.rejections.family,
+        ]
+        if let journal {
+            let stored = journal.statistics
+            families += [
+                .single("roadsave_ingest_journal_commits_total", .counter, "Journal transactions (one fsync each).", stored.commits),
+                .single("roadsave_ingest_journal_head_position", .gauge, "Position of the newest chunk in the journal.",
+                        Double(journal.head)),
+                .single("roadsave_ingest_journal_dropped_unread_records_total", .counter,
+                        "Records deleted by --journal-max-bytes before detection read them.", stored.droppedUnreadRecordsTotal),
+                .single("roadsave_ingest_devices_freed_total", .counter, "Device slots freed after --device-idle-age.",
+                        stored.freedDevices),
+            ]
+        }
+        if let summary = journalSummary {
+            families += [
+                .single("roadsave_ingest_journal_bytes", .gauge, "Bytes of the journal's database in use.", Double(summary.bytes)),
+                .single("roadsave_ingest_journal_records", .gauge, "Records kept in the journal.", summary.records),
+                .single("roadsave_ingest_journal_chunks", .gauge, "Chunks (stored batches, per shard) kept in the journal.",
+                        summary.chunks),
+                .single("roadsave_ingest_journal_oldest_position", .gauge, "Position of the oldest chunk kept (0: empty).",
+                        Double(summary.oldest ?? 0)),
+                .single("roadsave_ingest_journal_oldest_age_seconds", .gauge,
+                        "Age of the oldest chunk kept, from when it was stored (0: empty).",
+                        summary.oldestReceivedAt.map { max(0, Date().timeIntervalSince1970 - $0) } ?? 0),
+            ]
+        }
+        return families
+    }
+
+    /// Why ingest cannot take batches yet (nothing when it can).
+    private func notReady() -> [String] {
+        var reasons: [String] = []
+        if journal == nil { reasons.append("journal not open") }
+        if !listening { reasons.append("sockets not bound") }
+        return reasons
     }
 
     private func close() {

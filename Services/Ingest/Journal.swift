@@ -497,6 +497,11 @@ public final class Journal: FeedSource {
             summary.records = Int(row.integer(1))
             summary.oldest = row.isNull(2) ? nil : row.unsigned(2)
         }
+        if let oldest = summary.oldest {
+            try database.statement("SELECT received_at FROM chunks WHERE position = ?").query(oldest) { row in
+                summary.oldestReceivedAt = row.double(0)
+            }
+        }
         return summary
     }
 

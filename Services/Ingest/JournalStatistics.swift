@@ -1,4 +1,4 @@
-/// What the journal has done since it was opened, for the logs (and for metrics, later).
+/// What the journal has done since it was opened, for the logs and /metrics.
 public struct JournalStatistics: Sendable, Equatable {
     /// Transactions committed by `append` (one per group of batches).
     public var commits = 0
@@ -27,6 +27,8 @@ public struct JournalSummary: Sendable, Equatable {
     /// The oldest position kept (nil when the journal is empty).
     public var oldest: UInt64?
     public var head: UInt64
+    /// When the oldest chunk kept was stored (seconds since 1970; nil when the journal is empty).
+    public var oldestReceivedAt: Double? = nil
     /// Bytes of the database in use (free pages left by deletions are reused, so the file does not shrink).
     public var bytes: Int64
 }

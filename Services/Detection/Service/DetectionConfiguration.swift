@@ -1,5 +1,6 @@
 import DetectionEngine
 import Foundation
+import Metrics
 import PlatformHTTP
 import RoadSaveModel
 import ServiceKit
@@ -37,6 +38,8 @@ public struct DetectionConfiguration: Sendable {
     /// Only the devices of this shard (`i/n`, by a stable hash of the device), for running several detections.
     public var shard: (index: Int, count: Int)?
     public var logLevel = Log.Level.info
+    /// Where /metrics, /healthz and /readyz are served (`--metrics-endpoint`); nil: nowhere.
+    public var metricsEndpoint: MetricsEndpoint?
     /// CurveZMQ on the control socket (`--curve-secret-key`, `--allow`: operator keys) and the outbox feed (service
     /// keys); nil: plaintext (loopback or `--insecure`).
     public var curve: CurveServerKeys?
@@ -95,6 +98,7 @@ public struct DetectionConfiguration: Sendable {
                     help: "take only shard I of N of the devices, as I/N (N as sensor-ingest's --shards)"),
         SettingSpec(flag: "--log-level", environment: "ROADSAVE_LOG_LEVEL", key: "logLevel", default: "info",
                     help: "debug, info, warning or error"),
+        ServiceMetrics.spec,
     ] + CurveSettings.specs + [CurveSettings.upstreamSpec(upstream: "sensor-ingest")]
 
     public static func load(_ source: ServiceConfiguration) throws(CommandLineOptions.UsageError) -> DetectionConfiguration {
@@ -133,6 +137,7 @@ public struct DetectionConfiguration: Sendable {
             configuration.shard = (parts[0], parts[1])
         }
         configuration.logLevel = try LogLevelSetting.parse(source.string("logLevel") ?? "info")
+        configuration.metricsEndpoint = try ServiceMetrics.endpoint(source)
         configuration.curve = try CurveSettings.serverKeys(source, endpoints: [("--control-endpoint", configuration.controlEndpoint),
                                                                               ("--events-endpoint", configuration.eventsEndpoint)])
         configuration.recordsCurve = try CurveSettings.upstreamKeys(source, flag: "--records-endpoint",

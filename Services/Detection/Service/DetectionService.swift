@@ -1,6 +1,7 @@
 import DetectionEngine
 import Feeds
 import Foundation
+import Metrics
 import RoadSaveModel
 import ServiceKit
 import Storage
@@ -67,6 +68,12 @@ public final class DetectionService: @unchecked Sendable {
     /// When the service started (monotonic), and whether it has said it caught up with the journals since.
     private var startedAt = 0.0
     private var reportedCaughtUp = false
+    /// /metrics, /healthz and /readyz, and what detection counts for them.
+    private var metrics: ServiceMetrics?
+    private var counters = DetectionMetrics()
+    /// Trips in progress counts every device in memory: taken at most every `tripsCountInterval` seconds.
+    private var tripsInProgress: (count: Int, at: Double)?
+    static let tripsCountInterval = 5.0
 
     enum Phase {
         case starting
@@ -118,9 +125,13 @@ public final class DetectionService: @unchecked Sendable {
     }
 
     public func run() throws {
+        let metrics = try ServiceMetrics(endpoint: configuration.metricsEndpoint, log: log)
+        self.metrics = metrics
+        defer { metrics.stop() }
         reactor.start { [self] loop in
             self.loop = loop
             startedAt = loop.now
+            self.metrics?.start(on: loop) { [self] in (metricFamilies(now: loop.now), notReady(now: loop.now)) }
             let store = try DetectionStore(directory: try DataDirectory.prepare(configuration.dataDirectory),
                                            shard: configuration.shardDescription)
             self.store = store
@@ -329,6 +340,7 @@ public final class DetectionService: @unchecked Sendable {
             let seconds = String(format: "%.1f", reader.unansweredBeforeReply)
             resumeClock("the journal at \(reader.endpoint) answered after \(seconds) s")
         }
+        if journals.allSatisfy(\.caughtUp) { counters.caughtUp(at: loop.now) }
         if !reportedCaughtUp, journals.allSatisfy(\.caughtUp) {
             reportedCaughtUp = true
             log.info("caught up with the journals", ["seconds": String(format: "%.3f", loop.now - startedAt),
@@ -340,6 +352,8 @@ public final class DetectionService: @unchecked Sendable {
         reader.fetchNext()
         guard !items.isEmpty else { return }
         let now = Date().timeIntervalSince1970
+        let recordsBefore = statistics.recordsRead
+        defer { counters.read(positions: header.to - after, records: statistics.recordsRead - recordsBefore) }
         pendingInputs.append(.records(feed: header.feed, after: after, to: header.to, now: now))
         applyRecords(items, now: now, loop: loop)
         commit()
@@ -475,17 +489,21 @@ public final class DetectionService: @unchecked Sendable {
             switch action {
             case let .emit(event):
                 statistics.events += 1
+                counters.emitted(event.name)
                 pendingEvents.append(event)
                 log.info("event", ["event": event.name, "device": event.device.description, "eventID": event.eventID])
             case let .fetchSettings(app):
                 guard case .live = phase else { continue }
-                callPlatform { platform in .settings(app: app, fetch: await platform.fetchSettings(applicationID: app)) }
+                callPlatform(.settings) { platform in
+                    .settings(app: app, fetch: await platform.fetchSettings(applicationID: app))
+                }
             case let .evaluateCrash(device, candidate):
                 guard case .live = phase else { continue }
-                callPlatform { platform in
+                callPlatform(.evaluation) { platform in
                     .verdict(device: device, crashID: candidate.crashID, outcome: await platform.evaluation(of: candidate))
                 }
             case let .crashDismissed(device, candidate, reason):
+                counters.dismissed(reason)
                 log.info("suspected crash dismissed", ["device": device.description, "crashID": candidate.crashID,
                                                        "at": ISO8601.string(fromSeconds: candidate.time),
                                                        "reason": reason.rawValue,
@@ -507,16 +525,28 @@ public final class DetectionService: @unchecked Sendable {
         case verdict(device: DeviceID, crashID: String, outcome: CrashEvaluationOutcome)
         /// The settings fetch a control command needed (the command waits in `waitingCommands`).
         case command(id: Int, fetch: SettingsFetch)
+
+        /// The platform could not be reached (after the platform client's retries).
+        var isFailure: Bool {
+            switch self {
+            case let .settings(_, fetch), let .command(_, fetch): fetch == .unreachable
+            case let .verdict(_, _, outcome): outcome == .unreachable
+            }
+        }
     }
 
     /// Runs a platform call off the reactor; its answer is applied back on the reactor and stored.
-    private func callPlatform(_ call: @escaping @Sendable (any Platform) async -> PlatformAnswer) {
+    private func callPlatform(_ kind: DetectionMetrics.PlatformCall,
+                              _ call: @escaping @Sendable (any Platform) async -> PlatformAnswer) {
         platformCallsInFlight += 1
         let platform = self.platform
         Task { [reactor] in
+            let started = MonotonicClock.now()
             let answer = await call(platform)
+            let seconds = MonotonicClock.now() - started
             reactor.post { [self] loop in
                 platformCallsInFlight -= 1
+                counters.called(kind, seconds: seconds, failed: answer.isFailure)
                 platformAnswered(answer, loop: loop)
                 commit()
             }
@@ -540,6 +570,43 @@ public final class DetectionService: @unchecked Sendable {
             guard let waiting = waitingCommands.removeValue(forKey: id) else { return }
             execute(waiting.request, text: waiting.text, fetch: fetch, reply: waiting.prefix, key: waiting.key, loop: loop)
         }
+    }
+
+    // MARK: Metrics
+
+    /// What /metrics shows of detection (posted by `ServiceMetrics` from the loop).
+    private func metricFamilies(now: Double) -> [MetricFamily] {
+        if tripsInProgress.map({ now - $0.at >= Self.tripsCountInterval }) ?? true {
+            tripsInProgress = (fleet.tripsInProgress, now)
+        }
+        let gauges = DetectionMetrics.Gauges(
+            positionsBehind: journals.reduce(0) { $0 + ($1.head > $1.position ? $1.head - $1.position : 0) },
+            lagSeconds: counters.lagSeconds(now: now, caughtUp: !journals.isEmpty && journals.allSatisfy(\.caughtUp)),
+            devicesInMemory: fleet.deviceCount, devicesOutOfMemory: evicted.outOfMemory,
+            tripsInProgress: tripsInProgress?.count ?? 0, outbox: try? store?.outboxCount(),
+            platformCallsInFlight: platformCallsInFlight, checkpoints: statistics.checkpoints)
+        return counters.families(fleet: fleet.statistics, recordsRead: statistics.recordsRead, gauges: gauges)
+    }
+
+    /// Why detection is not ready (nothing when it is): its store and sockets, re-running its inputs after a
+    /// restart, and the journals read to their heads within `DetectionMetrics.readyLag` seconds.
+    private func notReady(now: Double) -> [String] {
+        var reasons: [String] = []
+        if store == nil { reasons.append("store not open") }
+        if control == nil || outbox == nil { reasons.append("sockets not bound") }
+        switch phase {
+        case .starting: reasons.append("starting")
+        case .recovering: reasons.append("re-running the inputs stored after the last checkpoint")
+        case .stopping: reasons.append("stopping")
+        case .live:
+            let caughtUp = !journals.isEmpty && journals.allSatisfy(\.caughtUp)
+            if let lag = counters.lagSeconds(now: now, caughtUp: caughtUp) {
+                if lag > DetectionMetrics.readyLag { reasons.append("behind the journals by \(Int(lag)) s") }
+            } else {
+                reasons.append("not caught up with the journals since the start")
+            }
+        }
+        return reasons
     }
 
     // MARK: Storing
@@ -856,7 +923,7 @@ public final class DetectionService: @unchecked Sendable {
         let id = nextCommandID
         waitingCommands[id] = (request, text, prefix, key)
         let app = request.app
-        callPlatform { platform in .command(id: id, fetch: await platform.fetchSettings(applicationID: app)) }
+        callPlatform(.settings) { platform in .command(id: id, fetch: await platform.fetchSettings(applicationID: app)) }
     }
 
     private func execute(_ request: ControlRequest, text: String, fetch: SettingsFetch?, reply prefix: [[UInt8]],

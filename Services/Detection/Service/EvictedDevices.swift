@@ -30,6 +30,11 @@ struct EvictedDevices {
     private(set) var evictions = 0
     private(set) var restores = 0
     private(set) var emptyLookups = 0
+    /// Devices out of memory when the store was opened.
+    private var outOfMemoryAtLoad = 0
+
+    /// Devices whose state is out of memory now (in the store, or leaving with a checkpoint).
+    var outOfMemory: Int { outOfMemoryAtLoad + evictions - restores }
 
     /// Whether no device ever left memory (then nothing needs looking up).
     var isEmpty: Bool { index.isEmpty }
@@ -37,8 +42,13 @@ struct EvictedDevices {
     /// Reads the index of the store's evicted devices (at start).
     mutating func load(from store: DetectionStore) throws {
         var loaded = Set<Int>()
-        try store.forEachEvictedDevice { loaded.insert($0.hashValue) }
+        var count = 0
+        try store.forEachEvictedDevice {
+            loaded.insert($0.hashValue)
+            count += 1
+        }
         index = loaded
+        outOfMemoryAtLoad = count
         rows = store.rows
     }
 

@@ -59,7 +59,12 @@ public struct CatchUpRequest: Sendable, Equatable {
     /// A request's problem, in words that name the member; sent back as `{"error": …}`.
     public struct Problem: Error, Sendable, Equatable, CustomStringConvertible {
         public var message: String
-        public init(_ message: String) { self.message = message }
+        /// The request asked for events already deleted (older than the retention window): a gap it cannot fill.
+        public var isGap = false
+        public init(_ message: String, isGap: Bool = false) {
+            self.message = message
+            self.isGap = isGap
+        }
         public var description: String { message }
     }
 

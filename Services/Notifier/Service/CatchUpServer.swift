@@ -21,6 +21,8 @@ final class CatchUpServer {
     private let loop: ReactorLoop
     private(set) var held: HeldCatchUps
     private var deadlineTimer: (id: TimerID, at: Double)?
+    /// Requests answered, by outcome (for /metrics).
+    private(set) var requests: [NotifierMetrics.CatchUpOutcome: Int] = [:]
 
     init(socket: ZMQSocket, loop: ReactorLoop, store: NotifierStore, format: EventFormat, retentionAge: Double, log: Log,
          maximumHeld: Int = HeldCatchUps.defaultCapacity,
@@ -54,6 +56,7 @@ final class CatchUpServer {
         do {
             request = try CatchUpRequest(json: frame)
         } catch {
+            requests[.refused, default: 0] += 1
             send(Self.error(error.message), to: route)
             return
         }
@@ -62,9 +65,11 @@ final class CatchUpServer {
             found = try Self.reply(request, store: store, format: format, retentionAge: retentionAge,
                                    key: subscriberKey(userID))
         } catch {
+            requests[(error as? CatchUpRequest.Problem)?.isGap == true ? .gap : .refused, default: 0] += 1
             send(Self.error(error), to: route)
             return
         }
+        requests[.served, default: 0] += 1
         guard found.isEmptyAtHead, let wait = request.waitMilliseconds, wait > 0 else {
             send(found.bytes, to: route)
             return
@@ -212,7 +217,7 @@ final class CatchUpServer {
             // 0 asks for everything kept, whatever that is.
             guard position == 0 || position + 1 >= oldest || position >= head else {
                 throw CatchUpRequest.Problem("after: position \(position) is older than the retention window (\(window)): "
-                                             + "the oldest event kept is at position \(oldest)")
+                                             + "the oldest event kept is at position \(oldest)", isGap: true)
             }
             after = position
         case let .eventID(eventID):

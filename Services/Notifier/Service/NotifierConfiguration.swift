@@ -1,4 +1,5 @@
 import Foundation
+import Metrics
 import RoadSaveModel
 import ServiceKit
 import ZeroMQ
@@ -28,6 +29,8 @@ public struct NotifierConfiguration: Sendable {
     /// How long a fetch may wait at detection for new events; its empty answer is detection's heartbeat.
     public var heartbeatInterval = 1.0
     public var logLevel = Log.Level.info
+    /// Where /metrics, /healthz and /readyz are served (`--metrics-endpoint`); nil: nowhere.
+    public var metricsEndpoint: MetricsEndpoint?
     /// CurveZMQ on the PUB and catch-up sockets (`--curve-secret-key`, `--allow`: subscriber keys); nil: plaintext
     /// (loopback or `--insecure`).
     public var curve: CurveServerKeys?
@@ -72,6 +75,7 @@ public struct NotifierConfiguration: Sendable {
                     help: "seconds a fetch waits at detection for new events (an empty answer is its heartbeat)"),
         SettingSpec(flag: "--log-level", environment: "ROADSAVE_LOG_LEVEL", key: "logLevel", default: "info",
                     help: "debug, info, warning or error"),
+        ServiceMetrics.spec,
     ] + CurveSettings.specs + [CurveSettings.upstreamSpec(upstream: "detection")]
 
     public static func load(_ source: ServiceConfiguration) throws(CommandLineOptions.UsageError) -> NotifierConfiguration {
@@ -119,6 +123,7 @@ public struct NotifierConfiguration: Sendable {
         configuration.ndjsonPath = source.string("ndjson")
         configuration.heartbeatInterval = try source.double("heartbeat", range: 0.05...60) ?? 1
         configuration.logLevel = try LogLevelSetting.parse(source.string("logLevel") ?? "info")
+        configuration.metricsEndpoint = try ServiceMetrics.endpoint(source)
         if configuration.publishEndpoint == nil, configuration.webhooks.isEmpty, configuration.ndjsonPath == nil {
             throw .init("no sink: give --publish-endpoint, --webhooks or --ndjson (events would go nowhere)")
         }

@@ -1,6 +1,7 @@
 import Dispatch
 import Feeds
 import Foundation
+import Metrics
 import NotifierSinks
 import RoadSaveModel
 import ServiceKit
@@ -50,6 +51,12 @@ public final class NotifierService: @unchecked Sendable {
     private var flushPosted = false
     private var stopping = false
     private var counts = (stored: 0, duplicates: 0, delivered: 0)
+    /// /metrics, /healthz and /readyz, what the notifier counts for them, and the outbox sizes (a count per sink:
+    /// taken at most every `outboxCountInterval` seconds).
+    private var metrics: ServiceMetrics?
+    private var counters = NotifierMetrics()
+    private var outboxSizes: (counts: [String: Int], at: Double)?
+    static let outboxCountInterval = 2.0
 
     /// Most outbox entries in one sink's hands.
     static let window = 1000
@@ -94,7 +101,13 @@ public final class NotifierService: @unchecked Sendable {
     public var storePath: String { DataDirectory.file(NotifierStore.fileName, in: configuration.dataDirectory) }
 
     public func run() throws {
-        reactor.start { [self] loop in try setUp(loop) }
+        let metrics = try ServiceMetrics(endpoint: configuration.metricsEndpoint, log: log)
+        self.metrics = metrics
+        defer { metrics.stop() }
+        reactor.start { [self] loop in
+            try setUp(loop)
+            self.metrics?.start(on: loop) { [self] in (metricFamilies(now: loop.now), notReady()) }
+        }
         let failure = reactor.wait()
         // Returns only once libzmq has closed the sockets: a listener closed later would unlink the ipc file a new
         // instance bound meanwhile.
@@ -280,6 +293,45 @@ public final class NotifierService: @unchecked Sendable {
                              "head": String((try? store.head()) ?? 0)])
     }
 
+    // MARK: Metrics
+
+    /// What /metrics shows of the notifier (posted by `ServiceMetrics` from the loop).
+    private func metricFamilies(now: Double) -> [MetricFamily] {
+        if let store, outboxSizes.map({ now - $0.at >= Self.outboxCountInterval }) ?? true {
+            var sizes: [String: Int] = [:]
+            for outlet in outlets { sizes[outlet.key] = (try? store.outboxCount(sink: outlet.key)) ?? 0 }
+            outboxSizes = (sizes, now)
+        }
+        var webhooks: [String: WebhookSink.Stats] = [:]
+        for case let outlet as WebhookOutlet in outlets {
+            outlet.refreshStats()
+            if let stats = outlet.lastStats { webhooks[outlet.key] = stats }
+        }
+        if let catchUp { counters.setCatchUps(catchUp.requests) }
+        return counters.families(.init(outbox: outboxSizes?.counts ?? [:], webhooks: webhooks,
+                                       heldCatchUps: catchUp?.held.count ?? 0,
+                                       silentUpstreams: upstreams.filter(\.reportedSilent).count))
+    }
+
+    /// Why the notifier is not ready (nothing when it is): its store and sockets, and every detection feed answered
+    /// and read to its head at its last answer.
+    private func notReady() -> [String] {
+        var reasons: [String] = []
+        if store == nil { reasons.append("store not open") }
+        if (configuration.publishEndpoint != nil && publisher == nil) || (configuration.catchUpEndpoint != nil && catchUp == nil) {
+            reasons.append("sockets not bound")
+        }
+        if stopping { reasons.append("stopping") }
+        for upstream in upstreams {
+            if upstream.reportedSilent {
+                reasons.append("detection's feed at \(upstream.endpoint) does not answer")
+            } else if !upstream.caughtUp {
+                reasons.append("behind detection's feed at \(upstream.endpoint)")
+            }
+        }
+        return reasons
+    }
+
     // MARK: Pulling from detection
 
     private func fetch(_ upstream: UpstreamFeed) {
@@ -325,6 +377,7 @@ public final class NotifierService: @unchecked Sendable {
             return fetch(upstream)
         }
         guard header.after == upstream.position else { return fetch(upstream) }
+        upstream.caughtUp = items.isEmpty || header.to >= header.head
         var events: [(event: RoadSaveEvent, body: [UInt8])] = []
         events.reserveCapacity(items.count)
         for (offset, item) in items.enumerated() {
@@ -341,6 +394,7 @@ public final class NotifierService: @unchecked Sendable {
             do {
                 let stored = try store.store(events, feed: header.feed, position: header.to)
                 counts.stored += stored.count
+                counters.stored(stored.count, duplicates: events.count - stored.count)
                 if stored.count < events.count {
                     counts.duplicates += events.count - stored.count
                     log.info("events already stored dropped (same eventID)",
@@ -424,6 +478,7 @@ public final class NotifierService: @unchecked Sendable {
         for outlet in outlets {
             guard let report = reports[outlet.key] else { continue }
             counts.delivered += report.taken.count
+            counters.delivered(report.taken.count, sink: outlet.key)
             outlet.window.settled(report.taken.count + report.released)
             pump(outlet, loop: loop)
         }

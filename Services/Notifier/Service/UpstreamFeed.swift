@@ -12,6 +12,8 @@ final class UpstreamFeed {
     /// When the feed last answered (monotonic seconds), for the silence warning.
     var lastAnswer: Double
     var reportedSilent = false
+    /// The last reply reached the feed's head (the notifier has every event detection had then).
+    var caughtUp = false
     var retry: TimerID?
 
     init(endpoint: String, now: Double) {

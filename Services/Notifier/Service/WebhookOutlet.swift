@@ -23,6 +23,9 @@ final class WebhookOutlet: SinkOutlet, @unchecked Sendable {
     private let feed: AsyncStream<RoadSaveEvent>.Continuation
     private let stream: AsyncStream<RoadSaveEvent>
     private var feeder: Task<Void, Never>?
+    /// The sink's figures as last asked (`refreshStats`), for /metrics: the sink is an actor, the scrape is not.
+    private(set) var lastStats: WebhookSink.Stats?
+    private var statsAsked = false
 
     /// The outbox key of a webhook: its host and a hash of the whole URL (its path or query may carry a token).
     static func key(for url: URL) -> String {
@@ -51,6 +54,20 @@ final class WebhookOutlet: SinkOutlet, @unchecked Sendable {
         let sink = sink!, stream = stream
         feeder = Task {
             for await event in stream { await sink.deliver(event) }
+        }
+    }
+
+    /// Asks the sink for its figures; they arrive on the reactor thread into `lastStats`, one ask at a time.
+    func refreshStats() {
+        guard !statsAsked else { return }
+        statsAsked = true
+        let sink = sink!, reactor = reactor
+        Task {
+            let stats = await sink.stats
+            reactor.post { [weak self] _ in
+                self?.lastStats = stats
+                self?.statsAsked = false
+            }
         }
     }
 

@@ -1,0 +1,109 @@
+import DetectionEngine
+import Metrics
+import RoadSaveModel
+
+/// What detection counts for /metrics beyond the fleet's own statistics: events by kind, crash dismissals by reason,
+/// platform calls by kind with their latency and failures, and how far behind the journals it is. Touched only on
+/// the reactor thread.
+struct DetectionMetrics {
+    enum PlatformCall: String, CaseIterable {
+        /// Settings for an application (auto-monitor, or a control command that needs them).
+        case settings
+        /// A suspected crash's evaluation.
+        case evaluation
+    }
+
+    /// Every kind and reason from the start at 0, so a rate over them is defined before the first one.
+    private(set) var eventsByKind = ["tripDidStart": 0, "tripDidEnd": 0, "crashDetected": 0]
+    private(set) var dismissalsByReason = Dictionary(uniqueKeysWithValues: FalsePositiveReason.allCases.map { ($0.rawValue, 0) })
+    private var latency = Dictionary(uniqueKeysWithValues: PlatformCall.allCases.map { ($0, Histogram.seconds()) })
+    private var failures = Dictionary(uniqueKeysWithValues: PlatformCall.allCases.map { ($0, 0) })
+    /// When every journal had last been read to its head (monotonic seconds; nil: not yet since the start).
+    private(set) var caughtUpAt: Double?
+    /// Journal positions advanced and records they held, for the lag in records (positions are chunks, of any size).
+    private var positionsRead: UInt64 = 0
+    private var recordsRead = 0
+
+    /// How long detection may be behind and still be ready: a journal read to its head within this long is caught up.
+    static let readyLag = 5.0
+
+    mutating func emitted(_ event: String) { eventsByKind[event, default: 0] += 1 }
+
+    mutating func dismissed(_ reason: FalsePositiveReason) { dismissalsByReason[reason.rawValue, default: 0] += 1 }
+
+    mutating func called(_ call: PlatformCall, seconds: Double, failed: Bool) {
+        latency[call]!.observe(seconds)
+        if failed { failures[call]! += 1 }
+    }
+
+    mutating func read(positions: UInt64, records: Int) {
+        positionsRead += positions
+        recordsRead += records
+    }
+
+    mutating func caughtUp(at now: Double) { caughtUpAt = now }
+
+    /// Seconds since every journal was last read to its head: 0 while caught up, nil before the first time.
+    func lagSeconds(now: Double, caughtUp: Bool) -> Double? {
+        caughtUp ? 0 : caughtUpAt.map { now - $0 }
+    }
+
+    /// Records behind the journals' heads, from the positions behind and the records a position has held so far.
+    func lagRecords(positionsBehind: UInt64) -> Double {
+        guard positionsRead > 0 else { return Double(positionsBehind) }
+        return (Double(positionsBehind) * Double(recordsRead) / Double(positionsRead)).rounded()
+    }
+
+    struct Gauges {
+        var positionsBehind: UInt64
+        var lagSeconds: Double?
+        var devicesInMemory: Int
+        var devicesOutOfMemory: Int
+        var tripsInProgress: Int
+        var outbox: Int?
+        var platformCallsInFlight: Int
+        var checkpoints: Int
+    }
+
+    func families(fleet: FleetStatistics, recordsRead: Int, gauges: Gauges) -> [MetricFamily] {
+        var families: [MetricFamily] = [
+            .single("roadsave_detection_records_read_total", .counter, "Records read from the journals.", recordsRead),
+            .labelled("roadsave_detection_records_total", .counter, "Records taken by the engines, by outcome.",
+                      label: "outcome", ["applied": fleet.applied, "duplicate": fleet.duplicates, "late": fleet.late,
+                                         "far_in_future": fleet.farInFuture, "not_monitored": fleet.notMonitored]),
+            .single("roadsave_detection_lag_positions", .gauge, "Journal positions (stored batches) not read yet, all journals.",
+                    Double(gauges.positionsBehind)),
+            .single("roadsave_detection_lag_records", .gauge,
+                    "Records not read yet, all journals (positions behind times the records a position has held).",
+                    lagRecords(positionsBehind: gauges.positionsBehind)),
+            .labelled("roadsave_detection_devices", .gauge, "Devices known, by where their state is.", label: "state",
+                      ["in_memory": gauges.devicesInMemory, "out_of_memory": gauges.devicesOutOfMemory]),
+            .single("roadsave_detection_devices_active", .gauge, "Devices in memory (sent within --device-memory-idle).",
+                    gauges.devicesInMemory),
+            .single("roadsave_detection_trips_in_progress", .gauge, "Devices in memory with a trip in progress.",
+                    gauges.tripsInProgress),
+            .labelled("roadsave_detection_events_total", .counter, "Events emitted, by kind.", label: "event", eventsByKind),
+            .labelled("roadsave_detection_crash_dismissals_total", .counter, "Suspected crashes dismissed, by reason.",
+                      label: "reason", dismissalsByReason),
+            MetricFamily(name: "roadsave_detection_platform_call_seconds", help: "Platform calls, by kind: time to answer.",
+                         kind: .histogram, samples: PlatformCall.allCases.flatMap {
+                             latency[$0]!.samples(labels: [("call", $0.rawValue)])
+                         }),
+            .labelled("roadsave_detection_platform_failures_total", .counter,
+                      "Platform calls that failed after their retries (settings unavailable, crash confidence unknown).",
+                      label: "call", Dictionary(uniqueKeysWithValues: failures.map { ($0.key.rawValue, $0.value) })),
+            .single("roadsave_detection_platform_calls_in_flight", .gauge, "Platform calls not answered yet.",
+                    gauges.platformCallsInFlight),
+            .single("roadsave_detection_checkpoints_total", .counter, "Checkpoints written.", gauges.checkpoints),
+        ]
+        if let lag = gauges.lagSeconds {
+            families.append(.single("roadsave_detection_lag_seconds", .gauge,
+                                    "Seconds since every journal was last read to its head (0: caught up).", lag))
+        }
+        if let outbox = gauges.outbox {
+            families.append(.single("roadsave_detection_outbox_events", .gauge,
+                                    "Events stored and not yet acknowledged by the notifier.", outbox))
+        }
+        return families
+    }
+}

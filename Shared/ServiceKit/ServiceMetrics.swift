@@ -1,0 +1,90 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+import Foundation
+import Metrics
+import RoadSaveModel
+import ZeroMQ
+
+/// A service's /metrics, /healthz and /readyz (`--metrics-endpoint`): the HTTP server, started before the service's
+/// loop so that /healthz answers while a large store loads, and the loop's periodic post of what the service says
+/// about itself. Scrapes read the last post, never the service's state: values are at most `postInterval` old.
+public final class ServiceMetrics {
+    public static let spec = SettingSpec(
+        flag: "--metrics-endpoint", environment: "ROADSAVE_METRICS_ENDPOINT", key: "metricsEndpoint",
+        help: "HOST:PORT to serve /metrics (Prometheus), /healthz and /readyz on over HTTP (127.0.0.1:9550, *:9550); unset: none")
+
+    /// The endpoint of `--metrics-endpoint`, nil when unset.
+    public static func endpoint(_ source: ServiceConfiguration) throws(CommandLineOptions.UsageError) -> MetricsEndpoint? {
+        guard let text = source.string(spec.key), !text.isEmpty else { return nil }
+        do {
+            return try MetricsEndpoint(parsing: text)
+        } catch {
+            throw .init("--metrics-endpoint: \(error)")
+        }
+    }
+
+    /// How often the loop posts its metrics and readiness.
+    public static let postInterval = 0.5
+
+    public let board = MetricsBoard()
+    private var server: MetricsHTTPServer?
+    private let startedAt = Date().timeIntervalSince1970
+
+    /// Serves `endpoint` (when given) from now on; throws when it cannot be listened on (a port in use).
+    public init(endpoint: MetricsEndpoint?, log: Log) throws {
+        guard let endpoint else { return }
+        server = try MetricsHTTPServer(endpoint: endpoint, board: board)
+        log.info("metrics listening", ["endpoint": "http://\(endpoint.host):\(server!.port)",
+                                       "paths": "/metrics /healthz /readyz"])
+    }
+
+    /// The port the endpoint listens on (nil without one).
+    public var port: UInt16? { server?.port }
+
+    /// Posts now and every `postInterval` on `loop` what `collect` says: the service's metrics and why it is not ready
+    /// (nothing when it is). Without an endpoint nothing is collected.
+    public func start(on loop: ReactorLoop, collect: @escaping () -> (families: [MetricFamily], notReady: [String])) {
+        guard server != nil else { return }
+        let post = { [board, startedAt] in
+            let (families, notReady) = collect()
+            board.publish(families + ProcessMetrics.families(startedAt: startedAt), notReady: notReady)
+        }
+        post()
+        _ = loop.every(Self.postInterval, post)
+    }
+
+    /// Stops serving (the process is ending).
+    public func stop() {
+        server?.stop()
+        server = nil
+    }
+}
+
+/// The process's own figures, as Prometheus clients name them.
+enum ProcessMetrics {
+    static func families(startedAt: Double) -> [MetricFamily] {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        let cpu = Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
+            + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
+        var families: [MetricFamily] = [
+            .single("process_cpu_seconds_total", .counter, "User and system CPU time spent in seconds.", cpu),
+            .single("process_start_time_seconds", .gauge, "Start time of the process since unix epoch in seconds.", startedAt),
+        ]
+        if let resident = residentBytes() {
+            families.append(.single("process_resident_memory_bytes", .gauge, "Resident memory size in bytes.", resident))
+        }
+        return families
+    }
+
+    /// From /proc/self/statm: the second field is resident pages.
+    private static func residentBytes() -> Double? {
+        guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return nil }
+        let fields = text.split(separator: " ")
+        guard fields.count > 1, let pages = Double(fields[1]) else { return nil }
+        return pages * Double(sysconf(Int32(_SC_PAGESIZE)))
+    }
+}
