@@ -62,7 +62,7 @@ let package = Package(
                 path: "Services/Notifier/Service"),
         // The service commands and the gateway/subscriber/control clients (roadsave ingest|detect|notify|up|send|tail|ctl).
         .target(name: "ServiceCommands",
-                dependencies: ["IngestService", "DetectionService", "NotifierService", "ServiceKit", "Wire", "ZeroMQ",
+                dependencies: ["IngestService", "DetectionService", "NotifierService", "ServiceKit", "Metrics", "Wire", "ZeroMQ",
                                "RoadSaveModel", "CProcessControl", "Storage"],
                 path: "Services/Commands"),
         .executableTarget(name: "roadsave-ingest", dependencies: ["ServiceCommands"], path: "Services/Executables/Ingest"),

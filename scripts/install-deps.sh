@@ -11,7 +11,8 @@ command -v make >/dev/null 2>&1 || missing+=(make)
 # C libraries bound through SwiftPM system-library targets (Shared/C*); the sqlite3 shell lets operators and tests look
 # inside the journal and the stores.
 command -v sqlite3 >/dev/null 2>&1 || missing+=(sqlite3)
-for header in zmq.h:libzmq3-dev msgpack.h:libmsgpack-dev sodium.h:libsodium-dev sqlite3.h:libsqlite3-dev zstd.h:libzstd-dev; do
+for header in zmq.h:libzmq3-dev msgpack.h:libmsgpack-dev sodium.h:libsodium-dev sqlite3.h:libsqlite3-dev zstd.h:libzstd-dev \
+    microhttpd.h:libmicrohttpd-dev; do
   [ -f "/usr/include/${header%%:*}" ] || missing+=("${header#*:}")
 done
 
@@ -25,10 +26,11 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
-# The integration tests' gateway, subscriber and webhook receiver are Python programs using pyzmq and msgpack.
-if ! python3 -c "import zmq, msgpack" >/dev/null 2>&1; then
-  echo "install-deps: installing pyzmq and msgpack from PyPI" >&2
-  python3 -m pip install --quiet pyzmq msgpack 2>&1 | grep -v "Running pip as the 'root' user" >&2 || true
+# The integration tests' gateway, subscriber and webhook receiver are Python programs using pyzmq and msgpack; their
+# metrics scraper reads /metrics with the Prometheus client's own text parser.
+if ! python3 -c "import zmq, msgpack, prometheus_client" >/dev/null 2>&1; then
+  echo "install-deps: installing pyzmq, msgpack and prometheus-client from PyPI" >&2
+  python3 -m pip install --quiet pyzmq msgpack prometheus-client 2>&1 | grep -v "Running pip as the 'root' user" >&2 || true
 fi
 
 if ! command -v swift >/dev/null 2>&1; then

@@ -6,6 +6,7 @@ import Musl
 import Darwin
 #endif
 import Foundation
+import Metrics
 import RoadSaveModel
 import ServiceKit
 import Storage
@@ -70,6 +71,8 @@ public enum UpCommand {
                                       roadsave send --key DIR/keys/gateway.key --server-key DIR/keys/ingest.key.pub
           --insecure                  let the services bind a non-loopback --bind-host in plaintext, unauthenticated
                                       (passed on to each service as --insecure)
+          --metrics-port M            serve /metrics, /healthz and /readyz over HTTP on --bind-host: ingest on M,
+                                      detection on M+1, notifier on M+2 (default: none)
           --log-level L               the services' log level: debug, info, warning or error (default info)
           --dry-run                   print each service's command line (secrets stay in the environment) and exit
           -h, --help                  this text
@@ -160,6 +163,8 @@ public enum UpCommand {
         var basePort = 5550
         var bindHost = "127.0.0.1"
         var logLevel: String?
+        /// The first of the three metrics ports (`--metrics-port`); nil: no metrics endpoint.
+        var metricsPort: Int?
         /// Absolute, so the services' messages and logs name the real place.
         var dataDirectory = ""
         var dryRun = false
@@ -176,7 +181,8 @@ public enum UpCommand {
                 let parsed = try CommandLineOptions(
                     arguments,
                     valued: ["--applications", "--applications-file", "--platform", "--settings", "--ndjson", "--webhooks",
-                             "--webhook-secret-file", "--base-port", "--bind-host", "--log-level", "--data-dir"],
+                             "--webhook-secret-file", "--base-port", "--bind-host", "--log-level", "--data-dir",
+                             "--metrics-port"],
                     flags: ["--help", "-h", "--dry-run", "--insecure", "--keys"])
                 if parsed.has("--help") || parsed.has("-h") {
                     help = true
@@ -220,6 +226,7 @@ public enum UpCommand {
                     throw CommandExit.usage("--webhook-secret-file: cannot read \(path)")
                 }
                 basePort = try parsed.integer("--base-port", range: 1...65530) ?? 5550
+                metricsPort = try parsed.integer("--metrics-port", range: 1...65533)
                 if let host = parsed.string("--bind-host") {
                     guard !host.isEmpty, !host.contains("/"), host.rangeOfCharacter(from: .whitespaces) == nil else {
                         throw CommandExit.usage("--bind-host: \"\(host)\" is not a host address (an IP address, an interface or *)")
@@ -237,6 +244,17 @@ public enum UpCommand {
                         _ = try Endpoint.validate(bind(port), flag: "--bind-host/--base-port")
                     } catch {
                         throw CommandExit.usage(error.message)
+                    }
+                }
+                if let metricsPort {
+                    guard metricsPort + 2 < basePort || metricsPort > basePort + 5 else {
+                        throw CommandExit.usage("--metrics-port \(metricsPort): its ports \(metricsPort)-\(metricsPort + 2) overlap "
+                                                + "the services' \(basePort)-\(basePort + 5) (--base-port)")
+                    }
+                    do {
+                        _ = try MetricsEndpoint(parsing: metricsEndpoint(0)!)
+                    } catch {
+                        throw CommandExit.usage("--metrics-port needs --bind-host to be an IP address or *: \(error)")
                     }
                 }
                 // The services would refuse it one by one; say it once, with what to do.
@@ -257,6 +275,13 @@ public enum UpCommand {
         func bind(_ port: Int) -> String {
             let host = bindHost.contains(":") && !bindHost.hasPrefix("[") ? "[\(bindHost)]" : bindHost
             return "tcp://\(host):\(port)"
+        }
+
+        /// `--metrics-endpoint` of the service `offset` ports after `--metrics-port` (on the bind host).
+        func metricsEndpoint(_ offset: Int) -> String? {
+            guard let metricsPort else { return nil }
+            let host = bindHost.contains(":") && !bindHost.hasPrefix("[") ? "[\(bindHost)]" : bindHost
+            return "\(host):\(metricsPort + offset)"
         }
 
         /// Where a local client connects for an endpoint bound with `bind`.
@@ -331,6 +356,7 @@ public enum UpCommand {
             if options.insecure { sharedFlags.append("--insecure") }
             let keys = UpKeys(directory: options.keysDirectory)
             func keyFlags(_ service: String) -> [String] { options.keys ? keys.arguments(of: service) : [] }
+            func metricsFlags(_ offset: Int) -> [String] { options.metricsEndpoint(offset).map { ["--metrics-endpoint", $0] } ?? [] }
 
             var ingestEnvironment: [String: String] = [:]
             if let applications = options.applications { ingestEnvironment["ROADSAVE_APPLICATIONS"] = applications }
@@ -353,15 +379,15 @@ public enum UpCommand {
 
             // Downstream first, so that the earliest events find their subscriber.
             children = [
-                Child(name: "notify", arguments: notifyArguments + keyFlags("notify") + sharedFlags,
+                Child(name: "notify", arguments: notifyArguments + keyFlags("notify") + metricsFlags(2) + sharedFlags,
                       environment: only(["ROADSAVE_WEBHOOK_SECRET", "ROADSAVE_WEBHOOK_SECRET_FILE", "ROADSAVE_WEBHOOKS"],
                                         notifyEnvironment)),
-                Child(name: "detect", arguments: detectArguments + keyFlags("detect") + sharedFlags,
+                Child(name: "detect", arguments: detectArguments + keyFlags("detect") + metricsFlags(1) + sharedFlags,
                       environment: only(["ROADSAVE_PLATFORM_URL"], detectEnvironment)),
                 Child(name: "ingest", arguments: ["ingest", "--gateway-endpoint", options.bind(options.gateways),
                                                   "--records-endpoint", options.bind(options.records),
                                                   "--data-dir", options.dataDirectory(of: "ingest")]
-                                  + keyFlags("ingest") + sharedFlags,
+                                  + keyFlags("ingest") + metricsFlags(0) + sharedFlags,
                       environment: only(["ROADSAVE_APPLICATIONS", "ROADSAVE_APPLICATIONS_FILE"], ingestEnvironment)),
             ]
         }
@@ -394,6 +420,12 @@ public enum UpCommand {
             Console.out("data \(options.dataDirectory)")
             Console.out("records \(options.connect(options.records)) (internal)")
             Console.out("events \(options.connect(options.events)) (internal)")
+            if let port = options.metricsPort {
+                let host = ["*", "0.0.0.0"].contains(options.bindHost) ? "127.0.0.1"
+                    : options.bindHost.contains(":") && !options.bindHost.hasPrefix("[") ? "[\(options.bindHost)]" : options.bindHost
+                Console.out("metrics http://\(host):\(port) (ingest), :\(port + 1) (detection), :\(port + 2) (notifier): "
+                            + "/metrics /healthz /readyz")
+            }
             if options.bindHost != "127.0.0.1" {
                 Console.out("bound on \(options.bindHost), ports \(options.basePort)-\(options.basePort + 5)")
             }
