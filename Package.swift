@@ -92,6 +92,7 @@ let package = Package(
                           path: "Services/Bench"),
 
         .testTarget(name: "GatewayKitTests", dependencies: ["GatewayKit"], path: "Tests/GatewayKitTests"),
+        .testTarget(name: "MetricsTests", dependencies: ["Metrics"], path: "Tests/MetricsTests"),
         .testTarget(name: "ServiceKitTests", dependencies: ["ServiceKit", "RoadSaveModel"], path: "Tests/ServiceKitTests"),
         .testTarget(name: "DetectionServiceTests",
                     dependencies: ["DetectionService", "DetectionEngine", "IngestService", "RoadSaveModel", "Wire", "ZeroMQ",

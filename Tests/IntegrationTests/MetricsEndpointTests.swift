@@ -11,6 +11,10 @@ struct MetricsEndpointTests {
         try await withPipelineSlot {
             let ports = Ports.reserve(3)
             var options = Services.Options()
+            // The receiver refuses its first request (503): the notifier retries it.
+            let webhook = try await WebhookReceiver(secret: options.webhookSecret, failFirst: 1)
+            defer { webhook.kill() }
+            options.webhooks = [webhook.url]
             options.ingestArguments = ["--metrics-endpoint", "127.0.0.1:\(ports[0])"]
             options.detectArguments = ["--metrics-endpoint", "127.0.0.1:\(ports[1])"]
             options.notifyArguments = ["--metrics-endpoint", "127.0.0.1:\(ports[2])"]
@@ -28,6 +32,7 @@ struct MetricsEndpointTests {
                 }.reduce(0, +)
                 return started >= 1 && detect.value("roadsave_detection_events_total", ["event": "tripDidEnd"]) == started
                     && notify.value("roadsave_notifier_deliveries_total", ["sink": "pub"]) == events
+                    && notify.total("roadsave_notifier_webhook_deliveries_total", ["outcome": "delivered"]) == events
             }
             #expect(settled, "\(services.logs())")
             let ingestBefore = try Scrape.metrics(ports[0])
@@ -93,6 +98,16 @@ struct MetricsEndpointTests {
             #expect(notify.value("roadsave_notifier_deliveries_total", ["sink": "pub"])
                     - notifyBefore.value("roadsave_notifier_deliveries_total", ["sink": "pub"]) == 3)
             #expect(notify.value("roadsave_notifier_duplicates_dropped_total") == 0)
+            // The webhook's figures come from its sink a post later: wait for them.
+            let webhookDelivered = try await eventually(timeout: 10) {
+                try Scrape.metrics(ports[2]).total("roadsave_notifier_webhook_deliveries_total", ["outcome": "delivered"])
+                    - notifyBefore.total("roadsave_notifier_webhook_deliveries_total", ["outcome": "delivered"]) == 3
+            }
+            #expect(webhookDelivered)
+            let after = try Scrape.metrics(ports[2])
+            #expect(after.total("roadsave_notifier_webhook_retries_total") >= 1)
+            #expect(after.total("roadsave_notifier_webhook_deliveries_total", ["outcome": "failed"]) == 0)
+            #expect(after.samples.contains { $0.name == "roadsave_notifier_outbox_events" && $0.labels["sink"]?.hasPrefix("webhook:") == true })
 
             for port in ports {
                 let ready = try Scrape.page(port, "/readyz")
@@ -156,6 +171,12 @@ struct Scrape {
     /// The value of the sample `name` with exactly these labels (0 when absent: a counter not yet counted).
     func value(_ name: String, _ labels: [String: String] = [:]) -> Double {
         samples.first { $0.name == name && $0.labels.filter { $0.key != "le" } == labels && $0.labels["le"] == nil }?.value ?? 0
+    }
+
+    /// The sum of the samples `name` whose labels include these (over every other label, a sink's for example).
+    func total(_ name: String, _ labels: [String: String] = [:]) -> Double {
+        samples.filter { sample in sample.name == name && labels.allSatisfy { sample.labels[$0.key] == $0.value } }
+            .reduce(0) { $0 + $1.value }
     }
 
     static func metrics(_ port: Int) throws -> Scrape {

@@ -285,7 +285,10 @@ public final class NotifierService: @unchecked Sendable {
         loop.every(Self.retentionInterval) { [unowned self] in expireOldEvents() }
         loop.every(5) { [unowned self] in checkSilence(loop) }
         // What the last run left in the outboxes goes first.
-        for outlet in outlets { pump(outlet, loop: loop) }
+        for outlet in outlets {
+            counters.delivered(0, sink: outlet.key)
+            pump(outlet, loop: loop)
+        }
         log.info("running", ["events": configuration.eventsEndpoints.joined(separator: ","),
                              "subscribers": publisher?.lastEndpoint ?? "none",
                              "catchUp": catchUpSocket?.lastEndpoint ?? "none",
