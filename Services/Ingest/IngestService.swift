@@ -35,10 +35,8 @@ public final class IngestService: @unchecked Sendable {
     private var lastRateLog: Double?
     private var rateRefusedSinceLog = 0
     static let rateLogInterval = 10.0
-    /// /metrics, /healthz and /readyz; the journal's summary for them, taken with each round of retention (it counts
-    /// the journal's chunks, too much for every post).
+    /// /metrics, /healthz and /readyz.
     private var metrics: ServiceMetrics?
-    private var journalSummary: JournalSummary?
     /// The gateway and records sockets are bound: with the journal open, the service is ready.
     private var listening = false
 
@@ -113,7 +111,6 @@ public final class IngestService: @unchecked Sendable {
             loop.every(Self.retentionInterval) { [self] in enforceRetention() }
 
             let summary = try journal.summary()
-            journalSummary = summary
             listening = true
             log.info("journal opened", ["path": journal.path, "feed": journal.feedID, "shards": String(journal.shards),
                                         "chunks": String(summary.chunks), "records": String(summary.records),
@@ -257,7 +254,6 @@ public final class IngestService: @unchecked Sendable {
         } catch {
             log.error("journal retention failed", ["error": "\(error)"])
         }
-        if metrics?.port != nil { journalSummary = try? journal.summary() }
     }
 
     /// What /metrics shows of ingest (posted by `ServiceMetrics` from the loop).
@@ -286,17 +282,14 @@ public final class IngestService: @unchecked Sendable {
                         stored.freedDevices),
             ]
         }
-        if let summary = journalSummary {
+        if let (oldest, bytes) = try? journal?.oldestChunkAndBytes() {
             families += [
-                .single("roadsave_ingest_journal_bytes", .gauge, "Bytes of the journal's database in use.", Double(summary.bytes)),
-                .single("roadsave_ingest_journal_records", .gauge, "Records kept in the journal.", summary.records),
-                .single("roadsave_ingest_journal_chunks", .gauge, "Chunks (stored batches, per shard) kept in the journal.",
-                        summary.chunks),
+                .single("roadsave_ingest_journal_bytes", .gauge, "Bytes of the journal's database in use.", Double(bytes)),
                 .single("roadsave_ingest_journal_oldest_position", .gauge, "Position of the oldest chunk kept (0: empty).",
-                        Double(summary.oldest ?? 0)),
+                        Double(oldest?.position ?? 0)),
                 .single("roadsave_ingest_journal_oldest_age_seconds", .gauge,
                         "Age of the oldest chunk kept, from when it was stored (0: empty).",
-                        summary.oldestReceivedAt.map { max(0, Date().timeIntervalSince1970 - $0) } ?? 0),
+                        oldest.map { max(0, Date().timeIntervalSince1970 - $0.receivedAt) } ?? 0),
             ]
         }
         return families

@@ -490,17 +490,22 @@ public final class Journal: FeedSource {
     // MARK: Inspection
 
     /// Size and positions, for the logs at start and stop (counts every chunk: not for a hot path).
+    /// The oldest chunk kept (its position, and when it was stored, in seconds since 1970) and the bytes in use: what
+    /// /metrics shows of the journal, cheap enough for every post (the first row by key; `summary` counts them all).
+    public func oldestChunkAndBytes() throws -> (oldest: (position: UInt64, receivedAt: Double)?, bytes: Int64) {
+        var oldest: (position: UInt64, receivedAt: Double)?
+        try database.statement("SELECT position, received_at FROM chunks ORDER BY position LIMIT 1").query { row in
+            oldest = (row.unsigned(0), row.double(1))
+        }
+        return (oldest, try database.bytesInUse())
+    }
+
     public func summary() throws -> JournalSummary {
         var summary = JournalSummary(chunks: 0, records: 0, oldest: nil, head: head, bytes: try database.bytesInUse())
         try database.statement("SELECT count(*), coalesce(sum(records), 0), min(position) FROM chunks").query { row in
             summary.chunks = Int(row.integer(0))
             summary.records = Int(row.integer(1))
             summary.oldest = row.isNull(2) ? nil : row.unsigned(2)
-        }
-        if let oldest = summary.oldest {
-            try database.statement("SELECT received_at FROM chunks WHERE position = ?").query(oldest) { row in
-                summary.oldestReceivedAt = row.double(0)
-            }
         }
         return summary
     }

@@ -27,8 +27,6 @@ public struct JournalSummary: Sendable, Equatable {
     /// The oldest position kept (nil when the journal is empty).
     public var oldest: UInt64?
     public var head: UInt64
-    /// When the oldest chunk kept was stored (seconds since 1970; nil when the journal is empty).
-    public var oldestReceivedAt: Double? = nil
     /// Bytes of the database in use (free pages left by deletions are reused, so the file does not shrink).
     public var bytes: Int64
 }

@@ -16,23 +16,34 @@ struct NotifierMetrics {
     private(set) var stored = 0
     private(set) var duplicates = 0
     private(set) var deliveredBySink: [String: Int] = [:]
+    /// Outbox rows per sink: events stored and not yet taken by that sink. Counted once at the start, then kept by
+    /// what is stored (a row for every sink) and taken, so a large backlog costs no count on every post.
+    private(set) var outbox: [String: Int] = [:]
     /// Catch-up requests by outcome, as the catch-up server counted them.
     private(set) var catchUps = Dictionary(uniqueKeysWithValues: CatchUpOutcome.allCases.map { ($0.rawValue, 0) })
+
+    /// The sinks and the rows their outboxes held at the start.
+    mutating func opened(outboxes: [String: Int]) {
+        outbox = outboxes
+        for sink in outboxes.keys { deliveredBySink[sink, default: 0] += 0 }
+    }
 
     mutating func stored(_ count: Int, duplicates: Int) {
         stored += count
         self.duplicates += duplicates
+        for sink in outbox.keys { outbox[sink]! += count }
     }
 
-    mutating func delivered(_ count: Int, sink: String) { deliveredBySink[sink, default: 0] += count }
+    mutating func delivered(_ count: Int, sink: String) {
+        deliveredBySink[sink, default: 0] += count
+        outbox[sink, default: 0] -= count
+    }
 
     mutating func setCatchUps(_ counts: [CatchUpOutcome: Int]) {
         for outcome in CatchUpOutcome.allCases { catchUps[outcome.rawValue] = counts[outcome] ?? 0 }
     }
 
     struct Gauges {
-        /// Outbox rows per sink: events stored and not yet taken by that sink.
-        var outbox: [String: Int]
         /// Per webhook sink, the sink's own figures (retries happen inside it).
         var webhooks: [String: WebhookSink.Stats]
         var heldCatchUps: Int
@@ -57,7 +68,7 @@ struct NotifierMetrics {
             .labelled("roadsave_notifier_deliveries_total", .counter, "Events taken by each sink.", label: "sink",
                       deliveredBySink),
             .labelled("roadsave_notifier_outbox_events", .gauge, "Events stored and not yet taken, by sink.", label: "sink",
-                      gauges.outbox),
+                      outbox),
             webhookFamily("roadsave_notifier_webhook_deliveries_total", .counter,
                           "Webhook events settled, by outcome (failed: refused for good by the receiver).") {
                 [("delivered", $0.delivered), ("failed", $0.failed)]

@@ -51,12 +51,9 @@ public final class NotifierService: @unchecked Sendable {
     private var flushPosted = false
     private var stopping = false
     private var counts = (stored: 0, duplicates: 0, delivered: 0)
-    /// /metrics, /healthz and /readyz, what the notifier counts for them, and the outbox sizes (a count per sink:
-    /// taken at most every `outboxCountInterval` seconds).
+    /// /metrics, /healthz and /readyz, and what the notifier counts for them.
     private var metrics: ServiceMetrics?
     private var counters = NotifierMetrics()
-    private var outboxSizes: (counts: [String: Int], at: Double)?
-    static let outboxCountInterval = 2.0
 
     /// Most outbox entries in one sink's hands.
     static let window = 1000
@@ -106,7 +103,7 @@ public final class NotifierService: @unchecked Sendable {
         defer { metrics.stop() }
         reactor.start { [self] loop in
             try setUp(loop)
-            self.metrics?.start(on: loop) { [self] in (metricFamilies(now: loop.now), notReady()) }
+            self.metrics?.start(on: loop) { [self] in (metricFamilies(), notReady()) }
         }
         let failure = reactor.wait()
         // Returns only once libzmq has closed the sockets: a listener closed later would unlink the ipc file a new
@@ -284,11 +281,11 @@ public final class NotifierService: @unchecked Sendable {
         expireOldEvents()
         loop.every(Self.retentionInterval) { [unowned self] in expireOldEvents() }
         loop.every(5) { [unowned self] in checkSilence(loop) }
+        var outboxes: [String: Int] = [:]
+        for outlet in outlets { outboxes[outlet.key] = try store.outboxCount(sink: outlet.key) }
+        counters.opened(outboxes: outboxes)
         // What the last run left in the outboxes goes first.
-        for outlet in outlets {
-            counters.delivered(0, sink: outlet.key)
-            pump(outlet, loop: loop)
-        }
+        for outlet in outlets { pump(outlet, loop: loop) }
         log.info("running", ["events": configuration.eventsEndpoints.joined(separator: ","),
                              "subscribers": publisher?.lastEndpoint ?? "none",
                              "catchUp": catchUpSocket?.lastEndpoint ?? "none",
@@ -299,19 +296,14 @@ public final class NotifierService: @unchecked Sendable {
     // MARK: Metrics
 
     /// What /metrics shows of the notifier (posted by `ServiceMetrics` from the loop).
-    private func metricFamilies(now: Double) -> [MetricFamily] {
-        if let store, outboxSizes.map({ now - $0.at >= Self.outboxCountInterval }) ?? true {
-            var sizes: [String: Int] = [:]
-            for outlet in outlets { sizes[outlet.key] = (try? store.outboxCount(sink: outlet.key)) ?? 0 }
-            outboxSizes = (sizes, now)
-        }
+    private func metricFamilies() -> [MetricFamily] {
         var webhooks: [String: WebhookSink.Stats] = [:]
         for case let outlet as WebhookOutlet in outlets {
             outlet.refreshStats()
             if let stats = outlet.lastStats { webhooks[outlet.key] = stats }
         }
         if let catchUp { counters.setCatchUps(catchUp.requests) }
-        return counters.families(.init(outbox: outboxSizes?.counts ?? [:], webhooks: webhooks,
+        return counters.families(.init(webhooks: webhooks,
                                        heldCatchUps: catchUp?.held.count ?? 0,
                                        silentUpstreams: upstreams.filter(\.reportedSilent).count))
     }
