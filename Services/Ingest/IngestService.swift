@@ -80,7 +80,6 @@ public final class IngestService: @unchecked Sendable {
         self.metrics = metrics
         defer { metrics.stop() }
         reactor.start { [self] loop in
-            self.metrics?.start(on: loop) { [self] in (metricFamilies(), notReady()) }
             let directory = try DataDirectory.prepare(configuration.dataDirectory)
             let journal = try Journal(directory: directory, shards: configuration.shards,
                                       retentionAge: configuration.retentionAge,
@@ -112,6 +111,8 @@ public final class IngestService: @unchecked Sendable {
 
             let summary = try journal.summary()
             listening = true
+            // Posting starts once the journal is open (it may read many chunks): until then /healthz says "starting".
+            self.metrics?.start(on: loop) { [self] in (metricFamilies(), notReady()) }
             log.info("journal opened", ["path": journal.path, "feed": journal.feedID, "shards": String(journal.shards),
                                         "chunks": String(summary.chunks), "records": String(summary.records),
                                         "oldest": summary.oldest.map(String.init) ?? "-", "head": String(summary.head),

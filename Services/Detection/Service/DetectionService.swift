@@ -131,7 +131,6 @@ public final class DetectionService: @unchecked Sendable {
         reactor.start { [self] loop in
             self.loop = loop
             startedAt = loop.now
-            self.metrics?.start(on: loop) { [self] in (metricFamilies(now: loop.now), notReady(now: loop.now)) }
             let store = try DetectionStore(directory: try DataDirectory.prepare(configuration.dataDirectory),
                                            shard: configuration.shardDescription)
             self.store = store
@@ -172,6 +171,9 @@ public final class DetectionService: @unchecked Sendable {
                                  "platform": configuration.platformURL?.absoluteString ?? "embedded",
                                  "autoMonitor": String(configuration.autoMonitor),
                                  "recovering": String(recovery.count)])
+            // Posting starts once the store is loaded: until then /healthz says "starting", so a long load of many
+            // devices is not taken for a stuck loop.
+            self.metrics?.start(on: loop) { [self] in (metricFamilies(now: loop.now), notReady(now: loop.now)) }
             continueRecovery(loop: loop)
         }
         let failure = reactor.wait()
