@@ -6,12 +6,14 @@ import RoadSaveModel
 /// reason. Members the report does not use (`eventID`, `duration`, …) are not checked; a missing or wrong one that
 /// it uses is an error naming the line and the field.
 public enum EventFileReader {
+    static let legacy = "events in the legacy format cannot be reported: write them with --format current"
+
     public static func read(path: String) throws(ReportInputError) -> [RoadSaveEvent] {
         var reader: NDJSONLineReader
         do {
             reader = try NDJSONLineReader(path: path)
         } catch {
-            throw ReportInputError(path: path, reason: error.reason)
+            throw ReportInputError(path: path, reason: "cannot be read: \(error.reason)")
         }
         var events: [RoadSaveEvent] = []
         var failure: ReportInputError?
@@ -53,7 +55,7 @@ public enum EventFileReader {
                 TripStartInfo(tripID: try fields.identifier("tripID"), startDate: try fields.date("startDate"))))
         case "tripDidEnd":
             let endReason = try fields.choice("endReason", TripEndReason.self,
-                                              hint: "events in the legacy format cannot be reported")
+                                              legacy: Self.legacy)
             let mode = try fields.optionalChoice("transportMode", TransportMode.self) ?? .unknown
             let modeReason = try fields.optionalChoice("transportReason", TransportReason.self) ?? .notClassified
             return RoadSaveEvent(device: device, body: .tripDidEnd(TripInfo(
@@ -62,7 +64,7 @@ public enum EventFileReader {
                 endReason: endReason, transportMode: mode, transportReason: modeReason)))
         case "crashDetected":
             let confidence = try fields.choice("confidence", CrashConfidence.self,
-                                               hint: "events in the legacy format cannot be reported")
+                                               legacy: Self.legacy)
             let latitude = try fields.optionalNumber("latitude")
             let longitude = try fields.optionalNumber("longitude")
             if let latitude, !(-90...90).contains(latitude) { throw fail("latitude", "must be within ±90, got \(latitude)") }
@@ -139,12 +141,15 @@ public enum EventFileReader {
             }
         }
 
-        func choice<T: RawRepresentable & CaseIterable>(_ name: String, _ type: T.Type, hint: String) throws(ReportInputError) -> T
+        /// One of `T`'s names. `legacy` is said when the member is missing or capitalised, as in the legacy format.
+        func choice<T: RawRepresentable & CaseIterable>(_ name: String, _ type: T.Type, legacy: String) throws(ReportInputError) -> T
         where T.RawValue == String {
-            guard value[name] != nil else { throw fail(name, "missing (\(hint))") }
+            guard value[name] != nil else { throw fail(name, "missing (\(legacy))") }
             let text = try string(name)
             guard let choice = T(rawValue: text) else {
-                throw fail(name, "\"\(text)\" is not one of \(T.allCases.map(\.rawValue).joined(separator: ", ")) (\(hint))")
+                let capitalised = T(rawValue: text.lowercased()) != nil
+                throw fail(name, "\"\(text)\" is not one of \(T.allCases.map(\.rawValue).joined(separator: ", "))"
+                           + (capitalised ? " (\(legacy))" : ""))
             }
             return choice
         }

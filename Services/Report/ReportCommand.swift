@@ -1,5 +1,8 @@
 import DetectionEngine
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import RoadSaveModel
 import Replay
 import Wire
@@ -175,18 +178,40 @@ public enum ReportCommand {
         return found
     }
 
-    /// Writes the whole text (atomically, for a file); the reason when it could not.
+    /// Writes the whole text: to standard output, or to a file through a temporary file beside it renamed into
+    /// place (a reader never sees half a page). The reason when it could not.
     static func write(_ text: String, to path: String) -> String? {
-        if path == "-" {
-            FileHandle.standardOutput.write(Data(text.utf8))
-            return nil
+        let bytes = Array(text.utf8)
+        if path == "-" { return writeAll(bytes, to: 1) == nil ? nil : "cannot write to standard output" }
+        let temporary = path + ".tmp-\(getpid())"
+        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        guard descriptor >= 0 else { return "cannot write \(path): \(String(cString: strerror(errno)))" }
+        let failure = writeAll(bytes, to: descriptor)
+        close(descriptor)
+        if let failure {
+            unlink(temporary)
+            return "cannot write \(path): \(String(cString: strerror(failure)))"
         }
-        do {
-            try Data(text.utf8).write(to: URL(fileURLWithPath: path), options: .atomic)
-            return nil
-        } catch {
-            return "cannot write \(path): \((error as NSError).localizedDescription)"
+        guard rename(temporary, path) == 0 else {
+            let reason = String(cString: strerror(errno))
+            unlink(temporary)
+            return "cannot write \(path): \(reason)"
         }
+        return nil
+    }
+
+    /// The errno of a failed write, or nil.
+    private static func writeAll(_ bytes: [UInt8], to descriptor: Int32) -> Int32? {
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes[offset...].withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress, $0.count) }
+            if written < 0 {
+                if errno == EINTR { continue }
+                return errno
+            }
+            offset += written
+        }
+        return nil
     }
 
     private static func writeFailure(_ option: String, _ problem: String) -> Int32 {

@@ -62,8 +62,9 @@ public struct ReportPage {
         .trip-shade{fill-opacity:.12}.speed{fill:none;stroke:#222;stroke-width:1.2;stroke-linejoin:round}
         .grid{stroke:#e6e6e6}.tick{stroke:#444}.axis{fill:#555;font-size:11px}
         .crash-tick{stroke-width:2}.dismissed-tick{stroke-width:1.5;stroke-dasharray:4 3}
-        table{border-collapse:collapse;margin:4px 0 12px;font-size:13px}
-        th,td{border-bottom:1px solid #e2e2e2;padding:3px 8px;text-align:left;font-variant-numeric:tabular-nums;vertical-align:top}
+        table{border-collapse:collapse;margin:4px 0 12px;font-size:12.5px}
+        th,td{border-bottom:1px solid #e2e2e2;padding:3px 7px;text-align:left;font-variant-numeric:tabular-nums;vertical-align:top}
+        code{font-size:11.5px}
         th{background:#f6f6f6}td.n{text-align:right}
         .swatch{display:inline-block;width:12px;height:12px;border-radius:2px;vertical-align:-1px;margin-right:4px}
         .legend{font-size:12px;color:#444;margin:2px 0 8px}.legend span{margin-right:12px;white-space:nowrap}
