@@ -17,7 +17,8 @@ For each it takes the events `roadsave replay` prints (and the dismissals it log
     city (which catches swapped axes), LineStrings of two positions or more, trip properties equal to replay's
     tripDidEnd events, crash properties to its crashDetected events;
   - the same figures with --events (replay's events as the source), the same page from the MessagePack recording,
-    and the bad-input matrix (exit 2 naming the file, line and field).
+    the bad-input matrix (exit 2 naming the file, line and field), and a user named like markup (shown as text,
+    nothing of it run or loaded).
 `--screenshot FILE` also saves a picture of the day's page (the README's docs/report.png). Runs as root too (CI):
 Chromium gets --no-sandbox.
 
@@ -243,6 +244,24 @@ def check_bad_input(roadsave, records, events, work):
     check("report" in run([roadsave, "--help"]).stdout, "roadsave --help does not list report")
 
 
+def check_hostile_names(roadsave, driver, work):
+    """Device IDs come from outside: a user named like markup is shown as text, and nothing of it runs or loads."""
+    from selenium.webdriver.common.by import By
+
+    records = os.path.join(work, "hostile.ndjson")
+    prefix = "<img src=x onerror=alert(1)><script>alert(2)</script>'\"&"
+    run([roadsave, "simulate", "--devices", "1", "--scenario", "crash", "--seed", "1", "--duration", "15",
+         "--user-prefix", prefix, "--output", records])
+    html, _ = report(roadsave, records, work, "hostile")
+    driver.get("file://" + os.path.abspath(html))
+    logs = driver.get_log("browser")
+    check(not [e for e in logs if e["level"] == "SEVERE"], f"hostile names: console errors {logs}")
+    counts = driver.execute_script("return [document.scripts.length, document.images.length]")
+    check(counts == [0, 0], f"hostile names: {counts[0]} scripts and {counts[1]} images in the page")
+    heading = driver.find_element(By.CSS_SELECTOR, "section.device h2").text
+    check(heading.endswith("/" + prefix + "001"), f"hostile names: the heading reads {heading!r}")
+
+
 def screenshot(driver, html, path):
     """The whole page (the day has one device: its map, timeline and tables), as the README shows it."""
     from selenium.webdriver.common.by import By
@@ -294,6 +313,7 @@ def main():
                 with open(geojson) as a, open(msgpack_geojson) as b:
                     check(a.read() == b.read(), "fleet: the GeoJSON from MessagePack differs")
                 check_bad_input(roadsave, records, expected["events_path"], work)
+                check_hostile_names(roadsave, driver, work)
             if name == "day" and args.screenshot:
                 screenshot(driver, html, args.screenshot)
     finally:
