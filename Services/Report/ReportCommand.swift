@@ -20,11 +20,11 @@ public enum ReportCommand {
         (✕, with the reason); beneath it a timeline of GPS speed with the trips as spans and the motion classifier's
         reports as a band; then tables of the trips, crashes and dismissed candidates. Times are UTC; applicationIDs
         are masked, as in the logs. Tracks are thinned for drawing (to half a pixel); starts, ends and markers sit at
-        their exact positions.
+        their exact positions. A crash without a position is listed and marked on the timeline, not on the map.
 
         Where trips and crashes come from:
-          without --events  the engines over RECORDS, exactly as `roadsave replay` with the same options: trips,
-                            crashes and the dismissed candidates with their reasons
+          without --events  the engines over RECORDS, as `roadsave replay` runs them (the same platform options,
+                            the default reorder window): trips, crashes and the dismissed candidates with reasons
           --events FILE     trips and crashes from FILE (NDJSON events in the current format: what `roadsave
                             replay` prints, the notifier's NDJSON sink writes or `roadsave tail` prints, with or
                             without --show-position); the engines still run over RECORDS for the dismissed
