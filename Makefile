@@ -6,7 +6,7 @@ export PATH := $(PATH):/opt/swift/usr/bin
 OUT := out
 BIN := .build/debug/roadsave
 
-.PHONY: deps build test demo bench up clean fuzz fuzz-smoke quality
+.PHONY: deps build test demo bench up clean fuzz fuzz-smoke quality report-picture
 
 deps:
 	@scripts/install-deps.sh
@@ -24,12 +24,14 @@ demo: build
 ## All tests: the fuzz smoke run (every libFuzzer target a few seconds on its seeds; under 2 minutes with its build),
 ## then unit, scenario, real recordings (skipped without ../shared/data) and end to end. The tests that start
 ## processes and time them run one at a time after the others, so a busy 2-core machine can't make them flaky.
+## Last, `roadsave report` end to end: its page in headless Chromium and its GeoJSON against RFC 7946.
 PROCESS_TESTS := IntegrationTests|^CommandTests\.|CLITests|DetectionServiceTests|NotifierSinkTests
 test: deps
 	Fuzz/fuzz.sh run $(FUZZ_SMOKE_SECONDS)
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build --skip '$(PROCESS_TESTS)'
 	$(SWIFT) test --skip-build --no-parallel --filter '$(PROCESS_TESTS)'
+	python3 scripts/test_report.py --roadsave $(BIN)
 
 ## The three services on this machine (set ROADSAVE_APPLICATIONS to the applicationIDs to accept).
 up: build
@@ -61,6 +63,12 @@ fuzz: deps
 FUZZ_SMOKE_SECONDS ?= 3
 fuzz-smoke: deps
 	Fuzz/fuzz.sh run $(FUZZ_SMOKE_SECONDS)
+
+## docs/report.png, the README's picture of a report: the report test's day recording, drawn by `roadsave report`
+## and photographed in headless Chromium (after the test's checks pass on it).
+report-picture: deps
+	$(SWIFT) build --product roadsave
+	python3 scripts/test_report.py --roadsave $(BIN) --screenshot docs/report.png
 
 clean:
 	rm -rf .build $(OUT)

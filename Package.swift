@@ -76,14 +76,17 @@ let package = Package(
         // Replay: the engines over a recorded file (NDJSON or MessagePack), in one process.
         .target(name: "Replay", dependencies: ["RoadSaveModel", "DetectionEngine", "PlatformHTTP", "Wire"],
                 path: "Services/Replay"),
+        // Reports: the engines over a recording, drawn (HTML with inline SVG) and as GeoJSON.
+        .target(name: "Report", dependencies: ["RoadSaveModel", "DetectionEngine", "Replay", "Wire"],
+                path: "Services/Report"),
         // Simulation: realistic record streams from a seed.
         .target(name: "Simulator", dependencies: ["GatewayKit"], path: "Services/Simulator"),
         // Converters from the real recordings in ../shared/data to NDJSON records.
         .target(name: "Recordings", dependencies: ["GatewayKit", "RoadSaveModel", "Wire"], path: "Services/Recordings"),
 
         .executableTarget(name: "roadsave",
-                          dependencies: ["RoadSaveModel", "DetectionEngine", "PlatformHTTP", "Replay", "Simulator", "Recordings",
-                                         "ServiceCommands"],
+                          dependencies: ["RoadSaveModel", "DetectionEngine", "PlatformHTTP", "Replay", "Report", "Simulator",
+                                         "Recordings", "ServiceCommands"],
                           path: "Services/CLI"),
 
         // The benchmark behind `make bench`.
@@ -116,6 +119,9 @@ let package = Package(
         .testTarget(name: "RecordingConverterTests", dependencies: ["Recordings"], path: "Tests/RecordingConverterTests"),
         .testTarget(name: "RecordingTests", dependencies: ["Recordings", "RoadSaveModel", "DetectionEngine", "Replay", "GatewayKit"],
                     path: "Tests/RecordingTests"),
+        // The report's pieces: projection, thinning, escaping, the events file, GeoJSON, what is counted and drawn.
+        .testTarget(name: "ReportTests", dependencies: ["Report", "RoadSaveModel", "DetectionEngine"],
+                    path: "Tests/ReportTests"),
         // The replay path over simulated fleets, against the simulator's ground truth.
         .testTarget(name: "PipelineTests", dependencies: ["Simulator", "Replay", "DetectionEngine", "RoadSaveModel", "Wire"],
                     path: "Tests/PipelineTests"),

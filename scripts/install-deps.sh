@@ -15,6 +15,9 @@ for header in zmq.h:libzmq3-dev msgpack.h:libmsgpack-dev sodium.h:libsodium-dev 
     microhttpd.h:libmicrohttpd-dev; do
   [ -f "/usr/include/${header%%:*}" ] || missing+=("${header#*:}")
 done
+# The report test (scripts/test_report.py) opens `roadsave report`'s page in headless Chromium through chromedriver.
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+command -v chromedriver >/dev/null 2>&1 || missing+=(chromium-driver)
 
 if ((${#missing[@]})); then
   if [ "$(id -u)" != 0 ]; then
@@ -31,6 +34,12 @@ fi
 if ! python3 -c "import zmq, msgpack, prometheus_client" >/dev/null 2>&1; then
   echo "install-deps: installing pyzmq, msgpack and prometheus-client from PyPI" >&2
   python3 -m pip install --quiet pyzmq msgpack prometheus-client 2>&1 | grep -v "Running pip as the 'root' user" >&2 || true
+fi
+
+# The report test drives Chromium with selenium and validates the GeoJSON with the geojson package.
+if ! python3 -c "import selenium, geojson" >/dev/null 2>&1; then
+  echo "install-deps: installing selenium and geojson from PyPI" >&2
+  python3 -m pip install --quiet selenium geojson 2>&1 | grep -v "Running pip as the 'root' user" >&2 || true
 fi
 
 if ! command -v swift >/dev/null 2>&1; then

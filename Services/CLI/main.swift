@@ -2,6 +2,7 @@ import Foundation
 import RoadSaveModel
 import Recordings
 import Replay
+import Report
 import ServiceCommands
 import Simulator
 
@@ -17,6 +18,8 @@ struct RoadSaveCommand {
           simulate        write realistic record streams (NDJSON or MessagePack) for any number of devices,
                           from a seed
           convert         convert a real recording from ../shared/data into records (NDJSON or MessagePack)
+          report FILE     draw what the engines found in a recording: one HTML page (per device a map of the
+                          trips, crashes and dismissed candidates, a timeline, tables) and GeoJSON
 
         Services (ZeroMQ):
           ingest          sensor-ingest: validate gateways' records, journal them (fsync'd), then acknowledge
@@ -47,6 +50,7 @@ struct RoadSaveCommand {
         case "replay": status = await ReplayCommand.run(rest)
         case "simulate": status = SimulateCommand.run(rest)
         case "convert": status = ConvertCommand.run(rest)
+        case "report": status = await ReportCommand.run(rest)
         case "ingest": status = IngestCommand.run(rest)
         case "detect": status = DetectCommand.run(rest)
         case "notify": status = NotifyCommand.run(rest)

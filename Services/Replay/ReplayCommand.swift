@@ -108,7 +108,9 @@ public enum ReplayCommand {
         }
     }
 
-    static func makePlatform(_ options: CommandLineOptions) throws -> any Platform {
+    /// The platform that `--platform`, `--settings`, `--platform-timeout` and `--platform-attempts` ask for (shared
+    /// with `roadsave report`, which runs the engines the same way).
+    public static func makePlatform(_ options: CommandLineOptions) throws -> any Platform {
         var url: URL?
         if let text = options.string("--platform") {
             guard let parsed = URL(string: text) else {

@@ -30,6 +30,9 @@ public final class Replayer {
     private var current: (record: SensorRecord, line: Int?)?
     /// What a record's number counts in messages: "line" (NDJSON) or "record" (MessagePack).
     public var numberName = "line"
+    /// Told of each suspected crash the engines dismissed, with the reason (it is not an event, so `emit` never sees
+    /// it): `roadsave report` marks them on its map.
+    public var dismissed: ((DeviceID, CrashCandidate, FalsePositiveReason) -> Void)?
     /// Actions of the last `feedNow` that wait for `settle()`.
     private var waiting: [FleetAction] = []
     /// The fleet's actions for one record, reused: nearly every record asks for nothing, and then nothing is allocated.
@@ -163,6 +166,7 @@ public final class Replayer {
         case let .emit(event):
             emit(event)
         case let .crashDismissed(device, candidate, reason):
+            dismissed?(device, candidate, reason)
             log.info("suspected crash dismissed", [
                 "device": device.description, "crashID": candidate.crashID,
                 "at": ISO8601.string(fromSeconds: candidate.time), "reason": reason.rawValue,

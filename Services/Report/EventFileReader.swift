@@ -1,0 +1,167 @@
+import RoadSaveModel
+
+/// Reads a file of events as NDJSON: what `roadsave replay` prints, what the notifier's NDJSON sink writes, or what
+/// `roadsave tail` prints (with `--show-position` too: `{"position":P,"event":{…}}`). The events must be in the
+/// current format (`--format current`, the default): the legacy one has no trip ID on `tripDidStart` and no end
+/// reason. Members the report does not use (`eventID`, `duration`, …) are not checked; a missing or wrong one that
+/// it uses is an error naming the line and the field.
+public enum EventFileReader {
+    static let legacy = "events in the legacy format cannot be reported: write them with --format current"
+
+    public static func read(path: String) throws(ReportInputError) -> [RoadSaveEvent] {
+        var reader: NDJSONLineReader
+        do {
+            reader = try NDJSONLineReader(path: path)
+        } catch {
+            throw ReportInputError(path: path, reason: "cannot be read: \(error.reason)")
+        }
+        var events: [RoadSaveEvent] = []
+        var failure: ReportInputError?
+        reader.forEachLineUntil({ line, number in
+            do throws(ReportInputError) {
+                events.append(try event(fromJSON: line, path: path, line: number))
+                return true
+            } catch {
+                failure = error
+                return false
+            }
+        }, ended: { _ in })
+        if let failure { throw failure }
+        return events
+    }
+
+    /// One line's event.
+    public static func event(fromJSON line: some Collection<UInt8>, path: String, line number: Int) throws(ReportInputError) -> RoadSaveEvent {
+        func fail(_ field: String?, _ reason: String) -> ReportInputError {
+            ReportInputError(path: path, number: number, field: field, reason: reason)
+        }
+        var value: JSONValue
+        do {
+            value = try JSONParser.parse(line)
+        } catch {
+            throw fail(nil, "not JSON (\(error))")
+        }
+        guard case .object = value else { throw fail(nil, "an event must be a JSON object, found \(value.typeName)") }
+        // `roadsave tail --show-position` wraps each event.
+        if value["event"].map({ if case .object = $0 { true } else { false } }) == true, value["position"] != nil {
+            value = value["event"]!
+        }
+        let fields = Fields(value: value, fail: fail)
+        let name = try fields.string("event")
+        let device = DeviceID(app: try fields.identifier("app"), user: try fields.identifier("user"))
+        switch name {
+        case "tripDidStart":
+            return RoadSaveEvent(device: device, body: .tripDidStart(
+                TripStartInfo(tripID: try fields.identifier("tripID"), startDate: try fields.date("startDate"))))
+        case "tripDidEnd":
+            let endReason = try fields.choice("endReason", TripEndReason.self,
+                                              legacy: Self.legacy)
+            let mode = try fields.optionalChoice("transportMode", TransportMode.self) ?? .unknown
+            let modeReason = try fields.optionalChoice("transportReason", TransportReason.self) ?? .notClassified
+            return RoadSaveEvent(device: device, body: .tripDidEnd(TripInfo(
+                tripID: try fields.identifier("tripID"), startDate: try fields.date("startDate"),
+                endDate: try fields.date("endDate"), distanceMetres: try fields.number("distanceMetres"),
+                endReason: endReason, transportMode: mode, transportReason: modeReason)))
+        case "crashDetected":
+            let confidence = try fields.choice("confidence", CrashConfidence.self,
+                                               legacy: Self.legacy)
+            let latitude = try fields.optionalNumber("latitude")
+            let longitude = try fields.optionalNumber("longitude")
+            if let latitude, !(-90...90).contains(latitude) { throw fail("latitude", "must be within ±90, got \(latitude)") }
+            if let longitude, !(-180...180).contains(longitude) {
+                throw fail("longitude", "must be within ±180, got \(longitude)")
+            }
+            if (latitude == nil) != (longitude == nil) {
+                throw fail(latitude == nil ? "latitude" : "longitude", "missing while the other coordinate is given")
+            }
+            return RoadSaveEvent(device: device, body: .crashDetected(CrashInfo(
+                crashID: try fields.identifier("crashID"), confidence: confidence, detectedAt: try fields.date("detectedAt"),
+                latitude: latitude, longitude: longitude, isTest: try fields.optionalBool("isTest") ?? false)))
+        default:
+            throw fail("event", "unknown event \"\(name)\"; expected tripDidStart, tripDidEnd or crashDetected")
+        }
+    }
+
+    /// Typed members with errors naming them.
+    private struct Fields {
+        let value: JSONValue
+        let fail: (String?, String) -> ReportInputError
+
+        func required(_ name: String) throws(ReportInputError) -> JSONValue {
+            guard let member = value[name], member != .null else { throw fail(name, "missing") }
+            return member
+        }
+
+        func string(_ name: String) throws(ReportInputError) -> String {
+            let member = try required(name)
+            guard case let .string(text) = member else { throw fail(name, "expected a string, found \(member.typeName)") }
+            return text
+        }
+
+        func identifier(_ name: String) throws(ReportInputError) -> String {
+            let text = try string(name)
+            guard !text.isEmpty, text.utf8.count <= DeviceID.maximumLength else {
+                throw fail(name, "must be 1…\(DeviceID.maximumLength) bytes")
+            }
+            return text
+        }
+
+        func number(_ name: String) throws(ReportInputError) -> Double {
+            let member = try required(name)
+            guard case let .number(number) = member, number.isFinite else {
+                throw fail(name, "expected a number, found \(member.typeName)")
+            }
+            return number
+        }
+
+        func optionalNumber(_ name: String) throws(ReportInputError) -> Double? {
+            guard let member = value[name], member != .null else { return nil }
+            return try number(name)
+        }
+
+        func optionalBool(_ name: String) throws(ReportInputError) -> Bool? {
+            guard let member = value[name], member != .null else { return nil }
+            guard case let .bool(flag) = member else { throw fail(name, "expected true or false, found \(member.typeName)") }
+            return flag
+        }
+
+        /// An ISO 8601 date as the events write them, or Unix seconds.
+        func date(_ name: String) throws(ReportInputError) -> Double {
+            let member = try required(name)
+            switch member {
+            case let .string(text):
+                guard let seconds = ISO8601.seconds(from: text) else {
+                    throw fail(name, "\"\(text)\" is not an ISO 8601 date (2026-03-02T06:31:05.123Z)")
+                }
+                return seconds
+            case let .number(seconds) where seconds.isFinite:
+                return seconds
+            default:
+                throw fail(name, "expected an ISO 8601 date, found \(member.typeName)")
+            }
+        }
+
+        /// One of `T`'s names. `legacy` is said when the member is missing or capitalised, as in the legacy format.
+        func choice<T: RawRepresentable & CaseIterable>(_ name: String, _ type: T.Type, legacy: String) throws(ReportInputError) -> T
+        where T.RawValue == String {
+            guard value[name] != nil else { throw fail(name, "missing (\(legacy))") }
+            let text = try string(name)
+            guard let choice = T(rawValue: text) else {
+                let capitalised = T(rawValue: text.lowercased()) != nil
+                throw fail(name, "\"\(text)\" is not one of \(T.allCases.map(\.rawValue).joined(separator: ", "))"
+                           + (capitalised ? " (\(legacy))" : ""))
+            }
+            return choice
+        }
+
+        func optionalChoice<T: RawRepresentable & CaseIterable>(_ name: String, _ type: T.Type) throws(ReportInputError) -> T?
+        where T.RawValue == String {
+            guard let member = value[name], member != .null else { return nil }
+            let text = try string(name)
+            guard let choice = T(rawValue: text) else {
+                throw fail(name, "\"\(text)\" is not one of \(T.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            return choice
+        }
+    }
+}

@@ -1,0 +1,72 @@
+import Foundation
+import RoadSaveModel
+import Testing
+@testable import Report
+
+struct EventFileReaderTests {
+    func read(_ lines: [String]) throws(ReportInputError) -> [RoadSaveEvent] {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("events-\(UUID().uuidString).ndjson").path
+        _ = FileManager.default.createFile(atPath: path, contents: Data((lines.joined(separator: "\n") + "\n").utf8))
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        return try EventFileReader.read(path: path)
+    }
+
+    func error(_ lines: [String]) -> ReportInputError? {
+        do {
+            _ = try read(lines)
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    let events: [RoadSaveEvent] = [
+        Fixture.tripStart(Fixture.device, "trip-A", Fixture.t0 + 600.25),
+        Fixture.tripEnd(Fixture.device, "trip-A", Fixture.t0 + 600.25, Fixture.t0 + 1200.5),
+        Fixture.crash(Fixture.device, "crash-1", Fixture.t0 + 2400.125),
+        Fixture.crash(Fixture.device, "crash-2", Fixture.t0 + 2500, latitude: nil, longitude: nil),
+    ]
+
+    @Test func readsWhatReplayWrites() throws {
+        #expect(try read(events.map { $0.json(.current) }) == events)
+    }
+
+    @Test func readsWhatTailPrintsWithPositions() throws {
+        let lines = events.enumerated().map { "{\"position\":\($0.offset + 1),\"event\":\($0.element.json(.current))}" }
+        #expect(try read(lines) == events)
+    }
+
+    @Test func namesTheLineAndTheField() {
+        var lines = events.map { $0.json(.current) }
+        lines[2] = lines[2].replacingOccurrences(of: "\"confidence\":\"high\"", with: "\"confidence\":\"sure\"")
+        let failure = error(lines)
+        #expect(failure?.number == 3)
+        #expect(failure?.field == "confidence")
+        #expect(failure?.description.contains("line 3: confidence: \"sure\" is not one of high, medium, low, unknown") == true)
+    }
+
+    @Test func rejectsBadDatesMissingFieldsAndJunk() {
+        let start = events[0].json(.current)
+        #expect(error([start.replacingOccurrences(of: "2026-03-02T", with: "02/03/2026 ")])?.field == "startDate")
+        #expect(error([start.replacingOccurrences(of: "\"tripID\"", with: "\"trip\"")])?.field == "tripID")
+        #expect(error(["{\"event\":\"tripDidStart\""])?.description.contains("line 1: not JSON") == true)
+        #expect(error(["[1,2]"])?.description.contains("must be a JSON object") == true)
+        #expect(error([start.replacingOccurrences(of: "tripDidStart", with: "tripDidPause")])?.field == "event")
+    }
+
+    @Test func saysThatLegacyEventsCannotBeReported() {
+        let legacy = events[1].json(.legacy)
+        let failure = error([legacy])
+        #expect(failure?.field == "endReason")
+        #expect(failure?.description.contains("legacy") == true)
+    }
+
+    @Test func aMissingFileIsNamed() {
+        do {
+            _ = try EventFileReader.read(path: "/nonexistent/events.ndjson")
+            Issue.record("read a missing file")
+        } catch {
+            #expect(error.description.hasPrefix("/nonexistent/events.ndjson: "))
+        }
+    }
+}
