@@ -44,6 +44,8 @@ public struct ProgressMeter {
     /// The position at which the work is done (bytes of a file, milliseconds simulated), nil when unknown.
     public private(set) var total: Int?
     private var position = 0
+    /// Whether the position is the count (`advance(by:)`) rather than given (`advance(by:at:)`).
+    private var positionIsCount = true
     private let display: (any ProgressDisplay)?
     private let clock: () -> Double
     private let timing: Timing
@@ -108,7 +110,7 @@ public struct ProgressMeter {
     @inlinable @inline(__always)
     public mutating func advance(by amount: Int = 1) {
         count &+= amount
-        if _slowPath(count >= nextCheck) { check(position: count) }
+        if _slowPath(count >= nextCheck) { check(position: nil) }
     }
 
     /// Counts `amount` more done; `position` (bytes read, time simulated) is evaluated only when the clock is read.
@@ -121,7 +123,7 @@ public struct ProgressMeter {
     /// Reads the clock now (a command that waits calls it so the line does not stand still).
     public mutating func refresh(at position: Int? = nil) {
         guard display != nil, nextCheck != Int.max else { return }
-        check(position: position ?? (total == nil ? count : self.position))
+        check(position: position ?? (positionIsCount ? nil : self.position))
     }
 
     /// A new phase of the job with its own count, total and rates: the simulator simulates its devices, then
@@ -148,9 +150,10 @@ public struct ProgressMeter {
         lastDraw = nil
     }
 
-    /// The clock is due: adapt the stride to the pace, and draw if the interval has passed.
+    /// The clock is due: adapt the stride to the pace, and draw if the interval has passed. `position` nil: the
+    /// count.
     @usableFromInline
-    mutating func check(position: Int) {
+    mutating func check(position: Int?) {
         guard display != nil else {
             nextCheck = Int.max
             return
@@ -164,7 +167,8 @@ public struct ProgressMeter {
         stride = max(1, min(Int(min(ideal, 1e9)), stride * 16, 1 << 24))
         lastCheck = (now, count)
         nextCheck = count &+ stride
-        self.position = position
+        positionIsCount = position == nil
+        self.position = position ?? count
         guard now - started >= timing.firstDraw else { return }
         if let lastDraw, now - lastDraw < timing.interval { return }
         draw(now: now)
@@ -175,13 +179,15 @@ public struct ProgressMeter {
         while samples.count > 1, now - samples[1].time >= timing.window { samples.removeFirst() }
         let oldest = samples[0]
         let span = now - oldest.time
-        let rate = span > 0 ? Double(count - oldest.count) / span : nil
+        // Rates over less than half an interval (a phase that has just begun) would be noise.
+        let measured = span >= timing.interval / 2
+        let rate = measured ? Double(count - oldest.count) / span : nil
         var fraction: Double?
         var left: Double?
         if let total, total > 0 {
             fraction = min(1, max(0, Double(position) / Double(total)))
             let advanced = Double(position - oldest.position)
-            if span > 0, advanced > 0 { left = Double(max(0, total - position)) / (advanced / span) }
+            if measured, advanced > 0 { left = Double(max(0, total - position)) / (advanced / span) }
         }
         samples.append(Sample(time: now, count: count, position: position))
         display?.show(Self.text(label: label, count: count, noun: noun, rate: rate, fraction: fraction, left: left))

@@ -183,6 +183,25 @@ private final class RecordingDisplay: ProgressDisplay, @unchecked Sendable {
                 "\(display.shown.last ?? "")")
     }
 
+    /// A phase that has just begun has no rate nor time left yet (a rate over a hundredth of a second is noise).
+    @Test func aPhaseJustBegunShowsNoRateYet() {
+        let clock = ManualClock()
+        let display = RecordingDisplay(clock: clock)
+        var meter = ProgressMeter(label: "convert", noun: "trials", display: display, clock: clock.read)
+        clock.now = 1
+        meter.refresh()
+        clock.now = 1.25
+        meter.startPhase(noun: "trials", total: 10)
+        clock.now = 1.26
+        meter.advance()
+        #expect(display.shown == ["convert: 0 trials, 0.0 trials/s", "convert: 1 trials, 10%"])
+        // The stride after that burst is a few trials: a refresh (or a later trial) draws.
+        clock.now = 1.5
+        meter.advance()
+        meter.refresh()
+        #expect(display.shown.last == "convert: 2 trials, 8.0 trials/s, 20%, 0:01 left")
+    }
+
     /// A command that waits (send pacing) refreshes the line without counting.
     @Test func refreshDrawsWithoutCounting() {
         let clock = ManualClock()
