@@ -132,9 +132,8 @@ public enum ConvertCommand {
             case .tmd: recordings = [try RecordingConverter.tmd(file, app: app, user: user)]
             case .cbs: recordings = [try RecordingConverter.cbs(file, app: app, user: user, deriveActivity: deriveActivity)]
             case .phoneDrops:
-                recordings = try RecordingConverter.phoneDrops(file, app: app, user: user, trial: trial) { _, total in
-                    if progress.total == nil { progress.startPhase(noun: "trials", total: total) }
-                    progress.advance()
+                recordings = try RecordingConverter.phoneDrops(file, app: app, user: user, trial: trial) { done, total in
+                    if done == 0 { progress.startPhase(noun: "trials", total: total) } else { progress.advance() }
                 }
             case .escooter: recordings = [try RecordingConverter.escooter(file, app: app, user: user)]
             }

@@ -94,8 +94,9 @@ public enum PhoneDropConverter {
     }
 
     /// Unpacks the archive (tar, then each trial's zip) in a scratch folder and reads the trials, in natural order
-    /// (fall_1, fall_2, …, fall_22, up_and_down_2, …). `only` reads one trial. `trialRead(done, total)` follows
-    /// each trial read (unpacking a trial is what takes the time: a progress line counts them).
+    /// (fall_1, fall_2, …, fall_22, up_and_down_2, …). `only` reads one trial. `trialRead(done, total)` is called
+    /// with 0 done before the first trial and after each trial read (unpacking a trial is what takes the time: a
+    /// progress line counts them).
     public static func readTrials(archive: URL, only: String? = nil,
                                   trialRead: (_ done: Int, _ total: Int) -> Void = { _, _ in }) throws -> [PhoneDropTrial] {
         try RecordingFile.checkReadable(archive)
@@ -116,6 +117,7 @@ public enum PhoneDropConverter {
                 guard byName[only] != nil else { throw RecordingError.unknownTrial(name: only, available: names) }
                 names = [only]
             }
+            trialRead(0, names.count)
             return try names.enumerated().map { index, name in
                 let zip = folder.appendingPathComponent(byName[name]!)
                 let target = folder.appendingPathComponent("trial-\(name)", isDirectory: true)
