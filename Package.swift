@@ -12,8 +12,11 @@ let package = Package(
         .executable(name: "roadsave-notify", targets: ["roadsave-notify"]),
     ],
     targets: [
+        // A progress line on the terminal for long commands (replay, send, simulate, convert), and the status line that
+        // log lines are written above. No dependencies, so every command's target can use it.
+        .target(name: "TerminalProgress", path: "Shared/TerminalProgress"),
         // Shared: the model (configuration, records, events, errors) and its codecs, used by every service.
-        .target(name: "RoadSaveModel", path: "Shared/RoadSaveModel"),
+        .target(name: "RoadSaveModel", dependencies: ["TerminalProgress"], path: "Shared/RoadSaveModel"),
         // Gateway-side signal code (the impact trigger), shared by the simulator and the recording converters.
         .target(name: "GatewayKit", path: "Shared/GatewayKit"),
 
@@ -63,7 +66,7 @@ let package = Package(
         // The service commands and the gateway/subscriber/control clients (roadsave ingest|detect|notify|up|send|tail|ctl).
         .target(name: "ServiceCommands",
                 dependencies: ["IngestService", "DetectionService", "NotifierService", "ServiceKit", "Metrics", "Wire", "ZeroMQ",
-                               "RoadSaveModel", "CProcessControl", "Storage"],
+                               "RoadSaveModel", "CProcessControl", "Storage", "TerminalProgress"],
                 path: "Services/Commands"),
         .executableTarget(name: "roadsave-ingest", dependencies: ["ServiceCommands"], path: "Services/Executables/Ingest"),
         .executableTarget(name: "roadsave-detect", dependencies: ["ServiceCommands"], path: "Services/Executables/Detect"),
@@ -74,15 +77,16 @@ let package = Package(
                 path: "Services/Notifier/Sinks"),
 
         // Replay: the engines over a recorded file (NDJSON or MessagePack), in one process.
-        .target(name: "Replay", dependencies: ["RoadSaveModel", "DetectionEngine", "PlatformHTTP", "Wire"],
+        .target(name: "Replay", dependencies: ["RoadSaveModel", "DetectionEngine", "PlatformHTTP", "Wire", "TerminalProgress"],
                 path: "Services/Replay"),
         // Reports: the engines over a recording, drawn (HTML with inline SVG) and as GeoJSON.
         .target(name: "Report", dependencies: ["RoadSaveModel", "DetectionEngine", "Replay", "Wire"],
                 path: "Services/Report"),
         // Simulation: realistic record streams from a seed.
-        .target(name: "Simulator", dependencies: ["GatewayKit"], path: "Services/Simulator"),
+        .target(name: "Simulator", dependencies: ["GatewayKit", "TerminalProgress"], path: "Services/Simulator"),
         // Converters from the real recordings in ../shared/data to NDJSON records.
-        .target(name: "Recordings", dependencies: ["GatewayKit", "RoadSaveModel", "Wire"], path: "Services/Recordings"),
+        .target(name: "Recordings", dependencies: ["GatewayKit", "RoadSaveModel", "Wire", "TerminalProgress"],
+                path: "Services/Recordings"),
 
         .executableTarget(name: "roadsave",
                           dependencies: ["RoadSaveModel", "DetectionEngine", "PlatformHTTP", "Replay", "Report", "Simulator",
@@ -94,6 +98,7 @@ let package = Package(
                           dependencies: ["RoadSaveModel", "DetectionEngine", "Replay", "Wire", "ZeroMQ", "CMessagePack"],
                           path: "Services/Bench"),
 
+        .testTarget(name: "TerminalProgressTests", dependencies: ["TerminalProgress"], path: "Tests/TerminalProgressTests"),
         .testTarget(name: "GatewayKitTests", dependencies: ["GatewayKit"], path: "Tests/GatewayKitTests"),
         .testTarget(name: "MetricsTests", dependencies: ["Metrics"], path: "Tests/MetricsTests"),
         .testTarget(name: "ServiceKitTests", dependencies: ["ServiceKit", "RoadSaveModel"], path: "Tests/ServiceKitTests"),

@@ -8,6 +8,7 @@ import Darwin
 import RoadSaveModel
 import ServiceKit
 import Synchronization
+import TerminalProgress
 import ZeroMQ
 
 // What the client commands (send, tail, ctl, up) share: plain output without buffering, usage errors, and a
@@ -30,20 +31,14 @@ struct CommandExit: Error {
 enum Console {
     /// Writes `text` to a file descriptor with `write(2)` (no stdio buffering, so a line is out as soon as it is written;
     /// one call for a short line, so lines of several writers do not interleave). False when the reader is gone.
+    /// On standard error a progress line that shows is cleared for the text and drawn again below it.
     @discardableResult
     static func write(_ text: String, to fd: Int32) -> Bool {
-        var bytes = Array(text.utf8)
-        if bytes.isEmpty { return true }
-        return bytes.withUnsafeMutableBytes { buffer -> Bool in
-            var offset = 0
-            while offset < buffer.count {
-                let written = systemWrite(fd, buffer.baseAddress! + offset, buffer.count - offset)
-                if written < 0 && errno == EINTR { continue }
-                if written <= 0 { return false }
-                offset += written
-            }
+        if fd == 2, StatusLine.standardError.isShowing {
+            StatusLine.standardError.writeAbove(text)
             return true
         }
+        return writeAll(fd, text)
     }
 
     /// One line on standard output.
@@ -63,14 +58,6 @@ enum Console {
         return failure.status
     }
 }
-
-#if canImport(Glibc)
-private let systemWrite = Glibc.write
-#elseif canImport(Musl)
-private let systemWrite = Musl.write
-#elseif canImport(Darwin)
-private let systemWrite = Darwin.write
-#endif
 
 /// SIGTERM / SIGINT as a flag for synchronous loops that wait in short steps (a `zmq_poll` of at most ~100 ms, a
 /// `usleep`). The handler only stores into an atomic, which is async-signal-safe, so it may run on any thread:

@@ -7,6 +7,7 @@ import Darwin
 #endif
 import RoadSaveModel
 import ServiceKit
+import TerminalProgress
 import Wire
 import ZeroMQ
 
@@ -41,6 +42,8 @@ public enum SendCommand {
           --rate R            replay at R records a second (default: as fast as acknowledgements come)
           --realtime          replay at the pace of the records' t (the first record at once)
           --log-level L       debug, info, warning or error (default warning)
+          --no-progress       no progress line on standard error (records read, records/s, percent and time
+                              left of a file); it is shown only when standard error is a terminal
         \(ClientCurveKeys.help(service: "sensor-ingest"))
           -h, --help          this text
 
@@ -72,9 +75,12 @@ public enum SendCommand {
         var failure: CommandExit?
         var gateway: Gateway?
         var sender: Sender?
+        var progress = ProgressMeter.off()
         do {
             // Opened before connecting, so an unreadable file is exit 2 without a socket.
             let input = try Input(options: options)
+            progress = ProgressMeter.standardError(label: "send", total: input.size, turnedOff: !options.progress,
+                                                   writesStandardOutput: false)
             let connected: Gateway
             do {
                 connected = try Gateway(options: options, log: log)
@@ -84,7 +90,7 @@ public enum SendCommand {
             gateway = connected
             var running = Sender(options: options, gateway: connected, log: log)
             defer { sender = running }
-            let damage = try input.forEach { record, raw, number throws(CommandExit) in
+            let damage = try input.forEach(progress: &progress) { record, raw, number throws(CommandExit) in
                 try running.take(record, raw: raw, number: number)
             } invalid: { error, number in
                 running.invalid(error, number: number)
@@ -98,6 +104,7 @@ public enum SendCommand {
         } catch {
             failure = CommandExit(1, "\(error)")
         }
+        progress.finish()
         gateway?.close()
         let totals = sender?.totals ?? Totals()
         Console.out("sent \(totals.sent), accepted \(totals.accepted), rejected \(totals.rejected), batches \(totals.batches)")
@@ -132,6 +139,8 @@ public enum SendCommand {
         var realtime = false
         var logLevel = Log.Level.warning
         var keys: ClientCurveKeys?
+        /// Off with --no-progress.
+        var progress = true
 
         init(_ arguments: [String]) throws(CommandExit) {
             do {
@@ -140,7 +149,7 @@ public enum SendCommand {
                     valued: Set(["--endpoint", "--format", "--input-format", "--batch", "--window", "--timeout",
                                  "--attempts", "--rate", "--log-level"])
                         .union(ClientCurveKeys.flags),
-                    flags: ["--realtime", "--help", "-h"])
+                    flags: ["--realtime", ProgressMeter.flag, "--help", "-h"])
                 if parsed.has("--help") || parsed.has("-h") {
                     help = true
                     return
@@ -173,6 +182,7 @@ public enum SendCommand {
                 attempts = try parsed.integer("--attempts", range: 1...100) ?? 5
                 rate = try parsed.double("--rate", range: 0.001...10_000_000)
                 realtime = parsed.has("--realtime")
+                progress = !parsed.has(ProgressMeter.flag)
                 if rate != nil, realtime {
                     throw CommandExit.usage("--rate and --realtime exclude each other: pick one pace")
                 }
@@ -200,12 +210,18 @@ public enum SendCommand {
             }
         }
 
+        /// The file's size in bytes, when it is a regular file.
+        var size: Int? { reader.size }
+
         /// Each valid record with its MessagePack bytes when the input was MessagePack (nil for NDJSON), and its
         /// line or record number; each invalid one's error. Returns why the file could not be read to its end, if
         /// so (a MessagePack file truncated, or with bytes that start no record: the reason names record and byte).
-        func forEach(_ body: (SensorRecord, UnsafeBufferPointer<UInt8>?, Int) throws(CommandExit) -> Void,
+        /// Each record read is counted on `progress`, with the bytes of the file it has reached.
+        func forEach(progress: inout ProgressMeter,
+                     _ body: (SensorRecord, UnsafeBufferPointer<UInt8>?, Int) throws(CommandExit) -> Void,
                      invalid: (RecordError, Int) -> Void) throws(CommandExit) -> RecordFileReader.Failure? {
             while let (number, item) = reader.next() {
+                progress.advance(at: reader.position)
                 switch item {
                 case let .record(record): try body(record, reader.lastRecordBytes, number)
                 case let .invalid(error): invalid(error, number)

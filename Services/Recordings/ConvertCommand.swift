@@ -3,6 +3,7 @@
 
 import Foundation
 import RoadSaveModel
+import TerminalProgress
 import Wire
 
 public enum ConvertCommand {
@@ -29,6 +30,9 @@ public enum ConvertCommand {
           --output-format F   ndjson or msgpack (the records' MessagePack maps one after another, which
                               `roadsave replay` reads fastest); default: msgpack when FILE ends in .msgpack,
                               else ndjson
+          --no-progress       no progress line on standard error (phone-drops: trials read, trials/s, percent,
+                              time left; the single-file datasets take about a second and show none); it is
+                              shown only when standard error is a terminal
           -h, --help          show this help
 
         Impacts are cut from every accelerometer stream with the gateway's trigger (|a| > 2 g, raw
@@ -59,6 +63,7 @@ public enum ConvertCommand {
         var positional: [String] = []
         var app = "recorded", user: String?, trial: String?, output: String?, deriveActivity = false
         var outputFormatOption: String?
+        var showProgress = true
         var index = arguments.startIndex
         while index < arguments.endIndex {
             var argument = arguments[index]
@@ -92,6 +97,9 @@ public enum ConvertCommand {
             case "--derive-activity":
                 guard inlineValue == nil else { return fail("option --derive-activity takes no value") }
                 deriveActivity = true
+            case ProgressMeter.flag:
+                guard inlineValue == nil else { return fail("option \(ProgressMeter.flag) takes no value") }
+                showProgress = false
             default:
                 return fail("unknown option \(argument)")
             }
@@ -115,18 +123,27 @@ public enum ConvertCommand {
 
         let file = URL(fileURLWithPath: positional[1])
         let recordings: [ConvertedRecording]
+        // Written to the terminal's status line directly; cleared before any output or report.
+        var progress = ProgressMeter.standardError(label: "convert", noun: "trials", turnedOff: !showProgress,
+                                                   writesStandardOutput: false)
         do {
             try RecordingFile.checkReadable(file)
             switch dataset {
             case .tmd: recordings = [try RecordingConverter.tmd(file, app: app, user: user)]
             case .cbs: recordings = [try RecordingConverter.cbs(file, app: app, user: user, deriveActivity: deriveActivity)]
-            case .phoneDrops: recordings = try RecordingConverter.phoneDrops(file, app: app, user: user, trial: trial)
+            case .phoneDrops:
+                recordings = try RecordingConverter.phoneDrops(file, app: app, user: user, trial: trial) { done, total in
+                    if done == 0 { progress.startPhase(noun: "trials", total: total) } else { progress.advance() }
+                }
             case .escooter: recordings = [try RecordingConverter.escooter(file, app: app, user: user)]
             }
+            progress.finish()
         } catch let error as RecordingError {
+            progress.finish()
             if case .unknownTrial = error { return fail("option --trial: \(error)") }
             return fail("\(error)")
         } catch {
+            progress.finish()
             return fail("\(file.path): \(error)")
         }
 

@@ -94,8 +94,11 @@ public enum PhoneDropConverter {
     }
 
     /// Unpacks the archive (tar, then each trial's zip) in a scratch folder and reads the trials, in natural order
-    /// (fall_1, fall_2, …, fall_22, up_and_down_2, …). `only` reads one trial.
-    public static func readTrials(archive: URL, only: String? = nil) throws -> [PhoneDropTrial] {
+    /// (fall_1, fall_2, …, fall_22, up_and_down_2, …). `only` reads one trial. `trialRead(done, total)` is called
+    /// with 0 done before the first trial and after each trial read (unpacking a trial is what takes the time: a
+    /// progress line counts them).
+    public static func readTrials(archive: URL, only: String? = nil,
+                                  trialRead: (_ done: Int, _ total: Int) -> Void = { _, _ in }) throws -> [PhoneDropTrial] {
         try RecordingFile.checkReadable(archive)
         return try ScratchDirectory.with { folder in
             _ = try ExternalTool.run("tar", ["-xzf", archive.path, "-C", folder.path], file: archive.path)
@@ -114,7 +117,8 @@ public enum PhoneDropConverter {
                 guard byName[only] != nil else { throw RecordingError.unknownTrial(name: only, available: names) }
                 names = [only]
             }
-            return try names.map { name in
+            trialRead(0, names.count)
+            return try names.enumerated().map { index, name in
                 let zip = folder.appendingPathComponent(byName[name]!)
                 let target = folder.appendingPathComponent("trial-\(name)", isDirectory: true)
                 try extractZip(zip, into: target)
@@ -126,7 +130,9 @@ public enum PhoneDropConverter {
                                                         file: "\(archive.lastPathComponent)/\(name).zip/Raw Data.csv")
                 let start = FileManager.default.contents(atPath: target.appendingPathComponent("meta/time.csv").path)
                     .flatMap { parseStartTime(String(decoding: $0, as: UTF8.self)) }
-                return PhoneDropTrial(name: name, kind: kind(ofTrial: name) ?? .drop, recordedStart: start, samples: samples)
+                let trial = PhoneDropTrial(name: name, kind: kind(ofTrial: name) ?? .drop, recordedStart: start, samples: samples)
+                trialRead(index + 1, names.count)
+                return trial
             }
         }
     }
@@ -154,9 +160,10 @@ public enum PhoneDropConverter {
         return pa != pb ? pa < pb : na < nb
     }
 
-    public static func convert(archive: URL, app: String = "recorded", user: String? = nil, trial: String? = nil) throws
+    public static func convert(archive: URL, app: String = "recorded", user: String? = nil, trial: String? = nil,
+                               trialRead: (_ done: Int, _ total: Int) -> Void = { _, _ in }) throws
         -> [ConvertedRecording] {
-        let trials = try readTrials(archive: archive, only: trial)
+        let trials = try readTrials(archive: archive, only: trial, trialRead: trialRead)
         return trials.map { trial in
             // With several trials a chosen user is a prefix, so each trial stays its own device.
             let name = user.map { trials.count == 1 ? $0 : "\($0)-\(trial.name)" }

@@ -16,10 +16,12 @@ public enum RecordingConverter {
     }
 
     /// phone-drops/raw_data.tar.gz: every trial (or the one named) as its own device; user defaults to the trial name,
-    /// a given user becomes a prefix (`<user>-fall_3`) when several trials are converted.
-    public static func phoneDrops(_ archive: URL, app: String = "recorded", user: String? = nil, trial: String? = nil) throws
+    /// a given user becomes a prefix (`<user>-fall_3`) when several trials are converted. `trialRead(done, total)`
+    /// is called with 0 done before the first trial and after each trial read from the archive.
+    public static func phoneDrops(_ archive: URL, app: String = "recorded", user: String? = nil, trial: String? = nil,
+                                  trialRead: (_ done: Int, _ total: Int) -> Void = { _, _ in }) throws
         -> [ConvertedRecording] {
-        try PhoneDropConverter.convert(archive: archive, app: app, user: user, trial: trial)
+        try PhoneDropConverter.convert(archive: archive, app: app, user: user, trial: trial, trialRead: trialRead)
     }
 
     /// escooter-impacts/data/<name>.tsv.gz; user defaults to `escooter-<name>`.

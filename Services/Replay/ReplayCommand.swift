@@ -2,6 +2,7 @@ import DetectionEngine
 import Foundation
 import PlatformHTTP
 import RoadSaveModel
+import TerminalProgress
 import Wire
 
 /// `roadsave replay FILE.ndjson`: the engines over a recording, events as NDJSON on standard output.
@@ -31,6 +32,8 @@ public enum ReplayCommand {
           --platform-timeout S  seconds per platform request (default 5)
           --platform-attempts N attempts per platform call, with exponential backoff (default 3)
           --quiet               no log lines but errors
+          --no-progress         no progress line (records, records/s, percent and time left) on standard error;
+                                it is shown only when standard error is a terminal and standard output is not
           -h, --help            this text
 
         Exit status: 0 when the file was replayed (even with bad records), 1 when a MessagePack input ended inside a
@@ -43,7 +46,7 @@ public enum ReplayCommand {
             options = try CommandLineOptions(arguments,
                                              valued: ["--input-format", "--platform", "--settings", "--format", "--reorder-window",
                                                       "--platform-timeout", "--platform-attempts"],
-                                             flags: ["--quiet", "--help", "-h"])
+                                             flags: ["--quiet", ProgressMeter.flag, "--help", "-h"])
         } catch {
             return fail(error.message)
         }
@@ -82,8 +85,11 @@ public enum ReplayCommand {
             output.write(line: event.json(format))
         }
         replayer.numberName = reader.numberName
-        await replay(reader, into: replayer)
+        var progress = ProgressMeter.standardError(label: "replay", total: reader.size,
+                                                   turnedOff: options.has(ProgressMeter.flag), writesStandardOutput: true)
+        await replay(reader, into: replayer, progress: &progress)
         await replayer.finish()
+        progress.finish()
         output.flush()
         if let failure = reader.failure { log.error("input ended early", ["reason": failure.description]) }
         let s = replayer.summary
@@ -98,7 +104,14 @@ public enum ReplayCommand {
 
     /// The replay loop: records go to the fleet synchronously; only a platform call suspends it.
     public static func replay(_ reader: RecordFileReader, into replayer: Replayer) async {
+        var progress = ProgressMeter.off()
+        await replay(reader, into: replayer, progress: &progress)
+    }
+
+    /// The same, counting on `progress` each record read and the bytes of the file it has reached.
+    public static func replay(_ reader: RecordFileReader, into replayer: Replayer, progress: inout ProgressMeter) async {
         while let (number, item) = reader.next() {
+            progress.advance(at: reader.position)
             switch item {
             case let .record(record):
                 if !replayer.feedNow(record, number: number) { await replayer.settle() }

@@ -4,6 +4,7 @@
 // benchmark). Generated on the fly: a million idle devices cost no memory in the simulator.
 
 import GatewayKit
+import TerminalProgress
 
 /// The idle part of a simulation.
 public struct IdleDeviceOptions: Sendable, Equatable {
@@ -109,9 +110,12 @@ struct IdleRecordSource {
 /// Writes the active devices' records (no disorder: by time, device, seq) merged by time with the idle devices'
 /// (active first at the same millisecond). Returns the active devices' truth.
 func writeWithIdleDevices(_ options: SimulationOptions, idle: IdleDeviceOptions,
-                          to writer: inout NDJSONWriter) throws -> [ScenarioTruth] {
+                          to writer: inout NDJSONWriter, progress: inout ProgressMeter) throws -> [ScenarioTruth] {
     precondition(idle.validationError(active: options) == nil)
-    let streams = simulateDevices(options)
+    progress.startPhase(noun: "devices", total: options.devices)
+    let streams = simulateDevices(options, progress: &progress)
+    let startMs = Int64((options.start * 1000).rounded())
+    progress.startPhase(noun: "records", total: Int((options.durationMinutes * 60_000).rounded()))
     var cursors = [Int](repeating: 0, count: streams.count)
     var heap = DeviceHeap(streams.enumerated().compactMap { device, stream in
         stream.records.first.map { ($0.tMs, device) }
@@ -127,12 +131,15 @@ func writeWithIdleDevices(_ options: SimulationOptions, idle: IdleDeviceOptions,
                 idleHeads = (device, RecordHeads(app: options.app, user: idle.user(device)))
             }
             try writer.write(record, seq: seq, heads: idleHeads!.heads)
+            progress.advance(at: Int(record.tMs - startMs))
             continue
         }
         guard let top = heap.first else { break }
         let device = top.device
         let index = cursors[device]
-        try writer.write(streams[device].records[index], seq: index, heads: streams[device].heads)
+        let record = streams[device].records[index]
+        try writer.write(record, seq: index, heads: streams[device].heads)
+        progress.advance(at: Int(record.tMs - startMs))
         cursors[device] += 1
         if cursors[device] < streams[device].records.count {
             heap.replaceFirst(key: streams[device].records[cursors[device]].tMs)
@@ -147,8 +154,16 @@ func writeWithIdleDevices(_ options: SimulationOptions, idle: IdleDeviceOptions,
 /// ground truth.
 public func simulate(_ options: SimulationOptions, idle: IdleDeviceOptions, toFileDescriptor fileDescriptor: Int32,
                      format: RecordOutputFormat = .ndjson) throws -> [ScenarioTruth] {
+    var progress = ProgressMeter.off()
+    return try simulate(options, idle: idle, toFileDescriptor: fileDescriptor, format: format, progress: &progress)
+}
+
+/// The same, with progress in two phases: the active devices simulated, then the records written (up to the
+/// simulated duration).
+public func simulate(_ options: SimulationOptions, idle: IdleDeviceOptions, toFileDescriptor fileDescriptor: Int32,
+                     format: RecordOutputFormat, progress: inout ProgressMeter) throws -> [ScenarioTruth] {
     var writer = NDJSONWriter(fileDescriptor: fileDescriptor, format: format)
-    let truth = try writeWithIdleDevices(options, idle: idle, to: &writer)
+    let truth = try writeWithIdleDevices(options, idle: idle, to: &writer, progress: &progress)
     try writer.flush()
     return truth
 }
@@ -156,8 +171,9 @@ public func simulate(_ options: SimulationOptions, idle: IdleDeviceOptions, toFi
 /// The same in memory: the NDJSON lines (without newlines) and the active devices' truth.
 public func simulate(_ options: SimulationOptions, idle: IdleDeviceOptions) -> (lines: [String], truth: [ScenarioTruth]) {
     var writer = NDJSONWriter(fileDescriptor: nil)
+    var progress = ProgressMeter.off()
     // In memory nothing can fail to write.
-    let truth = try! writeWithIdleDevices(options, idle: idle, to: &writer)
+    let truth = try! writeWithIdleDevices(options, idle: idle, to: &writer, progress: &progress)
     let bytes = writer.takeBuffer()
     let lines = bytes.split(separator: UInt8(ascii: "\n")).map { String(decoding: $0, as: UTF8.self) }
     return (lines, truth)

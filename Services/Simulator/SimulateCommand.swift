@@ -3,6 +3,7 @@
 // Bad options are reported on stderr naming the option and the reason, with exit status 2.
 
 import Foundation
+import TerminalProgress
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -41,6 +42,9 @@ public enum SimulateCommand {
                              `roadsave replay` reads fastest); default: msgpack when FILE ends in .msgpack,
                              else ndjson
           --truth FILE       write the ground truth (a JSON array, one object per device) to FILE
+          --no-progress      no progress line on standard error (devices simulated, then records written:
+                             count, rate, percent, time left); it is shown only when standard error is a
+                             terminal and the records do not go to one
           -h, --help         show this help
 
         Exit status: 0 on success, 1 if writing failed, 2 for bad options.
@@ -68,15 +72,20 @@ public enum SimulateCommand {
             }
         }
         defer { if fileDescriptor != 1 { close(fileDescriptor) } }
+        var progress = ProgressMeter.standardError(label: "simulate", noun: "devices", turnedOff: !parsed.progress,
+                                                   writesStandardOutput: fileDescriptor == 1)
         do {
             let truth = parsed.idle.count > 0
                 ? try simulate(parsed.options, idle: parsed.idle, toFileDescriptor: fileDescriptor,
-                               format: parsed.outputFormat)
-                : try simulate(parsed.options, toFileDescriptor: fileDescriptor, format: parsed.outputFormat)
+                               format: parsed.outputFormat, progress: &progress)
+                : try simulate(parsed.options, toFileDescriptor: fileDescriptor, format: parsed.outputFormat,
+                               progress: &progress)
+            progress.finish()
             if let truthPath = parsed.truth {
                 try truthJSON(truth).write(to: URL(fileURLWithPath: truthPath))
             }
         } catch {
+            progress.finish()
             printError("roadsave simulate: \(error)\n")
             return 1
         }
@@ -89,6 +98,8 @@ public enum SimulateCommand {
         var output: String?
         var outputFormatOption: RecordOutputFormat?
         var truth: String?
+        /// Off with --no-progress.
+        var progress = true
 
         /// As asked, else from the output file's name.
         var outputFormat: RecordOutputFormat {
@@ -124,6 +135,8 @@ public enum SimulateCommand {
                 parsed.help = true
             case "--disorder":
                 parsed.options.disorder = true
+            case ProgressMeter.flag:
+                parsed.progress = false
             case "--devices", "--seed", "--start", "--duration", "--scenario", "--crashes", "--app", "--user-prefix",
                  "--origin", "--output", "--output-format", "--truth", "--idle-devices":
                 let text: String

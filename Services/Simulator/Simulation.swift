@@ -4,6 +4,7 @@
 
 import Foundation
 import GatewayKit
+import TerminalProgress
 
 /// One device's finished stream.
 struct DeviceStream {
@@ -14,6 +15,12 @@ struct DeviceStream {
 
 /// Simulates every device of `options` (which must be valid).
 func simulateDevices(_ options: SimulationOptions) -> [DeviceStream] {
+    var progress = ProgressMeter.off()
+    return simulateDevices(options, progress: &progress)
+}
+
+/// The same, counting each device simulated on `progress` (whose total is the number of devices).
+func simulateDevices(_ options: SimulationOptions, progress: inout ProgressMeter) -> [DeviceStream] {
     precondition(options.validationError() == nil, "invalid simulation options: \(options.validationError()!)")
     let startMs = Int64((options.start * 1000).rounded())
     let durationMs = Int64((options.durationMinutes * 60_000).rounded())
@@ -36,6 +43,7 @@ func simulateDevices(_ options: SimulationOptions) -> [DeviceStream] {
         device.begin()
         device.run(scenario)
         let (records, finalTruth) = device.finish()
+        progress.advance()
         return DeviceStream(records: records, heads: RecordHeads(app: options.app, user: user), truth: finalTruth)
     }
 }
@@ -71,8 +79,11 @@ private func outgoing(_ stream: DeviceStream, device: Int, options: SimulationOp
     return Outgoing(keys: entries.map(\.send), indices: entries.map(\.index))
 }
 
-/// Writes the streams merged by sending time (ties: device, then seq) with a min-heap over the devices.
-private func writeMerged(_ streams: [DeviceStream], options: SimulationOptions, to writer: inout NDJSONWriter) throws {
+/// Writes the streams merged by sending time (ties: device, then seq) with a min-heap over the devices, counting
+/// each record on `progress` at its time since the start.
+private func writeMerged(_ streams: [DeviceStream], options: SimulationOptions, to writer: inout NDJSONWriter,
+                         progress: inout ProgressMeter) throws {
+    let startMs = Int64((options.start * 1000).rounded())
     let queues = streams.enumerated().map { outgoing($1, device: $0, options: options) }
     var cursors = [Int](repeating: 0, count: queues.count)
     var heap = DeviceHeap(queues.enumerated().compactMap { device, queue in queue.keys.first.map { ($0, device) } })
@@ -80,7 +91,9 @@ private func writeMerged(_ streams: [DeviceStream], options: SimulationOptions, 
         let device = top.device
         let queue = queues[device]
         let recordIndex = Int(queue.indices[cursors[device]])
-        try writer.write(streams[device].records[recordIndex], seq: recordIndex, heads: streams[device].heads)
+        let record = streams[device].records[recordIndex]
+        try writer.write(record, seq: recordIndex, heads: streams[device].heads)
+        progress.advance(at: Int(record.tMs - startMs))
         cursors[device] += 1
         if cursors[device] < queue.keys.count {
             heap.replaceFirst(key: queue.keys[cursors[device]])
@@ -94,8 +107,9 @@ private func writeMerged(_ streams: [DeviceStream], options: SimulationOptions, 
 public func simulate(_ options: SimulationOptions) -> (lines: [String], truth: [ScenarioTruth]) {
     let streams = simulateDevices(options)
     var writer = NDJSONWriter(fileDescriptor: nil)
+    var progress = ProgressMeter.off()
     // In memory nothing can fail to write.
-    try! writeMerged(streams, options: options, to: &writer)
+    try! writeMerged(streams, options: options, to: &writer, progress: &progress)
     let bytes = writer.takeBuffer()
     let lines = bytes.split(separator: UInt8(ascii: "\n")).map { String(decoding: $0, as: UTF8.self) }
     return (lines, streams.map(\.truth))
@@ -105,9 +119,19 @@ public func simulate(_ options: SimulationOptions) -> (lines: [String], truth: [
 /// per device.
 public func simulate(_ options: SimulationOptions, toFileDescriptor fileDescriptor: Int32,
                      format: RecordOutputFormat = .ndjson) throws -> [ScenarioTruth] {
-    let streams = simulateDevices(options)
+    var progress = ProgressMeter.off()
+    return try simulate(options, toFileDescriptor: fileDescriptor, format: format, progress: &progress)
+}
+
+/// The same, with progress in two phases: the devices simulated (of `options.devices`), then the records written
+/// (up to the simulated duration).
+public func simulate(_ options: SimulationOptions, toFileDescriptor fileDescriptor: Int32, format: RecordOutputFormat,
+                     progress: inout ProgressMeter) throws -> [ScenarioTruth] {
+    progress.startPhase(noun: "devices", total: options.devices)
+    let streams = simulateDevices(options, progress: &progress)
+    progress.startPhase(noun: "records", total: Int((options.durationMinutes * 60_000).rounded()))
     var writer = NDJSONWriter(fileDescriptor: fileDescriptor, format: format)
-    try writeMerged(streams, options: options, to: &writer)
+    try writeMerged(streams, options: options, to: &writer, progress: &progress)
     try writer.flush()
     return streams.map(\.truth)
 }

@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import TerminalProgress
 
 /// Structured log lines (logfmt) on standard error, each carrying the subsystem of the SDK's OSLog,
 /// `co.za.roadsave.RoadSaveKit`. One `write(2)` per line, so lines from several threads never interleave.
@@ -43,15 +44,11 @@ public struct Log: Sendable {
         line += "level=\(level.rawValue) subsystem=\(Log.subsystem) category=\(category) msg=\(Log.quote(message))"
         for (key, value) in fields { line += " \(key)=\(Log.quote(value))" }
         line += "\n"
-        line.utf8CString.withUnsafeBufferPointer { buffer in
-            var offset = 0
-            let count = buffer.count - 1
-            while offset < count {
-                let written = systemWrite(2, buffer.baseAddress! + offset, count - offset)
-                if written < 0 && errno == EINTR { continue }
-                if written <= 0 { return }
-                offset += written
-            }
+        // A progress line on the terminal is cleared for the log line and drawn again below it.
+        if StatusLine.standardError.isShowing {
+            StatusLine.standardError.writeAbove(line)
+        } else {
+            writeAll(2, line)
         }
     }
 
@@ -61,8 +58,3 @@ public struct Log: Sendable {
     }
 }
 
-#if canImport(Glibc)
-private let systemWrite = Glibc.write
-#elseif canImport(Darwin)
-private let systemWrite = Darwin.write
-#endif

@@ -34,6 +34,10 @@ public final class RecordFileReader {
     public var numberName: String { format == .ndjson ? "line" : "record" }
     /// Bytes read from the file so far.
     public private(set) var bytesRead = 0
+    /// Bytes of the input taken by the records returned so far (what a progress line measures against `size`).
+    public var position: Int { consumed + start }
+    /// The input's size in bytes when it is a regular file (standard input redirected from one included), else nil.
+    public let size: Int?
     /// The bytes of the record `next()` returned last, as they are in a MessagePack file (nil for NDJSON): valid
     /// until the next call of `next()`. `roadsave send` passes them on without encoding the record again.
     public var lastRecordBytes: UnsafeBufferPointer<UInt8>? {
@@ -70,6 +74,8 @@ public final class RecordFileReader {
             descriptor = opened
             closesDescriptor = true
         }
+        var status = stat()
+        size = fstat(descriptor, &status) == 0 && (status.st_mode & S_IFMT) == S_IFREG ? Int(status.st_size) : nil
         capacity = Self.chunk
         buffer = .allocate(capacity: capacity)
     }

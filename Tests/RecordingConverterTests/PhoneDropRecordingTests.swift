@@ -31,6 +31,15 @@ struct PhoneDropRecordingTests {
         }
     }
 
+    /// What `convert`'s progress line counts: 0 of the trials before the first, then each trial read.
+    @Test func eachTrialReadIsReported() throws {
+        let archive = try #require(SharedData.url("phone-drops/raw_data.tar.gz"))
+        var calls: [[Int]] = []
+        let trials = try PhoneDropConverter.readTrials(archive: archive, only: "fall_3") { calls.append([$0, $1]) }
+        #expect(trials.map(\.name) == ["fall_3"])
+        #expect(calls == [[0, 1], [1, 1]])
+    }
+
     /// The raw peaks agree with trials_summary_derived.csv, computed independently beside the data.
     @Test func rawPeaksMatchTheTrialSummary() throws {
         let url = try #require(sharedFile("phone-drops/trials_summary_derived.csv"))
