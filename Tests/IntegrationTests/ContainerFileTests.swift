@@ -1,9 +1,9 @@
 import Foundation
 import Testing
 
-/// No Docker engine runs on these machines, so the container files are checked against the executables instead:
-/// every compose service runs an executable target of the package, with flags and environment variables that
-/// executable documents, and the published ports are the ones its endpoints bind.
+/// The container files checked against the executables, without a Docker engine (`make container-test` builds and
+/// runs them for real): every compose service runs an executable target of the package, with flags and environment
+/// variables that executable documents, and the published ports are the ones its endpoints bind.
 @Suite("Dockerfile and docker-compose.yml")
 struct ContainerFileTests {
     static let composeFile = Build.repository.appendingPathComponent("docker-compose.yml")
