@@ -36,6 +36,12 @@ SUITE=bookworm
 # What the Dockerfile's runtime stage installs (minbase has the rest it uses: dpkg, passwd's groupadd and useradd).
 RUNTIME_PACKAGES="libzmq5 libmsgpackc2 libsodium23 libsqlite3-0 libzstd1 sqlite3 libcurl4 libxml2 libstdc++6 zlib1g
 tzdata ca-certificates bash libmicrohttpd12"
+# CONTAINER_TEST_BUILD=toolchain: what the toolchain needs besides itself (as the swift:6.x-bookworm images install),
+# and the build stage's development packages.
+BUILD_PACKAGES="binutils libc6-dev libgcc-12-dev libstdc++-12-dev libcurl4-openssl-dev libxml2-dev libedit2 libncurses-dev
+libsqlite3-0 pkg-config tzdata zlib1g-dev libzmq3-dev libmsgpack-dev libsodium-dev libsqlite3-dev libzstd-dev"
+BUILD_MODE=${CONTAINER_TEST_BUILD:-host}
+case $BUILD_MODE in host | toolchain) ;; *) echo "CONTAINER_TEST_BUILD must be host or toolchain" >&2; exit 2 ;; esac
 # The fleet: three devices for ten minutes, the first one crashes (1,907 records; replay gives 7 events). Ten, not
 # five: the crashed device's trip ends 240 s (stopDelay) of event time after it stood still, and with five minutes of
 # records that end would come only from detection's wall clock, minutes after the send.
@@ -54,6 +60,7 @@ PROJECT=roadsave-ctest-$RUN_ID
 IMAGE=roadsave-ctest:$RUN_ID
 BASE_IMAGE=roadsave-ctest-base:$RUN_ID
 BINARIES_IMAGE=roadsave-ctest-binaries:$RUN_ID
+BUILDER_IMAGE=roadsave-ctest-builder:$RUN_ID
 WORK=$(mktemp -d /tmp/roadsave-ctest.XXXXXX)
 KEYS=$WORK/keys
 DOCKERD_PID=
@@ -66,14 +73,15 @@ build_cache_ids() { "$DOCKER" system df -v --format '{{range .BuildCache}}{{prin
 
 cleanup() {
   local status=$?
-  trap - EXIT INT TERM
+  trap - EXIT INT TERM ERR
+  set +e
   if [ "$status" != 0 ] && [ -n "${PROJECT_UP:-}" ]; then
     log "logs of the services (last 40 lines each):"
     compose logs --no-color --tail 40 >&2 2>&1 || true
   fi
   if [ "${CONTAINER_TEST_KEEP:-}" = 1 ]; then
-    log "kept: project $PROJECT, images $IMAGE $BASE_IMAGE $BINARIES_IMAGE, keys $KEYS; remove them with:"
-    log "  ROADSAVE_IMAGE=$IMAGE ROADSAVE_KEYS=$KEYS ROADSAVE_APPLICATIONS=$APP docker-compose -p $PROJECT -f docker-compose.yml -f scripts/container-test.compose.yml down -v --remove-orphans && docker rmi $IMAGE $BINARIES_IMAGE $BASE_IMAGE && rm -rf $WORK"
+    log "kept: project $PROJECT, images roadsave-ctest*:$RUN_ID, keys $KEYS; remove them with:"
+    log "  ROADSAVE_IMAGE=$IMAGE ROADSAVE_KEYS=$KEYS ROADSAVE_APPLICATIONS=$APP docker-compose -p $PROJECT -f docker-compose.yml -f scripts/container-test.compose.yml down -v --remove-orphans; docker rmi \$(docker images -q 'roadsave-ctest*:$RUN_ID'); rm -rf $WORK"
     exit "$status"
   fi
   log "cleaning up"
@@ -84,9 +92,15 @@ cleanup() {
     ids=$("$DOCKER" ps -aq --filter "label=$label"); [ -z "$ids" ] || "$DOCKER" rm -f $ids >/dev/null || true
     ids=$("$DOCKER" volume ls -q --filter "label=$label"); [ -z "$ids" ] || "$DOCKER" volume rm $ids >/dev/null || true
     ids=$("$DOCKER" network ls -q --filter "label=$label"); [ -z "$ids" ] || "$DOCKER" network rm $ids >/dev/null || true
-    for image in "$IMAGE" "$BINARIES_IMAGE" "$BASE_IMAGE"; do
+    for image in "$IMAGE" "$BINARIES_IMAGE" "$BUILDER_IMAGE" "$BASE_IMAGE"; do
       "$DOCKER" image inspect "$image" >/dev/null 2>&1 && { "$DOCKER" rmi "$image" >/dev/null || true; }
     done
+    # The classic builder's images of the build stage, once nothing names them (dangling).
+    if [ -s "$WORK/intermediate-images" ]; then
+      local dangling
+      dangling=$("$DOCKER" images -q --filter dangling=true)
+      for id in $(grep -Fx -f "$WORK/intermediate-images" <<<"$dangling"); do "$DOCKER" rmi "$id" >/dev/null 2>&1 || true; done
+    fi
     # BuildKit's cache records this build added (not the daemon's others); a record in use by another goes on a
     # later pass.
     if [ -n "$CACHE_BEFORE" ]; then
@@ -103,7 +117,7 @@ cleanup() {
     kill "$DOCKERD_PID" 2>/dev/null || true
     for _ in $(seq 1 60); do kill -0 "$DOCKERD_PID" 2>/dev/null || break; sleep 0.5; done
   fi
-  rm -rf "$WORK"
+  rm -rf "$WORK" "$CACHE/rootfs.$$" "$CACHE"/*.tar.tmp.$$
   [ "$status" = 0 ] && log "PASS" || log "FAILED (status $status)"
   exit "$status"
 }
@@ -139,50 +153,78 @@ build_cache_ids >"$WORK/cache-before"; CACHE_BEFORE=1
 step_done
 
 # ---- 2. the runtime base: debootstrap, cached ------------------------------------------------------------------
-step "base image (debootstrap, cached)"
 mirror=${DEBIAN_MIRROR:-$(apt-get indextargets --format '$(REPO_URI) $(RELEASE)' 2>/dev/null \
   | awk -v suite="$SUITE" '$2 == suite { print $1; exit }')}
 mirror=${mirror:-http://deb.debian.org/debian/}
-packages=$(echo $RUNTIME_PACKAGES | tr ' ' ',')
-key=$(printf '%s %s %s' "$SUITE" "$mirror" "$packages" | sha256sum | cut -c1-12)
-tarball=$CACHE/rootfs-$SUITE-minbase-$key.tar
-if [ ! -f "$tarball" ]; then
-  log "debootstrap --variant=minbase $SUITE from $mirror (the first run only; a few minutes)"
-  mkdir -p "$CACHE"
-  rootfs=$CACHE/rootfs.$$
-  rm -rf "$rootfs"
-  debootstrap --variant=minbase --include="$packages" "$SUITE" "$rootfs" "$mirror" >"$CACHE/debootstrap.log" 2>&1 \
-    || { rm -rf "$rootfs"; fail "debootstrap failed (see $CACHE/debootstrap.log)"; }
-  # As debian:bookworm-slim: no package lists or downloaded .debs in the image.
-  rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*
-  tar -C "$rootfs" --numeric-owner -cf "$tarball.tmp" . && mv "$tarball.tmp" "$tarball"
-  rm -rf "$rootfs"
-fi
-"$DOCKER" import -c 'CMD ["bash"]' "$tarball" "$BASE_IMAGE" >/dev/null
+# A minbase root filesystem of $SUITE with PACKAGES, as a tarball in the cache (made once per list of packages).
+rootfs_tarball() { # NAME PACKAGES → the tarball's path
+  local packages key tarball rootfs
+  packages=$(echo $2 | tr ' ' ',')
+  key=$(printf '%s %s %s' "$SUITE" "$mirror" "$packages" | sha256sum | cut -c1-12)
+  tarball=$CACHE/rootfs-$SUITE-$1-$key.tar
+  if [ ! -f "$tarball" ]; then
+    log "debootstrap --variant=minbase $SUITE ($1) from $mirror, once: a few minutes (log: $CACHE/debootstrap-$1.log)"
+    mkdir -p "$CACHE"
+    rootfs=$CACHE/rootfs.$$
+    rm -rf "$rootfs"
+    debootstrap --variant=minbase --include="$packages" "$SUITE" "$rootfs" "$mirror" >"$CACHE/debootstrap-$1.log" 2>&1 \
+      || { rm -rf "$rootfs"; fail "debootstrap failed (see $CACHE/debootstrap-$1.log)"; }
+    # As debian:bookworm-slim: no package lists or downloaded .debs in the image.
+    rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*
+    tar -C "$rootfs" --numeric-owner -cf "$tarball.tmp.$$" . && mv "$tarball.tmp.$$" "$tarball"
+    rm -rf "$rootfs"
+  fi
+  echo "$tarball"
+}
+
+step "base image (debootstrap, cached)"
+"$DOCKER" import -c 'CMD ["bash"]' "$(rootfs_tarball runtime "$RUNTIME_PACKAGES")" "$BASE_IMAGE" >/dev/null
 step_done
 
-# ---- 3. the executables, built on the host ------------------------------------------------------------------------
-step "swift build -c release (host)"
-for product in roadsave-ingest roadsave-detect roadsave-notify roadsave; do
+# ---- 3. the executables ------------------------------------------------------------------------------------------
+# host (default): built here, staged as an image that stands in for the build stage (BuildKit skips that stage).
+# toolchain: the Dockerfile's build stage compiles them in a builder image made like swift:6.x-bookworm (the
+# development packages from debootstrap, this machine's /opt/swift/usr as /usr), with the classic builder, which
+# docker-compose's `build:` also uses. Either way the host builds `roadsave` (keys, and the replay the events are
+# checked against).
+if [ "$BUILD_MODE" = host ]; then products="roadsave-ingest roadsave-detect roadsave-notify roadsave"; else products=roadsave; fi
+step "executables ($BUILD_MODE; host build of $products)"
+for product in $products; do
   swift build -c release --product "$product" 2>&1 | grep -v -E '^(\[[0-9]+/[0-9]+\]|Building for|Write swift-version|Build of product)' >&2 || true
 done
 bin=$(swift build -c release --show-bin-path)
-for product in roadsave-ingest roadsave-detect roadsave-notify roadsave; do
+for product in $products; do
   [ -x "$bin/$product" ] || fail "$bin/$product was not built"
 done
-runtime=$(swift -print-target-info | python3 -c 'import json, sys; print(json.load(sys.stdin)["paths"]["runtimeLibraryPaths"][0])')
-staging=$CACHE/binaries
-rm -rf "$staging" && mkdir -p "$staging/staging/bin" "$staging/staging/swift"
-cp "$bin/roadsave" "$bin/roadsave-ingest" "$bin/roadsave-detect" "$bin/roadsave-notify" "$staging/staging/bin/"
-cp -P "$runtime"/*.so* "$staging/staging/swift/"
-tar -C "$staging" --numeric-owner --owner=0 --group=0 -c staging | "$DOCKER" import - "$BINARIES_IMAGE" >/dev/null
+if [ "$BUILD_MODE" = host ]; then
+  runtime=$(swift -print-target-info | python3 -c 'import json, sys; print(json.load(sys.stdin)["paths"]["runtimeLibraryPaths"][0])')
+  staging=$CACHE/binaries
+  rm -rf "$staging" && mkdir -p "$staging/staging/bin" "$staging/staging/swift"
+  cp "$bin/roadsave" "$bin/roadsave-ingest" "$bin/roadsave-detect" "$bin/roadsave-notify" "$staging/staging/bin/"
+  cp -P "$runtime"/*.so* "$staging/staging/swift/"
+  tar -C "$staging" --numeric-owner --owner=0 --group=0 -c staging | "$DOCKER" import - "$BINARIES_IMAGE" >/dev/null
+  BUILD=(env DOCKER_BUILDKIT=1 "$DOCKER" build --build-arg "BINARIES=$BINARIES_IMAGE")
+else
+  toolchain=$(dirname "$(dirname "$(readlink -f "$(command -v swift)")")")
+  tarball=$(rootfs_tarball build "$BUILD_PACKAGES")
+  log "builder image: the build root filesystem and $toolchain as /usr"
+  builder=$WORK/builder
+  mkdir -p "$builder" && tar -C "$builder" -xf "$tarball"
+  # Hard links where the toolchain is on the same file system (nothing writes to them: they go into the tar).
+  cp -alf "$toolchain/." "$builder/usr/" 2>/dev/null || cp -af "$toolchain/." "$builder/usr/"
+  tar --numeric-owner -C "$builder" -cf - . | "$DOCKER" import -c 'CMD ["bash"]' - "$BUILDER_IMAGE" >/dev/null
+  rm -rf "$builder"
+  BUILD=(env DOCKER_BUILDKIT=0 "$DOCKER" build --force-rm --build-arg "SWIFT_IMAGE=$BUILDER_IMAGE")
+fi
 step_done
 
-step "docker build (the Dockerfile, BuildKit)"
+step "docker build (the Dockerfile; $BUILD_MODE)"
 # Without a network: a package missing from the base fails the build here rather than being fetched.
-DOCKER_BUILDKIT=1 "$DOCKER" build --network none --progress=plain --build-arg "RUNTIME_IMAGE=$BASE_IMAGE" \
-  --build-arg "BINARIES=$BINARIES_IMAGE" -t "$IMAGE" "$ROOT" >"$WORK/build.log" 2>&1 \
-  || { tail -40 "$WORK/build.log" >&2; fail "docker build failed"; }
+"${BUILD[@]}" --network none --build-arg "RUNTIME_IMAGE=$BASE_IMAGE" -t "$IMAGE" "$ROOT" >"$WORK/build.log" 2>&1 \
+  || { build_failed=1; tail -40 "$WORK/build.log" >&2; }
+# The classic builder leaves the build stage's images untagged: they are this run's too.
+grep -oE -- '---> [0-9a-f]{12}$' "$WORK/build.log" | cut -c6- >"$WORK/intermediate-images" || true
+[ -z "${build_failed:-}" ] || fail "docker build failed"
 "$DOCKER" run --rm --network none "$IMAGE" roadsave-ingest --help >/dev/null || fail "the image's roadsave-ingest does not run"
 [ "$("$DOCKER" run --rm --network none "$IMAGE" id -u)" = 10001 ] || fail "the image does not run as uid 10001"
 step_done
