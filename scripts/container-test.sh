@@ -8,8 +8,10 @@
 #     (cached as a tarball in .build/container/, so only the first run downloads), `docker import`ed.
 #  3. Executables: `swift build -c release` on the host (the toolchain in /opt/swift; incremental), staged with the
 #     Swift runtime libraries as an image holding /staging, which stands in for the Dockerfile's build stage
-#     (--build-arg BINARIES). The Dockerfile is built unchanged with BuildKit (docker.io's client), which skips the
-#     unused build stage; its apt-get steps find every package installed and fetch nothing.
+#     (--build-arg BINARIES). The Dockerfile is built unchanged, without a network, with BuildKit (docker.io's
+#     client), which skips the unused build stage; its apt-get steps find every package installed and fetch nothing.
+#     CONTAINER_TEST_BUILD=toolchain compiles in the build stage instead, on a builder image of a second debootstrap
+#     (the development packages) and /opt/swift/usr as /usr, with the classic builder (as docker-compose builds).
 #  4. docker-compose.yml with scripts/container-test.compose.yml on top (an internal network: the containers reach
 #     only each other, no port is published), CurveZMQ keys made for the run: up, wait for the health checks; a
 #     subscriber container (roadsave tail) and a gateway container (roadsave simulate, a fleet with a crash, then
@@ -18,12 +20,13 @@
 #  5. `docker-compose restart`, then `up --force-recreate` (new containers on the same volumes): the stores are the
 #     same (ingest's journal ID and records, detection's journal positions, the notifier's events), and every stop
 #     was SIGTERM, exit 0, within the service's stop_grace_period. Last `docker-compose stop`, the same checks.
-#  6. Removes what it made, also when it fails or is interrupted: containers, network, volumes, the three images of
-#     the run, the BuildKit cache records the build added, the keys. It keeps .build/container (the debootstrap
-#     tarball and the staged executables).
+#  6. Removes what it made, also when it fails or is interrupted: containers, network, volumes, the images of the
+#     run (and the classic builder's untagged ones), the BuildKit cache records the build added, the keys. It keeps
+#     .build/container (the debootstrap tarballs and the staged executables).
 #
 # Every wait is bounded. Environment: DEBIAN_MIRROR (default: the machine's apt source for bookworm),
-# CONTAINER_TEST_KEEP=1 (leave everything running for a look; clean up later with the printed command).
+# CONTAINER_TEST_BUILD=host|toolchain (default host), CONTAINER_TEST_KEEP=1 (leave everything running for a look;
+# clean up later with the printed command).
 set -Eeuo pipefail
 
 cd "$(dirname "$0")/.."
@@ -188,7 +191,7 @@ step_done
 # docker-compose's `build:` also uses. Either way the host builds `roadsave` (keys, and the replay the events are
 # checked against).
 if [ "$BUILD_MODE" = host ]; then products="roadsave-ingest roadsave-detect roadsave-notify roadsave"; else products=roadsave; fi
-step "executables ($BUILD_MODE; host build of $products)"
+step "executables ($BUILD_MODE)"
 for product in $products; do
   swift build -c release --product "$product" 2>&1 | grep -v -E '^(\[[0-9]+/[0-9]+\]|Building for|Write swift-version|Build of product)' >&2 || true
 done
