@@ -25,8 +25,8 @@
 #     .build/container (the debootstrap tarballs and the staged executables).
 #
 # Every wait is bounded. Environment: DEBIAN_MIRROR (default: the machine's apt source for bookworm),
-# CONTAINER_TEST_BUILD=host|toolchain (default host), CONTAINER_TEST_KEEP=1 (leave everything running for a look;
-# clean up later with the printed command).
+# CONTAINER_TEST_BUILD=host|toolchain (default host), CONTAINER_TEST_KEEP=1 (leave everything in place for a look;
+# remove it later with the script whose path it prints).
 set -Eeuo pipefail
 
 cd "$(dirname "$0")/.."
@@ -74,6 +74,34 @@ compose() { "${COMPOSE[@]}" "$@"; }
 
 build_cache_ids() { "$DOCKER" system df -v --format '{{range .BuildCache}}{{println .ID}}{{end}}' 2>/dev/null | sort; }
 
+# Removes what this run made in Docker: the project's containers, network and volumes, the run's images (and the
+# classic builder's untagged ones), the BuildKit cache records the build added.
+remove_run() {
+  "$DOCKER" info >/dev/null 2>&1 || return 0
+  compose down -v --remove-orphans --timeout 20 >/dev/null 2>&1 || true
+  # Whatever `down` left of the project (one-off containers, a half-made network or volume), by its label.
+  local label=com.docker.compose.project=$PROJECT ids image id pass new
+  ids=$("$DOCKER" ps -aq --filter "label=$label"); [ -z "$ids" ] || "$DOCKER" rm -f $ids >/dev/null || true
+  ids=$("$DOCKER" volume ls -q --filter "label=$label"); [ -z "$ids" ] || "$DOCKER" volume rm $ids >/dev/null || true
+  ids=$("$DOCKER" network ls -q --filter "label=$label"); [ -z "$ids" ] || "$DOCKER" network rm $ids >/dev/null || true
+  for image in "$IMAGE" "$BINARIES_IMAGE" "$BUILDER_IMAGE" "$BASE_IMAGE"; do
+    "$DOCKER" image inspect "$image" >/dev/null 2>&1 && { "$DOCKER" rmi "$image" >/dev/null || true; }
+  done
+  # The classic builder's images of the build stage, once nothing names them (dangling).
+  if [ -s "$WORK/intermediate-images" ]; then
+    ids=$("$DOCKER" images -q --filter dangling=true)
+    for id in $(grep -Fx -f "$WORK/intermediate-images" <<<"$ids"); do "$DOCKER" rmi "$id" >/dev/null 2>&1 || true; done
+  fi
+  # BuildKit's cache records this run added (not the daemon's others); a record another one uses goes on a later pass.
+  if [ -n "$CACHE_BEFORE" ]; then
+    for pass in 1 2 3; do
+      new=$(comm -13 "$WORK/cache-before" <(build_cache_ids))
+      [ -z "$new" ] && break
+      for id in $new; do "$DOCKER" builder prune -af --filter "id=$id" >/dev/null 2>&1 || true; done
+    done
+  fi
+}
+
 cleanup() {
   local status=$?
   trap - EXIT INT TERM ERR
@@ -83,38 +111,18 @@ cleanup() {
     compose logs --no-color --tail 40 >&2 2>&1 || true
   fi
   if [ "${CONTAINER_TEST_KEEP:-}" = 1 ]; then
-    log "kept: project $PROJECT, images roadsave-ctest*:$RUN_ID, keys $KEYS; remove them with:"
-    log "  ROADSAVE_IMAGE=$IMAGE ROADSAVE_KEYS=$KEYS ROADSAVE_APPLICATIONS=$APP docker-compose -p $PROJECT -f docker-compose.yml -f scripts/container-test.compose.yml down -v --remove-orphans; docker rmi \$(docker images -q 'roadsave-ctest*:$RUN_ID'); rm -rf $WORK"
+    # What remove_run needs, for later.
+    { echo '#!/usr/bin/env bash'
+      declare -p DOCKER PROJECT IMAGE BINARIES_IMAGE BUILDER_IMAGE BASE_IMAGE WORK CACHE_BEFORE COMPOSE \
+        ROADSAVE_IMAGE ROADSAVE_KEYS ROADSAVE_APPLICATIONS ROADSAVE_LOG_LEVEL
+      declare -f compose build_cache_ids remove_run
+      echo 'remove_run; rm -rf "$WORK"'; } >"$WORK/remove.sh"
+    log "kept: project $PROJECT (docker-compose ${COMPOSE[*]:1}), images roadsave-ctest*:$RUN_ID, keys $KEYS"
+    log "remove them with: bash $WORK/remove.sh"
     exit "$status"
   fi
   log "cleaning up"
-  if "$DOCKER" info >/dev/null 2>&1; then
-    compose down -v --remove-orphans --timeout 20 >/dev/null 2>&1 || true
-    # Whatever `down` left of the project (one-off containers, a half-made network or volume), by its label.
-    local label=com.docker.compose.project=$PROJECT ids
-    ids=$("$DOCKER" ps -aq --filter "label=$label"); [ -z "$ids" ] || "$DOCKER" rm -f $ids >/dev/null || true
-    ids=$("$DOCKER" volume ls -q --filter "label=$label"); [ -z "$ids" ] || "$DOCKER" volume rm $ids >/dev/null || true
-    ids=$("$DOCKER" network ls -q --filter "label=$label"); [ -z "$ids" ] || "$DOCKER" network rm $ids >/dev/null || true
-    for image in "$IMAGE" "$BINARIES_IMAGE" "$BUILDER_IMAGE" "$BASE_IMAGE"; do
-      "$DOCKER" image inspect "$image" >/dev/null 2>&1 && { "$DOCKER" rmi "$image" >/dev/null || true; }
-    done
-    # The classic builder's images of the build stage, once nothing names them (dangling).
-    if [ -s "$WORK/intermediate-images" ]; then
-      local dangling
-      dangling=$("$DOCKER" images -q --filter dangling=true)
-      for id in $(grep -Fx -f "$WORK/intermediate-images" <<<"$dangling"); do "$DOCKER" rmi "$id" >/dev/null 2>&1 || true; done
-    fi
-    # BuildKit's cache records this build added (not the daemon's others); a record in use by another goes on a
-    # later pass.
-    if [ -n "$CACHE_BEFORE" ]; then
-      local pass new
-      for pass in 1 2 3; do
-        new=$(comm -13 "$WORK/cache-before" <(build_cache_ids))
-        [ -z "$new" ] && break
-        for id in $new; do "$DOCKER" builder prune -af --filter "id=$id" >/dev/null 2>&1 || true; done
-      done
-    fi
-  fi
+  remove_run
   if [ -n "$DOCKERD_PID" ]; then
     log "stopping the dockerd this run started (pid $DOCKERD_PID)"
     kill "$DOCKERD_PID" 2>/dev/null || true
