@@ -1,23 +1,32 @@
-# syntax=docker/dockerfile:1
 # RoadSave services in one image: roadsave-ingest, roadsave-detect and roadsave-notify (plus roadsave, for
-# send/tail/ctl/replay inside the network). docker-compose.yml runs one container of it per service.
+# send/tail/ctl/replay/simulate inside the network). docker-compose.yml runs one container of it per service.
 #
 #   docker build -t roadsave:latest .
 #
-# No Docker engine runs on the development machines, so this file is not built there; the integration tests
-# (Tests/IntegrationTests/ContainerFileTests.swift) check it and docker-compose.yml against the executables.
 # The package needs a Swift 6 toolchain; pass --build-arg SWIFT_IMAGE=swift:6.x-bookworm to match the one the
-# project is developed with if 6.0 lags behind it.
+# project is developed with if 6.0 lags behind it. Without a registry (the development machines), the base images
+# are made locally and passed as build arguments: `make container-test` (scripts/container-test.sh) makes the
+# runtime base with debootstrap and builds the executables on the host (BINARIES below); see "Containers" in the
+# README. Every apt-get step installs only the packages the base image lacks, so a base that has them all needs
+# no network.
 
 ARG SWIFT_IMAGE=swift:6.0-bookworm
 ARG RUNTIME_IMAGE=debian:bookworm-slim
+# Where the executables and the Swift runtime come from: the stage `build` compiles them here. Any image that holds
+# /staging/bin (the four executables) and /staging/swift (the Swift runtime libraries they link) can stand in for it;
+# the build then skips the compile, with a builder that builds only the stages the target needs (BuildKit; the
+# classic builder builds every stage, so it needs SWIFT_IMAGE to be a toolchain).
+ARG BINARIES=build
 
 # ---- build: the toolchain and the C libraries' development packages ---------------------------------------------
 FROM ${SWIFT_IMAGE} AS build
-RUN apt-get update \
-    && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-        libzmq3-dev libmsgpack-dev libsodium-dev libsqlite3-dev libzstd-dev \
-    && rm -rf /var/lib/apt/lists/*
+RUN packages="libzmq3-dev libmsgpack-dev libsodium-dev libsqlite3-dev libzstd-dev"; \
+    missing="$(for p in $packages; do dpkg-query -W -f '${Status}\n' "$p" 2>/dev/null | grep -q 'ok installed' || echo "$p"; done)"; \
+    if [ -n "$missing" ]; then \
+        apt-get update \
+        && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $missing \
+        && rm -rf /var/lib/apt/lists/*; \
+    fi
 WORKDIR /src
 # Package.swift names every target, test targets included, so their folders must be present to load it.
 COPY Package.swift ./
@@ -35,15 +44,23 @@ RUN mkdir -p /staging/bin /staging/swift \
     && cp "$bin/roadsave" "$bin/roadsave-ingest" "$bin/roadsave-detect" "$bin/roadsave-notify" /staging/bin/ \
     && cp -P /usr/lib/swift/linux/*.so* /staging/swift/
 
+FROM ${BINARIES} AS binaries
+
 # ---- runtime: Debian slim, the shared C libraries, the Swift runtime, a non-root user ---------------------------
+# libmicrohttpd12 is there ahead of the services' HTTP endpoint for metrics and readiness, which will link it.
 FROM ${RUNTIME_IMAGE}
-RUN apt-get update \
-    && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-        libzmq5 libmsgpackc2 libsodium23 libsqlite3-0 libzstd1 sqlite3 \
-        libcurl4 libxml2 libstdc++6 zlib1g tzdata ca-certificates bash \
-    && rm -rf /var/lib/apt/lists/*
-COPY --from=build /staging/swift/ /usr/lib/swift/linux/
-COPY --from=build /staging/bin/ /usr/local/bin/
+RUN packages="libzmq5 libmsgpackc2 libsodium23 libsqlite3-0 libzstd1 sqlite3 \
+        libcurl4 libxml2 libstdc++6 zlib1g tzdata ca-certificates bash libmicrohttpd12"; \
+    missing="$(for p in $packages; do dpkg-query -W -f '${Status}\n' "$p" 2>/dev/null | grep -q 'ok installed' || echo "$p"; done)"; \
+    if [ -n "$missing" ]; then \
+        apt-get update \
+        && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $missing \
+        && rm -rf /var/lib/apt/lists/*; \
+    fi
+COPY --from=binaries /staging/swift/ /usr/lib/swift/linux/
+COPY --from=binaries /staging/bin/ /usr/local/bin/
+# The loader finds the Swift runtime through ld.so.cache whatever RUNPATH the executables carry (a toolchain image's
+# /usr/lib/swift/linux, or /opt/swift/usr/lib/swift/linux for executables built on the development machines).
 RUN echo /usr/lib/swift/linux > /etc/ld.so.conf.d/swift.conf && ldconfig \
     && groupadd --system --gid 10001 roadsave \
     && useradd --system --uid 10001 --gid roadsave --no-create-home --home-dir /nonexistent \

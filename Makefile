@@ -6,7 +6,7 @@ export PATH := $(PATH):/opt/swift/usr/bin
 OUT := out
 BIN := .build/debug/roadsave
 
-.PHONY: deps build test demo bench up clean fuzz fuzz-smoke quality report-picture
+.PHONY: deps build test demo bench up clean fuzz fuzz-smoke quality report-picture container-test
 
 deps:
 	@scripts/install-deps.sh
@@ -32,6 +32,13 @@ test: deps
 	$(SWIFT) test --skip-build --skip '$(PROCESS_TESTS)'
 	$(SWIFT) test --skip-build --no-parallel --filter '$(PROCESS_TESTS)'
 	python3 scripts/test_report.py --roadsave $(BIN)
+
+## The Dockerfile and docker-compose.yml for real, offline (scripts/container-test.sh; root, a few minutes, not part of
+## `make test`): a debootstrap base image (cached in .build/container), the executables built on the host, the image;
+## compose up with a gateway container sending a fleet with a crash and a subscriber container that must get it;
+## restart and recreate keep the stores; every stop is SIGTERM, exit 0, within the grace period; all removed after.
+container-test: deps
+	scripts/container-test.sh
 
 ## The three services on this machine (set ROADSAVE_APPLICATIONS to the applicationIDs to accept).
 up: build

@@ -1,9 +1,9 @@
 import Foundation
 import Testing
 
-/// No Docker engine runs on these machines, so the container files are checked against the executables instead:
-/// every compose service runs an executable target of the package, with flags and environment variables that
-/// executable documents, and the published ports are the ones its endpoints bind.
+/// The container files checked against the executables, without a Docker engine (`make container-test` builds and
+/// runs them for real): every compose service runs an executable target of the package, with flags and environment
+/// variables that executable documents, and the published ports are the ones its endpoints bind.
 @Suite("Dockerfile and docker-compose.yml")
 struct ContainerFileTests {
     static let composeFile = Build.repository.appendingPathComponent("docker-compose.yml")
@@ -215,6 +215,37 @@ struct ContainerFileTests {
         #expect(user != nil && user != "root" && user != "0", "runs as \(user ?? "root (no USER)")")
         #expect(lines.contains("STOPSIGNAL SIGTERM"))
         #expect(lines.contains("EXPOSE 5550 5551 5552 5553 5554 5555"))
+    }
+
+    /// What `make container-test` relies on, checked without an engine: the files load in Debian's docker-compose
+    /// 1.29, and the image it builds without a network finds every package the runtime stage asks for in its base.
+    @Test func containerTestCanBuildAndRunTheFilesOffline() throws {
+        let compose = try Self.compose()
+        // docker-compose 1.29 refuses a top-level `name` ("does not match any of the regexes: '^x-'").
+        if case let .map(pairs) = compose {
+            #expect(Set(pairs.map(\.key)).isSubset(of: ["services", "volumes", "secrets", "networks"]),
+                    "top-level keys \(pairs.map(\.key))")
+        }
+        for service in try Self.services() {
+            #expect(service.node["image"]?.scalar == "${ROADSAVE_IMAGE:-roadsave:latest}", "\(service.name): image")
+        }
+        // The packages of the runtime stage (the RUN after the last FROM) and those the script puts in the base.
+        let dockerfile = try String(contentsOf: Self.dockerfile, encoding: .utf8)
+        let runtimeStage = try #require(dockerfile.range(of: "\nFROM ", options: .backwards)).upperBound
+        let script = try String(contentsOf: Build.repository.appendingPathComponent("scripts/container-test.sh"),
+                                encoding: .utf8)
+        func packages(_ text: Substring, after marker: String) -> Set<String> {
+            guard let start = text.range(of: marker)?.upperBound, let end = text[start...].firstIndex(of: "\"") else { return [] }
+            return Set(text[start..<end].split { $0 == " " || $0 == "\n" || $0 == "\\" }.map(String.init))
+        }
+        let runtime = packages(dockerfile[runtimeStage...], after: "packages=\"")
+        let base = packages(script[...], after: "RUNTIME_PACKAGES=\"")
+        #expect(runtime.contains("libzmq5") && runtime.contains("libmicrohttpd12"), "runtime stage packages \(runtime)")
+        #expect(runtime == base, "the Dockerfile's runtime stage \(runtime.sorted()), the script's base \(base.sorted())")
+        // The test's own network has no way out and publishes nothing.
+        let overlay = try YAML.parse(String(contentsOf: Build.repository.appendingPathComponent(
+            "scripts/container-test.compose.yml"), encoding: .utf8))
+        #expect(overlay["networks"]?["default"]?["internal"]?.scalar == "true")
     }
 }
 
