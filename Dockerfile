@@ -20,7 +20,7 @@ ARG BINARIES=build
 
 # ---- build: the toolchain and the C libraries' development packages ---------------------------------------------
 FROM ${SWIFT_IMAGE} AS build
-RUN packages="libzmq3-dev libmsgpack-dev libsodium-dev libsqlite3-dev libzstd-dev"; \
+RUN packages="libzmq3-dev libmsgpack-dev libsodium-dev libsqlite3-dev libzstd-dev libmicrohttpd-dev"; \
     missing="$(for p in $packages; do dpkg-query -W -f '${Status}\n' "$p" 2>/dev/null | grep -q 'ok installed' || echo "$p"; done)"; \
     if [ -n "$missing" ]; then \
         apt-get update \
@@ -47,7 +47,7 @@ RUN mkdir -p /staging/bin /staging/swift \
 FROM ${BINARIES} AS binaries
 
 # ---- runtime: Debian slim, the shared C libraries, the Swift runtime, a non-root user ---------------------------
-# libmicrohttpd12 is there ahead of the services' HTTP endpoint for metrics and readiness, which will link it.
+# libmicrohttpd12 serves each service's /metrics, /healthz and /readyz (--metrics-endpoint).
 FROM ${RUNTIME_IMAGE}
 RUN packages="libzmq5 libmsgpackc2 libsodium23 libsqlite3-0 libzstd1 sqlite3 \
         libcurl4 libxml2 libstdc++6 zlib1g tzdata ca-certificates bash libmicrohttpd12"; \
@@ -72,8 +72,9 @@ RUN echo /usr/lib/swift/linux > /etc/ld.so.conf.d/swift.conf && ldconfig \
 # image, owned by the service user, so a new named volume mounted on one takes that ownership.
 USER roadsave:roadsave
 WORKDIR /tmp
-# gateways 5550, records (internal) 5551, control 5552, events (internal) 5553, subscribers 5554, catch-up 5555
-EXPOSE 5550 5551 5552 5553 5554 5555
+# gateways 5550, records (internal) 5551, control 5552, events (internal) 5553, subscribers 5554, catch-up 5555;
+# HTTP /metrics, /healthz, /readyz of ingest 9550, detection 9551, notifier 9552 (as docker-compose.yml sets them)
+EXPOSE 5550 5551 5552 5553 5554 5555 9550 9551 9552
 # The services stop gracefully on SIGTERM (stop taking input, finish what is in hand, exit 0).
 STOPSIGNAL SIGTERM
 CMD ["roadsave", "--help"]
