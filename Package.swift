@@ -50,7 +50,7 @@ let package = Package(
                 path: "Services/Detection/PlatformHTTP"),
 
         // What every service process shares: configuration, signals, the run loop of a service.
-        .target(name: "ServiceKit", dependencies: ["RoadSaveModel", "ZeroMQ", "Metrics"], path: "Shared/ServiceKit"),
+        .target(name: "ServiceKit", dependencies: ["RoadSaveModel", "ZeroMQ", "Metrics", "Feeds"], path: "Shared/ServiceKit"),
         // sensor-ingest: validates, acknowledges and publishes gateways' records.
         .target(name: "IngestService", dependencies: ["RoadSaveModel", "ServiceKit", "Metrics", "Wire", "ZeroMQ", "Storage", "Feeds"],
                 path: "Services/Ingest"),

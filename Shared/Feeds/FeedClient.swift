@@ -14,6 +14,15 @@ public final class FeedClient {
     private var outstanding: (request: FeedRequest, sentAt: Double)?
     private let onReply: (FeedReplyHeader, ArraySlice<[UInt8]>) -> Void
     private var resendTimer: TimerID?
+    /// What the link has been through, for /metrics: requests sent again for want of an answer, answers that were
+    /// not to the request outstanding (to one sent before it: out of sequence, dropped), and unreadable answers.
+    public private(set) var statistics = Statistics()
+
+    public struct Statistics: Sendable, Equatable {
+        public var resent = 0
+        public var outOfSequence = 0
+        public var unreadable = 0
+    }
     /// Extra time past the server's wait before a request is sent again.
     static let answerGrace = 2.0
 
@@ -73,9 +82,13 @@ public final class FeedClient {
                 parsed = try FeedReplyHeader.parse(frames)
             } catch {
                 log.warning("unreadable feed reply", ["endpoint": endpoint, "error": "\(error)"])
+                statistics.unreadable += 1
                 return true
             }
-            guard let outstanding, parsed.header.id == outstanding.request.id else { return true }
+            guard let outstanding, parsed.header.id == outstanding.request.id else {
+                statistics.outOfSequence += 1
+                return true
+            }
             self.outstanding = nil
             onReply(parsed.header, parsed.items)
             // One answer a round of the loop: the owner's next request may be out already and answered by now, and
@@ -90,6 +103,7 @@ public final class FeedClient {
         let patience = Double(request.waitMilliseconds) / 1000 + Self.answerGrace
         guard loop.now - sentAt >= patience else { return }
         outstanding = (request, loop.now)
+        statistics.resent += 1
         send(request)
     }
 }

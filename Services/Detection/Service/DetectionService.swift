@@ -588,6 +588,7 @@ public final class DetectionService: @unchecked Sendable {
             tripsInProgress: tripsInProgress?.count ?? 0, outbox: try? store?.outboxCount(),
             platformCallsInFlight: platformCallsInFlight, checkpoints: statistics.checkpoints)
         return counters.families(fleet: fleet.statistics, recordsRead: statistics.recordsRead, gauges: gauges)
+            + FeedLinkMetrics.families(service: "detection", links: journals.map { ($0.endpoint, $0.linkStatistics) })
     }
 
     /// Why detection is not ready (nothing when it is): its store and sockets, re-running its inputs after a

@@ -111,6 +111,9 @@ final class JournalReader {
 
     var isWaiting: Bool { client.isWaiting }
 
+    /// The request/reply sequence of the link (resent requests, out-of-sequence answers), for /metrics.
+    var linkStatistics: FeedClient.Statistics { client.statistics }
+
     func close() {
         client.close()
     }

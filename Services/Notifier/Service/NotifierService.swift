@@ -306,6 +306,9 @@ public final class NotifierService: @unchecked Sendable {
         return counters.families(.init(webhooks: webhooks,
                                        heldCatchUps: catchUp?.held.count ?? 0,
                                        silentUpstreams: upstreams.filter(\.reportedSilent).count))
+            + FeedLinkMetrics.families(service: "notifier", links: upstreams.compactMap { upstream in
+                upstream.client.map { (upstream.endpoint, $0.statistics) }
+            })
     }
 
     /// Why the notifier is not ready (nothing when it is): its store and sockets, and every detection feed answered
