@@ -44,6 +44,9 @@ public struct MetricsEndpoint: Sendable, Equatable, CustomStringConvertible {
 
     public var description: String { family == .ipv6 ? "[\(host)]:\(port)" : "\(host):\(port)" }
 
+    /// Only this machine can connect.
+    public var isLoopback: Bool { host.hasPrefix("127.") || host == "::1" }
+
     /// The socket address, for `body` to use while it is valid.
     func withSocketAddress<R>(_ body: (UnsafePointer<sockaddr>) -> R) -> R {
         switch Self.parse(host, family)! {

@@ -39,6 +39,11 @@ public final class ServiceMetrics {
         server = try MetricsHTTPServer(endpoint: endpoint, board: board)
         log.info("metrics listening", ["endpoint": "http://\(endpoint.host):\(server!.port)",
                                        "paths": "/metrics /healthz /readyz"])
+        if !endpoint.isLoopback {
+            // Counters and endpoint names only, nothing of a device; still, say who can read them.
+            log.warning("the metrics endpoint is plain HTTP without authentication, open to whoever reaches "
+                        + "\(endpoint): keep it on a private network or behind the scraper's proxy")
+        }
     }
 
     /// The port the endpoint listens on (nil without one).

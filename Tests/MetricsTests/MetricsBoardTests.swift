@@ -43,6 +43,10 @@ struct MetricsEndpointParsingTests {
         #expect(try MetricsEndpoint(parsing: ":0").port == 0)
         #expect(try MetricsEndpoint(parsing: "localhost:80").host == "127.0.0.1")
         #expect(try MetricsEndpoint(parsing: "[::1]:9550").description == "[::1]:9550")
+        #expect(try MetricsEndpoint(parsing: "127.0.0.1:1").isLoopback)
+        #expect(try MetricsEndpoint(parsing: "[::1]:1").isLoopback)
+        #expect(try !MetricsEndpoint(parsing: "*:1").isLoopback)
+        #expect(try !MetricsEndpoint(parsing: "10.0.0.5:1").isLoopback)
     }
 
     @Test func badEndpointsSayWhatIsExpected() {
