@@ -85,7 +85,6 @@ public final class DetectionService: @unchecked Sendable {
 
     struct Statistics {
         var recordsRead = 0
-        var events = 0
         var checkpoints = 0
         var recoveredInputs = 0
         /// Devices ticked while a journal was behind, their records all read (`tickDevicesRead`).
@@ -218,7 +217,7 @@ public final class DetectionService: @unchecked Sendable {
                         checkpointInFlight = false
                     }
                     if wasLive { checkpoint(now: true) }
-                    log.info("stopping", ["records": String(statistics.recordsRead), "events": String(statistics.events),
+                    log.info("stopping", ["records": String(statistics.recordsRead), "events": String(counters.eventsByKind.values.reduce(0, +)),
                                           "devices": String(fleet.deviceCount), "evictions": String(evicted.evictions),
                                           "restores": String(evicted.restores),
                                           "devicesTickedAhead": String(statistics.devicesTickedAhead),
@@ -342,8 +341,8 @@ public final class DetectionService: @unchecked Sendable {
             let seconds = String(format: "%.1f", reader.unansweredBeforeReply)
             resumeClock("the journal at \(reader.endpoint) answered after \(seconds) s")
         }
-        if journals.allSatisfy(\.caughtUp) { counters.caughtUp(at: loop.now) }
-        if !reportedCaughtUp, journals.allSatisfy(\.caughtUp) {
+        if journalsCaughtUp { counters.caughtUp(at: loop.now) }
+        if !reportedCaughtUp, journalsCaughtUp {
             reportedCaughtUp = true
             log.info("caught up with the journals", ["seconds": String(format: "%.3f", loop.now - startedAt),
                                                      "records": String(statistics.recordsRead)])
@@ -490,7 +489,6 @@ public final class DetectionService: @unchecked Sendable {
         for action in actions {
             switch action {
             case let .emit(event):
-                statistics.events += 1
                 counters.emitted(event.name)
                 pendingEvents.append(event)
                 log.info("event", ["event": event.name, "device": event.device.description, "eventID": event.eventID])
@@ -576,6 +574,9 @@ public final class DetectionService: @unchecked Sendable {
 
     // MARK: Metrics
 
+    /// Every journal's last reply reached its head.
+    private var journalsCaughtUp: Bool { !journals.isEmpty && journals.allSatisfy(\.caughtUp) }
+
     /// What /metrics shows of detection (posted by `ServiceMetrics` from the loop).
     private func metricFamilies(now: Double) -> [MetricFamily] {
         if tripsInProgress.map({ now - $0.at >= Self.tripsCountInterval }) ?? true {
@@ -583,7 +584,7 @@ public final class DetectionService: @unchecked Sendable {
         }
         let gauges = DetectionMetrics.Gauges(
             positionsBehind: journals.reduce(0) { $0 + ($1.head > $1.position ? $1.head - $1.position : 0) },
-            lagSeconds: counters.lagSeconds(now: now, caughtUp: !journals.isEmpty && journals.allSatisfy(\.caughtUp)),
+            lagSeconds: counters.lagSeconds(now: now, caughtUp: journalsCaughtUp),
             devicesInMemory: fleet.deviceCount, devicesOutOfMemory: evicted.outOfMemory,
             tripsInProgress: tripsInProgress?.count ?? 0, outbox: try? store?.outboxCount(),
             platformCallsInFlight: platformCallsInFlight, checkpoints: statistics.checkpoints)
@@ -602,8 +603,7 @@ public final class DetectionService: @unchecked Sendable {
         case .recovering: reasons.append("re-running the inputs stored after the last checkpoint")
         case .stopping: reasons.append("stopping")
         case .live:
-            let caughtUp = !journals.isEmpty && journals.allSatisfy(\.caughtUp)
-            if let lag = counters.lagSeconds(now: now, caughtUp: caughtUp) {
+            if let lag = counters.lagSeconds(now: now, caughtUp: journalsCaughtUp) {
                 if lag > DetectionMetrics.readyLag { reasons.append("behind the journals by \(Int(lag)) s") }
             } else {
                 reasons.append("not caught up with the journals since the start")

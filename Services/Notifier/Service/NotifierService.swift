@@ -50,7 +50,6 @@ public final class NotifierService: @unchecked Sendable {
     private var pendingReports: [String: OutletReport] = [:]
     private var flushPosted = false
     private var stopping = false
-    private var counts = (stored: 0, duplicates: 0, delivered: 0)
     /// /metrics, /healthz and /readyz, and what the notifier counts for them.
     private var metrics: ServiceMetrics?
     private var counters = NotifierMetrics()
@@ -109,8 +108,8 @@ public final class NotifierService: @unchecked Sendable {
         // Returns only once libzmq has closed the sockets: a listener closed later would unlink the ipc file a new
         // instance bound meanwhile.
         context.terminate()
-        log.info("stopped", ["stored": String(counts.stored), "duplicatesDropped": String(counts.duplicates),
-                             "delivered": String(counts.delivered)])
+        log.info("stopped", ["stored": String(counters.stored), "duplicatesDropped": String(counters.duplicates),
+                             "delivered": String(counters.deliveredBySink.values.reduce(0, +))])
         if let failure { throw failure }
     }
 
@@ -391,10 +390,8 @@ public final class NotifierService: @unchecked Sendable {
         if !items.isEmpty || header.to != upstream.position {
             do {
                 let stored = try store.store(events, feed: header.feed, position: header.to)
-                counts.stored += stored.count
                 counters.stored(stored.count, duplicates: events.count - stored.count)
                 if stored.count < events.count {
-                    counts.duplicates += events.count - stored.count
                     log.info("events already stored dropped (same eventID)",
                              ["endpoint": upstream.endpoint, "events": String(events.count - stored.count)])
                 }
@@ -475,7 +472,6 @@ public final class NotifierService: @unchecked Sendable {
         }
         for outlet in outlets {
             guard let report = reports[outlet.key] else { continue }
-            counts.delivered += report.taken.count
             counters.delivered(report.taken.count, sink: outlet.key)
             outlet.window.settled(report.taken.count + report.released)
             pump(outlet, loop: loop)
