@@ -34,6 +34,11 @@ struct ContainerFileTests {
             }
         }
         /// Ports of the endpoints this service binds (`tcp://*:P`, `tcp://0.0.0.0:P`).
+        /// The port of `--metrics-endpoint` (/metrics, /healthz, /readyz), when the service serves one.
+        var metricsPort: Int? {
+            guard let flag = command.firstIndex(of: "--metrics-endpoint"), flag + 1 < command.count else { return nil }
+            return Int(command[flag + 1].split(separator: ":").last ?? "")
+        }
         var boundPorts: [Int] {
             endpoints.filter { $0.hasPrefix("tcp://*:") || $0.hasPrefix("tcp://0.0.0.0:") }
                 .compactMap { Int($0.split(separator: ":").last ?? "") }
@@ -93,9 +98,12 @@ struct ContainerFileTests {
             #expect(Int(grace.dropLast()) ?? 0 >= 10 && grace.hasSuffix("s"), "\(service.name): stop_grace_period \(grace)")
             let check = service.node["healthcheck"]?["test"]?.strings ?? []
             #expect(!check.isEmpty, "\(service.name): no health check")
-            // The health check probes a port the service binds (bash's /dev/tcp: no --check flag exists).
-            let probed = check.joined(separator: " ").split(separator: "/").last.flatMap { Int($0) }
-            #expect(probed.map(service.boundPorts.contains) == true, "\(service.name): health check \(check)")
+            // The health check asks the service's own metrics endpoint whether it is ready (a GET of /readyz through
+            // bash's /dev/tcp: the image has no HTTP client), and passes only on a 200.
+            let script = check.joined(separator: " ")
+            let probed = script.firstMatch(of: /\/dev\/tcp\/127\.0\.0\.1\/([0-9]+)/).flatMap { Int($0.1) }
+            #expect(probed != nil && probed == service.metricsPort, "\(service.name): health check \(check)")
+            #expect(script.contains("GET /readyz") && script.contains("= 200"), "\(service.name): health check \(check)")
         }
     }
 
@@ -202,8 +210,8 @@ struct ContainerFileTests {
         #expect(froms.count >= 2, "a multi-stage build")
         #expect(text.contains("swift:6.0-bookworm"))
         #expect(text.contains("debian:bookworm-slim") || text.contains("swift:6.0-bookworm-slim"))
-        for package in ["libzmq3-dev", "libmsgpack-dev", "libsodium-dev", "libsqlite3-dev", "libzmq5", "libmsgpackc2",
-                        "libsodium23", "libsqlite3-0"] {
+        for package in ["libzmq3-dev", "libmsgpack-dev", "libsodium-dev", "libsqlite3-dev", "libzstd-dev", "libmicrohttpd-dev",
+                        "libzmq5", "libmsgpackc2", "libsodium23", "libsqlite3-0", "libzstd1", "libmicrohttpd12"] {
             #expect(text.contains(package), "\(package)")
         }
         #expect(text.contains("swift build -c release"))
@@ -214,7 +222,7 @@ struct ContainerFileTests {
         let user = lines.last { $0.hasPrefix("USER ") }.map { $0.dropFirst(5).split(separator: ":").first.map(String.init) ?? "" }
         #expect(user != nil && user != "root" && user != "0", "runs as \(user ?? "root (no USER)")")
         #expect(lines.contains("STOPSIGNAL SIGTERM"))
-        #expect(lines.contains("EXPOSE 5550 5551 5552 5553 5554 5555"))
+        #expect(lines.contains("EXPOSE 5550 5551 5552 5553 5554 5555 9550 9551 9552"))
     }
 
     /// What `make container-test` relies on, checked without an engine: the files load in Debian's docker-compose
