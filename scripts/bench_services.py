@@ -206,16 +206,19 @@ class Subscriber(threading.Thread):
 # MARK: The services under `roadsave up --keys`
 
 class Up:
-    def __init__(self, binaries, directory, keys_on):
+    def __init__(self, binaries, directory, keys_on, metrics=False):
         self.binaries = binaries
         self.directory = directory
-        self.base = free_base_port()
+        self.base = free_base_port(13 if metrics else 6)
         self.endpoint = {name: "tcp://127.0.0.1:%d" % (self.base + offset) for offset, name in
                          enumerate(["gateway", "records", "control", "events", "publish", "catchup"])}
         command = [os.path.join(binaries, "roadsave"), "up", "--data-dir", os.path.join(directory, "up"),
                    "--base-port", str(self.base), "--log-level", "info"]
         if keys_on:
             command.append("--keys")
+        if metrics:
+            # The three metrics endpoints at P+10..P+12 (free_base_port checked them free).
+            command += ["--metrics-port", str(self.base + 10)]
         environment = dict(os.environ, ROADSAVE_APPLICATIONS="demo-app")
         self.log_path = os.path.join(directory, "up.log")
         self.log = open(self.log_path, "w")
@@ -463,6 +466,8 @@ def main():
     parser.add_argument("--flood-seconds", type=float, default=6, help="seconds of each Python flood")
     parser.add_argument("--probes", type=int, default=60, help="crash probes of the latency figure")
     parser.add_argument("--no-keys", action="store_true", help="plaintext sockets (default: CurveZMQ, as up --keys)")
+    parser.add_argument("--metrics", action="store_true",
+                        help="run the services with their /metrics endpoints on (up --metrics-port), to see their cost")
     parser.add_argument("--skip-shards", action="store_true")
     parser.add_argument("--skip-restart", action="store_true")
     parser.add_argument("--json", default=None, help="write the figures to this file")
@@ -529,7 +534,7 @@ def main():
         baseline = clients[client]
 
         # The services, as `roadsave up --keys` runs them.
-        up = Up(binaries, directory, keys_on)
+        up = Up(binaries, directory, keys_on, metrics=options.metrics)
         started.append(up.process)
         subscriber = Subscriber(up.endpoint["publish"], up.subscriber)
         subscriber.start()
