@@ -110,8 +110,10 @@ import Testing
         let pipe = try await TerminalProcess.run(arguments + [onPipe.path], stderrIsTerminal: false)
         let off = try await TerminalProcess.run(arguments + [turnedOff.path, "--no-progress"], stderrIsTerminal: true)
         #expect(terminal.status == 0 && pipe.status == 0 && off.status == 0)
-        // Devices simulated, then records written; the debug build takes about a second for this.
-        #expect(terminal.stderr.range(of: #"simulate: [0-9,]+ (devices|records), [0-9,.]+ (devices|records)/s, [0-9]+%"#,
+        // Devices simulated, then records written; the debug build takes about a second for this. A phase drawn only
+        // once, just after it started, has no rate yet (`ProgressMeter`, tested with its clock in ProgressMeterTests):
+        // a busy machine can draw each phase once, so the rate is not required here.
+        #expect(terminal.stderr.range(of: #"simulate: [0-9,]+ (devices|records)(, [0-9,.]+ (devices|records)/s)?, [0-9]+%"#,
                                       options: .regularExpression) != nil, "\(terminal.stderr.prefix(2000))")
         #expect(terminal.stderr.hasSuffix(Self.erase), "the line is cleared at the end: \(terminal.stderr.suffix(200))")
         #expect(pipe.stderr.isEmpty, "\(pipe.stderr.prefix(2000))")
