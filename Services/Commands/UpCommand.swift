@@ -272,16 +272,14 @@ public enum UpCommand {
             }
         }
 
-        func bind(_ port: Int) -> String {
-            let host = bindHost.contains(":") && !bindHost.hasPrefix("[") ? "[\(bindHost)]" : bindHost
-            return "tcp://\(host):\(port)"
-        }
+        /// The bind host as an address is written before ":port" (an IPv6 address in brackets).
+        var bindAddress: String { bindHost.contains(":") && !bindHost.hasPrefix("[") ? "[\(bindHost)]" : bindHost }
+
+        func bind(_ port: Int) -> String { "tcp://\(bindAddress):\(port)" }
 
         /// `--metrics-endpoint` of the service `offset` ports after `--metrics-port` (on the bind host).
         func metricsEndpoint(_ offset: Int) -> String? {
-            guard let metricsPort else { return nil }
-            let host = bindHost.contains(":") && !bindHost.hasPrefix("[") ? "[\(bindHost)]" : bindHost
-            return "\(host):\(metricsPort + offset)"
+            metricsPort.map { "\(bindAddress):\($0 + offset)" }
         }
 
         /// Where a local client connects for an endpoint bound with `bind`.
@@ -421,8 +419,7 @@ public enum UpCommand {
             Console.out("records \(options.connect(options.records)) (internal)")
             Console.out("events \(options.connect(options.events)) (internal)")
             if let port = options.metricsPort {
-                let host = ["*", "0.0.0.0"].contains(options.bindHost) ? "127.0.0.1"
-                    : options.bindHost.contains(":") && !options.bindHost.hasPrefix("[") ? "[\(options.bindHost)]" : options.bindHost
+                let host = ["*", "0.0.0.0"].contains(options.bindHost) ? "127.0.0.1" : options.bindAddress
                 Console.out("metrics http://\(host):\(port) (ingest), :\(port + 1) (detection), :\(port + 2) (notifier): "
                             + "/metrics /healthz /readyz")
             }

@@ -46,9 +46,6 @@ public final class ServiceMetrics {
         }
     }
 
-    /// The port the endpoint listens on (nil without one).
-    public var port: UInt16? { server?.port }
-
     /// Posts now and every `postInterval` on `loop` what `collect` says: the service's metrics and why it is not ready
     /// (nothing when it is). Without an endpoint nothing is collected.
     public func start(on loop: ReactorLoop, collect: @escaping () -> (families: [MetricFamily], notReady: [String])) {
