@@ -66,7 +66,7 @@ let package = Package(
         // The service commands and the gateway/subscriber/control clients (roadsave ingest|detect|notify|up|send|tail|ctl).
         .target(name: "ServiceCommands",
                 dependencies: ["IngestService", "DetectionService", "NotifierService", "ServiceKit", "Metrics", "Wire", "ZeroMQ",
-                               "RoadSaveModel", "CProcessControl", "Storage", "TerminalProgress"],
+                               "RoadSaveModel", "CProcessControl", "Storage", "TerminalProgress", "GatewayKit"],
                 path: "Services/Commands"),
         .executableTarget(name: "roadsave-ingest", dependencies: ["ServiceCommands"], path: "Services/Executables/Ingest"),
         .executableTarget(name: "roadsave-detect", dependencies: ["ServiceCommands"], path: "Services/Executables/Detect"),

@@ -279,7 +279,7 @@ struct EngineBenchShell {
             case let .evaluateCrash(device, candidate):
                 let outcome = CrashEvaluationOutcome.verdict(platform.evaluator.verdict(for: candidate))
                 perform(fleet.crashEvaluated(device: device, crashID: candidate.crashID, outcome: outcome))
-            case .crashDismissed, .recordRejected, .deviceNotMonitored:
+            case .crashDismissed, .recordRejected, .deviceNotMonitored, .watermarkHoldExpired:
                 break
             }
         }

@@ -5,6 +5,7 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import GatewayKit
 import RoadSaveModel
 import ServiceKit
 import TerminalProgress
@@ -27,8 +28,17 @@ public enum SendCommand {
         acknowledgement [batchID, ack] arrives: without one within --timeout it sends the same batch again (same
         batchID), up to --attempts times with a growing pause, then gives up naming the batch. A batch refused for
         the gateway's rate limit (field rate) is sent again after the acknowledgement's retryAfterMs, as often as it
-        takes: it slows the send down, it loses nothing and uses up no attempt (a batch sent again may land after
-        batches sent later; detection puts a device's records back in order within its reorder window).
+        takes: it slows the send down, it loses nothing and uses up no attempt.
+
+        Order through outages: every batch carries a header with this gateway's watermark (GatewayBatchHeader: no
+        record older than it follows), the oldest time of everything not yet acknowledged besides the batch itself,
+        and of what may still be read (the newest time read less --max-disorder). Detection applies a device's
+        records, and takes its clock-driven decisions, only below it: a batch lost with an ingest and sent again
+        after newer ones is not late, and a pause of this gateway, the link or ingest is no device's silence. A
+        batch found lost (one sent later was acknowledged first) is sent again at once, and no new batch with any
+        of its devices goes before it. While nothing else goes out, a header alone says how far the gateway has
+        come (every second); at the end of the input a last header says the stream is over (--no-end: not), so
+        the devices' last records are decided at once, as a replay decides them at the end of its input.
 
         Options:
           --endpoint URL      sensor-ingest's gateway endpoint (default tcp://127.0.0.1:5550)
@@ -39,6 +49,15 @@ public enum SendCommand {
           --window N          batches awaiting their acknowledgement at once, 1 to 1000 (default 8)
           --timeout S         seconds to wait for each acknowledgement, 0.05 to 3600 (default 10)
           --attempts N        sends of one batch before giving up, 1 to 100 (default 5)
+          --max-disorder S    how far out of time order the input may be, 0 to 3600 seconds (default 10, the
+                              reorder window of detection): the watermark stays this far behind the newest time
+                              read; a record further behind is reported ("behind the watermark") and may be late
+          --gateway NAME      the stream's name in the headers, 1 to 200 bytes (default gw-<pid>-<random>, new
+                              each run: a stream is one run's promises)
+          --no-end            do not say at the end that the stream is over (more of the same devices' records
+                              follow from elsewhere): their last records then wait for the hold of detection
+          --no-watermark      send no header (three frames, as a gateway without watermarks): detection then
+                              orders the records by its reorder window and its clock
           --rate R            replay at R records a second (default: as fast as acknowledgements come)
           --realtime          replay at the pace of the records' t (the first record at once)
           --log-level L       debug, info, warning or error (default warning)
@@ -141,15 +160,20 @@ public enum SendCommand {
         var keys: ClientCurveKeys?
         /// Off with --no-progress.
         var progress = true
+        /// Headers with watermarks (off with --no-watermark), their disorder bound, stream name and end.
+        var watermarks = true
+        var maximumDisorder = 10.0
+        var gatewayName: String?
+        var end = true
 
         init(_ arguments: [String]) throws(CommandExit) {
             do {
                 let parsed = try CommandLineOptions(
                     arguments,
                     valued: Set(["--endpoint", "--format", "--input-format", "--batch", "--window", "--timeout",
-                                 "--attempts", "--rate", "--log-level"])
+                                 "--attempts", "--rate", "--log-level", "--max-disorder", "--gateway"])
                         .union(ClientCurveKeys.flags),
-                    flags: ["--realtime", ProgressMeter.flag, "--help", "-h"])
+                    flags: ["--realtime", ProgressMeter.flag, "--no-end", "--no-watermark", "--help", "-h"])
                 if parsed.has("--help") || parsed.has("-h") {
                     help = true
                     return
@@ -183,6 +207,18 @@ public enum SendCommand {
                 rate = try parsed.double("--rate", range: 0.001...10_000_000)
                 realtime = parsed.has("--realtime")
                 progress = !parsed.has(ProgressMeter.flag)
+                watermarks = !parsed.has("--no-watermark")
+                end = !parsed.has("--no-end")
+                maximumDisorder = try parsed.double("--max-disorder", range: 0...3600) ?? 10
+                if let name = parsed.string("--gateway") {
+                    guard !name.isEmpty, name.utf8.count <= GatewayBatchHeader.maximumGatewayBytes else {
+                        throw CommandExit.usage("--gateway must be 1 to \(GatewayBatchHeader.maximumGatewayBytes) bytes")
+                    }
+                    gatewayName = name
+                }
+                if !watermarks, parsed.has("--no-end") || parsed.string("--max-disorder") != nil || gatewayName != nil {
+                    throw CommandExit.usage("--no-watermark sends no header: --no-end, --max-disorder and --gateway need one")
+                }
                 if rate != nil, realtime {
                     throw CommandExit.usage("--rate and --realtime exclude each other: pick one pace")
                 }
@@ -238,6 +274,8 @@ public enum SendCommand {
         var batches = 0
         var invalid = 0
         var resent = 0
+        /// Records read below a watermark already promised (the input more out of order than --max-disorder).
+        var behindWatermark = 0
     }
 
     /// A batch on its way: the records and the file line each came from (ack indexes map back to them).
@@ -252,6 +290,8 @@ public enum SendCommand {
         /// Seconds after the start when its first / last record is due (pacing), nil when not paced.
         var firstDue: Double?
         var lastDue: Double?
+        /// The devices it has records of: a batch found lost goes before any new batch of one of them.
+        var devices: Set<DeviceID> = []
 
         var isEmpty: Bool { records.isEmpty }
 
@@ -318,16 +358,29 @@ public enum SendCommand {
                 if raw != nil { batch.raw.reserveCapacity(options.batch * 128) }
             }
             batch.lastDue = due.map { max($0, batch.lastDue ?? $0) }
+            if !gateway.noteRead(record.t) {
+                totals.behindWatermark += 1
+                if totals.behindWatermark <= Self.behindWatermarkReports {
+                    Console.err("\(options.numberName) \(number): t: \(ISO8601.string(fromSeconds: record.t)) is behind the watermark already sent (the input is more out of order than --max-disorder \(JSONText.number(options.maximumDisorder)) s): detection may find it too late")
+                }
+            }
+            batch.devices.insert(record.device)
             batch.records.append(record)
             batch.lines.append(number)
             if let raw { batch.raw.append(contentsOf: raw) }
             if batch.records.count >= options.batch { try flush() }
         }
 
+        /// Records behind the watermark reported one by one; the rest are counted in the summary.
+        static let behindWatermarkReports = 20
+
         /// Sends what is left and waits for every acknowledgement.
         mutating func finish() throws(CommandExit) {
             try flush()
             for completion in try gateway.finish() { account(completion) }
+            if totals.behindWatermark > Self.behindWatermarkReports {
+                Console.err("roadsave send: \(totals.behindWatermark) \(options.numberName)s behind the watermark already sent (--max-disorder)")
+            }
         }
 
         /// Seconds after the start at which the record is due, for --rate and --realtime.
@@ -345,14 +398,17 @@ public enum SendCommand {
             guard !batch.isEmpty else { return }
             let current = batch
             batch = newBatch()
+            let number = totals.batches + 1
+            // From now on the batch is one the watermark waits for, also while it waits for its time.
+            gateway.seal(number)
             if let due = current.lastDue {
                 let wait = start + due - MonotonicClock.now()
                 if wait > 5 { log.info("waiting for the records' time", ["seconds": JSONText.number((wait * 10).rounded() / 10)]) }
                 // Acknowledgements are taken while waiting.
                 for completion in try gateway.wait(until: start + due, before: current) { account(completion) }
             }
-            totals.batches += 1
-            for completion in try gateway.submit(current, batchID: gateway.batchID(totals.batches)) { account(completion) }
+            totals.batches = number
+            for completion in try gateway.submit(current, number: number) { account(completion) }
         }
 
         /// Counts an acknowledgement and reports its rejections with the file's line numbers.
@@ -401,18 +457,34 @@ public enum SendCommand {
         struct InFlight {
             var batch: Batch
             var batchID: String
-            var frames: [[UInt8]]
+            /// The sender's number for the batch (the watermark's name for it); nil for the header at the end.
+            var number: Int?
+            var body: [UInt8]
             /// Sends so far that went unanswered, plus one.
             var attempt = 1
+            /// When it was last transmitted, counted over every transmission of the run: a batch acknowledged while
+            /// one transmitted before it still waits shows that one lost (an acknowledgement follows its batch's order).
+            var transmission = 0
             /// When the current send times out (monotonic), or nil while waiting to be sent again.
             var answerDue: Double?
             /// When to send it again (after a backoff or a rate refusal's pause).
             var resendAt: Double?
         }
 
+        /// The watermark of the headers, nil with --no-watermark.
+        private var watermark: GatewayWatermark?
+        private let gatewayName: String
+        private var transmissions = 0
+        /// When something last went out (monotonic), for the headers sent alone while nothing else does.
+        private var lastTransmit = 0.0
+        private var headersAlone = 0
+        /// A header alone goes out after this long without a transmission.
+        static let headerInterval = 1.0
+
         init(options: Options, log: Log) throws {
             self.options = options
             self.log = log
+            if options.watermarks { watermark = GatewayWatermark(maximumDisorder: options.maximumDisorder) }
             context = try ZMQContext()
             // A send may wait this long for room (high-water mark) before the attempt counts as failed.
             let socket = try ZMQSocket(context, .dealer, linger: 0, sendTimeout: options.timeoutMilliseconds)
@@ -420,6 +492,8 @@ public enum SendCommand {
             try socket.connect(options.endpoint)
             self.socket = socket
             runID = "gw-\(getpid())-" + String(UInt32.random(in: 0...UInt32.max), radix: 16)
+            gatewayName = options.gatewayName ?? runID
+            lastTransmit = MonotonicClock.now()
             log.info("connecting", ["endpoint": options.endpoint, "format": options.format.rawValue,
                                     "batch": String(options.batch), "window": String(options.window)])
         }
@@ -431,6 +505,12 @@ public enum SendCommand {
         }
 
         func batchID(_ number: Int) -> String { "\(runID)-\(number)" }
+
+        /// A record was read into the batch being built; false when it is behind a watermark already sent.
+        func noteRead(_ t: Double) -> Bool { watermark?.read(t) ?? true }
+
+        /// The records read since the last seal are batch `number`.
+        func seal(_ number: Int) { watermark?.seal(batch: number) }
 
         /// Batches awaiting acknowledgement.
         var waiting: Int { inFlight.count }
@@ -449,17 +529,25 @@ public enum SendCommand {
 
         /// Sends `batch` once the window has room, and returns the acknowledgements that came meanwhile. Throws
         /// (exit 1) when a batch got no acknowledgement after `--attempts` sends, or on a signal.
-        func submit(_ batch: Batch, batchID: String) throws(CommandExit) -> [Completion] {
+        func submit(_ batch: Batch, number: Int?) throws(CommandExit) -> [Completion] {
             var completed: [Completion] = []
-            while inFlight.count >= options.window { try service(until: nil, into: &completed) }
+            // Re-send first: a batch found lost, or waiting to be sent again, of one of this batch's devices goes
+            // before it, so that no device's newer records reach the journal ahead of its older ones.
+            while inFlight.count >= options.window || waitsForResend(batch) { try service(until: nil, into: &completed) }
+            let batchID = number.map(batchID) ?? "\(runID)-end"
             let id = Array(batchID.utf8)
-            var entry = InFlight(batch: batch, batchID: batchID, frames: [id, options.format.frame, batch.body(options.format)])
+            var entry = InFlight(batch: batch, batchID: batchID, number: number, body: batch.body(options.format))
             try transmit(&entry)
             inFlight[id] = entry
             order.append(id)
             // Acknowledgements already there are taken without waiting.
             try service(until: MonotonicClock.now(), into: &completed)
             return completed
+        }
+
+        /// Whether a batch of one of `batch`'s devices waits to be sent again.
+        private func waitsForResend(_ batch: Batch) -> Bool {
+            inFlight.values.contains { $0.resendAt != nil && !$0.batch.devices.isDisjoint(with: batch.devices) }
         }
 
         /// Waits until the monotonic time `deadline` (pacing), taking acknowledgements meanwhile.
@@ -472,11 +560,42 @@ public enum SendCommand {
             return completed
         }
 
-        /// Waits for every batch's acknowledgement.
+        /// Waits for every batch's acknowledgement; then, with watermarks, a last header says how far the stream
+        /// has come (that it is over, unless --no-end), and waits for its acknowledgement too.
         func finish() throws(CommandExit) -> [Completion] {
             var completed: [Completion] = []
             while !inFlight.isEmpty { try service(until: nil, into: &completed) }
+            guard watermark != nil else { return completed }
+            var last = Batch()
+            last.noun = options.numberName
+            completed += try submit(last, number: nil)
+            while !inFlight.isEmpty { try service(until: nil, into: &completed) }
             return completed
+        }
+
+        /// The header of a transmission of the batch numbered `number` (nil: the header at the end, or one sent
+        /// alone): the watermark over everything else, or the end of the stream.
+        private func header(for number: Int?, last: Bool) -> [UInt8]? {
+            guard var watermark else { return nil }
+            defer { self.watermark = watermark }
+            if last, options.end {
+                return GatewayBatchHeader(gateway: gatewayName, progress: .end).encode(as: options.format)
+            }
+            guard let time = watermark.promise(excluding: number) else { return nil }
+            return GatewayBatchHeader(gateway: gatewayName, progress: .watermark(time)).encode(as: options.format)
+        }
+
+        /// While nothing else goes out, a header alone (an empty batch, not waited for: the next one supersedes it)
+        /// tells detection how far the stream has come, so devices that fell silent are decided.
+        private func sendHeaderAloneIfDue(now: Double) {
+            guard let socket, watermark != nil, now - lastTransmit >= Self.headerInterval,
+                  let header = header(for: nil, last: false) else { return }
+            headersAlone += 1
+            let frames = [Array("\(runID)-h\(headersAlone)".utf8), options.format.frame,
+                          RecordBatch.encodeBatch([], as: options.format), header]
+            // Never blocks: an ingest that takes nothing now gets the next one.
+            _ = try? socket.send(frames, dontWait: true)
+            lastTransmit = now
         }
 
         /// One round: sends what is due again, waits for acknowledgements (until `deadline`, or at most 100 ms and
@@ -492,6 +611,7 @@ public enum SendCommand {
                 inFlight[id] = entry
             }
             now = MonotonicClock.now()
+            sendHeaderAloneIfDue(now: now)
             var wake = deadline ?? now + 0.1
             for entry in inFlight.values {
                 if let due = entry.answerDue { wake = min(wake, due) }
@@ -545,8 +665,30 @@ public enum SendCommand {
                 }
                 inFlight[message[0]] = nil
                 order.removeAll { $0 == message[0] }
+                // Answered: stored, or given up on (what was refused is not sent again), so not still to come.
+                if let number = entry.number { watermark?.acknowledged(batch: number) }
+                if ack.accepted > 0 { try resendLostBefore(entry) }
                 completed.append(Completion(batch: entry.batch, batchID: entry.batchID, acknowledgement: ack,
                                             attempts: entry.attempt))
+            }
+        }
+
+        /// `acknowledged` was stored: ingest answers stored batches in the order they came, so every batch
+        /// transmitted before it and still unanswered was lost (with an ingest that went down, say). Each is sent
+        /// again at once, in order, and before any new batch of its devices.
+        private func resendLostBefore(_ acknowledged: InFlight) throws(CommandExit) {
+            let now = MonotonicClock.now()
+            for id in order {
+                guard var entry = inFlight[id], entry.answerDue != nil, entry.transmission < acknowledged.transmission
+                else { continue }
+                entry.attempt += 1
+                entry.answerDue = nil
+                guard entry.attempt <= options.attempts else { throw outOfAttempts(entry) }
+                entry.resendAt = now
+                log.warning("batch lost (one sent after it was acknowledged first): sending it again now",
+                            ["batch": entry.batchID, "lines": entry.batch.lineRange,
+                             "attempt": "\(entry.attempt)/\(options.attempts)"])
+                inFlight[id] = entry
             }
         }
 
@@ -562,10 +704,7 @@ public enum SendCommand {
         private func failedAttempt(_ entry: inout InFlight, now: Double) throws(CommandExit) {
             entry.attempt += 1
             entry.answerDue = nil
-            guard entry.attempt <= options.attempts else {
-                let batch = entry.batch
-                throw CommandExit(1, "batch \(entry.batchID) (\(batch.lineRange), \(batch.records.count) record\(batch.records.count == 1 ? "" : "s")) not acknowledged by \(options.endpoint) after \(options.attempts) attempt\(options.attempts == 1 ? "" : "s") of \(JSONText.number(options.timeout)) s")
-            }
+            guard entry.attempt <= options.attempts else { throw outOfAttempts(entry) }
             let pause = Self.backoff(before: entry.attempt)
             entry.resendAt = now + pause
             log.warning("no acknowledgement, sending the batch again",
@@ -573,13 +712,24 @@ public enum SendCommand {
                          "attempt": "\(entry.attempt)/\(options.attempts)", "pause": JSONText.number(pause)])
         }
 
-        /// One send of the batch; a send that cannot be queued within the timeout is an unanswered attempt.
+        private func outOfAttempts(_ entry: InFlight) -> CommandExit {
+            let batch = entry.batch
+            return CommandExit(1, "batch \(entry.batchID) (\(batch.lineRange), \(batch.records.count) record\(batch.records.count == 1 ? "" : "s")) not acknowledged by \(options.endpoint) after \(options.attempts) attempt\(options.attempts == 1 ? "" : "s") of \(JSONText.number(options.timeout)) s")
+        }
+
+        /// One send of the batch, with a header of the watermark as it is now; a send that cannot be queued within
+        /// the timeout is an unanswered attempt.
         private func transmit(_ entry: inout InFlight) throws(CommandExit) {
             guard let socket else { throw CommandExit(1, "the gateway socket is closed") }
             entry.resendAt = nil
+            var frames = [Array(entry.batchID.utf8), options.format.frame, entry.body]
+            if let header = header(for: entry.number, last: entry.number == nil) { frames.append(header) }
+            transmissions += 1
+            entry.transmission = transmissions
+            lastTransmit = MonotonicClock.now()
             let queued: Bool
             do {
-                queued = try socket.send(entry.frames)
+                queued = try socket.send(frames)
             } catch {
                 throw CommandExit(1, "batch \(entry.batchID) (\(entry.batch.lineRange)) not sent: \(error)")
             }

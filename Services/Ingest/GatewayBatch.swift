@@ -21,8 +21,11 @@ struct GatewayBatch {
     var unreadable: String?
     /// The batch was refused whole, unread, for its gateway's rate limit (then `acknowledgement` says so).
     var rateLimited = false
+    /// The gateway's stream and watermark (the optional fourth frame): stored with the records, or alone when the
+    /// batch has none (a gateway saying how far it has come).
+    var header: GatewayBatchHeader?
 
-    /// Reads a ROUTER message [identity, (empty delimiter,) batchID, contentType, body]. Records of applications not in
+    /// Reads a ROUTER message [identity, (empty delimiter,) batchID, contentType, body (, header)]. Records of applications not in
     /// `applications` are rejected; a batch of more than `maximumBatch` records is refused whole. With a CurveZMQ
     /// gateway `key`, records of applications the key is not listed for are rejected too (field `app`). Each valid
     /// record's device goes to `devices` (nil: no limit), which may refuse it (field `user`, with the reason it gives).
@@ -35,7 +38,9 @@ struct GatewayBatch {
          rateLimit: ((_ records: Int) -> Acknowledgement?)? = nil) {
         replyPrefix = Array(message.prefix(1))
         var rest = Array(message.dropFirst())
-        if rest.count == 4, rest[0].isEmpty {
+        // A REQ client's empty delimiter: [delimiter, batchID, contentType, body (, header)]. A DEALER sends none, and
+        // four frames from it are a batch with a header.
+        if rest.count == 5 || (rest.count == 4 && rest[0].isEmpty), rest[0].isEmpty {
             replyPrefix.append([])
             rest.removeFirst()
         }
@@ -43,8 +48,8 @@ struct GatewayBatch {
         contentType = .json
         acknowledgement = Acknowledgement(accepted: 0)
         records = []
-        guard rest.count == 3 else {
-            refuse("expected the frames [batchID, contentType, body], got \(rest.count) frames")
+        guard rest.count == 3 || rest.count == 4 else {
+            refuse("expected the frames [batchID, contentType, body] or [batchID, contentType, body, header], got \(rest.count) frames")
             return
         }
         guard let contentType = ContentType(frame: rest[1]) else {
@@ -53,10 +58,19 @@ struct GatewayBatch {
             return
         }
         self.contentType = contentType
+        if rest.count == 4, !rest[3].isEmpty {
+            do {
+                header = try GatewayBatchHeader.decode(rest[3], contentType: contentType)
+            } catch {
+                refuse(field: error.field, error.reason)
+                return
+            }
+        }
         // The rate limit first, on a count read without decoding: a flood is refused at the cost of a peek.
         if let rateLimit, let refusal = rateLimit(Self.recordCount(rest[2], contentType: contentType) ?? 1) {
             acknowledgement = refusal
             rateLimited = true
+            header = nil
             return
         }
         let decoded: DecodedBatch
@@ -166,9 +180,10 @@ struct GatewayBatch {
         }
     }
 
-    private mutating func refuse(_ reason: String) {
-        unreadable = reason
-        acknowledgement = .unreadable(reason: reason)
+    private mutating func refuse(field: String = "(batch)", _ reason: String) {
+        unreadable = field == "(batch)" ? reason : "\(field): \(reason)"
+        acknowledgement = .unreadable(field: field, reason: reason)
+        header = nil
     }
 
     /// The gateway's batchID as text, for the journal and the logs.
@@ -186,5 +201,6 @@ struct GatewayBatch {
         acknowledgement = .unreadable(reason: "the journal could not store the batch (\(reason)); nothing of it was accepted, send it again later")
         records = []
         encoded = nil
+        header = nil
     }
 }

@@ -152,7 +152,7 @@ public final class IngestService: @unchecked Sendable {
                                          chargeRate(count, userID: userID)
                                      })
             record(batch)
-            if batch.records.isEmpty {
+            if batch.records.isEmpty && batch.header == nil {
                 // Nothing to store: the answer can go now.
                 send(batch, on: socket)
             } else {
@@ -164,7 +164,9 @@ public final class IngestService: @unchecked Sendable {
         guard !group.isEmpty else { return }
         statistics.largestGroup = max(statistics.largestGroup, group.count)
         do {
-            try journal.append(group.map { Journal.Batch(id: $0.batchText, records: $0.records, encoded: $0.encoded) })
+            try journal.append(group.map {
+                Journal.Batch(id: $0.batchText, records: $0.records, encoded: $0.encoded, header: $0.header)
+            })
         } catch {
             // Nothing of the group is stored (the transaction rolled back): every batch of it is refused.
             let reason = (error as? StorageError)?.message ?? "\(error)"

@@ -169,12 +169,25 @@ public final class Journal: FeedSource {
         public var records: [SensorRecord]
         /// The records' MessagePack as the gateway sent them, when it did (nil: they are encoded here).
         public var encoded: GatewayBody?
+        /// The gateway's stream and watermark, when the batch had a header.
+        public var header: GatewayBatchHeader?
 
-        public init(id: String?, records: [SensorRecord], encoded: GatewayBody? = nil) {
+        public init(id: String?, records: [SensorRecord], encoded: GatewayBody? = nil, header: GatewayBatchHeader? = nil) {
             precondition(encoded.map { $0.ranges.count == records.count } ?? true, "a range per record")
             self.id = id
             self.records = records
             self.encoded = encoded
+            self.header = header
+        }
+
+        /// `chunks(shards:)`, with an empty chunk for every shard the records left out when the batch has a header:
+        /// a gateway's watermark concerns every shard.
+        func chunksWithHeader(shards: Int) -> [(shard: Int, count: Int, body: [UInt8], indexes: [Int]?)] {
+            let filled = chunks(shards: shards)
+            guard header != nil, filled.count < shards else { return filled }
+            var byShard: [Int: (shard: Int, count: Int, body: [UInt8], indexes: [Int]?)] = [:]
+            for chunk in filled { byShard[chunk.shard] = chunk }
+            return (0..<shards).map { byShard[$0] ?? ($0, 0, MessagePackFraming.arrayHeader(0), []) }
         }
 
         /// The chunk bodies of this batch, one per shard it has records of, in shard order: (shard, records, body,
@@ -243,7 +256,7 @@ public final class Journal: FeedSource {
     public func append(_ batches: [Batch]) throws -> ClosedRange<UInt64>? {
         let receivedAt = clock()
         let insert = try database.statement(
-            "INSERT INTO chunks (shard, records, received_at, batch, body) VALUES (?, ?, ?, ?, ?)")
+            "INSERT INTO chunks (shard, records, received_at, batch, body, gateway, watermark) VALUES (?, ?, ?, ?, ?, ?, ?)")
         var chunks = 0, records = 0
         // Where each batch's devices' records went: (batch, the chunk's position, its record indexes or nil for all).
         var stored: [(batch: Int, position: UInt64, indexes: [Int]?)] = []
@@ -257,8 +270,12 @@ public final class Journal: FeedSource {
                     try saveDevice.run(device.app, device.user, receivedAt, lastSeen)
                 }
                 for (number, batch) in batches.enumerated() {
-                    for chunk in batch.chunks(shards: shards) {
-                        try insert.run(chunk.shard, chunk.count, receivedAt, batch.id, chunk.body)
+                    let watermark = batch.header.flatMap { header -> Double? in
+                        if case let .watermark(time) = header.progress { time } else { nil }
+                    }
+                    for chunk in batch.chunksWithHeader(shards: shards) {
+                        try insert.run(chunk.shard, chunk.count, receivedAt, batch.id, chunk.body, batch.header?.gateway,
+                                       watermark)
                         stored.append((number, UInt64(database.lastInsertRowID), chunk.indexes))
                         chunks += 1
                         records += chunk.count
@@ -297,7 +314,7 @@ public final class Journal: FeedSource {
 
     /// The chunks after `request.after` (through `request.through`) of `request.shard` (every shard when nil), in
     /// position order: at most `maxItems`, and no more than `maxBytes` unless the first alone is larger. Each item is a
-    /// chunk's body, a MessagePack array of records (`RecordBatch.decodeBatch(_, contentType: .msgpack)`). The batch's
+    /// `JournalChunk`: the chunk's body, a MessagePack array of records, with its gateway header when it has one. The batch's
     /// `to` is the last chunk's position; when the request gives `through` and everything up to it was read, `to` is
     /// `through` (or the head, if lower), so a consumer re-reading a range learns that it has it all.
     public func read(_ request: FeedRequest) throws -> FeedBatch {
@@ -313,14 +330,14 @@ public final class Journal: FeedSource {
         var parameters: [SQLiteBindable] = []
         if let shard = request.shard {
             statement = try database.statement("""
-                SELECT position, length(body), body FROM chunks WHERE shard = ? AND position > ? AND position <= ?
-                ORDER BY position LIMIT ?
+                SELECT position, length(body), body, gateway, watermark, shard FROM chunks
+                WHERE shard = ? AND position > ? AND position <= ? ORDER BY position LIMIT ?
                 """)
             parameters.append(shard)
         } else {
             statement = try database.statement("""
-                SELECT position, length(body), body FROM chunks WHERE position > ? AND position <= ?
-                ORDER BY position LIMIT ?
+                SELECT position, length(body), body, gateway, watermark, shard FROM chunks
+                WHERE position > ? AND position <= ? ORDER BY position LIMIT ?
                 """)
         }
         parameters += [request.after, through, request.maxItems]
@@ -332,7 +349,14 @@ public final class Journal: FeedSource {
             try statement.query(parameters) { row in
                 let size = Int(row.integer(1))
                 if !items.isEmpty, bytes + size > request.maxBytes { throw StopReading() }
-                items.append(row.blob(2))
+                if row.isNull(3) {
+                    items.append(row.blob(2))
+                } else {
+                    let progress: GatewayBatchHeader.Progress = row.isNull(4) ? .end : .watermark(row.double(4))
+                    items.append(JournalChunk(records: row.blob(2),
+                                              header: GatewayBatchHeader(gateway: row.text(3), progress: progress),
+                                              shard: Int(row.integer(5))).item)
+                }
                 bytes += size
                 last = row.unsigned(0)
             }
@@ -571,7 +595,9 @@ public final class Journal: FeedSource {
                     records INTEGER NOT NULL,
                     received_at REAL NOT NULL,
                     batch TEXT,
-                    body BLOB NOT NULL
+                    body BLOB NOT NULL,
+                    gateway TEXT,
+                    watermark REAL
                 );
                 CREATE INDEX IF NOT EXISTS chunks_by_shard ON chunks (shard, position);
                 CREATE INDEX IF NOT EXISTS chunks_by_time ON chunks (received_at);
@@ -595,6 +621,12 @@ public final class Journal: FeedSource {
             try database.statement("PRAGMA table_info(devices)").query { row in deviceColumns.insert(row.text(1)) }
             if !deviceColumns.contains("last_seen") {
                 try database.execute("ALTER TABLE devices ADD COLUMN last_seen REAL")
+            }
+            // A journal made before gateway headers: its chunks had none (NULL).
+            var chunkColumns: Set<String> = []
+            try database.statement("PRAGMA table_info(chunks)").query { row in chunkColumns.insert(row.text(1)) }
+            if !chunkColumns.contains("gateway") {
+                try database.execute("ALTER TABLE chunks ADD COLUMN gateway TEXT; ALTER TABLE chunks ADD COLUMN watermark REAL")
             }
             var values: [String: String] = [:]
             try database.statement("SELECT key, value FROM meta").query { row in values[row.text(0)] = row.text(1) }

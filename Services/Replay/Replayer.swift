@@ -182,6 +182,8 @@ public final class Replayer {
         case let .deviceNotMonitored(device, error):
             log.error("device not monitored: its records are skipped",
                       ["device": device.description, "error": error.code, "reason": error.description])
+        case .watermarkHoldExpired:
+            preconditionFailure("replay reads no gateway's stream")
         case .fetchSettings, .evaluateCrash:
             preconditionFailure("platform calls are awaited in perform")
         }

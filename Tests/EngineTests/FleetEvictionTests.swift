@@ -125,6 +125,7 @@ extension FleetAction {
         case let .evaluateCrash(device, _), let .crashDismissed(device, _, _): device
         case let .recordRejected(record, _): record.device
         case let .deviceNotMonitored(device, _): device
+        case .watermarkHoldExpired: nil
         }
     }
 }

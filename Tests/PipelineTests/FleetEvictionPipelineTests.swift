@@ -121,6 +121,7 @@ import Testing
                 case let .recordRejected(record, _): record.device.description
                 case let .deviceNotMonitored(device, _): device.description
                 case let .fetchSettings(app): "settings " + app
+                case let .watermarkHoldExpired(stream, _): "stream " + stream
                 }
             }
         }

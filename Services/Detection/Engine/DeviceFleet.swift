@@ -2,7 +2,8 @@ import RoadSaveModel
 
 /// The per-device logic around the engines, once, for replay and the detection service: record ordering, a
 /// session per device, settings per application, auto-monitor (records wait while their application's settings are
-/// fetched), idle flush and clock-driven timers for silent devices, control commands and rejection counts.
+/// fetched), gateways' watermarks (`FleetStreamState`), idle flush and clock-driven timers for silent devices of
+/// gateways that send none, control commands and rejection counts.
 ///
 /// A pure value, like `DeviceSession`: each input is a `mutating func` named after what happened and returns what
 /// the shell must do. It never reads a clock and never lets hash order reach its output, so the same inputs in the
@@ -24,14 +25,22 @@ public struct DeviceFleet: Sendable {
         /// Seconds (on the shell's clock, or record time without one) before a failed settings fetch for an
         /// application is tried again; meanwhile records of its new devices are not monitored.
         public var settingsRetry: Double
+        /// Seconds on the shell's clock a gateway's watermark may stand still while its devices wait for it; then
+        /// the clock's rules (window, idle flush, quiet time) release them until it moves again: a gateway, link
+        /// or ingest that is down holds its devices' records and decisions at most this long.
+        public var watermarkHold: Double
+
+        public static let defaultWatermarkHold = 60.0
 
         public init(ordering: RecordOrdering.Options = .init(), autoMonitor: Bool = true, idleFlush: Double = 1,
-                    maximumWaitingRecords: Int = 10_000, settingsRetry: Double = 30) {
+                    maximumWaitingRecords: Int = 10_000, settingsRetry: Double = 30,
+                    watermarkHold: Double = Options.defaultWatermarkHold) {
             self.ordering = ordering
             self.autoMonitor = autoMonitor
             self.idleFlush = idleFlush
             self.maximumWaitingRecords = maximumWaitingRecords
             self.settingsRetry = settingsRetry
+            self.watermarkHold = watermarkHold
         }
     }
 
@@ -41,6 +50,10 @@ public struct DeviceFleet: Sendable {
     var devices: [FleetDeviceState] = []
     var index = DeviceIndex()
     private var applications: [String: FleetApplicationState] = [:]
+    /// The gateways' streams the records came through, and a number for each (the wake times name streams by it).
+    var streams: [String: FleetStreamState] = [:]
+    var streamNumbers: [String: Int32] = [:]
+    var streamNames: [String] = []
     /// One copy of each application's settings for all its devices' sessions (see `SessionSettings`).
     private var sharedSettings: [String: SessionSettings] = [:]
     var changed = ChangedSlots()
@@ -63,21 +76,36 @@ public struct DeviceFleet: Sendable {
 
     // MARK: Inputs
 
-    /// A record arrived. `now` is the shell's clock (nil in replay: time comes only from the records).
-    public mutating func receive(_ record: SensorRecord, now: Double?) -> [FleetAction] {
+    /// A record arrived. `now` is the shell's clock (nil in replay: time comes only from the records). `stream`:
+    /// the gateway's stream it came through, when its batch had a header (`watermarkRead` follows with the header's
+    /// word); nil for a gateway that sends none, whose records the window and the clock order.
+    public mutating func receive(_ record: SensorRecord, from stream: String? = nil, now: Double?) -> [FleetAction] {
         var actions: [FleetAction] = []
-        receive(record, now: now, into: &actions)
+        receive(record, from: stream, now: now, into: &actions)
         return actions
     }
 
     /// A record arrived; what the shell must do is appended to `actions` (a shell that reuses that buffer
     /// allocates nothing for the records that ask for nothing, nearly all of them).
-    public mutating func receive(_ record: consuming SensorRecord, now: Double?, into actions: inout [FleetAction]) {
+    public mutating func receive(_ record: consuming SensorRecord, from stream: String? = nil, now: Double?,
+                                 into actions: inout [FleetAction]) {
         statistics.records += 1
         newestRecordTime = max(newestRecordTime ?? record.t, record.t)
         let slot = slot(for: record.device)
         if let now { devices[slot].lastArrival = now }
+        if devices[slot].stream != stream {
+            devices[slot].stream = stream
+            if let stream { noteStream(stream, now: now) }
+        }
         route(record, slot: slot, now: now, into: &actions)
+    }
+
+    /// A gateway's stream said how far it has come (`GatewayBatchHeader`), after the records of its batch:
+    /// nothing of it below `watermark` is still to come (infinity: the stream is over). Its devices' records below
+    /// it are released, and their timers before it fire, at the next `tick`; the watermark never moves back.
+    public mutating func watermarkRead(stream: String, watermark: Double, now: Double?) {
+        noteStream(stream, now: now)
+        _ = streams[stream]!.advance(to: watermark, ended: watermark == .infinity, now: now)
     }
 
     /// The answer to a `fetchSettings(app:)`. Fetched: the settings are kept for the application and every record
@@ -97,7 +125,14 @@ public struct DeviceFleet: Sendable {
                 let waiting = devices[slot].waitingForSettings
                 devices[slot].waitingForSettings.removeAll()
                 changed.insert(slot)
-                for record in waiting { route(record, slot: slot, now: now, into: &actions) }
+                // Ordered by a watermark, the records that waited go in all before any is released: the watermark
+                // may be past all of them, and released one by one they would make each other late.
+                for record in waiting { route(record, slot: slot, now: now, into: &actions, releasing: false) }
+                if let watermark = governingWatermark(slot, now: now) {
+                    while let next = devices[slot].ordering.nextReady(before: watermark) {
+                        apply(next, slot: slot, into: &actions)
+                    }
+                }
             }
         case .unreachable:
             guard state.settings == nil else {
@@ -189,30 +224,39 @@ public struct DeviceFleet: Sendable {
         return (.ok(devices: targets, states: states), actions)
     }
 
-    /// The shell's clock moved on to `now`: reorder buffers of devices quiet for `idleFlush` are released, and a
-    /// device's timers (stop delay, crash decisions) fire when its event time, run on by the clock since its last
-    /// record, reaches them. Devices are visited in the order they were met.
+    /// The shell's clock moved on to `now`. Devices of a gateway's stream have their records below its watermark
+    /// released and their timers before it fired. Devices of gateways that send no watermark (or whose watermark
+    /// has stood still for `watermarkHold`) go by the clock: reorder buffers quiet for `idleFlush` are released,
+    /// and timers (stop delay, crash decisions) fire when the device's event time, run on by the clock since its
+    /// last record, reaches them. Devices are visited in the order they were met.
     public mutating func tick(now: Double) -> [FleetAction] {
-        tick(now: now, slots: devices.indices)
+        tick(now: now, clockSlots: nil)
     }
 
-    /// `tick(now:)` for `only` these devices (in the order met, as `tick`): the shell, behind on its journals, has
-    /// learnt that every record of them so far is read (`dueDevices`), so their silence is real and their
-    /// deadlines (a crash decision, a trip's end) need not wait for the rest of the backlog. Devices not in memory
-    /// or not due are passed over.
+    /// `tick(now:)` with the clock's rules for `only` these devices: the shell, behind on its journals, has learnt
+    /// that every record of them so far is read (`dueDevices`), so their silence is real and their deadlines (a
+    /// crash decision, a trip's end) need not wait for the rest of the backlog. Devices not in memory or not due
+    /// are passed over. Watermarks are the gateways' word on what is still to come, true however far behind the
+    /// shell is, so every device of a stream is served as by `tick(now:)`.
     public mutating func tick(now: Double, only: [DeviceID]) -> [FleetAction] {
-        tick(now: now, slots: Set(only.compactMap { slot(of: $0) }).sorted())
+        tick(now: now, clockSlots: Set(only.compactMap { slot(of: $0) }))
     }
 
-    /// The tick of the devices in `slots` (ascending).
-    private mutating func tick(now: Double, slots: some Sequence<Int>) -> [FleetAction] {
+    /// The tick, with the clock's rules for `clockSlots` only (nil: every device).
+    private mutating func tick(now: Double, clockSlots: Set<Int>?) -> [FleetAction] {
         var actions: [FleetAction] = []
         lastTickChangedState = false
         refreshWakeTimes()
-        // Only the devices whose wake time has come: visiting every device's state ten times a second took most
-        // of detection's time with a hundred thousand devices in memory.
-        for slot in slots where wakeTimes.times[slot] <= now {
-            tick(slot: slot, now: now, into: &actions)
+        let marks = streamMarks(now: now)
+        // Only the devices whose wake time has come, or whose stream's watermark has passed what they wait for:
+        // visiting every device's state ten times a second took most of detection's time with a hundred thousand
+        // devices in memory.
+        for slot in devices.indices {
+            let stream = Int(wakeTimes.streams[slot])
+            let byWatermark = stream >= 0 && wakeTimes.events[slot] < marks[stream]
+            let byClock = wakeTimes.times[slot] <= now && clockSlots.map { $0.contains(slot) } ?? true
+            guard byWatermark || byClock else { continue }
+            tick(slot: slot, now: now, clock: byClock, into: &actions)
         }
         return actions
     }
@@ -222,11 +266,76 @@ public struct DeviceFleet: Sendable {
     public mutating func dueDevices(now: Double, limit: Int) -> [DeviceID] {
         refreshWakeTimes()
         var due: [DeviceID] = []
-        for slot in devices.indices where wakeTimes.times[slot] <= now {
+        // A device of a stream waits for its watermark, not for the journal's word on its records.
+        for slot in devices.indices where wakeTimes.times[slot] <= now && devices[slot].stream == nil {
             guard due.count < limit else { break }
             if releaseDue(slot, now: now) || timerDue(slot, now: now) { due.append(devices[slot].device) }
         }
         return due
+    }
+
+    /// The watermark that orders the device now: its stream's, unless it has none (a gateway that sends no
+    /// header) or that watermark has stood still for `watermarkHold` (then nil, and the clock's rules apply).
+    func governingWatermark(_ slot: Int, now: Double?) -> Double? {
+        guard let name = devices[slot].stream, let stream = streams[name],
+              !stream.isStalled(now: now, hold: options.watermarkHold) else { return nil }
+        return stream.effectiveWatermark
+    }
+
+    /// The event time from which the device waits for its watermark: its oldest record held for ordering or its
+    /// next timer, whichever comes first; nil when it waits for nothing.
+    mutating func watermarkNeed(_ slot: Int) -> Double? {
+        let buffered = devices[slot].ordering.oldestBufferedTime
+        guard let deadline = devices[slot].session.nextDeadlineInPlace() else { return buffered }
+        return min(buffered ?? deadline, deadline)
+    }
+
+    /// Each stream's watermark as it orders its devices at `now`, by stream number: minus infinity for one that
+    /// has stood still too long (its devices then go by the clock).
+    private func streamMarks(now: Double) -> [Double] {
+        streamNames.map { name in
+            guard let stream = streams[name], !stream.isStalled(now: now, hold: options.watermarkHold) else {
+                return -.infinity
+            }
+            return stream.effectiveWatermark
+        }
+    }
+
+    /// Makes the stream known (and numbered), with its hold counted from `now`.
+    private mutating func noteStream(_ name: String, now: Double?) {
+        guard streams[name] == nil else { return }
+        streams[name] = FleetStreamState(name: name, movedAt: now)
+        if streamNumbers[name] == nil {
+            streamNumbers[name] = Int32(streamNames.count)
+            streamNames.append(name)
+        }
+    }
+
+    /// Forgets the streams no device in memory came through that are over, or have not moved for a day: a
+    /// gateway's stream ends with its run. Called by the shell before it takes a checkpoint (so a restart re-runs
+    /// its inputs on the same streams); a device out of memory that comes back through a forgotten stream meets it
+    /// anew with the batch that carries its record.
+    public mutating func forgetFinishedStreams(now: Double?) {
+        let inUse = Set(devices.compactMap(\.stream))
+        let finished = streams.values.filter { stream in
+            guard !inUse.contains(stream.name) else { return false }
+            return stream.ended || stream.isStalled(now: now, hold: Self.streamForgetAge)
+        }
+        guard !finished.isEmpty else { return }
+        for stream in finished { streams[stream.name] = nil }
+        renumberStreams()
+    }
+
+    /// A stream that no device in memory came through is forgotten after this long without moving.
+    static let streamForgetAge = 86_400.0
+
+    /// Numbers the streams afresh (after some were forgotten, or from a checkpoint); every wake time is then
+    /// computed again.
+    mutating func renumberStreams() {
+        streamNames = streams.keys.sorted()
+        streamNumbers = [:]
+        for (number, name) in streamNames.enumerated() { streamNumbers[name] = Int32(number) }
+        wakeTimes.needsFullRefresh = true
     }
 
     /// Whether the device's reorder buffer is released at `now`: it holds records and has been quiet `idleFlush`.
@@ -243,23 +352,63 @@ public struct DeviceFleet: Sendable {
         return first <= devices[slot].eventTime(now: now)
     }
 
-    /// One device's part of a tick: its reorder buffer released after `idleFlush` of quiet, then its timers up to
-    /// its event time run on by the clock.
-    private mutating func tick(slot: Int, now: Double, into actions: inout [FleetAction]) {
+    /// One device's part of a tick. By its stream's watermark: its records below it released, then its timers
+    /// before it fired. By the clock (`clock`; a gateway without watermarks, or one whose watermark stood still
+    /// too long): its reorder buffer released after `idleFlush` of quiet, then its timers up to its event time run
+    /// on by the clock.
+    private mutating func tick(slot: Int, now: Double, clock: Bool, into actions: inout [FleetAction]) {
+        if let watermark = governingWatermark(slot, now: now) {
+            guard let need = watermarkNeed(slot), need < watermark else { return }
+            changed.insert(slot)
+            lastTickChangedState = true
+            release(slot, before: watermark, into: &actions)
+            return
+        }
+        guard clock else { return }
+        var acted = false
         if releaseDue(slot, now: now) {
             changed.insert(slot)
             lastTickChangedState = true
+            acted = true
             for record in devices[slot].ordering.flush() { apply(record, slot: slot, into: &actions) }
         }
-        guard timerDue(slot, now: now) else { return }
-        changed.insert(slot)
-        lastTickChangedState = true
-        let eventNow = devices[slot].eventTime(now: now)
+        if timerDue(slot, now: now) {
+            changed.insert(slot)
+            lastTickChangedState = true
+            acted = true
+            let eventNow = devices[slot].eventTime(now: now)
+            var previous: Double?
+            while let deadline = devices[slot].session.nextDeadline, deadline <= eventNow, deadline != previous {
+                previous = deadline
+                perform(devices[slot].session.advance(to: deadline), slot: slot, into: &actions)
+            }
+        }
+        if acted, devices[slot].stream != nil { noteForcedRelease(slot, now: now, into: &actions) }
+    }
+
+    /// Releases the device's records below `watermark` and fires its timers before it; at the end of its stream
+    /// (infinity) everything, as `finish` does at the end of a replay's input.
+    private mutating func release(_ slot: Int, before watermark: Double, into actions: inout [FleetAction]) {
+        if watermark == .infinity {
+            for record in devices[slot].ordering.flush() { apply(record, slot: slot, into: &actions) }
+        } else {
+            while let next = devices[slot].ordering.nextReady(before: watermark) { apply(next, slot: slot, into: &actions) }
+        }
         var previous: Double?
-        while let deadline = devices[slot].session.nextDeadline, deadline <= eventNow, deadline != previous {
+        while let deadline = devices[slot].session.nextDeadline, deadline < watermark, deadline != previous {
             previous = deadline
             perform(devices[slot].session.advance(to: deadline), slot: slot, into: &actions)
         }
+    }
+
+    /// The clock released a device of a stream whose watermark stood still for `watermarkHold`: counted, and said
+    /// once for the stream until its watermark moves again.
+    private mutating func noteForcedRelease(_ slot: Int, now: Double?, into actions: inout [FleetAction]) {
+        statistics.forcedReleases += 1
+        guard let name = devices[slot].stream, var stream = streams[name], !stream.holdExpiredReported else { return }
+        stream.holdExpiredReported = true
+        streams[name] = stream
+        actions.append(.watermarkHoldExpired(stream: name, stillSince: stream.movedAt ?? now ?? 0))
     }
 
     /// The shell hears its devices again after a time it could not (it was not running, or its journal did not
@@ -274,6 +423,11 @@ public struct DeviceFleet: Sendable {
             devices[slot].lastArrival = now
             changed.insert(slot)
         }
+        // Nor was it the gateways' standing still: their watermarks' hold counts again from now.
+        for name in streams.keys where !streams[name]!.ended {
+            streams[name]!.movedAt = max(streams[name]!.movedAt ?? now, now)
+        }
+        wakeTimes.needsFullRefresh = true
     }
 
     /// End of input (replay): every reorder buffer is released, then time runs on so that pending timers fire.
@@ -340,7 +494,8 @@ public struct DeviceFleet: Sendable {
 
     public var sharedState: FleetSharedState {
         FleetSharedState(applications: applications.values.sorted { $0.app < $1.app },
-                         deviceOrder: devices.map(\.device), statistics: statistics, newestRecordTime: newestRecordTime)
+                         deviceOrder: devices.map(\.device), statistics: statistics, newestRecordTime: newestRecordTime,
+                         streams: streams.values.sorted { $0.name < $1.name })
     }
 
     /// A fleet as it was checkpointed. Devices are put in `shared.deviceOrder`; a device listed there without a
@@ -360,6 +515,8 @@ public struct DeviceFleet: Sendable {
         for slot in devices.indices { shareSettings(slot: slot) }
         statistics = shared.statistics
         newestRecordTime = shared.newestRecordTime
+        for stream in shared.streams ?? [] { streams[stream.name] = stream }
+        renumberStreams()
     }
 
     // MARK: Internals
@@ -394,7 +551,9 @@ public struct DeviceFleet: Sendable {
     }
 
     /// Auto-monitor, then the reorder stage.
-    private mutating func route(_ record: consuming SensorRecord, slot: Int, now: Double?, into actions: inout [FleetAction]) {
+    /// `releasing` false: a record ordered by a watermark is only buffered (the caller releases after a burst).
+    private mutating func route(_ record: consuming SensorRecord, slot: Int, now: Double?, into actions: inout [FleetAction],
+                                releasing: Bool = true) {
         if !devices[slot].waitingForSettings.isEmpty {
             // Behind the records already waiting, so that arrival order is kept.
             wait(record, slot: slot)
@@ -421,7 +580,7 @@ public struct DeviceFleet: Sendable {
                 return
             }
         }
-        order(record, slot: slot, into: &actions)
+        order(record, slot: slot, now: now, into: &actions, releasing: releasing)
     }
 
     private mutating func wait(_ record: consuming SensorRecord, slot: Int) {
@@ -469,7 +628,8 @@ public struct DeviceFleet: Sendable {
         actions.append(.deviceNotMonitored(devices[slot].device, error))
     }
 
-    private mutating func order(_ record: consuming SensorRecord, slot: Int, into actions: inout [FleetAction]) {
+    private mutating func order(_ record: consuming SensorRecord, slot: Int, now: Double?,
+                                into actions: inout [FleetAction], releasing: Bool = true) {
         // The scratch buffer is taken out while in use; ready records are moved out one by one, never copied.
         var rejected: [(SensorRecord, RecordOrdering.Rejection)] = []
         swap(&rejected, &rejectedScratch)
@@ -481,10 +641,26 @@ public struct DeviceFleet: Sendable {
             case .farInFuture: statistics.farInFuture += 1
             }
             actions.append(.recordRejected(rejectedRecord, reason))
+            // An impact too late for ordering is still screened, on what the session has: a crash alert is never
+            // lost to the order its records came in.
+            if case .late = reason, case .impact = rejectedRecord.payload, devices[slot].session.lifecycle == .monitoring {
+                statistics.lateImpactsScreened += 1
+                perform(devices[slot].session.lateImpact(rejectedRecord), slot: slot, into: &actions)
+            }
         }
         rejected.removeAll(keepingCapacity: true)
         swap(&rejected, &rejectedScratch)
-        while let next = devices[slot].ordering.nextReady() { apply(next, slot: slot, into: &actions) }
+        if let watermark = governingWatermark(slot, now: now) {
+            guard releasing else { return }
+            while let next = devices[slot].ordering.nextReady(before: watermark) { apply(next, slot: slot, into: &actions) }
+            return
+        }
+        var released = false
+        while let next = devices[slot].ordering.nextReady() {
+            released = true
+            apply(next, slot: slot, into: &actions)
+        }
+        if released, devices[slot].stream != nil { noteForcedRelease(slot, now: now, into: &actions) }
     }
 
     /// A record that left the reorder stage.

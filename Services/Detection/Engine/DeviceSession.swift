@@ -178,6 +178,16 @@ public struct DeviceSession: Sendable, Codable {
         return actions
     }
 
+    /// An impact record that came after records later than it were applied (too late for ordering): screened
+    /// anyway, with what the session knows now (its GPS history around the impact, as far as it still holds it,
+    /// and the trip and activity as they are), and decided at once when its decision time has passed.
+    public mutating func lateImpact(_ record: SensorRecord) -> [DetectionAction] {
+        guard crashesActive, case let .impact(observation) = record.payload else { return [] }
+        crashes.impact(observation, at: record.t, context: crashContext)
+        guard let clock else { return [] }
+        return fireDueTimers(at: clock)
+    }
+
     /// Lets time pass to `t` (it never runs backwards), firing the stop delay and crash decisions due by then.
     public mutating func advance(to t: Double) -> [DetectionAction] {
         guard let clock, t <= clock else {

@@ -16,6 +16,10 @@ public enum FleetAction: Sendable, Equatable {
     /// be fetched and none were ever known). Said once per device until it is monitored; its records are counted
     /// as `notMonitored`.
     case deviceNotMonitored(DeviceID, RoadSaveError)
+    /// A gateway's watermark has not moved since `stillSince` (the shell's clock) for `watermarkHold`, and the
+    /// clock now releases its devices' records and decisions; records the gateway delivers afterwards may be too
+    /// late. Said once until the watermark moves again; each device so released is counted (`forcedReleases`).
+    case watermarkHoldExpired(stream: String, stillSince: Double)
 }
 
 extension Array where Element == FleetAction {
@@ -43,6 +47,33 @@ public struct FleetStatistics: Sendable, Equatable, Codable {
     /// Events emitted.
     public var events = 0
     public var crashesDismissed = 0
+    /// Devices of a gateway's stream released by the clock because its watermark stood still for `watermarkHold`.
+    public var forcedReleases = 0
+    /// Impact records too late for ordering that were screened anyway (`DeviceSession.lateImpact`).
+    public var lateImpactsScreened = 0
 
     public init() {}
+
+    private enum CodingKeys: String, CodingKey {
+        case records, applied, duplicates, late, farInFuture, notMonitored, waitingOverflow, devices, events
+        case crashesDismissed, forcedReleases, lateImpactsScreened
+    }
+
+    /// Counts missing from a checkpoint written before they existed read as 0.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        func count(_ key: CodingKeys) throws -> Int { try container.decodeIfPresent(Int.self, forKey: key) ?? 0 }
+        records = try count(.records)
+        applied = try count(.applied)
+        duplicates = try count(.duplicates)
+        late = try count(.late)
+        farInFuture = try count(.farInFuture)
+        notMonitored = try count(.notMonitored)
+        waitingOverflow = try count(.waitingOverflow)
+        devices = try count(.devices)
+        events = try count(.events)
+        crashesDismissed = try count(.crashesDismissed)
+        forcedReleases = try count(.forcedReleases)
+        lateImpactsScreened = try count(.lateImpactsScreened)
+    }
 }

@@ -18,6 +18,9 @@ public struct FleetDeviceState: Sendable, Codable {
     public internal(set) var notMonitoredReported = false
     /// Auto-monitor could not configure the device (its IDs are not a valid configuration): not tried again.
     public internal(set) var autoMonitorRefused = false
+    /// The gateway's stream its latest records came through (`FleetStreamState`); nil when their batch had no
+    /// header: the window and the clock then order its records.
+    public internal(set) var stream: String?
 
     init(device: DeviceID, ordering options: RecordOrdering.Options) {
         session = DeviceSession(device: device)
@@ -68,12 +71,16 @@ public struct FleetSharedState: Sendable, Equatable, Codable {
     public var statistics: FleetStatistics
     /// The newest record time received (the retry base of a failed settings fetch without a clock).
     public var newestRecordTime: Double?
+    /// The gateways' streams, sorted by name (nil in checkpoints written before watermarks).
+    public var streams: [FleetStreamState]?
 
     public init(applications: [FleetApplicationState] = [], deviceOrder: [DeviceID] = [],
-                statistics: FleetStatistics = .init(), newestRecordTime: Double? = nil) {
+                statistics: FleetStatistics = .init(), newestRecordTime: Double? = nil,
+                streams: [FleetStreamState]? = nil) {
         self.applications = applications
         self.deviceOrder = deviceOrder
         self.statistics = statistics
         self.newestRecordTime = newestRecordTime
+        self.streams = streams
     }
 }

@@ -128,6 +128,28 @@ public struct RecordOrdering: Sendable {
         return removeFirst()
     }
 
+    /// The oldest buffered record if it is older than `watermark` (it is then released), else nil: the order a
+    /// gateway's watermark gives (`GatewayBatchHeader`), where nothing older than the watermark can still come, so
+    /// the window need not wait. A record held as far in the future is taken first once the watermark has passed
+    /// it: the gateway's time has reached it, so it was no broken clock.
+    public mutating func nextReady(before watermark: Double) -> SensorRecord? {
+        if let pending = suspect, pending.t < watermark {
+            suspect = nil
+            take(pending)
+        }
+        guard count > 0, ring[first]!.t < watermark else { return nil }
+        return removeFirst()
+    }
+
+    /// The event time of the oldest record buffered (the one held as far in the future included), nil when none.
+    public var oldestBufferedTime: Double? {
+        let head = count > 0 ? ring[first]!.t : nil
+        switch (head, suspect?.t) {
+        case let (head?, held?): return min(head, held)
+        case let (head, held): return head ?? held
+        }
+    }
+
     /// Releases everything (end of input, or a shell's idle flush).
     public mutating func flush() -> [SensorRecord] {
         var all: [SensorRecord] = []

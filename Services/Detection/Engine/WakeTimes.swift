@@ -8,6 +8,10 @@
 /// change that might ever reach a device without a mark to a second of ticks.
 struct WakeTimes: Sendable {
     private(set) var times: [Double] = []
+    /// For a device of a gateway's stream: the event time from which it waits for the stream's watermark
+    /// (`DeviceFleet.watermarkNeed`), infinity when it waits for nothing; and the stream's number (-1: none).
+    private(set) var events: [Double] = []
+    private(set) var streams: [Int32] = []
     var needsFullRefresh = true
     private var ticksSinceFullRefresh = 0
     static let fullRefreshInterval = 10
@@ -23,14 +27,22 @@ struct WakeTimes: Sendable {
             needsFullRefresh = false
             ticksSinceFullRefresh = 0
             times = Array(repeating: -.infinity, count: count)
+            events = Array(repeating: -.infinity, count: count)
+            streams = Array(repeating: -1, count: count)
             return nil
         }
-        if times.count < count { times.append(contentsOf: repeatElement(-.infinity, count: count - times.count)) }
+        if times.count < count {
+            times.append(contentsOf: repeatElement(-.infinity, count: count - times.count))
+            events.append(contentsOf: repeatElement(-.infinity, count: count - events.count))
+            streams.append(contentsOf: repeatElement(-1, count: count - streams.count))
+        }
         return touched
     }
 
-    mutating func set(_ slot: Int, _ time: Double) {
+    mutating func set(_ slot: Int, _ time: Double, watermarkNeed: Double, stream: Int32) {
         times[slot] = time
+        events[slot] = watermarkNeed
+        streams[slot] = stream
     }
 }
 
@@ -39,16 +51,30 @@ extension DeviceFleet {
     mutating func refreshWakeTimes() {
         let touched = changed.takeTouched()
         guard let slots = wakeTimes.slotsToRefresh(count: devices.count, touched: touched) else {
-            for slot in devices.indices { wakeTimes.set(slot, wakeTime(slot)) }
+            for slot in devices.indices { refreshWakeTime(slot) }
             return
         }
-        for slot in slots where slot < devices.count { wakeTimes.set(slot, wakeTime(slot)) }
+        for slot in slots where slot < devices.count { refreshWakeTime(slot) }
+    }
+
+    private mutating func refreshWakeTime(_ slot: Int) {
+        guard let name = devices[slot].stream, let number = streamNumbers[name], streams[name] != nil else {
+            wakeTimes.set(slot, wakeTime(slot), watermarkNeed: .infinity, stream: -1)
+            return
+        }
+        wakeTimes.set(slot, wakeTime(slot), watermarkNeed: watermarkNeed(slot) ?? .infinity, stream: number)
     }
 
     /// The earliest clock time at which `tick` could act on the device in `slot`: its reorder buffer's release
     /// (`idleFlush` after its last arrival) or its next timer, reached when its event time run on by the clock
     /// (`FleetDeviceState.eventTime`) gets there. Minus infinity when that cannot be told (no clock known).
     mutating func wakeTime(_ slot: Int) -> Double {
+        if let name = devices[slot].stream, let stream = streams[name] {
+            // Ordered by its watermark: the clock has a say only once the hold runs out (a lower bound: the
+            // watermark only moves later; once it has run out, every tick looks at the device).
+            guard devices[slot].hasWorkInFlight, !stream.ended else { return .infinity }
+            return (stream.movedAt ?? -.infinity) + options.watermarkHold - WakeTimes.margin
+        }
         var wake = Double.infinity
         let arrival = devices[slot].lastArrival
         if devices[slot].ordering.bufferedCount > 0 {

@@ -330,7 +330,7 @@ public final class DetectionService: @unchecked Sendable {
             queue.removeFirst()
             phase = .recovering(queue: queue, waiting: false)
             statistics.recoveredInputs += 1
-            applyRecords(items, now: now, loop: loop)
+            applyRecords(items, feed: header.feed, now: now, loop: loop)
             reader.position = to
             continueRecovery(loop: loop)
             return
@@ -356,7 +356,7 @@ public final class DetectionService: @unchecked Sendable {
         let recordsBefore = statistics.recordsRead
         defer { counters.read(positions: header.to - after, records: statistics.recordsRead - recordsBefore) }
         pendingInputs.append(.records(feed: header.feed, after: after, to: header.to, now: now))
-        applyRecords(items, now: now, loop: loop)
+        applyRecords(items, feed: header.feed, now: now, loop: loop)
         commit()
     }
 
@@ -386,28 +386,41 @@ public final class DetectionService: @unchecked Sendable {
         return position
     }
 
-    private func applyRecords(_ chunks: ArraySlice<[UInt8]>, now: Double, loop: ReactorLoop) {
-        for chunk in chunks {
+    /// Applies a reply's chunks of the journal `feed`: each chunk's records, then its gateway's watermark.
+    private func applyRecords(_ items: ArraySlice<[UInt8]>, feed: String, now: Double, loop: ReactorLoop) {
+        for item in items {
+            let chunk: JournalChunk
             let decoded: DecodedBatch
             do {
-                decoded = try RecordBatch.decodeBatch(chunk, contentType: .msgpack, identifiers: identifiers)
+                chunk = try JournalChunk(item: item)
+                decoded = try RecordBatch.decodeBatch(chunk.records, contentType: .msgpack, identifiers: identifiers)
             } catch {
                 log.error("unreadable chunk in the journal: skipped", ["error": "\(error)"])
                 continue
             }
+            // A gateway's stream is known by the journal and shard it came through, and its name there.
+            let stream = chunk.header.map { Self.streamName(feed: feed, shard: chunk.shard, gateway: $0.gateway) }
             for (index, result) in decoded.records {
                 switch result {
                 case let .success(record):
                     statistics.recordsRead += 1
                     if !evicted.isEmpty { bringBack(record.device) }
-                    perform(fleet.receive(record, now: now), loop: loop)
+                    perform(fleet.receive(record, from: stream, now: now), loop: loop)
                 case let .failure(error):
                     log.error("invalid record in the journal: skipped", ["index": String(index), "field": error.field,
                                                                          "reason": error.reason])
                 }
             }
+            if let stream, let header = chunk.header {
+                fleet.watermarkRead(stream: stream, watermark: header.watermark, now: now)
+            }
         }
     }
+
+    /// The fleet's name for a gateway's stream: the journal's ID, the shard and the gateway's name in it (two
+    /// ingests may each carry a stream of the same gateway, each with its own watermark; and a batch's promise
+    /// holds for a shard's devices from that shard's chunk on: `JournalChunk`).
+    static func streamName(feed: String, shard: Int, gateway: String) -> String { "\(feed)/\(shard)/\(gateway)" }
 
     // MARK: Inputs that are not records
 
@@ -474,7 +487,8 @@ public final class DetectionService: @unchecked Sendable {
             }
         }
         for journal in journals { journal.watch = due }
-        guard !read.isEmpty else { return }
+        // Devices of gateways' streams are served however far behind detection is (their watermarks are the
+        // gateways' word on what is still to come), so this tick runs even when no device's records are all read.
         let actions = fleet.tick(now: now, only: read)
         guard fleet.lastTickChangedState || !actions.isEmpty else { return }
         statistics.devicesTickedAhead += read.count
@@ -515,6 +529,10 @@ public final class DetectionService: @unchecked Sendable {
             case let .deviceNotMonitored(device, error):
                 log.error("device not monitored", ["device": device.description, "error": error.code,
                                                    "reason": error.description])
+            case let .watermarkHoldExpired(stream, stillSince):
+                log.warning("a gateway's watermark has stood still too long: its devices go by the clock until it moves (records it delivers later may be too late)",
+                            ["stream": stream, "stillFor": String(format: "%.1f", Date().timeIntervalSince1970 - stillSince),
+                             "hold": JSONObjectWriter.number(configuration.fleetOptions.watermarkHold, decimals: 1)])
             }
         }
     }

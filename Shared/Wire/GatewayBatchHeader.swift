@@ -1,0 +1,105 @@
+import RoadSaveModel
+
+/// The optional fourth frame of a gateway batch, `[batchID, contentType, body, header]`: the gateway's own word on
+/// how far its stream has come in event time, so that detection orders a device's records by what the gateway
+/// still holds rather than by how long the wire has been quiet (a low watermark, as Flink, Beam and Kafka Streams
+/// have it). In the batch's content type, a map:
+///
+///     {"gateway": "gw-7", "watermark": 1733050000.5}   no record with t < watermark follows this batch from gw-7
+///     {"gateway": "gw-7", "end": true}                  gw-7's stream ends with this batch: nothing more follows
+///
+/// `gateway` names the stream (1–200 bytes of UTF-8, stable while the gateway runs; a gateway that forgets what it
+/// sent must take a new name). A promise counts for the records of this batch and everything after it in the
+/// journal, so a gateway computes it over everything it has not had acknowledged besides this batch and everything
+/// it may still read. Unknown members are ignored. A header that cannot be read refuses the batch whole (index -1,
+/// field `header.…`): its records cannot be ordered by a promise nobody can read, and the gateway keeps them.
+public struct GatewayBatchHeader: Sendable, Equatable {
+    public enum Progress: Sendable, Equatable {
+        /// No record with t below this (seconds since 1970) will follow from the stream.
+        case watermark(Double)
+        /// The stream is over: the same as a watermark past every time (a bounded input at its end).
+        case end
+    }
+
+    public var gateway: String
+    public var progress: Progress
+
+    public static let maximumGatewayBytes = 200
+
+    public init(gateway: String, progress: Progress) {
+        self.gateway = gateway
+        self.progress = progress
+    }
+
+    /// The event time below which nothing more comes: the watermark, or infinity at the end.
+    public var watermark: Double {
+        switch progress {
+        case let .watermark(time): time
+        case .end: .infinity
+        }
+    }
+
+    /// The header as a `JSONValue` (the same tree in both content types).
+    public var value: JSONValue {
+        switch progress {
+        case let .watermark(time): .object([("gateway", .string(gateway)), ("watermark", .number(time))])
+        case .end: .object([("gateway", .string(gateway)), ("end", .bool(true))])
+        }
+    }
+
+    public func encode(as contentType: ContentType) -> [UInt8] {
+        switch contentType {
+        case .json: JSONText.bytes(value)
+        case .msgpack: MessagePack.encode(value)
+        }
+    }
+
+    /// Reads the header frame. Throws a `RecordError` whose field names the member at fault (`header`,
+    /// `header.gateway`, `header.watermark`, `header.end`).
+    public static func decode(_ frame: [UInt8], contentType: ContentType) throws(RecordError) -> GatewayBatchHeader {
+        let document: JSONValue
+        do {
+            document = switch contentType {
+            case .json: try JSONText.decode(frame)
+            case .msgpack: try MessagePack.decode(frame)
+            }
+        } catch {
+            throw RecordError(field: "header", reason: "unreadable: \(error)")
+        }
+        return try decode(document)
+    }
+
+    public static func decode(_ document: JSONValue) throws(RecordError) -> GatewayBatchHeader {
+        guard case .object = document else {
+            throw RecordError(field: "header", reason: "expected a map with gateway and watermark, found \(document.typeName)")
+        }
+        guard let gatewayValue = document["gateway"] else {
+            throw RecordError(field: "header.gateway", reason: "missing: a header names the gateway's stream")
+        }
+        guard case let .string(gateway) = gatewayValue else {
+            throw RecordError(field: "header.gateway", reason: "expected a string, found \(gatewayValue.typeName)")
+        }
+        guard !gateway.isEmpty, gateway.utf8.count <= maximumGatewayBytes else {
+            throw RecordError(field: "header.gateway", reason: "must be 1 to \(maximumGatewayBytes) bytes, got \(gateway.utf8.count)")
+        }
+        switch document["end"] {
+        case nil, .null?, .bool(false)?:
+            break
+        case .bool(true)?:
+            return GatewayBatchHeader(gateway: gateway, progress: .end)
+        case let other?:
+            throw RecordError(field: "header.end", reason: "expected true or false, found \(other.typeName)")
+        }
+        guard let watermarkValue = document["watermark"] else {
+            throw RecordError(field: "header.watermark", reason: "missing: a header carries a watermark or \"end\": true")
+        }
+        guard case let .number(watermark) = watermarkValue else {
+            throw RecordError(field: "header.watermark", reason: "expected a number (seconds since 1970), found \(watermarkValue.typeName)")
+        }
+        guard watermark.isFinite, watermark >= 0, watermark <= RecordDecoding.latestTime else {
+            throw RecordError(field: "header.watermark",
+                              reason: "\(watermark) is not a time between 1970 and 2100 in seconds since 1970")
+        }
+        return GatewayBatchHeader(gateway: gateway, progress: .watermark(watermark))
+    }
+}
