@@ -288,3 +288,82 @@ extension Journal {
         try summary().bytes
     }
 }
+
+/// Gateway headers (the optional fourth frame): read and refused by the batch, kept by the journal in every shard.
+@Suite struct GatewayHeaderStorageTests {
+    static let header = GatewayBatchHeader(gateway: "gw-9", progress: .watermark(1_772_433_100))
+
+    static func message(_ frames: [[UInt8]]) -> [[UInt8]] { [Array("identity".utf8)] + frames }
+
+    @Test(arguments: ContentType.allCases)
+    func aFourthFrameIsTheHeaderAndAnEmptyBodyWithOneIsStored(_ contentType: ContentType) {
+        let records = Records.drive(user: "u", count: 2)
+        let frames: [[UInt8]] = [Array("b1".utf8), contentType.frame, RecordBatch.encodeBatch(records, as: contentType),
+                                 Self.header.encode(as: contentType)]
+        let batch = GatewayBatch(message: Self.message(frames), applications: ["app-1"], maximumBatch: 100)
+        #expect(batch.header == Self.header && batch.records.count == 2 && batch.unreadable == nil)
+        // A REQ client's delimiter before the four frames.
+        let delimited = GatewayBatch(message: Self.message([[]] + frames), applications: ["app-1"], maximumBatch: 100)
+        #expect(delimited.header == Self.header && delimited.replyPrefix.count == 2)
+        // Three frames: no header, as before; an empty fourth frame: none either.
+        #expect(GatewayBatch(message: Self.message(Array(frames.prefix(3))), applications: ["app-1"], maximumBatch: 100).header == nil)
+        #expect(GatewayBatch(message: Self.message(Array(frames.prefix(3)) + [[]]), applications: ["app-1"], maximumBatch: 100).header == nil)
+    }
+
+    @Test func aBadHeaderRefusesTheBatchWholeNamingTheField() {
+        let frames: [[UInt8]] = [Array("b1".utf8), ContentType.json.frame,
+                                 RecordBatch.encodeBatch(Records.drive(user: "u", count: 2), as: .json),
+                                 Array(#"{"gateway": "gw", "watermark": "later"}"#.utf8)]
+        let batch = GatewayBatch(message: Self.message(frames), applications: ["app-1"], maximumBatch: 100)
+        #expect(batch.records.isEmpty && batch.header == nil)
+        #expect(batch.acknowledgement.rejected == [Rejection(index: -1, field: "header.watermark",
+                                                             reason: "expected a number (seconds since 1970), found a string")])
+    }
+
+    @Test func theJournalKeepsAHeaderInEveryShardAndTheFeedCarriesIt() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let journal = try Journal(directory: directory.path, shards: 4, log: Records.quiet)
+        let user = Records.user(inShard: 2, of: 4)
+        let records = Records.drive(user: user, count: 3)
+        try journal.append([Journal.Batch(id: "b1", records: records, header: Self.header),
+                            Journal.Batch(id: "alone", records: [], header: GatewayBatchHeader(gateway: "gw-9", progress: .end)),
+                            Journal.Batch(id: "legacy", records: records)])
+        #expect(journal.head == 9, "four chunks for each batch with a header, one for the other")
+        for shard in 0..<4 {
+            let read = try journal.read(Requests.request(after: 0, shard: shard, shards: 4))
+            let chunks = try read.items.map { try JournalChunk(item: $0) }
+            let expected = shard == 2 ? 3 : 2
+            #expect(chunks.count == expected)
+            #expect(chunks[0].header == Self.header && chunks[0].shard == shard)
+            #expect(chunks[1].header?.progress == .end && chunks[1].shard == shard)
+            #expect(try RecordBatch.decodeBatch(chunks[0].records, contentType: .msgpack).accepted.count == (shard == 2 ? 3 : 0))
+            if shard == 2 { #expect(chunks[2].header == nil && chunks[2].records == read.items[2]) }
+        }
+        // The operator's view: readable columns (a NULL watermark with a gateway is the stream's end).
+        let database = try SQLiteDatabase(path: journal.path)
+        var rows: [String] = []
+        try database.statement("SELECT shard, records, gateway, watermark FROM chunks WHERE shard = 2 ORDER BY position").query { row in
+            rows.append("\(row.integer(0)) \(row.integer(1)) \(row.isNull(2) ? "-" : row.text(2)) \(row.isNull(3) ? "-" : String(row.double(3)))")
+        }
+        #expect(rows == ["2 3 gw-9 1772433100.0", "2 0 gw-9 -", "2 3 - -"])
+    }
+
+    /// A journal written before headers gains the columns when opened, and its chunks read as before.
+    @Test func aJournalWithoutTheHeaderColumnsIsUpgraded() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        do {
+            let journal = try Journal(directory: directory.path, shards: 1, log: Records.quiet)
+            try journal.append([Journal.Batch(id: "old", records: Records.drive(user: "u", count: 2))])
+            journal.close()
+        }
+        let database = try SQLiteDatabase(path: directory.path + "/" + Journal.fileName)
+        try database.execute("ALTER TABLE chunks DROP COLUMN gateway; ALTER TABLE chunks DROP COLUMN watermark")
+        database.close()
+        let journal = try Journal(directory: directory.path, shards: 1, log: Records.quiet)
+        try journal.append([Journal.Batch(id: "new", records: [], header: Self.header)])
+        let read = try journal.read(Requests.request(after: 0))
+        #expect(try read.items.map { try JournalChunk(item: $0).header } == [nil, Self.header])
+    }
+}
