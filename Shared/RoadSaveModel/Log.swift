@@ -34,6 +34,11 @@ public struct Log: Sendable {
     public func error(_ message: String, _ fields: KeyValuePairs<String, String> = [:]) { write(.error, message, fields) }
 
     public func write(_ level: Level, _ message: String, _ fields: KeyValuePairs<String, String>) {
+        write(level, message, pairs: fields.map { ($0.key, $0.value) })
+    }
+
+    /// A line whose fields are made at run time (a value that decides what to log returns them so).
+    public func write(_ level: Level, _ message: String, pairs fields: [(String, String)]) {
         guard level >= minimumLevel else { return }
         var line = ""
         if timestamps {

@@ -23,7 +23,7 @@ struct DetectionMetricsTests {
     @Test func everyKindAndReasonIsShownFromTheStart() {
         let families = DetectionMetrics().families(fleet: .init(), recordsRead: 0, gauges: .init(
             positionsBehind: 0, lagSeconds: nil, devicesInMemory: 0, devicesOutOfMemory: 0, tripsInProgress: 0,
-            outbox: nil, platformCallsInFlight: 0, checkpoints: 0))
+            outbox: nil, platformCallsInFlight: 0, checkpoints: 0, streams: 0))
         let events = families.first { $0.name == "roadsave_detection_events_total" }
         #expect(events?.samples.map { $0.labels[0].value } == ["crashDetected", "tripDidEnd", "tripDidStart"])
         let dismissals = families.first { $0.name == "roadsave_detection_crash_dismissals_total" }

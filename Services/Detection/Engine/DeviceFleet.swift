@@ -461,6 +461,9 @@ public struct DeviceFleet: Sendable {
 
     public var deviceCount: Int { devices.count }
 
+    /// Gateways' streams known.
+    public var streamCount: Int { streams.count }
+
     /// Devices in memory with a trip in progress: a pass over all of them, for metrics now and then, not per record.
     public var tripsInProgress: Int { devices.reduce(0) { $0 + ($1.session.isTripInProgress ? 1 : 0) } }
 

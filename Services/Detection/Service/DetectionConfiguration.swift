@@ -33,8 +33,10 @@ public struct DetectionConfiguration: Sendable {
     public var settingsFile: String?
     /// Configure and monitor a device (mode all, automatic trips) when its first record arrives, as `replay` does.
     public var autoMonitor = true
-    /// Seconds of event time a record may arrive late and still be put in order.
+    /// Seconds of event time a record may arrive late and still be put in order (gateways that send no watermark).
     public var reorderWindow = DeviceFleet.Options().ordering.window
+    /// Seconds a gateway's watermark may stand still while its devices wait for it, before the clock releases them.
+    public var watermarkHold = DeviceFleet.Options.defaultWatermarkHold
     /// Only the devices of this shard (`i/n`, by a stable hash of the device), for running several detections.
     public var shard: (index: Int, count: Int)?
     public var logLevel = Log.Level.info
@@ -54,6 +56,7 @@ public struct DetectionConfiguration: Sendable {
         var options = DeviceFleet.Options()
         options.ordering.window = reorderWindow
         options.autoMonitor = autoMonitor
+        options.watermarkHold = watermarkHold
         return options
     }
 
@@ -94,6 +97,9 @@ public struct DetectionConfiguration: Sendable {
                     help: "configure and monitor a device when its first record arrives (true/false)"),
         SettingSpec(flag: "--reorder-window", environment: "ROADSAVE_REORDER_WINDOW", key: "reorderWindow",
                     default: "10", help: "seconds of event time a record may arrive late and still be put in order"),
+        SettingSpec(flag: "--watermark-hold", environment: "ROADSAVE_WATERMARK_HOLD", key: "watermarkHold",
+                    default: "60",
+                    help: "seconds a gateway's watermark may stand still (the gateway, its link or ingest down) while its devices' records and decisions wait for it; then the clock releases them, logged and counted"),
         SettingSpec(flag: "--shard", environment: "ROADSAVE_SHARD", key: "shard",
                     help: "take only shard I of N of the devices, as I/N (N as sensor-ingest's --shards)"),
         SettingSpec(flag: "--log-level", environment: "ROADSAVE_LOG_LEVEL", key: "logLevel", default: "info",
@@ -125,6 +131,7 @@ public struct DetectionConfiguration: Sendable {
         configuration.settingsFile = source.string("settings")
         configuration.autoMonitor = try source.bool("autoMonitor")
         configuration.reorderWindow = try source.double("reorderWindow", range: 0...600) ?? configuration.reorderWindow
+        configuration.watermarkHold = try source.double("watermarkHold", range: 0...3600) ?? configuration.watermarkHold
         configuration.dataDirectory = source.string("dataDir") ?? configuration.dataDirectory
         guard !configuration.dataDirectory.isEmpty else { throw .init("--data-dir must not be empty") }
         configuration.checkpointInterval = try source.double("checkpointInterval", range: 0.1...3600) ?? 2

@@ -23,6 +23,10 @@ struct DetectionMetrics {
     /// Journal positions advanced and records they held, for the lag in records (positions are chunks, of any size).
     private var positionsRead: UInt64 = 0
     private var recordsRead = 0
+    /// Records not applied that were written to the store's `unapplied` table (a re-run's repeats included).
+    private(set) var unappliedKept = 0
+
+    mutating func keptUnapplied(_ count: Int) { unappliedKept += count }
 
     /// How long detection may be behind and still be ready: a journal read to its head within this long is caught up.
     static let readyLag = 5.0
@@ -63,6 +67,7 @@ struct DetectionMetrics {
         var outbox: Int?
         var platformCallsInFlight: Int
         var checkpoints: Int
+        var streams: Int
     }
 
     func families(fleet: FleetStatistics, recordsRead: Int, gauges: Gauges) -> [MetricFamily] {
@@ -95,6 +100,15 @@ struct DetectionMetrics {
             .single("roadsave_detection_platform_calls_in_flight", .gauge, "Platform calls not answered yet.",
                     gauges.platformCallsInFlight),
             .single("roadsave_detection_checkpoints_total", .counter, "Checkpoints written.", gauges.checkpoints),
+            .single("roadsave_detection_unapplied_records_total", .counter,
+                    "Records not applied (late, far in the future) kept in the store's unapplied table.", unappliedKept),
+            .single("roadsave_detection_late_impacts_screened_total", .counter,
+                    "Impact records too late for ordering that were screened anyway.", fleet.lateImpactsScreened),
+            .single("roadsave_detection_watermark_forced_releases_total", .counter,
+                    "Devices of a gateway's stream released by the clock after its watermark stood still for --watermark-hold.",
+                    fleet.forcedReleases),
+            .single("roadsave_detection_gateway_streams", .gauge, "Gateways' streams (journal, shard, gateway) known.",
+                    gauges.streams),
         ]
         if let lag = gauges.lagSeconds {
             families.append(.single("roadsave_detection_lag_seconds", .gauge,

@@ -36,6 +36,9 @@ public final class DetectionService: @unchecked Sendable {
     /// The apps' and users' strings of the journals' records, made once (`MessagePack.decodeRecords`).
     private let identifiers = IdentifierCache()
     private var pendingEvents: [RoadSaveEvent] = []
+    /// Records the fleet could not apply, stored with the inputs that met them, and said in the log sparingly.
+    private var pendingUnapplied: [DetectionStore.Unapplied] = []
+    private var unappliedLog: UnappliedRecordsLog
     /// Control replies that may leave once the command is stored.
     private var pendingReplies: [(frames: [[UInt8]], bytes: [UInt8])] = []
     /// The last input stored, and the one the last checkpoint reflects.
@@ -119,6 +122,7 @@ public final class DetectionService: @unchecked Sendable {
         log = Log(category: "detection", minimumLevel: configuration.logLevel)
         self.platform = try platform ?? configuration.makePlatform()
         fleet = DeviceFleet(options: configuration.fleetOptions)
+        unappliedLog = UnappliedRecordsLog(dataDirectory: configuration.dataDirectory)
         context = try ZMQContext()
         reactor = Reactor(name: "detection", context: context)
     }
@@ -456,6 +460,7 @@ public final class DetectionService: @unchecked Sendable {
     /// backlog: each request asks the journals where those devices' records end (`FeedRequest.watch`), and the devices
     /// every journal has already given all of are ticked alone (`deviceTick`).
     private func tick(loop: ReactorLoop) {
+        for line in unappliedLog.roll(now: loop.now) { log.write(line.level, line.message, pairs: line.fields) }
         guard case .live = phase else { return }
         func heard(_ journal: JournalReader) -> Bool { loop.now - journal.lastReply < Self.journalHeardWithin }
         func given(_ journal: JournalReader) -> Bool {
@@ -523,9 +528,18 @@ public final class DetectionService: @unchecked Sendable {
                                                        "reason": reason.rawValue,
                                                        "peakG": JSONObjectWriter.number(candidate.peakG, decimals: 1)])
             case let .recordRejected(record, reason):
-                if case .duplicate = reason { continue }
-                log.warning("record not applied", ["device": record.device.description,
-                                                    "t": ISO8601.string(fromSeconds: record.t), "reason": reason.description])
+                // A duplicate is a record already taken: nothing of it is lost (but a run of them far behind is said).
+                if case .duplicate = reason {
+                    let appliedUpTo = fleet.deviceState(record.device)?.ordering.released
+                    for line in unappliedLog.duplicate(record, appliedUpTo: appliedUpTo) {
+                        log.write(line.level, line.message, pairs: line.fields)
+                    }
+                    continue
+                }
+                pendingUnapplied.append(DetectionStore.Unapplied(record: record, reason: reason))
+                for line in unappliedLog.noted(record, reason, now: loop.now) {
+                    log.write(line.level, line.message, pairs: line.fields)
+                }
             case let .deviceNotMonitored(device, error):
                 log.error("device not monitored", ["device": device.description, "error": error.code,
                                                    "reason": error.description])
@@ -605,7 +619,8 @@ public final class DetectionService: @unchecked Sendable {
             lagSeconds: counters.lagSeconds(now: now, caughtUp: journalsCaughtUp),
             devicesInMemory: fleet.deviceCount, devicesOutOfMemory: evicted.outOfMemory,
             tripsInProgress: tripsInProgress?.count ?? 0, outbox: try? store?.outboxCount(),
-            platformCallsInFlight: platformCallsInFlight, checkpoints: statistics.checkpoints)
+            platformCallsInFlight: platformCallsInFlight, checkpoints: statistics.checkpoints,
+            streams: fleet.streamCount)
         return counters.families(fleet: fleet.statistics, recordsRead: statistics.recordsRead, gauges: gauges)
             + FeedLinkMetrics.families(service: "detection", links: journals.map { ($0.endpoint, $0.linkStatistics) })
     }
@@ -638,7 +653,8 @@ public final class DetectionService: @unchecked Sendable {
     /// their records from the journal, so records that only moved devices along cost no fsync (and a crash's
     /// verdict is stored in the same transaction as the records that raised it). At most `deferredInputs` wait.
     private func commit(force: Bool = false) {
-        guard force || !pendingEvents.isEmpty || !pendingReplies.isEmpty || pendingInputs.count >= Self.deferredInputs
+        guard force || !pendingEvents.isEmpty || !pendingReplies.isEmpty || !pendingUnapplied.isEmpty
+                || pendingInputs.count >= Self.deferredInputs
         else {
             // Stored soon anyway, so the store shows how far detection has read within `deferredCommitDelay`.
             if deferredCommit == nil, !pendingInputs.isEmpty, let loop {
@@ -653,9 +669,11 @@ public final class DetectionService: @unchecked Sendable {
             loop?.cancel(deferredCommit)
             self.deferredCommit = nil
         }
-        guard let store, !pendingInputs.isEmpty || !pendingEvents.isEmpty || !pendingReplies.isEmpty else { return }
+        guard let store, !pendingInputs.isEmpty || !pendingEvents.isEmpty || !pendingReplies.isEmpty
+                || !pendingUnapplied.isEmpty else { return }
         do {
-            if let last = try store.commit(inputs: pendingInputs, events: pendingEvents, at: Date().timeIntervalSince1970) {
+            if let last = try store.commit(inputs: pendingInputs, events: pendingEvents, unapplied: pendingUnapplied,
+                                           at: Date().timeIntervalSince1970) {
                 lastInput = last
             }
         } catch {
@@ -668,6 +686,8 @@ public final class DetectionService: @unchecked Sendable {
         let hadEvents = !pendingEvents.isEmpty
         pendingInputs.removeAll(keepingCapacity: true)
         pendingEvents.removeAll(keepingCapacity: true)
+        counters.keptUnapplied(pendingUnapplied.count)
+        pendingUnapplied.removeAll()
         for reply in pendingReplies { send(reply.frames, reply.bytes) }
         pendingReplies.removeAll()
         if hadEvents { outbox?.itemsAdded() }
@@ -675,10 +695,11 @@ public final class DetectionService: @unchecked Sendable {
 
     /// During recovery only events are stored: the inputs giving them are already in the store.
     private func commitEvents() {
-        guard let store, !pendingEvents.isEmpty else { return }
+        guard let store, !pendingEvents.isEmpty || !pendingUnapplied.isEmpty else { return }
         do {
-            try store.commit(inputs: [], events: pendingEvents, at: Date().timeIntervalSince1970)
+            try store.commit(inputs: [], events: pendingEvents, unapplied: pendingUnapplied, at: Date().timeIntervalSince1970)
             pendingEvents.removeAll()
+            pendingUnapplied.removeAll()
             outbox?.itemsAdded()
         } catch {
             log.error("detection store failed: stopping", ["error": "\(error)"])
@@ -711,6 +732,8 @@ public final class DetectionService: @unchecked Sendable {
             evicted.left(states, storedAlready: fleet.lastEvictedUnchanged.filter { !unsaved.contains($0) })
         }
         residentAtLastCheckpoint = fleet.residentCount
+        // Before the state is taken: a restart re-runs the inputs after it on the same streams.
+        fleet.forgetFinishedStreams(now: Date().timeIntervalSince1970)
         guard lastInput > checkpointInput || fleet.hasChangedDevices || !unsavedDevices.isEmpty
                 || !evicted.unsaved.isEmpty else { return }
         let changed = unsavedDevices + fleet.takeChangedDevices().filter { !unsaved.contains($0) }
@@ -810,6 +833,7 @@ public final class DetectionService: @unchecked Sendable {
         statistics.checkpoints += 1
         do {
             try store.forgetInputs(through: input)
+            try store.trimUnapplied()
         } catch {
             // They are skipped at a restart (the checkpoint holds them) and deleted with the next checkpoint.
             log.warning("inputs held by the checkpoint not deleted", ["error": "\(error)"])

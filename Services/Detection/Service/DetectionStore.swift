@@ -25,6 +25,10 @@ import Wire
 ///     answers, control commands, clock ticks. Those up to a checkpoint's `input` are deleted once it is written.
 ///   - `outbox(position, event_id, name, app, user, event)`: events not yet stored by the notifier (`event` is the
 ///     MessagePack map of `EventBody`). Deleted when the notifier acknowledges them.
+///   - `unapplied(id, noted_at, app, user, t, kind, reason, applied_up_to, record)`: records acknowledged by ingest
+///     that detection could not apply (`late`: older than what was applied for the device; `farInFuture`), with the
+///     record as JSON, so nothing acknowledged is dropped unseen (`SELECT reason, count(*) FROM unapplied GROUP BY
+///     reason;`). The newest `unappliedKept` are kept.
 ///
 /// A checkpoint and the inputs after it are written in transactions, so what is on disk is always a state plus the
 /// exact inputs that lead from it to the last state whose events left the process (inputs a checkpoint already
@@ -79,6 +83,10 @@ final class DetectionStore: FeedSource {
                 body TEXT NOT NULL);
             CREATE TABLE IF NOT EXISTS outbox(position INTEGER PRIMARY KEY AUTOINCREMENT, event_id TEXT NOT NULL UNIQUE,
                 name TEXT NOT NULL, app TEXT NOT NULL, user TEXT NOT NULL, event BLOB NOT NULL);
+            CREATE TABLE IF NOT EXISTS unapplied(id INTEGER PRIMARY KEY, noted_at REAL NOT NULL, app TEXT NOT NULL,
+                user TEXT NOT NULL, t REAL NOT NULL, kind TEXT NOT NULL, reason TEXT NOT NULL, applied_up_to REAL,
+                record TEXT NOT NULL);
+            CREATE UNIQUE INDEX IF NOT EXISTS unapplied_by_record ON unapplied(app, user, t, record);
             """)
         try Self.moveInputsAndOutbox(from: state, to: outboxPath)
         // A store written before eviction existed: every device in it was in memory.
@@ -216,11 +224,34 @@ final class DetectionStore: FeedSource {
 
     // MARK: Inputs and events
 
-    /// Stores inputs and the events they gave, in one transaction (one fsync): after this, the events may leave.
-    /// Returns the sequence number of the last input. Events already in the outbox (a re-run) are not added again.
+    /// A record detection could not apply, and why.
+    struct Unapplied {
+        var record: SensorRecord
+        var reason: RecordOrdering.Rejection
+
+        var code: String {
+            switch reason {
+            case .duplicate: "duplicate"
+            case .late: "late"
+            case .farInFuture: "farInFuture"
+            }
+        }
+
+        var appliedUpTo: Double? {
+            if case let .late(appliedUpTo) = reason { appliedUpTo } else { nil }
+        }
+    }
+
+    /// The most `unapplied` rows kept (the newest).
+    static let unappliedKept: Int64 = 100_000
+
+    /// Stores inputs, the events they gave and the records they could not apply, in one transaction (one fsync):
+    /// after this, the events may leave. Returns the sequence number of the last input. Events already in the
+    /// outbox and records already in `unapplied` (a re-run) are not added again.
     @discardableResult
-    func commit(inputs: [DetectionInput], events: [RoadSaveEvent], at time: Double) throws -> Int64? {
-        guard !inputs.isEmpty || !events.isEmpty else { return nil }
+    func commit(inputs: [DetectionInput], events: [RoadSaveEvent], unapplied: [Unapplied] = [],
+                at time: Double) throws -> Int64? {
+        guard !inputs.isEmpty || !events.isEmpty || !unapplied.isEmpty else { return nil }
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys
         var last: Int64?
@@ -236,8 +267,26 @@ final class DetectionStore: FeedSource {
                 try event.run(item.eventID, item.name, item.device.app, item.device.user, EventBody.encode(item))
                 if database.changes > 0 { head = UInt64(database.lastInsertRowID) }
             }
+            guard !unapplied.isEmpty else { return }
+            let insert = try database.statement(
+                "INSERT OR IGNORE INTO unapplied(noted_at, app, user, t, kind, reason, applied_up_to, record) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
+            for item in unapplied {
+                let record = item.record
+                try insert.run(time, record.device.app, record.device.user, record.t, record.kind.rawValue, item.code,
+                               item.appliedUpTo, record.json())
+            }
         }
         return last
+    }
+
+    /// Keeps the newest `unappliedKept` rows of `unapplied` (with each checkpoint).
+    func trimUnapplied() throws {
+        try database.statement("DELETE FROM unapplied WHERE id <= (SELECT max(id) FROM unapplied) - ?").run(Self.unappliedKept)
+    }
+
+    /// Rows in `unapplied` (the stop line and tests; not for a hot path).
+    func unappliedCount() throws -> Int {
+        Int(try database.integer("SELECT count(*) FROM unapplied") ?? 0)
     }
 
     /// The inputs after `seq`, in order.
