@@ -34,9 +34,9 @@ public enum SendCommand {
         record older than it follows), the oldest time of everything not yet acknowledged besides the batch itself,
         and of what may still be read (the newest time read less --max-disorder). Detection applies a device's
         records, and takes its clock-driven decisions, only below it: a batch lost with an ingest and sent again
-        after newer ones is not late, and a pause of this gateway, the link or ingest is no device's silence. A
-        batch found lost (one sent later was acknowledged first) is sent again at once, and no new batch with any
-        of its devices goes before it. While nothing else goes out, a header alone says how far the gateway has
+        after newer ones is not late, and a pause of this gateway, the link or ingest is no device's silence. When
+        the connection to sensor-ingest ends, the batches sent on it and unanswered are sent again as soon as a new
+        one is up, and no new batch with any of their devices goes before them. While nothing else goes out, a header alone says how far the gateway has
         come (every second); at the end of the input a last header says the stream is over (--no-end: not), so
         the devices' last records are decided at once, as a replay decides them at the end of its input.
 
@@ -462,9 +462,8 @@ public enum SendCommand {
             var body: [UInt8]
             /// Sends so far that went unanswered, plus one.
             var attempt = 1
-            /// When it was last transmitted, counted over every transmission of the run: a batch acknowledged while
-            /// one transmitted before it still waits shows that one lost (an acknowledgement follows its batch's order).
-            var transmission = 0
+            /// Sent on a connection that has since ended, unanswered: sent again once a new connection is up.
+            var lost = false
             /// When the current send times out (monotonic), or nil while waiting to be sent again.
             var answerDue: Double?
             /// When to send it again (after a backoff or a rate refusal's pause).
@@ -474,7 +473,8 @@ public enum SendCommand {
         /// The watermark of the headers, nil with --no-watermark.
         private var watermark: GatewayWatermark?
         private let gatewayName: String
-        private var transmissions = 0
+        /// The connection to sensor-ingest, ending and coming back.
+        private var watch: ConnectionWatch?
         /// When something last went out (monotonic), for the headers sent alone while nothing else does.
         private var lastTransmit = 0.0
         private var headersAlone = 0
@@ -489,6 +489,7 @@ public enum SendCommand {
             // A send may wait this long for room (high-water mark) before the attempt counts as failed.
             let socket = try ZMQSocket(context, .dealer, linger: 0, sendTimeout: options.timeoutMilliseconds)
             try options.keys?.apply(to: socket)
+            watch = try ConnectionWatch(socket, context: context, name: "send")
             try socket.connect(options.endpoint)
             self.socket = socket
             runID = "gw-\(getpid())-" + String(UInt32.random(in: 0...UInt32.max), radix: 16)
@@ -499,6 +500,8 @@ public enum SendCommand {
         }
 
         func close() {
+            watch?.close()
+            watch = nil
             socket?.close()
             socket = nil
             context.terminate()
@@ -547,7 +550,34 @@ public enum SendCommand {
 
         /// Whether a batch of one of `batch`'s devices waits to be sent again.
         private func waitsForResend(_ batch: Batch) -> Bool {
-            inFlight.values.contains { $0.resendAt != nil && !$0.batch.devices.isDisjoint(with: batch.devices) }
+            inFlight.values.contains {
+                ($0.resendAt != nil || $0.lost) && !$0.batch.devices.isDisjoint(with: batch.devices)
+            }
+        }
+
+        /// The connection to sensor-ingest ended (its batches unanswered will not be answered on it) or a new one
+        /// is up (they go again, in the order they were first sent).
+        private func connectionChanged(_ change: ConnectionWatch.Change) throws(CommandExit) {
+            let now = MonotonicClock.now()
+            for id in order {
+                guard var entry = inFlight[id] else { continue }
+                switch change {
+                case .lost:
+                    guard entry.answerDue != nil else { continue }
+                    entry.lost = true
+                case .established:
+                    guard entry.lost else { continue }
+                    entry.lost = false
+                    entry.attempt += 1
+                    entry.answerDue = nil
+                    guard entry.attempt <= options.attempts else { throw outOfAttempts(entry) }
+                    entry.resendAt = now
+                    log.warning("the connection to sensor-ingest ended before the batch was acknowledged: sending it again",
+                                ["batch": entry.batchID, "lines": entry.batch.lineRange,
+                                 "attempt": "\(entry.attempt)/\(options.attempts)"])
+                }
+                inFlight[id] = entry
+            }
         }
 
         /// Waits until the monotonic time `deadline` (pacing), taking acknowledgements meanwhile.
@@ -619,12 +649,17 @@ public enum SendCommand {
             }
             let milliseconds = max(0, Int(((wake - now) * 1000).rounded(.up)))
             let ready: [ZMQPollEvents]
+            var items = [ZMQPollItem(socket)]
+            if let watch { items.append(ZMQPollItem(watch.reader)) }
             do {
-                ready = try ZMQPoller.poll([ZMQPollItem(socket)], timeoutMilliseconds: min(milliseconds, 100))
+                ready = try ZMQPoller.poll(items, timeoutMilliseconds: min(milliseconds, 100))
             } catch {
                 throw CommandExit(1, "waiting for acknowledgements: \(error)")
             }
             if ready.first?.contains(.readable) == true { try receive(socket, into: &completed) }
+            if ready.count > 1, ready[1].contains(.readable), let watch {
+                for change in watch.changes() { try connectionChanged(change) }
+            }
             try expire(now: MonotonicClock.now())
         }
 
@@ -667,30 +702,11 @@ public enum SendCommand {
                 order.removeAll { $0 == message[0] }
                 // Answered: stored, or given up on (what was refused is not sent again), so not still to come.
                 if let number = entry.number { watermark?.acknowledged(batch: number) }
-                if ack.accepted > 0 { try resendLostBefore(entry) }
                 completed.append(Completion(batch: entry.batch, batchID: entry.batchID, acknowledgement: ack,
                                             attempts: entry.attempt))
             }
         }
 
-        /// `acknowledged` was stored: ingest answers stored batches in the order they came, so every batch
-        /// transmitted before it and still unanswered was lost (with an ingest that went down, say). Each is sent
-        /// again at once, in order, and before any new batch of its devices.
-        private func resendLostBefore(_ acknowledged: InFlight) throws(CommandExit) {
-            let now = MonotonicClock.now()
-            for id in order {
-                guard var entry = inFlight[id], entry.answerDue != nil, entry.transmission < acknowledged.transmission
-                else { continue }
-                entry.attempt += 1
-                entry.answerDue = nil
-                guard entry.attempt <= options.attempts else { throw outOfAttempts(entry) }
-                entry.resendAt = now
-                log.warning("batch lost (one sent after it was acknowledged first): sending it again now",
-                            ["batch": entry.batchID, "lines": entry.batch.lineRange,
-                             "attempt": "\(entry.attempt)/\(options.attempts)"])
-                inFlight[id] = entry
-            }
-        }
 
         /// Sends whose answer is overdue count as attempts; a batch out of attempts ends the send.
         private func expire(now: Double) throws(CommandExit) {
@@ -724,8 +740,7 @@ public enum SendCommand {
             entry.resendAt = nil
             var frames = [Array(entry.batchID.utf8), options.format.frame, entry.body]
             if let header = header(for: entry.number, last: entry.number == nil) { frames.append(header) }
-            transmissions += 1
-            entry.transmission = transmissions
+            entry.lost = false
             lastTransmit = MonotonicClock.now()
             let queued: Bool
             do {
