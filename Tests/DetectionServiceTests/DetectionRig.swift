@@ -338,6 +338,15 @@ final class DetectionRig: @unchecked Sendable {
         let database = try SQLiteDatabase(path: DataDirectory.file("outbox.sqlite", in: detectionDirectory))
         defer { database.close() }
         var view = StoreView(checkpointInput: nil, positions: [:], inputs: [], outboxPositions: [], outboxEventIDs: [])
+        // Detection opens its store on its own thread: until it has made its tables, the store holds nothing yet
+        // (a test asking that early must wait for it, not fail).
+        func tables(_ database: SQLiteDatabase) throws -> Set<String> {
+            var names: Set<String> = []
+            try database.statement("SELECT name FROM sqlite_master WHERE type = 'table'").query { names.insert($0.text(0)) }
+            return names
+        }
+        guard try tables(state).isSuperset(of: ["checkpoint", "positions"]),
+              try tables(database).isSuperset(of: ["inputs", "outbox"]) else { return view }
         try state.statement("SELECT input FROM checkpoint WHERE id = 1").query { view.checkpointInput = $0.integer(0) }
         try state.statement("SELECT feed, position FROM positions").query { view.positions[$0.text(0)] = $0.unsigned(1) }
         let decoder = JSONDecoder()

@@ -56,8 +56,8 @@ import Testing
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let store = try DetectionStore(directory: directory, shard: "all")
-        let late = DetectionStore.Unapplied(record: Self.fix(at: 1000, seq: 1), reason: .late(appliedUpTo: 1020))
-        let future = DetectionStore.Unapplied(record: Self.fix(at: 9_000, seq: 2), reason: .farInFuture(streamTime: 1020))
+        let late = UnappliedRecord(record: Self.fix(at: 1000, seq: 1), reason: .late(appliedUpTo: 1020))
+        let future = UnappliedRecord(record: Self.fix(at: 9_000, seq: 2), reason: .farInFuture(streamTime: 1020))
         try store.commit(inputs: [], events: [], unapplied: [late, future], at: 50)
         // A re-run meets the same records again: kept once.
         try store.commit(inputs: [], events: [], unapplied: [late], at: 60)

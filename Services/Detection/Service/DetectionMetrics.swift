@@ -2,9 +2,9 @@ import DetectionEngine
 import Metrics
 import RoadSaveModel
 
-/// What detection counts for /metrics beyond the fleet's own statistics: events by kind, crash dismissals by reason,
-/// platform calls by kind with their latency and failures, and how far behind the journals it is. Touched only on
-/// the reactor thread.
+/// What detection shows on /metrics: the fleet's statistics, the core's counts (events by kind, crash dismissals by
+/// reason, how far behind the journals), and what the shell measures itself, platform calls by kind with their
+/// latency and failures. Touched only on the reactor thread.
 struct DetectionMetrics {
     enum PlatformCall: String, CaseIterable {
         /// Settings for an application (auto-monitor, or a control command that needs them).
@@ -13,49 +13,22 @@ struct DetectionMetrics {
         case evaluation
     }
 
-    /// Every kind and reason from the start at 0, so a rate over them is defined before the first one.
-    private(set) var eventsByKind = ["tripDidStart": 0, "tripDidEnd": 0, "crashDetected": 0]
-    private(set) var dismissalsByReason = Dictionary(uniqueKeysWithValues: FalsePositiveReason.allCases.map { ($0.rawValue, 0) })
     private var latency = Dictionary(uniqueKeysWithValues: PlatformCall.allCases.map { ($0, Histogram.seconds()) })
     private var failures = Dictionary(uniqueKeysWithValues: PlatformCall.allCases.map { ($0, 0) })
-    /// When every journal had last been read to its head (monotonic seconds; nil: not yet since the start).
-    private(set) var caughtUpAt: Double?
-    /// Journal positions advanced and records they held, for the lag in records (positions are chunks, of any size).
-    private var positionsRead: UInt64 = 0
-    private var recordsRead = 0
-    /// Records not applied that were written to the store's `unapplied` table (a re-run's repeats included).
-    private(set) var unappliedKept = 0
-
-    mutating func keptUnapplied(_ count: Int) { unappliedKept += count }
 
     /// How long detection may be behind and still be ready: a journal read to its head within this long is caught up.
     static let readyLag = 5.0
-
-    mutating func emitted(_ event: String) { eventsByKind[event, default: 0] += 1 }
-
-    mutating func dismissed(_ reason: FalsePositiveReason) { dismissalsByReason[reason.rawValue, default: 0] += 1 }
 
     mutating func called(_ call: PlatformCall, seconds: Double, failed: Bool) {
         latency[call]!.observe(seconds)
         if failed { failures[call]! += 1 }
     }
 
-    mutating func read(positions: UInt64, records: Int) {
-        positionsRead += positions
-        recordsRead += records
-    }
-
-    mutating func caughtUp(at now: Double) { caughtUpAt = now }
-
-    /// Seconds since every journal was last read to its head: 0 while caught up, nil before the first time.
-    func lagSeconds(now: Double, caughtUp: Bool) -> Double? {
-        caughtUp ? 0 : caughtUpAt.map { now - $0 }
-    }
-
-    /// Records behind the journals' heads, from the positions behind and the records a position has held so far.
-    func lagRecords(positionsBehind: UInt64) -> Double {
-        guard positionsRead > 0 else { return Double(positionsBehind) }
-        return (Double(positionsBehind) * Double(recordsRead) / Double(positionsRead)).rounded()
+    /// Records behind the journals' heads, from the positions behind and the records a position has held so far
+    /// (positions are chunks, of any size).
+    static func lagRecords(positionsBehind: UInt64, counts: DetectionCore.Counts) -> Double {
+        guard counts.positionsRead > 0 else { return Double(positionsBehind) }
+        return (Double(positionsBehind) * Double(counts.recordsRead) / Double(counts.positionsRead)).rounded()
     }
 
     struct Gauges {
@@ -70,9 +43,9 @@ struct DetectionMetrics {
         var streams: Int
     }
 
-    func families(fleet: FleetStatistics, recordsRead: Int, gauges: Gauges) -> [MetricFamily] {
+    func families(fleet: FleetStatistics, counts: DetectionCore.Counts, gauges: Gauges) -> [MetricFamily] {
         var families: [MetricFamily] = [
-            .single("roadsave_detection_records_read_total", .counter, "Records read from the journals.", recordsRead),
+            .single("roadsave_detection_records_read_total", .counter, "Records read from the journals.", counts.recordsRead),
             .labelled("roadsave_detection_records_total", .counter, "Records taken by the engines, by outcome.",
                       label: "outcome", ["applied": fleet.applied, "duplicate": fleet.duplicates, "late": fleet.late,
                                          "far_in_future": fleet.farInFuture, "not_monitored": fleet.notMonitored]),
@@ -80,16 +53,17 @@ struct DetectionMetrics {
                     Double(gauges.positionsBehind)),
             .single("roadsave_detection_lag_records", .gauge,
                     "Records not read yet, all journals (positions behind times the records a position has held).",
-                    lagRecords(positionsBehind: gauges.positionsBehind)),
+                    Self.lagRecords(positionsBehind: gauges.positionsBehind, counts: counts)),
             .labelled("roadsave_detection_devices", .gauge, "Devices known, by where their state is.", label: "state",
                       ["in_memory": gauges.devicesInMemory, "out_of_memory": gauges.devicesOutOfMemory]),
             .single("roadsave_detection_devices_active", .gauge, "Devices in memory (sent within --device-memory-idle).",
                     gauges.devicesInMemory),
             .single("roadsave_detection_trips_in_progress", .gauge, "Devices in memory with a trip in progress.",
                     gauges.tripsInProgress),
-            .labelled("roadsave_detection_events_total", .counter, "Events emitted, by kind.", label: "event", eventsByKind),
+            .labelled("roadsave_detection_events_total", .counter, "Events emitted, by kind.", label: "event",
+                      counts.eventsByKind),
             .labelled("roadsave_detection_crash_dismissals_total", .counter, "Suspected crashes dismissed, by reason.",
-                      label: "reason", dismissalsByReason),
+                      label: "reason", counts.dismissalsByReason),
             MetricFamily(name: "roadsave_detection_platform_call_seconds", help: "Platform calls, by kind: time to answer.",
                          kind: .histogram, samples: PlatformCall.allCases.flatMap {
                              latency[$0]!.samples(labels: [("call", $0.rawValue)])
@@ -101,7 +75,7 @@ struct DetectionMetrics {
                     gauges.platformCallsInFlight),
             .single("roadsave_detection_checkpoints_total", .counter, "Checkpoints written.", gauges.checkpoints),
             .single("roadsave_detection_unapplied_records_total", .counter,
-                    "Records not applied (late, far in the future) kept in the store's unapplied table.", unappliedKept),
+                    "Records not applied (late, far in the future) kept in the store's unapplied table.", counts.unappliedKept),
             .single("roadsave_detection_late_impacts_screened_total", .counter,
                     "Impact records too late for ordering that were screened anyway.", fleet.lateImpactsScreened),
             .single("roadsave_detection_watermark_forced_releases_total", .counter,

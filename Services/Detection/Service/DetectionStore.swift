@@ -224,24 +224,6 @@ final class DetectionStore: FeedSource {
 
     // MARK: Inputs and events
 
-    /// A record detection could not apply, and why.
-    struct Unapplied {
-        var record: SensorRecord
-        var reason: RecordOrdering.Rejection
-
-        var code: String {
-            switch reason {
-            case .duplicate: "duplicate"
-            case .late: "late"
-            case .farInFuture: "farInFuture"
-            }
-        }
-
-        var appliedUpTo: Double? {
-            if case let .late(appliedUpTo) = reason { appliedUpTo } else { nil }
-        }
-    }
-
     /// The most `unapplied` rows kept (the newest).
     static let unappliedKept: Int64 = 100_000
 
@@ -249,7 +231,7 @@ final class DetectionStore: FeedSource {
     /// after this, the events may leave. Returns the sequence number of the last input. Events already in the
     /// outbox and records already in `unapplied` (a re-run) are not added again.
     @discardableResult
-    func commit(inputs: [DetectionInput], events: [RoadSaveEvent], unapplied: [Unapplied] = [],
+    func commit(inputs: [DetectionInput], events: [RoadSaveEvent], unapplied: [UnappliedRecord] = [],
                 at time: Double) throws -> Int64? {
         guard !inputs.isEmpty || !events.isEmpty || !unapplied.isEmpty else { return nil }
         let encoder = JSONEncoder()

@@ -13,8 +13,10 @@ import RoadSaveModel
 /// per device that ever left (about 16 bytes each in a `Set`), so a device never seen costs no query, and a hash
 /// shared by chance costs one query that finds nothing. Entries are never removed (a device back in memory is not
 /// looked up while it is there), so no other device's entry can be lost with it.
-struct EvictedDevices {
+struct EvictedDevices: EvictedDeviceStore {
     private var index = Set<Int>()
+    /// Where the states written with earlier checkpoints are read back (set by `load(from:)`).
+    private var store: DetectionStore?
     /// Evicted states not yet written to the store (their checkpoint is being encoded, failed or was superseded).
     /// Boxed: a bucket holding the 560 inline bytes of a state, at the table's load factor, cost ~1 KB a device
     /// (155 MB for one checkpoint of 100,000 devices leaving, measured with heaptrack) where a reference costs 8.
@@ -50,7 +52,12 @@ struct EvictedDevices {
         index = loaded
         outOfMemoryAtLoad = count
         rows = store.rows
+        self.store = store
     }
+
+    mutating func takeBack(_ device: DeviceID) throws -> FleetDeviceState? { try takeBack(device, from: store) }
+
+    mutating func takeBack(app: String) throws -> [FleetDeviceState] { try takeBack(app: app, from: store) }
 
     /// States that have just left the fleet (not yet written); `storedAlready`: those whose state the store has.
     mutating func left(_ states: [FleetDeviceState], storedAlready stored: Set<DeviceID> = []) {

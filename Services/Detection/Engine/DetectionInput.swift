@@ -1,10 +1,9 @@
-import DetectionEngine
 import RoadSaveModel
 
 /// One input to the fleet that is not a pure function of the journal: written to the store before the events it
 /// gives leave the process, so that a restart re-runs exactly the same inputs in the same order and so gives the
 /// same events with the same IDs, without asking the platform or the clock a second time.
-enum DetectionInput: Codable, Equatable {
+public enum DetectionInput: Sendable, Codable, Equatable {
     /// The records of `feed` (an ingest journal) after position `after` through `to`, applied at `now`.
     case records(feed: String, after: UInt64, to: UInt64, now: Double)
     /// The platform's answer to a settings fetch for an application.
@@ -22,7 +21,7 @@ enum DetectionInput: Codable, Equatable {
     /// it could not is not the devices' silence (`DeviceFleet.resumeClock`).
     case resumed(now: Double)
 
-    var kind: String {
+    public var kind: String {
         switch self {
         case .records: "records"
         case .settings: "settings"

@@ -1,37 +1,35 @@
-import DetectionEngine
 import RoadSaveModel
-import ServiceKit
 
 /// What detection says in its log about records it could not apply (too late for ordering, far in the future): each
 /// is kept in the store (`unapplied`) and counted, but only the first few of an interval get a line of their own,
 /// then one line counts the rest, so a flood of them (a fleet older than what a data directory already holds)
 /// cannot fill the disk. Once, plainly, it says when records are so far behind what was applied that the data
 /// directories must hold a newer run of the same devices. A value: time is an input.
-struct UnappliedRecordsLog {
-    struct Line {
-        var level: Log.Level
-        var message: String
-        var fields: [(String, String)]
+public struct UnappliedRecordsLog: Sendable {
+    public struct Line: Sendable {
+        public var level: Log.Level
+        public var message: String
+        public var fields: [(String, String)]
     }
 
     /// Where the records are kept and the state to clear, for the lines.
-    let dataDirectory: String
+    public let dataDirectory: String
     private var budget: LogBudget
     /// Records not applied since the start, and whether the stale run was said.
-    private(set) var total = 0
-    private(set) var staleRunReported = false
+    public private(set) var total = 0
+    public private(set) var staleRunReported = false
 
     /// Records further behind what was applied for their device than this cannot be a gateway's disorder or a
     /// re-send: the device's records were applied from a later run (the reorder window's far-future limit).
-    static let staleRunBehind = RecordOrdering.Options().futureJump
+    public static let staleRunBehind = RecordOrdering.Options().futureJump
 
-    init(dataDirectory: String, linesPerInterval: Int = 5, interval: Double = 10) {
+    public init(dataDirectory: String, linesPerInterval: Int = 5, interval: Double = 10) {
         self.dataDirectory = dataDirectory
         budget = LogBudget(limit: linesPerInterval, window: interval)
     }
 
     /// A record was not applied at `now` (monotonic seconds): the lines to write.
-    mutating func noted(_ record: SensorRecord, _ reason: RecordOrdering.Rejection, now: Double) -> [Line] {
+    public mutating func noted(_ record: SensorRecord, _ reason: RecordOrdering.Rejection, now: Double) -> [Line] {
         total += 1
         var lines: [Line] = []
         if case let .late(appliedUpTo) = reason, let line = staleRun(record, appliedUpTo: appliedUpTo) { lines.append(line) }
@@ -47,7 +45,7 @@ struct UnappliedRecordsLog {
 
     /// A record was dropped as a duplicate (its `seq` was taken before): nothing to keep, unless its time is far
     /// behind what was applied for its device, which no re-send explains: a newer run numbered its records alike.
-    mutating func duplicate(_ record: SensorRecord, appliedUpTo: Double?) -> [Line] {
+    public mutating func duplicate(_ record: SensorRecord, appliedUpTo: Double?) -> [Line] {
         guard let appliedUpTo, let line = staleRun(record, appliedUpTo: appliedUpTo, duplicate: true) else { return [] }
         return [line]
     }
@@ -69,7 +67,7 @@ struct UnappliedRecordsLog {
 
     /// The interval's count, once it is over (the service calls this now and then, so a count is said even when no
     /// record follows).
-    mutating func roll(now: Double) -> [Line] {
+    public mutating func roll(now: Double) -> [Line] {
         let heldBack = budget.roll(at: now)
         return heldBack > 0 ? [summary(heldBack)] : []
     }

@@ -1,0 +1,131 @@
+import RoadSaveModel
+
+/// What detection knows of one sensor-ingest journal it reads (the socket that asks is its shell's): which journal
+/// the endpoint serves, how far it has been read and checkpointed, whether it was read to its head and when it last
+/// answered, and where the records of the devices asked about end in it. A value of `DetectionCore`.
+public struct JournalLink: Sendable, Equatable {
+    public let endpoint: String
+    /// The journal's identity, once a reply has named it.
+    public private(set) var feed: String?
+    /// Records applied up to here.
+    public internal(set) var position: UInt64 = 0
+    /// The position of the last checkpoint (ingest may drop what is before it).
+    public internal(set) var checkpointed: UInt64 = 0
+    /// The last reply had nothing more, or reached the journal's head.
+    public private(set) var caughtUp = false
+    /// When the last reply came (monotonic seconds), and how long the journal had left detection without one then.
+    public private(set) var lastReply: Double
+    public private(set) var unansweredBeforeReply = 0.0
+    /// The newest position in the journal, for the lag.
+    public private(set) var head: UInt64 = 0
+    /// Devices with a decision due, asked about with every request while detection is behind.
+    var watch: [DeviceID] = []
+    /// What the last reply said of the devices the request asked about: the position their records end at.
+    private var lastPositions: [DeviceID: UInt64] = [:]
+    private var asked: [DeviceID] = []
+    /// A refused request is asked again at this time (monotonic seconds).
+    var retryAt: Double?
+
+    init(endpoint: String, at monotonic: Double) {
+        self.endpoint = endpoint
+        lastReply = monotonic
+    }
+
+    /// A reply came: when, how far the journal goes, and what it said of the devices asked about.
+    mutating func replied(_ answer: JournalAnswer, at monotonic: Double) {
+        unansweredBeforeReply = monotonic - lastReply
+        lastReply = monotonic
+        head = answer.head
+        lastPositions = [:]
+        if answer.watched.count == asked.count {
+            for (device, position) in zip(asked, answer.watched) { lastPositions[device] = position }
+        }
+    }
+
+    /// The reply named this journal: take it, with the position stored for it (0 for a journal never read).
+    mutating func adopt(feed: String, position: UInt64, checkpointed: UInt64) {
+        self.feed = feed
+        self.position = position
+        self.checkpointed = checkpointed
+    }
+
+    /// What the reply said of the end of the journal.
+    mutating func noteEnd(_ answer: JournalAnswer, items: Int) {
+        caughtUp = items == 0 || answer.to >= answer.head
+    }
+
+    /// Whether every record of `device` this journal had when it last answered has been read (by the last reply's
+    /// word on it; false when it was not asked about).
+    func hasGivenAll(of device: DeviceID) -> Bool {
+        lastPositions[device].map { $0 <= position } ?? false
+    }
+
+    /// The question "who are you" (a request with no feed: the reply names the journal and carries nothing).
+    mutating func greeting() -> JournalFetch {
+        asked = []
+        return JournalFetch(feed: nil, after: 0, through: nil, watch: [], checkpointed: checkpointed)
+    }
+
+    /// The records after `position`, and where the `watch` devices' records end.
+    mutating func next() -> JournalFetch {
+        asked = watch
+        return JournalFetch(feed: feed, after: position, through: nil, watch: watch, checkpointed: checkpointed)
+    }
+
+    /// Exactly the range (after, through] again (a re-run after a restart).
+    mutating func range(after: UInt64, through: UInt64) -> JournalFetch {
+        asked = []
+        return JournalFetch(feed: feed, after: after, through: through, watch: [], checkpointed: checkpointed)
+    }
+}
+
+/// A request for a journal's records, as the core wants it asked (the shell turns it into its feed's request).
+public struct JournalFetch: Sendable, Equatable {
+    /// The journal believed to be read; nil to ask which journal the endpoint serves.
+    public var feed: String?
+    public var after: UInt64
+    /// An exact range to read again, all at once (`nil`: what follows `after`, a reply's worth).
+    public var through: UInt64?
+    /// Devices whose last position in the journal is asked for.
+    public var watch: [DeviceID]
+    /// The position detection's last checkpoint reflects: ingest keeps everything after it.
+    public var checkpointed: UInt64
+}
+
+/// A journal's answer to a `JournalFetch`, as the core reads it.
+public struct JournalAnswer: Sendable, Equatable {
+    public var feed: String
+    public var after: UInt64
+    public var to: UInt64
+    public var head: UInt64
+    /// For each device asked about, the position after which the journal holds none of its records.
+    public var watched: [UInt64]
+    /// Why the request was refused (then nothing else counts).
+    public var error: String?
+
+    public init(feed: String, after: UInt64, to: UInt64, head: UInt64, watched: [UInt64] = [], error: String? = nil) {
+        self.feed = feed
+        self.after = after
+        self.to = to
+        self.head = head
+        self.watched = watched
+        self.error = error
+    }
+}
+
+/// One chunk of a journal, decoded by the shell: the records of one gateway batch for one shard, and the batch's
+/// gateway stream and watermark when it had a header.
+public struct JournalChunkRecords: Sendable, Equatable {
+    public var records: [SensorRecord]
+    public var gateway: String?
+    public var shard: Int
+    /// Nothing of the gateway's stream below this is still to come (infinity: the stream ended).
+    public var watermark: Double?
+
+    public init(records: [SensorRecord], gateway: String? = nil, shard: Int = 0, watermark: Double? = nil) {
+        self.records = records
+        self.gateway = gateway
+        self.shard = shard
+        self.watermark = watermark
+    }
+}
