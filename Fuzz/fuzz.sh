@@ -22,7 +22,7 @@ FLAGS=(-sanitize=fuzzer,address -parse-as-library -O -g -swift-version 6 -I "$OU
        -I "$ROOT/Shared/CZeroMQ")
 
 TARGETS=(msgpack_value record_batch json_value record_json acknowledgement control_request detection_settings
-         feed_messages event_body catch_up_request gateway_batch)
+         feed_messages event_body catch_up_request gateway_batch journal_chunk)
 
 # Extra project sources compiled into a target's own module (internal types, or types whose module would drag in
 # sockets and SQLite).

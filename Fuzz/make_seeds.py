@@ -89,6 +89,16 @@ SEEDS = {
         "router-json": frames(b"id-1", b"", b"batch-1", b"application/json", js(RECORDS[:3])),
         "router-msgpack": frames(b"id-2", b"batch-2", b"application/x-msgpack; charset=x", mp([IMPACT, dict(STEPS, app="other")])),
         "bad-type": frames(b"id-3", b"batch-3", b"text/plain", b"[]"),
+        "header": frames(b"id-4", b"batch-4", b"application/msgpack", mp(RECORDS[:2]),
+                         mp({"gateway": "gw-1", "watermark": 1718708240.5})),
+        "header-end": frames(b"id-5", b"", b"batch-5", b"application/json", js([]), js({"gateway": "gw-1", "end": True})),
+    },
+    # a records array, or the map ingest writes for a batch with a header (records last)
+    "journal_chunk": {
+        "records": mp(RECORDS[:2]),
+        "header": b"\x84" + mp("gateway") + mp("gw-1") + mp("watermark") + mp(1718708240.5) + mp("shard") + mp(3)
+                  + mp("records") + mp(RECORDS[:2]),
+        "end": b"\x84" + mp("gateway") + mp("gw-1") + mp("end") + mp(True) + mp("shard") + mp(0) + mp("records") + mp([]),
     },
 }
 

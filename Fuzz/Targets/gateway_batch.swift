@@ -3,7 +3,8 @@
 // Properties: only records of known applications are kept; the acknowledgement counts every element or says why the
 // batch is unreadable; the reply goes back to the sender's routing frames and its acknowledgement reads back equal
 // in the batch's content type. The record count the rate limit is charged (`recordCount`, read without decoding)
-// is that of the records read, whenever the batch could be read.
+// is that of the records read, whenever the batch could be read. A header (the optional fourth frame) kept is one that
+// reads back equal.
 import RoadSaveModel
 import Wire
 
@@ -21,6 +22,11 @@ public func fuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     if batch.unreadable != nil {
         require(batch.records.isEmpty && batch.acknowledgement.rejected.count == 1
                 && batch.acknowledgement.rejected[0].index == -1, "an unreadable batch is not answered as one")
+    }
+    if let header = batch.header {
+        require(batch.unreadable == nil, "an unreadable batch kept its header")
+        let again = try? GatewayBatchHeader.decode(header.encode(as: batch.contentType), contentType: batch.contentType)
+        require(again == header, "the header does not read back: \(header)")
     }
     if batch.unreadable == nil {
         let elements = batch.records.count + batch.acknowledgement.rejected.count
