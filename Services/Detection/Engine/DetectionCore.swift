@@ -322,9 +322,10 @@ public struct DetectionCore: Sendable {
         }
     }
 
-    /// The shell stored a `commit` (`lastInput`: the sequence number of its last input, when it had inputs).
+    /// The shell stored a `commit` (`lastInput`: the sequence number the store gave its last input, when it had
+    /// inputs; the core counted on it already).
     public mutating func committed(lastInput: Int64?) {
-        if let lastInput { self.lastInput = lastInput }
+        if let lastInput { self.lastInput = max(self.lastInput, lastInput) }
     }
 
     /// A `writeCheckpoint` ended: what it holds is safe, so the inputs before it can go and ingest may drop the
@@ -729,6 +730,9 @@ public struct DetectionCore: Sendable {
         else { return }
         actions.append(.commit(DetectionCommit(inputs: pendingInputs, events: pendingEvents, unapplied: pendingUnapplied,
                                                replies: pendingReplies, at: time.wall)))
+        // The store numbers inputs one after the other: a checkpoint taken next (its order follows this commit's)
+        // holds these, whatever the shell has told yet (`committed` says the same number).
+        lastInput += Int64(pendingInputs.count)
         counts.unappliedKept += pendingUnapplied.count
         pendingInputs.removeAll(keepingCapacity: true)
         pendingEvents.removeAll(keepingCapacity: true)
