@@ -45,7 +45,7 @@ public final class DetectionService: @unchecked Sendable {
     private var checkpointPositions: [String: UInt64] = [:]
     private var platformCallsInFlight = 0
     /// Control commands that came before the service went live ([routing frames], body).
-    private var commandsWhileStarting: [([[UInt8]], [UInt8], String?)] = []
+    private var commandsWhileStarting: [([[UInt8]], [UInt8], CurvePeer?)] = []
     static let maximumCommandsWhileStarting = 1000
     /// Control commands waiting for the settings fetch they need.
     private var waitingCommands: [Int: (request: ControlRequest, text: String, prefix: [[UInt8]], key: String?)] = [:]
@@ -145,7 +145,7 @@ public final class DetectionService: @unchecked Sendable {
             try outboxSocket.setSendTimeout(milliseconds: 1000)
             try outboxSocket.setMaximumMessageSize(FeedServer.maximumRequestBytes)
             try outboxSocket.bind(configuration.eventsEndpoint)
-            outbox = FeedServer(socket: outboxSocket, loop: loop, source: store, log: log)
+            outbox = FeedServer(socket: outboxSocket, loop: loop, source: store, log: log, zap: zap)
             try control.setSendTimeout(milliseconds: 1000)
             try control.setMaximumMessageSize(Self.maximumCommandBytes)
             try OutsideSockets.watch(control, name: "control", loop: loop, log: log)
@@ -297,7 +297,7 @@ public final class DetectionService: @unchecked Sendable {
         for journal in journals where journal.feed != nil { journal.fetchNext() }
         let held = commandsWhileStarting
         commandsWhileStarting.removeAll()
-        for (prefix, body, key) in held { handleCommand(prefix: prefix, body: body, key: key, loop: loop) }
+        for (prefix, body, peer) in held { handleCommand(prefix: prefix, body: body, peer: peer, loop: loop) }
     }
 
     // MARK: Journals
@@ -884,10 +884,10 @@ public final class DetectionService: @unchecked Sendable {
             // [identity, (empty delimiter from REQ,) body]
             guard frames.count >= 2, let body = frames.last else { return true }
             let prefix = Array(frames.dropLast())
-            let key = socket.lastUserID
+            let peer = socket.lastPeer
             switch phase {
             case .live:
-                handleCommand(prefix: prefix, body: body, key: key, loop: loop)
+                handleCommand(prefix: prefix, body: body, peer: peer, loop: loop)
             case .stopping:
                 send(prefix, ControlReply.failure("stopping", "the detection service is shutting down"))
             case .starting, .recovering:
@@ -896,13 +896,17 @@ public final class DetectionService: @unchecked Sendable {
                     send(prefix, ControlReply.failure("recovering", "the detection service is re-running its inputs after a restart; try again in a moment"))
                     return true
                 }
-                commandsWhileStarting.append((prefix, body, key))
+                // Its key is checked when it is handled, against the allow-list in force then.
+                commandsWhileStarting.append((prefix, body, peer))
             }
             return true
         }
     }
 
-    private func handleCommand(prefix: [[UInt8]], body: [UInt8], key: String?, loop: ReactorLoop) {
+    private func handleCommand(prefix: [[UInt8]], body: [UInt8], peer: CurvePeer?, loop: ReactorLoop) {
+        let entry = zap?.entry(for: peer, role: .operator)
+        // The audit names the key as the allow-list in force does; a key it refuses, as it was admitted.
+        let key = (try? entry?.get())?.name ?? peer?.name
         let request: ControlRequest
         do {
             request = try ControlRequest(json: body)
@@ -911,7 +915,7 @@ public final class DetectionService: @unchecked Sendable {
             send(prefix, ControlReply.failure("badRequest", error.message))
             return
         }
-        if let refusal = ControlAccess.refusal(of: request, key: key, allowList: zap?.allowList) {
+        if let refusal = ControlAccess.refusal(of: request, key: entry) {
             audit(command: request, key: key, result: refusal.code, refused: true)
             send(prefix, ControlReply.failure(refusal.code, refusal.message))
             return
