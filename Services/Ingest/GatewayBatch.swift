@@ -24,15 +24,23 @@ struct GatewayBatch {
     /// The gateway's stream and watermark (the optional fourth frame): stored with the records, or alone when the
     /// batch has none (a gateway saying how far it has come).
     var header: GatewayBatchHeader?
+    /// Why the batch was refused whole, unread: its connection's key is no longer listed as it was at the handshake
+    /// (then `acknowledgement` says so, field `key`).
+    var keyRefused: CurveKeyRefusal?
+
+    /// The field of the rejection (at index -1) of a batch whose gateway key is no longer listed.
+    static let keyField = "key"
 
     /// Reads a ROUTER message [identity, (empty delimiter,) batchID, contentType, body (, header)]. Records of applications not in
     /// `applications` are rejected; a batch of more than `maximumBatch` records is refused whole. With a CurveZMQ
-    /// gateway `key`, records of applications the key is not listed for are rejected too (field `app`). Each valid
+    /// gateway `key`, records of applications the key is not listed for are rejected too (field `app`); a key the
+    /// allow-list in force refuses has the batch refused whole, unread, before the rate limit (field `key`). Each valid
     /// record's device goes to `devices` (nil: no limit), which may refuse it (field `user`, with the reason it gives).
     /// Before any of that, `rateLimit` (nil: no limit) is asked about the batch's record count (`recordCount`; 1 for
     /// a body that is not an array) and may refuse the batch whole with its acknowledgement (field `rate`).
     /// `identifiers`: the caller's cache of app and user strings (`MessagePack.decodeRecords`).
-    init(message: [[UInt8]], applications: Set<String>, maximumBatch: Int, key: CurveAllowList.Entry? = nil,
+    init(message: [[UInt8]], applications: Set<String>, maximumBatch: Int,
+         key: Result<CurveAllowList.Entry, CurveKeyRefusal>? = nil,
          identifiers: IdentifierCache? = nil,
          devices: (admit: (DeviceID) -> Bool, refusal: (String) -> String)? = nil,
          rateLimit: ((_ records: Int) -> Acknowledgement?)? = nil) {
@@ -58,6 +66,18 @@ struct GatewayBatch {
             return
         }
         self.contentType = contentType
+        let entry: CurveAllowList.Entry?
+        switch key {
+        case nil:
+            entry = nil
+        case let .success(listed):
+            entry = listed
+        case let .failure(refusal):
+            // Before the rate limit: a key no longer listed must not spend the bucket of the name's new key.
+            keyRefused = refusal
+            acknowledgement = .unreadable(field: Self.keyField, reason: refusal.message)
+            return
+        }
         if rest.count == 4, !rest[3].isEmpty {
             do {
                 header = try GatewayBatchHeader.decode(rest[3], contentType: contentType)
@@ -98,10 +118,10 @@ struct GatewayBatch {
                 acknowledgement.rejected.append(Rejection(index: index, field: error.field, reason: error.reason))
             case let .success(record):
                 // The key's limit first, so a limited key learns nothing about other applications.
-                if let key, !key.allows(application: record.device.app) {
+                if let entry, !entry.allows(application: record.device.app) {
                     acknowledgement.rejected.append(Rejection(
                         index: index, field: "app",
-                        reason: "gateway key \"\(key.name)\" is not allowed to send records of this application"))
+                        reason: "gateway key \"\(entry.name)\" is not allowed to send records of this application"))
                     continue
                 }
                 guard applications.contains(record.device.app) else {

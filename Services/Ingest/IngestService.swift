@@ -57,6 +57,8 @@ public final class IngestService: @unchecked Sendable {
         var unstoredBatches = 0
         /// Batches refused whole, unread, for their gateway's rate limit.
         var rateLimitedBatches = 0
+        /// Batches refused whole, unread, because their connection's key is no longer listed (removed or replaced).
+        var keyRefusedBatches = 0
         var largestGroup = 0
         var rejections = RejectionTally()
         /// Records per readable batch.
@@ -105,7 +107,7 @@ public final class IngestService: @unchecked Sendable {
             try records.setSendTimeout(milliseconds: 0)
             try records.setMaximumMessageSize(FeedServer.maximumRequestBytes)
             try records.bind(configuration.recordsEndpoint)
-            feedServer = FeedServer(socket: records, loop: loop, source: journal, log: log)
+            feedServer = FeedServer(socket: records, loop: loop, source: journal, log: log, zap: zap)
             loop.onReadable(gateways) { [self] socket in serveBatches(socket) }
             loop.every(Self.retentionInterval) { [self] in enforceRetention() }
 
@@ -144,12 +146,13 @@ public final class IngestService: @unchecked Sendable {
         var group: [GatewayBatch] = []
         var records = 0
         socket.drain(limit: Self.groupBatches, failed: { log.error("gateway socket failed", ["error": "\($0)"]) }) { message in
-            let userID = socket.lastUserID
+            // The key's entry in force now: one removed or replaced since the handshake is refused from its next batch.
+            let key = zap?.entry(for: socket.lastPeer, role: .gateway)
             let batch = GatewayBatch(message: message, applications: configuration.applications,
-                                     maximumBatch: configuration.maximumBatch, key: gatewayKey(userID),
+                                     maximumBatch: configuration.maximumBatch, key: key,
                                      identifiers: identifiers, devices: (journal.admit, journal.refusal(forNewDeviceOf:)),
                                      rateLimit: rateLimiter == nil ? nil : { [self] count in
-                                         chargeRate(count, userID: userID)
+                                         chargeRate(count, keyName: try? key?.get().name)
                                      })
             record(batch)
             if batch.records.isEmpty && batch.header == nil {
@@ -183,29 +186,26 @@ public final class IngestService: @unchecked Sendable {
         feedServer?.itemsAdded()
     }
 
-    /// Takes `records` from the gateway's bucket; the refusal's acknowledgement when it is over its limit. Without
-    /// keys the User-Id is nil and every plaintext gateway shares one bucket.
-    private func chargeRate(_ records: Int, userID: String?) -> Acknowledgement? {
+    /// Takes `records` from the gateway's bucket (by its key's name in the allow-list); the refusal's acknowledgement
+    /// when it is over its limit. Without keys the name is nil and every plaintext gateway shares one bucket.
+    private func chargeRate(_ records: Int, keyName: String?) -> Acknowledgement? {
         guard var limiter = rateLimiter else { return nil }
-        let key = GatewayRateLimiter.key(forGateway: zap == nil ? nil : (userID ?? "?"))
+        let key = GatewayRateLimiter.key(forGateway: zap == nil ? nil : (keyName ?? "?"))
         let decision = limiter.admit(records, key: key, now: MonotonicClock.now())
         rateLimiter = limiter
         guard let retryAfterMs = decision.retryAfterMilliseconds else { return nil }
         return limiter.refusal(key: key, records: records, retryAfterMs: retryAfterMs)
     }
 
-    /// The allow-list entry of the key a batch came with; a key removed since its handshake gets an entry that allows
-    /// nothing, so a reload revokes it at once. Nil without keys.
-    private func gatewayKey(_ userID: String?) -> CurveAllowList.Entry? {
-        guard let zap else { return nil }
-        let name = userID ?? "?"
-        return zap.allowList.entry(role: .gateway, name: name)
-            ?? CurveAllowList.Entry(role: .gateway, publicKey: "", name: name, applications: [])
-    }
-
     private func record(_ batch: GatewayBatch) {
         statistics.batches += 1
         statistics.accepted += batch.acknowledgement.accepted
+        if let refusal = batch.keyRefused {
+            statistics.keyRefusedBatches += 1
+            log.warning("batch refused: gateway key no longer listed", ["key": refusal.name, "batch": batch.batchText,
+                                                                         "reason": refusal.message])
+            return
+        }
         if batch.rateLimited {
             // A flooding gateway must not flood the log too: one line per interval, with the count.
             statistics.rateLimitedBatches += 1
@@ -264,9 +264,9 @@ public final class IngestService: @unchecked Sendable {
         var families: [MetricFamily] = [
             .labelled("roadsave_ingest_batches_total", .counter, "Gateway batches answered, by outcome.", label: "outcome", [
                 "acknowledged": statistics.batches - statistics.unreadableBatches - statistics.rateLimitedBatches
-                    - statistics.unstoredBatches,
+                    - statistics.unstoredBatches - statistics.keyRefusedBatches,
                 "unreadable": statistics.unreadableBatches, "rate_limited": statistics.rateLimitedBatches,
-                "unstored": statistics.unstoredBatches,
+                "unstored": statistics.unstoredBatches, "key_refused": statistics.keyRefusedBatches,
             ]),
             statistics.batchSizes.family("roadsave_ingest_batch_records", help: "Records per readable gateway batch."),
             .single("roadsave_ingest_records_accepted_total", .counter, "Records stored in the journal and acknowledged.",
@@ -314,6 +314,7 @@ public final class IngestService: @unchecked Sendable {
                               "rejected": String(statistics.rejected), "unreadable": String(statistics.unreadableBatches),
                               "unstored": String(statistics.unstoredBatches),
                               "rateLimited": String(statistics.rateLimitedBatches),
+                              "keyRefused": String(statistics.keyRefusedBatches),
                               "freedDevices": String(stored.freedDevices), "commits": String(stored.commits),
                               "largestGroup": String(statistics.largestGroup),
                               "droppedUnread": String(stored.droppedUnreadRecordsTotal),

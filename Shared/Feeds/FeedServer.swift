@@ -5,23 +5,32 @@ import ZeroMQ
 /// Serves a `FeedSource` on a ROUTER socket of a reactor loop. A request that finds nothing new is held (up to the
 /// consumer's wait) and answered as soon as `itemsAdded()` says there is more, so a consumer that is caught up
 /// gets new items with no polling delay; when the wait runs out it gets an empty reply, which doubles as a heartbeat.
+///
+/// With keys (`zap`), every request is served only while its connection's key is listed as `service` in the
+/// allow-list in force, under the name it was admitted with; otherwise it is answered with an error and neither read
+/// nor counted as the consumer's acknowledgement. A held request is checked again when it is answered.
 public final class FeedServer {
     private let socket: ZMQSocket
     private let source: any FeedSource
     private let log: Log
-    /// Held requests by consumer identity (one each: a newer request from the same consumer replaces the older).
-    private var held: [[UInt8]: (request: FeedRequest, deadline: Double)] = [:]
+    /// The handler that admitted the consumers' keys (the socket is a CURVE server for `service` keys); nil without keys.
+    private let zap: ZAPHandler?
+    /// Held requests by consumer identity (one each: a newer request from the same consumer replaces the older), with
+    /// the key of the connection they came on.
+    private var held: [[UInt8]: (request: FeedRequest, peer: CurvePeer?, deadline: Double)] = [:]
     private let now: () -> Double
     /// Most requests held at once; beyond it a request is answered at once, empty.
     static let maximumHeld = 4096
     /// The largest frame a feed server's socket needs to accept (ZMQ_MAXMSGSIZE): a request is a small map.
     public static let maximumRequestBytes: Int64 = 64 << 10
 
-    /// Takes over `socket` (a bound ROUTER) on `loop`.
-    public init(socket: ZMQSocket, loop: ReactorLoop, source: any FeedSource, log: Log) {
+    /// Takes over `socket` (a bound ROUTER) on `loop`; `zap`: the handler the socket was secured with for the
+    /// `service` role (`ZAPHandler.secure`), nil without keys.
+    public init(socket: ZMQSocket, loop: ReactorLoop, source: any FeedSource, log: Log, zap: ZAPHandler? = nil) {
         self.socket = socket
         self.source = source
         self.log = log
+        self.zap = zap
         now = { loop.now }
         loop.onReadable(socket) { [unowned self] socket in receive(socket) }
         loop.every(0.05) { [unowned self] in expire() }
@@ -34,7 +43,9 @@ public final class FeedServer {
     public func itemsAdded() {
         guard !held.isEmpty else { return }
         for (identity, entry) in held {
-            if serve(identity: identity, entry.request, mayHold: false, answerEmpty: false) { held[identity] = nil }
+            if serve(identity: identity, entry.request, peer: entry.peer, mayHold: false, answerEmpty: false) {
+                held[identity] = nil
+            }
         }
     }
 
@@ -52,14 +63,15 @@ public final class FeedServer {
                 return true
             }
             held[identity] = nil
-            _ = serve(identity: identity, request, mayHold: true, answerEmpty: true)
+            _ = serve(identity: identity, request, peer: socket.lastPeer, mayHold: true, answerEmpty: true)
             return true
         }
     }
 
-    /// Answers `request` if there is something to say; true when answered.
+    /// Answers `request` of the connection of `peer` if there is something to say; true when answered.
     @discardableResult
-    private func serve(identity: [UInt8], _ request: FeedRequest, mayHold: Bool, answerEmpty: Bool) -> Bool {
+    private func serve(identity: [UInt8], _ request: FeedRequest, peer: CurvePeer?, mayHold: Bool,
+                       answerEmpty: Bool) -> Bool {
         let feed = source.feedID
         let head = source.head
         func reply(_ header: FeedReplyHeader, _ items: [[UInt8]] = []) -> Bool {
@@ -71,6 +83,13 @@ public final class FeedServer {
                 log.warning("feed reply not sent", ["consumer": request.consumer, "error": "\(error)"])
             }
             return true
+        }
+        // Before anything is read or acknowledged: a key removed or replaced since the handshake learns nothing.
+        if case let .failure(refusal)? = zap?.entry(for: peer, role: .service) {
+            log.warning("feed request refused: service key no longer listed",
+                        ["consumer": request.consumer, "key": refusal.name, "reason": refusal.message])
+            return reply(FeedReplyHeader(id: request.id, feed: feed, after: request.after, to: request.after,
+                                         head: head, error: refusal.message))
         }
         guard request.feed == feed else {
             // First contact, or the consumer knew another store: it looks up its position in this one and asks again.
@@ -90,7 +109,7 @@ public final class FeedServer {
         }
         let reachedEnd = request.through.map { batch.to >= $0 } ?? false
         if batch.items.isEmpty, !reachedEnd, mayHold, request.waitMilliseconds > 0, held.count < Self.maximumHeld {
-            held[identity] = (request, now() + Double(request.waitMilliseconds) / 1000)
+            held[identity] = (request, peer, now() + Double(request.waitMilliseconds) / 1000)
             return false
         }
         guard !batch.items.isEmpty || answerEmpty || reachedEnd else { return false }
@@ -105,7 +124,7 @@ public final class FeedServer {
         let time = now()
         for (identity, entry) in held where entry.deadline <= time {
             held[identity] = nil
-            serve(identity: identity, entry.request, mayHold: false, answerEmpty: true)
+            serve(identity: identity, entry.request, peer: entry.peer, mayHold: false, answerEmpty: true)
         }
     }
 }

@@ -108,6 +108,29 @@ public struct CurveAllowList: Sendable, Equatable {
         byName[role]?[name].map { entries[$0] }
     }
 
+    /// The entry that lets a message of a connection in now: the one of the connection's key for `role`, which must
+    /// still carry the name the key was admitted under. A key removed, or replaced under its name by another key,
+    /// or listed under another name since the handshake is refused: its connection stays open, but none of its
+    /// messages is served, and a new handshake decides afresh. `peer` nil (a message without the ZAP handler's
+    /// metadata) is refused too. Every socket that takes messages asks this, so they all refuse alike.
+    public func entry(for peer: CurvePeer?, role: CurveRole) throws(CurveKeyRefusal) -> Entry {
+        guard let peer else {
+            throw CurveKeyRefusal(role: role, name: "?",
+                                  message: "\(role.rawValue) key unknown: the message carries no key from the handshake")
+        }
+        guard let entry = entry(role: role, publicKey: peer.publicKey) else {
+            throw CurveKeyRefusal(role: role, name: peer.name,
+                                  message: "\(role.rawValue) key \"\(peer.name)\" is no longer in the allow-list (removed or "
+                                      + "replaced since this connection's handshake)")
+        }
+        guard entry.name == peer.name else {
+            throw CurveKeyRefusal(role: role, name: peer.name,
+                                  message: "\(role.rawValue) key \"\(peer.name)\" is listed under another name since this "
+                                      + "connection's handshake: connect again")
+        }
+        return entry
+    }
+
     public func count(role: CurveRole) -> Int {
         byKey[role]?.count ?? 0
     }

@@ -14,8 +14,10 @@ public struct ZAPDecision: Sendable, Equatable {
 /// libzmq's authentication handler (ZAP, RFC 27) for CurveZMQ server sockets: a REP socket bound at
 /// `inproc://zeromq.zap.01` in the service's context, on the reactor that owns it. libzmq asks it about every new
 /// connection to a socket with `ZMQ_CURVE_SERVER`; the socket's ZAP domain is the role it serves (`secure(_:role:…)`).
-/// A client whose key is listed for that role is accepted (200) and its messages carry the entry's name as User-Id;
-/// any other is refused (400) at the handshake, before a message of it is read.
+/// A client whose key is listed for that role is accepted (200) and its messages carry the entry's name as User-Id and
+/// the key itself as `publicKeyProperty`; any other is refused (400) at the handshake, before a message of it is read.
+/// libzmq asks only at the handshake: each socket checks every message's key against the list in force
+/// (`CurveAllowList.entry(for:role:)`), so a key removed or replaced by a reload is refused from its next message.
 ///
 /// Bind it before the sockets it guards: a CURVE socket with no ZAP handler accepts every client.
 /// Not thread-safe: it lives on its reactor's thread, like the sockets. `reload()` re-reads the allow-list (SIGHUP);
@@ -48,6 +50,12 @@ public final class ZAPHandler {
     public func reload() throws -> CurveAllowList {
         allowList = try CurveAllowList.read(allowListPath)
         return allowList
+    }
+
+    /// The allow-list entry in force now for a message of `peer` (`ZMQSocket.lastPeer`) on a socket this handler
+    /// secured for `role`, or why the message is refused: see `CurveAllowList.entry(for:role:)`.
+    public func entry(for peer: CurvePeer?, role: CurveRole) -> Result<CurveAllowList.Entry, CurveKeyRefusal> {
+        Result { () throws(CurveKeyRefusal) in try allowList.entry(for: peer, role: role) }
     }
 
     /// Why keys limited to applications are refused on sockets secured with `unlimitedKeysOnly` (one text for the
@@ -84,8 +92,8 @@ public final class ZAPHandler {
         let requestID = request.count > 1 ? request[1] : []
         var decision = ZAPDecision(accepted: false, role: text(2), address: text(3), mechanism: text(5), who: "?",
                                    reason: "")
-        func reply(_ code: String, _ status: String, user: String = "") -> [[UInt8]] {
-            [Array("1.0".utf8), requestID, Array(code.utf8), Array(status.utf8), Array(user.utf8), []]
+        func reply(_ code: String, _ status: String, user: String = "", metadata: [UInt8] = []) -> [[UInt8]] {
+            [Array("1.0".utf8), requestID, Array(code.utf8), Array(status.utf8), Array(user.utf8), metadata]
         }
         guard request.count >= 6, text(0) == "1.0" else {
             decision.reason = "malformed ZAP request"
@@ -113,13 +121,18 @@ public final class ZAPHandler {
         }
         decision.accepted = true
         decision.reason = "listed"
-        return (reply("200", "OK", user: entry.name), decision)
+        return (reply("200", "OK", user: entry.name, metadata: metadata([(publicKeyProperty, key)])), decision)
     }
 
     /// The metadata property an accepted connection's messages carry besides `User-Id`: a number unique to the
     /// connection within this process (libzmq asks the handler once per handshake), so a socket can tell two
     /// connections of the same key apart (`zmq_msg_gets(msg, "Connection")`).
     public static let connectionProperty = "Connection"
+    /// The metadata property with the accepted client's public key (Z85), which the sockets look up in the allow-list
+    /// in force for each message (`ZMQSocket.lastPeer`). Set on every accepted connection: libzmq lets the handler's
+    /// properties win over those the client sends in its own handshake metadata, but fills a name the handler leaves
+    /// out from the client's.
+    public static let publicKeyProperty = "Public-Key"
     private var connections: UInt64 = 0
 
     /// A ZAP reply's metadata frame: ZMTP properties (name length: 1 byte, name, value length: 4 bytes big-endian, value).
@@ -139,7 +152,7 @@ public final class ZAPHandler {
         var (reply, decision) = Self.decide(request, allowList: allowList, limitedKeyRefusal: limitedKeyRefusal)
         if decision.accepted {
             connections += 1
-            reply[reply.count - 1] = Self.metadata([(Self.connectionProperty, String(connections))])
+            reply[reply.count - 1] += Self.metadata([(Self.connectionProperty, String(connections))])
         }
         _ = try? socket.send(reply, dontWait: true)
         report(decision)

@@ -72,11 +72,11 @@ public final class ZMQSocket {
     public let context: ZMQContext
     public let type: ZMQSocketType
     private var handle: UnsafeMutableRawPointer?
-    /// The ZAP User-Id of the last message `receive` returned (the allow-list name of a CurveZMQ client's key), on a
-    /// socket made a CURVE server with `setCurveServer`; nil otherwise. Read it right after the receive (or inside a
-    /// `drain` body): the next receive replaces it.
-    public private(set) var lastUserID: String?
-    private var readsUserID = false
+    /// Who sent the last message `receive` returned (the ZAP User-Id and the key the ZAP handler attached), on a socket
+    /// made a CURVE server with `setCurveServer`; nil otherwise, or when the message carried neither. Read it right
+    /// after the receive (or inside a `drain` body): the next receive replaces it.
+    public private(set) var lastPeer: CurvePeer?
+    private var readsPeer = false
     /// Scratch message for `receive`, allocated once (8-byte aligned as libzmq requires).
     private let message: UnsafeMutablePointer<zmq_msg_t>
 
@@ -273,7 +273,7 @@ public final class ZMQSocket {
     public func setCurveServer(secretKey: [UInt8]) throws(ZMQError) {
         try setOption(ZMQ_CURVE_SERVER, 1, name: "ZMQ_CURVE_SERVER")
         try setOption(ZMQ_CURVE_SECRETKEY, bytes: secretKey, name: "ZMQ_CURVE_SECRETKEY")
-        readsUserID = true
+        readsPeer = true
     }
 
     /// CurveZMQ client side: the server's public key and this client's key pair (32 bytes each, or 40 Z85 chars).
@@ -375,12 +375,6 @@ public final class ZMQSocket {
         }
     }
 
-    /// `receive`, with the message's ZAP User-Id (see `lastUserID`).
-    public func receiveWithMetadata(dontWait: Bool = false) throws(ZMQError) -> (frames: [[UInt8]], userID: String?)? {
-        guard let frames = try receive(dontWait: dontWait) else { return nil }
-        return (frames, lastUserID)
-    }
-
     /// `receive`, with the metadata `properties` of the message's first frame (`zmq_msg_gets`): `User-Id` (the ZAP
     /// handler's name for the peer's key), `Socket-Type`, `Peer-Address`, or any property the ZAP handler returned.
     /// A property the message does not carry is absent from the dictionary. On an XPUB, subscription messages carry
@@ -414,8 +408,8 @@ public final class ZMQSocket {
         // libzmq delivers multipart messages atomically: once the first frame is here the rest are too, so later frames
         // are read without DONTWAIT.
         var flags: Int32 = dontWait ? ZMQ_DONTWAIT : 0
-        var userID: String?
-        defer { if readsUserID { lastUserID = userID } }
+        var peer: CurvePeer?
+        defer { if readsPeer { lastPeer = peer } }
         while true {
             zmq_msg_init(message)
             var rc: Int32
@@ -429,9 +423,12 @@ public final class ZMQSocket {
                 throw ZMQError(code: code, operation: "zmq_msg_recv(\(type) frame \(frames.count + 1))")
             }
             if frames.isEmpty { firstFrame?(message) }
-            if readsUserID && userID == nil {
+            if readsPeer && peer == nil {
                 // The metadata sits on every frame from the wire (not on the routing-id frame a ROUTER adds).
-                userID = zmq_msg_gets(message, "User-Id").map { String(cString: $0) }
+                if let name = zmq_msg_gets(message, "User-Id"),
+                   let publicKey = zmq_msg_gets(message, ZAPHandler.publicKeyProperty) {
+                    peer = CurvePeer(name: String(cString: name), publicKey: String(cString: publicKey))
+                }
             }
             let size = zmq_msg_size(message)
             let data = zmq_msg_data(message)

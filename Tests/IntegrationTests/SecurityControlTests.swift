@@ -122,6 +122,38 @@ struct SecurityControlTests {
         #expect(detect.isRunning)
     }
 
+    /// alice (app-1 only) has a connection open; her line is replaced by another key under her name (for every
+    /// application), or removed, and SIGHUP: her next command on that connection is forbidden, and audited as refused.
+    @Test(arguments: KeyChange.allCases)
+    func anOperatorKeyChangedBySIGHUPIsRefusedOnTheConnectionItHasOpen(_ change: KeyChange) async throws {
+        let keys = try await Keys()
+        defer { keys.remove() }
+        let newKey = try await makeKey("alice-new", role: "operator", in: keys.folder)
+        let (detect, control) = try await Self.startDetect(keys)
+        defer { detect.kill() }
+        let held = try HeldConnection("control", endpoint: control, serverKey: keys.serverPublic, key: keys.path("alice.key"),
+                                      requests: [Self.command("app-1"), Self.command("app-2", user: "op-user-2")],
+                                      holdBefore: 1)
+        defer { held.stop() }
+        let before = try #require(await held.reply(0) as? [String: Any], "\(held.child.tail())\n\(detect.tail())")
+        #expect(before.string("error") != "forbidden", "\(before)")
+        try #require(await held.holding(), "\(held.child.tail())")
+
+        let reloaded = try await apply(change, role: "operator", name: "alice", newKey: newKey, allowList: keys.allowList,
+                                       reloading: [detect])
+        try #require(reloaded, "\(detect.tail())")
+        try held.resume()
+        let after = try #require(await held.reply(1) as? [String: Any], "\(held.child.tail())\n\(detect.tail())")
+        #expect(after["ok"] as? Bool == false && after.string("error") == "forbidden", "\(after)")
+        #expect(after.string("message")
+                == "operator key \"alice\" is no longer in the allow-list (removed or replaced since this connection's handshake)",
+                "\(after)")
+        #expect(held.handshakes == 1, "both commands over the one connection\n\(held.child.tail())")
+        let refused = detect.stderr.filter { $0.text.contains("msg=\"control command refused\"") }
+        #expect(refused.count == 1 && refused[0].text.contains("key=alice") && refused[0].text.contains("user=op-user-2")
+                && refused[0].text.contains("result=forbidden"), "\(detect.tail())")
+    }
+
     @Test func aNonLoopbackControlBindWithoutKeysNeedsInsecure() async throws {
         let ports = Ports.reserve(3)
         let data = FileManager.default.temporaryDirectory.appendingPathComponent("roadsave-curve-\(UUID().uuidString.prefix(8))")

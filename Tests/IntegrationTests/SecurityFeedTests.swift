@@ -10,7 +10,8 @@ import Testing
 /// pyzmq (`feed_client.py`); gateways use `roadsave send --key`, subscribers `subscriber.py` with pyzmq's curve options.
 @Suite("SecurityFeed", .serialized)
 struct SecurityFeedTests {
-    /// Service keys ingest, detect, notify (detect and notify listed as service), a gateway key and a subscriber key.
+    /// Service keys ingest, detect, notify (detect and notify listed as service), a gateway key, a subscriber key, and
+    /// a service key `reader` that no service uses (an outside reader of the feeds).
     struct Keys {
         let folder: URL
         func path(_ name: String) -> String { folder.appendingPathComponent(name).path }
@@ -20,7 +21,7 @@ struct SecurityFeedTests {
             folder = FileManager.default.temporaryDirectory.appendingPathComponent("roadsave-curve-\(UUID().uuidString.prefix(8))")
             var lines: [String] = []
             for (name, role, listed) in [("ingest", "service", false), ("detect", "service", true), ("notify", "service", true),
-                                         ("gw", "gateway", true), ("sub", "subscriber", true)] {
+                                         ("gw", "gateway", true), ("sub", "subscriber", true), ("reader", "service", true)] {
                 let made = try await SecurityTests.Keys.roadsave(["keygen", name, "--directory", folder.path, "--role", role])
                 let line = try #require(made.first { $0.hasPrefix("allow-list line: ") })
                 if listed { lines.append(String(line.dropFirst("allow-list line: ".count))) }
@@ -173,6 +174,64 @@ struct SecurityFeedTests {
             #expect(refused - refusedBefore >= 2, "\(feed.server.tail())")
         }
         #expect(pipeline.children.allSatisfy { $0.isRunning })
+    }
+
+    /// The reader key has a connection open to each feed (ingest's journal, detection's outbox) and has read it; its
+    /// line is replaced by another key under its name, or removed, and both services get SIGHUP: the next request on
+    /// each connection is answered with an error and no items. The services' own links, with keys of their own, go on.
+    @Test(arguments: KeyChange.allCases)
+    func aServiceKeyChangedBySIGHUPIsRefusedOnTheFeedConnectionsItHasOpen(_ change: KeyChange) async throws {
+        let keys = try await Keys()
+        defer { keys.remove() }
+        let newKey = try await makeKey("reader-new", role: "service", in: keys.folder)
+        let pipeline = try await Pipeline(keys)
+        defer { pipeline.kill() }
+        #expect(try await pipeline.sendProbe(user: "held-feed-driver") == 0, "\(pipeline.logs())")
+
+        func request(_ id: Int, ofTheFeed: Bool) -> [String: Any] {
+            var request: [String: Any] = ["id": id, "after": 0, "max": 1000, "maxBytes": 1 << 20, "ack": 0,
+                                          "consumer": "held-reader", "wait": 0]
+            if ofTheFeed { request["feed"] = "@" }  // the feed the first reply named
+            return request
+        }
+        let feeds = [(endpoint: pipeline.records, serverKey: keys.path("ingest.key.pub"), server: pipeline.ingest),
+                     (endpoint: pipeline.events, serverKey: keys.path("detect.key.pub"), server: pipeline.detect)]
+        let held = try feeds.map { feed in
+            try HeldConnection("feed", endpoint: feed.endpoint, serverKey: feed.serverKey, key: keys.path("reader.key"),
+                               requests: [request(1, ofTheFeed: false), request(2, ofTheFeed: true), request(3, ofTheFeed: true)],
+                               holdBefore: 2)
+        }
+        defer { for connection in held { connection.stop() } }
+        func header(_ reply: Any?) -> [String: Any]? { (reply as? [String: Any])?["header"] as? [String: Any] }
+        for (connection, feed) in zip(held, feeds) {
+            let named = try #require(header(await connection.reply(0)), "\(connection.child.tail())\n\(feed.server.tail())")
+            #expect(named.string("error") == nil && named.string("feed") != nil, "\(named)")
+            let read = try #require(await connection.reply(1) as? [String: Any], "\(connection.child.tail())")
+            #expect(header(read)?.string("error") == nil, "\(read)")
+            try #require(await connection.holding(), "\(connection.child.tail())")
+        }
+        // The journal held the probe's records, and the reader got them.
+        #expect(((await held[0].reply(1) as? [String: Any])?.number("items") ?? 0) > 0)
+
+        let reloaded = try await apply(change, role: "service", name: "reader", newKey: newKey, allowList: keys.allowList,
+                                       reloading: [pipeline.ingest, pipeline.detect])
+        try #require(reloaded, "\(pipeline.logs())")
+        for connection in held { try connection.resume() }
+        for (connection, feed) in zip(held, feeds) {
+            let after = try #require(await connection.reply(2) as? [String: Any], "\(connection.child.tail())\n\(feed.server.tail())")
+            #expect(header(after)?.string("error")
+                    == "service key \"reader\" is no longer in the allow-list (removed or replaced since this connection's handshake)",
+                    "\(feed.endpoint): \(after)")
+            #expect(after.number("items") == 0, "\(after)")
+            #expect(connection.handshakes == 1, "every request over the one connection\n\(connection.child.tail())")
+            #expect(feed.server.stderr.contains { $0.text.contains("msg=\"feed request refused: service key no longer listed\"")
+                && $0.text.contains("key=reader") }, "\(feed.server.tail())")
+        }
+        #expect(!pipeline.children.contains { child in
+            child.stderr.contains { line in
+                ["refused a request", "refused the request", "connection refused"].contains { line.text.contains($0) }
+            }
+        }, "\(pipeline.logs())")
     }
 
     /// The feed sockets a service binds join the loopback check, and so does a link to an upstream on another machine.

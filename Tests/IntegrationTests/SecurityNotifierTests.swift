@@ -74,6 +74,43 @@ struct SecurityNotifierTests {
                 "\(notifier.logs())")
     }
 
+    /// dash (demo-app only) has a catch-up connection open; its line is replaced by another key under its name (for
+    /// every application), or removed, and SIGHUP: its next request on that connection is answered with an error and
+    /// no event, of either application.
+    @Test(arguments: KeyChange.allCases)
+    func aSubscriberKeyChangedBySIGHUPIsRefusedOnTheCatchUpConnectionItHasOpen(_ change: KeyChange) async throws {
+        let keys = try await Keys()
+        defer { keys.remove() }
+        let newKey = try await makeKey("dash-new", role: "subscriber", in: keys.folder)
+        let all = Self.events()
+        let keyed = try await KeyedNotifier(all, serverSecret: keys.serverSecret, allowList: keys.allowList)
+        defer { keyed.stop() }
+        let notifier = keyed.notifier
+        try #require(await keyed.storedAll(), "\(notifier.logs())")
+        let current = try #require(notifier.current)
+        let held = try HeldConnection("catch-up", endpoint: notifier.catchUpEndpoint, serverKey: keys.serverPublic,
+                                      key: keys.path("dash.key"), requests: [["after": 0], ["after": 0]], holdBefore: 1)
+        defer { held.stop() }
+        let before = try #require(await held.reply(0) as? [String: Any], "\(held.child.tail())\n\(notifier.logs())")
+        let events = try #require(before["events"] as? [[String: Any]], "\(before)")
+        #expect(events.count == all.count / 2, "\(before)")
+        #expect(events.allSatisfy { ($0["event"] as? [String: Any])?.string("app") == "demo-app" }, "\(before)")
+        try #require(await held.holding(), "\(held.child.tail())")
+
+        let reloaded = try await apply(change, role: "subscriber", name: "dash", newKey: newKey, allowList: keys.allowList,
+                                       reloading: [current])
+        try #require(reloaded, "\(notifier.logs())")
+        try held.resume()
+        let after = try #require(await held.reply(1) as? [String: Any], "\(held.child.tail())\n\(notifier.logs())")
+        #expect(after.string("error")
+                == "subscriber key \"dash\" is no longer in the allow-list (removed or replaced since this connection's handshake)",
+                "\(after)")
+        #expect(after["events"] == nil && after.count == 1, "\(after)")
+        #expect(held.handshakes == 1, "both requests over the one connection\n\(held.child.tail())")
+        #expect(current.stderr.contains { $0.text.contains("msg=\"catch-up request refused: subscriber key no longer listed\"")
+            && $0.text.contains("key=dash") }, "\(notifier.logs())")
+    }
+
     @Test func everySubscriberOnThePublisherNeedsAListedKey() async throws {
         let keys = try await Keys()
         defer { keys.remove() }

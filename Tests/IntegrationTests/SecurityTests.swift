@@ -120,6 +120,55 @@ struct SecurityTests {
         #expect(ingest.isRunning, "SIGHUP must reload, not stop")
     }
 
+    /// One location record per application, of users `held-BATCH-i`, as `held_connection.py` sends a batch.
+    static func records(_ apps: [String], batch: Int) -> [[String: Any]] {
+        let t = Int(Date().timeIntervalSince1970) - 60
+        return apps.enumerated().map { index, app in
+            ["kind": "location", "app": app, "user": "held-\(batch)-\(index)", "seq": 0, "t": t, "lat": -33.9249,
+             "lon": 18.4241, "speed": 1.5, "course": 90, "hacc": 5]
+        }
+    }
+
+    /// gw-1's line replaced by another key under the same name (for every application), or removed, and SIGHUP: the
+    /// next batch on the connection gw-1's key already has open is refused whole (field `key`, nothing accepted); the
+    /// name's new key is served under it.
+    @Test(arguments: KeyChange.allCases)
+    func aGatewayKeyChangedBySIGHUPIsRefusedOnTheConnectionItHasOpen(_ change: KeyChange) async throws {
+        let keys = try await Keys()
+        defer { keys.remove() }
+        let newKey = try await makeKey("gw-1-new", role: "gateway", in: keys.folder)
+        let (ingest, endpoint, _) = try await Self.startIngest(keys)
+        defer { ingest.kill() }
+        let held = try HeldConnection("gateway", endpoint: endpoint, serverKey: keys.serverPublic, key: keys.gatewaySecret,
+                                      requests: [Self.records(["app-1"], batch: 0), Self.records(["app-1", "app-2"], batch: 1)],
+                                      holdBefore: 1)
+        defer { held.stop() }
+        let before = try #require(await held.reply(0) as? [String: Any], "\(held.child.tail())\n\(ingest.tail())")
+        #expect(before.number("accepted") == 1, "\(before)")
+        try #require(await held.holding(), "\(held.child.tail())")
+
+        let reloaded = try await apply(change, role: "gateway", name: "gw-1", newKey: newKey, allowList: keys.allowList,
+                                       reloading: [ingest])
+        try #require(reloaded, "\(ingest.tail())")
+        try held.resume()
+        let after = try #require(await held.reply(1) as? [String: Any], "\(held.child.tail())\n\(ingest.tail())")
+        #expect(after.number("accepted") == 0, "\(after)")
+        let rejected = after["rejected"] as? [[String: Any]] ?? []
+        #expect(rejected.count == 1 && rejected.first?.number("index") == -1 && rejected.first?.string("field") == "key",
+                "\(after)")
+        #expect(rejected.first?.string("reason")
+                == "gateway key \"gw-1\" is no longer in the allow-list (removed or replaced since this connection's handshake)",
+                "\(after)")
+        #expect(held.handshakes == 1, "both batches over the one connection\n\(held.child.tail())")
+        #expect(ingest.stderr.contains { $0.text.contains("msg=\"batch refused: gateway key no longer listed\"")
+            && $0.text.contains("key=gw-1") }, "\(ingest.tail())")
+        if change == .replaced {
+            let fresh = try await Self.send(apps: ["app-1", "app-2"], to: endpoint, keys: keys,
+                                            clientKey: keys.folder.appendingPathComponent("gw-1-new.key").path)
+            #expect(fresh?.number("accepted") == 2, "\(String(describing: fresh))")
+        }
+    }
+
     @Test func aSecretKeyFileReadableByOthersIsRefused() async throws {
         let keys = try await Keys()
         defer { keys.remove() }

@@ -35,7 +35,7 @@ import ZeroMQ
 
     func held(_ peer: String, at deadline: Double) -> HeldCatchUps.Held {
         HeldCatchUps.Held(route: [Array(peer.utf8), []], request: CatchUpRequest(start: .position(1), waitMilliseconds: 100),
-                          userID: "dash", deadline: deadline)
+                          sender: CurvePeer(name: "dash", publicKey: String(repeating: "d", count: 40)), deadline: deadline)
     }
 
     @Test func heldRequestsAreBoundedKeptInOrderAndDroppedWithTheirPeer() {

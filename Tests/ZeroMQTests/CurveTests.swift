@@ -65,7 +65,8 @@ struct CurveTests {
             ["1.0", "7", domain, "127.0.0.1", "", mechanism].map { Array($0.utf8) } + [key]
         }
         let accepted = ZAPHandler.decide(request(domain: "gateway", key: binaryKey), allowList: list)
-        #expect(accepted.reply.map { String(decoding: $0, as: UTF8.self) } == ["1.0", "7", "200", "OK", "gw-1", ""])
+        #expect(accepted.reply.dropLast().map { String(decoding: $0, as: UTF8.self) } == ["1.0", "7", "200", "OK", "gw-1"])
+        #expect(accepted.reply.last == ZAPHandler.metadata([(ZAPHandler.publicKeyProperty, client.publicKey)]))
         let wrongRole = ZAPHandler.decide(request(domain: "operator", key: binaryKey), allowList: list)
         #expect(String(decoding: wrongRole.reply[2], as: UTF8.self) == "400" && !wrongRole.decision.accepted)
         let plain = ZAPHandler.decide(["1.0", "7", "gateway", "127.0.0.1", "", "NULL"].map { Array($0.utf8) }, allowList: list)

@@ -8,18 +8,22 @@ enum ControlAccess {
         var message: String
     }
 
-    /// Nil when the command may run. `key` is the allow-list name libzmq gave the message (ZAP User-Id).
-    static func refusal(of request: ControlRequest, key: String?, allowList: CurveAllowList?) -> Refusal? {
-        guard let allowList else { return nil }
-        // A key removed from the list since its handshake is refused from the next command on.
-        guard let key, let entry = allowList.entry(role: .operator, name: key) else {
-            return Refusal(code: "forbidden", message: "operator key \"\(key ?? "?")\" is no longer in the allow-list")
+    /// Nil when the command may run. `key`: the allow-list entry in force of the key the command's connection was
+    /// admitted with, or why that key is refused now (`CurveAllowList.entry(for:role:)`); nil without keys.
+    static func refusal(of request: ControlRequest, key: Result<CurveAllowList.Entry, CurveKeyRefusal>?) -> Refusal? {
+        switch key {
+        case nil:
+            return nil
+        case let .failure(refusal):
+            // A key removed or replaced since its handshake is refused from the next command on.
+            return Refusal(code: "forbidden", message: refusal.message)
+        case let .success(entry):
+            guard entry.allows(application: request.app) else {
+                return Refusal(code: "forbidden",
+                               message: "operator key \"\(entry.name)\" may not control application \"\(request.app)\" "
+                                   + "(it is listed for \(entry.applicationsText))")
+            }
+            return nil
         }
-        guard entry.allows(application: request.app) else {
-            return Refusal(code: "forbidden",
-                           message: "operator key \"\(entry.name)\" may not control application \"\(request.app)\" "
-                               + "(it is listed for \(entry.applicationsText))")
-        }
-        return nil
     }
 }

@@ -90,7 +90,7 @@ public final class DetectionService: @unchecked Sendable {
             try outboxSocket.setSendTimeout(milliseconds: 1000)
             try outboxSocket.setMaximumMessageSize(FeedServer.maximumRequestBytes)
             try outboxSocket.bind(configuration.eventsEndpoint)
-            outbox = FeedServer(socket: outboxSocket, loop: loop, source: store, log: log)
+            outbox = FeedServer(socket: outboxSocket, loop: loop, source: store, log: log, zap: zap)
             try control.setSendTimeout(milliseconds: 1000)
             try control.setMaximumMessageSize(Self.maximumCommandBytes)
             try OutsideSockets.watch(control, name: "control", loop: loop, log: log)
@@ -219,7 +219,11 @@ public final class DetectionService: @unchecked Sendable {
         socket.drain(limit: 1000, failed: { log.error("control socket failed", ["error": "\($0)"]) }) { frames in
             // [identity, (empty delimiter from REQ,) body]
             guard frames.count >= 2, let body = frames.last else { return true }
-            let key = socket.lastUserID
+            // The key's entry in force now: one removed or replaced since the handshake is refused from its next
+            // command. The audit names the key as the allow-list in force does; a key it refuses, as it was admitted.
+            let peer = socket.lastPeer
+            let entry = zap?.entry(for: peer, role: .operator)
+            let key = (try? entry?.get())?.name ?? peer?.name
             let target = ControlTarget(frames: Array(frames.dropLast()), key: zap == nil ? nil : key ?? "?")
             let request: ControlRequest
             do throws(ControlRequest.Invalid) {
@@ -228,7 +232,7 @@ public final class DetectionService: @unchecked Sendable {
                 refuse(target, nil, code: "badRequest", message: error.message)
                 return true
             }
-            if let refusal = ControlAccess.refusal(of: request, key: key, allowList: zap?.allowList) {
+            if let refusal = ControlAccess.refusal(of: request, key: entry) {
                 refuse(target, request, code: refusal.code, message: refusal.message)
                 return true
             }

@@ -10,14 +10,17 @@ import ZeroMQ
 /// stored events (`stored()`, after the commit) and one is for that key, or until its wait ends. Held requests are
 /// answered in the order they came. The ROUTER is mandatory (`ZMQ_ROUTER_MANDATORY`): a reply to a peer that is
 /// gone fails, and that peer's other held requests are dropped.
+///
+/// With keys, each request is answered for its connection's key as the allow-list lists it when the answer is made,
+/// a held one too: a key removed or replaced since the handshake gets `{"error": …}` and no events.
 final class CatchUpServer {
     private let socket: ZMQSocket
     private let store: NotifierStore
     private let format: EventFormat
     private let retentionAge: Double
     private let log: Log
-    /// The subscriber key's allow-list entry for a request's ZAP User-Id; nil without keys.
-    private let subscriberKey: (String?) -> CurveAllowList.Entry?
+    /// The handler that admitted the subscribers' keys; nil without keys (every application).
+    private let zap: ZAPHandler?
     private let loop: ReactorLoop
     private(set) var held: HeldCatchUps
     private var deadlineTimer: (id: TimerID, at: Double)?
@@ -25,12 +28,11 @@ final class CatchUpServer {
     private(set) var requests: [NotifierMetrics.CatchUpOutcome: Int] = [:]
 
     init(socket: ZMQSocket, loop: ReactorLoop, store: NotifierStore, format: EventFormat, retentionAge: Double, log: Log,
-         maximumHeld: Int = HeldCatchUps.defaultCapacity,
-         subscriberKey: @escaping (String?) -> CurveAllowList.Entry? = { _ in nil }) {
+         maximumHeld: Int = HeldCatchUps.defaultCapacity, zap: ZAPHandler? = nil) {
         self.socket = socket
         self.loop = loop
         held = HeldCatchUps(capacity: maximumHeld)
-        self.subscriberKey = subscriberKey
+        self.zap = zap
         self.store = store
         self.format = format
         self.retentionAge = retentionAge
@@ -45,13 +47,19 @@ final class CatchUpServer {
                 log.warning("catch-up request skipped: expected one frame", ["frames": String(frames.count - 1)])
                 return true
             }
-            take(frames[frames.count - 1], route: Array(frames.dropLast()), userID: socket.lastUserID)
+            take(frames[frames.count - 1], route: Array(frames.dropLast()), peer: socket.lastPeer)
             return true
         }
     }
 
+    /// The subscriber key's entry in force for a request of `peer` (nil without keys); throws when the key was removed
+    /// or replaced since its handshake.
+    private func key(for peer: CurvePeer?) throws(CurveKeyRefusal) -> CurveAllowList.Entry? {
+        try zap?.entry(for: peer, role: .subscriber).get()
+    }
+
     /// One request: answered now, or held (a long-poll that found nothing for its key).
-    private func take(_ frame: [UInt8], route: [[UInt8]], userID: String?) {
+    private func take(_ frame: [UInt8], route: [[UInt8]], peer: CurvePeer?) {
         let request: CatchUpRequest
         do {
             request = try CatchUpRequest(json: frame)
@@ -63,8 +71,12 @@ final class CatchUpServer {
         let found: Found
         do {
             found = try Self.reply(request, store: store, format: format, retentionAge: retentionAge,
-                                   key: subscriberKey(userID))
+                                   key: key(for: peer))
         } catch {
+            if let refusal = error as? CurveKeyRefusal {
+                log.warning("catch-up request refused: subscriber key no longer listed",
+                            ["key": refusal.name, "reason": refusal.message])
+            }
             requests[(error as? CatchUpRequest.Problem)?.isGap == true ? .gap : .refused, default: 0] += 1
             send(Self.error(error), to: route)
             return
@@ -76,9 +88,9 @@ final class CatchUpServer {
         }
         var waiting = request
         waiting.start = .position(found.next)
-        guard held.hold(HeldCatchUps.Held(route: route, request: waiting, userID: userID,
+        guard held.hold(HeldCatchUps.Held(route: route, request: waiting, sender: peer,
                                           deadline: loop.now + Double(wait) / 1000)) else {
-            log.warning("catch-up long-poll refused: too many held", ["held": String(held.count), "key": userID ?? "none"])
+            log.warning("catch-up long-poll refused: too many held", ["held": String(held.count), "key": peer?.name ?? "none"])
             send(Self.error("waitMs: \(held.capacity) requests are waiting already; ask again later, or without waitMs"), to: route)
             return
         }
@@ -94,7 +106,7 @@ final class CatchUpServer {
         for var waiting in held.takeAll() where !gone.contains(waiting.peer) {
             do {
                 let found = try Self.reply(waiting.request, store: store, format: format, retentionAge: retentionAge,
-                                           key: subscriberKey(waiting.userID))
+                                           key: key(for: waiting.sender))
                 if found.isEmptyAtHead {
                     waiting.request.start = .position(found.next)
                     stillWaiting.append(waiting)
@@ -128,7 +140,7 @@ final class CatchUpServer {
             let bytes: [UInt8]
             do {
                 bytes = try Self.reply(waiting.request, store: store, format: format, retentionAge: retentionAge,
-                                       key: subscriberKey(waiting.userID)).bytes
+                                       key: key(for: waiting.sender)).bytes
             } catch {
                 bytes = Self.error(error)
             }
@@ -168,6 +180,7 @@ final class CatchUpServer {
 
     static func error(_ error: any Error) -> [UInt8] {
         if let problem = error as? CatchUpRequest.Problem { return Self.error(problem.message) }
+        if let refusal = error as? CurveKeyRefusal { return Self.error(refusal.message) }
         return Self.error("the store failed: \(error)")
     }
 

@@ -1,3 +1,5 @@
+import ZeroMQ
+
 /// Catch-up long-polls (`waitMs`) that found nothing for their key, waiting for an event, in the order they came, at
 /// most `capacity` at once (each holds a peer's route and a request: a flood of them must not grow memory without
 /// bound). A value: the tests drive it without sockets; `CatchUpServer` answers what it returns.
@@ -7,8 +9,9 @@ struct HeldCatchUps {
         var route: [[UInt8]]
         /// The request, from the position already examined (nothing for this key up to there).
         var request: CatchUpRequest
-        /// The ZAP User-Id it came with: the key is looked up again at each answer (a revoked key sees nothing).
-        var userID: String?
+        /// The key of the connection it came on: looked up again at each answer (a key removed or replaced since is
+        /// answered with an error).
+        var sender: CurvePeer?
         /// Monotonic seconds when it is answered with no events.
         var deadline: Double
 

@@ -141,15 +141,6 @@ public final class NotifierService: @unchecked Sendable {
                               reactor: reactor, log: log, clients: "subscribers", unlimitedKeysOnly: unlimitedKeysOnly)
     }
 
-    /// The allow-list entry of the key a catch-up request came with; a key removed since its handshake gets an entry
-    /// that allows nothing, so a reload revokes it at once. Nil without keys (every application).
-    private func subscriberKey(_ userID: String?) -> CurveAllowList.Entry? {
-        guard let zap else { return nil }
-        let name = userID ?? "?"
-        return zap.allowList.entry(role: .subscriber, name: name)
-            ?? CurveAllowList.Entry(role: .subscriber, publicKey: "", name: name, applications: [])
-    }
-
     static func subscriberEntries(_ list: CurveAllowList) -> [String: CurveAllowList.Entry] {
         Dictionary(list.entries.filter { $0.role == .subscriber }.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
     }
@@ -214,8 +205,8 @@ public final class NotifierService: @unchecked Sendable {
                        unlimitedKeysOnly: liveFiltering == .unlimitedKeysOnly ? LiveFiltering.refusal : nil)
             if let zap {
                 if liveFiltering == .manual {
-                    subscriptionGate = try SubscriptionGate(socket: publisher, loop: loop, log: log) { [unowned self] name in
-                        self.zap?.allowList.entry(role: .subscriber, name: name)
+                    subscriptionGate = try SubscriptionGate(socket: publisher, loop: loop, log: log) { [unowned self] peer in
+                        try? self.zap?.entry(for: peer, role: .subscriber).get()
                     }
                 } else {
                     let version = libzmqVersion
@@ -264,8 +255,7 @@ public final class NotifierService: @unchecked Sendable {
             try socket.bind(endpoint)
             catchUpSocket = socket
             catchUp = CatchUpServer(socket: socket, loop: loop, store: store, format: configuration.publishFormat,
-                                    retentionAge: configuration.retentionAge, log: log,
-                                    subscriberKey: { [unowned self] in subscriberKey($0) })
+                                    retentionAge: configuration.retentionAge, log: log, zap: zap)
         }
         for (index, endpoint) in configuration.eventsEndpoints.enumerated() {
             let upstream = UpstreamFeed(endpoint: endpoint, now: loop.now)

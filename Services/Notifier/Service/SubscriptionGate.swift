@@ -3,22 +3,23 @@ import ZeroMQ
 
 /// The shell of the live socket's subscriptions when subscribers have CurveZMQ keys: the XPUB runs with
 /// `ZMQ_XPUB_MANUAL`, so libzmq applies no subscription itself. Each subscription message is read with the sender's
-/// key name (ZAP `User-Id`) and connection number, `LiveSubscriptions` decides, and the prefixes are applied with
+/// key (its name, ZAP `User-Id`, and the key itself) and connection number, the key's entry in force is looked up
+/// (nil for a key removed or replaced since its handshake), `LiveSubscriptions` decides, and the prefixes are applied with
 /// ZMQ_SUBSCRIBE / ZMQ_UNSUBSCRIBE, which libzmq applies to the connection of the message just received. Nothing else
 /// of libzmq is called between that receive and those calls. On the reactor thread.
 final class SubscriptionGate {
     private let socket: ZMQSocket
     private let log: Log
-    /// The allow-list entry of a subscriber key name now; nil when it is not listed (any more).
-    private let entry: (String) -> CurveAllowList.Entry?
+    /// The allow-list entry in force of a connection's subscriber key; nil when it is not listed (any more) as it was.
+    private let entry: (CurvePeer) -> CurveAllowList.Entry?
     private(set) var subscriptions = LiveSubscriptions()
     /// A message that is not a subscription came in (only an XSUB peer sends one): libzmq 4.3 then pairs the next
     /// subscriptions with the wrong connection until its queue is empty, so none of them is applied until then.
     private var misaligned = false
 
-    static let properties = ["User-Id", ZAPHandler.connectionProperty]
+    static let properties = ["User-Id", ZAPHandler.publicKeyProperty, ZAPHandler.connectionProperty]
 
-    init(socket: ZMQSocket, loop: ReactorLoop, log: Log, entry: @escaping (String) -> CurveAllowList.Entry?) throws {
+    init(socket: ZMQSocket, loop: ReactorLoop, log: Log, entry: @escaping (CurvePeer) -> CurveAllowList.Entry?) throws {
         self.socket = socket
         self.log = log
         self.entry = entry
@@ -64,7 +65,7 @@ final class SubscriptionGate {
                         ["key": name, "prefix": prefix])
             return
         }
-        let key = entry(name)
+        let key = properties[ZAPHandler.publicKeyProperty].flatMap { entry(CurvePeer(name: name, publicKey: $0)) }
         let change: LiveSubscriptions.Change
         if kind == 1 {
             change = subscriptions.subscribe(connection: connection, key: key, requested: requested)
