@@ -707,7 +707,6 @@ public enum SendCommand {
             }
         }
 
-
         /// Sends whose answer is overdue count as attempts; a batch out of attempts ends the send.
         private func expire(now: Double) throws(CommandExit) {
             for id in order {

@@ -72,7 +72,11 @@ import Testing
         second.time = first.time
         second.start()
         #expect(!second.core.isLive, "waiting for the journal to name itself")
-        while !second.core.isLive { #expect(second.answer()) }
+        while !second.core.isLive {
+            let answered = second.answer()
+            #expect(answered)
+            if !answered { break }
+        }
         #expect(second.core.counts.recoveredInputs == first.storedInputs.count)
         #expect(second.events.map(\.eventID) == first.events.map(\.eventID))
         #expect(second.storedInputs.filter { if case .resumed = $0 { false } else { true } }.isEmpty,
@@ -207,7 +211,8 @@ import Testing
         driver.finishCheckpoint()
         #expect(driver.forgotten == order.input)
         #expect(driver.core.checkpointInput == order.input)
-        #expect(driver.outstanding?.checkpointed == 1, "the journal learns what it may drop")
+        driver.run(0.1)
+        #expect(driver.outstanding?.checkpointed == 1, "the journal learns what it may drop with the next request")
     }
 
     @Test func aCheckpointThatFailedIsWrittenWithTheNext() throws {
