@@ -86,10 +86,17 @@ struct PipelineDurabilityTests {
             let folder = FileManager.default.temporaryDirectory.appendingPathComponent("roadsave-it-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             defer { try? FileManager.default.removeItem(at: folder) }
-            let expected = try await Self.expected(in: folder, devices: 10, crashes: 2, duration: 20, seed: seed)
+            // A device is silent to detection while ingest is down and the gateway waits out its pause (up to 5 s)
+            // before sending again; a restart slowed by a busy machine plus that pause must stay inside the stop
+            // delay, or a trip in progress would end where replay's goes on (15 s, as for `up` below).
+            var settings = Services.quickSettings
+            settings["stopDelay"] = 15
+            let expected = try await Self.expected(in: folder, devices: 10, crashes: 2, duration: 20, seed: seed,
+                                                   settings: settings)
             #expect(expected.events.values.contains { $0.string("event") == "crashDetected" }, "\(context)")
 
             var options = Services.Options()
+            options.settings = settings
             let receiver = try await WebhookReceiver(secret: options.webhookSecret)
             defer { receiver.kill() }
             options.webhooks = [receiver.url]
@@ -104,9 +111,13 @@ struct PipelineDurabilityTests {
             defer { tail.kill() }
 
             // About 15 s of stream; a gateway keeps a batch until it is acknowledged, whatever is killed meanwhile.
+            // One batch on its way at a time: with several, a resend lost in the dead connection lands after later
+            // batches, and at this pace (over a minute of each device's time a second) that is past detection's 10 s
+            // reorder window, so records replay applies are dropped as late; whether it happens depends on the
+            // restart's timing.
             let gateway = try Child(name: "send", executable: Self.roadsave, arguments: [
                 "send", expected.recording.path, "--endpoint", services.gatewayEndpoint, "--batch", "50",
-                "--rate", "1000", "--timeout", "1", "--attempts", "100",
+                "--rate", "1000", "--timeout", "1", "--attempts", "100", "--window", "1",
             ])
             defer { gateway.kill() }
             let start = now()
@@ -185,9 +196,10 @@ struct PipelineDurabilityTests {
                 "--since", "0", "--show-position", "--timeout", "300",
             ])
             defer { tail.kill() }
+            // One batch on its way at a time, as above: no batch overtakes one lost in the kill.
             let gateway = try Child(name: "send", executable: Self.roadsave, arguments: [
                 "send", expected.recording.path, "--endpoint", "tcp://127.0.0.1:\(base)", "--batch", "50", "--rate", "800",
-                "--timeout", "1", "--attempts", "100",
+                "--timeout", "1", "--attempts", "100", "--window", "1",
             ])
             defer { gateway.kill() }
             try await Task.sleep(nanoseconds: 3_000_000_000)
