@@ -3,7 +3,9 @@ import Testing
 
 /// The progress line of `replay`, `send`, `simulate` and `convert`: on a terminal it shows (records, records/s,
 /// percent and time left where known) and clears itself; with standard error on a pipe, or `--no-progress`, there
-/// is none, and nothing else changes.
+/// is none, and nothing else changes. `TerminalProcess` has the meter draw by the count (its first record and every
+/// 500th), not by the clock, so a line is drawn however quickly the command ends; the clock's limits are tested
+/// with an injected clock in TerminalProgressTests.
 @Suite struct ProgressCommandTests {
     static let erase = "\r\u{1B}[K"
 
@@ -22,6 +24,17 @@ import Testing
         stderr.contains("\u{1B}[") || ["records/s", "devices/s", "trials/s"].contains { stderr.contains($0) }
     }
 
+    /// `label`'s line was drawn, and the last thing done to it was its erasure: after the last erase sequence (the
+    /// meter's `finish`) nothing draws it again, neither a drawing nor a log line written above it.
+    static func drawnAndClearedAtTheEnd(_ stderr: String, label: String,
+                                        sourceLocation: SourceLocation = #_sourceLocation) {
+        #expect(stderr.contains(erase + label + ": "), "never drawn: \(stderr.prefix(2000))",
+                sourceLocation: sourceLocation)
+        let afterLastErase = stderr.components(separatedBy: erase).last ?? ""
+        #expect(stderr.contains(erase) && !afterLastErase.contains(label + ": "),
+                "the line is not cleared at the end: \(stderr.suffix(300))", sourceLocation: sourceLocation)
+    }
+
     /// Every log line starts on a row of its own: the progress text before it was erased (or it follows a line break).
     static func logLinesStartOnTheirOwnRow(_ stderr: String, sourceLocation: SourceLocation = #_sourceLocation) {
         let pieces = stderr.components(separatedBy: "ts=20")
@@ -32,37 +45,29 @@ import Testing
         }
     }
 
-    /// The records of a file in `count` chunks (whole lines each).
-    static func chunks(of file: URL, count: Int) throws -> [Data] {
-        let lines = try String(contentsOf: file, encoding: .utf8).split(separator: "\n", omittingEmptySubsequences: true)
-        let size = (lines.count + count - 1) / count
-        return stride(from: 0, to: lines.count, by: size).map {
-            Data((lines[$0..<min($0 + size, lines.count)].joined(separator: "\n") + "\n").utf8)
-        }
-    }
-
     @Test(arguments: ["replay", "send", "simulate", "convert"])
     func helpNamesTheFlag(command: String) async throws {
         let result = try await Roadsave.run([command, "--help"])
         #expect(result.status == 0)
         #expect(result.stdout.contains("--no-progress"), "\(result.stdout)")
+        // The tests' timing variable is not for users.
+        #expect(!result.stdout.contains("ROADSAVE_PROGRESS_EVERY"), "\(result.stdout)")
     }
 
     // MARK: replay
 
-    /// On a terminal, reading records that arrive with pauses (so that a fast build waits too): the line shows the
-    /// records and records/s, log lines are not broken into, the line is cleared at the end, and the events are the
-    /// same as without a terminal.
+    /// On a terminal, reading records from a pipe (no total): the line shows the records and records/s, log lines
+    /// are not broken into, the line is cleared at the end, and the events are the same as without a terminal.
     @Test func replayShowsProgressOnATerminal() async throws {
         let file = try await Self.fleet()
         defer { try? FileManager.default.removeItem(at: file) }
-        let input = try Self.chunks(of: file, count: 4)
-        let terminal = try await TerminalProcess.run(["replay", "-"], stderrIsTerminal: true, input: input, pause: 0.4)
+        let input = try Data(contentsOf: file)
+        let terminal = try await TerminalProcess.run(["replay", "-"], stderrIsTerminal: true, input: input)
         let pipe = try await TerminalProcess.run(["replay", "-"], stderrIsTerminal: false, input: input)
         #expect(terminal.status == 0 && pipe.status == 0, "\(terminal.stderr)\n\(pipe.stderr)")
-        #expect(terminal.stderr.contains(Self.erase + "replay: "), "\(terminal.stderr.prefix(2000))")
         #expect(terminal.stderr.range(of: #"replay: [0-9,]+ records, [0-9,.]+ records/s"#, options: .regularExpression) != nil,
                 "\(terminal.stderr.prefix(2000))")
+        Self.drawnAndClearedAtTheEnd(terminal.stderr, label: "replay")
         Self.logLinesStartOnTheirOwnRow(terminal.stderr)
         #expect(terminal.stderr.contains("msg=\"replay finished\""))
         #expect(!Self.hasProgress(pipe.stderr), "\(pipe.stderr.prefix(2000))")
@@ -70,28 +75,27 @@ import Testing
         #expect(!pipe.stdout.isEmpty)
     }
 
-    /// A file: the percentage and the time left too (when this build is slow enough for a line to be drawn).
-    @Test func replayOfAFileShowsPercentAndTimeLeftOrNothing() async throws {
+    /// A file: the percentage and the time left too.
+    @Test func replayOfAFileShowsPercentAndTimeLeft() async throws {
         let file = try await Self.fleet()
         defer { try? FileManager.default.removeItem(at: file) }
         let terminal = try await TerminalProcess.run(["replay", file.path], stderrIsTerminal: true)
         #expect(terminal.status == 0)
-        if terminal.stderr.contains("replay: ") {
-            #expect(terminal.stderr.range(of: #"replay: [0-9,]+ records, [0-9,.]+ records/s, [0-9]+%"#,
-                                          options: .regularExpression) != nil, "\(terminal.stderr.prefix(2000))")
-        }
+        #expect(terminal.stderr.range(of: #"replay: [0-9,]+ records, [0-9,.]+ records/s, [0-9]+%, [0-9:]+ left"#,
+                                      options: .regularExpression) != nil, "\(terminal.stderr.prefix(2000))")
+        Self.drawnAndClearedAtTheEnd(terminal.stderr, label: "replay")
         Self.logLinesStartOnTheirOwnRow(terminal.stderr)
     }
 
     @Test func replayWithoutATerminalOrWithNoProgressShowsNone() async throws {
         let file = try await Self.fleet()
         defer { try? FileManager.default.removeItem(at: file) }
-        let input = try Self.chunks(of: file, count: 3)
-        let pipe = try await TerminalProcess.run(["replay", "-"], stderrIsTerminal: false, input: input, pause: 0.4)
+        let input = try Data(contentsOf: file)
+        let pipe = try await TerminalProcess.run(["replay", "-"], stderrIsTerminal: false, input: input)
         #expect(pipe.status == 0)
         #expect(!Self.hasProgress(pipe.stderr), "\(pipe.stderr.prefix(2000))")
         let turnedOff = try await TerminalProcess.run(["replay", "-", "--no-progress"], stderrIsTerminal: true,
-                                                      input: input, pause: 0.4)
+                                                      input: input)
         #expect(turnedOff.status == 0)
         #expect(!Self.hasProgress(turnedOff.stderr), "\(turnedOff.stderr.prefix(2000))")
         #expect(turnedOff.stdout == pipe.stdout)
@@ -110,12 +114,13 @@ import Testing
         let pipe = try await TerminalProcess.run(arguments + [onPipe.path], stderrIsTerminal: false)
         let off = try await TerminalProcess.run(arguments + [turnedOff.path, "--no-progress"], stderrIsTerminal: true)
         #expect(terminal.status == 0 && pipe.status == 0 && off.status == 0)
-        // Devices simulated, then records written; the debug build takes about a second for this. A phase drawn only
-        // once, just after it started, has no rate yet (`ProgressMeter`, tested with its clock in ProgressMeterTests):
-        // a busy machine can draw each phase once, so the rate is not required here.
-        #expect(terminal.stderr.range(of: #"simulate: [0-9,]+ (devices|records)(, [0-9,.]+ (devices|records)/s)?, [0-9]+%"#,
-                                      options: .regularExpression) != nil, "\(terminal.stderr.prefix(2000))")
-        #expect(terminal.stderr.hasSuffix(Self.erase), "the line is cleared at the end: \(terminal.stderr.suffix(200))")
+        // Both phases: the devices simulated, then the records written.
+        for noun in ["devices", "records"] {
+            #expect(terminal.stderr.range(of: "simulate: [0-9,]+ \(noun), [0-9,.]+ \(noun)/s, [0-9]+%",
+                                          options: .regularExpression) != nil, "\(noun): \(terminal.stderr.prefix(2000))")
+        }
+        Self.drawnAndClearedAtTheEnd(terminal.stderr, label: "simulate")
+        #expect(terminal.stderr.hasSuffix(Self.erase), "\(terminal.stderr.suffix(200))")
         #expect(pipe.stderr.isEmpty, "\(pipe.stderr.prefix(2000))")
         #expect(off.stderr.isEmpty, "\(off.stderr.prefix(2000))")
         // The same bytes either way.
@@ -129,15 +134,18 @@ import Testing
         let arguments = ["simulate", "--devices", "10", "--duration", "30"]
         let terminal = try await TerminalProcess.run(arguments, stderrIsTerminal: true)
         let pipe = try await TerminalProcess.run(arguments, stderrIsTerminal: false)
-        #expect(terminal.status == 0)
+        #expect(terminal.status == 0 && pipe.status == 0)
+        Self.drawnAndClearedAtTheEnd(terminal.stderr, label: "simulate")
+        #expect(pipe.stderr.isEmpty, "\(pipe.stderr.prefix(2000))")
         #expect(terminal.stdout == pipe.stdout)
+        #expect(!terminal.stdout.isEmpty)
         #expect(!terminal.stdout.contains("\u{1B}"))
     }
 
     // MARK: send
 
-    /// One sensor-ingest for both runs; `--rate` makes each send take about a second whatever the build's speed, so
-    /// the line shows: records, records/s, percent and time left of the file.
+    /// One sensor-ingest for both runs: on a terminal the line shows records, records/s, percent and time left of
+    /// the file, and is cleared at the end; on a pipe there is none; the summary is the same.
     @Test func sendShowsProgressOnATerminalAndNoneOnAPipe() async throws {
         let base = Ports.block(2)
         let journal = SendCommandTests.dataDirectory()
@@ -152,13 +160,14 @@ import Testing
         defer { try? FileManager.default.removeItem(at: file) }
         let summary = "sent \(lines.count), accepted \(lines.count), rejected 0, batches \((lines.count + 99) / 100)\n"
 
-        let arguments = ["send", file.path, "--endpoint", Ports.tcp(base), "--rate", String(lines.count), "--batch", "100"]
+        let arguments = ["send", file.path, "--endpoint", Ports.tcp(base), "--batch", "100"]
         let terminal = try await TerminalProcess.run(arguments, stderrIsTerminal: true)
         #expect(terminal.status == 0, "\(terminal.stderr)")
         #expect(terminal.stdout == summary)
         #expect(terminal.stderr.range(of: #"send: [0-9,]+ records, [0-9,.]+ records/s, [0-9]+%, [0-9:]+ left"#,
                                       options: .regularExpression) != nil, "\(terminal.stderr.prefix(2000))")
-        #expect(terminal.stderr.hasSuffix(Self.erase), "the line is cleared at the end: \(terminal.stderr.suffix(200))")
+        Self.drawnAndClearedAtTheEnd(terminal.stderr, label: "send")
+        #expect(terminal.stderr.hasSuffix(Self.erase), "\(terminal.stderr.suffix(200))")
 
         let pipe = try await TerminalProcess.run(arguments, stderrIsTerminal: false)
         #expect(pipe.status == 0, "\(pipe.stderr)")
@@ -183,6 +192,33 @@ import Testing
         guard let folder = sharedData?.appendingPathComponent("us-transportation-mode/raw"),
               let names = try? FileManager.default.contentsOfDirectory(atPath: folder.path) else { return nil }
         return names.filter { $0.hasSuffix(".csv.gz") }.sorted().first.map { folder.appendingPathComponent($0) }
+    }
+
+    static var phoneDropsArchive: URL? {
+        guard let archive = sharedData?.appendingPathComponent("phone-drops/raw_data.tar.gz"),
+              FileManager.default.fileExists(atPath: archive.path) else { return nil }
+        return archive
+    }
+
+    /// The phone drops (37 trials, the one conversion with a line): on a terminal the line counts the trials and is
+    /// cleared before the report; on a pipe there is none; the records are the same.
+    @Test(.enabled(if: phoneDropsArchive != nil, "the recordings in ../shared/data are not here"))
+    func convertShowsProgressOnATerminalAndNoneOnAPipe() async throws {
+        let archive = try #require(Self.phoneDropsArchive)
+        let terminal = try await TerminalProcess.run(["convert", "phone-drops", archive.path], stderrIsTerminal: true)
+        let pipe = try await TerminalProcess.run(["convert", "phone-drops", archive.path], stderrIsTerminal: false)
+        #expect(terminal.status == 0 && pipe.status == 0, "\(terminal.stderr.suffix(2000))\n\(pipe.stderr.suffix(2000))")
+        #expect(terminal.stderr.range(of: #"convert: [0-9,]+ trials, [0-9,.]+ trials/s, [0-9]+%"#,
+                                      options: .regularExpression) != nil, "\(terminal.stderr.prefix(2000))")
+        Self.drawnAndClearedAtTheEnd(terminal.stderr, label: "convert")
+        // Cleared before the report, which is then what follows, as on a pipe (whose line breaks the terminal turns
+        // into CRLF).
+        let afterLastErase = terminal.stderr.components(separatedBy: Self.erase).last ?? ""
+        #expect(afterLastErase.replacingOccurrences(of: "\r\n", with: "\n") == pipe.stderr,
+                "\(afterLastErase.prefix(300))")
+        #expect(!Self.hasProgress(pipe.stderr), "\(pipe.stderr.prefix(2000))")
+        #expect(terminal.stdout == pipe.stdout)
+        #expect(!pipe.stdout.isEmpty)
     }
 
     /// Without a terminal convert's standard error is its report and nothing else.

@@ -126,7 +126,9 @@ import Wire
         let send = try RunningProcess(["send", file.path, "--endpoint", Ports.tcp(base), "--timeout", "1", "--attempts", "20",
                                        "--log-level", "info"])
         defer { send.kill() }
-        try await Task.sleep(nanoseconds: 1_500_000_000)
+        // Ingest comes up only once the batch has gone unanswered and been sent again (waited for, not slept: a busy
+        // machine may take longer than any pause to get there).
+        #expect(await waitForError(send, containing: "sending the batch again", timeout: 30), "stderr: \(send.stderr)")
         let journalDirectory = Self.dataDirectory()
         defer { try? FileManager.default.removeItem(atPath: journalDirectory) }
         let ingest = try Self.ingest(base: base, directory: journalDirectory)

@@ -14,6 +14,15 @@ import Testing
         return pids.filter(isAlive)
     }
 
+    /// Whether process `pid` has `file` open (Linux: its /proc/PID/fd links): a service waiting for a data directory's
+    /// lock holds its LOCK file open while it retries.
+    static func hasOpen(_ pid: Int32, _ file: URL) -> Bool {
+        let folder = "/proc/\(pid)/fd"
+        let target = file.resolvingSymlinksInPath().path
+        let descriptors = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
+        return descriptors.contains { (try? FileManager.default.destinationOfSymbolicLink(atPath: "\(folder)/\($0)")) == target }
+    }
+
     static func lockHolder(_ directory: URL) -> Int32? {
         (try? String(contentsOf: directory.appendingPathComponent("LOCK"), encoding: .utf8))
             .flatMap { Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
@@ -193,9 +202,16 @@ import Testing
         #expect(isAlive(first.pid))
 
         // A third one started while the first is still there takes over once the first has stopped.
+        // It waits on the lock (LOCK open, not started), seen as it happens rather than after a pause, which would eat
+        // into the 10 s it waits before giving up.
         let third = try ingest(Ports.block(2))
         defer { third.kill() }
-        try await Task.sleep(nanoseconds: 1_500_000_000)
+        let lockFile = directory.appendingPathComponent("LOCK")
+        let opening = Date().addingTimeInterval(20)
+        while !Self.hasOpen(third.pid, lockFile) && third.process.isRunning && Date() < opening {
+            try await Task.sleep(nanoseconds: 20_000_000)
+        }
+        #expect(Self.hasOpen(third.pid, lockFile), "it never opened \(lockFile.path): \(third.stderr)")
         #expect(third.process.isRunning && !third.stderr.contains("msg=starting"), "it waits: \(third.stderr)")
         await stopGracefully(first)
         let takeover = Date().addingTimeInterval(10)

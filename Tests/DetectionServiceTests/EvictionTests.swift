@@ -56,9 +56,10 @@ import Testing
             try await sender.send(through: 0)
             try await rig.until("the first batch applied") { try RecoveryTests.appliedEverything(rig) }
             // Auto-monitor configures parker once its application's settings are fetched, maybe after its records
-            // were applied: until then the command is refused with notConfigured.
+            // were applied: until then the command is refused with notConfigured. Asked again for up to 30 s, which
+            // a busy machine needs more than a quiet one.
             var stop = try await rig.control(#"{"command": "stopMonitoring", "app": "app-1", "user": "parker"}"#)
-            for _ in 0..<50 where stop.error == "notConfigured" {
+            for _ in 0..<300 where stop.error == "notConfigured" {
                 try await Task.sleep(nanoseconds: 100_000_000)
                 stop = try await rig.control(#"{"command": "stopMonitoring", "app": "app-1", "user": "parker"}"#)
             }

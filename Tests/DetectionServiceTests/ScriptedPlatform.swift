@@ -3,23 +3,19 @@ import Foundation
 import RoadSaveModel
 
 /// A platform the test scripts: fixed settings, one verdict for every candidate (so a replay can give the same),
-/// evaluations of some users delayed by wall-clock seconds or held until `release()`. It notes every
-/// candidate it was asked about.
+/// evaluations of some users held until `release()`. It notes every candidate it was asked about.
 final class ScriptedPlatform: Platform, @unchecked Sendable {
     // @unchecked: the mutable state is guarded by `lock`.
     let fixedSettings: DetectionSettings
     let verdict: CrashVerdict
-    private let delays: [String: Double]
     private let lock = NSLock()
     private var heldUsers: Set<String>
     private var waiting: [CheckedContinuation<Void, Never>] = []
     private var asked: [CrashCandidate] = []
 
-    init(settings: DetectionSettings = Streams.settings, verdict: CrashVerdict = .high, delays: [String: Double] = [:],
-         holding users: Set<String> = []) {
+    init(settings: DetectionSettings = Streams.settings, verdict: CrashVerdict = .high, holding users: Set<String> = []) {
         fixedSettings = settings
         self.verdict = verdict
-        self.delays = delays
         heldUsers = users
     }
 
@@ -30,7 +26,6 @@ final class ScriptedPlatform: Platform, @unchecked Sendable {
             asked.append(candidate)
             return heldUsers.contains(candidate.user)
         }
-        if let delay = delays[candidate.user] { try await Task.sleep(nanoseconds: UInt64(delay * 1e9)) }
         if held {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 let runNow = lock.withLock {

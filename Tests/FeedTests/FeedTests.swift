@@ -86,6 +86,16 @@ private struct Rig {
         return replies.list.count >= count
     }
 
+    /// Waits until `condition` holds on the loop (true), or `timeout` passes (false).
+    func eventually(timeout: Double = 20, _ condition: @escaping @Sendable (ReactorLoop) -> Bool) async throws -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if try await run(condition) { return true }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        return try await run(condition)
+    }
+
     func stop() {
         reactor.stop()
         _ = reactor.wait()
@@ -127,15 +137,19 @@ struct FeedTests {
     func heldRequest() async throws {
         let rig = try Rig(items: ["a"])
         defer { rig.stop() }
-        try await rig.fetch(FeedRequest(id: 0, feed: "feed-A", after: 1, acknowledged: 0, consumer: "t", waitMilliseconds: 5000))
-        try await Task.sleep(for: .milliseconds(200))
+        // A wait far longer than the test's own waits: an answer seen is the one to the new item, never the
+        // wait's end (which would be empty).
+        try await rig.fetch(FeedRequest(id: 0, feed: "feed-A", after: 1, acknowledged: 0, consumer: "t", waitMilliseconds: 60_000))
+        // The server holding it, not a pause, says it arrived and was not answered.
+        #expect(try await rig.eventually { loop in loop.value(FeedServer.self)!.waiting == 1 })
         #expect(rig.replies.list.isEmpty, "nothing new: the request is held")
         try await rig.run { loop in
             loop.value(MemoryFeed.self)!.items.append("b")
             loop.value(FeedServer.self)!.itemsAdded()
         }
-        #expect(await rig.waitForReplies(1, timeout: 1))
-        #expect(rig.replies.list[0].items == ["b"])
+        #expect(await rig.waitForReplies(1, timeout: 20))
+        #expect(rig.replies.list.first?.items == ["b"])
+        #expect(try await rig.run { loop in loop.value(FeedServer.self)!.waiting } == 0)
         let start = Date()
         try await rig.fetch(FeedRequest(id: 0, feed: "feed-A", after: 2, acknowledged: 0, consumer: "t", waitMilliseconds: 300))
         #expect(await rig.waitForReplies(2, timeout: 3))
@@ -158,8 +172,8 @@ struct FeedTests {
         defer { rig.stop() }
         try await rig.fetch(FeedRequest(id: 0, feed: "feed-A", after: 0, acknowledged: 0, consumer: "t", waitMilliseconds: 100))
         // Past the client's patience (the wait and `answerGrace`): it sends the request again, and inproc keeps both
-        // copies for the server to come.
-        try await Task.sleep(for: .milliseconds(2_600))
+        // copies for the server to come. Waited for, not slept: a busy machine runs the client's timer late.
+        #expect(try await rig.eventually { loop in loop.value(FeedClient.self)!.statistics.resent >= 1 })
         try await rig.run { loop in
             let socket = try loop.socket(.router)
             try socket.bind(loop.value(String.self)!)
@@ -168,8 +182,11 @@ struct FeedTests {
         }
         #expect(await rig.waitForReplies(1, timeout: 6))
         #expect(rig.replies.list.first?.items == ["a"])
-        // Both copies are answered; the answer to the second comes when nothing is outstanding.
-        try await Task.sleep(for: .milliseconds(300))
+        // Every copy is answered; the answers after the first come when nothing is outstanding, and are dropped.
+        #expect(try await rig.eventually { loop in
+            let statistics = loop.value(FeedClient.self)!.statistics
+            return statistics.outOfSequence == statistics.resent
+        })
         #expect(rig.replies.list.count == 1)
         let statistics = try await rig.run { loop in loop.value(FeedClient.self)!.statistics }
         #expect(statistics.resent >= 1)

@@ -29,7 +29,12 @@ struct BadInputMatrixTests {
             let ingest = try #require(services.ingest)
             let lying = rows.first { $0.string("case") == "gateway-lying-length-header" }?["observed"] as? [String: Any]
             let port = try #require(lying?.number("port").map { Int($0) }, "\(rows)")
-            let line = ingest.stderr.first { $0.text.contains("msg=\"connection closed\"") && $0.text.contains("peer=127.0.0.1:\(port) ") }
+            // The monitor's event is read on ingest's loop when it comes: waited for, not looked for at once.
+            func line() -> Child.Line? {
+                ingest.stderr.first { $0.text.contains("msg=\"connection closed\"") && $0.text.contains("peer=127.0.0.1:\(port) ") }
+            }
+            _ = await eventually(timeout: 20) { line() != nil }
+            let line = line()
             #expect(line.map { $0.text.contains("socket=gateway")
                 && $0.text.contains("over the limit of 67108864 bytes (ZMQ_MAXMSGSIZE)") } == true,
                     "no log line names the disconnect of port \(port)\n\(ingest.tail(60))")

@@ -55,10 +55,12 @@ struct NotifierDurabilityTests {
         let port: Int
         let file: URL
 
-        init(_ events: [[String: Any]], rate: Double = 0) async throws {
+        /// `paused`: nothing is served until `resume()`.
+        init(_ events: [[String: Any]], rate: Double = 0, paused: Bool = false) async throws {
             let data = try JSONSerialization.data(withJSONObject: events)
             file = try temporaryFile(String(decoding: data, as: UTF8.self), suffix: ".events.json")
-            let child = try Child.python("event_feed.py", ["--events", file.path, "--rate", String(rate)], name: "event feed")
+            let child = try Child.python("event_feed.py", ["--events", file.path, "--rate", String(rate)]
+                                            + (paused ? ["--paused"] : []), name: "event feed")
             self.child = child
             guard await eventually(timeout: 10, { !child.stdout.isEmpty || !child.isRunning }),
                   let first = child.stdout.first, let port = Int(first.text) else {
@@ -69,6 +71,9 @@ struct NotifierDurabilityTests {
         }
 
         var endpoint: String { "tcp://127.0.0.1:\(port)" }
+
+        /// Starts the events of a paused feed (at its rate from now).
+        func resume() { child.signal(SIGUSR1) }
 
         /// The last position the notifier acknowledged (0 before any).
         var acknowledged: Int {
@@ -155,9 +160,11 @@ struct NotifierDurabilityTests {
 
             // Everything is stored (and acknowledged to detection) while nobody receives.
             #expect(await eventually(timeout: 20) { feed.acknowledged == events.count }, "\(feed.child.tail())\n\(notifier.logs())")
-            try await Task.sleep(nanoseconds: 1_500_000_000)
-            #expect(notifier.current?.stderr.contains { $0.text.contains("delivery failed, will retry") } == true,
-                    "no failed delivery while the receiver was down\n\(notifier.logs())")
+            // Waited for, not looked for after a pause: a busy machine may be slow to make the first attempt.
+            let failed = await eventually(timeout: 20) {
+                notifier.current?.stderr.contains { $0.text.contains("delivery failed, will retry") } == true
+            }
+            #expect(failed, "no failed delivery while the receiver was down\n\(notifier.logs())")
             // A graceful stop while nothing can be delivered is quick; the events wait in the outbox for the next run.
             let first = try #require(notifier.current)
             first.signal(SIGTERM)

@@ -51,7 +51,10 @@ struct SecurityClientTests {
         #expect(refused.status == 1)
         let refusal = try #require(refused.child.jsonLines.last?.value as? [String: Any], "\(refused.child.tail())")
         #expect(refusal.string("error") == "forbidden", "\(refusal)")
-        #expect(detect.stderr.contains { $0.text.contains("msg=\"control command refused\"") && $0.text.contains("key=alice") })
+        // The service's log reaches this process through a pipe read by a thread of its own: waited for.
+        #expect(await eventually(timeout: 20) {
+            detect.stderr.contains { $0.text.contains("msg=\"control command refused\"") && $0.text.contains("key=alice") }
+        }, "\(detect.tail())")
 
         let unkeyed = try await Self.roadsave(["ctl", "startMonitoring", "--app", "app-1", "--endpoint", control,
                                                "--timeout", "1"])

@@ -95,11 +95,12 @@ struct SecurityLivePublishTests {
 
     static func app(_ topic: String) -> String { String(topic.split(separator: ".")[1]) }
 
-    /// Fresh keys, and a notifier with them serving `events` (at `rate` a second): how every test here starts.
-    static func start(_ events: [[String: Any]], rate: Double = 0) async throws -> (Keys, KeyedNotifier) {
+    /// Fresh keys, and a notifier with them serving `events` (at `rate` a second; `paused`: from `feed.resume()`):
+    /// how every test here starts.
+    static func start(_ events: [[String: Any]], rate: Double = 0, paused: Bool = false) async throws -> (Keys, KeyedNotifier) {
         let keys = try await Keys()
         do {
-            return (keys, try await KeyedNotifier(events, rate: rate, serverSecret: keys.serverSecret,
+            return (keys, try await KeyedNotifier(events, rate: rate, paused: paused, serverSecret: keys.serverSecret,
                                                   allowList: keys.allowList))
         } catch {
             keys.remove()
@@ -167,28 +168,38 @@ struct SecurityLivePublishTests {
     @Test(.enabled(if: refusesLimitedKeysLive, "the notifier's libzmq is 4.3.5 or later: live filtering is on"))
     func onLibzmqBefore435ALimitedKeyIsRefusedLiveAndFollowsByCatchUpLongPoll() async throws {
         let all = Self.events(journeys: 10)
-        let (keys, keyed) = try await Self.start(all, rate: 25)
+        // The events (7 s of them) start once every client is there, so how long a busy machine takes to start the
+        // clients does not decide how much of the stream they see.
+        let (keys, keyed) = try await Self.start(all, rate: 25, paused: true)
         defer { keyed.stop(); keys.remove() }
         let notifier = keyed.notifier
         let current = try #require(notifier.current)
-        let warned = await eventually(timeout: 5) {
+        let warned = await eventually(timeout: 20) {
             current.stderr.contains { $0.text.contains("subscriber keys limited to applications are refused on the live socket") }
         }
         #expect(warned, "\(notifier.logs())")
 
-        let dashLive = try Live(notifier, keys, key: "dash", subscribe: [""], timeout: 6)
-        let dashSub = try Child.python("subscriber.py", ["--endpoint", notifier.publishEndpoint, "--timeout", "6",
+        let dashLive = try Live(notifier, keys, key: "dash", subscribe: [""], timeout: 15)
+        let dashSub = try Child.python("subscriber.py", ["--endpoint", notifier.publishEndpoint, "--timeout", "15",
                                                          "--server-key", keys.serverPublic, "--key", keys.path("dash.key")])
-        let ops = try Live(notifier, keys, key: "ops", subscribe: [""], timeout: 9)
+        let ops = try Live(notifier, keys, key: "ops", subscribe: [""], timeout: 15)
         let tail = try Child(name: "tail --via-catch-up", executable: Build.executable("roadsave"), arguments: [
             "tail", "--via-catch-up", "--show-position", "--catch-up-endpoint", notifier.catchUpEndpoint,
-            "--key", keys.path("dash.key"), "--server-key", keys.serverPublic, "--timeout", "9"])
+            "--key", keys.path("dash.key"), "--server-key", keys.serverPublic, "--timeout", "15", "--log-level", "info"])
         defer { dashLive.kill(); dashSub.kill(); ops.kill(); tail.kill() }
-        try await Task.sleep(for: .seconds(1))
+        // ops connected and tail following (it has read the head) before the long-poll and the events.
+        let following = await eventually(timeout: 30) {
+            ops.connected && tail.stderr.contains { $0.text.contains("following by catch-up") }
+        }
+        #expect(following, "ops: \(ops.child.tail())\ntail: \(tail.tail())\n\(notifier.logs())")
         let longPoll = try Child.python("long_poll.py", ["--endpoint", notifier.catchUpEndpoint, "--server-key", keys.serverPublic,
                                                          "--key", keys.path("dash.key"), "--wait-ms", "20000"])
         defer { longPoll.kill() }
-        for child in [dashLive.child, dashSub, ops.child, tail, longPoll] { _ = await child.waitForExit(timeout: 25) }
+        #expect(await eventually(timeout: 30) { longPoll.stderr.contains { $0.text.contains("\"asked\"") } },
+                "\(longPoll.tail())")
+        keyed.feed.resume()
+        #expect(await keyed.storedAll(timeout: 60), "\(notifier.logs())")
+        for child in [dashLive.child, dashSub, ops.child, tail, longPoll] { _ = await child.waitForExit(timeout: 40) }
         let logs = notifier.logs()
 
         // Refused at the handshake, nothing received, and the refusal logged with its reason.
@@ -231,16 +242,18 @@ struct SecurityLivePublishTests {
             return line.time - live
         }.sorted()
         #expect(delays.count > 10, "\(delays)")
+        // Loose for a busy machine, and still far from a tail that sat out its long-polls (25 s each).
         if !delays.isEmpty {
-            #expect(delays[delays.count / 2] < 0.5 && delays.last! < 2, "tail behind the live socket by \(delays)")
+            #expect(delays[delays.count / 2] < 1 && delays.last! < 5, "tail behind the live socket by \(delays)")
         }
 
-        // A held long-poll (dash, nothing after the head) is answered when an app-1 event is stored: well under its 20 s.
+        // A held long-poll (dash, nothing after the head) is answered when an app-1 event is stored: the events started
+        // only once it was sent, and its answer comes long before its 20 s are up (when it would be answered anyway).
         let answer = try #require(longPoll.jsonLines.first?.value as? [String: Any], "\(longPoll.tail())")
         let seconds = try #require(answer.number("seconds"))
         let head = try #require(answer.number("head"))
         let replied = try #require((answer["reply"] as? [String: Any])?["events"] as? [[String: Any]], "\(answer)")
-        #expect(!replied.isEmpty && seconds < 3, "\(seconds) s: \(answer)")
+        #expect(!replied.isEmpty && seconds < 10, "\(seconds) s: \(answer)")
         #expect(replied.allSatisfy { ($0["event"] as? [String: Any])?.string("app") == "app-1" && ($0.number("position") ?? 0) > head },
                 "\(replied)")
     }
@@ -279,23 +292,28 @@ struct SecurityLivePublishTests {
     @Test(.enabled(if: notifierLibzmq != nil))
     func aSubscriberKeyRemovedBySIGHUPIsDroppedFromTheLiveSocket() async throws {
         let all = Self.events(journeys: 14)
-        let (keys, keyed) = try await Self.start(all, rate: 25)
+        // The events (10 s of them) start once both clients are connected: ops must still be getting them after the
+        // reload, however long a busy machine took to start the clients.
+        let (keys, keyed) = try await Self.start(all, rate: 25, paused: true)
         defer { keyed.stop(); keys.remove() }
         let notifier = keyed.notifier
         let revokedName = Self.filtersLive ? "dash" : "watch"
-        let revoked = try Live(notifier, keys, key: revokedName, subscribe: [""], timeout: 9)
-        let ops = try Live(notifier, keys, key: "ops", subscribe: [""], timeout: 9)
+        let revoked = try Live(notifier, keys, key: revokedName, subscribe: [""], timeout: 20)
+        let ops = try Live(notifier, keys, key: "ops", subscribe: [""], timeout: 20)
         defer { revoked.kill(); ops.kill() }
-        let flowing = await eventually(timeout: 8) { revoked.topics.count > 3 && ops.topics.count > 3 }
+        let connected = await eventually(timeout: 20) { revoked.connected && ops.connected }
+        try #require(connected, "\(revoked.child.tail())\n\(ops.child.tail())\n\(notifier.logs())")
+        keyed.feed.resume()
+        let flowing = await eventually(timeout: 20) { revoked.topics.count > 3 && ops.topics.count > 3 }
         try #require(flowing, "\(revoked.child.tail())\n\(notifier.logs())")
 
         try keys.write(Self.filtersLive ? ["ops", "watch"] : ["dash", "ops"])
         let current = try #require(notifier.current)
         current.signal(SIGHUP)
-        let reloaded = await eventually(timeout: 5) { current.stderr.contains { $0.text.contains("every subscriber connection dropped") } }
+        let reloaded = await eventually(timeout: 20) { current.stderr.contains { $0.text.contains("every subscriber connection dropped") } }
         #expect(reloaded, "\(notifier.logs())")
         let revokedAt = revoked.messages.last?.t ?? 0
-        for client in [revoked, ops] { _ = await client.child.waitForExit(timeout: 20) }
+        for client in [revoked, ops] { _ = await client.child.waitForExit(timeout: 40) }
         // Whatever was in flight may still arrive briefly; after that the removed key gets nothing, the other goes on.
         let revokedLater = revoked.messages.filter { $0.t > revokedAt + 1 }
         #expect(revokedLater.isEmpty, "\(revokedLater)")

@@ -12,11 +12,12 @@ final class KeyedNotifier {
     let notifier: NotifierDurabilityTests.Notifier
     let events: [[String: Any]]
 
-    /// Started: the feed serves `events` (at `rate` a second, 0: all at once) to a notifier with the secret key
-    /// `serverSecret` that lets in the keys of `allowList`.
-    init(_ events: [[String: Any]], rate: Double = 0, serverSecret: String, allowList: String) async throws {
+    /// Started: the feed serves `events` (at `rate` a second, 0: all at once; `paused`: from `feed.resume()` on) to a
+    /// notifier with the secret key `serverSecret` that lets in the keys of `allowList`.
+    init(_ events: [[String: Any]], rate: Double = 0, paused: Bool = false, serverSecret: String,
+         allowList: String) async throws {
         self.events = events
-        feed = try await NotifierDurabilityTests.Feed(events, rate: rate)
+        feed = try await NotifierDurabilityTests.Feed(events, rate: rate, paused: paused)
         notifier = NotifierDurabilityTests.Notifier(feed: feed, extra: ["--curve-secret-key", serverSecret,
                                                                         "--allow", allowList])
         do {

@@ -17,13 +17,6 @@ struct SendPipeliningTests {
     }
 
     func run(format: String, input: String) async throws {
-        let port = Ports.reserve(1)[0]
-        let server = try Child.python("scrambling_ingest.py", ["--endpoint", "tcp://127.0.0.1:\(port)", "--hold", "4",
-                                                               "--late", "3", "--seconds", "3"])
-        defer { server.kill() }
-        let deadline = now() + 20
-        while !Ports.isListening(port), now() < deadline { try await Task.sleep(nanoseconds: 50_000_000) }
-
         let (devices, each, batch) = (3, 40, 7)
         var file = try temporaryFile(Self.records(devices: devices, each: each), suffix: ".ndjson")
         defer { try? FileManager.default.removeItem(at: file) }
@@ -35,11 +28,22 @@ struct SendPipeliningTests {
             file = converted
         }
         defer { try? FileManager.default.removeItem(at: file) }
+
+        // Started after the conversion: the server ends after --seconds without a batch, counted from its start.
+        // send's --timeout (the held batch is sent again after it) well under that, and long enough that no batch
+        // the server answers in its own time is sent again on a busy machine.
+        let port = Ports.reserve(1)[0]
+        let server = try Child.python("scrambling_ingest.py", ["--endpoint", "tcp://127.0.0.1:\(port)", "--hold", "4",
+                                                               "--late", "3", "--seconds", "6"])
+        defer { server.kill() }
+        let deadline = now() + 20
+        while !Ports.isListening(port), now() < deadline { try await Task.sleep(nanoseconds: 50_000_000) }
+
         let total = devices * each
         let batches = (total + batch - 1) / batch
         let (status, send) = try await CommandFlowTests.run(
             ["send", file.path, "--endpoint", "tcp://127.0.0.1:\(port)", "--batch", String(batch), "--window", "8",
-             "--format", format, "--timeout", "1", "--attempts", "5"], timeout: 60)
+             "--format", format, "--timeout", "2", "--attempts", "5"], timeout: 60)
         #expect(status == 0, "\(send.tail())")
         // Every batch counted once, although one was answered twice and all out of order.
         #expect(send.stdout.map(\.text) == ["sent \(total), accepted \(total), rejected 0, batches \(batches)"], "\(send.tail())")

@@ -82,7 +82,7 @@ struct ServiceLifecycleTests {
 
             let notify = try #require(services.notify)
             notify.signal(SIGTERM)
-            #expect(await notify.waitForExit(timeout: 8) == 0, "\(notify.tail())")
+            #expect(await notify.waitForExit(timeout: 15) == 0, "\(notify.tail())")
             // The others keep going without it: ingest still acknowledges, detection still answers.
             let during = try Drive.commute(app: "demo-app", user: "while-notifier-down").write()
             defer { try? FileManager.default.removeItem(at: during) }
@@ -115,7 +115,7 @@ struct ServiceLifecycleTests {
 
             let detect = try #require(services.detect)
             detect.signal(SIGTERM)
-            #expect(await detect.waitForExit(timeout: 8) == 0, "\(detect.tail())")
+            #expect(await detect.waitForExit(timeout: 15) == 0, "\(detect.tail())")
             let during = try Drive.commute(app: "demo-app", user: "while-detection-down").write()
             defer { try? FileManager.default.removeItem(at: during) }
             let sent = try await Gateway.send(during, to: services.gatewayEndpoint)
@@ -131,8 +131,9 @@ struct ServiceLifecycleTests {
         }
     }
 
-    /// SIGTERM makes each service exit 0 within a few seconds — after traffic, with a trip still in progress and a
-    /// webhook sink configured.
+    /// SIGTERM makes each service exit 0 inside its container's grace period (docker-compose.yml: 15 s at least) —
+    /// after traffic, with a trip still in progress and a webhook sink configured. The bound is the deployment's, not
+    /// a guess of how quick a quiet machine is.
     @Test func sigtermStopsEachServiceWithStatusZero() async throws {
         try await withPipelineSlot {
             var options = Services.Options()
@@ -148,10 +149,10 @@ struct ServiceLifecycleTests {
             for child in [services.notify, services.detect, services.ingest].compactMap({ $0 }) {
                 let started = now()
                 child.signal(SIGTERM)
-                let status = await child.waitForExit(timeout: 10)
+                let status = await child.waitForExit(timeout: 20)
                 #expect(status == 0, "\(child.name) ended with \(String(describing: status))\n\(child.tail())")
                 let took = (child.exitedAt ?? now()) - started
-                #expect(took < 5, "\(child.name) took \(took) s to stop")
+                #expect(took < 15, "\(child.name) took \(took) s to stop")
                 #expect(!child.endedBySignal, "\(child.name) was killed by the signal instead of stopping")
             }
         }
@@ -173,7 +174,7 @@ struct ServiceLifecycleTests {
                 ["roadsave-ingest", "roadsave-detect", "roadsave-notify"].firstIndex(of: executable)!]
             #expect(await eventually(timeout: 10) { Ports.isListening(port) }, "\(child.tail())")
             child.signal(SIGTERM)
-            #expect(await child.waitForExit(timeout: 5) == 0, "\(child.tail())")
+            #expect(await child.waitForExit(timeout: 15) == 0, "\(child.tail())")
         }
     }
 }

@@ -139,20 +139,21 @@ import ZeroMQ
         }
         try #require(head == 3)
 
-        // Nothing after the head: held until its wait ends, then answered with no events.
+        // Nothing after the head: held until its wait ends, then answered with no events (well before the longest
+        // wait a request may ask, 30 s, however busy the machine).
         try client.send(#"{"after": 3, "waitMs": 400}"#)
-        let empty = try #require(try client.reply(timeout: 5))
-        #expect(Self.positions(empty.value).isEmpty && empty.seconds >= 0.35 && empty.seconds < 3, "\(empty)")
+        let empty = try #require(try client.reply(timeout: 15))
+        #expect(Self.positions(empty.value).isEmpty && empty.seconds >= 0.35, "\(empty)")
 
-        // Held with a long wait; an event stored meanwhile answers it at once.
-        try client.send(#"{"after": 3, "waitMs": 20000}"#)
+        // Held with the longest wait; an event stored meanwhile answers it at once: long before the wait's end.
+        try client.send(#"{"after": 3, "waitMs": 30000}"#)
         #expect(try client.reply(timeout: 0.5) == nil, "held, not answered")
         let added = MonotonicClock.now()
         try await detection.add(Fixtures.journey("ben", 2))
-        let answered = try #require(try client.reply(timeout: 10))
+        let answered = try #require(try client.reply(timeout: 20))
         let delay = MonotonicClock.now() - added
         #expect(Self.positions(answered.value).first == 4, "\(answered.value)")
-        #expect(delay < 2, "answered \(delay) s after the event was added, for a wait of 20 s")
+        #expect(delay < 20, "answered \(delay) s after the event was added, for a wait of 30 s")
     }
 
     /// A server of its own with room for two held requests: the third is refused naming waitMs; a peer that is gone

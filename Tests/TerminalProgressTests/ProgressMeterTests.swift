@@ -213,3 +213,75 @@ private final class RecordingDisplay: ProgressDisplay, @unchecked Sendable {
         #expect(display.shown == ["send: 10 records, 10 records/s"])
     }
 }
+
+/// `ROADSAVE_PROGRESS_EVERY` (the commands' tests): drawings by the count, not by the clock.
+@Suite struct ProgressMeterDrawEveryTests {
+    private static func every(_ count: Int) -> ProgressMeter.Timing {
+        var timing = ProgressMeter.Timing()
+        timing.drawEvery = count
+        return timing
+    }
+
+    @Test func theVariableTakesAWholeNumberAndNothingElse() {
+        #expect(ProgressMeter.Timing(environment: "500").drawEvery == 500)
+        #expect(ProgressMeter.Timing(environment: "1").drawEvery == 1)
+        for value in [nil, "", "0", "-3", "fast", "2.5"] {
+            #expect(ProgressMeter.Timing(environment: value) == ProgressMeter.Timing(), "\(value ?? "nil")")
+        }
+        #expect(ProgressMeter.Timing().drawEvery == nil)
+    }
+
+    /// A million records a second, far quicker than the clock's first quarter second: drawn at the first record and
+    /// then at every 1,000th after it, each line with its rate, percent and time left; cleared at the end.
+    @Test func drawsAtTheFirstAdvanceAndEveryNCountsWhateverTheClock() {
+        let clock = ManualClock()
+        let display = RecordingDisplay(clock: clock)
+        var meter = ProgressMeter(label: "replay", total: 3_000, display: display, clock: clock.read,
+                                  timing: Self.every(1_000))
+        for record in 1...3_000 {
+            clock.now += 1e-6
+            meter.advance(at: record)
+        }
+        #expect(display.shown == ["replay: 1 records, 1,000,000 records/s, 0%, 0:01 left",
+                                  "replay: 1,001 records, 1,000,000 records/s, 33%, 0:01 left",
+                                  "replay: 2,001 records, 1,000,000 records/s, 66%, 0:01 left"], "\(display.shown)")
+        meter.finish()
+        #expect(display.clears == 1)
+    }
+
+    /// Each phase draws at its first advance, however short.
+    @Test func eachPhaseDrawsAtItsFirstAdvance() {
+        let clock = ManualClock()
+        let display = RecordingDisplay(clock: clock)
+        var meter = ProgressMeter(label: "simulate", display: display, clock: clock.read, timing: Self.every(1_000))
+        meter.startPhase(noun: "devices", total: 4)
+        for _ in 0..<4 {
+            clock.now += 0.001
+            meter.advance()
+        }
+        meter.startPhase(noun: "records", total: 60_000)
+        clock.now += 0.001
+        meter.advance(by: 10, at: 1_000)
+        #expect(display.shown == ["simulate: 1 devices, 1,000 devices/s, 25%, 0:01 left",
+                                  "simulate: 10 records, 10,000 records/s, 1%, 0:01 left"], "\(display.shown)")
+    }
+
+    /// No time at all since the phase began: no rate to show (nor time left), but the line still is.
+    @Test func aClockThatHasNotMovedGivesNoRate() {
+        let clock = ManualClock()
+        let display = RecordingDisplay(clock: clock)
+        var meter = ProgressMeter(label: "convert", noun: "trials", total: 10, display: display, clock: clock.read,
+                                  timing: Self.every(5))
+        meter.advance()
+        #expect(display.shown == ["convert: 1 trials, 10%"])
+    }
+
+    /// Without a display the variable changes nothing: no clock, no line.
+    @Test func aMeterWithoutDisplayStillDoesNothing() {
+        let clock = ManualClock()
+        var meter = ProgressMeter(label: "replay", display: nil, clock: clock.read, timing: Self.every(1))
+        for _ in 0..<1_000 { meter.advance() }
+        meter.finish()
+        #expect(clock.reads == 0 && !meter.isShown)
+    }
+}

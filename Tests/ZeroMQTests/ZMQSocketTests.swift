@@ -338,7 +338,7 @@ struct ZMQSocketTests {
         #expect(error?.isClosedSocket == true)
     }
 
-    @Test("context shutdown makes a blocked receive throw ETERM within a second")
+    @Test("context shutdown makes a blocked receive (no timeout) throw ETERM")
     func shutdownUnblocksReceive() async throws {
         let context = try ZMQContext()
         let ready = Shared(false)
@@ -360,13 +360,14 @@ struct ZMQSocketTests {
         #expect(outcome.current == nil)
         let shutdownAt = MonotonicClock.now()
         context.shutdown()
-        #expect(await eventually(timeout: 2) { outcome.current != nil })
+        // The receive has no timeout: without the shutdown it would never return. The bound is only for a busy machine.
+        #expect(await eventually(timeout: 20) { outcome.current != nil })
         let result = try #require(outcome.current)
         #expect(result.error?.isTerminated == true)
         #expect(result.error?.code == ETERM)
-        #expect(result.at - shutdownAt < 1)
+        #expect(result.at >= shutdownAt)
         #expect(context.isShutDown)
-        #expect(await finishes(within: 2) { context.terminate() })
+        #expect(await finishes(within: 20) { context.terminate() })
         // A shut-down context refuses new sockets with ETERM.
         #expect(throws: ZMQError.self) { _ = try ZMQSocket(context, .pull) }
     }

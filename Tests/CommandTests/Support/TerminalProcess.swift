@@ -1,8 +1,8 @@
 import Foundation
 
 /// `roadsave` with its standard error on a pseudo-terminal (as a person at a terminal runs it) or on a pipe, standard
-/// output on a pipe, and standard input fed in chunks with a pause between them (so a fast build still has to wait
-/// for its input, and a progress line has time to show).
+/// output on a pipe, standard input fed from `input`; the progress line is drawn by the count rather than by the
+/// clock, so that whether it shows does not depend on the machine's speed.
 final class TerminalProcess: @unchecked Sendable {  // Sendable: the outputs are guarded by `lock`
     struct Result {
         var status: Int32
@@ -17,24 +17,25 @@ final class TerminalProcess: @unchecked Sendable {  // Sendable: the outputs are
     private var open = 2
 
     /// Runs `roadsave ARGUMENTS` to its end (killed after `limit` seconds).
-    static func run(_ arguments: [String], stderrIsTerminal: Bool, input: [Data] = [], pause: Double = 0,
+    static func run(_ arguments: [String], stderrIsTerminal: Bool, input: Data? = nil,
                     limit: Double = 120) async throws -> Result {
-        try await TerminalProcess().run(arguments, stderrIsTerminal: stderrIsTerminal, input: input, pause: pause,
-                                        limit: limit)
+        try await TerminalProcess().run(arguments, stderrIsTerminal: stderrIsTerminal, input: input, limit: limit)
     }
 
-    private func run(_ arguments: [String], stderrIsTerminal: Bool, input: [Data], pause: Double,
-                     limit: Double) async throws -> Result {
+    private func run(_ arguments: [String], stderrIsTerminal: Bool, input: Data?, limit: Double) async throws -> Result {
         let process = Process()
         process.executableURL = Roadsave.executable
         process.arguments = arguments
         var environment = ProcessInfo.processInfo.environment
         environment["TERM"] = "xterm"
+        // The meter draws at its first count and every 500th, not by the clock (`ProgressMeter.Timing.drawEvery`):
+        // a fast machine finishes before the clock's first drawing. Set for the pipe too, which must stay clean.
+        environment["ROADSAVE_PROGRESS_EVERY"] = "500"
         process.environment = environment
         let out = Pipe()
         process.standardOutput = out
         let stdin = Pipe()
-        process.standardInput = input.isEmpty ? FileHandle.nullDevice : stdin
+        process.standardInput = input == nil ? FileHandle.nullDevice : stdin
 
         // The terminal: a pseudo-terminal's controller end is read here; the other end is the child's stderr.
         var controller: Int32 = -1
@@ -56,13 +57,10 @@ final class TerminalProcess: @unchecked Sendable {  // Sendable: the outputs are
         // Only the child keeps the terminal open now, so the controller reads EIO (the end) once it exits.
         if stderrIsTerminal { try (process.standardError as? FileHandle)?.close() }
 
-        if !input.isEmpty {
+        if let input {
             let writer = stdin.fileHandleForWriting
             Thread {
-                for (index, chunk) in input.enumerated() {
-                    if index > 0 { usleep(useconds_t(pause * 1_000_000)) }
-                    writer.write(chunk)
-                }
+                writer.write(input)
                 try? writer.close()
             }.start()
         }

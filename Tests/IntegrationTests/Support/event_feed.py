@@ -1,21 +1,24 @@
 #!/usr/bin/env python3
 """detection's outbox feed, faked for the notifier's integration tests: pyzmq and msgpack only (not the project's code).
 
-  python3 event_feed.py --events FILE [--feed-id ID] [--rate N]
+  python3 event_feed.py --events FILE [--feed-id ID] [--rate N] [--paused]
 
 Binds a ROUTER on 127.0.0.1 (a free port, printed on the first line) and serves the events of FILE (a JSON list of
 event maps with the MessagePack body fields of EventBody.encode: event, app, user, then tripID/startDate/...) as
 the pull feed of Shared/Wire/FeedMessages.swift: request frames ["fetch", msgpack {id, feed, after, max, ack, wait,
 ...}], reply frames ["feed", msgpack {id, feed, after, to, head[, error]}, item, item, ...], each item one event's
 MessagePack body. Position i (from 1) is the i-th event of FILE; the same event may appear twice (a redelivery).
-With --rate, events are released at N a second from the start (the head grows); otherwise all at once. A request
+With --rate, events are released at N a second from the start (the head grows); otherwise all at once. With
+--paused, nothing is released until SIGUSR1, which is the start (a test starts the stream once its clients are
+there, however long a busy machine took to start them). A request
 that finds nothing new is held up to its wait. Prints {"ack": N} whenever the consumer's acknowledged position
 changes, and {"served": [after, to]} for each reply with events.
 """
 import signal
 
-# First thing: a process spawned from a thread of Swift's test runner inherits SIGTERM and SIGINT blocked.
-signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
+# First thing: a process spawned from a thread of Swift's test runner inherits SIGTERM and SIGINT blocked (and
+# SIGUSR1, which --paused waits for).
+signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT, signal.SIGUSR1})
 
 import argparse
 import json
@@ -38,6 +41,7 @@ def main():
     parser.add_argument("--events", required=True)
     parser.add_argument("--feed-id", default="fake-detection-feed")
     parser.add_argument("--rate", type=float, default=0.0)
+    parser.add_argument("--paused", action="store_true")
     options = parser.parse_args()
     with open(options.events) as file:
         items = [body(event) for event in json.load(file)]
@@ -47,11 +51,20 @@ def main():
     socket.setsockopt(zmq.LINGER, 0)
     port = socket.bind_to_random_port("tcp://127.0.0.1")
     print(port, flush=True)
-    start = time.monotonic()
+    start = None if options.paused else time.monotonic()
     held = {}  # identity -> (request, deadline)
     acknowledged = None
 
+    def resume(*_):
+        nonlocal start
+        if start is None:
+            start = time.monotonic()
+
+    signal.signal(signal.SIGUSR1, resume)
+
     def released():
+        if start is None:
+            return 0
         if options.rate <= 0:
             return len(items)
         return min(len(items), int((time.monotonic() - start) * options.rate))

@@ -6,7 +6,8 @@
 
 A DEALER (CurveZMQ) on the notifier's catch-up endpoint. Asks {"after": 0, "max": 1} for the head H, then sends
 {"after": H, "waitMs": N[, "prefix": P]} and prints one JSON line {"head": H, "seconds": S, "reply": REPLY}: S is the
-time from sending the long-poll to its reply. Exit status 1 when no reply comes within the wait plus 10 s.
+time from sending the long-poll to its reply; {"asked": H} on standard error once the long-poll is sent. Exit status
+1 when no reply comes within the wait plus 10 s.
 """
 import signal
 
@@ -14,6 +15,7 @@ signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
 
 import argparse
 import json
+import sys
 import time
 
 import zmq
@@ -46,7 +48,11 @@ def main():
     if options.prefix:
         request["prefix"] = options.prefix
     start = time.monotonic()
-    reply = ask(socket, request, options.wait_ms / 1000 + 10)
+    socket.send_multipart([b"", json.dumps(request).encode()])
+    print(json.dumps({"asked": first["head"]}), file=sys.stderr, flush=True)
+    reply = None
+    if socket.poll(int((options.wait_ms / 1000 + 10) * 1000)):
+        reply = json.loads(socket.recv_multipart()[-1])
     print(json.dumps({"head": first["head"], "seconds": time.monotonic() - start, "reply": reply}), flush=True)
     return 0 if reply is not None else 1
 
