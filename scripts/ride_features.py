@@ -1,0 +1,167 @@
+#!/usr/bin/env python3
+"""What a ride looked like, as numbers: the quantities a car-or-transit decision could use, computed from the
+project's records (CONTRACT §2 NDJSON) over a window of time, for labelled legs and detected rides alike, so that
+the modes' distributions can be put side by side (`scripts/quality.py --features FILE`).
+
+Speeds are GPS speeds where the record has one, else the displacement between fixes over their interval. A stop is
+a stretch of at least `STOP_MIN` seconds at or below `STOP_SPEED`; a gap is an interval between fixes longer than
+`GAP` seconds, said to begin moving or still by the speed of the fix before it.
+"""
+import math
+import statistics
+
+STOP_SPEED = 1.0          # m/s: at rest (GPS jitter reads below it)
+MOVING_SPEED = 2.0        # m/s: the engines' movement speed
+STOP_MIN = 5.0            # s: a stop shorter than this is a slow-down
+GAP = 30.0                # s: no fix for this long
+BEFORE = 600.0            # s: how far back "the walk and wait before the ride" looks
+FIELDS = ["duration_s", "distance_m", "fix_interval_p50_s", "speed_p50", "speed_p85", "speed_p95", "speed_max2",
+          "share_moving", "time_ge_8_s", "time_ge_12_s", "time_ge_25_s", "time_ge_42_s", "stops_per_km",
+          "stop_p50_s", "stop_share_8_45", "stops_8_45_per_km", "accel_p95", "decel_p95", "heading_change_per_km",
+          "gaps", "gaps_moving", "gaps_still", "longest_gap_s", "longest_gap_moving_s", "walk_before_m",
+          "wait_before_s", "steps_moving", "steps_per_min", "activity_reports", "share_automotive",
+          "share_automotive_high", "share_walking", "share_cycling", "share_stationary"]
+
+
+def haversine(lat1, lon1, lat2, lon2):
+    r = 6_371_000.0
+    p1, p2 = math.radians(lat1), math.radians(lat2)
+    dp, dl = p2 - p1, math.radians(lon2 - lon1)
+    a = math.sin(dp / 2) ** 2 + math.cos(p1) * math.cos(p2) * math.sin(dl / 2) ** 2
+    return 2 * r * math.asin(min(1.0, math.sqrt(a)))
+
+
+def bearing(lat1, lon1, lat2, lon2):
+    p1, p2, dl = math.radians(lat1), math.radians(lat2), math.radians(lon2 - lon1)
+    y = math.sin(dl) * math.cos(p2)
+    x = math.cos(p1) * math.sin(p2) - math.sin(p1) * math.cos(p2) * math.cos(dl)
+    return math.degrees(math.atan2(y, x)) % 360
+
+
+def percentile(values, q):
+    if not values:
+        return None
+    ordered = sorted(values)
+    index = (len(ordered) - 1) * q
+    low, high = math.floor(index), math.ceil(index)
+    return ordered[low] + (ordered[high] - ordered[low]) * (index - low)
+
+
+def fixes_of(records):
+    """The location records as (t, lat, lon, speed or None, hacc), in time order, fixes of invalid accuracy out."""
+    fixes = []
+    for r in records:
+        if r.get("kind") != "location":
+            continue
+        hacc = r.get("hacc", 0)
+        if hacc is not None and hacc < 0:
+            continue
+        speed = r.get("speed")
+        fixes.append((r["t"], r["lat"], r["lon"], speed if speed is not None and speed >= 0 else None, hacc))
+    fixes.sort(key=lambda f: f[0])
+    return fixes
+
+
+def speeds(fixes):
+    """Each fix's speed: its GPS speed, else the displacement from the fix before over the interval."""
+    result = []
+    for i, (t, lat, lon, speed, _) in enumerate(fixes):
+        if speed is None and i > 0:
+            t0, lat0, lon0 = fixes[i - 1][:3]
+            speed = haversine(lat0, lon0, lat, lon) / (t - t0) if t > t0 else 0.0
+        result.append(speed if speed is not None else 0.0)
+    return result
+
+
+def features(records, start, end):
+    """The features of the window [start, end] of one device's records (every record of the device: what comes
+    before the window gives the walk and wait before it)."""
+    window = [r for r in records if start <= r["t"] <= end]
+    fixes = fixes_of(window)
+    out = dict.fromkeys(FIELDS)
+    out["duration_s"] = end - start
+    if len(fixes) >= 2:
+        v = speeds(fixes)
+        intervals = [b[0] - a[0] for a, b in zip(fixes, fixes[1:])]
+        out["fix_interval_p50_s"] = statistics.median(intervals)
+        distance = sum(haversine(a[1], a[2], b[1], b[2]) for a, b, s in zip(fixes, fixes[1:], v[1:]) if s >= MOVING_SPEED)
+        out["distance_m"] = distance
+        moving = [s for s in v if s >= MOVING_SPEED]
+        out["speed_p50"] = percentile(moving, 0.5)
+        out["speed_p85"] = percentile(moving, 0.85)
+        out["speed_p95"] = percentile(moving, 0.95)
+        out["speed_max2"] = max((min(a, b) for a, b in zip(v, v[1:])), default=None)
+        out["share_moving"] = len(moving) / len(v)
+        for threshold in (8, 12, 25, 42):
+            out[f"time_ge_{threshold}_s"] = sum(dt for dt, s in zip(intervals, v[1:]) if s >= threshold and dt <= GAP)
+        # Stops: stretches at rest between moving stretches.
+        stops, rest_since, moved = [], None, False
+        for (t, *_), s in zip(fixes, v):
+            if s <= STOP_SPEED:
+                if rest_since is None and moved:
+                    rest_since = t
+            else:
+                if rest_since is not None and s >= MOVING_SPEED:
+                    if t - rest_since >= STOP_MIN:
+                        stops.append(t - rest_since)
+                    rest_since = None
+                if s >= MOVING_SPEED:
+                    moved = True
+        km = max(distance / 1000, 0.1)
+        out["stops_per_km"] = len(stops) / km
+        out["stop_p50_s"] = statistics.median(stops) if stops else None
+        dwell = [d for d in stops if 8 <= d <= 45]
+        out["stop_share_8_45"] = len(dwell) / len(stops) if stops else None
+        out["stops_8_45_per_km"] = len(dwell) / km
+        accelerations = [(b - a) / dt for a, b, dt in zip(v, v[1:], intervals) if 0 < dt <= 15]
+        out["accel_p95"] = percentile([a for a in accelerations if a > 0], 0.95)
+        out["decel_p95"] = percentile([-a for a in accelerations if a < 0], 0.95)
+        turns, last_heading = 0.0, None
+        for a, b, s in zip(fixes, fixes[1:], v[1:]):
+            if s < MOVING_SPEED or haversine(a[1], a[2], b[1], b[2]) < 10:
+                continue
+            heading = bearing(a[1], a[2], b[1], b[2])
+            if last_heading is not None:
+                turns += abs((heading - last_heading + 180) % 360 - 180)
+            last_heading = heading
+        out["heading_change_per_km"] = turns / km
+        gaps = [(dt, s) for dt, s in zip(intervals, v[:-1]) if dt > GAP]
+        out["gaps"] = len(gaps)
+        out["gaps_moving"] = sum(1 for _, s in gaps if s >= MOVING_SPEED)
+        out["gaps_still"] = sum(1 for _, s in gaps if s < MOVING_SPEED)
+        out["longest_gap_s"] = max((dt for dt, _ in gaps), default=0.0)
+        out["longest_gap_moving_s"] = max((dt for dt, s in gaps if s >= MOVING_SPEED), default=0.0)
+    # The walk and wait before: from the last fix BEFORE seconds before the window to its start.
+    before = fixes_of([r for r in records if start - BEFORE <= r["t"] < start])
+    if before:
+        anchor = before[-1]
+        wait, walked = 0.0, 0.0
+        for fix in reversed(before):
+            if haversine(fix[1], fix[2], anchor[1], anchor[2]) > 30:
+                walked = haversine(fix[1], fix[2], anchor[1], anchor[2])
+                wait = start - fix[0]
+                break
+        out["walk_before_m"], out["wait_before_s"] = walked, wait
+    # Steps while the vehicle moved, and the pedometer's pace.
+    steps = [(r["t"], r["steps"]) for r in window if r.get("kind") == "steps"]
+    if len(steps) >= 2 and len(fixes) >= 2:
+        v = speeds(fixes)
+        moving_at = lambda t: next((s for (ft, *_), s in zip(reversed(fixes), reversed(v)) if ft <= t), 0.0)
+        counted = sum(max(0, b - a) for (ta, a), (tb, b) in zip(steps, steps[1:]) if moving_at(tb) >= 5)
+        out["steps_moving"] = counted
+        out["steps_per_min"] = sum(max(0, b - a) for (_, a), (_, b) in zip(steps, steps[1:])) / max((end - start) / 60, 1)
+    activities = [(r["activity"], r["confidence"]) for r in window if r.get("kind") == "activity"]
+    out["activity_reports"] = len(activities)
+    if activities:
+        n = len(activities)
+        out["share_automotive"] = sum(a == "automotive" for a, _ in activities) / n
+        out["share_automotive_high"] = sum(a == "automotive" and c == "high" for a, c in activities) / n
+        out["share_walking"] = sum(a in ("walking", "running") for a, _ in activities) / n
+        out["share_cycling"] = sum(a == "cycling" for a, _ in activities) / n
+        out["share_stationary"] = sum(a == "stationary" for a, _ in activities) / n
+    return out
+
+
+def row(values):
+    """The features as CSV cells (blank where a feature says nothing)."""
+    return ["" if values[f] is None else (f"{values[f]:.3f}" if isinstance(values[f], float) else values[f]) for f in FIELDS]
