@@ -56,7 +56,8 @@ public enum ConvertCommand {
         percent >= 75 high, >= 50 medium, else low; iOS its own low/medium/high. No pedometer.
         Readings uploaded twice are dropped.
 
-        Exit status: 0 converted, 2 bad option or unreadable file.
+        Exit status: 0 converted, 2 bad option, unreadable file or one not in its dataset's format
+        (the message names the file and the field).
         """
 
     /// "tmd, cbs, phone-drops, escooter, envirocar or emission", for the errors.
