@@ -59,8 +59,7 @@ struct JSONField {
 
     func elements() throws -> [JSONField] {
         guard case let .array(items) = value else { throw mismatch("expected an array, found \(value.typeName)") }
-        let prefix = path.isEmpty ? "" : path
-        return items.enumerated().map { JSONField(value: $0.element, path: "\(prefix)[\($0.offset)]", file: file) }
+        return items.enumerated().map { JSONField(value: $0.element, path: "\(path)[\($0.offset)]", file: file) }
     }
 
     func number() throws -> Double {
