@@ -1,16 +1,27 @@
 #!/usr/bin/env python3
 """Trip quality on the real recordings: which labelled legs became driving trips.
 
-Converts every TMD file and CBS day with `roadsave convert`, replays it with `roadsave replay`, and matches the trips
-against the labelled legs: a leg counts as taken for driving when driving trips (transportMode car or unknown) cover at
-least half of it, and as a trip at all when any trips do. Prints one table per dataset and mode: legs, legs taken for
-driving, legs with any trip, and the median start and end error of the driving trips that took them (trip start/end
-minus labelled start/end, seconds). `--json FILE` writes the figures too. CBS days run twice: as recorded (GPS only)
-and with activity records derived from the diary (transit reported as automotive, as Android's classifier does).
+Converts every TMD file, CBS day and enviroCar track with `roadsave convert`, replays it with `roadsave replay`, and
+matches the trips against the labelled legs: a leg counts as taken for driving when driving trips (transportMode car or
+unknown) cover at least half of it, and as a trip at all when any trips do. Prints one table per dataset and mode:
+legs, legs taken for driving, legs with any trip, and the median start and end error of the driving trips that took
+them (trip start/end minus labelled start/end, seconds). CBS days run twice: as recorded (GPS only) and with activity
+records derived from the diary (transit reported as automotive, as Android's classifier does).
+
+The enviroCar tracks are real car drives with the phone's GPS every 5 s (some 2 s) and no activity classifier: each
+track is one labelled car leg from its first to its last point. They also get a table of their own, measured on the
+drive's moving time: the time at GPS speed >= 2 m/s, i.e. the sum of the intervals from each point whose GPS Speed is
+at least 2 m/s (the engines' movement threshold) to the next point. It gives the drives given a driving trip covering
+>= 90 % of the moving time, the drives with a trip judged bus or rail, the drives split into more than one trip, and
+the median start and end error: the first driving trip's start minus the first moving point, the last driving trip's
+end minus the last moving point. Contains enviroCar data (enviroCar.org), ODbL.
+
+`--json FILE` writes the figures too: one entry per dataset and mode, the enviroCar entry with its drive figures
+under "drives".
 
 Usage: scripts/quality.py --roadsave PATH [--data DIR] [--json FILE] [--legs]
 """
-import argparse, csv, datetime as dt, glob, json, os, statistics, subprocess, sys, tempfile
+import argparse, collections, csv, datetime as dt, glob, gzip, json, os, statistics, subprocess, sys, tempfile
 
 TRANSIT = {"bus", "tram", "metro", "train", "ferry"}
 
@@ -30,7 +41,8 @@ def replay(roadsave, dataset, path, extra, work):
     for line in out.splitlines():
         event = json.loads(line)
         if event.get("event") == "tripDidEnd":
-            trips.append((iso(event["startDate"]), iso(event["endDate"]), event.get("transportMode", "unknown")))
+            trips.append((iso(event["startDate"]), iso(event["endDate"]), event.get("transportMode", "unknown"),
+                          event.get("transportReason", "notClassified")))
     return trips, records
 
 
@@ -52,7 +64,7 @@ def last_record_time(records):
 
 
 def covered(trips, start, end):
-    return sum(max(0.0, min(end, t1) - max(start, t0)) for t0, t1, _ in trips)
+    return sum(max(0.0, min(end, t1) - max(start, t0)) for t0, t1, *_ in trips)
 
 
 def match(trips, start, end):
@@ -97,6 +109,82 @@ def cbs_legs(roadsave, data, work, derive):
     return rows
 
 
+ENVIROCAR = "enviroCar (GPS only)"
+MOVING = 2.0  # m/s: a point at this GPS speed or more is moving
+COVERED = 0.9  # share of the moving time driving trips must cover
+
+
+def envirocar_points(path):
+    """(t, GPS speed in m/s or None) of every point with a time and coordinates, read from the track itself."""
+    track = json.load(gzip.open(path) if path.endswith(".gz") else open(path))
+    points = []
+    for feature in track["features"]:
+        properties = feature.get("properties") or {}
+        coordinates = (feature.get("geometry") or {}).get("coordinates")
+        if not properties.get("time") or not coordinates:
+            continue
+        speed = ((properties.get("phenomenons") or {}).get("GPS Speed") or {}).get("value")
+        points.append((iso(properties["time"]), None if speed is None else speed / 3.6))
+    return sorted(points, key=lambda p: p[0])
+
+
+def moving_intervals(points):
+    """The intervals from each moving point to the next point."""
+    return [(t0, t1) for (t0, v0), (t1, _) in zip(points, points[1:]) if v0 is not None and v0 >= MOVING]
+
+
+def envirocar_drives(roadsave, data, work):
+    """Per track: the leg row for the main table and the drive's own figures."""
+    rows, drives = [], []
+    for path in sorted(glob.glob(os.path.join(data, "envirocar-car-tracks/*/*.json.gz"))):
+        name = os.path.relpath(path, os.path.join(data, "envirocar-car-tracks"))
+        trips, _ = replay(roadsave, "envirocar", path, [], work)
+        points = envirocar_points(path)
+        rows.append((ENVIROCAR, "car", name) + match(trips, points[0][0], points[-1][0]))
+        moving = moving_intervals(points)
+        moving_time = sum(t1 - t0 for t0, t1 in moving)
+        cars = sorted(driving(trips))
+        in_trips = sum(covered(cars, t0, t1) for t0, t1 in moving)
+        moving_points = [t for t, v in points if v is not None and v >= MOVING]
+        drive = {"track": name, "trips": len(trips), "movingTime": moving_time,
+                 "covered": moving_time > 0 and in_trips >= COVERED * moving_time,
+                 "transit": [f"{mode} ({reason})" for _, _, mode, reason in trips if mode in ("bus", "rail")],
+                 "startError": None, "endError": None}
+        if cars and moving_points:
+            drive["startError"] = cars[0][0] - moving_points[0]
+            drive["endError"] = cars[-1][1] - moving_points[-1]
+        drives.append(drive)
+    return rows, drives
+
+
+def envirocar_summary(drives):
+    median = lambda values: statistics.median(values) if values else None
+    reasons = collections.Counter(reason for d in drives for reason in d["transit"])
+    return {"drives": len(drives), "movingHours": sum(d["movingTime"] for d in drives) / 3600,
+            "drivingCoveringMovingTime": sum(d["covered"] for d in drives),
+            "judgedBusOrRail": sum(bool(d["transit"]) for d in drives), "busOrRailTrips": dict(reasons),
+            "splitIntoTrips": sum(d["trips"] > 1 for d in drives), "noTrip": sum(d["trips"] == 0 for d in drives),
+            "medianStartError": median([d["startError"] for d in drives if d["startError"] is not None]),
+            "medianEndError": median([d["endError"] for d in drives if d["endError"] is not None])}
+
+
+def print_envirocar(summary):
+    n = summary["drives"]
+    share = lambda k: f"{k} ({100 * k / n:.0f} %)" if n else "-"
+    signed = lambda v: "-" if v is None else f"{v:+.0f}"
+    print()
+    print(f"enviroCar drives (each track one car leg; moving = GPS speed >= {MOVING:g} m/s; "
+          "Contains enviroCar data (enviroCar.org), ODbL)")
+    print(f"{'drives':>6}{'moving h':>10}{'driving >= 90 % moving':>24}{'bus or rail':>13}{'split':>11}"
+          f"{'no trip':>9}{'start err (median s)':>22}{'end err':>9}")
+    print(f"{n:>6}{summary['movingHours']:>10.1f}{share(summary['drivingCoveringMovingTime']):>24}"
+          f"{share(summary['judgedBusOrRail']):>13}{share(summary['splitIntoTrips']):>11}{summary['noTrip']:>9}"
+          f"{signed(summary['medianStartError']):>22}{signed(summary['medianEndError']):>9}")
+    if summary["busOrRailTrips"]:
+        print("  bus or rail trips: " + ", ".join(f"{count} {reason}" for reason, count in
+                                                  sorted(summary["busOrRailTrips"].items())))
+
+
 def table(rows):
     groups = {}
     for dataset, mode, _, taken, anything, start_error, end_error in rows:
@@ -120,13 +208,24 @@ def main():
     if not os.path.isdir(os.path.join(args.data, "us-transportation-mode")):
         print(f"quality: no recordings at {args.data}: skipped", file=sys.stderr)
         return 0
+    drives = []
     with tempfile.TemporaryDirectory() as work:
         rows = tmd_legs(args.roadsave, args.data, work)
         rows += cbs_legs(args.roadsave, args.data, work, derive=False)
         rows += cbs_legs(args.roadsave, args.data, work, derive=True)
+        if os.path.isdir(os.path.join(args.data, "envirocar-car-tracks")):
+            envirocar_rows, drives = envirocar_drives(args.roadsave, args.data, work)
+            rows += envirocar_rows
+        else:
+            print(f"quality: no enviroCar tracks at {args.data}: that table skipped", file=sys.stderr)
     if args.legs:
         for row in rows:
             print(*[f"{v:.0f}" if isinstance(v, float) else v for v in row], sep="\t")
+        for drive in drives:
+            print(drive["track"], f"{drive['trips']} trips", f"moving {drive['movingTime']:.0f} s",
+                  "covered" if drive["covered"] else "not covered", *drive["transit"],
+                  *[f"{key} {drive[key]:+.0f}" for key in ("startError", "endError") if drive[key] is not None],
+                  sep="\t")
     groups = table(rows)
     print(f"{'dataset':<24}{'mode':<10}{'legs':>6}{'taken for driving':>19}{'any trip':>10}"
           f"{'start err (median s)':>22}{'end err':>9}")
@@ -146,6 +245,12 @@ def main():
         anything = sum(g["any"] for g in transit)
         if legs:
             print(f"{dataset:<24}{'transit':<10}{legs:>6}{f'{taken} ({100 * taken / legs:.0f} %)':>19}{anything:>10}")
+    if drives:
+        figures = envirocar_summary(drives)
+        print_envirocar(figures)
+        for entry in summary:
+            if entry["dataset"] == ENVIROCAR:
+                entry["drives"] = figures
     if args.json:
         with open(args.json, "w") as f:
             json.dump(summary, f, indent=1)

@@ -19,6 +19,10 @@ public enum ConvertCommand {
           cbs          cbs-smart-survey-gps/split-by-day/ssi_open_geodata-<user>-<date>.csv.gz
           phone-drops  phone-drops/raw_data.tar.gz (every trial as its own device, or one with --trial)
           escooter     escooter-impacts/data/<name>.tsv.gz
+          envirocar    envirocar-car-tracks/<source>/<track>.json.gz (or .json): one enviroCar
+                       track, one car drive (Contains enviroCar data (enviroCar.org), ODbL)
+          emission     emission-activity-traces/<day>.json.gz (or .json): one e-mission day of a
+                       phone's trace (not its .ground_truth file)
 
         Options:
           --app ID            applicationID written in every record (default: recorded)
@@ -38,8 +42,27 @@ public enum ConvertCommand {
         Impacts are cut from every accelerometer stream with the gateway's trigger (|a| > 2 g, raw
         window -1 s..+2 s around the peak).
 
-        Exit status: 0 converted, 2 bad option or unreadable file.
+        envirocar: a location per point with a time and coordinates; speed = GPS Speed km/h / 3.6,
+        hacc = GPS Accuracy (metres, though the track labels it %), course = GPS Bearing (a negative
+        speed or a bearing outside 0..360, the app's interpolation overshooting, is left unknown).
+        OBD-II Speed and the engine readings are not used. Capabilities: no activity classifier, no
+        pedometer (the app records neither), so trips start on GPS alone.
+
+        emission: a location per background/location entry (hacc = accuracy; speed = sensed_speed
+        and course = heading, except iOS's -1 and Android's 0, which mean none: unknown); an
+        activity per background/motion_activity reading: IN_VEHICLE and STOPPED_WHILE_IN_VEHICLE
+        -> automotive, BICYCLING -> cycling, ON_FOOT and WALKING -> walking, RUNNING -> running,
+        STILL -> stationary, UNKNOWN, TILTING, NONE and AIR_OR_HSR -> unknown; confidence: Android
+        percent >= 75 high, >= 50 medium, else low; iOS its own low/medium/high. No pedometer.
+        Readings uploaded twice are dropped.
+
+        Exit status: 0 converted, 2 bad option, unreadable file or one not in its dataset's format
+        (the message names the file and the field).
         """
+
+    /// "tmd, cbs, phone-drops, escooter, envirocar or emission", for the errors.
+    static let datasetNames = Dataset.allCases.dropLast().map(\.rawValue).joined(separator: ", ")
+        + " or " + Dataset.allCases.last!.rawValue
 
     /// `arguments` are those after `convert` (a leading "convert" is skipped). Writes to the process's stdout/stderr.
     public static func run(_ arguments: [String]) -> Int32 {
@@ -105,9 +128,9 @@ public enum ConvertCommand {
             }
         }
 
-        guard let datasetName = positional.first else { return fail("missing DATASET (tmd, cbs, phone-drops or escooter)") }
+        guard let datasetName = positional.first else { return fail("missing DATASET (\(datasetNames))") }
         guard let dataset = Dataset(rawValue: datasetName) else {
-            return fail("unknown DATASET '\(datasetName)': expected tmd, cbs, phone-drops or escooter")
+            return fail("unknown DATASET '\(datasetName)': expected \(datasetNames)")
         }
         guard positional.count >= 2 else { return fail("missing FILE for dataset \(datasetName)") }
         guard positional.count == 2 else { return fail("unexpected argument '\(positional[2])'") }
@@ -136,6 +159,8 @@ public enum ConvertCommand {
                     if done == 0 { progress.startPhase(noun: "trials", total: total) } else { progress.advance() }
                 }
             case .escooter: recordings = [try RecordingConverter.escooter(file, app: app, user: user)]
+            case .envirocar: recordings = [try RecordingConverter.envirocar(file, app: app, user: user)]
+            case .emission: recordings = [try RecordingConverter.emission(file, app: app, user: user)]
             }
             progress.finish()
         } catch let error as RecordingError {

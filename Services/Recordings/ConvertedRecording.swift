@@ -9,6 +9,8 @@ public enum Dataset: String, Sendable, CaseIterable {
     case cbs
     case phoneDrops = "phone-drops"
     case escooter
+    case envirocar
+    case emission
 
     /// The folder under ../shared/data.
     public var folder: String {
@@ -17,6 +19,8 @@ public enum Dataset: String, Sendable, CaseIterable {
         case .cbs: return "cbs-smart-survey-gps"
         case .phoneDrops: return "phone-drops"
         case .escooter: return "escooter-impacts"
+        case .envirocar: return "envirocar-car-tracks"
+        case .emission: return "emission-activity-traces"
         }
     }
 }
@@ -173,10 +177,10 @@ func userID(from stem: String) -> String {
     String(stem.map { $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" ? $0 : "-" })
 }
 
-/// A file name without its compression and format extensions (`a.csv.gz` → `a`).
+/// A file name without its compression and format extensions (`a.csv.gz` → `a`, `a.json.gz` → `a`).
 func fileStem(_ name: String) -> String {
     var stem = Substring(name)
-    for ext in [".gz", ".csv", ".tsv", ".txt"] where stem.hasSuffix(ext) {
+    for ext in [".gz", ".csv", ".tsv", ".txt", ".json"] where stem.hasSuffix(ext) {
         stem = stem.dropLast(ext.count)
     }
     return String(stem)

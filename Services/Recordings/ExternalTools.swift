@@ -59,16 +59,18 @@ enum ExternalTool {
 /// Reads a recording's text, decompressing `.gz` files with `gzip -dc` (files without `.gz` are read as they are).
 public enum RecordingFile {
     public static func text(of url: URL) throws -> String {
+        String(decoding: try data(of: url), as: UTF8.self)
+    }
+
+    /// The recording's bytes, decompressed the same way (for the JSON datasets, which are parsed as bytes).
+    public static func data(of url: URL) throws -> Data {
         try checkReadable(url)
-        let data: Data
         if url.pathExtension == "gz" {
-            data = try ExternalTool.run("gzip", ["-dc", url.path], file: url.path)
-        } else {
-            do { data = try Data(contentsOf: url) } catch {
-                throw RecordingError.unreadable(file: url.path, reason: error.localizedDescription)
-            }
+            return try ExternalTool.run("gzip", ["-dc", url.path], file: url.path)
         }
-        return String(decoding: data, as: UTF8.self)
+        do { return try Data(contentsOf: url) } catch {
+            throw RecordingError.unreadable(file: url.path, reason: error.localizedDescription)
+        }
     }
 
     /// Fails with a reason a person can act on (missing, a folder, no permission) before any tool runs.

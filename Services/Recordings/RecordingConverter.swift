@@ -1,5 +1,6 @@
 // One entry point per dataset of ../shared/data. Each returns the device's NDJSON lines and a report of what was derived;
-// the per-dataset enums (TMDConverter, CBSConverter, PhoneDropConverter, EscooterConverter) hold the parsing.
+// the per-dataset enums (TMDConverter, CBSConverter, PhoneDropConverter, EscooterConverter, EnvirocarConverter,
+// EmissionConverter) hold the parsing.
 
 import Foundation
 
@@ -27,5 +28,16 @@ public enum RecordingConverter {
     /// escooter-impacts/data/<name>.tsv.gz; user defaults to `escooter-<name>`.
     public static func escooter(_ file: URL, app: String = "recorded", user: String? = nil) throws -> ConvertedRecording {
         try EscooterConverter.convert(file: file, app: app, user: user)
+    }
+
+    /// envirocar-car-tracks/<source>/<track>.json.gz (one enviroCar track, .json or .json.gz); user defaults to
+    /// `envirocar-<track>`.
+    public static func envirocar(_ file: URL, app: String = "recorded", user: String? = nil) throws -> ConvertedRecording {
+        try EnvirocarConverter.convert(file: file, app: app, user: user)
+    }
+
+    /// emission-activity-traces/<day>.json.gz (one e-mission day, .json or .json.gz); user defaults to `emission-<day>`.
+    public static func emission(_ file: URL, app: String = "recorded", user: String? = nil) throws -> ConvertedRecording {
+        try EmissionConverter.convert(file: file, app: app, user: user)
     }
 }

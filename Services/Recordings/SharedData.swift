@@ -35,6 +35,12 @@ public enum SharedData {
         return isDirectory(directory)
     }
 
+    /// Whether one dataset's folder is there (datasets were added over time, so an older copy may lack some).
+    public static func has(_ dataset: Dataset) -> Bool {
+        guard let folder = url(dataset.folder) else { return false }
+        return isDirectory(folder)
+    }
+
     /// A file or folder inside the shared data, e.g. `url("phone-drops/raw_data.tar.gz")`; nil when the data is absent.
     public static func url(_ relativePath: String) -> URL? {
         directory?.appendingPathComponent(relativePath)

@@ -25,15 +25,16 @@ struct ConvertCommandTests {
             #expect(result.out.contains("Usage: roadsave convert DATASET FILE"))
             #expect(result.err.isEmpty)
         }
-        for option in ["--app", "--user", "--derive-activity", "--trial", "--output", "phone-drops", "escooter"] {
-            #expect(ConvertCommand.usage.contains(option))
+        for option in ["--app", "--user", "--derive-activity", "--trial", "--output", "phone-drops", "escooter",
+                       "envirocar", "emission", "GPS Speed km/h / 3.6", "STOPPED_WHILE_IN_VEHICLE", "ODbL"] {
+            #expect(ConvertCommand.usage.contains(option), "\(option)")
         }
     }
 
     @Test(arguments: [
         (["tmd"], "missing FILE"),
         ([], "missing DATASET"),
-        (["gpx", "a.gpx"], "unknown DATASET 'gpx'"),
+        (["gpx", "a.gpx"], "unknown DATASET 'gpx': expected tmd, cbs, phone-drops, escooter, envirocar or emission"),
         (["tmd", "a.csv.gz", "--speed", "3"], "unknown option --speed"),
         (["tmd", "a.csv.gz", "--app"], "option --app needs a value"),
         (["tmd", "a.csv.gz", "--user="], "option --user needs a value"),
@@ -42,6 +43,9 @@ struct ConvertCommandTests {
         (["tmd", "a.csv.gz", "b.csv.gz"], "unexpected argument 'b.csv.gz'"),
         (["tmd", "/nonexistent/sensorfile_x_Car_1.csv.gz"], "/nonexistent/sensorfile_x_Car_1.csv.gz: no such file"),
         (["cbs", "/"], "/: it is a directory"),
+        (["envirocar", "/nonexistent/58db5ec7.json.gz"], "/nonexistent/58db5ec7.json.gz: no such file"),
+        (["emission", "/nonexistent/day.json"], "/nonexistent/day.json: no such file"),
+        (["emission", "day.json", "--trial", "x"], "--trial applies only to the phone-drops dataset"),
     ])
     func badArgumentsExitTwoAndSayWhy(arguments: [String], message: String) {
         let result = Self.run(arguments)
@@ -57,6 +61,59 @@ struct ConvertCommandTests {
         let result = Self.run(["escooter", file.path])
         #expect(result.status == 2)
         #expect(result.err.contains("gzip failed on \(file.path)"), "stderr was: \(result.err)")
+    }
+
+    /// A scratch file holding `text`, removed by the caller.
+    static func temporaryFile(_ name: String, _ text: String) throws -> URL {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("roadsave-convert-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let file = folder.appendingPathComponent(name)
+        try Data(text.utf8).write(to: file)
+        return file
+    }
+
+    @Test func envirocarTrackToStdoutWithItsReport() throws {
+        let file = try Self.temporaryFile("58db5ec7.json", EnvirocarParsingTests.sample)
+        defer { try? FileManager.default.removeItem(at: file.deletingLastPathComponent()) }
+        let result = Self.run(["envirocar", file.path, "--app", "app-1"])
+        #expect(result.status == 0, "stderr was: \(result.err)")
+        let lines = result.out.split(separator: "\n").map(String.init)
+        #expect(lines == (try RecordingConverter.envirocar(file, app: "app-1")).lines)
+        checkRecords(lines, app: "app-1", user: "envirocar-58db5ec7")
+        #expect(result.err.contains("envirocar 58db5ec7.json -> app app-1, user envirocar-58db5ec7 (label Volkswagen Golf 2016 gasoline)"))
+        #expect(result.err.contains("records: 1 capabilities, 4 location, 0 activity, 0 steps, 0 impact; 5 in all"))
+        #expect(result.err.contains("derived: location: one per feature") && result.err.contains("OBD-II Speed"))
+    }
+
+    @Test func emissionDayToMessagePack() throws {
+        let file = try Self.temporaryFile("iphone_2016-02-22.json", EmissionParsingTests.iosDay)
+        defer { try? FileManager.default.removeItem(at: file.deletingLastPathComponent()) }
+        let output = file.deletingLastPathComponent().appendingPathComponent("day.msgpack")
+        let result = Self.run(["emission", file.path, "--output", output.path])
+        #expect(result.status == 0, "stderr was: \(result.err)")
+        #expect(result.err.contains("derived: activity: one per background/motion_activity reading (5:"))
+        // The records as MessagePack maps (a fixmap starts with 0x8N), not NDJSON.
+        let bytes = try Data(contentsOf: output)
+        #expect(bytes.first.map { $0 & 0xF0 == 0x80 } == true, "first byte \(bytes.first.map { String($0, radix: 16) } ?? "none")")
+    }
+
+    @Test func badJSONExitsTwoNamingTheFileAndTheField() throws {
+        let text = EnvirocarParsingTests.track([EnvirocarParsingTests.feature(
+            time: "2017-03-28T13:59:09Z", phenomena: #""GPS Speed": {"unit": "km/h", "value": "fast"}"#)])
+        let file = try Self.temporaryFile("bad.json", text)
+        defer { try? FileManager.default.removeItem(at: file.deletingLastPathComponent()) }
+        let result = Self.run(["envirocar", file.path])
+        #expect(result.status == 2)
+        #expect(result.out.isEmpty)
+        #expect(result.err.contains("roadsave convert: bad.json is not in the expected format: field "
+            + #"features[0].properties.phenomenons."GPS Speed".value: expected a number, found a string"#), "\(result.err)")
+
+        let day = try Self.temporaryFile("day.json", "[{\"metadata\": {\"key\": 3}}]")
+        defer { try? FileManager.default.removeItem(at: day.deletingLastPathComponent()) }
+        let dayResult = Self.run(["emission", day.path])
+        #expect(dayResult.status == 2)
+        #expect(dayResult.err.contains("day.json is not in the expected format: field [0].metadata.key: expected a string, found a number"),
+                "\(dayResult.err)")
     }
 
     @Test(.enabled(if: SharedData.isAvailable, sharedDataAbsent))

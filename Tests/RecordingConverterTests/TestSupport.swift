@@ -7,6 +7,11 @@ import Testing
 
 let sharedDataAbsent: Comment = "../shared/data is absent (a clone outside the RoadSave workspace): real-recording test skipped"
 
+/// Why a suite of one dataset is skipped when the shared data lacks just that dataset.
+func datasetAbsent(_ dataset: Dataset) -> Comment {
+    "\(dataset.folder) is not in ../shared/data (absent, or a copy older than the dataset): real-recording test skipped"
+}
+
 /// A parsed record.
 typealias JSONObject = [String: Any]
 

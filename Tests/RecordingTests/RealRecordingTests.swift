@@ -163,6 +163,27 @@ struct RealRecordingTests {
         return 2 * 6_371_008.8 * asin(min(1, h.squareRoot()))
     }
 
+    @Test(.enabled(if: SharedData.has(.envirocar) && SharedData.has(.emission),
+                   "envirocar-car-tracks or emission-activity-traces is not in ../shared/data: skipped"))
+    func carDrivesAndPhoneDaysPassValidationWithoutACrash() async throws {
+        // enviroCar tracks (Contains enviroCar data (enviroCar.org), ODbL) and e-mission days have no accelerometer,
+        // so nothing may reach the crash path; the replay checks every converted record against the service's rules.
+        let tracks = ["tarun215_EnviroCar_c1", "zembrzuski_envirocar_data_input"].flatMap {
+            SharedData.files(in: "envirocar-car-tracks/\($0)", suffix: ".json.gz")
+        }
+        let days = SharedData.files(in: "emission-activity-traces", suffix: ".json.gz")
+            .filter { !$0.lastPathComponent.contains("ground_truth") }
+        #expect(tracks.count == 112 && days.count == 5)
+        for file in tracks {
+            let outcome = await replay(try RecordingConverter.envirocar(file).lines)
+            #expect(outcome.crashes.isEmpty && outcome.evaluations == 0, "\(file.lastPathComponent)")
+        }
+        for file in days {
+            let outcome = await replay(try RecordingConverter.emission(file).lines)
+            #expect(outcome.crashes.isEmpty && outcome.evaluations == 0, "\(file.lastPathComponent)")
+        }
+    }
+
     @Test func scooterImpactsAreDecodedAndNotTakenForCarCrashes() async throws {
         let files = SharedData.files(in: "escooter-impacts/data", suffix: ".tsv.gz")
         #expect(files.count == 3)
