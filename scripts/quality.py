@@ -19,11 +19,41 @@ end minus the last moving point. Contains enviroCar data (enviroCar.org), ODbL.
 `--json FILE` writes the figures too: one entry per dataset and mode, the enviroCar entry with its drive figures
 under "drives".
 
-Usage: scripts/quality.py --roadsave PATH [--data DIR] [--json FILE] [--legs]
+`--features FILE` writes a CSV with one row per labelled leg and per detected ride (`scripts/ride_features.py`: speed
+percentiles, time at speed, stops and their durations, accelerations, turns, GPS gaps moving or still, the walk and
+wait before, steps while moving, activity reported), so that the modes' distributions can be put side by side.
+
+Usage: scripts/quality.py --roadsave PATH [--data DIR] [--json FILE] [--legs] [--features FILE]
 """
 import argparse, collections, csv, datetime as dt, glob, gzip, json, os, statistics, subprocess, sys, tempfile
 
 TRANSIT = {"bus", "tram", "metro", "train", "ferry"}
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ride_features  # noqa: E402
+
+# Filled when --features is given: (dataset, kind "leg" or "ride", label, name, start, end, transport mode, features).
+FEATURES = []
+
+
+def load(records):
+    with open(records) as f:
+        return [json.loads(line) for line in f]
+
+
+def collect(dataset, records, legs, trips):
+    """The feature rows of one recording: each labelled leg (label, name, start, end), and each detected ride with
+    the label of the leg it overlaps most ("none" when it overlaps none)."""
+    if FEATURES is None:
+        return
+    loaded = load(records)
+    for label, name, start, end in legs:
+        FEATURES.append((dataset, "leg", label, name, start, end, "", ride_features.features(loaded, start, end)))
+    for start, end, mode, _ in trips:
+        overlap = lambda leg: max(0.0, min(end, leg[3]) - max(start, leg[2]))
+        best = max(legs, key=overlap, default=None)
+        label = best[0] if best is not None and overlap(best) > 0 else "none"
+        FEATURES.append((dataset, "ride", label, best[1] if best else "", start, end, mode,
+                         ride_features.features(loaded, start, end)))
 
 
 def iso(text):
@@ -88,6 +118,7 @@ def tmd_legs(roadsave, data, work):
         trips, records = replay(roadsave, "tmd", path, [], work)
         start, end = first_record_time(records), last_record_time(records)
         rows.append(("TMD (Android activity)", mode, os.path.basename(path)) + match(trips, start, end))
+        collect("TMD (Android activity)", records, [(mode, os.path.basename(path), start, end)], trips)
     return rows
 
 
@@ -97,15 +128,18 @@ def cbs_legs(roadsave, data, work, derive):
     rows = []
     for path in sorted(glob.glob(os.path.join(data, "cbs-smart-survey-gps/split-by-day/*.csv.gz"))):
         day = os.path.basename(path)[:-3]
-        trips, _ = replay(roadsave, "cbs", path, ["--derive-activity"] if derive else [], work)
+        trips, records = replay(roadsave, "cbs", path, ["--derive-activity"] if derive else [], work)
+        legs = []
         for segment in segments:
             if segment["file"] != day or segment["stop"] == "True" or not segment["mode"]:
                 continue
             start, end = iso(segment["start_utc"]), iso(segment["end_utc"])
             if end - start < 60 or int(segment["n_points"]) < 10:
                 continue  # a label with no track to judge (the single Car segment has one point)
-            rows.append((label, segment["mode"].lower(), f"{day} {segment['start_utc'][11:16]}")
-                        + match(trips, start, end))
+            name = f"{day} {segment['start_utc'][11:16]}"
+            rows.append((label, segment["mode"].lower(), name) + match(trips, start, end))
+            legs.append((segment["mode"].lower(), name, start, end))
+        collect(label, records, legs, trips)
     return rows
 
 
@@ -138,9 +172,10 @@ def envirocar_drives(roadsave, data, work):
     rows, drives = [], []
     for path in sorted(glob.glob(os.path.join(data, "envirocar-car-tracks/*/*.json.gz"))):
         name = os.path.relpath(path, os.path.join(data, "envirocar-car-tracks"))
-        trips, _ = replay(roadsave, "envirocar", path, [], work)
+        trips, records = replay(roadsave, "envirocar", path, [], work)
         points = envirocar_points(path)
         rows.append((ENVIROCAR, "car", name) + match(trips, points[0][0], points[-1][0]))
+        collect(ENVIROCAR, records, [("car", name, points[0][0], points[-1][0])], trips)
         moving = moving_intervals(points)
         moving_time = sum(t1 - t0 for t0, t1 in moving)
         cars = sorted(driving(trips))
@@ -204,7 +239,11 @@ def main():
     parser.add_argument("--data", default=os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data"))
     parser.add_argument("--json")
     parser.add_argument("--legs", action="store_true", help="also print every leg")
+    parser.add_argument("--features", help="write the features of every leg and detected ride to this CSV")
     args = parser.parse_args()
+    global FEATURES
+    if not args.features:
+        FEATURES = None
     if not os.path.isdir(os.path.join(args.data, "us-transportation-mode")):
         print(f"quality: no recordings at {args.data}: skipped", file=sys.stderr)
         return 0
@@ -254,6 +293,13 @@ def main():
     if args.json:
         with open(args.json, "w") as f:
             json.dump(summary, f, indent=1)
+    if args.features:
+        with open(args.features, "w", newline="") as f:
+            writer = csv.writer(f)
+            writer.writerow(["dataset", "kind", "label", "name", "start", "end", "transportMode"] + ride_features.FIELDS)
+            for dataset, kind, label, name, start, end, mode, values in FEATURES:
+                writer.writerow([dataset, kind, label, name, f"{start:.3f}", f"{end:.3f}", mode] + ride_features.row(values))
+        print(f"quality: features of {len(FEATURES)} legs and rides in {args.features}", file=sys.stderr)
     return 0
 
 

@@ -120,7 +120,7 @@ struct Script {
         }
     }
 
-    private mutating func advance(metres: Double) {
+    mutating func advance(metres: Double) {
         let radians = heading * .pi / 180
         (latitude, longitude) = Script.moved(latitude, longitude, north: metres * cos(radians), east: metres * sin(radians))
     }

@@ -19,6 +19,9 @@ struct RideProfile: Sendable, Equatable, Codable {
     static let undergroundGap = 60.0
     static let undergroundGapIntervals = 10.0
     static let undergroundSpeed = 8.0
+    /// Gaps that make a ride underground, or the share of the ride one gap must cover.
+    static let undergroundGapsNeeded = 2
+    static let undergroundShare = 0.2
     /// 151 km/h: trains hold it for minutes; a car that does so for `railSpeedDuration` is rare enough to accept.
     static let railSpeed = 42.0
     static let railSpeedDuration = 120.0
@@ -49,6 +52,8 @@ struct RideProfile: Sendable, Equatable, Codable {
     /// How long the device waited where the ride began after walking there (`Whereabouts`); nil when it did not.
     var boardingWaitObserved: Double?
     private(set) var undergroundGaps = 0
+    /// The seconds those gaps lasted (optional: rides checkpointed before it was kept count none).
+    private(set) var undergroundSeconds: Double?
     private(set) var railSpeedSeconds = 0.0
     private(set) var stepsWhileMoving = 0
     private(set) var stationStops = 0
@@ -77,9 +82,12 @@ struct RideProfile: Sendable, Equatable, Codable {
         if let last, let first, fixes >= 2 {
             let gap = fix.t - last.t
             let usualInterval = (last.t - first) / Double(fixes - 1)
+            // A phone that sleeps its GPS while it stands still (Android does, and wakes it minutes later) leaves a
+            // gap too: only one that began while the phone was travelling is taken for a tunnel.
             if gap >= max(Self.undergroundGap, Self.undergroundGapIntervals * usualInterval),
-               fix.distance(to: last) / gap >= Self.undergroundSpeed {
+               fix.distance(to: last) / gap >= Self.undergroundSpeed, (last.speed ?? 0) >= Self.vehicleSpeed {
                 undergroundGaps += 1
+                undergroundSeconds = (undergroundSeconds ?? 0) + gap
             }
         }
         // A fix with no speed yet (the first after a gap) says nothing about moving or resting.
@@ -130,7 +138,12 @@ struct RideProfile: Sendable, Equatable, Codable {
     /// The verdict on the ride as a whole.
     func judge(distance: Double, duration: Double) -> (TransportMode, TransportReason) {
         guard duration >= Self.minimumDuration, distance >= Self.minimumDistance else { return (.unknown, .tooShort) }
-        if undergroundGaps > 0 { return (.rail, .gpsLostWhileMoving) }
+        // One gap on a long ride is a recording's hole as well as a tunnel (a car app's lost minute on a motorway):
+        // underground takes several, or a fifth of the ride.
+        if undergroundGaps >= Self.undergroundGapsNeeded
+            || (undergroundGaps > 0 && (undergroundSeconds ?? .infinity) >= Self.undergroundShare * duration) {
+            return (.rail, .gpsLostWhileMoving)
+        }
         if railSpeedSeconds >= Self.railSpeedDuration { return (.rail, .railSpeed) }
         if stationStops >= Self.minimumStationStops { return (.rail, .stationStops) }
         if stepsWhileMoving >= Self.stepsWhileMovingThreshold {

@@ -10,8 +10,50 @@ struct TripEngine: Sendable, Codable {
         var maximumSpeed: Double
         var odometer: Odometer
         var ride = RideProfile()
+        /// The fix from which every fix has been at `gpsOnlyStartHeldSpeed` or faster, and whether such a stretch
+        /// has lasted `gpsOnlyStartHeldDuration` while getting somewhere (a GPS excursion out and back, while the
+        /// phone lay still, reads fast too, but goes nowhere).
+        var heldFastFrom: AcceptedFix?
+        var heldFast = false
+        /// The stretch began with a leap no vehicle makes (GPS jumping away): it does not count until the speed has
+        /// dropped below the held speed again.
+        var heldFastLeapt = false
+        /// Faster than any road vehicle speeds up (about 0.5 g).
+        static let maximumAcceleration = 5.0
 
         var duration: Double { lastMovement - start.t }
+
+        /// Notes a fix's speed against the held-speed start of devices without a classifier: the stretch must cover,
+        /// in a straight line, at least two thirds of what the held speed would in that time.
+        mutating func noteHeld(_ fix: AcceptedFix, after previous: AcceptedFix?, settings: DetectionSettings) {
+            guard let speed = fix.speed, speed >= settings.gpsOnlyStartHeldSpeed else {
+                heldFastFrom = nil
+                heldFastLeapt = false
+                return
+            }
+            guard !heldFastLeapt else { return }
+            guard let from = heldFastFrom else {
+                // Further from the fix before than the speed then, sped up as no vehicle does, could take it (with
+                // both fixes' accuracy): the position leapt. Speeds estimated from displacement smooth a leap over
+                // ten seconds, so the distance is what tells.
+                if let previous, fix.t > previous.t {
+                    let elapsed = fix.t - previous.t
+                    let reach = (previous.speed ?? 0) * elapsed + 0.5 * Self.maximumAcceleration * elapsed * elapsed
+                        + previous.accuracy + fix.accuracy
+                    if previous.distance(to: fix) > reach {
+                        heldFastLeapt = true
+                        return
+                    }
+                }
+                heldFastFrom = fix
+                return
+            }
+            let elapsed = fix.t - from.t
+            if elapsed >= settings.gpsOnlyStartHeldDuration,
+               from.distance(to: fix) >= 2.0 / 3.0 * settings.gpsOnlyStartHeldSpeed * elapsed {
+                heldFast = true
+            }
+        }
     }
 
     struct ActiveTrip: Sendable, Equatable, Codable {
@@ -36,6 +78,8 @@ struct TripEngine: Sendable, Codable {
     private(set) var whereabouts = Whereabouts()
     /// When the last trip ended (its last movement): a ride soon after it continues a journey by vehicle.
     private(set) var lastTripEnd: Double?
+    /// The fix before the one being taken while idle: how fast a new movement run sped up.
+    private var lastIdleFix: AcceptedFix?
     /// A ride starting within this of the last trip's end is not judged by how it began.
     static let journeyBreak = 15 * 60.0
 
@@ -75,19 +119,25 @@ struct TripEngine: Sendable, Codable {
             return nil
         }
         whereabouts.add(fix)
+        let previousIdleFix = lastIdleFix
+        lastIdleFix = fix
         let startRunBreak = context.settings.startRunBreak
+        let settings = context.settings
         if fix.isMovement {
             if let lastMovement = run?.read({ $0.lastMovement }), fix.t - lastMovement <= startRunBreak {
+                let previous = run!.read { $0.odometer.last }
                 run!.modify { run in
                     run.lastMovement = fix.t
                     run.maximumSpeed = max(run.maximumSpeed, fix.speed ?? 0)
                     run.odometer.add(fix, measurement: measurement)
                     run.ride.add(fix)
+                    run.noteHeld(fix, after: previous, settings: settings)
                 }
             } else {
                 var started = MovementRun(start: fix, lastMovement: fix.t, maximumSpeed: fix.speed ?? 0,
                                           odometer: Odometer(anchor: fix))
                 started.ride.add(fix)
+                started.noteHeld(fix, after: previousIdleFix, settings: settings)
                 if lastTripEnd.map({ fix.t - $0 > Self.journeyBreak }) ?? true {
                     started.ride.boardingWaitObserved = whereabouts.waitAfterWalking(departure: fix.t)
                 }
@@ -97,9 +147,11 @@ struct TripEngine: Sendable, Codable {
             if fix.t - lastMovement > startRunBreak {
                 run = nil
             } else {
+                let previous = run!.read { $0.odometer.last }
                 run!.modify { run in
                     run.odometer.add(fix, measurement: measurement)
                     run.ride.add(fix)
+                    run.noteHeld(fix, after: previous, settings: settings)
                 }
             }
         }
@@ -145,6 +197,7 @@ struct TripEngine: Sendable, Codable {
         self.trip = nil
         run = nil
         lastTripEnd = trip.lastMovement
+        lastIdleFix = nil
         whereabouts.forget()
         let (mode, modeReason) = trip.ride.judge(distance: trip.odometer.distance,
                                                  duration: trip.lastMovement - trip.startDate)
@@ -181,11 +234,15 @@ struct TripEngine: Sendable, Codable {
                 && run.maximumSpeed >= settings.startSpeed
         } else {
             // No classifier: sustained movement faster than walking, running or cycling, over a longer stretch.
-            // City driving averages less than that between its lights, but reaches a speed no bicycle holds.
-            evidence = run.duration >= settings.gpsOnlyStartDuration
+            // City driving averages less than that between its lights, but reaches a speed no bicycle holds, or
+            // holds 30 km/h for a quarter of a minute, which a bicycle rarely does (so a trip starts within about
+            // half a minute of moving off).
+            let sustained = run.duration >= settings.gpsOnlyStartDuration
                 && netDistance >= settings.gpsOnlyStartDistance
                 && (run.odometer.distance / run.duration >= settings.gpsOnlyStartSpeed
                     || run.ride.sustainedTopSpeed >= settings.gpsOnlyStartPeakSpeed)
+            let held = run.heldFast && netDistance >= settings.gpsOnlyStartHeldDistance
+            evidence = sustained || held
         }
         return evidence
     }
@@ -234,7 +291,7 @@ struct Odometer: Sendable, Equatable, Codable {
 // Checkpoints written before rides were judged have no `ride`, `whereabouts` or `lastTripEnd`: such a device
 // judges what it sees from now on.
 extension TripEngine {
-    private enum CodingKeys: String, CodingKey { case state, device, whereabouts, lastTripEnd }
+    private enum CodingKeys: String, CodingKey { case state, device, whereabouts, lastTripEnd, lastIdleFix }
 
     init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
@@ -242,6 +299,7 @@ extension TripEngine {
         device = try container.decode(DeviceID.self, forKey: .device)
         whereabouts = try container.decodeIfPresent(Whereabouts.self, forKey: .whereabouts) ?? Whereabouts()
         lastTripEnd = try container.decodeIfPresent(Double.self, forKey: .lastTripEnd)
+        lastIdleFix = try container.decodeIfPresent(AcceptedFix.self, forKey: .lastIdleFix)
         setState(state)
     }
 
@@ -252,11 +310,14 @@ extension TripEngine {
         try container.encode(device, forKey: .device)
         try container.encode(whereabouts, forKey: .whereabouts)
         try container.encodeIfPresent(lastTripEnd, forKey: .lastTripEnd)
+        try container.encodeIfPresent(lastIdleFix, forKey: .lastIdleFix)
     }
 }
 
 extension TripEngine.MovementRun {
-    private enum CodingKeys: String, CodingKey { case start, lastMovement, maximumSpeed, odometer, ride }
+    private enum CodingKeys: String, CodingKey {
+        case start, lastMovement, maximumSpeed, odometer, ride, heldFastFrom, heldFast, heldFastLeapt
+    }
 
     init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
@@ -265,6 +326,9 @@ extension TripEngine.MovementRun {
         maximumSpeed = try container.decode(Double.self, forKey: .maximumSpeed)
         odometer = try container.decode(Odometer.self, forKey: .odometer)
         ride = try container.decodeIfPresent(RideProfile.self, forKey: .ride) ?? RideProfile()
+        heldFastFrom = try container.decodeIfPresent(AcceptedFix.self, forKey: .heldFastFrom)
+        heldFast = try container.decodeIfPresent(Bool.self, forKey: .heldFast) ?? false
+        heldFastLeapt = try container.decodeIfPresent(Bool.self, forKey: .heldFastLeapt) ?? false
     }
 }
 
