@@ -15,6 +15,7 @@ MOVING_SPEED = 2.0        # m/s: the engines' movement speed
 STOP_MIN = 5.0            # s: a stop shorter than this is a slow-down
 GAP = 30.0                # s: no fix for this long
 BEFORE = 600.0            # s: how far back "the walk and wait before the ride" looks
+STAY = 50.0               # m: within this of where a ride begins is waiting there
 FIELDS = ["duration_s", "distance_m", "fix_interval_p50_s", "speed_p50", "speed_p85", "speed_p95", "speed_max2",
           "share_moving", "time_ge_8_s", "time_ge_12_s", "time_ge_25_s", "time_ge_42_s", "stops_per_km",
           "stop_p50_s", "stop_share_8_45", "stops_8_45_per_km", "accel_p95", "decel_p95", "heading_change_per_km",
@@ -131,17 +132,18 @@ def features(records, start, end):
         out["gaps_still"] = sum(1 for _, s in gaps if s < MOVING_SPEED)
         out["longest_gap_s"] = max((dt for dt, _ in gaps), default=0.0)
         out["longest_gap_moving_s"] = max((dt for dt, s in gaps if s >= MOVING_SPEED), default=0.0)
-    # The walk and wait before: from the last fix BEFORE seconds before the window to its start.
+    # The walk and wait before: how long the device had stayed within STAY metres of where the window begins, and
+    # how far it came from in the BEFORE seconds before that.
     before = fixes_of([r for r in records if start - BEFORE <= r["t"] < start])
-    if before:
-        anchor = before[-1]
-        wait, walked = 0.0, 0.0
-        for fix in reversed(before):
-            if haversine(fix[1], fix[2], anchor[1], anchor[2]) > 30:
-                walked = haversine(fix[1], fix[2], anchor[1], anchor[2])
-                wait = start - fix[0]
-                break
-        out["walk_before_m"], out["wait_before_s"] = walked, wait
+    anchor = fixes[0] if fixes else (before[-1] if before else None)
+    if before and anchor:
+        near = lambda fix: haversine(fix[1], fix[2], anchor[1], anchor[2]) <= STAY
+        index = len(before)
+        while index > 0 and near(before[index - 1]):
+            index -= 1
+        stay_began = before[index][0] if index < len(before) else start
+        out["wait_before_s"] = start - stay_began
+        out["walk_before_m"] = haversine(before[0][1], before[0][2], anchor[1], anchor[2])
     # Steps while the vehicle moved, and the pedometer's pace.
     steps = [(r["t"], r["steps"]) for r in window if r.get("kind") == "steps"]
     if len(steps) >= 2 and len(fixes) >= 2:
