@@ -23,9 +23,13 @@ under "drives".
 percentiles, time at speed, stops and their durations, accelerations, turns, GPS gaps moving or still, the walk and
 wait before, steps while moving, activity reported), so that the modes' distributions can be put side by side.
 
-Usage: scripts/quality.py --roadsave PATH [--data DIR] [--json FILE] [--legs] [--features FILE]
+`--settings FILE` replays with those thresholds in place of the built-in settings (`roadsave replay --settings`), and
+`--keep DIR` leaves the converted recordings in DIR (they are otherwise converted in a temporary directory).
+
+Usage: scripts/quality.py --roadsave PATH [--data DIR] [--json FILE] [--legs] [--features FILE] [--settings FILE]
+                          [--keep DIR]
 """
-import argparse, collections, csv, datetime as dt, glob, gzip, json, os, statistics, subprocess, sys, tempfile
+import argparse, collections, contextlib, csv, datetime as dt, glob, gzip, json, os, statistics, subprocess, sys, tempfile
 
 TRANSIT = {"bus", "tram", "metro", "train", "ferry"}
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -33,6 +37,8 @@ import ride_features  # noqa: E402
 
 # Filled when --features is given: (dataset, kind "leg" or "ride", label, name, start, end, transport mode, features).
 FEATURES = []
+# `roadsave replay` options for --settings.
+SETTINGS = []
 
 
 def load(records):
@@ -47,12 +53,12 @@ def collect(dataset, records, legs, trips):
         return
     loaded = load(records)
     for label, name, start, end in legs:
-        FEATURES.append((dataset, "leg", label, name, start, end, "", ride_features.features(loaded, start, end)))
-    for start, end, mode, _ in trips:
+        FEATURES.append((dataset, "leg", label, name, start, end, "", "", ride_features.features(loaded, start, end)))
+    for start, end, mode, reason in trips:
         overlap = lambda leg: max(0.0, min(end, leg[3]) - max(start, leg[2]))
         best = max(legs, key=overlap, default=None)
         label = best[0] if best is not None and overlap(best) > 0 else "none"
-        FEATURES.append((dataset, "ride", label, best[1] if best else "", start, end, mode,
+        FEATURES.append((dataset, "ride", label, best[1] if best else "", start, end, mode, reason,
                          ride_features.features(loaded, start, end)))
 
 
@@ -66,7 +72,7 @@ def replay(roadsave, dataset, path, extra, work):
     records = os.path.join(work, f"{dataset}-{name}{'-'.join([''] + [e.strip('-') for e in extra])}.ndjson")
     subprocess.run([roadsave, "convert", dataset, path, "--output", records] + extra, check=True,
                    stderr=subprocess.DEVNULL)
-    out = subprocess.run([roadsave, "replay", records], check=True, capture_output=True, text=True).stdout
+    out = subprocess.run([roadsave, "replay", records, "--quiet"] + SETTINGS, check=True, capture_output=True, text=True).stdout
     trips = []
     for line in out.splitlines():
         event = json.loads(line)
@@ -240,7 +246,11 @@ def main():
     parser.add_argument("--json")
     parser.add_argument("--legs", action="store_true", help="also print every leg")
     parser.add_argument("--features", help="write the features of every leg and detected ride to this CSV")
+    parser.add_argument("--settings", help="replay with these settings (JSON, any subset of the fields)")
+    parser.add_argument("--keep", help="convert the recordings into this directory and leave them there")
     args = parser.parse_args()
+    global SETTINGS
+    SETTINGS = ["--settings", os.path.abspath(args.settings)] if args.settings else []
     global FEATURES
     if not args.features:
         FEATURES = None
@@ -248,7 +258,9 @@ def main():
         print(f"quality: no recordings at {args.data}: skipped", file=sys.stderr)
         return 0
     drives = []
-    with tempfile.TemporaryDirectory() as work:
+    if args.keep:
+        os.makedirs(args.keep, exist_ok=True)
+    with (contextlib.nullcontext(args.keep) if args.keep else tempfile.TemporaryDirectory()) as work:
         rows = tmd_legs(args.roadsave, args.data, work)
         rows += cbs_legs(args.roadsave, args.data, work, derive=False)
         rows += cbs_legs(args.roadsave, args.data, work, derive=True)
@@ -296,9 +308,11 @@ def main():
     if args.features:
         with open(args.features, "w", newline="") as f:
             writer = csv.writer(f)
-            writer.writerow(["dataset", "kind", "label", "name", "start", "end", "transportMode"] + ride_features.FIELDS)
-            for dataset, kind, label, name, start, end, mode, values in FEATURES:
-                writer.writerow([dataset, kind, label, name, f"{start:.3f}", f"{end:.3f}", mode] + ride_features.row(values))
+            writer.writerow(["dataset", "kind", "label", "name", "start", "end", "transportMode",
+                             "transportReason"] + ride_features.FIELDS)
+            for dataset, kind, label, name, start, end, mode, reason, values in FEATURES:
+                writer.writerow([dataset, kind, label, name, f"{start:.3f}", f"{end:.3f}", mode, reason]
+                                + ride_features.row(values))
         print(f"quality: features of {len(FEATURES)} legs and rides in {args.features}", file=sys.stderr)
     return 0
 

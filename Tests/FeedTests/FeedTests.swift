@@ -87,7 +87,7 @@ private struct Rig {
     }
 
     /// Waits until `condition` holds on the loop (true), or `timeout` passes (false).
-    func eventually(timeout: Double = 20, _ condition: @escaping @Sendable (ReactorLoop) -> Bool) async throws -> Bool {
+    func eventually(timeout: Double = 60, _ condition: @escaping @Sendable (ReactorLoop) -> Bool) async throws -> Bool {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
             if try await run(condition) { return true }

@@ -181,7 +181,7 @@ import ZeroMQ
         defer { second.close() }
         try first.send(#"{"after": 3, "waitMs": 20000}"#)
         try first.send(#"{"after": 3, "waitMs": 20000}"#)
-        #expect(await eventually(timeout: 5) { (try? await heldCount()) == 2 })
+        #expect(await eventually(timeout: 60) { (try? await heldCount()) == 2 })
         try second.send(#"{"after": 3, "waitMs": 20000}"#)
         let refused = try #require(try second.reply(timeout: 5))
         guard case let .string(message)? = refused.value["error"] else { Issue.record("\(refused)"); return }
@@ -200,7 +200,7 @@ import ZeroMQ
         #expect(try await heldCount() == 0)
         // And there is room again.
         try second.send(#"{"after": 6, "waitMs": 20000}"#)
-        #expect(await eventually(timeout: 5) { (try? await heldCount()) == 1 })
+        #expect(await eventually(timeout: 60) { (try? await heldCount()) == 1 })
         try await reactor.run { loop in
             try loop.value(NotifierStore.self)?.store(Fixtures.bodies(Fixtures.journey("cai", 3)), feed: "f", position: 9)
             loop.value(CatchUpServer.self)?.stored()

@@ -42,14 +42,14 @@ import Storage
         let events = (0..<10).flatMap { Fixtures.journey("user-\($0 % 4)", $0) }
         // A redelivered event (same eventID) at the end of detection's feed is dropped.
         try await detection.add(events + [events[4]])
-        #expect(await eventually(timeout: 15) { subscriber.received.count >= events.count })
+        #expect(await eventually(timeout: 60) { subscriber.received.count >= events.count })
         let received = subscriber.received
         #expect(received.map(\.position) == Array(1...UInt64(events.count)))
         #expect(received.map(\.topic) == events.map { "\($0.name).\($0.device.app).\($0.device.user)" })
         #expect(received.map(\.body) == events.map { $0.json(.current) })
 
         // Every acknowledgement was of a position already committed, and they reach the feed's end.
-        #expect(await eventually(timeout: 10) { source.acknowledgements.current.last?.acknowledged == 31 })
+        #expect(await eventually(timeout: 60) { source.acknowledgements.current.last?.acknowledged == 31 })
         let acknowledgements = source.acknowledgements.current
         #expect(!acknowledgements.isEmpty)
         for ack in acknowledgements { #expect(ack.acknowledged <= ack.committed, "acknowledged \(ack.acknowledged)") }
@@ -57,7 +57,7 @@ import Storage
 
         // NDJSON: each event once, in order.
         let ndjson = folder + "/events.ndjson"
-        #expect(await eventually(timeout: 10) { lines(ndjson).count >= events.count })
+        #expect(await eventually(timeout: 60) { lines(ndjson).count >= events.count })
         #expect(lines(ndjson) == events.map { $0.json(.current) })
 
         // Catch-up: by position and by eventID, with a prefix.
@@ -71,7 +71,7 @@ import Storage
         #expect(crashes.events.map(\.position) == [5, 17, 29])
 
         // The outboxes are empty once every sink took every event.
-        #expect(await eventually(timeout: 10) { (try? outboxRows(storePath)) == 0 })
+        #expect(await eventually(timeout: 60) { (try? outboxRows(storePath)) == 0 })
         await notifier.stop()
         #expect(notifier.failure.current == nil)
         await subscriber.stop()
@@ -83,7 +83,7 @@ import Storage
         try await detection.add(more)
         let again = try RunningNotifier(configuration(folder: folder, events: detection.endpoint))
         let subscriber2 = try await TestSubscriber(endpoint: try #require(try await again.service.boundEndpoints().publish))
-        #expect(await eventually(timeout: 15) { lines(ndjson).count >= events.count + more.count })
+        #expect(await eventually(timeout: 60) { lines(ndjson).count >= events.count + more.count })
         try await Task.sleep(for: .milliseconds(300))
         #expect(lines(ndjson) == (events + more).map { $0.json(.current) })
         let store = try NotifierStore(path: storePath, sinks: [PublisherOutlet.sinkKey, NDJSONOutlet.key(for: ndjson)])

@@ -98,7 +98,7 @@ struct KeysBoundToConnectionTests {
         }
 
         func waitFor(_ count: Int) async -> Bool {
-            await eventually(timeout: 10) { received.current.count >= count }
+            await eventually(timeout: 60) { received.current.count >= count }
         }
 
         func stop() async {

@@ -40,7 +40,7 @@ struct SocketMonitorTests {
         }
 
         /// Waits until the counters satisfy `condition` (true), or `timeout` passes.
-        func eventually(timeout: Double = 20, _ condition: @escaping @Sendable (SocketMonitor.Counters) -> Bool)
+        func eventually(timeout: Double = 60, _ condition: @escaping @Sendable (SocketMonitor.Counters) -> Bool)
             async throws -> Bool {
             let deadline = Date().addingTimeInterval(timeout)
             while Date() < deadline {

@@ -70,7 +70,7 @@ func text(_ frames: [[UInt8]]?) -> [String]? {
 }
 
 /// Polls `condition` every few milliseconds until it holds or `timeout` seconds pass (without blocking a pool thread).
-func eventually(timeout: Double = 5, _ condition: () -> Bool) async -> Bool {
+func eventually(timeout: Double = 60, _ condition: () -> Bool) async -> Bool {
     let deadline = MonotonicClock.now() + timeout
     while MonotonicClock.now() < deadline {
         if condition() { return true }
@@ -91,7 +91,7 @@ func finishes(within timeout: Double, _ body: @escaping @Sendable () -> Void) as
 }
 
 /// `reactor.run(body)`, failing instead of hanging the whole test run if the reactor never answers (a bug).
-func answer<T: Sendable>(_ reactor: Reactor, timeout: Double = 10,
+func answer<T: Sendable>(_ reactor: Reactor, timeout: Double = 60,
                          _ body: @escaping @Sendable (ReactorLoop) throws -> T) async throws -> T {
     let result = Shared<Result<T, any Error>?>(nil)
     Task {
@@ -110,7 +110,7 @@ func answer<T: Sendable>(_ reactor: Reactor, timeout: Double = 10,
 
 /// The error that ended `reactor` (nil for a normal stop), awaited with `finished()` or, with `blocking`, from a plain
 /// thread with `wait()`. Throws instead of hanging if the loop does not end within `timeout`.
-func exitError(of reactor: Reactor, within timeout: Double = 10, blocking: Bool = false) async throws -> (any Error)? {
+func exitError(of reactor: Reactor, within timeout: Double = 60, blocking: Bool = false) async throws -> (any Error)? {
     let result = Shared<Result<(any Error)?, Never>?>(nil)
     if blocking {
         Thread {

@@ -361,13 +361,13 @@ struct ZMQSocketTests {
         let shutdownAt = MonotonicClock.now()
         context.shutdown()
         // The receive has no timeout: without the shutdown it would never return. The bound is only for a busy machine.
-        #expect(await eventually(timeout: 20) { outcome.current != nil })
+        #expect(await eventually(timeout: 60) { outcome.current != nil })
         let result = try #require(outcome.current)
         #expect(result.error?.isTerminated == true)
         #expect(result.error?.code == ETERM)
         #expect(result.at >= shutdownAt)
         #expect(context.isShutDown)
-        #expect(await finishes(within: 20) { context.terminate() })
+        #expect(await finishes(within: 60) { context.terminate() })
         // A shut-down context refuses new sockets with ETERM.
         #expect(throws: ZMQError.self) { _ = try ZMQSocket(context, .pull) }
     }

@@ -118,7 +118,7 @@ final class RunningNotifier: @unchecked Sendable {
 
     func stop() async {
         service.stop()
-        _ = await eventually(timeout: 15) { finished.current }
+        _ = await eventually(timeout: 120) { finished.current }
     }
 }
 
@@ -168,7 +168,7 @@ func catchUp(_ endpoint: String, _ request: CatchUpRequest) async throws -> Catc
         }
     }
     defer { reactor.stop() }
-    guard await eventually(timeout: 10, { reply.current != nil }), let bytes = reply.current else {
+    guard await eventually(timeout: 60, { reply.current != nil }), let bytes = reply.current else {
         throw CatchUpRequest.Problem("no catch-up reply")
     }
     return try CatchUpReply(json: bytes)
