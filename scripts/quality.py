@@ -39,6 +39,24 @@ import ride_features  # noqa: E402
 FEATURES = []
 # `roadsave replay` options for --settings.
 SETTINGS = []
+# (dataset, label, the transport signs of the trips of the leg) for every labelled leg.
+SIGNS = []
+# (transportReason, transportSigns) of every trip replayed: what the engine decided on the signs.
+VERDICTS = []
+# Where each sign of public transport was fitted (README "Passengers"): its figures elsewhere are held out. Every
+# sign was first built on the CBS diaries, the only public-transport recordings with positions; the underground
+# sign's two conditions of issue 19 were fitted on the enviroCar drives. Steps while moving were set from how
+# walking reads on a pedometer, not fitted on any recording.
+FITTED_ON = {
+    "gpsLostWhileMoving": {"CBS", "enviroCar"},
+    "railSpeed": {"CBS"},
+    "stationStops": {"CBS"},
+    "stepsWhileMoving": set(),
+    "boardedAfterWaiting": {"CBS"},
+    "regularDwellStops": {"CBS"},
+}
+# A sign decides a ride only if it takes at most this share of the car drives it was not fitted on for transit.
+HELD_OUT_CAR_LIMIT = 0.02
 
 
 def load(records):
@@ -54,7 +72,7 @@ def collect(dataset, records, legs, trips):
     loaded = load(records)
     for label, name, start, end in legs:
         FEATURES.append((dataset, "leg", label, name, start, end, "", "", ride_features.features(loaded, start, end)))
-    for start, end, mode, reason in trips:
+    for start, end, mode, reason, _ in trips:
         overlap = lambda leg: max(0.0, min(end, leg[3]) - max(start, leg[2]))
         best = max(legs, key=overlap, default=None)
         label = best[0] if best is not None and overlap(best) > 0 else "none"
@@ -78,7 +96,8 @@ def replay(roadsave, dataset, path, extra, work):
         event = json.loads(line)
         if event.get("event") == "tripDidEnd":
             trips.append((iso(event["startDate"]), iso(event["endDate"]), event.get("transportMode", "unknown"),
-                          event.get("transportReason", "notClassified")))
+                          event.get("transportReason", "notClassified"), tuple(event.get("transportSigns", ()))))
+            VERDICTS.append((trips[-1][3], trips[-1][4]))
     return trips, records
 
 
@@ -116,6 +135,17 @@ def match(trips, start, end):
     return taken, anything, best[0] - start, best[1] - end
 
 
+def leg_signs(dataset, label, trips, start, end):
+    """Notes the transport signs of the trips that belong to a leg: those overlapping it for at least half of the
+    shorter of the two."""
+    signs = set()
+    for t0, t1, _, _, trip_signs in trips:
+        overlap = max(0.0, min(end, t1) - max(start, t0))
+        if overlap > 0 and overlap >= 0.5 * min(t1 - t0, end - start):
+            signs.update(trip_signs)
+    SIGNS.append((dataset, label, signs))
+
+
 def tmd_legs(roadsave, data, work):
     """One leg per file: the label in the name, the whole recording."""
     rows = []
@@ -124,6 +154,7 @@ def tmd_legs(roadsave, data, work):
         trips, records = replay(roadsave, "tmd", path, [], work)
         start, end = first_record_time(records), last_record_time(records)
         rows.append(("TMD (Android activity)", mode, os.path.basename(path)) + match(trips, start, end))
+        leg_signs("TMD (Android activity)", mode, trips, start, end)
         collect("TMD (Android activity)", records, [(mode, os.path.basename(path), start, end)], trips)
     return rows
 
@@ -144,6 +175,7 @@ def cbs_legs(roadsave, data, work, derive):
                 continue  # a label with no track to judge (the single Car segment has one point)
             name = f"{day} {segment['start_utc'][11:16]}"
             rows.append((label, segment["mode"].lower(), name) + match(trips, start, end))
+            leg_signs(label, segment["mode"].lower(), trips, start, end)
             legs.append((segment["mode"].lower(), name, start, end))
         collect(label, records, legs, trips)
     return rows
@@ -181,6 +213,7 @@ def envirocar_drives(roadsave, data, work):
         trips, records = replay(roadsave, "envirocar", path, [], work)
         points = envirocar_points(path)
         rows.append((ENVIROCAR, "car", name) + match(trips, points[0][0], points[-1][0]))
+        leg_signs(ENVIROCAR, "car", trips, points[0][0], points[-1][0])
         collect(ENVIROCAR, records, [("car", name, points[0][0], points[-1][0])], trips)
         moving = moving_intervals(points)
         moving_time = sum(t1 - t0 for t0, t1 in moving)
@@ -189,7 +222,7 @@ def envirocar_drives(roadsave, data, work):
         moving_points = [t for t, v in points if v is not None and v >= MOVING]
         drive = {"track": name, "trips": len(trips), "movingTime": moving_time,
                  "covered": moving_time > 0 and in_trips >= COVERED * moving_time,
-                 "transit": [f"{mode} ({reason})" for _, _, mode, reason in trips if mode in ("bus", "rail")],
+                 "transit": [f"{mode} ({reason})" for _, _, mode, reason, _ in trips if mode in ("bus", "rail")],
                  "startError": None, "endError": None}
         if cars and moving_points:
             drive["startError"] = cars[0][0] - moving_points[0]
@@ -224,6 +257,59 @@ def print_envirocar(summary):
     if summary["busOrRailTrips"]:
         print("  bus or rail trips: " + ", ".join(f"{count} {reason}" for reason, count in
                                                   sorted(summary["busOrRailTrips"].items())))
+
+
+def family(dataset):
+    return dataset.split(" ")[0]
+
+
+def sign_table():
+    """Per sign: the legs of each dataset that show it, by kind (transit or car), and whether its held-out car share
+    keeps it deciding."""
+    datasets = sorted({d for d, _, _ in SIGNS})
+    result = []
+    for sign, fitted in FITTED_ON.items():
+        entry = {"sign": sign, "fittedOn": sorted(fitted), "datasets": {}}
+        held_out_cars = held_out_car_signs = 0
+        for dataset in datasets:
+            for kind, labels in (("transit", TRANSIT), ("car", {"car"})):
+                legs = [signs for d, label, signs in SIGNS if d == dataset and label in labels]
+                if not legs:
+                    continue
+                shown = sum(sign in signs for signs in legs)
+                entry["datasets"].setdefault(dataset, {})[kind] = {"legs": len(legs), "showing": shown}
+                if kind == "car" and family(dataset) not in fitted:
+                    held_out_cars += len(legs)
+                    held_out_car_signs += shown
+        entry["heldOutCarDrives"] = held_out_cars
+        entry["heldOutCarShowing"] = held_out_car_signs
+        entry["deciding"] = held_out_cars == 0 or held_out_car_signs <= HELD_OUT_CAR_LIMIT * held_out_cars
+        # What the engine did with rides whose first sign this was: decided by it, or not.
+        firsts = [reason == sign for reason, signs in VERDICTS if signs and signs[0] == sign]
+        entry["engineDecides"] = all(firsts) if firsts else None
+        result.append(entry)
+    return result
+
+
+def print_sign_table(signs):
+    print("\ntransport signs (legs showing each; held out = datasets it was not fitted on; a sign decides only if at most "
+          f"{HELD_OUT_CAR_LIMIT:.0%} of held-out car drives show it)")
+    columns = [(d, k) for d in sorted({d for e in signs for d in e["datasets"]}) for k in ("transit", "car")
+               if any(k in e["datasets"].get(d, {}) for e in signs)]
+    print(f"{'sign':<22}{'fitted on':<16}" + "".join(f"{family(d) + (' ' + d.split('(')[1].split(' ')[0] if '(' in d else '') + ' ' + k:>22}"
+                                                   for d, k in columns) + f"{'held-out cars':>15}  decides")
+    for e in signs:
+        cells = []
+        for d, k in columns:
+            c = e["datasets"].get(d, {}).get(k)
+            cells.append(f"{c['showing']}/{c['legs']}" if c else "-")
+        fitted = ", ".join(e["fittedOn"]) or "none"
+        print(f"{e['sign']:<22}{fitted:<16}" + "".join(f"{c:>22}" for c in cells)
+              + f"{e['heldOutCarShowing']:>9}/{e['heldOutCarDrives']:<5}  {'yes' if e['deciding'] else 'no'}")
+    for e in signs:
+        if e["engineDecides"] is not None and e["engineDecides"] != e["deciding"]:
+            print(f"quality: the engine {'lets' if e['engineDecides'] else 'does not let'} {e['sign']} decide, "
+                  f"against this table: RideProfile.weakSigns needs changing", file=sys.stderr)
 
 
 def table(rows):
@@ -302,9 +388,11 @@ def main():
         for entry in summary:
             if entry["dataset"] == ENVIROCAR:
                 entry["drives"] = figures
+    signs = sign_table()
+    print_sign_table(signs)
     if args.json:
         with open(args.json, "w") as f:
-            json.dump(summary, f, indent=1)
+            json.dump(summary + [{"signs": signs}], f, indent=1)
     if args.features:
         with open(args.features, "w", newline="") as f:
             writer = csv.writer(f)

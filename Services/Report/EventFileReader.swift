@@ -61,7 +61,8 @@ public enum EventFileReader {
             return RoadSaveEvent(device: device, body: .tripDidEnd(TripInfo(
                 tripID: try fields.identifier("tripID"), startDate: try fields.date("startDate"),
                 endDate: try fields.date("endDate"), distanceMetres: try fields.number("distanceMetres"),
-                endReason: endReason, transportMode: mode, transportReason: modeReason)))
+                endReason: endReason, transportMode: mode, transportReason: modeReason,
+                transportSigns: try fields.choices("transportSigns", TransportReason.self))))
         case "crashDetected":
             let confidence = try fields.choice("confidence", CrashConfidence.self,
                                                legacy: Self.legacy)
@@ -152,6 +153,21 @@ public enum EventFileReader {
                            + (capitalised ? " (\(legacy))" : ""))
             }
             return choice
+        }
+
+        /// An array of `T`'s names; none when the member is absent.
+        func choices<T: RawRepresentable & CaseIterable>(_ name: String, _ type: T.Type) throws(ReportInputError) -> [T]
+        where T.RawValue == String {
+            guard let member = value[name], member != .null else { return [] }
+            guard case let .array(items) = member else { throw fail(name, "expected an array, found \(member.typeName)") }
+            var chosen: [T] = []
+            for item in items {
+                guard case let .string(text) = item, let choice = T(rawValue: text) else {
+                    throw fail(name, "holds something not one of \(T.allCases.map(\.rawValue).joined(separator: ", "))")
+                }
+                chosen.append(choice)
+            }
+            return chosen
         }
 
         func optionalChoice<T: RawRepresentable & CaseIterable>(_ name: String, _ type: T.Type) throws(ReportInputError) -> T?

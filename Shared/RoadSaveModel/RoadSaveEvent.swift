@@ -85,6 +85,10 @@ extension RoadSaveEvent {
                 writer.add("endReason", info.endReason.rawValue)
                 writer.add("transportMode", info.transportMode.rawValue)
                 writer.add("transportReason", info.transportReason.rawValue)
+                if !info.transportSigns.isEmpty {
+                    writer.add("transportSigns", raw: "[" + info.transportSigns.map { "\"\($0.rawValue)\"" }
+                        .joined(separator: ",") + "]")
+                }
             }
         case let (.crashDetected(info), .current):
             writer.add("crashID", info.crashID)

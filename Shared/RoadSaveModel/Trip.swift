@@ -54,7 +54,8 @@ public enum TransportReason: String, Sendable, Codable, CaseIterable {
     case stepsWhileMoving
     /// The ride began after the phone had walked to its starting place and waited there for minutes: a stop.
     case boardedAfterWaiting
-    /// Frequent short stops, the dwell of a bus or tram at its stops, on a slow urban ride.
+    /// Frequent short stops, the dwell of a bus or tram at its stops, on a slow urban ride. A weak sign: town
+    /// driving between lights shows it too, so it is reported in `transportSigns` but never decides a ride alone.
     case regularDwellStops
     /// The event was written before rides were judged.
     case notClassified
@@ -71,9 +72,13 @@ public struct TripInfo: Sendable, Equatable {
     /// What the trip was taken in; `bus` and `rail` trips are not driving (README: "Passengers").
     public var transportMode: TransportMode
     public var transportReason: TransportReason
+    /// Every sign of public transport the ride showed, in the order they are weighed: `transportReason` is the
+    /// first that decides, and a consumer may weigh them otherwise. Empty for most car trips (and then not written).
+    public var transportSigns: [TransportReason]
 
     public init(tripID: String, startDate: Double, endDate: Double, distanceMetres: Double, endReason: TripEndReason,
-                transportMode: TransportMode = .unknown, transportReason: TransportReason = .notClassified) {
+                transportMode: TransportMode = .unknown, transportReason: TransportReason = .notClassified,
+                transportSigns: [TransportReason] = []) {
         self.tripID = tripID
         self.startDate = startDate
         self.endDate = endDate
@@ -81,6 +86,7 @@ public struct TripInfo: Sendable, Equatable {
         self.endReason = endReason
         self.transportMode = transportMode
         self.transportReason = transportReason
+        self.transportSigns = transportSigns
     }
 
     /// Whether the trip counts as driving: every mode but public transport.

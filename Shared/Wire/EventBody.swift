@@ -28,7 +28,7 @@ public enum EventBody {
                 packer.pack("startDate")
                 packer.pack(double: info.startDate)
             case let .tripDidEnd(info):
-                packer.packMapHeader(10)
+                packer.packMapHeader(info.transportSigns.isEmpty ? 10 : 11)
                 packEventHead(event, packer)
                 packer.pack("tripID")
                 packer.pack(info.tripID)
@@ -44,6 +44,11 @@ public enum EventBody {
                 packer.pack(info.transportMode.rawValue)
                 packer.pack("transportReason")
                 packer.pack(info.transportReason.rawValue)
+                if !info.transportSigns.isEmpty {
+                    packer.pack("transportSigns")
+                    packer.packArrayHeader(info.transportSigns.count)
+                    for sign in info.transportSigns { packer.pack(sign.rawValue) }
+                }
             case let .crashDetected(info):
                 packer.packMapHeader(9)
                 packEventHead(event, packer)
@@ -103,7 +108,8 @@ public enum EventBody {
             return RoadSaveEvent(device: device, body: .tripDidEnd(
                 TripInfo(tripID: try fields.identifier("tripID"), startDate: try fields.number("startDate"),
                          endDate: try fields.number("endDate"), distanceMetres: try fields.number("distanceMetres"),
-                         endReason: reason, transportMode: mode, transportReason: modeReason)))
+                         endReason: reason, transportMode: mode, transportReason: modeReason,
+                         transportSigns: try fields.transportSigns())))
         case "crashDetected":
             let confidenceName = try fields.string("confidence")
             guard let confidence = CrashConfidence(rawValue: confidenceName) else {
@@ -164,6 +170,22 @@ private struct EventFields {
     func optionalString(_ name: String) throws(WireError) -> String? {
         guard let member = value[name], member != .null else { return nil }
         return try string(name)
+    }
+
+    /// `transportSigns`: absent (bodies stored before it, and rides that showed none) is none.
+    func transportSigns() throws(WireError) -> [TransportReason] {
+        guard let member = value["transportSigns"], member != .null else { return [] }
+        guard case let .array(items) = member else {
+            throw WireError(.invalidEvent, "expected an array, found \(member.typeName)", path: "transportSigns")
+        }
+        var signs: [TransportReason] = []
+        for (index, item) in items.enumerated() {
+            guard case let .string(name) = item, let sign = TransportReason(rawValue: name) else {
+                throw WireError(.invalidEvent, "expected a transport reason", path: "transportSigns[\(index)]")
+            }
+            signs.append(sign)
+        }
+        return signs
     }
 
     func bool(_ name: String) throws(WireError) -> Bool {

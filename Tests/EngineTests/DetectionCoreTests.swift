@@ -137,7 +137,7 @@ import Testing
         var inOrder = Self.driver()
         var outOfOrder = Self.driver()
         let batches = stride(from: 0, to: records.count, by: 20).map { Array(records[$0..<min($0 + 20, records.count)]) }
-        for (number, batch) in batches.enumerated() {
+        for batch in batches {
             inOrder.store(batch, gateway: "gw", watermark: batch.last!.t)
         }
         // Batch 1 lost: batches 2 and 3 land first, promising no more than batch 1's oldest.

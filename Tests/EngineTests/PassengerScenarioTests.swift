@@ -29,7 +29,8 @@ import RoadSaveModel
         #expect(trip.isDriving)
     }
 
-    @Test func aBusStoppingEveryFewHundredMetresIsABus() throws {
+    /// Dwell stops are reported, but do not decide: town driving between lights shows them too (README "Passengers").
+    @Test func aBusStoppingEveryFewHundredMetresShowsTheDwellSignWithoutBeingDecidedByIt() throws {
         let trip = try Self.ride { s in
             s.accelerate(from: 2.5, to: 11, seconds: 8)
             for _ in 0..<8 {
@@ -40,8 +41,9 @@ import RoadSaveModel
             }
             s.drive(seconds: 30, speed: 11)
         }
-        #expect(trip.transportMode == .bus && trip.transportReason == .regularDwellStops)
-        #expect(!trip.isDriving)
+        #expect(trip.transportSigns == [.regularDwellStops])
+        #expect(trip.transportMode == .car && trip.transportReason == .noTransitEvidence)
+        #expect(trip.isDriving)
     }
 
     @Test func aFastRoadWithTheSameStopsIsNoBus() throws {
@@ -145,6 +147,53 @@ import RoadSaveModel
         #expect(trip.transportMode == .bus && trip.transportReason == .boardedAfterWaiting)
     }
 
+    @Test func changingAtAStationIsBoardingToo() throws {
+        // Off one train, across the station on foot and four minutes on the platform: the second ride, ten minutes
+        // after the first, is boarded as much as the first (a parked car leaves from where its trip ended).
+        var s = Script()
+        s.capabilities(activity: true, pedometer: true)
+        s.activity(.automotive, .high)
+        s.accelerate(from: 2.5, to: 15, seconds: 8)
+        s.drive(seconds: 300, speed: 15)
+        s.accelerate(from: 15, to: 0, seconds: 8)
+        s.activity(.walking, .high)
+        s.walk(seconds: 200)
+        s.stand(seconds: 240)
+        s.activity(.automotive, .high)
+        s.accelerate(from: 2.5, to: 12, seconds: 8)
+        s.drive(seconds: 250, speed: 12)
+        s.accelerate(from: 12, to: 0, seconds: 6)
+        s.stand(seconds: 30)
+        s.activity(.walking, .high)
+        s.walk(seconds: 60)
+        var harness = Harness()
+        harness.run(s.records)
+        #expect(harness.tripEnds.count == 2)
+        let second = try #require(harness.tripEnds.last)
+        #expect(second.startDate - (harness.tripEnds.first?.endDate ?? 0) < 15 * 60, "a change, not a new journey")
+        #expect(second.transportMode == .bus && second.transportReason == .boardedAfterWaiting)
+    }
+
+    @Test func everySignSeenIsReportedAndTheFirstDecidingOneDecides() throws {
+        // Boarded after waiting, then a bus's stops: both signs are kept, the boarding decides.
+        let trip = try Self.ride { s in
+            s.activity(.walking, .high)
+            s.walk(seconds: 300)
+            s.stand(seconds: 240)
+            s.activity(.automotive, .high)
+            s.accelerate(from: 2.5, to: 11, seconds: 8)
+            for _ in 0..<8 {
+                s.drive(seconds: 35, speed: 11)
+                s.accelerate(from: 11, to: 0, seconds: 5)
+                s.stand(seconds: 20)
+                s.accelerate(from: 2.5, to: 11, seconds: 6)
+            }
+            s.drive(seconds: 30, speed: 11)
+        }
+        #expect(trip.transportSigns == [.boardedAfterWaiting, .regularDwellStops])
+        #expect(trip.transportMode == .bus && trip.transportReason == .boardedAfterWaiting)
+    }
+
     @Test func walkingToTheCarAndLeavingWithinAMinuteIsDriving() throws {
         let trip = try Self.walkWaitAndRide(wait: 45)
         #expect(trip.transportMode == .car)
@@ -236,7 +285,8 @@ import RoadSaveModel
                                     speed: 15, accuracy: 10, isMovement: true))
         }
         #expect(profile.undergroundGaps == 0)
-        #expect(profile.judge(distance: 8_100, duration: 540) == (.car, .noTransitEvidence))
+        let verdict = profile.judge(distance: 8_100, duration: 540)
+        #expect(verdict.mode == .car && verdict.reason == .noTransitEvidence && verdict.signs.isEmpty)
     }
 
     @Test func aCheckpointFromBeforeRidesWereJudgedStillLoads() throws {

@@ -58,6 +58,22 @@ struct RoadSaveEventCurrentTests {
         #expect(event["endReason"] == .string("stopDelay"))
     }
 
+    @Test func tripDidEndWritesItsTransportSignsOnlyWhenThereAreAny() throws {
+        guard case var .tripDidEnd(info) = SampleEvents.ended.body else {
+            Issue.record("not a tripDidEnd")
+            return
+        }
+        info.transportMode = .rail
+        info.transportReason = .railSpeed
+        info.transportSigns = [.railSpeed, .stationStops]
+        let signed = RoadSaveEvent(device: SampleEvents.ended.device, body: .tripDidEnd(info))
+        let event = try parseEvent(signed.json(.current))
+        #expect(keys(of: event).last == "transportSigns")
+        #expect(event["transportSigns"] == .array([.string("railSpeed"), .string("stationStops")]))
+        #expect(try !keys(of: parseEvent(signed.json(.legacy))).contains("transportSigns"), "3.x had no such key")
+        #expect(signed.eventID == SampleEvents.ended.eventID, "the signs are not part of what the event is about")
+    }
+
     @Test(arguments: [(TripEndReason.stopDelay, "stopDelay"), (.steps, "steps"), (.dataGap, "dataGap"),
                       (.detectionPaused, "detectionPaused"), (.detectionModeChanged, "detectionModeChanged"),
                       (.monitoringStopped, "monitoringStopped")])

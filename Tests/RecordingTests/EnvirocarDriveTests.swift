@@ -4,8 +4,9 @@ import RoadSaveModel
 import Testing
 
 /// The enviroCar drives (112 real car drives with GPS only; Contains enviroCar data (enviroCar.org), ODbL) stay
-/// driving trips. Checked at the level reached (README "Passengers"), below the targets (97 % covered, 2 %
-/// judged public transport, none split): a change that loses drivers fails here, one that gains them raises the bar.
+/// driving trips: at least 97 % of them covered for 90 % of their moving time, at most 2 % judged public transport
+/// (the targets, met: 110 covered, none judged bus or rail, README "Passengers"). Splits are not checked:
+/// two drives stand or crawl below walking pace for longer than the stop delay, which ends a GPS-only trip.
 @Suite(.enabled(if: SharedData.has(.envirocar),
                 "../shared/data/envirocar-car-tracks is absent: the enviroCar drive tests skipped"))
 struct EnvirocarDriveTests {
@@ -37,8 +38,8 @@ struct EnvirocarDriveTests {
             if let first = driving.first, let firstMoving = moving.first { startErrors.append(first.startDate - firstMoving.0) }
         }
         print("enviroCar: \(covered) of \(files.count) drives covered by driving trips, \(judgedTransit) judged bus or rail")
-        #expect(covered >= 104, "drives covered: \(covered)")
-        #expect(judgedTransit <= 4, "drives judged public transport: \(judgedTransit)")
+        #expect(Double(covered) >= 0.97 * Double(files.count), "drives covered: \(covered)")
+        #expect(Double(judgedTransit) <= 0.02 * Double(files.count), "drives judged public transport: \(judgedTransit)")
         let median = startErrors.sorted()[startErrors.count / 2]
         #expect(abs(median) <= 20, "median start error \(median) s")
     }

@@ -31,6 +31,20 @@ struct EventFileReaderTests {
         #expect(try read(events.map { $0.json(.current) }) == events)
     }
 
+    @Test func readsTheTransportSignsAndNamesABadOne() throws {
+        guard case var .tripDidEnd(info) = events[1].body else {
+            Issue.record("not a tripDidEnd")
+            return
+        }
+        info.transportMode = .bus
+        info.transportReason = .boardedAfterWaiting
+        info.transportSigns = [.boardedAfterWaiting, .regularDwellStops]
+        let signed = RoadSaveEvent(device: Fixture.device, body: .tripDidEnd(info))
+        #expect(try read([signed.json(.current)]) == [signed])
+        let bad = signed.json(.current).replacingOccurrences(of: "\"regularDwellStops\"]", with: "\"hovercraft\"]")
+        #expect(error([bad])?.field == "transportSigns")
+    }
+
     @Test func readsWhatTailPrintsWithPositions() throws {
         let lines = events.enumerated().map { "{\"position\":\($0.offset + 1),\"event\":\($0.element.json(.current))}" }
         #expect(try read(lines) == events)

@@ -16,6 +16,8 @@ struct EventBodyTests {
         case let (.tripDidEnd(a), .tripDidEnd(b)):
             #expect(a.tripID == b.tripID && a.startDate == b.startDate && a.endDate == b.endDate)
             #expect(a.distanceMetres == b.distanceMetres && a.endReason == b.endReason)
+            #expect(a.transportMode == b.transportMode && a.transportReason == b.transportReason)
+            #expect(a.transportSigns == b.transportSigns)
         case let (.crashDetected(a), .crashDetected(b)):
             #expect(a.crashID == b.crashID && a.confidence == b.confidence && a.detectedAt == b.detectedAt)
             #expect(a.latitude == b.latitude && a.longitude == b.longitude && a.isTest == b.isTest)
@@ -47,7 +49,26 @@ struct EventBodyTests {
             Issue.record("not a tripDidEnd")
             return
         }
-        #expect(info.transportMode == .unknown && info.transportReason == .notClassified)
+        #expect(info.transportMode == .unknown && info.transportReason == .notClassified && info.transportSigns.isEmpty)
+        // The signs seen come last, only when there are any.
+        let signed = RoadSaveEvent(device: device, body: .tripDidEnd(TripInfo(
+            tripID: "t", startDate: 1, endDate: 2, distanceMetres: 3, endReason: .steps, transportMode: .bus,
+            transportReason: .boardedAfterWaiting, transportSigns: [.boardedAfterWaiting, .regularDwellStops])))
+        #expect(try keys(signed).last == "transportSigns")
+        #expect(try MessagePack.decode(EventBody.encode(signed))["transportSigns"]
+                == .array([.string("boardedAfterWaiting"), .string("regularDwellStops")]))
+        #expect(try EventBody.decode(EventBody.encode(signed)) == signed)
+        let badSign = MessagePack.encode(.object([
+            ("event", .string("tripDidEnd")), ("app", .string("a")), ("user", .string("u")), ("tripID", .string("t")),
+            ("startDate", .number(1)), ("endDate", .number(2)), ("distanceMetres", .number(3)),
+            ("endReason", .string("steps")), ("transportSigns", .array([.string("railSpeed"), .string("teleport")])),
+        ]))
+        #expect(throws: WireError.self) { try EventBody.decode(badSign) }
+        do {
+            _ = try EventBody.decode(badSign)
+        } catch {
+            #expect(error.path == "transportSigns[1]", "the error names the member: \(error)")
+        }
         // A crash without a position keeps its latitude and longitude keys, as nil (never a made-up 0,0).
         let crash = RoadSaveEvent(device: device, body: .crashDetected(CrashInfo(
             crashID: "c", confidence: .medium, detectedAt: 1_718_708_300.000_1, latitude: nil, longitude: nil,

@@ -135,30 +135,52 @@ struct RideProfile: Sendable, Equatable, Codable {
         stepsWhileMoving += count
     }
 
-    /// The verdict on the ride as a whole.
-    func judge(distance: Double, duration: Double) -> (TransportMode, TransportReason) {
-        guard duration >= Self.minimumDuration, distance >= Self.minimumDistance else { return (.unknown, .tooShort) }
+    /// Signs that town driving shows too often to decide a ride: reported, never deciding. `regularDwellStops` was
+    /// fitted on the travel diaries; on car drives it was not fitted on it took 4 of 112 for buses (README
+    /// "Passengers": a sign decides only if it takes at most 2 % of the drives it was not fitted on for transit).
+    static let weakSigns: Set<TransportReason> = [.regularDwellStops]
+
+    /// The verdict on the ride as a whole: the first deciding sign, and every sign seen.
+    func judge(distance: Double, duration: Double)
+        -> (mode: TransportMode, reason: TransportReason, signs: [TransportReason]) {
+        guard duration >= Self.minimumDuration, distance >= Self.minimumDistance else { return (.unknown, .tooShort, []) }
+        let signs = signs(distance: distance, duration: duration)
+        guard let deciding = signs.first(where: { !Self.weakSigns.contains($0) }) else {
+            return (.car, .noTransitEvidence, signs)
+        }
+        return (mode(decidedBy: deciding), deciding, signs)
+    }
+
+    /// Every sign of public transport the ride shows, in the order they are weighed.
+    func signs(distance: Double, duration: Double) -> [TransportReason] {
+        var signs: [TransportReason] = []
         // One gap on a long ride is a recording's hole as well as a tunnel (a car app's lost minute on a motorway):
         // underground takes several, or a fifth of the ride.
         if undergroundGaps >= Self.undergroundGapsNeeded
             || (undergroundGaps > 0 && (undergroundSeconds ?? .infinity) >= Self.undergroundShare * duration) {
-            return (.rail, .gpsLostWhileMoving)
+            signs.append(.gpsLostWhileMoving)
         }
-        if railSpeedSeconds >= Self.railSpeedDuration { return (.rail, .railSpeed) }
-        if stationStops >= Self.minimumStationStops { return (.rail, .stationStops) }
-        if stepsWhileMoving >= Self.stepsWhileMovingThreshold {
-            return (sustainedTopSpeed >= Self.urbanTopSpeed ? .rail : .bus, .stepsWhileMoving)
-        }
-        if let wait = boardingWaitObserved, wait >= Self.boardingWait {
-            return (sustainedTopSpeed >= Self.urbanTopSpeed ? .rail : .bus, .boardedAfterWaiting)
-        }
+        if railSpeedSeconds >= Self.railSpeedDuration { signs.append(.railSpeed) }
+        if stationStops >= Self.minimumStationStops { signs.append(.stationStops) }
+        if stepsWhileMoving >= Self.stepsWhileMovingThreshold { signs.append(.stepsWhileMoving) }
+        if let wait = boardingWaitObserved, wait >= Self.boardingWait { signs.append(.boardedAfterWaiting) }
         let stops = dwellStops + otherStops
         if dwellStops >= Self.minimumDwellStops,
            Double(dwellStops) / (distance / 1_000) >= Self.dwellStopsPerKilometre,
            Double(dwellStops) >= Self.dwellShare * Double(stops),
            sustainedTopSpeed < Self.urbanTopSpeed {
-            return (.bus, .regularDwellStops)
+            signs.append(.regularDwellStops)
         }
-        return (.car, .noTransitEvidence)
+        return signs
+    }
+
+    /// What a sign says the ride was taken in: a passenger's signs say rail above urban speeds.
+    private func mode(decidedBy sign: TransportReason) -> TransportMode {
+        switch sign {
+        case .gpsLostWhileMoving, .railSpeed, .stationStops: .rail
+        case .stepsWhileMoving, .boardedAfterWaiting: sustainedTopSpeed >= Self.urbanTopSpeed ? .rail : .bus
+        case .regularDwellStops: .bus
+        case .noTransitEvidence, .tooShort, .notClassified: .car
+        }
     }
 }

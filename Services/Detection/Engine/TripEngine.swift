@@ -18,10 +18,26 @@ struct TripEngine: Sendable, Codable {
         /// The stretch began with a leap no vehicle makes (GPS jumping away): it does not count until the speed has
         /// dropped below the held speed again.
         var heldFastLeapt = false
+        /// The runs before this one that a trip started by it begins with (`LeadIn`), if any.
+        var leadIn: LeadIn?
         /// Faster than any road vehicle speeds up (about 0.5 g).
         static let maximumAcceleration = 5.0
+        /// A run this far (counted movement) at vehicle speed is a drive's beginning, not GPS jitter or a stroll.
+        static let leadInDistance = 100.0
 
         var duration: Double { lastMovement - start.t }
+
+        /// This run as the beginning of the next one's trip, once a stop longer than `startRunBreak` has broken it:
+        /// when it moved like a vehicle (`startSpeed` reached, `leadInDistance` covered), or itself continued one.
+        func asLeadIn(settings: DetectionSettings) -> LeadIn? {
+            let last = odometer.last ?? start
+            if let leadIn {
+                return LeadIn(start: leadIn.start, last: last, lastMovement: lastMovement,
+                              distance: leadIn.distance + leadIn.last.distance(to: start) + odometer.distance)
+            }
+            guard maximumSpeed >= settings.startSpeed, odometer.distance >= Self.leadInDistance else { return nil }
+            return LeadIn(start: start, last: last, lastMovement: lastMovement, distance: odometer.distance)
+        }
 
         /// Notes a fix's speed against the held-speed start of devices without a classifier: the stretch must cover,
         /// in a straight line, at least two thirds of what the held speed would in that time.
@@ -56,6 +72,16 @@ struct TripEngine: Sendable, Codable {
         }
     }
 
+    /// Movement runs broken by stops shorter than `stopDelay` (a red light longer than `startRunBreak`, a queue):
+    /// had a trip been under way, those stops would not have ended it, so a trip started later begins where they
+    /// did, with their distance. Without it a city drive's trip would start after its last long light.
+    struct LeadIn: Sendable, Equatable, Codable {
+        var start: AcceptedFix
+        var last: AcceptedFix
+        var lastMovement: Double
+        var distance: Double
+    }
+
     struct ActiveTrip: Sendable, Equatable, Codable {
         var tripID: String
         var startDate: Double
@@ -76,13 +102,10 @@ struct TripEngine: Sendable, Codable {
     let device: DeviceID
     /// Where the device has been while idle, to see how the next ride begins.
     private(set) var whereabouts = Whereabouts()
-    /// When the last trip ended (its last movement): a ride soon after it continues a journey by vehicle.
-    private(set) var lastTripEnd: Double?
+    /// The last movement run a stop broke, while it may still begin the next run's trip (`LeadIn`).
+    private var brokenRun: OutOfLine<LeadIn>?
     /// The fix before the one being taken while idle: how fast a new movement run sped up.
     private var lastIdleFix: AcceptedFix?
-    /// A ride starting within this of the last trip's end is not judged by how it began.
-    static let journeyBreak = 15 * 60.0
-
     init(device: DeviceID) {
         self.device = device
     }
@@ -138,13 +161,15 @@ struct TripEngine: Sendable, Codable {
                                           odometer: Odometer(anchor: fix))
                 started.ride.add(fix)
                 started.noteHeld(fix, after: previousIdleFix, settings: settings)
-                if lastTripEnd.map({ fix.t - $0 > Self.journeyBreak }) ?? true {
-                    started.ride.boardingWaitObserved = whereabouts.waitAfterWalking(departure: fix.t)
-                }
+                started.ride.boardingWaitObserved = whereabouts.waitAfterWalking(departure: fix.t)
+                if let broken = run?.read({ $0.asLeadIn(settings: settings) }) { brokenRun = OutOfLine(broken) }
+                if let lead = brokenRun?.value, fix.t - lead.lastMovement <= settings.stopDelay { started.leadIn = lead }
+                brokenRun = nil
                 run = OutOfLine(started)
             }
         } else if let lastMovement = run?.read({ $0.lastMovement }) {
             if fix.t - lastMovement > startRunBreak {
+                brokenRun = run!.read { $0.asLeadIn(settings: settings) }.map(OutOfLine.init)
                 run = nil
             } else {
                 let previous = run!.read { $0.odometer.last }
@@ -196,20 +221,22 @@ struct TripEngine: Sendable, Codable {
         guard let trip = self.trip?.value else { return nil }
         self.trip = nil
         run = nil
-        lastTripEnd = trip.lastMovement
+        brokenRun = nil
         lastIdleFix = nil
         whereabouts.forget()
-        let (mode, modeReason) = trip.ride.judge(distance: trip.odometer.distance,
-                                                 duration: trip.lastMovement - trip.startDate)
+        let verdict = trip.ride.judge(distance: trip.odometer.distance, duration: trip.lastMovement - trip.startDate)
         let info = TripInfo(tripID: trip.tripID, startDate: trip.startDate, endDate: trip.lastMovement,
                             distanceMetres: trip.odometer.distance, endReason: reason,
-                            transportMode: mode, transportReason: modeReason)
+                            transportMode: verdict.mode, transportReason: verdict.reason, transportSigns: verdict.signs)
         return RoadSaveEvent(device: device, body: .tripDidEnd(info))
     }
 
     /// Forgets evidence gathered so far (detection paused or resumed: the startup guard runs again).
     mutating func reset() {
-        if trip == nil { run = nil }
+        if trip == nil {
+            run = nil
+            brokenRun = nil
+        }
     }
 
     // MARK: Start decision
@@ -248,11 +275,14 @@ struct TripEngine: Sendable, Codable {
     }
 
     private mutating func start(_ run: MovementRun) -> RoadSaveEvent {
-        let tripID = StableID.make("trip", device.app, device.user, millis(run.start.t))
-        trip = OutOfLine(ActiveTrip(tripID: tripID, startDate: run.start.t, lastMovement: run.lastMovement,
-                                    odometer: run.odometer, ride: run.ride))
+        let startDate = run.leadIn?.start.t ?? run.start.t
+        var odometer = run.odometer
+        if let leadIn = run.leadIn { odometer.addLeadIn(leadIn.distance + leadIn.last.distance(to: run.start)) }
+        let tripID = StableID.make("trip", device.app, device.user, millis(startDate))
+        trip = OutOfLine(ActiveTrip(tripID: tripID, startDate: startDate, lastMovement: run.lastMovement,
+                                    odometer: odometer, ride: run.ride))
         self.run = nil
-        return RoadSaveEvent(device: device, body: .tripDidStart(TripStartInfo(tripID: tripID, startDate: run.start.t)))
+        return RoadSaveEvent(device: device, body: .tripDidStart(TripStartInfo(tripID: tripID, startDate: startDate)))
     }
 }
 
@@ -286,20 +316,25 @@ struct Odometer: Sendable, Equatable, Codable {
         distance += measurement.distance(from: fix, to: anchor)
         anchor = fix
     }
+
+    /// The distance of the runs a trip begins with (`TripEngine.LeadIn`), counted before this odometer's.
+    mutating func addLeadIn(_ metres: Double) {
+        distance += metres
+    }
 }
 
-// Checkpoints written before rides were judged have no `ride`, `whereabouts` or `lastTripEnd`: such a device
-// judges what it sees from now on.
+// Checkpoints written before rides were judged have no `ride` or `whereabouts`, and older ones no lead-in: such a
+// device judges what it sees from now on. (The `lastTripEnd` of earlier checkpoints is no longer read.)
 extension TripEngine {
-    private enum CodingKeys: String, CodingKey { case state, device, whereabouts, lastTripEnd, lastIdleFix }
+    private enum CodingKeys: String, CodingKey { case state, device, whereabouts, lastIdleFix, brokenRun }
 
     init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         let state = try container.decode(State.self, forKey: .state)
         device = try container.decode(DeviceID.self, forKey: .device)
         whereabouts = try container.decodeIfPresent(Whereabouts.self, forKey: .whereabouts) ?? Whereabouts()
-        lastTripEnd = try container.decodeIfPresent(Double.self, forKey: .lastTripEnd)
         lastIdleFix = try container.decodeIfPresent(AcceptedFix.self, forKey: .lastIdleFix)
+        brokenRun = try container.decodeIfPresent(LeadIn.self, forKey: .brokenRun).map(OutOfLine.init)
         setState(state)
     }
 
@@ -309,14 +344,14 @@ extension TripEngine {
         try container.encode(state, forKey: .state)
         try container.encode(device, forKey: .device)
         try container.encode(whereabouts, forKey: .whereabouts)
-        try container.encodeIfPresent(lastTripEnd, forKey: .lastTripEnd)
         try container.encodeIfPresent(lastIdleFix, forKey: .lastIdleFix)
+        try container.encodeIfPresent(brokenRun?.value, forKey: .brokenRun)
     }
 }
 
 extension TripEngine.MovementRun {
     private enum CodingKeys: String, CodingKey {
-        case start, lastMovement, maximumSpeed, odometer, ride, heldFastFrom, heldFast, heldFastLeapt
+        case start, lastMovement, maximumSpeed, odometer, ride, heldFastFrom, heldFast, heldFastLeapt, leadIn
     }
 
     init(from decoder: any Decoder) throws {
@@ -329,6 +364,7 @@ extension TripEngine.MovementRun {
         heldFastFrom = try container.decodeIfPresent(AcceptedFix.self, forKey: .heldFastFrom)
         heldFast = try container.decodeIfPresent(Bool.self, forKey: .heldFast) ?? false
         heldFastLeapt = try container.decodeIfPresent(Bool.self, forKey: .heldFastLeapt) ?? false
+        leadIn = try container.decodeIfPresent(TripEngine.LeadIn.self, forKey: .leadIn)
     }
 }
 
