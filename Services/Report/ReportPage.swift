@@ -148,7 +148,9 @@ public struct ReportPage {
                 html += "<td>\(Markup.clock(info.endDate, seconds: true))</td><td>\(Markup.duration(info.duration))</td>"
                     + "<td class=\"n\">\(JSONObjectWriter.fixedNumber(info.distanceMetres / 1000, decimals: 2))</td>"
                     + "<td class=\"n\">\(JSONObjectWriter.fixedNumber(info.averageSpeed * 3.6, decimals: 1))</td>"
-                    + "<td>\(info.endReason.rawValue)</td><td>\(info.transportMode.rawValue) (\(info.transportReason.rawValue))</td>"
+                    + "<td>\(info.endReason.rawValue)</td><td>\(info.transportMode.rawValue) (\(info.transportReason.rawValue))"
+                    + (info.transportSigns.contains { $0 != info.transportReason }
+                        ? "; signs: " + info.transportSigns.map(\.rawValue).joined(separator: ", ") : "") + "</td>"
             } else {
                 html += "<td>open</td><td></td><td></td><td></td><td></td><td></td>"
             }

@@ -27,6 +27,19 @@ struct ReportPageTests {
         #expect(html.contains("<td>open</td>"))
     }
 
+    @Test func aTripsTableRowSaysWhatItWasTakenInAndTheOtherSignsSeen() {
+        let collector = Fixture.collector()
+        collector.add(RoadSaveEvent(device: Fixture.device, body: .tripDidStart(TripStartInfo(tripID: "bus-1",
+                                                                                            startDate: Fixture.t0 + 3000))))
+        collector.add(RoadSaveEvent(device: Fixture.device, body: .tripDidEnd(TripInfo(
+            tripID: "bus-1", startDate: Fixture.t0 + 3000, endDate: Fixture.t0 + 3600, distanceMetres: 4000,
+            endReason: .stopDelay, transportMode: .bus, transportReason: .boardedAfterWaiting,
+            transportSigns: [.boardedAfterWaiting, .regularDwellStops]))))
+        let html = page(collector.reports())
+        #expect(html.contains("<td>bus (boardedAfterWaiting); signs: boardedAfterWaiting, regularDwellStops</td>"))
+        #expect(html.contains("<td>car (noTransitEvidence)</td>"), "a trip with no signs names none")
+    }
+
     @Test func escapesWhatComesFromTheInputAndMasksTheApplication() {
         let hostile = DeviceID(app: "app-id-secret-123", user: "<script>alert(1)</script>\"'&")
         let collector = Fixture.collector(device: hostile)
