@@ -20,6 +20,8 @@ struct TripEngine: Sendable, Codable {
         var heldFastLeapt = false
         /// The runs before this one that a trip started by it begins with (`LeadIn`), if any.
         var leadIn: LeadIn?
+        /// When the run's first fix came after a silence that found the phone elsewhere (`WakeUp`), if it did.
+        var wakeUp: WakeUp?
         /// Faster than any road vehicle speeds up (about 0.5 g).
         static let maximumAcceleration = 5.0
         /// A run this far (counted movement) at vehicle speed is a drive's beginning, not GPS jitter or a stroll.
@@ -80,6 +82,26 @@ struct TripEngine: Sendable, Codable {
         var last: AcceptedFix
         var lastMovement: Double
         var distance: Double
+    }
+
+    /// A phone that sleeps its GPS while it stands still (Android does) wakes it only minutes after moving off: the
+    /// first fix after the silence finds it away already, at speed. It set off, at the latest, as long before that
+    /// fix as the distance takes at the fix's speed; the trip begins then, with that distance.
+    struct WakeUp: Sendable, Equatable, Codable {
+        /// The last fix before the silence, where the phone lay.
+        var before: AcceptedFix
+        var estimatedDeparture: Double
+        /// A silence this long, ending this far away, is a wake-up (fixes every few seconds leave no such gap).
+        static let silence = 60.0
+        static let distance = 100.0
+
+        init?(before: AcceptedFix?, first fix: AcceptedFix) {
+            guard let before, fix.t - before.t >= Self.silence, let speed = fix.speed, speed > 0 else { return nil }
+            let distance = before.distance(to: fix)
+            guard distance >= Self.distance else { return nil }
+            self.before = before
+            estimatedDeparture = max(before.t, fix.t - distance / speed)
+        }
     }
 
     struct ActiveTrip: Sendable, Equatable, Codable {
@@ -161,7 +183,9 @@ struct TripEngine: Sendable, Codable {
                                           odometer: Odometer(anchor: fix))
                 started.ride.add(fix)
                 started.noteHeld(fix, after: previousIdleFix, settings: settings)
-                started.ride.boardingWaitObserved = whereabouts.waitAfterWalking(departure: fix.t)
+                started.wakeUp = WakeUp(before: previousIdleFix, first: fix)
+                started.ride.boardingWaitObserved = whereabouts.waitAfterWalking(
+                    departure: fix.t, silentlyFrom: started.wakeUp.map { ($0.before, fix) })
                 if let broken = run?.read({ $0.asLeadIn(settings: settings) }) { brokenRun = OutOfLine(broken) }
                 if let lead = brokenRun?.value, fix.t - lead.lastMovement <= settings.stopDelay { started.leadIn = lead }
                 brokenRun = nil
@@ -275,9 +299,15 @@ struct TripEngine: Sendable, Codable {
     }
 
     private mutating func start(_ run: MovementRun) -> RoadSaveEvent {
-        let startDate = run.leadIn?.start.t ?? run.start.t
+        var startDate = run.start.t
         var odometer = run.odometer
-        if let leadIn = run.leadIn { odometer.addLeadIn(leadIn.distance + leadIn.last.distance(to: run.start)) }
+        if let leadIn = run.leadIn {
+            startDate = leadIn.start.t
+            odometer.addLeadIn(leadIn.distance + leadIn.last.distance(to: run.start))
+        } else if let wakeUp = run.wakeUp {
+            startDate = wakeUp.estimatedDeparture
+            odometer.addLeadIn(wakeUp.before.distance(to: run.start))
+        }
         let tripID = StableID.make("trip", device.app, device.user, millis(startDate))
         trip = OutOfLine(ActiveTrip(tripID: tripID, startDate: startDate, lastMovement: run.lastMovement,
                                     odometer: odometer, ride: run.ride))
@@ -351,7 +381,7 @@ extension TripEngine {
 
 extension TripEngine.MovementRun {
     private enum CodingKeys: String, CodingKey {
-        case start, lastMovement, maximumSpeed, odometer, ride, heldFastFrom, heldFast, heldFastLeapt, leadIn
+        case start, lastMovement, maximumSpeed, odometer, ride, heldFastFrom, heldFast, heldFastLeapt, leadIn, wakeUp
     }
 
     init(from decoder: any Decoder) throws {
@@ -365,6 +395,7 @@ extension TripEngine.MovementRun {
         heldFast = try container.decodeIfPresent(Bool.self, forKey: .heldFast) ?? false
         heldFastLeapt = try container.decodeIfPresent(Bool.self, forKey: .heldFastLeapt) ?? false
         leadIn = try container.decodeIfPresent(TripEngine.LeadIn.self, forKey: .leadIn)
+        wakeUp = try container.decodeIfPresent(TripEngine.WakeUp.self, forKey: .wakeUp)
     }
 }
 

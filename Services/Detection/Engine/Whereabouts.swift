@@ -50,10 +50,16 @@ struct Whereabouts: Sendable, Equatable, Codable {
         lastSampleTime = nil
     }
 
+    /// A vehicle that left while the phone's GPS slept averaged no less than this, stops included: the departure
+    /// estimated with it is early, and the wait short (a bus's phone still shows minutes; a car's none).
+    static let silentDepartureSpeed = 5.0
+
     /// How long the device had waited where it was before moving off at `departure`, if it came there on foot from
     /// further away; nil when it did not (it was there all along, or came too fast to have walked). The place is the
     /// last sample from before the vehicle got going (speeds estimated from positions lag by ten seconds or more).
-    func waitAfterWalking(departure: Double) -> Double? {
+    /// `silentlyFrom`: the fixes either side of a silence the phone woke from away (`TripEngine.WakeUp`): a phone
+    /// stops its GPS while it lies still, so it stayed where it went silent until it could have left, at the latest.
+    func waitAfterWalking(departure: Double, silentlyFrom silence: (before: AcceptedFix, after: AcceptedFix)? = nil) -> Double? {
         guard let placeIndex = samples.lastIndex(where: { $0.t <= departure - 20 }) else { return nil }
         let place = samples[placeIndex]
         var arrivedIndex = placeIndex
@@ -63,6 +69,12 @@ struct Whereabouts: Sendable, Equatable, Codable {
         guard let farthest = samples[..<arrivedIndex].max(by: { $0.distance(to: place) < $1.distance(to: place) }),
               farthest.distance(to: place) >= Self.arrivalDistance,
               farthest.distance(to: place) / max(arrived - farthest.t, 1) <= Self.walkingPace else { return nil }
-        return place.t - arrived
+        var stayedUntil = place.t
+        if let silence, Sample(t: silence.before.t, latitude: silence.before.latitude,
+                               longitude: silence.before.longitude).distance(to: place) <= Self.stayRadius {
+            let travelled = silence.before.distance(to: silence.after) / Self.silentDepartureSpeed
+            stayedUntil = max(stayedUntil, silence.after.t - travelled)
+        }
+        return stayedUntil - arrived
     }
 }
