@@ -6,7 +6,7 @@ import Testing
 /// What the trips of real recordings were judged to be taken in (README "Passengers"). The signs of public
 /// transport are chosen so that driving does not show them: every trip judged `bus` or `rail` must lie in a
 /// labelled public-transport ride, and the car recordings must stay driving. How many transit rides are caught is
-/// measured by `make quality`, not asserted here.
+/// measured by `make quality`; here only a floor at today's count.
 @Suite(.enabled(if: SharedData.isAvailable,
                 "../shared/data is absent (a clone outside the RoadSave workspace): real-recording tests skipped"))
 struct PassengerRecordingTests {
@@ -37,8 +37,9 @@ struct PassengerRecordingTests {
                 }
             }
         }
-        // The diaries' metro, tram and intercity rides show the signs at least a few times.
-        #expect(judgedTransit >= 4, "rides judged public transport: \(judgedTransit)")
+        // A floor at what the signs catch today (10 rides GPS only, 5 with diary activity; README "Passengers"):
+        // a change that catches fewer fails here and has to say why, as regularDwellStops' weakening did.
+        #expect(judgedTransit >= 15, "rides judged public transport: \(judgedTransit)")
     }
 
     @Test func carRecordingsStayDriving() async throws {
