@@ -260,13 +260,19 @@ PROJECT_UP=1
 timeout 300 "${COMPOSE[@]}" up -d --no-build >"$WORK/up.log" 2>&1 || { cat "$WORK/up.log" >&2; fail "docker-compose up failed"; }
 
 container() { compose ps -q "$1"; }
-wait_healthy() { # SECONDS
+metrics_port() { case $1 in ingest) echo 9550 ;; detect) echo 9551 ;; notify) echo 9552 ;; esac; }
+# Ready: /readyz answers 200 inside the container (the health check is /healthz, liveness only).
+ready() { # SERVICE
+  "$DOCKER" exec "$(container "$1")" bash -c "exec 3<>/dev/tcp/127.0.0.1/$(metrics_port "$1") &&
+    printf 'GET /readyz HTTP/1.0\\r\\n\\r\\n' >&3 && read -r _ status _ <&3 && [ \"\$status\" = 200 ]" 2>/dev/null
+}
+wait_healthy() { # SECONDS: healthy (alive) and ready, every service
   local deadline=$(($(date +%s) + $1)) service state all
   while :; do
     all=1
     for service in ingest detect notify; do
       state=$("$DOCKER" inspect -f '{{.State.Health.Status}}' "$(container "$service")" 2>/dev/null || echo missing)
-      [ "$state" = healthy ] || all=
+      [ "$state" = healthy ] && ready "$service" || all=
     done
     [ -n "$all" ] && return 0
     [ "$(date +%s)" -lt "$deadline" ] || fail "the services were not healthy within $1 s"

@@ -102,6 +102,8 @@ public struct DetectionConfiguration: Sendable {
                     help: "seconds a gateway's watermark may stand still (the gateway, its link or ingest down) while its devices' records and decisions wait for it; then the clock releases them, logged and counted"),
         SettingSpec(flag: "--shard", environment: "ROADSAVE_SHARD", key: "shard",
                     help: "take only shard I of N of the devices, as I/N (N as sensor-ingest's --shards)"),
+        SettingSpec(flag: "--shard-base", environment: "ROADSAVE_SHARD_BASE", key: "shardBase", default: "0",
+                    help: "the number --shard gives the first shard: 0, or 1 for an orchestrator's task slot (Docker Swarm's {{.Task.Slot}} counts from 1)"),
         SettingSpec(flag: "--log-level", environment: "ROADSAVE_LOG_LEVEL", key: "logLevel", default: "info",
                     help: "debug, info, warning or error"),
         ServiceMetrics.spec,
@@ -136,12 +138,17 @@ public struct DetectionConfiguration: Sendable {
         guard !configuration.dataDirectory.isEmpty else { throw .init("--data-dir must not be empty") }
         configuration.checkpointInterval = try source.double("checkpointInterval", range: 0.1...3600) ?? 2
         configuration.deviceMemoryIdle = try source.double("deviceMemoryIdle", range: 0...31_536_000) ?? 3600
+        let shardBase = source.string("shardBase") ?? "0"
+        guard let base = Int(shardBase), [0, 1].contains(base) else {
+            throw .init("--shard-base must be 0 or 1, got \"\(shardBase)\"")
+        }
         if let text = source.string("shard") {
             let parts = text.split(separator: "/").compactMap { Int($0) }
-            guard parts.count == 2, parts[1] >= 1, (0..<parts[1]).contains(parts[0]) else {
-                throw .init("--shard must be I/N with 0 ≤ I < N, got \"\(text)\"")
+            guard parts.count == 2, parts[1] >= 1, (base..<parts[1] + base).contains(parts[0]) else {
+                throw .init("--shard must be I/N with \(base) ≤ I < N\(base == 0 ? "" : " + 1") (--shard-base \(base)), got \"\(text)\"")
             }
-            configuration.shard = (parts[0], parts[1])
+            // Kept 0-based from here on: the store's shard and the journal's requests count from 0.
+            configuration.shard = (parts[0] - base, parts[1])
         }
         configuration.logLevel = try LogLevelSetting.parse(source.string("logLevel") ?? "info")
         configuration.metricsEndpoint = try ServiceMetrics.endpoint(source)
