@@ -6,7 +6,7 @@ export PATH := $(PATH):/opt/swift/usr/bin
 OUT := out
 BIN := .build/debug/roadsave
 
-.PHONY: deps build test demo bench up clean fuzz fuzz-smoke quality report-picture container-test
+.PHONY: deps build test demo bench up clean fuzz fuzz-smoke quality report-picture container-test swarm-test
 
 deps:
 	@scripts/install-deps.sh
@@ -39,6 +39,13 @@ test: deps
 ## restart and recreate keep the stores; every stop is SIGTERM, exit 0, within the grace period; all removed after.
 container-test: deps
 	scripts/container-test.sh
+
+## deploy/swarm/stack.yml for real on a Docker Swarm of three docker-in-docker nodes (scripts/swarm-test.sh; root,
+## minutes, not part of `make test`): the image as container-test builds it; a fleet with a crash through two ingests
+## from a third node, replay's events once at a subscriber; then SIGKILL a detection task, drain its node, restart a
+## node, scale an ingest to 0 and back, each time replay's events once. Everything it made is removed after.
+swarm-test: deps
+	scripts/swarm-test.sh
 
 ## The three services on this machine (set ROADSAVE_APPLICATIONS to the applicationIDs to accept).
 up: build

@@ -36,9 +36,6 @@ export PATH=$PATH:/opt/swift/usr/bin
 # Debian's docker.io client: it builds with BuildKit by itself (DOCKER_BUILDKIT=1), where a newer CLI needs buildx.
 DOCKER=/usr/bin/docker
 SUITE=bookworm
-# What the Dockerfile's runtime stage installs (minbase has the rest it uses: dpkg, passwd's groupadd and useradd).
-RUNTIME_PACKAGES="libzmq5 libmsgpackc2 libsodium23 libsqlite3-0 libzstd1 sqlite3 libcurl4 libxml2 libstdc++6 zlib1g
-tzdata ca-certificates bash libmicrohttpd12"
 # CONTAINER_TEST_BUILD=toolchain: what the toolchain needs besides itself (as the swift:6.x-bookworm images install),
 # and the build stage's development packages.
 BUILD_PACKAGES="binutils libc6-dev libgcc-12-dev libstdc++-12-dev libcurl4-openssl-dev libxml2-dev libedit2 libncurses-dev
@@ -66,8 +63,9 @@ BINARIES_IMAGE=roadsave-ctest-binaries:$RUN_ID
 BUILDER_IMAGE=roadsave-ctest-builder:$RUN_ID
 WORK=$(mktemp -d /tmp/roadsave-ctest.XXXXXX)
 KEYS=$WORK/keys
-DOCKERD_PID=
 CACHE_BEFORE=
+# shellcheck source=scripts/container-lib.sh
+. "$ROOT/scripts/container-lib.sh"
 export ROADSAVE_IMAGE=$IMAGE ROADSAVE_KEYS=$KEYS ROADSAVE_APPLICATIONS=$APP ROADSAVE_LOG_LEVEL=info
 COMPOSE=(docker-compose -p "$PROJECT" -f "$ROOT/docker-compose.yml" -f "$ROOT/scripts/container-test.compose.yml")
 compose() { "${COMPOSE[@]}" "$@"; }
@@ -123,11 +121,7 @@ cleanup() {
   fi
   log "cleaning up"
   remove_run
-  if [ -n "$DOCKERD_PID" ]; then
-    log "stopping the dockerd this run started (pid $DOCKERD_PID)"
-    kill "$DOCKERD_PID" 2>/dev/null || true
-    for _ in $(seq 1 60); do kill -0 "$DOCKERD_PID" 2>/dev/null || break; sleep 0.5; done
-  fi
+  stop_dockerd
   rm -rf "$WORK" "$CACHE/rootfs.$$" "$CACHE"/*.tar.tmp.$$
   [ "$status" = 0 ] && log "PASS" || log "FAILED (status $status)"
   exit "$status"
@@ -142,52 +136,11 @@ step_done() { TIMES+=("$(printf '%-42s %6s s' "$STEP_NAME" "$(since "$STEP_START
 
 # ---- 1. tools and the engine ------------------------------------------------------------------------------------
 step "tools and dockerd"
-missing=()
-[ -x /usr/bin/docker ] && command -v dockerd >/dev/null || missing+=(docker.io)
-command -v docker-compose >/dev/null || missing+=(docker-compose)
-command -v debootstrap >/dev/null || missing+=(debootstrap)
-if ((${#missing[@]})); then
-  log "installing ${missing[*]}"
-  apt-get -o DPkg::Lock::Timeout=600 update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -o DPkg::Lock::Timeout=600 "${missing[@]}" >/dev/null
-fi
-if ! "$DOCKER" info >/dev/null 2>&1; then
-  mkdir -p "$CACHE"
-  log "starting dockerd (log: $CACHE/dockerd.log)"
-  # Its own session, so that a Ctrl-C of the test reaches the test and not the daemon.
-  setsid dockerd >"$CACHE/dockerd.log" 2>&1 &
-  DOCKERD_PID=$!
-  for _ in $(seq 1 60); do "$DOCKER" info >/dev/null 2>&1 && break; sleep 0.5; done
-  "$DOCKER" info >/dev/null 2>&1 || fail "dockerd did not answer within 30 s (see $CACHE/dockerd.log)"
-fi
+tools_and_dockerd
 build_cache_ids >"$WORK/cache-before"; CACHE_BEFORE=1
 step_done
 
-# ---- 2. the runtime base: debootstrap, cached ------------------------------------------------------------------
-mirror=${DEBIAN_MIRROR:-$(apt-get indextargets --format '$(REPO_URI) $(RELEASE)' 2>/dev/null \
-  | awk -v suite="$SUITE" '$2 == suite { print $1; exit }')}
-mirror=${mirror:-http://deb.debian.org/debian/}
-# A minbase root filesystem of $SUITE with PACKAGES, as a tarball in the cache (made once per list of packages).
-rootfs_tarball() { # NAME PACKAGES → the tarball's path
-  local packages key tarball rootfs
-  packages=$(echo $2 | tr ' ' ',')
-  key=$(printf '%s %s %s' "$SUITE" "$mirror" "$packages" | sha256sum | cut -c1-12)
-  tarball=$CACHE/rootfs-$SUITE-$1-$key.tar
-  if [ ! -f "$tarball" ]; then
-    log "debootstrap --variant=minbase $SUITE ($1) from $mirror, once: a few minutes (log: $CACHE/debootstrap-$1.log)"
-    mkdir -p "$CACHE"
-    rootfs=$CACHE/rootfs.$$
-    rm -rf "$rootfs"
-    debootstrap --variant=minbase --include="$packages" "$SUITE" "$rootfs" "$mirror" >"$CACHE/debootstrap-$1.log" 2>&1 \
-      || { rm -rf "$rootfs"; fail "debootstrap failed (see $CACHE/debootstrap-$1.log)"; }
-    # As debian:bookworm-slim: no package lists or downloaded .debs in the image.
-    rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*
-    tar -C "$rootfs" --numeric-owner -cf "$tarball.tmp.$$" . && mv "$tarball.tmp.$$" "$tarball"
-    rm -rf "$rootfs"
-  fi
-  echo "$tarball"
-}
-
+# ---- 2. the runtime base: debootstrap, cached (rootfs_tarball: scripts/container-lib.sh) ------------------------
 step "base image (debootstrap, cached)"
 "$DOCKER" import -c 'CMD ["bash"]' "$(rootfs_tarball runtime "$RUNTIME_PACKAGES")" "$BASE_IMAGE" >/dev/null
 step_done
@@ -198,24 +151,12 @@ step_done
 # development packages from debootstrap, this machine's /opt/swift/usr as /usr), with the classic builder, which
 # docker-compose's `build:` also uses. Either way the host builds `roadsave` (keys, and the replay the events are
 # checked against).
-if [ "$BUILD_MODE" = host ]; then products="roadsave-ingest roadsave-detect roadsave-notify roadsave"; else products=roadsave; fi
 step "executables ($BUILD_MODE)"
-for product in $products; do
-  swift build -c release --product "$product" 2>&1 | grep -v -E '^(\[[0-9]+/[0-9]+\]|Building for|Write swift-version|Build of product)' >&2 || true
-done
-bin=$(swift build -c release --show-bin-path)
-for product in $products; do
-  [ -x "$bin/$product" ] || fail "$bin/$product was not built"
-done
 if [ "$BUILD_MODE" = host ]; then
-  runtime=$(swift -print-target-info | python3 -c 'import json, sys; print(json.load(sys.stdin)["paths"]["runtimeLibraryPaths"][0])')
-  staging=$CACHE/binaries
-  rm -rf "$staging" && mkdir -p "$staging/staging/bin" "$staging/staging/swift"
-  cp "$bin/roadsave" "$bin/roadsave-ingest" "$bin/roadsave-detect" "$bin/roadsave-notify" "$staging/staging/bin/"
-  cp -P "$runtime"/*.so* "$staging/staging/swift/"
-  tar -C "$staging" --numeric-owner --owner=0 --group=0 -c staging | "$DOCKER" import - "$BINARIES_IMAGE" >/dev/null
+  stage_host_binaries "$BINARIES_IMAGE"
   BUILD=(env DOCKER_BUILDKIT=1 "$DOCKER" build --build-arg "BINARIES=$BINARIES_IMAGE")
 else
+  host_binaries roadsave
   toolchain=$(dirname "$(dirname "$(readlink -f "$(command -v swift)")")")
   tarball=$(rootfs_tarball build "$BUILD_PACKAGES")
   log "builder image: the build root filesystem and $toolchain as /usr"
@@ -236,13 +177,11 @@ step "docker build (the Dockerfile; $BUILD_MODE)"
 # The classic builder leaves the build stage's images untagged: they are this run's too.
 grep -oE -- '---> [0-9a-f]{12}$' "$WORK/build.log" | cut -c6- >"$WORK/intermediate-images" || true
 [ -z "${build_failed:-}" ] || fail "docker build failed"
-"$DOCKER" run --rm --network none "$IMAGE" roadsave-ingest --help >/dev/null || fail "the image's roadsave-ingest does not run"
-[ "$("$DOCKER" run --rm --network none "$IMAGE" id -u)" = 10001 ] || fail "the image does not run as uid 10001"
+check_image "$IMAGE"
 step_done
 
 # ---- 4. keys, up, a crash --------------------------------------------------------------------------------------
 step "keys, docker-compose up, health checks"
-host_roadsave=$bin/roadsave
 mkdir -p "$KEYS"
 for service in ingest detect notify; do
   "$host_roadsave" keygen "$service" --directory "$KEYS" --role service

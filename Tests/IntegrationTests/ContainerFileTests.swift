@@ -242,7 +242,7 @@ struct ContainerFileTests {
         // The packages of the runtime stage (the RUN after the last FROM) and those the script puts in the base.
         let dockerfile = try String(contentsOf: Self.dockerfile, encoding: .utf8)
         let runtimeStage = try #require(dockerfile.range(of: "\nFROM ", options: .backwards)).upperBound
-        let script = try String(contentsOf: Build.repository.appendingPathComponent("scripts/container-test.sh"),
+        let script = try String(contentsOf: Build.repository.appendingPathComponent("scripts/container-lib.sh"),
                                 encoding: .utf8)
         func packages(_ text: Substring, after marker: String) -> Set<String> {
             guard let start = text.range(of: marker)?.upperBound, let end = text[start...].firstIndex(of: "\"") else { return [] }
