@@ -1,0 +1,308 @@
+#!/usr/bin/env bash
+# make swarm-test: deploy/swarm/stack.yml for real, on a Docker Swarm of three docker-in-docker nodes on this machine.
+#
+#  1. The tools and the engine, and the RoadSave image built offline as make container-test builds it
+#     (scripts/container-lib.sh); a node image from debootstrap with docker.io, whose entrypoint makes the cgroup
+#     mounts and /sys writable and starts dockerd preferring local images (no registry is reachable).
+#  2. Three nodes on an internal network the test creates (no route out; nothing published on the host), each with
+#     its own /var/lib/docker volume; `swarm init` on node-1 and both others joined as managers (three managers:
+#     restarting one keeps a quorum). The image is moved into every node with `docker save | docker load`.
+#  3. Keys by role (roadsave keygen) as Swarm secrets, node labels for the ingests and the notifier, then
+#     `docker stack deploy --resolve-image never`. Waits for every task to run and answer /readyz.
+#  4. A gateway container on node-3 sends a simulated fleet with a crash to the two ingests on node-1 and node-2
+#     (roadsave send with both endpoints: each device to the ingest its hash picks). A subscriber on node-3 reads the
+#     notifier's catch-up: every event `roadsave replay` gives for the same records, each once.
+#  5. The drills, each ending with the same check: SIGKILL a detection task (Swarm restarts it); drain its node (the
+#     shard moves to the free node, rebuilds from the journals on an empty volume, is never killed on the way: its
+#     health check is liveness, and it answers /readyz only once caught up); restart a node container (node-2, which
+#     holds ingest-2); scale ingest-1 to 0 and back while a second fleet is being sent (its gateway re-sends what
+#     was not acknowledged; nothing acknowledged is lost).
+#  6. Removes what it made, also on failure or interruption: the nodes and their volumes, the network, the images of
+#     the run, the keys. It keeps .build/container (the debootstrap tarballs) and stops a dockerd it started.
+#
+# Root (apt-get, dockerd, debootstrap). Every wait is bounded. SWARM_TEST_KEEP=1 leaves everything in place.
+set -Eeuo pipefail
+
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+CACHE=$ROOT/.build/container
+export PATH=$PATH:/opt/swift/usr/bin
+DOCKER=/usr/bin/docker
+SUITE=bookworm
+NODE_PACKAGES="docker.io iptables iproute2 procps ca-certificates bash kmod"
+APPS=stest-app,stest-app2
+
+since() { awk -v now="$EPOCHREALTIME" -v then="$1" 'BEGIN { printf "%.1f", now - then }'; }
+STARTED=$EPOCHREALTIME
+log() { printf '[swarm-test %6ss] %s\n' "$(since "$STARTED")" "$*" >&2; }
+fail() { log "FAIL: $*"; exit 1; }
+
+[ "$(id -u)" = 0 ] || { echo "swarm-test: needs root (apt-get, dockerd, debootstrap)" >&2; exit 1; }
+
+RUN_ID=$(date +%Y%m%d%H%M%S)-$$
+IMAGE=roadsave-stest:$RUN_ID
+BASE_IMAGE=roadsave-stest-base:$RUN_ID
+BINARIES_IMAGE=roadsave-stest-binaries:$RUN_ID
+NODE_IMAGE=roadsave-stest-node:$RUN_ID
+NETWORK=roadsave-stest-$RUN_ID
+NODES=(stest-node-1-$RUN_ID stest-node-2-$RUN_ID stest-node-3-$RUN_ID)
+WORK=$(mktemp -d /tmp/roadsave-stest.XXXXXX)
+KEYS=$WORK/keys
+# shellcheck source=scripts/container-lib.sh
+. "$ROOT/scripts/container-lib.sh"
+
+cleanup() {
+  local status=$? node
+  trap - EXIT INT TERM ERR
+  set +e
+  if [ "$status" != 0 ] && [ -n "${DEPLOYED:-}" ]; then
+    log "tasks and the last log lines of each service:"
+    node_exec 1 docker stack ps roadsave --no-trunc --format '{{.Name}} {{.Node}} {{.CurrentState}} {{.Error}}' >&2
+    for service in ingest-1 ingest-2 detect notify; do
+      node_exec 1 docker service logs --no-task-ids --tail 15 "roadsave_$service" >&2 2>&1
+    done
+  fi
+  if [ "${SWARM_TEST_KEEP:-}" = 1 ]; then
+    log "kept: nodes ${NODES[*]} (docker exec ${NODES[0]} docker stack ps roadsave), network $NETWORK, work $WORK"
+    exit "$status"
+  fi
+  log "cleaning up"
+  if "$DOCKER" info >/dev/null 2>&1; then
+    for node in "${NODES[@]}"; do
+      "$DOCKER" rm -f -v "$node" >/dev/null 2>&1
+      "$DOCKER" volume rm "$node-docker" >/dev/null 2>&1
+    done
+    "$DOCKER" network rm "$NETWORK" >/dev/null 2>&1
+    for image in "$IMAGE" "$BINARIES_IMAGE" "$BASE_IMAGE" "$NODE_IMAGE" "$NODE_IMAGE-base"; do
+      "$DOCKER" image inspect "$image" >/dev/null 2>&1 && "$DOCKER" rmi "$image" >/dev/null
+    done
+  fi
+  stop_dockerd
+  rm -rf "$WORK" "$CACHE/rootfs.$$" "$CACHE"/*.tar.tmp.$$
+  [ "$status" = 0 ] && log "PASS" || log "FAILED (status $status)"
+  exit "$status"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+trap 'log "FAIL: line $LINENO: $BASH_COMMAND"' ERR
+
+step() { STEP_NAME=$1; STEP_START=$EPOCHREALTIME; log "== $1"; }
+TIMES=()
+step_done() { TIMES+=("$(printf '%-52s %6s s' "$STEP_NAME" "$(since "$STEP_START")")"); }
+
+# Runs a command in node N (1-based) with its own docker client.
+node_exec() { local n=$1; shift; "$DOCKER" exec -i "${NODES[$((n - 1))]}" "$@"; }
+node_ip() { "$DOCKER" inspect -f "{{(index .NetworkSettings.Networks \"$NETWORK\").IPAddress}}" "${NODES[$(($1 - 1))]}"; }
+# Waits until COMMAND succeeds, at most SECONDS: "wait_for SECONDS WHAT COMMAND…".
+wait_for() {
+  local deadline=$(($(date +%s) + $1)) what=$2; shift 2
+  until "$@" >/dev/null 2>&1; do
+    [ "$(date +%s)" -lt "$deadline" ] || fail "$what: not within $1 s"
+    sleep 1
+  done
+}
+
+# ---- 1. tools, the images ----------------------------------------------------------------------------------------
+step "tools, dockerd and the images"
+tools_and_dockerd
+build_image_from_host_binaries "$IMAGE" "$BASE_IMAGE" "$BINARIES_IMAGE"
+"$DOCKER" import -c 'CMD ["bash"]' "$(rootfs_tarball node "$NODE_PACKAGES")" "$NODE_IMAGE-base" >/dev/null
+mkdir -p "$WORK/node"
+cat >"$WORK/node/entrypoint.sh" <<'EOF'
+#!/bin/bash
+# A Swarm node inside a container: the kernel's interfaces writable (the container is not --privileged, which this
+# sandbox refuses), then dockerd preferring the images it has (no registry is reachable).
+set -e
+mount -o remount,rw /sys
+for mount in $(awk '$3 == "cgroup" || $3 == "cgroup2" { print $2 }' /proc/mounts); do mount -o remount,rw "$mount"; done
+mountpoint -q /sys/fs/cgroup && mount -o remount,rw /sys/fs/cgroup
+export DOCKER_SERVICE_PREFER_OFFLINE_IMAGE=1
+exec dockerd --host unix:///var/run/docker.sock >/var/log/dockerd.log 2>&1
+EOF
+printf 'FROM %s\nCOPY entrypoint.sh /entrypoint.sh\nRUN chmod 0755 /entrypoint.sh\nENTRYPOINT ["/entrypoint.sh"]\n' \
+  "$NODE_IMAGE-base" >"$WORK/node/Dockerfile"
+env DOCKER_BUILDKIT=1 "$DOCKER" build --network none -t "$NODE_IMAGE" "$WORK/node" >"$WORK/node-build.log" 2>&1 \
+  || { cat "$WORK/node-build.log" >&2; fail "the node image did not build"; }
+step_done
+
+# ---- 2. three nodes, one swarm ---------------------------------------------------------------------------------
+step "three nodes, swarm init and joins, the image in each"
+"$DOCKER" network create --internal "$NETWORK" >/dev/null
+for i in 1 2 3; do
+  node=${NODES[$((i - 1))]}
+  "$DOCKER" run -d --name "$node" --hostname "node-$i" --network "$NETWORK" \
+    --cap-add ALL --cap-drop SYS_RESOURCE --security-opt seccomp=unconfined --security-opt apparmor=unconfined \
+    --security-opt systempaths=unconfined --device-cgroup-rule 'a *:* rwm' \
+    -v "$node-docker:/var/lib/docker" --tmpfs /run --tmpfs /tmp "$NODE_IMAGE" >/dev/null
+done
+for i in 1 2 3; do
+  wait_for 60 "dockerd in node $i" node_exec "$i" docker info
+done
+"$DOCKER" save "$IMAGE" >"$WORK/image.tar"
+for i in 1 2 3; do
+  node_exec "$i" docker load <"$WORK/image.tar" >/dev/null
+done
+rm -f "$WORK/image.tar"
+node_exec 1 docker swarm init --advertise-addr "$(node_ip 1)" >/dev/null
+token=$(node_exec 1 docker swarm join-token -q manager)
+for i in 2 3; do
+  node_exec "$i" docker swarm join --token "$token" "$(node_ip 1):2377" >/dev/null
+done
+managers() { [ "$(node_exec 1 docker node ls --filter role=manager --format '{{.Status}} {{.ManagerStatus}}' | grep -c '^Ready')" = 3 ]; }
+wait_for 60 "three managers ready" managers
+node_exec 1 docker node update --label-add roadsave.ingest=1 node-1 >/dev/null
+node_exec 1 docker node update --label-add roadsave.ingest=2 node-2 >/dev/null
+node_exec 1 docker node update --label-add roadsave.notify=1 node-3 >/dev/null
+step_done
+
+# ---- 3. keys as secrets, the stack ------------------------------------------------------------------------------
+step "keys as secrets, docker stack deploy, every task ready"
+mkdir -p "$KEYS"
+for service in ingest detect notify; do
+  "$host_roadsave" keygen "$service" --directory "$KEYS" --role service
+done >"$WORK/keygen.out"
+"$host_roadsave" keygen gateway --directory "$KEYS" --role gateway --apps "$APPS" >>"$WORK/keygen.out"
+"$host_roadsave" keygen subscriber --directory "$KEYS" --role subscriber >>"$WORK/keygen.out"
+sed -n 's/^allow-list line: //p' "$WORK/keygen.out" >"$KEYS/allow.txt"
+chmod 0644 "$KEYS"/*
+secret() { node_exec 1 docker secret create "$1" - <"$2" >/dev/null; }
+secret roadsave_ingest_key "$KEYS/ingest.key"
+secret roadsave_detect_key "$KEYS/detect.key"
+secret roadsave_notify_key "$KEYS/notify.key"
+secret roadsave_ingest_public_key "$KEYS/ingest.key.pub"
+secret roadsave_detect_public_key "$KEYS/detect.key.pub"
+secret roadsave_allow_list "$KEYS/allow.txt"
+# The clients' keys go to node-3, where the gateway and the subscriber run.
+"$DOCKER" cp "$KEYS" "${NODES[2]}:/keys"
+"$DOCKER" cp "$ROOT/deploy/swarm/stack.yml" "${NODES[0]}:/stack.yml"
+node_exec 1 env ROADSAVE_IMAGE="$IMAGE" ROADSAVE_APPLICATIONS="$APPS" \
+  docker stack deploy --resolve-image never -c /stack.yml roadsave >"$WORK/deploy.log" 2>&1 \
+  || { cat "$WORK/deploy.log" >&2; fail "docker stack deploy failed"; }
+DEPLOYED=1
+
+# The running task of a service (its slot for detect) as "NODE CONTAINER".
+task_of() { # SERVICE [SLOT]
+  node_exec 1 docker service ps "roadsave_$1" --filter desired-state=running --no-trunc \
+    --format '{{.Node}} {{.Name}}.{{.ID}} {{.CurrentState}}' | awk -v slot="${2:-}" '
+      $3 == "Running" && (slot == "" || $2 ~ ("^roadsave_[a-z0-9-]+\\." slot "\\.")) { sub(/^node-/, "", $1); print $1, $2; exit }'
+}
+metrics_port() { case $1 in ingest-*) echo 9550 ;; detect) echo 9551 ;; notify) echo 9552 ;; esac; }
+# GET PATH of a task's own metrics endpoint, from inside its container: the body, or failure on another status.
+http_get() { # SERVICE SLOT PATH
+  local where; where=$(task_of "$1" "$2"); [ -n "$where" ] || return 1
+  node_exec "${where%% *}" docker exec "${where#* }" bash -c "exec 3<>/dev/tcp/127.0.0.1/$(metrics_port "$1") &&
+    printf 'GET $3 HTTP/1.0\\r\\n\\r\\n' >&3 && read -r _ status _ <&3 && [ \"\$status\" = 200 ] && cat <&3"
+}
+ready() { http_get "$1" "${2:-}" /readyz; }
+all_ready() { ready ingest-1 && ready ingest-2 && ready detect 1 && ready detect 2 && ready notify; }
+wait_for 240 "every task running and ready" all_ready
+step_done
+
+# ---- 4. a fleet through two ingests, from node-3 ------------------------------------------------------------------
+# What the services must give: `roadsave replay` of the same records.
+SIMULATE1="simulate --devices 6 --crashes 1 --seed 11 --duration 10 --app stest-app"
+SIMULATE2="simulate --devices 4 --crashes 1 --seed 12 --duration 10 --app stest-app2"
+"$host_roadsave" $SIMULATE1 --output "$WORK/fleet1.ndjson" >/dev/null
+"$host_roadsave" $SIMULATE2 --output "$WORK/fleet2.ndjson" >/dev/null
+"$host_roadsave" replay "$WORK/fleet1.ndjson" 2>/dev/null >"$WORK/expected.ndjson"
+client() { # ROADSAVE-ARGUMENTS…: roadsave in a container on node-3, on the node's own network, the keys at /keys
+  node_exec 3 docker run --rm -i --network host -v /keys:/keys:ro "$IMAGE" roadsave "$@"
+}
+INGESTS=(--endpoint "tcp://$(node_ip 1):5550" --endpoint "tcp://$(node_ip 2):5550")
+send() { # FILE: the gateway on node-3, to both ingests
+  node_exec 3 docker run --rm -i --network host -v /keys:/keys:ro "$IMAGE" bash -c \
+    "cat >/tmp/fleet.ndjson && roadsave send /tmp/fleet.ndjson ${INGESTS[*]} --key /keys/gateway.key \
+     --server-key /keys/ingest.key.pub --timeout 5 --attempts 30" <"$1"
+}
+NOTIFIER="--endpoint tcp://$(node_ip 3):5554 --catch-up-endpoint tcp://$(node_ip 3):5555 --key /keys/subscriber.key --server-key /keys/notify.key.pub"
+
+step "a fleet with a crash through both ingests from node-3; replay's events once at a subscriber"
+summary=$(send "$WORK/fleet1.ndjson" | tail -1) || fail "the gateway's send failed: $summary"
+sent=$(wc -l <"$WORK/fleet1.ndjson")
+log "gateway: $summary"
+[[ "$summary" =~ ^sent\ $sent,\ accepted\ $sent,\ rejected\ 0, ]] || fail "expected all $sent records accepted: $summary"
+for i in 1 2; do
+  where=$(task_of "ingest-$i")
+  held=$(node_exec "${where%% *}" docker exec "${where#* }" sqlite3 /var/lib/roadsave/ingest/journal.sqlite \
+    "SELECT coalesce(sum(records), 0) FROM chunks")
+  log "ingest-$i's journal holds $held records"
+  [ "$held" -gt 0 ] || fail "ingest-$i got no device: the gateway did not spread the fleet"
+done
+
+# Every event replay gives is in the notifier's store, once (catch-up from position 0, then 2 s live).
+check_events() { # LABEL SECONDS
+  local deadline=$(($(date +%s) + $2)) verdict
+  while :; do
+    client tail $NOTIFIER --since 0 --timeout 2 >"$WORK/all.ndjson" 2>/dev/null </dev/null || true
+    verdict=$(python3 -c 'import collections, json, sys
+want = collections.Counter(json.loads(l)["eventID"] for l in open(sys.argv[1]) if l.strip())
+got = collections.Counter(json.loads(l)["eventID"] for l in open(sys.argv[2]) if l.strip())
+print("ok" if want == got else "have %d of %d events, %d duplicates, %d unknown" % (
+    len(set(got) & set(want)), len(want), sum(n - 1 for n in got.values() if n > 1), len(set(got) - set(want))))' \
+      "$WORK/expected.ndjson" "$WORK/all.ndjson")
+    [ "$verdict" = ok ] && { log "$1: the notifier holds replay's $(wc -l <"$WORK/expected.ndjson") events, each once"; return 0; }
+    [ "$(date +%s)" -lt "$deadline" ] || fail "$1: $verdict"
+    sleep 2
+  done
+}
+check_events "after the send" 180
+crashes=$(python3 -c 'import json, sys
+print(sum(1 for l in open(sys.argv[1]) if json.loads(l)["event"] == "crashDetected"))' "$WORK/all.ndjson")
+[ "$crashes" = 1 ] || fail "the subscriber saw $crashes crashes, replay gives 1"
+step_done
+
+# ---- 5. drills -----------------------------------------------------------------------------------------------
+# The number of tasks a service has had (every restart or move is one more).
+tasks() { node_exec 1 docker service ps "roadsave_$1" --format '{{.ID}}' | wc -l; }
+
+step "drill: SIGKILL detection's slot 1; Swarm restarts it"
+where=$(task_of detect 1)
+before=$(tasks detect)
+node_exec "${where%% *}" docker kill -s KILL "${where#* }" >/dev/null
+restarted() { [ "$(task_of detect 1)" != "$where" ] && [ -n "$(task_of detect 1)" ] && ready detect 1; }
+wait_for 120 "detection slot 1 restarted and ready" restarted
+check_events "after SIGKILL" 120
+step_done
+
+step "drill: drain the node of detection's slot 1; the shard moves and rebuilds"
+node=$(task_of detect 1); node=${node%% *}
+moved_from=$node
+node_exec 1 docker node update --availability drain "node-$node" >/dev/null
+before=$(tasks detect)
+moved() { local w; w=$(task_of detect 1); [ -n "$w" ] && [ "${w%% *}" != "$moved_from" ] && ready detect 1; }
+wait_for 240 "detection slot 1 moved off node-$moved_from and ready" moved
+# Moved once and never killed on the way: the slot's tasks grew by the move alone.
+after=$(tasks detect)
+[ "$after" = "$((before + 1))" ] || fail "detection had $((after - before)) new tasks during the move (a restart loop?)"
+metrics=$(http_get detect 1 /metrics)
+log "moved to node-$(task_of detect 1 | cut -d' ' -f1): $(grep -E '^roadsave_detection_(records_read_total|lag_positions) ' <<<"$metrics" | tr '\n' ' ')"
+check_events "after the drain" 120
+node_exec 1 docker node update --availability active "node-$moved_from" >/dev/null
+step_done
+
+step "drill: restart the node container of ingest-2"
+"$DOCKER" restart "${NODES[1]}" >/dev/null
+wait_for 90 "node-2's dockerd back" node_exec 2 docker info
+wait_for 240 "every task running and ready after node-2's restart" all_ready
+check_events "after node-2's restart" 120
+step_done
+
+step "drill: ingest-1 scaled to 0 and back while a second fleet is sent"
+"$host_roadsave" replay "$WORK/fleet2.ndjson" 2>/dev/null >>"$WORK/expected.ndjson"
+send "$WORK/fleet2.ndjson" >"$WORK/send2.out" 2>"$WORK/send2.err" &
+sender=$!
+node_exec 1 docker service scale -d roadsave_ingest-1=0 >/dev/null
+gone() { [ -z "$(task_of ingest-1)" ]; }
+wait_for 60 "ingest-1 stopped" gone
+node_exec 1 docker service scale -d roadsave_ingest-1=1 >/dev/null
+wait_for 120 "ingest-1 back and ready" ready ingest-1
+wait "$sender" || { cat "$WORK/send2.out" "$WORK/send2.err" >&2; fail "the second send failed"; }
+summary=$(tail -1 "$WORK/send2.out")
+sent=$(wc -l <"$WORK/fleet2.ndjson")
+log "gateway: $summary"
+[[ "$summary" =~ ^sent\ $sent,\ accepted\ $sent,\ rejected\ 0, ]] || fail "expected all $sent records accepted: $summary"
+check_events "after ingest-1's scale to 0 and back" 180
+step_done
+
+log "times:"
+for line in "${TIMES[@]}"; do log "  $line"; done
