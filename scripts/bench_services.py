@@ -22,8 +22,10 @@ Prints (and with --json writes as a list of figures, see README):
                crashDetected event at a SUB subscriber, p50 and p99 (embedded platform);
   - restart:   detection SIGKILLed in the middle of a flood (up restarts it): seconds from its restart to "caught up
                with the journals";
-  - shards:    detection alone catching up with the same journal (ingest --shards 2, filled first) as one process
-               and as two (--shard 0/2 and 1/2), records a second;
+  - shards:    detection alone catching up from empty stores, as a shard moved to another node rebuilds: for 1, 2
+               and 3 shards, a journal of as many shards filled first and as many processes; records a second,
+               records per CPU-second a shard, the coordination overhead (all shards' CPU against one process's)
+               and the seconds a million journal records take to re-read (--only-shards: this alone);
   - cpu:       CPU microseconds a record of each process (/proc and the children's rusage), on the bare path (client
                and ack-server) and on the services path (client, ingest, detection, notifier, until end to end): what
                the services add to the bare path's work, which bounds their ratio to it on these two cores;
@@ -384,70 +386,126 @@ def percentile(values, fraction):
 
 # MARK: Detection shards
 
-def detection_shards(binaries, tools, directory, main_file, options, keys_dir):
-    """Fills an ingest journal with --shards 2 from the main file, then times detection alone catching up with it: one
-    process reading both shards, then two processes (--shard 0/2 and 1/2) at once."""
+def detection_shards(binaries, tools, directory, main_file, options, keys_dir, counts=(1, 2, 3)):
+    """For each shard count N: fills a fresh ingest journal with --shards N from the main file, then times N
+    detection processes (--shard 0/N … N-1/N) catching up with it from empty stores, as a shard moved to another
+    node rebuilds. Per N: records a second (wall), each process's CPU seconds and records per CPU-second, and the
+    coordination overhead (all shards' CPU against one process's for the same records)."""
     environment = dict(os.environ, ROADSAVE_APPLICATIONS="demo-app", ROADSAVE_LOG_LEVEL="warning")
-    gateway, records = ["tcp://127.0.0.1:%d" % port for port in free_ports(2)]
-    ingest_dir = os.path.join(directory, "shards-ingest")
     curve = lambda name: (["--curve-secret-key", os.path.join(keys_dir, name + ".key"),
                            "--allow", os.path.join(keys_dir, "allow.txt")] if keys_dir else [])
     log = open(os.path.join(directory, "shards.log"), "a")
-    ingest = subprocess.Popen([os.path.join(binaries, "roadsave-ingest"), "--gateway-endpoint", gateway,
-                               "--records-endpoint", records, "--shards", "2", "--data-dir", ingest_dir]
-                              + curve("ingest"), stdout=log, stderr=log, env=environment)
+    results = {}
     try:
-        wait_listening([gateway, records])
-        keys = Keys(os.path.join(keys_dir, "gateway.key"), os.path.join(keys_dir, "ingest.key.pub")) if keys_dir else Keys()
-        loaded = run_send(tools, gateway, main_file[0], options, keys)
-        head = query(os.path.join(ingest_dir, "journal.sqlite"), "SELECT seq FROM sqlite_sequence WHERE name = 'chunks'")
-        results = {}
-        for label, shards in [("1", [None]), ("2", ["0/2", "1/2"])]:
-            processes, stores = [], []
-            started = time.monotonic()
-            for shard in shards:
-                control, events = ["tcp://127.0.0.1:%d" % port for port in free_ports(2)]
-                data = os.path.join(directory, "shards-detect-%s-%s" % (label, (shard or "all").replace("/", "of")))
-                command = [os.path.join(binaries, "roadsave-detect"), "--records-endpoint", records,
-                           "--control-endpoint", control, "--events-endpoint", events, "--data-dir", data]
-                if shard:
-                    command += ["--shard", shard]
-                if keys_dir:
-                    command += curve("detect") + ["--curve-server-key", os.path.join(keys_dir, "ingest.key.pub")]
-                processes.append(subprocess.Popen(command, stdout=log, stderr=log, env=environment))
-                stores.append(os.path.join(data, "detection.sqlite"))
-            # Caught up: each process has applied its shard's last chunk (positions are shared by the shards).
-            last = {}
-            for shard in ["0/2", "1/2"]:
-                index = int(shard[0])
-                last[shard] = query(os.path.join(ingest_dir, "journal.sqlite"),
-                                    "SELECT max(position) FROM chunks WHERE shard = %d" % index) or 0
-            seconds = None
-            while time.monotonic() - started < 300:
-                done = all(detection_applied(store) >= (head if shard is None else last[shard])
-                           for store, shard in zip(stores, shards))
-                if done:
-                    seconds = time.monotonic() - started
-                    break
-                time.sleep(0.05)
-            peak = [memory(process.pid).get("VmHWM", 0) / MiB for process in processes]
-            for process in processes:
-                process.send_signal(signal.SIGTERM)
-            for process in processes:
+        for count in counts:
+            gateway, records = ["tcp://127.0.0.1:%d" % port for port in free_ports(2)]
+            ingest_dir = os.path.join(directory, "shards-ingest-%d" % count)
+            ingest = subprocess.Popen([os.path.join(binaries, "roadsave-ingest"), "--gateway-endpoint", gateway,
+                                       "--records-endpoint", records, "--shards", str(count), "--data-dir", ingest_dir]
+                                      + curve("ingest"), stdout=log, stderr=log, env=environment)
+            try:
+                wait_listening([gateway, records])
+                keys = Keys(os.path.join(keys_dir, "gateway.key"), os.path.join(keys_dir, "ingest.key.pub")) if keys_dir else Keys()
+                loaded = run_send(tools, gateway, main_file[0], options, keys)
+                journal = os.path.join(ingest_dir, "journal.sqlite")
+                # Caught up: each process has applied its shard's last chunk (positions are shared by the shards).
+                last = [query(journal, "SELECT max(position) FROM chunks WHERE shard = %d" % index) or 0 for index in range(count)]
+                held = [query(journal, "SELECT coalesce(sum(records), 0) FROM chunks WHERE shard = %d" % index) or 0
+                        for index in range(count)]
+                processes, stores = [], []
+                started = time.monotonic()
+                for index in range(count):
+                    control, events = ["tcp://127.0.0.1:%d" % port for port in free_ports(2)]
+                    data = os.path.join(directory, "shards-detect-%dof%d" % (index, count))
+                    command = [os.path.join(binaries, "roadsave-detect"), "--records-endpoint", records,
+                               "--control-endpoint", control, "--events-endpoint", events, "--data-dir", data,
+                               "--shard", "%d/%d" % (index, count)]
+                    if keys_dir:
+                        command += curve("detect") + ["--curve-server-key", os.path.join(keys_dir, "ingest.key.pub")]
+                    processes.append(subprocess.Popen(command, stdout=log, stderr=log, env=environment))
+                    stores.append(os.path.join(data, "detection.sqlite"))
+                seconds, finished, cpu = None, [None] * count, [None] * count
+                while time.monotonic() - started < 600 and None in finished:
+                    for index, store in enumerate(stores):
+                        if finished[index] is None and detection_applied(store) >= last[index]:
+                            finished[index] = time.monotonic() - started
+                            cpu[index] = cpu_seconds(processes[index].pid)
+                    time.sleep(0.05)
+                if None not in finished:
+                    seconds = max(finished)
+                peak = [memory(process.pid).get("VmHWM", 0) / MiB for process in processes]
+                for process in processes:
+                    process.send_signal(signal.SIGTERM)
+                for process in processes:
+                    try:
+                        process.wait(timeout=30)
+                    except subprocess.TimeoutExpired:
+                        process.kill()
+                total_cpu = sum(c for c in cpu if c is not None) if None not in cpu else None
+                results[str(count)] = {
+                    "seconds": seconds, "records": loaded["acknowledged"],
+                    "rate": loaded["acknowledged"] / seconds if seconds else float("nan"),
+                    "cpuSeconds": cpu, "shardRecords": held, "shardSeconds": finished,
+                    "recordsPerCpuSecond": [h / c if c else float("nan") for h, c in zip(held, cpu)] if None not in cpu else None,
+                    "totalCpuSeconds": total_cpu, "memory": peak}
+            finally:
+                ingest.send_signal(signal.SIGTERM)
                 try:
-                    process.wait(timeout=30)
+                    ingest.wait(timeout=30)
                 except subprocess.TimeoutExpired:
-                    process.kill()
-            results[label] = {"seconds": seconds, "rate": loaded["acknowledged"] / seconds if seconds else float("nan"),
-                              "memory": peak}
+                    ingest.kill()
+        one = results.get("1", {}).get("totalCpuSeconds")
+        for result in results.values():
+            total = result["totalCpuSeconds"]
+            result["overhead"] = total / one - 1 if one and total else float("nan")
         return results
     finally:
-        ingest.send_signal(signal.SIGTERM)
-        try:
-            ingest.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            ingest.kill()
         log.close()
+
+
+def service_keys(tools, directory):
+    """CurveZMQ keys as `roadsave up --keys` makes them (ingest, detect, a gateway) and their allow list."""
+    os.makedirs(directory, exist_ok=True)
+    lines = []
+    for name, role in [("ingest", "service"), ("detect", "service"), ("gateway", "gateway")]:
+        command = [os.path.join(tools, "roadsave"), "keygen", name, "--directory", directory, "--role", role]
+        if role == "gateway":
+            command += ["--apps", "demo-app"]
+        out = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+        lines += [line.split("allow-list line: ", 1)[1] for line in out.splitlines() if line.startswith("allow-list line: ")]
+    with open(os.path.join(directory, "allow.txt"), "w") as handle:
+        handle.write("\n".join(lines) + "\n")
+    return directory
+
+
+def add_shard_figures(figure, shards):
+    """The shards' figures: records a second for each count against one process, and records per CPU-second."""
+    one = shards.get("1", {}).get("rate")
+    for count, result in sorted(shards.items(), key=lambda item: int(item[0])):
+        name = "detection %s shard%s" % (count, "" if count == "1" else "s")
+        if count == "1":
+            figure(name, result["rate"], "records/s", stage="shards")
+        else:
+            figure(name, result["rate"], "records/s", "detection 1 shard", one, "reported", stage="shards")
+        per_cpu = result["recordsPerCpuSecond"]
+        if per_cpu:
+            figure(name + ", records per CPU-second a shard", min(per_cpu), "records/CPU-s", stage="shards")
+        figure(name + ", coordination overhead", result["overhead"], "ratio", stage="shards")
+
+
+def print_shards(shards, records):
+    """The shards' lines of the report."""
+    for count, result in sorted(shards.items(), key=lambda item: int(item[0])):
+        per_cpu = result["recordsPerCpuSecond"] or []
+        print("shards    %s detection process%s catching up from empty stores (%d records): %8.0f records/s wall, "
+              "%s records per CPU-second a shard, CPU %s s in all (coordination overhead %+.0f %%); rebuilding a "
+              "moved shard takes %.1f s a million journal records"
+              % (count, "" if count == "1" else "es", records, result["rate"],
+                 "/".join("%.0f" % value for value in per_cpu) or "?",
+                 "%.2f" % result["totalCpuSeconds"] if result["totalCpuSeconds"] else "?",
+                 100 * result["overhead"] if result["overhead"] == result["overhead"] else float("nan"),
+                 max(s for s in result["shardSeconds"] if s is not None) * 1e6 / records
+                 if result["seconds"] else float("nan")))
 
 
 # MARK: Main
@@ -469,6 +527,8 @@ def main():
     parser.add_argument("--metrics", action="store_true",
                         help="run the services with their /metrics endpoints on (up --metrics-port), to see their cost")
     parser.add_argument("--skip-shards", action="store_true")
+    parser.add_argument("--only-shards", action="store_true",
+                        help="only detection catching up with 1, 2 and 3 shards (each on a journal of as many shards)")
     parser.add_argument("--skip-restart", action="store_true")
     parser.add_argument("--json", default=None, help="write the figures to this file")
     # Kept for older callers: the Python flood's length.
@@ -493,6 +553,18 @@ def main():
                         "baselineValue": number(baseline_value), "target": target, "load": loads.get(stage)})
 
     try:
+        if options.only_shards:
+            keys_dir = service_keys(tools, os.path.join(directory, "shard-keys")) if keys_on else None
+            shards = detection_shards(binaries, tools, directory, files["main"], options, keys_dir)
+            loads["shards"] = load_average()
+            print("shards benchmark: %d devices, %s (release build)" % (options.devices, "keys" if keys_on else "no keys"))
+            print_shards(shards, files["main"][1])
+            add_shard_figures(figure, shards)
+            print("load      1-minute load average after the shards: %.1f" % (loads["shards"] or float("nan")))
+            if options.json:
+                with open(options.json, "w") as handle:
+                    json.dump({"figures": figures, "shards": shards}, handle, indent=2)
+            return
         # Keys for the bare server and its gateway (the services make their own under up --keys).
         bare_keys = Keys()
         if keys_on:
@@ -634,12 +706,8 @@ def main():
                   % (restart if restart is not None else float("nan"), second_seconds))
             figure("detection catch-up after SIGKILL", restart, "s", stage="restart")
         if shards:
-            one, two = shards["1"], shards["2"]
-            print("shards    detection catching up alone (%d records): 1 process %8.0f records/s, 2 processes %8.0f records/s (%.2f×)"
-                  % (files["main"][1], one["rate"], two["rate"], two["rate"] / one["rate"]))
-            figure("detection 1 shard", one["rate"], "records/s", stage="shards")
-            figure("detection 2 shards", two["rate"], "records/s", "detection 1 shard", one["rate"], "reported",
-                   stage="shards")
+            print_shards(shards, files["main"][1])
+            add_shard_figures(figure, shards)
         for name in ["ingest", "detect", "notify"]:
             print("memory    %-7s peak %5.0f MiB after the first flood, resident %5.0f MiB at the end"
                   % (name, peak.get(name, {}).get("VmHWM", 0), final.get(name, {}).get("VmRSS", 0)))
