@@ -259,8 +259,10 @@ struct ContainerFileTests {
     }
 }
 
-/// Just enough YAML for docker-compose.yml's shape: block maps and block lists by indentation, plain or quoted
-/// scalars, and flow lists written as JSON (`["CMD", "bash", …]`). Comments are whole lines starting with `#`.
+/// Just enough YAML for docker-compose.yml's and deploy/kubernetes' shapes: block maps and block lists by indentation
+/// (a list indented under its key), maps as list items (`- name: x` with the rest of the map under `name`), plain or
+/// quoted scalars, flow lists written as JSON (`["CMD", "bash", …]`), and several documents separated by `---` lines
+/// (`documents`). Comments are whole lines starting with `#`.
 indirect enum YAML {
     case scalar(String)
     case list([YAML])
@@ -282,14 +284,37 @@ indirect enum YAML {
     }
 
     static func parse(_ text: String) throws -> YAML {
-        let lines: [(indent: Int, text: String)] = text.split(separator: "\n", omittingEmptySubsequences: false).compactMap { raw in
+        var lines: [(indent: Int, text: String)] = []
+        for raw in text.split(separator: "\n", omittingEmptySubsequences: false) {
             let line = String(raw)
             let trimmed = line.trimmingCharacters(in: .whitespaces)
-            guard !trimmed.isEmpty, !trimmed.hasPrefix("#") else { return nil }
-            return (line.prefix { $0 == " " }.count, trimmed)
+            guard !trimmed.isEmpty, !trimmed.hasPrefix("#") else { continue }
+            let indent = line.prefix { $0 == " " }.count
+            // `- key: value` starts a map that is a list item: read as `-` alone, then `key: value` at the column it
+            // starts in, where the map's further keys are.
+            if trimmed.hasPrefix("- ") {
+                let rest = trimmed.dropFirst(1).trimmingCharacters(in: .whitespaces)
+                if keyColon(rest) != nil {
+                    lines.append((indent, "-"))
+                    lines.append((indent + trimmed.count - rest.count, rest))
+                    continue
+                }
+            }
+            lines.append((indent, trimmed))
         }
         var position = 0
         return try block(lines, &position, indent: 0)
+    }
+
+    /// Every document of a multi-document file (split at `---` lines), leaving out those with nothing but comments.
+    static func documents(_ text: String) throws -> [YAML] {
+        var documents: [[Substring]] = [[]]
+        for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
+            if line.trimmingCharacters(in: .whitespaces) == "---" { documents.append([]) } else { documents[documents.count - 1].append(line) }
+        }
+        return try documents.filter { lines in
+            lines.contains { let text = $0.trimmingCharacters(in: .whitespaces); return !text.isEmpty && !text.hasPrefix("#") }
+        }.map { try parse($0.joined(separator: "\n")) }
     }
 
     private static func block(_ lines: [(indent: Int, text: String)], _ position: inout Int, indent: Int) throws -> YAML {
