@@ -24,9 +24,11 @@ demo: build
 ## All tests: the fuzz smoke run (every libFuzzer target a few seconds on its seeds; under 2 minutes with its build),
 ## then unit, scenario, real recordings (skipped without ../shared/data) and end to end. The tests that start
 ## processes and time them run one at a time after the others, so a busy 2-core machine can't make them flaky.
-## Last, `roadsave report` end to end: its page in headless Chromium and its GeoJSON against RFC 7946.
+## Last, `roadsave report` end to end: its page in headless Chromium and its GeoJSON against RFC 7946. First,
+## deploy/kubernetes against the Kubernetes 1.28 and newest schemas (scripts/check-kubernetes.sh, kubernetes-validate).
 PROCESS_TESTS := IntegrationTests|^CommandTests\.|CLITests|DetectionServiceTests|NotifierSinkTests
 test: deps
+	scripts/check-kubernetes.sh
 	Fuzz/fuzz.sh run $(FUZZ_SMOKE_SECONDS)
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build --skip '$(PROCESS_TESTS)'
