@@ -410,7 +410,13 @@ public enum SendCommand {
         /// Sends what is left and waits for every acknowledgement.
         mutating func finish() throws(CommandExit) {
             try flush(where: { _ in true })
-            for completion in try gateway.finish() { account(completion) }
+            do {
+                try gateway.finish()
+            } catch {
+                countCompleted()
+                throw error
+            }
+            countCompleted()
             if totals.behindWatermark > Self.behindWatermarkReports {
                 Console.err("roadsave send: \(totals.behindWatermark) \(options.numberName)s behind the watermark already sent (--max-disorder)")
             }
@@ -446,11 +452,28 @@ public enum SendCommand {
                 let wait = start + due - MonotonicClock.now()
                 if wait > 5 { log.info("waiting for the records' time", ["seconds": JSONText.number((wait * 10).rounded() / 10)]) }
                 // Acknowledgements are taken while waiting.
-                for completion in try gateway.wait(until: start + due, before: current) { account(completion) }
+                do {
+                    try gateway.wait(until: start + due, before: current)
+                } catch {
+                    countCompleted()
+                    throw error
+                }
             }
             totals.batches = number
             totalsByIngest[ingest].batches += 1
-            for completion in try gateway.submit(current, number: number, to: ingest) { account(completion) }
+            do {
+                try gateway.submit(current, number: number, to: ingest)
+            } catch {
+                countCompleted()
+                throw error
+            }
+            countCompleted()
+        }
+
+        /// Counts the acknowledgements the gateway took: after each call, and also when the call threw (what was
+        /// acknowledged is in a journal, and the summary says so).
+        private mutating func countCompleted() {
+            for completion in gateway.takeCompleted() { account(completion) }
         }
 
         /// Counts an acknowledgement and reports its rejections with the file's line numbers.
@@ -542,34 +565,39 @@ public enum SendCommand {
         /// Rate refusals seen so far over every link.
         var rateRefusals: Int { links.reduce(0) { $0 + $1.rateRefusals } }
 
-        /// Sends `batch` to ingest `ingest` once its link has room, and returns the acknowledgements that came
-        /// meanwhile (from every link). Throws (exit 1) when a batch got no acknowledgement after `--attempts`
-        /// sends, or on a signal.
-        func submit(_ batch: Batch, number: Int?, to ingest: Int) throws(CommandExit) -> [Completion] {
-            var completed: [Completion] = []
-            let link = links[ingest]
-            while !link.hasRoom(for: batch) { try service(until: nil, into: &completed) }
-            try link.send(batch, number: number)
-            // Acknowledgements already there are taken without waiting.
-            try service(until: MonotonicClock.now(), into: &completed)
+        /// The acknowledgements taken and not yet handed out (`takeCompleted`). Kept here rather than returned, so
+        /// that those taken in the round that then fails (another link's batch out of attempts) still count.
+        private var completed: [Completion] = []
+
+        /// The acknowledgements that came since the last call, from every link.
+        func takeCompleted() -> [Completion] {
+            defer { completed = [] }
             return completed
         }
 
+        /// Sends `batch` to ingest `ingest` once its link has room, taking the acknowledgements that come meanwhile
+        /// (from every link). Throws (exit 1) when a batch got no acknowledgement after `--attempts` sends, or on
+        /// a signal.
+        func submit(_ batch: Batch, number: Int?, to ingest: Int) throws(CommandExit) {
+            let link = links[ingest]
+            while !link.hasRoom(for: batch) { try service(until: nil) }
+            try link.send(batch, number: number)
+            // Acknowledgements already there are taken without waiting.
+            try service(until: MonotonicClock.now())
+        }
+
         /// Waits until the monotonic time `deadline` (pacing), taking acknowledgements meanwhile.
-        func wait(until deadline: Double, before batch: Batch) throws(CommandExit) -> [Completion] {
-            var completed: [Completion] = []
+        func wait(until deadline: Double, before batch: Batch) throws(CommandExit) {
             while MonotonicClock.now() < deadline {
                 if SignalFlag.signal != 0 { throw interrupted(batch) }
-                try service(until: deadline, into: &completed)
+                try service(until: deadline)
             }
-            return completed
         }
 
         /// Waits for every batch's acknowledgement; then, with watermarks, a last header to each ingest says how far
         /// its stream has come (that it is over, unless --no-end), and waits for its acknowledgement too. A link
         /// sends its last header as soon as its own batches are acknowledged, whatever the others still wait for.
-        func finish() throws(CommandExit) -> [Completion] {
-            var completed: [Completion] = []
+        func finish() throws(CommandExit) {
             var ended = links.map { !$0.sendsHeaders }
             while true {
                 for link in links where !ended[link.index] && link.waiting == 0 {
@@ -578,15 +606,15 @@ public enum SendCommand {
                     last.noun = options.numberName
                     try link.send(last, number: nil)
                 }
-                if !ended.contains(false) && links.allSatisfy({ $0.waiting == 0 }) { return completed }
-                try service(until: nil, into: &completed)
+                if !ended.contains(false) && links.allSatisfy({ $0.waiting == 0 }) { return }
+                try service(until: nil)
             }
         }
 
         /// One round over every link: sends what is due again, waits for acknowledgements (until `deadline`, or at
         /// most 100 ms and the next resend or timeout when nil), takes every one that came, and counts the sends
         /// that timed out.
-        private func service(until deadline: Double?, into completed: inout [Completion]) throws(CommandExit) {
+        private func service(until deadline: Double?) throws(CommandExit) {
             if SignalFlag.signal != 0, let batch = links.lazy.compactMap(\.oldestWaiting).first {
                 throw interrupted(batch)
             }
