@@ -17,8 +17,9 @@ let package = Package(
         .target(name: "TerminalProgress", path: "Shared/TerminalProgress"),
         // Shared: the model (configuration, records, events, errors) and its codecs, used by every service.
         .target(name: "RoadSaveModel", dependencies: ["TerminalProgress"], path: "Shared/RoadSaveModel"),
-        // Gateway-side signal code (the impact trigger), shared by the simulator and the recording converters.
-        .target(name: "GatewayKit", path: "Shared/GatewayKit"),
+        // Gateway-side code shared by the simulator, the recording converters and `roadsave send`: the impact trigger,
+        // the watermark, and which ingest a device's records go to (the wire contract's device hash, hence Wire).
+        .target(name: "GatewayKit", dependencies: ["RoadSaveModel", "Wire"], path: "Shared/GatewayKit"),
 
         // C libraries from Debian packages, bound directly (libzmq3-dev, libmsgpack-dev, libsodium-dev).
         .systemLibrary(name: "CZeroMQ", path: "Shared/CZeroMQ"),
@@ -99,7 +100,7 @@ let package = Package(
                           path: "Services/Bench"),
 
         .testTarget(name: "TerminalProgressTests", dependencies: ["TerminalProgress"], path: "Tests/TerminalProgressTests"),
-        .testTarget(name: "GatewayKitTests", dependencies: ["GatewayKit"], path: "Tests/GatewayKitTests"),
+        .testTarget(name: "GatewayKitTests", dependencies: ["GatewayKit", "RoadSaveModel"], path: "Tests/GatewayKitTests"),
         .testTarget(name: "MetricsTests", dependencies: ["Metrics"], path: "Tests/MetricsTests"),
         .testTarget(name: "ServiceKitTests", dependencies: ["ServiceKit", "RoadSaveModel"], path: "Tests/ServiceKitTests"),
         .testTarget(name: "DetectionServiceTests",
@@ -132,7 +133,7 @@ let package = Package(
         .testTarget(name: "PipelineTests", dependencies: ["Simulator", "Replay", "DetectionEngine", "RoadSaveModel", "Wire"],
                     path: "Tests/PipelineTests"),
         // The gateway, subscriber, control and supervisor commands against real services.
-        .testTarget(name: "CommandTests", dependencies: ["roadsave", "Wire", "RoadSaveModel"], path: "Tests/CommandTests"),
+        .testTarget(name: "CommandTests", dependencies: ["roadsave", "Wire", "RoadSaveModel", "Storage"], path: "Tests/CommandTests"),
         // The three services as separate processes on loopback, driven by clients that are not the project's code
         // (Python with pyzmq and msgpack); also the container files checked against the executables.
         .testTarget(name: "IntegrationTests",

@@ -14,9 +14,10 @@ import ZeroMQ
 
 /// `roadsave send FILE.ndjson`: a device gateway on the command line (CONTRACT §7, gateway batch).
 ///
-/// Fully synchronous on the calling thread: one DEALER socket, `zmq_poll` in steps of at most 100 ms while an
-/// acknowledgement is awaited (so SIGINT/SIGTERM are noticed), `ZMQ_SNDTIMEO` so a dead or full ingest cannot
-/// freeze a send, and `ZMQ_LINGER` 0 so the exit never waits for unsent batches (DESIGN-NOTES pitfalls 4 and 5).
+/// Fully synchronous on the calling thread: one DEALER socket per ingest of --endpoint, all polled at once
+/// (`zmq_poll` in steps of at most 100 ms while an acknowledgement is awaited, so SIGINT/SIGTERM are noticed),
+/// `ZMQ_SNDTIMEO` so a dead or full ingest cannot freeze a send, and `ZMQ_LINGER` 0 so the exit never waits for
+/// unsent batches (DESIGN-NOTES pitfalls 4 and 5).
 public enum SendCommand {
     public static let usage = """
         Usage: roadsave send FILE [options]
@@ -36,12 +37,24 @@ public enum SendCommand {
         records, and takes its clock-driven decisions, only below it: a batch lost with an ingest and sent again
         after newer ones is not late, and a pause of this gateway, the link or ingest is no device's silence. When
         the connection to sensor-ingest ends, the batches sent on it and unanswered are sent again as soon as a new
-        one is up, and no new batch with any of their devices goes before them. While nothing else goes out, a header alone says how far the gateway has
-        come (every second); at the end of the input a last header says the stream is over (--no-end: not), so
-        the devices' last records are decided at once, as a replay decides them at the end of its input.
+        one is up, and no new batch with any of their devices goes before them. While nothing else goes out, a
+        header alone says how far the gateway has come (every second); at the end of the input a last header says
+        the stream is over (--no-end: not), so the devices' last records are decided at once, as a replay decides
+        them at the end of its input.
+
+        Several ingests (--endpoint given more than once): each device's records all go to one of them, the one at
+        index FNV-1a-64(app, 0xFF, user) mod (number of endpoints) in the order given, the hash by which ingest
+        shards its journal (DeviceShard in the wire contract), so its records stay in order in one journal. Every
+        gateway must list the same ingests in the same order; a changed list moves devices to other ingests, so
+        change it only when the gateways have drained. Each ingest gets its own connection, window, resends and
+        watermark stream (the same --gateway name on each), and the last header; one that is down holds up the
+        others only once its window is full. The summary counts over all of them (--log-level info: each too).
 
         Options:
-          --endpoint URL      sensor-ingest's gateway endpoint (default tcp://127.0.0.1:5550)
+          --endpoint URL      sensor-ingest's gateway endpoint (default tcp://127.0.0.1:5550); given several times,
+                              the ingests the devices are spread over, by the rule above (the same list, in the
+                              same order, in every gateway; each endpoint once; with --key, every ingest has the
+                              one --server-key)
           --format F          body encoding: msgpack or json (default msgpack)
           --input-format F    ndjson or msgpack (default: msgpack for a FILE ending in .msgpack or .mpk, else
                               ndjson); MessagePack records go out as they are in the file, not encoded again
@@ -100,12 +113,7 @@ public enum SendCommand {
             let input = try Input(options: options)
             progress = ProgressMeter.standardError(label: "send", total: input.size, turnedOff: !options.progress,
                                                    writesStandardOutput: false)
-            let connected: Gateway
-            do {
-                connected = try Gateway(options: options, log: log)
-            } catch {
-                throw CommandExit(1, "cannot connect to \(options.endpoint): \(error)")
-            }
+            let connected = try Gateway(options: options, log: log)
             gateway = connected
             var running = Sender(options: options, gateway: connected, log: log)
             defer { sender = running }
@@ -127,6 +135,15 @@ public enum SendCommand {
         gateway?.close()
         let totals = sender?.totals ?? Totals()
         Console.out("sent \(totals.sent), accepted \(totals.accepted), rejected \(totals.rejected), batches \(totals.batches)")
+        if let gateway, let sender, gateway.links.count > 1 {
+            for link in gateway.links {
+                let own = sender.totalsByIngest[link.index]
+                log.info("finished with ingest", ["endpoint": link.endpoint, "sent": String(own.sent),
+                                                  "accepted": String(own.accepted), "rejected": String(own.rejected),
+                                                  "batches": String(own.batches), "resent": String(own.resent),
+                                                  "rateLimited": String(link.rateRefusals)])
+            }
+        }
         log.info("finished", ["sent": String(totals.sent), "accepted": String(totals.accepted),
                               "rejected": String(totals.rejected), "batches": String(totals.batches),
                               "invalid": String(totals.invalid), "resent": String(totals.resent),
@@ -144,7 +161,9 @@ public enum SendCommand {
     struct Options {
         var help = false
         var path = ""
-        var endpoint = "tcp://127.0.0.1:5550"
+        /// The ingests, in the order given: a device's records go to `route.index(of:)` (one endpoint: all of them).
+        var endpoints = ["tcp://127.0.0.1:5550"]
+        var route = IngestRoute(endpoint: "tcp://127.0.0.1:5550")
         var format = ContentType.msgpack
         var inputFormat = RecordFileFormat.ndjson
         /// What a record's number counts in messages: a line of NDJSON, a record of MessagePack.
@@ -185,8 +204,14 @@ public enum SendCommand {
                     throw CommandExit.usage("unexpected argument \"\(parsed.positional[1])\" (one file at a time)")
                 }
                 path = file
-                if let text = parsed.string("--endpoint") {
-                    endpoint = try validateConnectEndpoint(text, flag: "--endpoint")
+                let given = parsed.strings("--endpoint")
+                if !given.isEmpty {
+                    endpoints = try given.map { text throws(CommandExit) in try validateConnectEndpoint(text, flag: "--endpoint") }
+                    do {
+                        route = try IngestRoute(endpoints: endpoints)
+                    } catch {
+                        throw CommandExit.usage("--endpoint: \(error)")
+                    }
                 }
                 if let text = parsed.string("--format") {
                     switch text.lowercased() {
@@ -313,16 +338,22 @@ public enum SendCommand {
         var batchID: String
         var acknowledgement: Acknowledgement
         var attempts: Int
+        /// The index in --endpoint of the ingest that answered.
+        var ingest: Int
     }
 
-    /// Reads records into batches, paces them, and hands each to the gateway, which keeps up to --window of them
-    /// awaiting acknowledgement.
+    /// Reads records into batches, one being built for each ingest (a record goes to its device's, `IngestRoute`),
+    /// paces them, and hands each to the gateway, which keeps up to --window of them awaiting acknowledgement on
+    /// each link.
     struct Sender {
         let options: Options
         let gateway: Gateway
         let log: Log
         private(set) var totals = Totals()
-        private var batch = Batch()
+        /// The same counts for each ingest, by its index in --endpoint (`invalid` and `behindWatermark` stay 0).
+        private(set) var totalsByIngest: [Totals]
+        /// The batch being built for each ingest.
+        private var batches: [Batch] = []
         private var validCount = 0
         private var firstTime: Double?
         private let start = MonotonicClock.now()
@@ -333,7 +364,8 @@ public enum SendCommand {
             self.options = options
             self.gateway = gateway
             self.log = log
-            batch = newBatch()
+            totalsByIngest = Array(repeating: Totals(), count: options.endpoints.count)
+            batches = (0..<options.endpoints.count).map { _ in newBatch() }
         }
 
         private func newBatch() -> Batch {
@@ -350,25 +382,26 @@ public enum SendCommand {
         mutating func take(_ record: SensorRecord, raw: UnsafeBufferPointer<UInt8>?, number: Int) throws(CommandExit) {
             let due = dueTime(of: record)
             validCount += 1
-            if let due, let firstDue = batch.firstDue, due - firstDue > Self.paceGranularity {
-                try flush()
+            // A paced batch of any ingest is cut once it spans the granularity, so that no ingest's records wait for
+            // the next record of one of its own devices.
+            if let due { try flush(where: { due - ($0.firstDue ?? due) > Self.paceGranularity }) }
+            let ingest = options.route.index(of: record.device)
+            if batches[ingest].isEmpty {
+                batches[ingest].firstDue = due
+                if raw != nil { batches[ingest].raw.reserveCapacity(options.batch * 128) }
             }
-            if batch.isEmpty {
-                batch.firstDue = due
-                if raw != nil { batch.raw.reserveCapacity(options.batch * 128) }
-            }
-            batch.lastDue = due.map { max($0, batch.lastDue ?? $0) }
-            if !gateway.noteRead(record.t) {
+            batches[ingest].lastDue = due.map { max($0, batches[ingest].lastDue ?? $0) }
+            if !gateway.noteRead(record.t, for: ingest) {
                 totals.behindWatermark += 1
                 if totals.behindWatermark <= Self.behindWatermarkReports {
                     Console.err("\(options.numberName) \(number): t: \(ISO8601.string(fromSeconds: record.t)) is behind the watermark already sent (the input is more out of order than --max-disorder \(JSONText.number(options.maximumDisorder)) s): detection may find it too late")
                 }
             }
-            batch.devices.insert(record.device)
-            batch.records.append(record)
-            batch.lines.append(number)
-            if let raw { batch.raw.append(contentsOf: raw) }
-            if batch.records.count >= options.batch { try flush() }
+            batches[ingest].devices.insert(record.device)
+            batches[ingest].records.append(record)
+            batches[ingest].lines.append(number)
+            if let raw { batches[ingest].raw.append(contentsOf: raw) }
+            if batches[ingest].records.count >= options.batch { try flush(ingest) }
         }
 
         /// Records behind the watermark reported one by one; the rest are counted in the summary.
@@ -376,8 +409,14 @@ public enum SendCommand {
 
         /// Sends what is left and waits for every acknowledgement.
         mutating func finish() throws(CommandExit) {
-            try flush()
-            for completion in try gateway.finish() { account(completion) }
+            try flush(where: { _ in true })
+            do {
+                try gateway.finish()
+            } catch {
+                countCompleted()
+                throw error
+            }
+            countCompleted()
             if totals.behindWatermark > Self.behindWatermarkReports {
                 Console.err("roadsave send: \(totals.behindWatermark) \(options.numberName)s behind the watermark already sent (--max-disorder)")
             }
@@ -394,21 +433,47 @@ public enum SendCommand {
             return nil
         }
 
-        private mutating func flush() throws(CommandExit) {
-            guard !batch.isEmpty else { return }
-            let current = batch
-            batch = newBatch()
+        /// Sends the batches being built for which `cut` holds, the one due first first (in the order of the
+        /// ingests when not paced).
+        private mutating func flush(where cut: (Batch) -> Bool) throws(CommandExit) {
+            let chosen = batches.indices.filter { !batches[$0].isEmpty && cut(batches[$0]) }
+            let byDue = chosen.sorted { (batches[$0].firstDue ?? 0, $0) < (batches[$1].firstDue ?? 0, $1) }
+            for ingest in byDue { try flush(ingest) }
+        }
+
+        private mutating func flush(_ ingest: Int) throws(CommandExit) {
+            guard !batches[ingest].isEmpty else { return }
+            let current = batches[ingest]
+            batches[ingest] = newBatch()
             let number = totals.batches + 1
             // From now on the batch is one the watermark waits for, also while it waits for its time.
-            gateway.seal(number)
+            gateway.seal(number, for: ingest)
             if let due = current.lastDue {
                 let wait = start + due - MonotonicClock.now()
                 if wait > 5 { log.info("waiting for the records' time", ["seconds": JSONText.number((wait * 10).rounded() / 10)]) }
                 // Acknowledgements are taken while waiting.
-                for completion in try gateway.wait(until: start + due, before: current) { account(completion) }
+                do {
+                    try gateway.wait(until: start + due, before: current)
+                } catch {
+                    countCompleted()
+                    throw error
+                }
             }
             totals.batches = number
-            for completion in try gateway.submit(current, number: number) { account(completion) }
+            totalsByIngest[ingest].batches += 1
+            do {
+                try gateway.submit(current, number: number, to: ingest)
+            } catch {
+                countCompleted()
+                throw error
+            }
+            countCompleted()
+        }
+
+        /// Counts the acknowledgements the gateway took: after each call, and also when the call threw (what was
+        /// acknowledged is in a journal, and the summary says so).
+        private mutating func countCompleted() {
+            for completion in gateway.takeCompleted() { account(completion) }
         }
 
         /// Counts an acknowledgement and reports its rejections with the file's line numbers.
@@ -417,6 +482,9 @@ public enum SendCommand {
             totals.sent += batch.records.count
             totals.resent += completion.attempts - 1
             totals.accepted += ack.accepted
+            totalsByIngest[completion.ingest].sent += batch.records.count
+            totalsByIngest[completion.ingest].resent += completion.attempts - 1
+            totalsByIngest[completion.ingest].accepted += ack.accepted
             var rejectedIndexes = Set<Int>()
             for rejection in ack.rejected {
                 if rejection.index == -1 {
@@ -432,6 +500,7 @@ public enum SendCommand {
                 }
             }
             totals.rejected += rejectedIndexes.count
+            totalsByIngest[completion.ingest].rejected += rejectedIndexes.count
             if ack.accepted + rejectedIndexes.count != batch.records.count {
                 log.warning("acknowledgement does not add up",
                             ["batch": batchID, "records": String(batch.records.count), "accepted": String(ack.accepted),
@@ -442,331 +511,132 @@ public enum SendCommand {
         }
     }
 
-    /// The DEALER socket, the batches awaiting acknowledgement (at most --window) and their resends. Owned by the
-    /// thread that created it.
+    /// The gateway's links to the ingests of --endpoint (one with a single endpoint), and the batches on their way.
+    ///
+    /// One thread serves every link: each round polls all the sockets at once (`zmq_poll`, at most 100 ms), so a link
+    /// whose ingest is down, or whose window is full, never keeps the others from taking their acknowledgements,
+    /// sending again and sending their headers. That is simpler than a thread per link (no queues between threads,
+    /// every socket stays on the thread that made it, nothing to make Sendable). The reader still waits for a link
+    /// whose window is full before it reads on (memory stays bounded, as with one ingest): the other links then
+    /// finish what they have on their way, and go on once the full one has room again.
     final class Gateway {
         let options: Options
         let log: Log
         private let context: ZMQContext
-        private var socket: ZMQSocket?
-        private let runID: String
-        /// Batches sent and not acknowledged, by batchID bytes, and their batchIDs in the order sent.
-        private var inFlight: [[UInt8]: InFlight] = [:]
-        private var order: [[UInt8]] = []
+        let links: [IngestLink]
 
-        struct InFlight {
-            var batch: Batch
-            var batchID: String
-            /// The sender's number for the batch (the watermark's name for it); nil for the header at the end.
-            var number: Int?
-            var body: [UInt8]
-            /// Sends so far that went unanswered, plus one.
-            var attempt = 1
-            /// Sent on a connection that has since ended, unanswered: sent again once a new connection is up.
-            var lost = false
-            /// When the current send times out (monotonic), or nil while waiting to be sent again.
-            var answerDue: Double?
-            /// When to send it again (after a backoff or a rate refusal's pause).
-            var resendAt: Double?
-        }
-
-        /// The watermark of the headers, nil with --no-watermark.
-        private var watermark: GatewayWatermark?
-        private let gatewayName: String
-        /// The connection to sensor-ingest, ending and coming back.
-        private var watch: ConnectionWatch?
-        /// When something last went out (monotonic), for the headers sent alone while nothing else does.
-        private var lastTransmit = 0.0
-        private var headersAlone = 0
-        /// A header alone goes out after this long without a transmission.
-        static let headerInterval = 1.0
-
-        init(options: Options, log: Log) throws {
+        init(options: Options, log: Log) throws(CommandExit) {
             self.options = options
             self.log = log
-            if options.watermarks { watermark = GatewayWatermark(maximumDisorder: options.maximumDisorder) }
-            context = try ZMQContext()
-            // A send may wait this long for room (high-water mark) before the attempt counts as failed.
-            let socket = try ZMQSocket(context, .dealer, linger: 0, sendTimeout: options.timeoutMilliseconds)
-            try options.keys?.apply(to: socket)
-            watch = try ConnectionWatch(socket, context: context, name: "send")
-            try socket.connect(options.endpoint)
-            self.socket = socket
-            runID = "gw-\(getpid())-" + String(UInt32.random(in: 0...UInt32.max), radix: 16)
-            gatewayName = options.gatewayName ?? runID
-            lastTransmit = MonotonicClock.now()
-            log.info("connecting", ["endpoint": options.endpoint, "format": options.format.rawValue,
-                                    "batch": String(options.batch), "window": String(options.window)])
+            let runID = "gw-\(getpid())-" + String(UInt32.random(in: 0...UInt32.max), radix: 16)
+            var links: [IngestLink] = []
+            do {
+                context = try ZMQContext()
+            } catch {
+                throw CommandExit(1, "cannot connect to \(options.endpoints[0]): \(error)")
+            }
+            for (index, endpoint) in options.endpoints.enumerated() {
+                do {
+                    links.append(try IngestLink(endpoint: endpoint, index: index, context: context, runID: runID,
+                                                options: options, log: log))
+                } catch {
+                    for link in links { link.close() }
+                    throw CommandExit(1, "cannot connect to \(endpoint): \(error)")
+                }
+            }
+            self.links = links
         }
 
         func close() {
-            watch?.close()
-            watch = nil
-            socket?.close()
-            socket = nil
+            for link in links { link.close() }
             context.terminate()
         }
 
-        func batchID(_ number: Int) -> String { "\(runID)-\(number)" }
-
-        /// A record was read into the batch being built; false when it is behind a watermark already sent.
-        func noteRead(_ t: Double) -> Bool { watermark?.read(t) ?? true }
-
-        /// The records read since the last seal are batch `number`.
-        func seal(_ number: Int) { watermark?.seal(batch: number) }
-
-        /// Batches awaiting acknowledgement.
-        var waiting: Int { inFlight.count }
-
-        /// Pause before attempt `attempt` (2, 3, …): 0.25 s, 0.5 s, 1 s, … up to 5 s.
-        static func backoff(before attempt: Int) -> Double {
-            min(5, 0.25 * Double(1 << min(attempt - 2, 10)))
+        /// A record was read into the batch being built for ingest `ingest`; false when it is behind a watermark
+        /// already sent to it. Every other link's stream moves on with it too (`GatewayWatermark.observe`).
+        func noteRead(_ t: Double, for ingest: Int) -> Bool {
+            for link in links where link.index != ingest { link.noteReadElsewhere(t) }
+            return links[ingest].noteRead(t)
         }
 
-        /// Longest pause before sending a batch again that sensor-ingest refused for its rate limit, whatever
-        /// `retryAfterMs` says (a longer wait is then taken as several).
-        static let longestRateWait = 60.0
+        /// The records read for ingest `ingest` since its last seal are batch `number`.
+        func seal(_ number: Int, for ingest: Int) { links[ingest].seal(number) }
 
-        /// Rate refusals seen so far in this run (the first is logged as a warning, the others at debug level).
-        private(set) var rateRefusals = 0
+        /// Rate refusals seen so far over every link.
+        var rateRefusals: Int { links.reduce(0) { $0 + $1.rateRefusals } }
 
-        /// Sends `batch` once the window has room, and returns the acknowledgements that came meanwhile. Throws
-        /// (exit 1) when a batch got no acknowledgement after `--attempts` sends, or on a signal.
-        func submit(_ batch: Batch, number: Int?) throws(CommandExit) -> [Completion] {
-            var completed: [Completion] = []
-            // Re-send first: a batch found lost, or waiting to be sent again, of one of this batch's devices goes
-            // before it, so that no device's newer records reach the journal ahead of its older ones.
-            while inFlight.count >= options.window || waitsForResend(batch) { try service(until: nil, into: &completed) }
-            let batchID = number.map(batchID) ?? "\(runID)-end"
-            let id = Array(batchID.utf8)
-            var entry = InFlight(batch: batch, batchID: batchID, number: number, body: batch.body(options.format))
-            try transmit(&entry)
-            inFlight[id] = entry
-            order.append(id)
-            // Acknowledgements already there are taken without waiting.
-            try service(until: MonotonicClock.now(), into: &completed)
+        /// The acknowledgements taken and not yet handed out (`takeCompleted`). Kept here rather than returned, so
+        /// that those taken in the round that then fails (another link's batch out of attempts) still count.
+        private var completed: [Completion] = []
+
+        /// The acknowledgements that came since the last call, from every link.
+        func takeCompleted() -> [Completion] {
+            defer { completed = [] }
             return completed
         }
 
-        /// Whether a batch of one of `batch`'s devices waits to be sent again.
-        private func waitsForResend(_ batch: Batch) -> Bool {
-            inFlight.values.contains {
-                ($0.resendAt != nil || $0.lost) && !$0.batch.devices.isDisjoint(with: batch.devices)
-            }
-        }
-
-        /// The connection to sensor-ingest ended (its batches unanswered will not be answered on it) or a new one
-        /// is up (they go again, in the order they were first sent).
-        private func connectionChanged(_ change: ConnectionWatch.Change) throws(CommandExit) {
-            let now = MonotonicClock.now()
-            for id in order {
-                guard var entry = inFlight[id] else { continue }
-                switch change {
-                case .lost:
-                    guard entry.answerDue != nil else { continue }
-                    entry.lost = true
-                case .established:
-                    guard entry.lost else { continue }
-                    entry.lost = false
-                    entry.attempt += 1
-                    entry.answerDue = nil
-                    guard entry.attempt <= options.attempts else { throw outOfAttempts(entry) }
-                    entry.resendAt = now
-                    log.warning("the connection to sensor-ingest ended before the batch was acknowledged: sending it again",
-                                ["batch": entry.batchID, "lines": entry.batch.lineRange,
-                                 "attempt": "\(entry.attempt)/\(options.attempts)"])
-                }
-                inFlight[id] = entry
-            }
+        /// Sends `batch` to ingest `ingest` once its link has room, taking the acknowledgements that come meanwhile
+        /// (from every link). Throws (exit 1) when a batch got no acknowledgement after `--attempts` sends, or on
+        /// a signal.
+        func submit(_ batch: Batch, number: Int?, to ingest: Int) throws(CommandExit) {
+            let link = links[ingest]
+            while !link.hasRoom(for: batch) { try service(until: nil) }
+            try link.send(batch, number: number)
+            // Acknowledgements already there are taken without waiting.
+            try service(until: MonotonicClock.now())
         }
 
         /// Waits until the monotonic time `deadline` (pacing), taking acknowledgements meanwhile.
-        func wait(until deadline: Double, before batch: Batch) throws(CommandExit) -> [Completion] {
-            var completed: [Completion] = []
+        func wait(until deadline: Double, before batch: Batch) throws(CommandExit) {
             while MonotonicClock.now() < deadline {
                 if SignalFlag.signal != 0 { throw interrupted(batch) }
-                try service(until: deadline, into: &completed)
+                try service(until: deadline)
             }
-            return completed
         }
 
-        /// Waits for every batch's acknowledgement; then, with watermarks, a last header says how far the stream
-        /// has come (that it is over, unless --no-end), and waits for its acknowledgement too.
-        func finish() throws(CommandExit) -> [Completion] {
-            var completed: [Completion] = []
-            while !inFlight.isEmpty { try service(until: nil, into: &completed) }
-            guard watermark != nil else { return completed }
-            var last = Batch()
-            last.noun = options.numberName
-            completed += try submit(last, number: nil)
-            while !inFlight.isEmpty { try service(until: nil, into: &completed) }
-            return completed
-        }
-
-        /// The header of a transmission of the batch numbered `number` (nil: the header at the end, or one sent
-        /// alone): the watermark over everything else, or the end of the stream.
-        private func header(for number: Int?, last: Bool) -> [UInt8]? {
-            guard var watermark else { return nil }
-            defer { self.watermark = watermark }
-            if last, options.end {
-                return GatewayBatchHeader(gateway: gatewayName, progress: .end).encode(as: options.format)
+        /// Waits for every batch's acknowledgement; then, with watermarks, a last header to each ingest says how far
+        /// its stream has come (that it is over, unless --no-end), and waits for its acknowledgement too. A link
+        /// sends its last header as soon as its own batches are acknowledged, whatever the others still wait for.
+        func finish() throws(CommandExit) {
+            var ended = links.map { !$0.sendsHeaders }
+            while true {
+                for link in links where !ended[link.index] && link.waiting == 0 {
+                    ended[link.index] = true
+                    var last = Batch()
+                    last.noun = options.numberName
+                    try link.send(last, number: nil)
+                }
+                if !ended.contains(false) && links.allSatisfy({ $0.waiting == 0 }) { return }
+                try service(until: nil)
             }
-            guard let time = watermark.promise(excluding: number) else { return nil }
-            return GatewayBatchHeader(gateway: gatewayName, progress: .watermark(time)).encode(as: options.format)
         }
 
-        /// While nothing else goes out, a header alone (an empty batch, not waited for: the next one supersedes it)
-        /// tells detection how far the stream has come, so devices that fell silent are decided.
-        private func sendHeaderAloneIfDue(now: Double) {
-            guard let socket, watermark != nil, now - lastTransmit >= Self.headerInterval,
-                  let header = header(for: nil, last: false) else { return }
-            headersAlone += 1
-            let frames = [Array("\(runID)-h\(headersAlone)".utf8), options.format.frame,
-                          RecordBatch.encodeBatch([], as: options.format), header]
-            // Never blocks: an ingest that takes nothing now gets the next one.
-            _ = try? socket.send(frames, dontWait: true)
-            lastTransmit = now
-        }
-
-        /// One round: sends what is due again, waits for acknowledgements (until `deadline`, or at most 100 ms and
-        /// the next resend or timeout when nil), takes every one that came, and counts the sends that timed out.
-        private func service(until deadline: Double?, into completed: inout [Completion]) throws(CommandExit) {
-            guard let socket else { throw CommandExit(1, "the gateway socket is closed") }
-            if SignalFlag.signal != 0, let first = order.first, let entry = inFlight[first] { throw interrupted(entry.batch) }
-            var now = MonotonicClock.now()
-            // Resends that are due, in send order.
-            for id in order {
-                guard var entry = inFlight[id], let resendAt = entry.resendAt, resendAt <= now else { continue }
-                try transmit(&entry)
-                inFlight[id] = entry
+        /// One round over every link: sends what is due again, waits for acknowledgements (until `deadline`, or at
+        /// most 100 ms and the next resend or timeout when nil), takes every one that came, and counts the sends
+        /// that timed out.
+        private func service(until deadline: Double?) throws(CommandExit) {
+            if SignalFlag.signal != 0, let batch = links.lazy.compactMap(\.oldestWaiting).first {
+                throw interrupted(batch)
             }
-            now = MonotonicClock.now()
-            sendHeaderAloneIfDue(now: now)
+            for link in links { try link.sendDue() }
+            let now = MonotonicClock.now()
             var wake = deadline ?? now + 0.1
-            for entry in inFlight.values {
-                if let due = entry.answerDue { wake = min(wake, due) }
-                if let resendAt = entry.resendAt { wake = min(wake, resendAt) }
-            }
+            for link in links { if let due = link.nextDue { wake = min(wake, due) } }
             let milliseconds = max(0, Int(((wake - now) * 1000).rounded(.up)))
+            var items: [ZMQPollItem] = []
+            var ranges: [Range<Int>] = []
+            for link in links {
+                let own = try link.pollItems()
+                ranges.append(items.count..<(items.count + own.count))
+                items += own
+            }
             let ready: [ZMQPollEvents]
-            var items = [ZMQPollItem(socket)]
-            if let watch { items.append(ZMQPollItem(watch.reader)) }
             do {
                 ready = try ZMQPoller.poll(items, timeoutMilliseconds: min(milliseconds, 100))
             } catch {
                 throw CommandExit(1, "waiting for acknowledgements: \(error)")
             }
-            if ready.first?.contains(.readable) == true { try receive(socket, into: &completed) }
-            if ready.count > 1, ready[1].contains(.readable), let watch {
-                for change in watch.changes() { try connectionChanged(change) }
-            }
-            try expire(now: MonotonicClock.now())
-        }
-
-        /// Takes every acknowledgement waiting on the socket.
-        private func receive(_ socket: ZMQSocket, into completed: inout [Completion]) throws(CommandExit) {
-            while true {
-                let message: [[UInt8]]
-                do {
-                    guard let received = try socket.receive(dontWait: true) else { return }
-                    message = received
-                } catch {
-                    throw CommandExit(1, "receiving acknowledgements: \(error)")
-                }
-                guard message.count == 2 else {
-                    log.warning("reply that is not [batchID, ack] ignored", ["frames": String(message.count)])
-                    continue
-                }
-                guard var entry = inFlight[message[0]] else {
-                    // A late answer to a send already answered (the batch was sent again meanwhile).
-                    log.debug("acknowledgement of an earlier send skipped",
-                              ["batch": String(decoding: message[0].prefix(64), as: UTF8.self)])
-                    continue
-                }
-                let ack: Acknowledgement
-                do {
-                    ack = try Acknowledgement.decode(message[1], contentType: options.format)
-                } catch {
-                    throw CommandExit(1, "batch \(entry.batchID) (\(entry.batch.lineRange)): unreadable acknowledgement: \(error)")
-                }
-                if let retryAfterMs = ack.rateLimitRetryAfterMs {
-                    // An answer, not a verdict: the same batch goes again after the pause, using up no attempt.
-                    let pause = min(Self.longestRateWait, Double(retryAfterMs) / 1000)
-                    noteRateRefusal(ack, batchID: entry.batchID, pause: pause)
-                    entry.answerDue = nil
-                    entry.resendAt = MonotonicClock.now() + pause
-                    inFlight[message[0]] = entry
-                    continue
-                }
-                inFlight[message[0]] = nil
-                order.removeAll { $0 == message[0] }
-                // Answered: stored, or given up on (what was refused is not sent again), so not still to come.
-                if let number = entry.number { watermark?.acknowledged(batch: number) }
-                completed.append(Completion(batch: entry.batch, batchID: entry.batchID, acknowledgement: ack,
-                                            attempts: entry.attempt))
-            }
-        }
-
-        /// Sends whose answer is overdue count as attempts; a batch out of attempts ends the send.
-        private func expire(now: Double) throws(CommandExit) {
-            for id in order {
-                guard var entry = inFlight[id], let due = entry.answerDue, due <= now else { continue }
-                try failedAttempt(&entry, now: now)
-                inFlight[id] = entry
-            }
-        }
-
-        private func failedAttempt(_ entry: inout InFlight, now: Double) throws(CommandExit) {
-            entry.attempt += 1
-            entry.answerDue = nil
-            guard entry.attempt <= options.attempts else { throw outOfAttempts(entry) }
-            let pause = Self.backoff(before: entry.attempt)
-            entry.resendAt = now + pause
-            log.warning("no acknowledgement, sending the batch again",
-                        ["batch": entry.batchID, "lines": entry.batch.lineRange,
-                         "attempt": "\(entry.attempt)/\(options.attempts)", "pause": JSONText.number(pause)])
-        }
-
-        private func outOfAttempts(_ entry: InFlight) -> CommandExit {
-            let batch = entry.batch
-            return CommandExit(1, "batch \(entry.batchID) (\(batch.lineRange), \(batch.records.count) record\(batch.records.count == 1 ? "" : "s")) not acknowledged by \(options.endpoint) after \(options.attempts) attempt\(options.attempts == 1 ? "" : "s") of \(JSONText.number(options.timeout)) s")
-        }
-
-        /// One send of the batch, with a header of the watermark as it is now; a send that cannot be queued within
-        /// the timeout is an unanswered attempt.
-        private func transmit(_ entry: inout InFlight) throws(CommandExit) {
-            guard let socket else { throw CommandExit(1, "the gateway socket is closed") }
-            entry.resendAt = nil
-            var frames = [Array(entry.batchID.utf8), options.format.frame, entry.body]
-            if let header = header(for: entry.number, last: entry.number == nil) { frames.append(header) }
-            entry.lost = false
-            lastTransmit = MonotonicClock.now()
-            let queued: Bool
-            do {
-                queued = try socket.send(frames)
-            } catch {
-                throw CommandExit(1, "batch \(entry.batchID) (\(entry.batch.lineRange)) not sent: \(error)")
-            }
-            let now = MonotonicClock.now()
-            guard queued else {
-                log.warning("batch not queued within the timeout (sensor-ingest gone or full)",
-                            ["batch": entry.batchID, "endpoint": options.endpoint])
-                try failedAttempt(&entry, now: now)
-                return
-            }
-            entry.answerDue = now + options.timeout
-        }
-
-        private func noteRateRefusal(_ ack: Acknowledgement, batchID: String, pause: Double) {
-            rateRefusals += 1
-            let reason = ack.rejected.first?.reason ?? ""
-            if rateRefusals == 1 {
-                log.warning("sensor-ingest limits this gateway's rate: batches wait and are sent again as it asks",
-                            ["batch": batchID, "pause": JSONText.number(pause), "reason": reason])
-            } else {
-                log.debug("rate limited, sending the batch again after the pause",
-                          ["batch": batchID, "pause": JSONText.number(pause)])
-            }
+            for (link, range) in zip(links, ranges) { try link.take(ready[range], into: &completed) }
         }
 
         private func interrupted(_ batch: Batch) -> CommandExit {

@@ -40,6 +40,19 @@ public struct GatewayWatermark: Sendable, Equatable {
     @discardableResult
     public mutating func read(_ t: Double) -> Bool {
         building = min(building ?? t, t)
+        advanceFrontier(t)
+        return promised.map { t >= $0 } ?? true
+    }
+
+    /// A record of the same input was read for another stream (`roadsave send` with several ingests feeds one
+    /// watermark per ingest from one reader). The input's disorder bound holds for all of it, so the record moves
+    /// the newest time read here too (a stream whose devices fell silent still moves on); but it is in no batch of
+    /// this stream, so it holds back none of its promises.
+    public mutating func observe(_ t: Double) {
+        advanceFrontier(t)
+    }
+
+    private mutating func advanceFrontier(_ t: Double) {
         if let frontier {
             if t > frontier + futureJump {
                 if let suspect {
@@ -56,7 +69,6 @@ public struct GatewayWatermark: Sendable, Equatable {
         } else {
             frontier = t
         }
-        return promised.map { t >= $0 } ?? true
     }
 
     /// The records read since the last seal are now batch `batch` (awaiting its send and acknowledgement).

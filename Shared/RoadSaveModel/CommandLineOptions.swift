@@ -8,6 +8,8 @@ public struct CommandLineOptions: Sendable {
     }
 
     public private(set) var values: [String: String] = [:]
+    /// Every value of each option in the order given, for the options that may be given several times.
+    public private(set) var repeatedValues: [String: [String]] = [:]
     public private(set) var switches: Set<String> = []
     public private(set) var positional: [String] = []
 
@@ -35,13 +37,16 @@ public struct CommandLineOptions: Sendable {
                 guard inlineValue == nil else { throw UsageError("\(name) takes no value") }
                 switches.insert(name)
             } else if valued.contains(name) {
+                let value: String
                 if let inlineValue {
-                    values[name] = inlineValue
+                    value = inlineValue
                 } else {
                     guard index < arguments.count else { throw UsageError("\(name) needs a value") }
-                    values[name] = arguments[index]
+                    value = arguments[index]
                     index += 1
                 }
+                values[name] = value
+                repeatedValues[name, default: []].append(value)
             } else {
                 throw UsageError("unknown option \(name)")
             }
@@ -50,7 +55,11 @@ public struct CommandLineOptions: Sendable {
 
     public func has(_ flag: String) -> Bool { switches.contains(flag) }
 
+    /// The option's value; given several times, the last.
     public func string(_ name: String) -> String? { values[name] }
+
+    /// Every value the option was given, in order (empty when not given).
+    public func strings(_ name: String) -> [String] { repeatedValues[name] ?? [] }
 
     public func double(_ name: String, range: ClosedRange<Double>) throws(UsageError) -> Double? {
         guard let text = values[name] else { return nil }

@@ -104,4 +104,29 @@ import Testing
         watermark.read(9001)
         #expect(watermark.frontier == 9001)
     }
+
+    /// A record read for another stream of the same input (another ingest's devices) moves the newest time read,
+    /// so a stream whose own devices are quiet still moves on, but holds back no promise of this one.
+    @Test func aRecordOfAnotherStreamMovesTheFrontierAndHoldsNothing() {
+        var watermark = GatewayWatermark(maximumDisorder: 10)
+        watermark.read(100)
+        watermark.seal(batch: 1)
+        watermark.acknowledged(batch: 1)
+        for t in stride(from: 101.0, through: 300, by: 1) { watermark.observe(t) }
+        #expect(watermark.frontier == 300)
+        do {
+            let promised = watermark.promise(excluding: nil)
+            #expect(promised == 290, "the other stream's records are not this one's to wait for")
+        }
+        // Behind the promise for this stream is behind, whichever stream moved it.
+        do {
+            let kept = watermark.read(285)
+            #expect(!kept)
+        }
+        // A jump far ahead is confirmed by the next record of either stream.
+        watermark.observe(300 + 5000)
+        #expect(watermark.frontier == 300)
+        watermark.read(300 + 5001)
+        #expect(watermark.frontier == 5301)
+    }
 }

@@ -54,6 +54,14 @@ struct CommandLineOptionsTests {
         #expect(try parse(["--seed", "1", "--seed=2"]).string("--seed") == "2")
     }
 
+    /// An option that may be given several times (send's --endpoint) keeps every value, in order.
+    @Test func everyValueIsKeptInOrder() throws {
+        let options = try parse(["--seed", "3", "--out=a", "--seed=1", "--seed", "2"])
+        #expect(options.strings("--seed") == ["3", "1", "2"])
+        #expect(options.strings("--out") == ["a"])
+        #expect(options.strings("--rate").isEmpty)
+    }
+
     @Test func singleDashIsPositional() throws {
         #expect(try parse(["-", "--legacy"]).positional == ["-"])
     }
