@@ -6,7 +6,7 @@ import Testing
 /// loudly (an error line, a metric, /readyz not ready naming the gap) and go on with what remains, until an operator
 /// acknowledges the gap with `roadsave ctl acknowledgeJournalGaps`.
 @Suite("Journal gaps")
-struct JournalGapTests {
+struct JournalGapProcessTests {
     @Test func aShardRebuiltAfterRetentionDeletedItsRecordsSaysSoUntilAcknowledged() async throws {
         try await withPipelineSlot {
             let metricsPorts = Ports.reserve(2)
