@@ -38,7 +38,7 @@ import Glibc
 ///     -- Per shard, the highest position retention (by age or size) has deleted: a consumer asking for records
 ///     -- after a lower position is told (`FeedReplyHeader.deletedThrough`), since some of what it asks for is gone.
 ///     -- Written in the transaction of the deletion. A journal made before this table has its deletions estimated
-///     -- once when opened (see `estimateDeletedThrough`).
+///     -- once when opened, from the positions missing and what consumers had acknowledged (`estimateDeletedThrough`).
 ///     deleted_through(shard INTEGER PRIMARY KEY, position INTEGER NOT NULL)
 ///
 /// Handy queries: `SELECT shard, count(*), sum(records) FROM chunks GROUP BY shard;`,
@@ -635,20 +635,32 @@ public final class Journal: FeedSource {
 
     /// A journal made before `deleted_through` recorded nothing of what retention deleted, and its chunks do not say
     /// which shard a deleted position was of. Positions are never skipped (AUTOINCREMENT; a rolled-back insert takes
-    /// its number back), so a position below the head that no chunk holds was deleted. For each shard, when some
-    /// position below its oldest chunk (or below the head, if it has none) is missing, the shard counts as deleted
-    /// through the position before that chunk: a consumer reading from earlier hears of a possible loss rather than
-    /// none (the position may have been another shard's: said too often, never too rarely).
+    /// its number back), so a position below the head that no chunk holds was deleted. For each shard with such a
+    /// position below its oldest chunk (below the head, if it has none), the estimate is the position before that
+    /// chunk, but no more than what its consumers had acknowledged: the age rule never deleted past that, and a
+    /// shard that read everything is not told of a loss it did not have (the missing positions above may be other
+    /// shards'). Records `--journal-max-bytes` dropped unread before the upgrade are therefore not counted for a
+    /// shard that had a consumer (they were logged as a warning when dropped); a shard nobody read counts every
+    /// missing position below its oldest chunk.
     private static func estimateDeletedThrough(_ database: SQLiteDatabase, shards: Int) throws {
         let head = try database.integer("SELECT seq FROM sqlite_sequence WHERE name = 'chunks'") ?? 0
         guard head > 0 else { return }
+        var consumers: [JournalConsumer] = []
+        try database.statement("SELECT consumer, shard, shards, acknowledged FROM consumers").query { row in
+            consumers.append(JournalConsumer(name: row.text(0), shard: row.isNull(1) ? nil : Int(row.integer(1)),
+                                             shards: row.isNull(2) ? nil : Int(row.integer(2)),
+                                             acknowledged: row.unsigned(3), seenAt: 0))
+        }
+        let acknowledged = JournalRetention.acknowledgedThrough(consumers, shards: shards)
         let oldest = try database.statement("SELECT min(position) FROM chunks WHERE shard = ?")
         let below = try database.statement("SELECT count(*) FROM chunks WHERE position < ?")
         let insert = try database.statement("INSERT INTO deleted_through (shard, position) VALUES (?, ?)")
         for shard in 0..<shards {
             let first = try oldest.integer(shard) ?? head + 1
             let kept = try below.integer(first) ?? 0
-            if kept < first - 1 { try insert.run(shard, first - 1) }
+            guard kept < first - 1 else { continue }
+            let estimate = min(first - 1, acknowledged[shard].map { Int64(bitPattern: $0) } ?? .max)
+            if estimate > 0 { try insert.run(shard, estimate) }
         }
     }
 

@@ -93,7 +93,7 @@ import Wire
     }
 
     /// A journal from before `deleted_through`: positions missing below a shard's oldest chunk count as deleted
-    /// of it (the store cannot tell whose they were, so it says too much rather than nothing).
+    /// of it (the store cannot tell whose they were), no further than what the shard's consumers had acknowledged.
     @Test func aJournalFromBeforeHasItsDeletionsEstimatedWhenOpened() throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
@@ -108,12 +108,30 @@ import Wire
 
         journal = try open(directory, clock: clock)
         // Shard 0's oldest is 7, shard 2's 5, shard 3's 3; shard 1 has none (below the head, 9, some are missing).
+        // Nobody read any of them: only the size rule can have deleted, and any missing position may be theirs.
         #expect(journal.deletedThrough == [6, 9, 4, 2])
         journal.close()
         // Estimated once: what is stored from then on is what retention deletes.
         database = try SQLiteDatabase(path: journal.path)
         #expect(try database.integer("SELECT count(*) FROM deleted_through") == 4)
+
+        // The same, with shard 0's detection at 5 and a reader of every shard at 3: the age rule deleted no further.
+        try database.execute("""
+            DROP TABLE deleted_through;
+            INSERT INTO consumers (consumer, shard, shards, acknowledged, seen_at) VALUES ('detection shard 0/4', 0, 4, 5, 0);
+            """)
         database.close()
+        journal = try open(directory, clock: clock)
+        #expect(journal.deletedThrough == [5, 9, 4, 2], "shard 0 at most what its consumer had acknowledged")
+        #expect(journal.deletedThrough(for: request(after: 5, shard: 0)) == nil, "its detection, at 5, lost nothing")
+        journal.close()
+        database = try SQLiteDatabase(path: journal.path)
+        try database.execute("""
+            DROP TABLE deleted_through;
+            INSERT INTO consumers (consumer, shard, shards, acknowledged, seen_at) VALUES ('detection', NULL, NULL, 3, 0);
+            """)
+        database.close()
+        #expect(try open(directory, clock: clock).deletedThrough == [3, 3, 3, 2])
 
         // One from before with nothing deleted: nothing to say.
         let other = try TemporaryDirectory()

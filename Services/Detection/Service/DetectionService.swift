@@ -327,15 +327,17 @@ public final class DetectionService: @unchecked Sendable {
                 do {
                     try store?.saveJournalGap(gap, at: time.wall)
                 } catch {
+                    // What is left of the actions: only their log lines (`storeBroken`).
                     failStore(error)
-                    return
+                    continue
                 }
             case let .journalGapsAcknowledged(gaps):
                 do {
                     try store?.acknowledgeJournalGaps(gaps, at: time.wall)
                 } catch {
+                    // What is left of the actions: only their log lines (`storeBroken`).
                     failStore(error)
-                    return
+                    continue
                 }
                 log.info("journal gaps acknowledged", ["gaps": String(gaps.count)])
             case let .log(level, message, fields):
