@@ -17,10 +17,13 @@ import ZeroMQ
 public enum ControlCommand {
     enum Command: String, CaseIterable {
         case configure, startMonitoring, stopMonitoring, setAutoTripDetection, setDetectionMode, raiseTestCrash
+        /// An operator command for the detection shard, not an application's devices: takes no --app or --user.
+        case acknowledgeJournalGaps
     }
 
     public static let usage = """
         Usage: roadsave ctl COMMAND --app ID [--user ID] [options]
+               roadsave ctl acknowledgeJournalGaps [options]
 
         Sends one control command to the detection service and prints its JSON reply on standard output.
         COMMAND is one of:
@@ -30,6 +33,9 @@ public enum ControlCommand {
           setAutoTripDetection   --enabled true|false: resume or pause trip detection (false ends a trip in progress)
           setDetectionMode       --mode all|crashOnly|tripOnly|disabled
           raiseTestCrash         raise a test crash (crashDetected with isTest true) through the normal path
+          acknowledgeJournalGaps say that the journal gaps detection reported (records deleted by ingest's retention
+                                 before it read them) are known: /readyz no longer fails for them. No --app; needs
+                                 an operator key listed for every application
 
         Options:
           --app ID            applicationID (a credential: prefer the environment variable ROADSAVE_APP; never echoed)
@@ -74,7 +80,7 @@ public enum ControlCommand {
             return Console.fail("ctl", CommandExit(1, "the reply is not a JSON object"))
         }
         if case .bool(true)? = value["ok"] {
-            log.info("done", ["command": options.command.rawValue, "app": Secret.mask(options.app)])
+            log.info("done", ["command": options.command.rawValue, "app": options.app.isEmpty ? "*" : Secret.mask(options.app)])
             return 0
         }
         var error = "unknown error"
@@ -122,10 +128,17 @@ public enum ControlCommand {
                     throw CommandExit.usage("unexpected argument \"\(parsed.positional[1])\" (one command at a time)")
                 }
                 self.command = command
-                guard let app = parsed.string("--app") ?? environment["ROADSAVE_APP"], !app.isEmpty else {
-                    throw CommandExit.usage("--app missing: the applicationID (or set ROADSAVE_APP)")
+                if command == .acknowledgeJournalGaps {
+                    // Of the shard, not of an application (ROADSAVE_APP, set for other commands, is not an error).
+                    for flag in ["--app", "--user", "--mode", "--auto-trips", "--enabled"] where parsed.string(flag) != nil {
+                        throw CommandExit.usage("\(flag) does not apply to acknowledgeJournalGaps (it concerns every application)")
+                    }
+                } else {
+                    guard let app = parsed.string("--app") ?? environment["ROADSAVE_APP"], !app.isEmpty else {
+                        throw CommandExit.usage("--app missing: the applicationID (or set ROADSAVE_APP)")
+                    }
+                    self.app = app
                 }
-                self.app = app
                 user = parsed.string("--user")
                 if user?.isEmpty == true { throw CommandExit.usage("--user needs a non-empty ID") }
                 if let text = parsed.string("--mode") {
@@ -182,6 +195,7 @@ public enum ControlCommand {
         var request: String {
             var writer = JSONObjectWriter()
             writer.add("command", command.rawValue)
+            guard command != .acknowledgeJournalGaps else { return writer.finish() }
             writer.add("app", app)
             if let user { writer.add("user", user) }
             switch command {
@@ -192,7 +206,7 @@ public enum ControlCommand {
                 writer.add("mode", mode ?? CrashDetectionMode.all.rawValue)
             case .setAutoTripDetection:
                 writer.add("enabled", enabled ?? true)
-            case .startMonitoring, .stopMonitoring, .raiseTestCrash:
+            case .startMonitoring, .stopMonitoring, .raiseTestCrash, .acknowledgeJournalGaps:
                 break
             }
             return writer.finish()
@@ -218,7 +232,7 @@ public enum ControlCommand {
             throw CommandExit(1, "cannot connect to detection at \(options.endpoint): \(error)")
         }
         defer { socket.close() }
-        log.debug("request", ["command": options.command.rawValue, "app": Secret.mask(options.app),
+        log.debug("request", ["command": options.command.rawValue, "app": options.app.isEmpty ? "*" : Secret.mask(options.app),
                               "user": options.user ?? "(every device)", "endpoint": options.endpoint])
         let noReply = CommandExit(1, "no reply from detection at \(options.endpoint) within \(JSONText.number(options.timeout)) s")
         do {

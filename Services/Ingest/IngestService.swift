@@ -283,6 +283,10 @@ public final class IngestService: @unchecked Sendable {
                         "Records deleted by --journal-max-bytes before detection read them.", stored.droppedUnreadRecordsTotal),
                 .single("roadsave_ingest_devices_freed_total", .counter, "Device slots freed after --device-idle-age.",
                         stored.freedDevices),
+                .labelled("roadsave_ingest_journal_deleted_through_position", .gauge,
+                          "Highest position retention has deleted, by shard (0: none): a detection shard starting from "
+                              + "an earlier position has lost records.", label: "shard",
+                          Dictionary(uniqueKeysWithValues: journal.deletedThrough.enumerated().map { (String($0.offset), Int($0.element)) })),
             ]
         }
         if let (oldest, bytes) = try? journal?.oldestChunkAndBytes() {

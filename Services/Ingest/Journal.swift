@@ -35,6 +35,11 @@ import Glibc
 ///     -- KnownDevices.saveInterval; a device without records for --device-idle-age is deleted: its slot is free.
 ///     devices(app TEXT NOT NULL, user TEXT NOT NULL, first_seen REAL NOT NULL, last_seen REAL,
 ///             PRIMARY KEY (app, user))
+///     -- Per shard, the highest position retention (by age or size) has deleted: a consumer asking for records
+///     -- after a lower position is told (`FeedReplyHeader.deletedThrough`), since some of what it asks for is gone.
+///     -- Written in the transaction of the deletion. A journal made before this table has its deletions estimated
+///     -- once when opened, from the positions missing and what consumers had acknowledged (`estimateDeletedThrough`).
+///     deleted_through(shard INTEGER PRIMARY KEY, position INTEGER NOT NULL)
 ///
 /// Handy queries: `SELECT shard, count(*), sum(records) FROM chunks GROUP BY shard;`,
 /// `SELECT consumer, acknowledged, datetime(seen_at, 'unixepoch') FROM consumers;`,
@@ -59,6 +64,8 @@ public final class Journal: FeedSource {
     /// The newest position (0 before the first chunk). Positions are never reused, so it never goes back.
     public private(set) var head: UInt64
     public private(set) var statistics = JournalStatistics()
+    /// Per shard, the highest position retention has deleted (0: nothing of it yet).
+    public private(set) var deletedThrough: [UInt64]
 
     private let database: SQLiteDatabase
     private let log: Log
@@ -109,6 +116,12 @@ public final class Journal: FeedSource {
             consumers[consumer.name] = consumer
         }
         let head = UInt64(try database.integer("SELECT seq FROM sqlite_sequence WHERE name = 'chunks'") ?? 0)
+        var deletedThrough = [UInt64](repeating: 0, count: shards)
+        try database.statement("SELECT shard, position FROM deleted_through").query { row in
+            let shard = Int(row.integer(0))
+            if deletedThrough.indices.contains(shard) { deletedThrough[shard] = row.unsigned(1) }
+        }
+        self.deletedThrough = deletedThrough
         let unread = try Self.unreadChunks(database, acknowledged: consumers.values.map(\.acknowledged).min() ?? 0,
                                            records: positionScanRecords)
         var devices = KnownDevices(limit: maximumDevicesPerApplication, idleAge: deviceIdleAge)
@@ -410,6 +423,7 @@ public final class Journal: FeedSource {
         var outcome = RetentionOutcome()
         let now = clock()
         let through = JournalRetention.acknowledgedThrough(consumers.values, shards: shards)
+        var deleted = deletedThrough
         try database.transaction {
             try saveConsumers()
             // Chunks from position `young` on are within the retention age (positions follow arrival order; after a
@@ -417,15 +431,20 @@ public final class Journal: FeedSource {
             let young = try database.statement(
                 "SELECT position FROM chunks WHERE received_at >= ? ORDER BY received_at LIMIT 1").integer(now - retentionAge)
                 ?? Int64(bitPattern: head) + 1
+            let highest = try database.statement("SELECT max(position) FROM chunks WHERE shard = ? AND position <= ?")
             let delete = try database.statement("DELETE FROM chunks WHERE shard = ? AND position <= ?")
             for shard in 0..<shards {
                 guard let acknowledged = through[shard] else { continue }
                 let limit = min(Int64(bitPattern: acknowledged), young - 1)
-                guard limit > 0 else { continue }
+                guard limit > 0, let last = try highest.integer(shard, limit) else { continue }
                 try delete.run(shard, limit)
                 outcome.expiredChunks += database.changes
+                deleted[shard] = max(deleted[shard], UInt64(last))
             }
+            try saveDeletedThrough(deleted)
         }
+        // Taken only once the deletion is committed: a rolled-back one deleted nothing.
+        deletedThrough = deleted
         statistics.expiredChunks += outcome.expiredChunks
         try freeIdleDevices(now: now)
         if maximumBytes > 0 {
@@ -471,9 +490,15 @@ public final class Journal: FeedSource {
         try scan { $0.considerAny($1) }
         guard !cut.positions.isEmpty else { return false }
         let delete = try database.statement("DELETE FROM chunks WHERE position = ?")
+        var deleted = deletedThrough
+        for (shard, position) in cut.highestByShard where deleted.indices.contains(shard) {
+            deleted[shard] = max(deleted[shard], UInt64(position))
+        }
         try database.transaction {
             for position in cut.positions { try delete.run(position) }
+            try saveDeletedThrough(deleted)
         }
+        deletedThrough = deleted
         outcome.trimmedChunks += cut.positions.count - cut.unreadChunks
         outcome.droppedUnreadChunks += cut.unreadChunks
         outcome.droppedUnreadRecords.merge(cut.unreadRecords, uniquingKeysWith: +)
@@ -495,6 +520,30 @@ public final class Journal: FeedSource {
         statistics.freedDevices += idle.count
         log.info("device slots freed (no records for --device-idle-age)",
                  ["devices": String(idle.count), "idleAge": String(Int(devices.idleAge ?? 0))])
+    }
+
+    /// Writes the shards whose highest deleted position moved (inside the deleting transaction).
+    private func saveDeletedThrough(_ deleted: [UInt64]) throws {
+        let upsert = try database.statement("""
+            INSERT INTO deleted_through (shard, position) VALUES (?, ?)
+            ON CONFLICT (shard) DO UPDATE SET position = excluded.position
+            """)
+        for shard in deleted.indices where deleted[shard] != deletedThrough[shard] {
+            try upsert.run(shard, deleted[shard])
+        }
+    }
+
+    /// The highest position deleted of what `request` asks for (its shard, or any shard), when it is above
+    /// `request.after`: the consumer asks for records some of which are gone.
+    public func deletedThrough(for request: FeedRequest) -> UInt64? {
+        let highest: UInt64
+        if let shard = request.shard {
+            guard deletedThrough.indices.contains(shard) else { return nil }
+            highest = deletedThrough[shard]
+        } else {
+            highest = deletedThrough.max() ?? 0
+        }
+        return request.after < highest ? highest : nil
     }
 
     private func saveConsumers() throws {
@@ -584,6 +633,37 @@ public final class Journal: FeedSource {
             }
     }
 
+    /// A journal made before `deleted_through` recorded nothing of what retention deleted, and its chunks do not say
+    /// which shard a deleted position was of. Positions are never skipped (AUTOINCREMENT; a rolled-back insert takes
+    /// its number back), so a position below the head that no chunk holds was deleted. For each shard with such a
+    /// position below its oldest chunk (below the head, if it has none), the estimate is the position before that
+    /// chunk, but no more than what its consumers had acknowledged: the age rule never deleted past that, and a
+    /// shard that read everything is not told of a loss it did not have (the missing positions above may be other
+    /// shards'). Records `--journal-max-bytes` dropped unread before the upgrade are therefore not counted for a
+    /// shard that had a consumer (they were logged as a warning when dropped); a shard nobody read counts every
+    /// missing position below its oldest chunk.
+    private static func estimateDeletedThrough(_ database: SQLiteDatabase, shards: Int) throws {
+        let head = try database.integer("SELECT seq FROM sqlite_sequence WHERE name = 'chunks'") ?? 0
+        guard head > 0 else { return }
+        var consumers: [JournalConsumer] = []
+        try database.statement("SELECT consumer, shard, shards, acknowledged FROM consumers").query { row in
+            consumers.append(JournalConsumer(name: row.text(0), shard: row.isNull(1) ? nil : Int(row.integer(1)),
+                                             shards: row.isNull(2) ? nil : Int(row.integer(2)),
+                                             acknowledged: row.unsigned(3), seenAt: 0))
+        }
+        let acknowledged = JournalRetention.acknowledgedThrough(consumers, shards: shards)
+        let oldest = try database.statement("SELECT min(position) FROM chunks WHERE shard = ?")
+        let below = try database.statement("SELECT count(*) FROM chunks WHERE position < ?")
+        let insert = try database.statement("INSERT INTO deleted_through (shard, position) VALUES (?, ?)")
+        for shard in 0..<shards {
+            let first = try oldest.integer(shard) ?? head + 1
+            let kept = try below.integer(first) ?? 0
+            guard kept < first - 1 else { continue }
+            let estimate = min(first - 1, acknowledged[shard].map { Int64(bitPattern: $0) } ?? .max)
+            if estimate > 0 { try insert.run(shard, estimate) }
+        }
+    }
+
     /// Creates the tables on first use and reads (or, the first time, writes) `meta`, in one transaction.
     private static func prepare(_ database: SQLiteDatabase, shards: Int, now: Double) throws -> Meta {
         try database.transaction {
@@ -616,6 +696,9 @@ public final class Journal: FeedSource {
                     PRIMARY KEY (app, user)
                 ) WITHOUT ROWID;
                 """)
+            let knewDeletions = try database.integer(
+                "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'deleted_through'") == 1
+            try database.execute("CREATE TABLE IF NOT EXISTS deleted_through (shard INTEGER PRIMARY KEY, position INTEGER NOT NULL)")
             // A journal made before devices had last_seen: add the column (NULL reads as "seen at open").
             var deviceColumns: Set<String> = []
             try database.statement("PRAGMA table_info(devices)").query { row in deviceColumns.insert(row.text(1)) }
@@ -639,6 +722,7 @@ public final class Journal: FeedSource {
             guard let id = values["journal_id"], let storedShards = values["shards"].flatMap({ Int($0) }) else {
                 throw JournalError("\(database.path): the meta table lacks journal_id or shards; this is not a journal")
             }
+            if !knewDeletions { try estimateDeletedThrough(database, shards: storedShards) }
             return Meta(journalID: id, shards: storedShards, createdAt: values["created_at"].flatMap { Double($0) } ?? 0,
                         format: values["format"] ?? format)
         }

@@ -39,6 +39,8 @@ enum JournalRetention {
         /// Records deleted before any consumer of their shard had acknowledged them, by shard.
         private(set) var unreadRecords: [Int: Int] = [:]
         private(set) var unreadChunks = 0
+        /// The highest position taken, by shard (what the journal then says is deleted through).
+        private(set) var highestByShard: [Int: Int64] = [:]
 
         init(excess: Int64, acknowledgedThrough: [UInt64?]) {
             self.excess = excess
@@ -73,6 +75,7 @@ enum JournalRetention {
             taken.insert(chunk.position)
             positions.append(chunk.position)
             freed += chunk.bytes
+            highestByShard[chunk.shard] = max(highestByShard[chunk.shard] ?? 0, chunk.position)
         }
     }
 }

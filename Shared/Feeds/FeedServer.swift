@@ -108,7 +108,10 @@ public final class FeedServer {
                                          error: "\(error)"))
         }
         let reachedEnd = request.through.map { batch.to >= $0 } ?? false
-        if batch.items.isEmpty, !reachedEnd, mayHold, request.waitMilliseconds > 0, held.count < Self.maximumHeld {
+        // Items the consumer asked for and will never get: said at once rather than after a held wait.
+        let deleted = source.deletedThrough(for: request)
+        if batch.items.isEmpty, !reachedEnd, deleted == nil, mayHold, request.waitMilliseconds > 0,
+           held.count < Self.maximumHeld {
             held[identity] = (request, peer, now() + Double(request.waitMilliseconds) / 1000)
             return false
         }
@@ -116,7 +119,7 @@ public final class FeedServer {
         // Where the watched devices' records end, told with the read so that the two agree.
         let watched = request.watch.isEmpty ? [] : source.lastPositions(of: request.watch)
         return reply(FeedReplyHeader(id: request.id, feed: feed, after: request.after, to: batch.to, head: head,
-                                     watched: watched), batch.items)
+                                     watched: watched, deletedThrough: deleted), batch.items)
     }
 
     private func expire() {

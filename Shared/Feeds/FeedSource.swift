@@ -16,6 +16,9 @@ public protocol FeedSource: AnyObject {
     /// For each device, the position of the last item holding its records (0: none), or a later position when the
     /// source cannot tell exactly (`FeedRequest.watch`).
     func lastPositions(of devices: [DeviceID]) -> [UInt64]
+    /// The highest position deleted by retention among the items `request` asks for (its shard, or every shard),
+    /// when it is above `request.after`; nil otherwise (`FeedReplyHeader.deletedThrough`).
+    func deletedThrough(for request: FeedRequest) -> UInt64?
 }
 
 extension FeedSource {
@@ -23,6 +26,10 @@ extension FeedSource {
     public func lastPositions(of devices: [DeviceID]) -> [UInt64] {
         Array(repeating: head, count: devices.count)
     }
+
+    /// A source whose retention never deletes what a consumer may still ask for (detection's outbox: only what the
+    /// notifier acknowledged).
+    public func deletedThrough(for request: FeedRequest) -> UInt64? { nil }
 }
 
 /// Items read from a feed and the position of the last one.

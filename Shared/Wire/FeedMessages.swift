@@ -7,6 +7,7 @@ import RoadSaveModel
 ///
 /// Frames: request `["fetch", FeedRequest]`, reply `["feed", FeedReplyHeader, item, item, …]`; both maps are
 /// MessagePack with the keys below. Positions count from 1; 0 means "before the first item".
+/// A reply header's keys: `id`, `feed`, `after`, `to`, `head`, and when they apply `error`, `watched`, `deletedThrough`.
 public struct FeedRequest: Sendable, Equatable {
     public static let frame: [UInt8] = Array("fetch".utf8)
 
@@ -122,9 +123,14 @@ public struct FeedReplyHeader: Sendable, Equatable {
     /// for none), or a position at least that late when the server cannot tell exactly. A device whose position
     /// is at most `to` has all its records so far in what the consumer has read with this reply.
     public var watched: [UInt64]
+    /// Set when the server's retention has deleted items the request asked for: the highest position deleted of the
+    /// requested shard (of any shard when the request names none), when it is above the request's `after`. Items
+    /// after `after` that the consumer never read are gone, and it should say so; absent otherwise (key
+    /// `deletedThrough`).
+    public var deletedThrough: UInt64?
 
     public init(id: UInt64, feed: String, after: UInt64, to: UInt64, head: UInt64, error: String? = nil,
-                watched: [UInt64] = []) {
+                watched: [UInt64] = [], deletedThrough: UInt64? = nil) {
         self.id = id
         self.feed = feed
         self.after = after
@@ -132,6 +138,7 @@ public struct FeedReplyHeader: Sendable, Equatable {
         self.head = head
         self.error = error
         self.watched = watched
+        self.deletedThrough = deletedThrough
     }
 
     /// The reply's frames: this header, then one frame per item.
@@ -142,6 +149,7 @@ public struct FeedReplyHeader: Sendable, Equatable {
         ]
         if let error { members.append(("error", .string(error))) }
         if !watched.isEmpty { members.append(("watched", .array(watched.map { .number(Double($0)) }))) }
+        if let deletedThrough { members.append(("deletedThrough", .number(Double(deletedThrough)))) }
         return [Self.frame, MessagePack.encode(.object(members))] + items
     }
 
@@ -154,7 +162,8 @@ public struct FeedReplyHeader: Sendable, Equatable {
         let header = FeedReplyHeader(id: try map.position("id"), feed: try map.string("feed"), after: try map.position("after"),
                                      to: try map.position("to"), head: try map.position("head"),
                                      error: try map.optionalString("error"),
-                                     watched: try map.positions("watched", maximum: FeedRequest.maximumWatched))
+                                     watched: try map.positions("watched", maximum: FeedRequest.maximumWatched),
+                                     deletedThrough: try map.optionalPosition("deletedThrough"))
         return (header, frames[2...])
     }
 }

@@ -102,6 +102,22 @@ import Testing
         #expect(result.stdout.isEmpty)
     }
 
+    /// The shard's own command takes no application: with no journal gap found, there is nothing to acknowledge.
+    @Test func acknowledgeJournalGapsNamesNoApplication() async throws {
+        let (detect, ingest, control) = try await Self.startDetect()
+        defer {
+            detect.kill()
+            ingest.kill()
+        }
+        var environment = ProcessInfo.processInfo.environment
+        environment["ROADSAVE_APP"] = nil
+        let result = try await Roadsave.run(["ctl", "acknowledgeJournalGaps", "--endpoint", control], environment: environment)
+        #expect(result.status == 0, "\(result.stderr)")
+        let reply = Self.reply(result)
+        #expect(reply["ok"] as? Bool == true && reply["acknowledged"] as? Int == 0, "\(result.stdout)")
+        #expect((reply["gaps"] as? [Any])?.isEmpty == true)
+    }
+
     @Test func reportsBadOptions() async throws {
         for (arguments, mention) in [
             (["ctl"], "COMMAND missing"),
@@ -114,6 +130,8 @@ import Testing
             (["ctl", "startMonitoring", "--app", "a", "--mode", "all"], "--mode applies to"),
             (["ctl", "configure", "--app", "a", "--timeout", "-1"], "--timeout"),
             (["ctl", "configure", "--app", "a", "--endpoint", "tcp://*:5552"], "--endpoint"),
+            (["ctl", "acknowledgeJournalGaps", "--app", "a"], "--app does not apply to acknowledgeJournalGaps"),
+            (["ctl", "acknowledgeJournalGaps", "--user", "u"], "--user does not apply to acknowledgeJournalGaps"),
         ] {
             var environment = ProcessInfo.processInfo.environment
             environment["ROADSAVE_APP"] = nil

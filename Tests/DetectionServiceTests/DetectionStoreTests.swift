@@ -32,6 +32,31 @@ import Wire
                     consumer: "test", waitMilliseconds: 0)
     }
 
+    /// Journal gaps are kept across reopening: found, grown (unacknowledged again), acknowledged (kept, so the same
+    /// hole is known).
+    @Test func journalGapsAreKeptWithTheirAcknowledgement() throws {
+        defer { remove() }
+        var store = try open(shard: "0/2")
+        #expect(try store.journalGaps().isEmpty, "a new store has none (and an older one gets the table when opened)")
+        let first = JournalGap(journal: "j-1", endpoint: "tcp://ingest-a:5551", shard: "0/2", position: 0, deletedThrough: 40)
+        let second = JournalGap(journal: "j-2", endpoint: "tcp://ingest-b:5551", shard: "0/2", position: 7, deletedThrough: 9)
+        try store.saveJournalGap(first, at: 1000)
+        try store.saveJournalGap(second, at: 1001)
+        try store.acknowledgeJournalGaps([first], at: 1002)
+        store.close()
+
+        store = try open(shard: "0/2")
+        var acknowledgedFirst = first
+        acknowledgedFirst.acknowledged = true
+        #expect(try store.journalGaps() == [acknowledgedFirst, second])
+        // The first hole grew: its new end, and it needs acknowledging again.
+        var grown = first
+        grown.deletedThrough = 55
+        try store.saveJournalGap(grown, at: 1003)
+        #expect(try store.journalGaps() == [grown, second])
+        store.close()
+    }
+
     func outboxPositions(_ store: DetectionStore) throws -> [UInt64] {
         var positions: [UInt64] = []
         try store.database.statement("SELECT position FROM outbox ORDER BY position").query { positions.append($0.unsigned(0)) }

@@ -21,6 +21,12 @@ struct CoreDriver {
     private(set) var forgotten: Int64?
     private(set) var replies: [[UInt8]] = []
     private(set) var logs: [String] = []
+    /// The `journalGap` actions, in order, and the gaps of each `journalGapsAcknowledged`.
+    private(set) var gapsReported: [JournalGap] = []
+    private(set) var gapsAcknowledged: [[JournalGap]] = []
+    /// Per journal position below which the journal's retention deleted everything (its reply says so when a
+    /// request asks from before it); 0: nothing deleted.
+    var deletedThrough: UInt64 = 0
     private(set) var stopped = false
     /// The request the journal has not answered yet.
     private(set) var outstanding: JournalFetch?
@@ -57,14 +63,17 @@ struct CoreDriver {
         precondition(feedAsked == feed)
         let after = Int(fetch.after)
         let through = fetch.through.map { Int($0) } ?? min(journal.count, after + items)
-        let chunks = after < through ? Array(journal[after..<through]) : []
+        // Chunks at or below `deletedThrough` are gone (retention deletes a shard's oldest first).
+        let first = max(after, Int(deletedThrough))
+        let chunks = first < through ? Array(journal[first..<through]) : []
         // Where the devices asked about have their last records.
         let watched = fetch.watch.map { device in
             UInt64(journal.lastIndex { $0.records.contains { $0.device == device } }.map { $0 + 1 } ?? 0)
         }
-        let to = UInt64(max(after, through))
+        let to = chunks.isEmpty && fetch.through == nil ? fetch.after : UInt64(max(after, through))
         take(core.journalReplied(0, JournalAnswer(feed: feed, after: fetch.after, to: to, head: UInt64(journal.count),
-                                                  watched: watched),
+                                                  watched: watched,
+                                                  deletedThrough: fetch.after < deletedThrough ? deletedThrough : nil),
                                  chunks: chunks, at: time, evicted: &evicted))
         return true
     }
@@ -101,6 +110,10 @@ struct CoreDriver {
                                  at: time, evicted: &evicted))
     }
 
+    mutating func operatorCommand(_ command: OperatorCommand) {
+        take(core.operatorCommandArrived(command, from: ControlTarget(frames: [[1]], key: "alice"), at: time))
+    }
+
     mutating func stop() {
         take(core.stopRequested(at: time))
     }
@@ -124,6 +137,8 @@ struct CoreDriver {
             case let .reply(_, bytes): replies.append(bytes)
             case let .writeCheckpoint(order): checkpoints.append(order)
             case let .forgetInputs(input): forgotten = input
+            case let .journalGap(gap): gapsReported.append(gap)
+            case let .journalGapsAcknowledged(gaps): gapsAcknowledged.append(gaps)
             case let .log(level, message, _): logs.append("\(level.rawValue) \(message)")
             case .stop: stopped = true
             }

@@ -10,18 +10,23 @@ private final class MemoryFeed: FeedSource {
     let feedID: String
     var items: [String] = []
     var acknowledgements: [UInt64] = []
+    /// Items up to here were deleted (retention).
+    var deleted: UInt64 = 0
 
     init(feedID: String) { self.feedID = feedID }
 
     var head: UInt64 { UInt64(items.count) }
 
     func read(_ request: FeedRequest) throws -> FeedBatch {
-        let last = min(UInt64(items.count), request.through ?? .max, request.after + UInt64(request.maxItems))
-        guard last > request.after else { return FeedBatch(items: [], to: request.after) }
-        return FeedBatch(items: items[Int(request.after)..<Int(last)].map { Array($0.utf8) }, to: last)
+        let first = max(request.after, deleted)
+        let last = min(UInt64(items.count), request.through ?? .max, first + UInt64(request.maxItems))
+        guard last > first else { return FeedBatch(items: [], to: request.after) }
+        return FeedBatch(items: items[Int(first)..<Int(last)].map { Array($0.utf8) }, to: last)
     }
 
     func acknowledged(_ request: FeedRequest) { acknowledgements.append(request.acknowledged) }
+
+    func deletedThrough(for request: FeedRequest) -> UInt64? { request.after < deleted ? deleted : nil }
 }
 
 /// What the client side saw, shared with the test.
@@ -213,6 +218,51 @@ struct FeedTests {
         bad[1] = MessagePack.encode(.object([("id", .number(1)), ("after", .number(0)), ("max", .number(5)),
                                              ("shard", .number(2)), ("shards", .number(2))]))
         #expect(throws: WireError.self) { try FeedRequest(frames: bad) }
+    }
+
+    @Test("deletedThrough survives the wire both ways, is absent (the same bytes as before) when unset, and a bad one is named")
+    func deletedThroughOnTheWire() throws {
+        let header = FeedReplyHeader(id: 7, feed: "f", after: 3, to: 9, head: 11, deletedThrough: 6)
+        let parsed = try FeedReplyHeader.parse(header.frames(items: [[1]]))
+        #expect(parsed.header == header && parsed.header.deletedThrough == 6 && parsed.items.count == 1)
+        // Without it, a reply is byte for byte what it was before the field existed.
+        let plain = FeedReplyHeader(id: 7, feed: "f", after: 3, to: 9, head: 11)
+        let before = MessagePack.encode(.object([("id", .number(7)), ("feed", .string("f")), ("after", .number(3)),
+                                                 ("to", .number(9)), ("head", .number(11))]))
+        #expect(plain.frames(items: []) == [FeedReplyHeader.frame, before])
+        #expect(try FeedReplyHeader.parse([FeedReplyHeader.frame, before]).header.deletedThrough == nil)
+        #expect(header.frames(items: [])[1] != before)
+        for bad: JSONValue in [.string("6"), .number(-1), .number(2.5)] {
+            let map = MessagePack.encode(.object([("id", .number(1)), ("feed", .string("f")), ("after", .number(0)),
+                                                  ("to", .number(0)), ("head", .number(0)), ("deletedThrough", bad)]))
+            do {
+                _ = try FeedReplyHeader.parse([FeedReplyHeader.frame, map])
+                Issue.record("deletedThrough \(bad) was accepted")
+            } catch {
+                #expect(error.path == "deletedThrough")
+            }
+        }
+    }
+
+    @Test("the server says what its source deleted of what was asked, at once even when nothing remains to send")
+    func serverSaysWhatWasDeleted() async throws {
+        let rig = try Rig(items: ["a", "b", "c"])
+        defer { rig.stop() }
+        try await rig.run { loop in loop.value(MemoryFeed.self)!.deleted = 3 }
+        // Everything asked for is gone: a request that may be held for a minute is answered at once, and says so.
+        try await rig.fetch(FeedRequest(id: 0, feed: "feed-A", after: 1, acknowledged: 0, consumer: "t",
+                                        waitMilliseconds: 60_000))
+        #expect(await rig.waitForReplies(1, timeout: 20))
+        let gone = rig.replies.list[0].header
+        #expect(gone.deletedThrough == 3 && gone.to == 1 && rig.replies.list[0].items.isEmpty)
+        try await rig.run { loop in loop.value(MemoryFeed.self)!.items += ["d"] }
+        try await rig.fetch(FeedRequest(id: 0, feed: "feed-A", after: 1, acknowledged: 0, consumer: "t"))
+        #expect(await rig.waitForReplies(2))
+        #expect(rig.replies.list[1].header.deletedThrough == 3 && rig.replies.list[1].items == ["d"])
+        // From the deleted position on, nothing asked for is gone: no field.
+        try await rig.fetch(FeedRequest(id: 0, feed: "feed-A", after: 3, acknowledged: 0, consumer: "t"))
+        #expect(await rig.waitForReplies(3))
+        #expect(rig.replies.list[2].header.deletedThrough == nil && rig.replies.list[2].items == ["d"])
     }
 
     @Test("a consumer behind on a long feed, asking for the next part before working through each reply, still lets its loop run timers and posted work between replies")

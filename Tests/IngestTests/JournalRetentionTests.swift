@@ -25,6 +25,7 @@ import Testing
         #expect(cut.positions == [2, 1])
         #expect(cut.unreadChunks == 1 && cut.unreadRecords == [1: 10])
         #expect(cut.isEnough)
+        #expect(cut.highestByShard == [0: 2, 1: 1], "what the journal then says each shard is deleted through")
 
         // Enough acknowledged: nothing unread goes.
         var small = JournalRetention.SizeCut(excess: 80, acknowledgedThrough: [6, nil])
@@ -38,5 +39,6 @@ import Testing
         for chunk in chunks { all.considerAny(chunk) }
         #expect(all.positions == [1, 2, 3, 4, 5, 6] && !all.isEnough)
         #expect(all.unreadRecords == [0: 20 + 40 + 60, 1: 10 + 30 + 50])
+        #expect(all.highestByShard == [0: 6, 1: 5])
     }
 }

@@ -86,6 +86,27 @@ struct SecurityControlTests {
         #expect(!lines.contains { line in line.contains("app-2-secret-app") || secrets.contains { line.contains($0) } })
     }
 
+    /// Acknowledging journal gaps concerns every application of the shard: a key limited to some may not.
+    @Test func onlyAnOperatorKeyForEveryApplicationAcknowledgesJournalGaps() async throws {
+        let keys = try await Keys()
+        defer { keys.remove() }
+        let (detect, control) = try await Self.startDetect(keys)
+        defer { detect.kill() }
+        let request: [String: Any] = ["command": "acknowledgeJournalGaps"]
+        let alice = try await Control.send([request], to: control,
+                                           extra: ["--server-key", keys.serverPublic, "--key", keys.path("alice.key")])
+        #expect(alice.first?.string("error") == "forbidden", "\(alice)\n\(detect.tail())")
+        #expect(alice.first?.string("message")?.contains("needs a key listed for all") == true, "\(alice)")
+        let bob = try await Control.send([request], to: control,
+                                         extra: ["--server-key", keys.serverPublic, "--key", keys.path("bob.key")])
+        #expect(bob.first?.bool("ok") == true && bob.first?.number("acknowledged") == 0, "\(bob)\n\(detect.tail())")
+        let lines = detect.stderr.map(\.text)
+        #expect(lines.contains { $0.contains("msg=\"control command refused\"") && $0.contains("key=alice")
+            && $0.contains("command=acknowledgeJournalGaps") && $0.contains("result=forbidden") }, "\(detect.tail())")
+        #expect(lines.contains { $0.contains("msg=\"control command\"") && $0.contains("key=bob")
+            && $0.contains("command=acknowledgeJournalGaps") }, "\(detect.tail())")
+    }
+
     @Test func anUnlistedKeyGetsNoReplyAndTheRefusalIsLogged() async throws {
         let keys = try await Keys()
         defer { keys.remove() }

@@ -82,13 +82,17 @@ final class Services {
         all.append(child)
     }
 
-    func startDetect() throws {
+    func startDetect() throws { try startDetect(dataDirectory: "detect") }
+
+    /// `dataDirectory`: the name of its data directory under the services' one (another name: a detection moved to
+    /// a node with an empty volume).
+    func startDetect(dataDirectory name: String) throws {
         var arguments = [
             "--records-endpoint", "tcp://127.0.0.1:\(recordsPort)",
             "--control-endpoint", "tcp://127.0.0.1:\(controlPort)",
             "--events-endpoint", "tcp://127.0.0.1:\(eventsPort)",
             "--reorder-window", "3",
-            "--data-dir", dataDirectory("detect"),
+            "--data-dir", dataDirectory(name),
             "--checkpoint-interval", "0.5",
         ]
         if let settingsFile { arguments += ["--settings", settingsFile.path] }

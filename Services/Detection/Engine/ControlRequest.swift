@@ -46,7 +46,7 @@ public struct ControlRequest: Sendable, Equatable, Codable {
         guard case let .string(name)? = value["command"] else { throw Invalid(message: "command: missing") }
         guard let command = Command(rawValue: name) else {
             throw Invalid(message: "command: unknown \"\(name)\"; expected one of "
-                + Command.allCases.map(\.rawValue).joined(separator: ", "))
+                + (Command.allCases.map(\.rawValue) + OperatorCommand.allCases.map(\.rawValue)).joined(separator: ", "))
         }
         guard case let .string(app)? = value["app"], !app.isEmpty else { throw Invalid(message: "app: missing") }
         self.command = command

@@ -32,14 +32,17 @@ public struct DetectionCore: Sendable {
         public var maximumCommandsWhileStarting = 1000
         /// Where the store is (for the log lines about records not applied).
         public var dataDirectory: String
+        /// The shard this detection reads (`0/2`, or `all`), for the journal gaps it finds.
+        public var shard: String
 
         public init(fleet: DeviceFleet.Options = .init(), checkpointInterval: Double = 2, deviceMemoryIdle: Double = 3600,
-                    silentJournalGrace: Double = 10, dataDirectory: String = "") {
+                    silentJournalGrace: Double = 10, dataDirectory: String = "", shard: String = "all") {
             self.fleet = fleet
             self.checkpointInterval = checkpointInterval
             self.deviceMemoryIdle = deviceMemoryIdle
             self.silentJournalGrace = silentJournalGrace
             self.dataDirectory = dataDirectory
+            self.shard = shard
         }
     }
 
@@ -85,6 +88,8 @@ public struct DetectionCore: Sendable {
         /// When the core went live (monotonic), and when it started.
         public var liveAt: Double?
         public var startedAt = 0.0
+        /// Journal gaps found by this run (those of the store found before are in `journalGaps`).
+        public var journalGapsFound = 0
 
         public init() {}
     }
@@ -100,6 +105,9 @@ public struct DetectionCore: Sendable {
     /// Journal positions of the last checkpoint, by journal ID (kept for journals not connected now).
     public private(set) var checkpointPositions: [String: UInt64]
     public private(set) var platformCallsInFlight = 0
+    /// Records deleted by a journal's retention before they were read (`JournalGap`), acknowledged or not: the
+    /// store's, and those found since. Known ones are not reported again.
+    public private(set) var journalGaps: [JournalGap]
 
     // The work in hand, stored together by `commit`.
     private var pendingInputs: [DetectionInput] = []
@@ -139,8 +147,10 @@ public struct DetectionCore: Sendable {
     /// A core that starts from a checkpoint (`fleet` as it held it, `checkpointInput`, `checkpointPositions`) and
     /// the inputs stored after it (`recovery`, the last stored being `lastInput`), reading `journalEndpoints`.
     public init(options: Options, fleet: DeviceFleet, checkpointInput: Int64 = 0, checkpointPositions: [String: UInt64] = [:],
-                recovery: [DetectionInput] = [], lastInput: Int64 = 0, journalEndpoints: [String], at time: DetectionTime) {
+                recovery: [DetectionInput] = [], lastInput: Int64 = 0, journalGaps: [JournalGap] = [],
+                journalEndpoints: [String], at time: DetectionTime) {
         self.options = options
+        self.journalGaps = journalGaps
         self.fleet = fleet
         self.checkpointInput = checkpointInput
         self.checkpointPositions = checkpointPositions
@@ -193,6 +203,7 @@ public struct DetectionCore: Sendable {
             }
             return actions
         }
+        noteGap(index, answer, into: &actions)
         if case .recovering(var queue, true) = phase, case let .records(feed, _, to, now) = queue.first, feed == answer.feed {
             queue.removeFirst()
             phase = .recovering(queue: queue, waiting: false)
@@ -276,6 +287,36 @@ public struct DetectionCore: Sendable {
         }
         return actions
     }
+
+    /// An operator command came (parsed, and allowed by the shell's access check). It is not an input: what it
+    /// changes is stored by the shell before the reply leaves.
+    public mutating func operatorCommandArrived(_ command: OperatorCommand, from target: ControlTarget,
+                                                at time: DetectionTime) -> [DetectionCoreAction] {
+        clock = time
+        switch phase {
+        case .stopping, .stopped:
+            return [.reply(target, ControlReply.failure("stopping", "the detection service is shutting down"))]
+        case .recovering, .live:
+            break
+        }
+        switch command {
+        case .acknowledgeJournalGaps:
+            let open = journalGaps.indices.filter { !journalGaps[$0].acknowledged }
+            for index in open { journalGaps[index].acknowledged = true }
+            let gaps = open.map { journalGaps[$0] }
+            var actions: [DetectionCoreAction] = []
+            if !gaps.isEmpty { actions.append(.journalGapsAcknowledged(gaps)) }
+            actions.append(.log(.info, "control command", [
+                ("key", target.key ?? "-"), ("command", command.rawValue), ("app", "*"), ("user", "*"),
+                ("result", "ok (\(gaps.count) gaps)"),
+            ]))
+            actions.append(.reply(target, OperatorCommand.acknowledgedReply(gaps)))
+            return actions
+        }
+    }
+
+    /// Journal gaps an operator has not acknowledged yet: detection is not ready while there is one.
+    public var unacknowledgedGaps: [JournalGap] { journalGaps.filter { !$0.acknowledged } }
 
     /// Time passed (the shell calls this about ten times a second): refused requests are asked again, inputs that
     /// waited are stored, silent devices' timers may fire, a checkpoint may be due, a stop may be done.
@@ -501,6 +542,26 @@ public struct DetectionCore: Sendable {
     }
 
     // MARK: Journals and the clock
+
+    /// A reply that says records after the position asked from were deleted before they were read: a gap, said
+    /// once (the shell logs it, stores it, and holds readiness until an operator acknowledges it). Reading goes on
+    /// with what remains: the devices of today matter more than what is lost. A known hole is not said again,
+    /// unless more of it was deleted since (detection still reads from the same position).
+    private mutating func noteGap(_ index: Int, _ answer: JournalAnswer, into actions: inout [DetectionCoreAction]) {
+        guard let deleted = answer.deletedThrough, deleted > answer.after else { return }
+        if let known = journalGaps.firstIndex(where: { $0.isSameHole(journal: answer.feed, position: answer.after) }) {
+            guard journalGaps[known].deletedThrough < deleted else { return }
+            journalGaps[known].deletedThrough = deleted
+            journalGaps[known].acknowledged = false
+            actions.append(.journalGap(journalGaps[known]))
+            return
+        }
+        let gap = JournalGap(journal: answer.feed, endpoint: journals[index].endpoint, shard: options.shard,
+                             position: answer.after, deletedThrough: deleted)
+        journalGaps.append(gap)
+        counts.journalGapsFound += 1
+        actions.append(.journalGap(gap))
+    }
 
     /// A reply's chunks, each chunk's records and then its gateway's watermark.
     private mutating func apply(_ chunks: [JournalChunkRecords], feed: String, now: Double,

@@ -16,6 +16,11 @@ public enum DetectionCoreAction: Sendable {
     /// The inputs up to `input` are held by a written checkpoint: delete them (and trim what is kept of records
     /// not applied).
     case forgetInputs(through: Int64)
+    /// Records of a journal were deleted before they were read: log it (an error, `JournalGap.message`), store it
+    /// (it holds readiness across restarts until acknowledged), count it. Also for a known gap that grew.
+    case journalGap(JournalGap)
+    /// An operator acknowledged these gaps: store that before the reply that follows goes out.
+    case journalGapsAcknowledged([JournalGap])
     /// A log line.
     case log(Log.Level, String, [(String, String)])
     /// The stop is done (or the service cannot go on): close the sockets and end.

@@ -102,14 +102,19 @@ public struct JournalAnswer: Sendable, Equatable {
     public var watched: [UInt64]
     /// Why the request was refused (then nothing else counts).
     public var error: String?
+    /// The highest position the journal's retention deleted of the records asked for, when above `after`: some
+    /// records after `after` are gone (`FeedReplyHeader.deletedThrough`).
+    public var deletedThrough: UInt64?
 
-    public init(feed: String, after: UInt64, to: UInt64, head: UInt64, watched: [UInt64] = [], error: String? = nil) {
+    public init(feed: String, after: UInt64, to: UInt64, head: UInt64, watched: [UInt64] = [], error: String? = nil,
+                deletedThrough: UInt64? = nil) {
         self.feed = feed
         self.after = after
         self.to = to
         self.head = head
         self.watched = watched
         self.error = error
+        self.deletedThrough = deletedThrough
     }
 }
 

@@ -26,4 +26,21 @@ enum ControlAccess {
             return nil
         }
     }
+
+    /// Nil when the operator command may run: it concerns every application, so a key limited to some may not.
+    static func refusal(of command: OperatorCommand, key: Result<CurveAllowList.Entry, CurveKeyRefusal>?) -> Refusal? {
+        switch key {
+        case nil:
+            return nil
+        case let .failure(refusal):
+            return Refusal(code: "forbidden", message: refusal.message)
+        case let .success(entry):
+            guard entry.applications == nil else {
+                return Refusal(code: "forbidden",
+                               message: "operator key \"\(entry.name)\" is listed for \(entry.applicationsText) only; "
+                                   + "\(command.rawValue) concerns every application, so it needs a key listed for all (*)")
+            }
+            return nil
+        }
+    }
 }

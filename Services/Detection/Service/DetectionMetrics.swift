@@ -41,6 +41,7 @@ struct DetectionMetrics {
         var platformCallsInFlight: Int
         var checkpoints: Int
         var streams: Int
+        var journalGapsUnacknowledged = 0
     }
 
     func families(fleet: FleetStatistics, counts: DetectionCore.Counts, gauges: Gauges) -> [MetricFamily] {
@@ -83,6 +84,12 @@ struct DetectionMetrics {
                     fleet.forcedReleases),
             .single("roadsave_detection_gateway_streams", .gauge, "Gateways' streams (journal, shard, gateway) known.",
                     gauges.streams),
+            .single("roadsave_detection_journal_gaps_total", .counter,
+                    "Journal gaps found by this process: records deleted by ingest's retention before detection read them.",
+                    counts.journalGapsFound),
+            .single("roadsave_detection_journal_gaps_unacknowledged", .gauge,
+                    "Journal gaps (found by this process or kept in the store) no operator has acknowledged: detection is not ready.",
+                    gauges.journalGapsUnacknowledged),
         ]
         if let lag = gauges.lagSeconds {
             families.append(.single("roadsave_detection_lag_seconds", .gauge,

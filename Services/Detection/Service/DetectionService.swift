@@ -172,9 +172,15 @@ public final class DetectionService: @unchecked Sendable {
         }
         try evicted.load(from: store)
         let inputs = try store.inputs(after: checkpointInput)
+        let gaps = try store.journalGaps()
+        // Said again at every start until acknowledged: a restart must not make a loss quiet.
+        for gap in gaps where !gap.acknowledged {
+            log.write(.error, "journal gap not acknowledged yet: " + JournalGap.message, pairs: gap.logFields)
+        }
         return DetectionCore(options: configuration.coreOptions, fleet: fleet, checkpointInput: checkpointInput,
                              checkpointPositions: positions, recovery: inputs.map(\.input),
-                             lastInput: try store.lastInput(), journalEndpoints: configuration.recordsEndpoints, at: time)
+                             lastInput: try store.lastInput(), journalGaps: gaps,
+                             journalEndpoints: configuration.recordsEndpoints, at: time)
     }
 
     // MARK: Inputs to the core
@@ -227,6 +233,10 @@ public final class DetectionService: @unchecked Sendable {
             let target = ControlTarget(frames: Array(frames.dropLast()), key: zap == nil ? nil : key ?? "?")
             let request: ControlRequest
             do throws(ControlRequest.Invalid) {
+                if let command = try OperatorCommand.parse(body) {
+                    operatorCommandArrived(command, target: target, key: entry)
+                    return true
+                }
                 request = try ControlRequest(json: body)
             } catch {
                 refuse(target, nil, code: "badRequest", message: error.message)
@@ -242,6 +252,21 @@ public final class DetectionService: @unchecked Sendable {
             perform(core.commandArrived(command, at: time, evicted: &evicted))
             return true
         }
+    }
+
+    /// An operator command (`OperatorCommand`): only for a key listed for every application.
+    private func operatorCommandArrived(_ command: OperatorCommand, target: ControlTarget,
+                                        key: Result<CurveAllowList.Entry, CurveKeyRefusal>?) {
+        if let refusal = ControlAccess.refusal(of: command, key: key) {
+            log.write(.warning, "control command refused", pairs: [
+                ("key", target.key ?? "-"), ("command", command.rawValue), ("app", "*"), ("user", "*"),
+                ("result", refusal.code),
+            ])
+            send(target.frames, ControlReply.failure(refusal.code, refusal.message))
+            return
+        }
+        guard core != nil else { return }
+        perform(core.operatorCommandArrived(command, from: target, at: time))
     }
 
     /// A command refused before the core sees it (unreadable, or not this operator key's), with its audit line.
@@ -297,6 +322,24 @@ public final class DetectionService: @unchecked Sendable {
                     // They are skipped at a restart (the checkpoint holds them) and deleted with the next checkpoint.
                     log.warning("inputs held by the checkpoint not deleted", ["error": "\(error)"])
                 }
+            case let .journalGap(gap):
+                log.write(.error, JournalGap.message, pairs: gap.logFields)
+                do {
+                    try store?.saveJournalGap(gap, at: time.wall)
+                } catch {
+                    // What is left of the actions: only their log lines (`storeBroken`).
+                    failStore(error)
+                    continue
+                }
+            case let .journalGapsAcknowledged(gaps):
+                do {
+                    try store?.acknowledgeJournalGaps(gaps, at: time.wall)
+                } catch {
+                    // What is left of the actions: only their log lines (`storeBroken`).
+                    failStore(error)
+                    continue
+                }
+                log.info("journal gaps acknowledged", ["gaps": String(gaps.count)])
             case let .log(level, message, fields):
                 log.write(level, message, pairs: fields)
             case .stop:
@@ -315,14 +358,20 @@ public final class DetectionService: @unchecked Sendable {
                                         at: commit.at)
             core.committed(lastInput: last)
         } catch {
-            storeBroken = true
-            self.store = nil
-            perform(core.storeFailed("\(error)"))
-            reactor.stop()
+            failStore(error)
             return
         }
         for (target, bytes) in commit.replies { send(target.frames, bytes) }
         if !commit.events.isEmpty { outbox?.itemsAdded() }
+    }
+
+    /// The store failed: nothing more is stored or let out, and the service stops (a restart re-runs from what is
+    /// stored).
+    private func failStore(_ error: any Error) {
+        storeBroken = true
+        store = nil
+        perform(core.storeFailed("\(error)"))
+        reactor.stop()
     }
 
     private func send(_ prefix: [[UInt8]], _ bytes: [UInt8]) {
@@ -462,18 +511,20 @@ public final class DetectionService: @unchecked Sendable {
             devicesInMemory: core.fleet.deviceCount, devicesOutOfMemory: evicted.outOfMemory,
             tripsInProgress: tripsInProgress?.count ?? 0, outbox: try? store?.outboxCount(),
             platformCallsInFlight: core.platformCallsInFlight, checkpoints: core.counts.checkpoints,
-            streams: core.fleet.streamCount)
+            streams: core.fleet.streamCount, journalGapsUnacknowledged: core.unacknowledgedGaps.count)
         return counters.families(fleet: core.fleet.statistics, counts: core.counts, gauges: gauges)
             + FeedLinkMetrics.families(service: "detection", links: journals.map { ($0.endpoint, $0.linkStatistics) })
     }
 
     /// Why detection is not ready (nothing when it is): its store and sockets, re-running its inputs after a
-    /// restart, and the journals read to their heads within `DetectionMetrics.readyLag` seconds.
+    /// restart, the journals read to their heads within `DetectionMetrics.readyLag` seconds, and no journal gap
+    /// an operator has not acknowledged (the shard goes on reading: readiness is how the loss stays loud).
     private func notReady(now: Double) -> [String] {
         var reasons: [String] = []
         if store == nil { reasons.append("store not open") }
         if control == nil || outbox == nil { reasons.append("sockets not bound") }
         guard core != nil else { return reasons + ["starting"] }
+        reasons += core.unacknowledgedGaps.map(\.readinessReason)
         switch core.phase {
         case .recovering: reasons.append("re-running the inputs stored after the last checkpoint")
         case .stopping, .stopped: reasons.append("stopping")
@@ -492,6 +543,6 @@ extension DetectionConfiguration {
     /// The core's options from these settings.
     var coreOptions: DetectionCore.Options {
         DetectionCore.Options(fleet: fleetOptions, checkpointInterval: checkpointInterval, deviceMemoryIdle: deviceMemoryIdle,
-                              silentJournalGrace: silentJournalGrace, dataDirectory: dataDirectory)
+                              silentJournalGrace: silentJournalGrace, dataDirectory: dataDirectory, shard: shardDescription)
     }
 }

@@ -29,6 +29,10 @@ import Wire
 ///     that detection could not apply (`late`: older than what was applied for the device; `farInFuture`), with the
 ///     record as JSON, so nothing acknowledged is dropped unseen (`SELECT reason, count(*) FROM unapplied GROUP BY
 ///     reason;`). The newest `unappliedKept` are kept.
+///   - `journal_gaps(journal, position, endpoint, shard, deleted_through, found_at, acknowledged_at)`: records of a
+///     journal that its retention deleted after `position` (through `deleted_through`) before detection read them
+///     (`JournalGap`); `acknowledged_at` NULL until an operator acknowledges (`roadsave ctl acknowledgeJournalGaps`).
+///     Kept afterwards, so that the same hole is not reported again (`SELECT * FROM journal_gaps;`).
 ///
 /// A checkpoint and the inputs after it are written in transactions, so what is on disk is always a state plus the
 /// exact inputs that lead from it to the last state whose events left the process (inputs a checkpoint already
@@ -87,6 +91,9 @@ final class DetectionStore: FeedSource {
                 user TEXT NOT NULL, t REAL NOT NULL, kind TEXT NOT NULL, reason TEXT NOT NULL, applied_up_to REAL,
                 record TEXT NOT NULL);
             CREATE UNIQUE INDEX IF NOT EXISTS unapplied_by_record ON unapplied(app, user, t, record);
+            CREATE TABLE IF NOT EXISTS journal_gaps(journal TEXT NOT NULL, position INTEGER NOT NULL,
+                endpoint TEXT NOT NULL, shard TEXT NOT NULL, deleted_through INTEGER NOT NULL, found_at REAL NOT NULL,
+                acknowledged_at REAL, PRIMARY KEY (journal, position));
             """)
         try Self.moveInputsAndOutbox(from: state, to: outboxPath)
         // A store written before eviction existed: every device in it was in memory.
@@ -289,6 +296,40 @@ final class DetectionStore: FeedSource {
     /// Events waiting for the notifier.
     func outboxCount() throws -> Int {
         Int(try database.integer("SELECT count(*) FROM outbox") ?? 0)
+    }
+
+    // MARK: Journal gaps
+
+    /// Every gap kept, in the order found.
+    func journalGaps() throws -> [JournalGap] {
+        var gaps: [JournalGap] = []
+        try database.statement("""
+            SELECT journal, endpoint, shard, position, deleted_through, acknowledged_at IS NOT NULL FROM journal_gaps
+            ORDER BY found_at, journal, position
+            """).query { row in
+            gaps.append(JournalGap(journal: row.text(0), endpoint: row.text(1), shard: row.text(2),
+                                   position: row.unsigned(3), deletedThrough: row.unsigned(4),
+                                   acknowledged: row.integer(5) != 0))
+        }
+        return gaps
+    }
+
+    /// Stores a gap found (or one that grew: its new end, not acknowledged).
+    func saveJournalGap(_ gap: JournalGap, at time: Double) throws {
+        try database.statement("""
+            INSERT INTO journal_gaps(journal, position, endpoint, shard, deleted_through, found_at, acknowledged_at)
+            VALUES (?, ?, ?, ?, ?, ?, NULL)
+            ON CONFLICT (journal, position) DO UPDATE SET deleted_through = excluded.deleted_through,
+                acknowledged_at = NULL
+            """).run(gap.journal, gap.position, gap.endpoint, gap.shard, gap.deletedThrough, time)
+    }
+
+    /// Marks gaps acknowledged (one transaction).
+    func acknowledgeJournalGaps(_ gaps: [JournalGap], at time: Double) throws {
+        let update = try database.statement("UPDATE journal_gaps SET acknowledged_at = ? WHERE journal = ? AND position = ?")
+        try database.transaction {
+            for gap in gaps { try update.run(time, gap.journal, gap.position) }
+        }
     }
 
     // MARK: The outbox as a feed for the notifier

@@ -62,6 +62,6 @@ extension JournalAnswer {
     /// The core's view of a feed reply's header.
     init(_ header: FeedReplyHeader) {
         self.init(feed: header.feed, after: header.after, to: header.to, head: header.head, watched: header.watched,
-                  error: header.error)
+                  error: header.error, deletedThrough: header.deletedThrough)
     }
 }
