@@ -7,14 +7,16 @@
 #  2. Three nodes on an internal network the test creates (no route out; nothing published on the host), each with
 #     its own /var/lib/docker volume; `swarm init` on node-1 and both others joined as managers (three managers:
 #     restarting one keeps a quorum). The image is moved into every node with `docker save | docker load`.
-#  3. Keys by role (roadsave keygen) as Swarm secrets, node labels for the ingests and the notifier, then
+#  3. Keys by role (roadsave keygen) as Swarm secrets, node labels for the ingests (node-1, node-2) and the notifier
+#     (node-1), then
 #     `docker stack deploy --resolve-image never`. Waits for every task to run and answer /readyz.
 #  4. A gateway container on node-3 sends a simulated fleet with a crash to the two ingests on node-1 and node-2
 #     (roadsave send with both endpoints: each device to the ingest its hash picks). A subscriber on node-3 reads the
-#     notifier's catch-up: every event `roadsave replay` gives for the same records, each once.
-#  5. The drills, each ending with the same check: SIGKILL a detection task (Swarm restarts it); drain its node (the
-#     shard moves to the free node, rebuilds from the journals on an empty volume, is never killed on the way: its
-#     health check is liveness, and it answers /readyz only once caught up); restart a node container (node-2, which
+#     notifier's catch-up on node-1: every event `roadsave replay` gives for the same records, each once.
+#  5. The drills, each ending with the same check: SIGKILL a detection task (Swarm restarts it); drain node-3, which
+#     holds nothing pinned (its detection shard moves to the free node, rebuilds from the journals on an empty volume
+#     and is never killed on the way: its health check is liveness, and it answers /readyz only once caught up with
+#     no gap); restart a node container (node-2, which
 #     holds ingest-2); scale ingest-1 to 0 and back while a second fleet is being sent (its gateway re-sends what
 #     was not acknowledged; nothing acknowledged is lost).
 #  6. Removes what it made, also on failure or interruption: the nodes and their volumes, the network, the images of
@@ -95,9 +97,21 @@ node_exec() { local n=$1; shift; "$DOCKER" exec -i "${NODES[$((n - 1))]}" "$@"; 
 node_ip() { "$DOCKER" inspect -f "{{(index .NetworkSettings.Networks \"$NETWORK\").IPAddress}}" "${NODES[$(($1 - 1))]}"; }
 # Waits until COMMAND succeeds, at most SECONDS: "wait_for SECONDS WHAT COMMAND…".
 wait_for() {
-  local deadline=$(($(date +%s) + $1)) what=$2; shift 2
+  local seconds=$1 what=$2 deadline=$(($(date +%s) + $1)); shift 2
   until "$@" >/dev/null 2>&1; do
-    [ "$(date +%s)" -lt "$deadline" ] || fail "$what: not within $1 s"
+    [ "$(date +%s)" -lt "$deadline" ] || fail "$what: not within $seconds s"
+    sleep 1
+  done
+}
+# A node's dockerd answers; if it does not in time, what it and the node said.
+wait_node() { # N SECONDS
+  local seconds=$2 deadline=$(($(date +%s) + $2))
+  until node_exec "$1" docker info >/dev/null 2>&1; do
+    if [ "$(date +%s)" -ge "$deadline" ]; then
+      "$DOCKER" logs --tail 20 "${NODES[$(($1 - 1))]}" >&2 2>&1
+      "$DOCKER" exec "${NODES[$(($1 - 1))]}" tail -20 /var/log/dockerd.log >&2 2>&1
+      fail "dockerd in node $1: not within $seconds s"
+    fi
     sleep 1
   done
 }
@@ -114,7 +128,9 @@ cat >"$WORK/node/entrypoint.sh" <<'EOF'
 # sandbox refuses), then dockerd preferring the images it has (no registry is reachable).
 set -e
 mount -o remount,rw /sys
-for mount in $(awk '$3 == "cgroup" || $3 == "cgroup2" { print $2 }' /proc/mounts); do mount -o remount,rw "$mount"; done
+# Each cgroup mount (v1: one a controller) as a bind remount: a plain remount of a read-only cgroup mount is refused
+# as busy.
+for mount in $(awk '$3 == "cgroup" || $3 == "cgroup2" { print $2 }' /proc/mounts); do mount -o remount,rw,bind "$mount"; done
 mountpoint -q /sys/fs/cgroup && mount -o remount,rw /sys/fs/cgroup
 export DOCKER_SERVICE_PREFER_OFFLINE_IMAGE=1
 exec dockerd --host unix:///var/run/docker.sock >/var/log/dockerd.log 2>&1
@@ -136,7 +152,7 @@ for i in 1 2 3; do
     -v "$node-docker:/var/lib/docker" --tmpfs /run --tmpfs /tmp "$NODE_IMAGE" >/dev/null
 done
 for i in 1 2 3; do
-  wait_for 60 "dockerd in node $i" node_exec "$i" docker info
+  wait_node "$i" 60
 done
 "$DOCKER" save "$IMAGE" >"$WORK/image.tar"
 for i in 1 2 3; do
@@ -152,7 +168,8 @@ managers() { [ "$(node_exec 1 docker node ls --filter role=manager --format '{{.
 wait_for 60 "three managers ready" managers
 node_exec 1 docker node update --label-add roadsave.ingest=1 node-1 >/dev/null
 node_exec 1 docker node update --label-add roadsave.ingest=2 node-2 >/dev/null
-node_exec 1 docker node update --label-add roadsave.notify=1 node-3 >/dev/null
+# The notifier beside ingest-1: node-3 holds nothing pinned, so a detection shard there can be moved off it.
+node_exec 1 docker node update --label-add roadsave.notify=1 node-1 >/dev/null
 step_done
 
 # ---- 3. keys as secrets, the stack ------------------------------------------------------------------------------
@@ -164,7 +181,9 @@ done >"$WORK/keygen.out"
 "$host_roadsave" keygen gateway --directory "$KEYS" --role gateway --apps "$APPS" >>"$WORK/keygen.out"
 "$host_roadsave" keygen subscriber --directory "$KEYS" --role subscriber >>"$WORK/keygen.out"
 sed -n 's/^allow-list line: //p' "$WORK/keygen.out" >"$KEYS/allow.txt"
-chmod 0644 "$KEYS"/*
+# The clients run as the image's user (uid 10001), which must own its secret keys (mode 0600: roadsave refuses a
+# secret key others can read); the services get theirs as secrets, owned and moded by the stack file.
+chown 10001:10001 "$KEYS"/* && chmod 0600 "$KEYS"/*.key && chmod 0644 "$KEYS"/*.pub "$KEYS/allow.txt"
 secret() { node_exec 1 docker secret create "$1" - <"$2" >/dev/null; }
 secret roadsave_ingest_key "$KEYS/ingest.key"
 secret roadsave_detect_key "$KEYS/detect.key"
@@ -173,7 +192,7 @@ secret roadsave_ingest_public_key "$KEYS/ingest.key.pub"
 secret roadsave_detect_public_key "$KEYS/detect.key.pub"
 secret roadsave_allow_list "$KEYS/allow.txt"
 # The clients' keys go to node-3, where the gateway and the subscriber run.
-"$DOCKER" cp "$KEYS" "${NODES[2]}:/keys"
+"$DOCKER" cp -a "$KEYS" "${NODES[2]}:/keys"
 "$DOCKER" cp "$ROOT/deploy/swarm/stack.yml" "${NODES[0]}:/stack.yml"
 node_exec 1 env ROADSAVE_IMAGE="$IMAGE" ROADSAVE_APPLICATIONS="$APPS" \
   docker stack deploy --resolve-image never -c /stack.yml roadsave >"$WORK/deploy.log" 2>&1 \
@@ -209,12 +228,13 @@ client() { # ROADSAVE-ARGUMENTS…: roadsave in a container on node-3, on the no
   node_exec 3 docker run --rm -i --network host -v /keys:/keys:ro "$IMAGE" roadsave "$@"
 }
 INGESTS=(--endpoint "tcp://$(node_ip 1):5550" --endpoint "tcp://$(node_ip 2):5550")
-send() { # FILE: the gateway on node-3, to both ingests
+send() { # FILE [SEND-OPTION…]: the gateway on node-3, to both ingests
+  local file=$1; shift
   node_exec 3 docker run --rm -i --network host -v /keys:/keys:ro "$IMAGE" bash -c \
     "cat >/tmp/fleet.ndjson && roadsave send /tmp/fleet.ndjson ${INGESTS[*]} --key /keys/gateway.key \
-     --server-key /keys/ingest.key.pub --timeout 5 --attempts 30" <"$1"
+     --server-key /keys/ingest.key.pub --timeout 5 --attempts 30 $*" <"$file"
 }
-NOTIFIER="--endpoint tcp://$(node_ip 3):5554 --catch-up-endpoint tcp://$(node_ip 3):5555 --key /keys/subscriber.key --server-key /keys/notify.key.pub"
+NOTIFIER="--endpoint tcp://$(node_ip 1):5554 --catch-up-endpoint tcp://$(node_ip 1):5555 --key /keys/subscriber.key --server-key /keys/notify.key.pub"
 
 step "a fleet with a crash through both ingests from node-3; replay's events once at a subscriber"
 summary=$(send "$WORK/fleet1.ndjson" | tail -1) || fail "the gateway's send failed: $summary"
@@ -264,45 +284,54 @@ wait_for 120 "detection slot 1 restarted and ready" restarted
 check_events "after SIGKILL" 120
 step_done
 
-step "drill: drain the node of detection's slot 1; the shard moves and rebuilds"
-node=$(task_of detect 1); node=${node%% *}
-moved_from=$node
-node_exec 1 docker node update --availability drain "node-$node" >/dev/null
+step "drill: drain node-3 (nothing pinned there); its detection shard moves and rebuilds"
+# The scheduler spreads tasks over the nodes with fewest: node-3, with nothing pinned, gets a detection shard.
+slot=$(node_exec 1 docker service ps roadsave_detect --filter desired-state=running --format '{{.Node}} {{.Name}}' \
+  | awk '$1 == "node-3" { sub(/.*\./, "", $2); print $2; exit }')
+[ -n "$slot" ] || fail "no detection shard runs on node-3: $(node_exec 1 docker service ps roadsave_detect --format '{{.Name}}@{{.Node}}')"
 before=$(tasks detect)
-moved() { local w; w=$(task_of detect 1); [ -n "$w" ] && [ "${w%% *}" != "$moved_from" ] && ready detect 1; }
-wait_for 240 "detection slot 1 moved off node-$moved_from and ready" moved
+node_exec 1 docker node update --availability drain node-3 >/dev/null
+moved() { local w; w=$(task_of detect "$slot"); [ -n "$w" ] && [ "${w%% *}" != 3 ] && ready detect "$slot"; }
+wait_for 240 "detection slot $slot moved off node-3 and ready" moved
 # Moved once and never killed on the way: the slot's tasks grew by the move alone.
 after=$(tasks detect)
 [ "$after" = "$((before + 1))" ] || fail "detection had $((after - before)) new tasks during the move (a restart loop?)"
-metrics=$(http_get detect 1 /metrics)
-log "moved to node-$(task_of detect 1 | cut -d' ' -f1): $(grep -E '^roadsave_detection_(records_read_total|lag_positions) ' <<<"$metrics" | tr '\n' ' ')"
+metrics=$(http_get detect "$slot" /metrics)
+log "slot $slot moved to node-$(task_of detect "$slot" | cut -d' ' -f1), rebuilt from the journals: $(grep -E '^roadsave_detection_(records_read_total|lag_positions|journal_gaps_unacknowledged) ' <<<"$metrics" | tr '\n' ' ')"
 check_events "after the drain" 120
-node_exec 1 docker node update --availability active "node-$moved_from" >/dev/null
+node_exec 1 docker node update --availability active node-3 >/dev/null
 step_done
 
 step "drill: restart the node container of ingest-2"
 "$DOCKER" restart "${NODES[1]}" >/dev/null
-wait_for 90 "node-2's dockerd back" node_exec 2 docker info
+wait_node 2 90
 wait_for 240 "every task running and ready after node-2's restart" all_ready
 check_events "after node-2's restart" 120
 step_done
 
 step "drill: ingest-1 scaled to 0 and back while a second fleet is sent"
 "$host_roadsave" replay "$WORK/fleet2.ndjson" 2>/dev/null >>"$WORK/expected.ndjson"
-send "$WORK/fleet2.ndjson" >"$WORK/send2.out" 2>"$WORK/send2.err" &
+# Paced (about 12 s of sending), so that the outage falls inside the send; its log counts the batches sent again.
+send "$WORK/fleet2.ndjson" --rate 200 --log-level info >"$WORK/send2.out" 2>"$WORK/send2.err" &
 sender=$!
 node_exec 1 docker service scale -d roadsave_ingest-1=0 >/dev/null
 gone() { [ -z "$(task_of ingest-1)" ]; }
 wait_for 60 "ingest-1 stopped" gone
+kill -0 "$sender" 2>/dev/null || fail "the second send was over before ingest-1 stopped: no outage to go through"
 node_exec 1 docker service scale -d roadsave_ingest-1=1 >/dev/null
 wait_for 120 "ingest-1 back and ready" ready ingest-1
 wait "$sender" || { cat "$WORK/send2.out" "$WORK/send2.err" >&2; fail "the second send failed"; }
 summary=$(tail -1 "$WORK/send2.out")
 sent=$(wc -l <"$WORK/fleet2.ndjson")
-log "gateway: $summary"
+resent=$(grep -o 'msg=finished.* resent=[0-9]*' "$WORK/send2.err" | grep -o 'resent=[0-9]*' | head -1)
+log "gateway: $summary ($resent)"
 [[ "$summary" =~ ^sent\ $sent,\ accepted\ $sent,\ rejected\ 0, ]] || fail "expected all $sent records accepted: $summary"
 check_events "after ingest-1's scale to 0 and back" 180
 step_done
+
+# What the three nodes hold in memory at the end (their containers' cgroups: dockerd, the tasks, page cache).
+memory=$("$DOCKER" stats --no-stream --format '{{.MemUsage}}' "${NODES[@]}" | awk '{ print $1 }' | tr '\n' ' ')
+log "memory of the nodes: $memory"
 
 log "times:"
 for line in "${TIMES[@]}"; do log "  $line"; done
