@@ -6,7 +6,7 @@ export PATH := $(PATH):/opt/swift/usr/bin
 OUT := out
 BIN := .build/debug/roadsave
 
-.PHONY: deps build test demo bench up clean fuzz fuzz-smoke quality report-picture container-test swarm-test
+.PHONY: deps build test demo demo-replay bench up clean fuzz fuzz-smoke quality report-picture container-test swarm-test
 
 deps:
 	@scripts/install-deps.sh
@@ -14,8 +14,14 @@ deps:
 build: deps
 	$(SWIFT) build
 
-## Simulate a morning of four devices (one of them crashes), replay it, print the events.
+## The product at work (scripts/demo.sh, under a minute after the build): `roadsave up` on loopback, a simulated
+## morning of four devices (one crashes) sent through a gateway (`roadsave send`), the events printed as `roadsave tail`
+## receives them, until as many as replay gives; then the services stopped cleanly.
 demo: build
+	scripts/demo.sh $(BIN)
+
+## The same morning replayed through the engines in one process, the events printed.
+demo-replay: build
 	@mkdir -p $(OUT)
 	$(BIN) simulate --devices 4 --crashes 1 --seed 7 --duration 45 --output $(OUT)/morning.ndjson --truth $(OUT)/morning-truth.json
 	@echo "--- events of $(OUT)/morning.ndjson (log lines on stderr) ---"
