@@ -1,7 +1,16 @@
 # What the container tests share (sourced by scripts/container-test.sh and scripts/swarm-test.sh, never run): the
 # tools and the engine, Debian root filesystems from debootstrap (no registry is reachable), and the RoadSave image
 # built from the Dockerfile unchanged, offline. The caller sets ROOT, CACHE, WORK, DOCKER and SUITE and defines
-# log and fail; it gets DOCKERD_PID (the dockerd it must stop, if this started one) and mirror.
+# LOG_NAME (and STEP_WIDTH); it gets log, fail, step and step_done, DOCKERD_PID (the dockerd it must stop, if this started one) and mirror.
+
+# Log lines with the seconds since the start, failure, and timed steps (LOG_NAME and STEP_WIDTH set by the caller).
+since() { awk -v now="$EPOCHREALTIME" -v then="$1" 'BEGIN { printf "%.1f", now - then }'; }
+STARTED=$EPOCHREALTIME
+log() { printf '[%s %6ss] %s\n' "$LOG_NAME" "$(since "$STARTED")" "$*" >&2; }
+fail() { log "FAIL: $*"; exit 1; }
+step() { STEP_NAME=$1; STEP_START=$EPOCHREALTIME; log "== $1"; }
+TIMES=()
+step_done() { TIMES+=("$(printf "%-${STEP_WIDTH:-42}s %6s s" "$STEP_NAME" "$(since "$STEP_START")")"); }
 
 # What the Dockerfile's runtime stage installs (minbase has the rest it uses: dpkg, passwd's groupadd and useradd).
 RUNTIME_PACKAGES="libzmq5 libmsgpackc2 libsodium23 libsqlite3-0 libzstd1 sqlite3 libcurl4 libxml2 libstdc++6 zlib1g

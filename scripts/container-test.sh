@@ -48,10 +48,8 @@ case $BUILD_MODE in host | toolchain) ;; *) echo "CONTAINER_TEST_BUILD must be h
 APP=ctest-app
 SIMULATE="roadsave simulate --devices 3 --crashes 1 --seed 11 --duration 10 --app $APP"
 
-since() { awk -v now="$EPOCHREALTIME" -v then="$1" 'BEGIN { printf "%.1f", now - then }'; }
-STARTED=$EPOCHREALTIME
-log() { printf '[container-test %6ss] %s\n' "$(since "$STARTED")" "$*" >&2; }
-fail() { log "FAIL: $*"; exit 1; }
+LOG_NAME=container-test
+STEP_WIDTH=42
 
 [ "$(id -u)" = 0 ] || { echo "container-test: needs root (apt-get, dockerd, debootstrap)" >&2; exit 1; }
 
@@ -130,9 +128,6 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 trap 'log "FAIL: line $LINENO: $BASH_COMMAND"' ERR
 
-step() { STEP_NAME=$1; STEP_START=$EPOCHREALTIME; log "== $1"; }
-TIMES=()
-step_done() { TIMES+=("$(printf '%-42s %6s s' "$STEP_NAME" "$(since "$STEP_START")")"); }
 
 # ---- 1. tools and the engine ------------------------------------------------------------------------------------
 step "tools and dockerd"

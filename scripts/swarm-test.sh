@@ -34,10 +34,8 @@ SUITE=bookworm
 NODE_PACKAGES="docker.io iptables iproute2 procps ca-certificates bash kmod"
 APPS=stest-app,stest-app2
 
-since() { awk -v now="$EPOCHREALTIME" -v then="$1" 'BEGIN { printf "%.1f", now - then }'; }
-STARTED=$EPOCHREALTIME
-log() { printf '[swarm-test %6ss] %s\n' "$(since "$STARTED")" "$*" >&2; }
-fail() { log "FAIL: $*"; exit 1; }
+LOG_NAME=swarm-test
+STEP_WIDTH=52
 
 [ "$(id -u)" = 0 ] || { echo "swarm-test: needs root (apt-get, dockerd, debootstrap)" >&2; exit 1; }
 
@@ -88,9 +86,6 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 trap 'log "FAIL: line $LINENO: $BASH_COMMAND"' ERR
 
-step() { STEP_NAME=$1; STEP_START=$EPOCHREALTIME; log "== $1"; }
-TIMES=()
-step_done() { TIMES+=("$(printf '%-52s %6s s' "$STEP_NAME" "$(since "$STEP_START")")"); }
 
 # Runs a command in node N (1-based) with its own docker client.
 node_exec() { local n=$1; shift; "$DOCKER" exec -i "${NODES[$((n - 1))]}" "$@"; }
@@ -296,8 +291,18 @@ wait_for 240 "detection slot $slot moved off node-3 and ready" moved
 # Moved once and never killed on the way: the slot's tasks grew by the move alone.
 after=$(tasks detect)
 [ "$after" = "$((before + 1))" ] || fail "detection had $((after - before)) new tasks during the move (a restart loop?)"
+# Ready only once rebuilt: on the new node's empty volume it has read every record of its shard in both journals.
 metrics=$(http_get detect "$slot" /metrics)
-log "slot $slot moved to node-$(task_of detect "$slot" | cut -d' ' -f1), rebuilt from the journals: $(grep -E '^roadsave_detection_(records_read_total|lag_positions|journal_gaps_unacknowledged) ' <<<"$metrics" | tr '\n' ' ')"
+read_total=$(awk '$1 == "roadsave_detection_records_read_total" { print $2 }' <<<"$metrics")
+shard_total=0
+for i in 1 2; do
+  where=$(task_of "ingest-$i")
+  held=$(node_exec "${where%% *}" docker exec "${where#* }" sqlite3 /var/lib/roadsave/ingest/journal.sqlite \
+    "SELECT coalesce(sum(records), 0) FROM chunks WHERE shard = $((slot - 1))")
+  shard_total=$((shard_total + held))
+done
+log "slot $slot moved to node-$(task_of detect "$slot" | cut -d' ' -f1): ready, having read ${read_total:-?} records, its shard's $shard_total in the journals; $(grep -E '^roadsave_detection_(lag_positions|journal_gaps_unacknowledged) ' <<<"$metrics" | tr '\n' ' ')"
+[ "${read_total%.*}" = "$shard_total" ] || fail "the moved shard was ready having read ${read_total:-?} of its shard's $shard_total records"
 check_events "after the drain" 120
 node_exec 1 docker node update --availability active node-3 >/dev/null
 step_done
