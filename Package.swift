@@ -18,7 +18,7 @@ let package = Package(
         // Shared: the model (configuration, records, events, errors) and its codecs, used by every service.
         .target(name: "RoadSaveModel", dependencies: ["TerminalProgress"], path: "Shared/RoadSaveModel"),
         // Gateway-side code shared by the simulator, the recording converters and `roadsave send`: the impact trigger,
-        // the watermark, and which ingest a device's records go to (the wire contract's device hash, hence Wire).
+        // the watermark, and which ingest a device's records go to (the device hash of PROTOCOL §1, hence Wire).
         .target(name: "GatewayKit", dependencies: ["RoadSaveModel", "Wire"], path: "Shared/GatewayKit"),
 
         // C libraries from Debian packages, bound directly (libzmq3-dev, libmsgpack-dev, libsodium-dev).

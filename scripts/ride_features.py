@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """What a ride looked like, as numbers: the quantities a car-or-transit decision could use, computed from the
-project's records (CONTRACT §2 NDJSON) over a window of time, for labelled legs and detected rides alike, so that
+project's records (PROTOCOL §2 NDJSON) over a window of time, for labelled legs and detected rides alike, so that
 the modes' distributions can be put side by side (`scripts/quality.py --features FILE`).
 
 Speeds are GPS speeds where the record has one, else the displacement between fixes over their interval. A stop is

@@ -1,6 +1,6 @@
 // RecordBatch.decodeBatch, both content types (the first byte chooses: even JSON, odd MessagePack).
 // Properties: the acknowledgement counts every element; each accepted record, written again in the same content type,
-// reads back equal (MessagePack carries doubles exactly) or, for JSON (which rounds to CONTRACT §2's precision),
+// reads back equal (MessagePack carries doubles exactly) or, for JSON (which rounds to PROTOCOL §2's precision),
 // reads back to a record that then stays the same.
 import RoadSaveModel
 import Wire

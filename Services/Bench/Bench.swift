@@ -11,7 +11,7 @@ import Wire
 /// machine. The file is streamed, never read whole: peak RSS is what the replay itself needs. The MessagePack copy
 /// is written to a temporary file by the bench itself. Figures, not assertions: `make bench` prints them.
 
-/// The shape Foundation's decoder gets: the record fields of CONTRACT §2.
+/// The shape Foundation's decoder gets: the record fields of PROTOCOL §2.
 struct FoundationRecord: Decodable {
     var kind: String
     var app: String

@@ -6,7 +6,7 @@ import Report
 import ServiceCommands
 import Simulator
 
-/// `roadsave`: one executable, a subcommand per job (CONTRACT §6).
+/// `roadsave`: one executable, a subcommand per job (PROTOCOL §6).
 @main
 struct RoadSaveCommand {
     static let usage = """

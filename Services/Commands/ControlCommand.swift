@@ -11,7 +11,7 @@ import ServiceKit
 import Wire
 import ZeroMQ
 
-/// `roadsave ctl COMMAND`: one control command to detection (CONTRACT §7, control: REQ → ROUTER, one JSON frame
+/// `roadsave ctl COMMAND`: one control command to detection (PROTOCOL §7, control: REQ → ROUTER, one JSON frame
 /// each way). Synchronous: a REQ socket with send and receive timeouts and linger 0, closed on timeout (a REQ that
 /// got no reply cannot send again).
 public enum ControlCommand {
@@ -191,7 +191,7 @@ public enum ControlCommand {
             }
         }
 
-        /// The CONTRACT §7 request: `{"command", "app", "user", …}`.
+        /// The PROTOCOL §7 request: `{"command", "app", "user", …}`.
         var request: String {
             var writer = JSONObjectWriter()
             writer.add("command", command.rawValue)

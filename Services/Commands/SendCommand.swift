@@ -12,7 +12,7 @@ import TerminalProgress
 import Wire
 import ZeroMQ
 
-/// `roadsave send FILE.ndjson`: a device gateway on the command line (CONTRACT §7, gateway batch).
+/// `roadsave send FILE.ndjson`: a device gateway on the command line (PROTOCOL §7, gateway batch).
 ///
 /// Fully synchronous on the calling thread: one DEALER socket per ingest of --endpoint, all polled at once
 /// (`zmq_poll` in steps of at most 100 ms while an acknowledgement is awaited, so SIGINT/SIGTERM are noticed),
@@ -22,14 +22,14 @@ public enum SendCommand {
     public static let usage = """
         Usage: roadsave send FILE [options]
 
-        Acts as a device gateway: reads records (NDJSON, one JSON object a line, or MessagePack, one CONTRACT §2 map
-        after another; FILE - reads standard input), checks every record as sensor-ingest will, and sends the good
-        ones in batches to sensor-ingest (ZeroMQ DEALER to its ROUTER; frames [batchID, contentType, body]). Up to
-        --window batches are on their way at once, in file order; like a gateway it keeps each batch until its
-        acknowledgement [batchID, ack] arrives: without one within --timeout it sends the same batch again (same
-        batchID), up to --attempts times with a growing pause, then gives up naming the batch. A batch refused for
-        the gateway's rate limit (field rate) is sent again after the acknowledgement's retryAfterMs, as often as it
-        takes: it slows the send down, it loses nothing and uses up no attempt.
+        Acts as a device gateway: reads records (NDJSON, one JSON object a line, or MessagePack, one record map after
+        another, as docs/PROTOCOL.md §2 has them; FILE - reads standard input), checks every record as sensor-ingest
+        will, and sends the good ones in batches to sensor-ingest (ZeroMQ DEALER to its ROUTER; frames [batchID,
+        contentType, body]). Up to --window batches are on their way at once, in file order; like a gateway it keeps
+        each batch until its acknowledgement [batchID, ack] arrives: without one within --timeout it sends the same
+        batch again (same batchID), up to --attempts times with a growing pause, then gives up naming the batch. A
+        batch refused for the gateway's rate limit (field rate) is sent again after the acknowledgement's
+        retryAfterMs, as often as it takes: it slows the send down, it loses nothing and uses up no attempt.
 
         Order through outages: every batch carries a header with this gateway's watermark (GatewayBatchHeader: no
         record older than it follows), the oldest time of everything not yet acknowledged besides the batch itself,
@@ -44,7 +44,7 @@ public enum SendCommand {
 
         Several ingests (--endpoint given more than once): each device's records all go to one of them, the one at
         index FNV-1a-64(app, 0xFF, user) mod (number of endpoints) in the order given, the hash by which ingest
-        shards its journal (DeviceShard in the wire contract), so its records stay in order in one journal. Every
+        shards its journal (DeviceShard, docs/PROTOCOL.md §1), so its records stay in order in one journal. Every
         gateway must list the same ingests in the same order; a changed list moves devices to other ingests, so
         change it only when the gateways have drained. Each ingest gets its own connection, window, resends and
         watermark stream (the same --gateway name on each), and the last header; one that is down holds up the

@@ -11,13 +11,13 @@ import ServiceKit
 import Wire
 import ZeroMQ
 
-/// `roadsave tail`: subscribes to the notifier (CONTRACT §7, events: frames `[<event>.<app>.<user>, JSON, position]`)
+/// `roadsave tail`: subscribes to the notifier (PROTOCOL §7, events: frames `[<event>.<app>.<user>, JSON, position]`)
 /// and prints each event body as one NDJSON line. With `--since` it first catches up from the notifier's catch-up
 /// endpoint (`CatchUpRequest`), having subscribed before, and drops live positions already printed: no gap, no
 /// duplicate. Synchronous on the calling thread: `zmq_poll` in steps of at most 100 ms, between which the
 /// SIGINT/SIGTERM flag and the deadline are checked.
 public enum TailCommand {
-    /// The events the notifier publishes (CONTRACT §3).
+    /// The events the notifier publishes (PROTOCOL §3).
     static let eventNames = ["tripDidStart", "tripDidEnd", "crashDetected"]
 
     public static let usage = """

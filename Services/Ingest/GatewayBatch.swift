@@ -2,7 +2,7 @@ import RoadSaveModel
 import Wire
 import ZeroMQ
 
-/// One gateway message, read and validated (CONTRACT §2 and §7): either answered at once (it cannot be read, or
+/// One gateway message, read and validated (PROTOCOL §2 and §7): either answered at once (it cannot be read, or
 /// nothing in it is accepted), or holding accepted records that must be stored before the acknowledgement goes out.
 /// Pure: no sockets, no store, so the service decides about groups of them.
 struct GatewayBatch {

@@ -7,7 +7,7 @@ import Storage
 import Wire
 import ZeroMQ
 
-/// sensor-ingest: takes batches of records from gateways (ROUTER), validates every record against CONTRACT §2, stores
+/// sensor-ingest: takes batches of records from gateways (ROUTER), validates every record against PROTOCOL §2, stores
 /// the accepted ones in its journal (SQLite, fsync'd) and only then acknowledges each batch (accepted count, and index,
 /// field and reason of every rejected record). Detection pulls the records from the journal by position on the
 /// records endpoint (a `FeedServer`). Good records of a batch with bad ones still go through; records of an unknown

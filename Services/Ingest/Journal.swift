@@ -20,7 +20,7 @@ import Glibc
 ///         created_at   Unix seconds
 ///         format       1
 ///     -- One row per (gateway batch, shard): the accepted records of that batch whose device hashes to the shard
-///     -- (DeviceShard.of(_:shards:)), in batch order, as one MessagePack array (CONTRACT §2 maps): the records'
+///     -- (DeviceShard.of(_:shards:)), in batch order, as one MessagePack array (PROTOCOL §2 maps): the records'
 ///     -- bytes as the gateway sent them when it sent MessagePack (not encoded again), else encoded by ingest.
 ///     -- `position` is the feed position; AUTOINCREMENT, so a position is never reused after deletions.
 ///     chunks(position INTEGER PRIMARY KEY AUTOINCREMENT, shard INTEGER NOT NULL, records INTEGER NOT NULL,

@@ -10,7 +10,7 @@ public enum ConvertCommand {
     public static let usage = """
         Usage: roadsave convert DATASET FILE [options]
 
-        Converts a real recording from ../shared/data into NDJSON sensor records (CONTRACT §2) that
+        Converts a real recording from ../shared/data into NDJSON sensor records (docs/PROTOCOL.md §2) that
         `roadsave replay` and `roadsave send` read. Records go to stdout (or --output); the report of what
         was read, skipped and derived goes to stderr.
 

@@ -145,7 +145,7 @@ public enum EnvirocarConverter {
         var negativeSpeeds = 0, withoutSpeed = 0, withoutAccuracy = 0, withoutBearing = 0, bearingsOutOfRange = 0
         var withOBDSpeed = 0
         for point in track.points {
-            // Negative speed is the record's "unknown" (CONTRACT §2), and so is a bearing outside 0…360: both are the
+            // Negative speed is the record's "unknown" (PROTOCOL §2), and so is a bearing outside 0…360: both are the
             // app's extrapolation, not readings, so neither is repaired.
             var speed: Double?
             if let kmh = point.gpsSpeedKmh {

@@ -45,7 +45,7 @@ public enum EscooterConverter {
     }
 
     /// Context choice: a capabilities record and one `cycling` activity at the start, nothing else. Cycling is the
-    /// activity class nearest to riding an e-scooter, and it neither starts nor stops a trip (CONTRACT §4), so the
+    /// activity class nearest to riding an e-scooter, and it neither starts nor stops a trip (PROTOCOL §4), so the
     /// impacts reach the crash path without a made-up trip around them. No GPS is invented.
     public static func convert(text: String, fileName: String, app: String = "recorded", user: String? = nil) throws
         -> ConvertedRecording {

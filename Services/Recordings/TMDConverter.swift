@@ -144,7 +144,7 @@ public enum TMDConverter {
                 distance += max(0, (previous.speed + fix.speed) / 2) * Double(fix.ms - previous.ms) / 1000
             }
             let position = destination(from: origin, bearing: bearing, metres: distance)
-            // A negative speed is the logger's "unknown", as in the record (CONTRACT §2).
+            // A negative speed is the logger's "unknown", as in the record (PROTOCOL §2).
             records.append(SensorRecord(device: device, t: time(fix.ms), payload: .location(LocationFix(
                 latitude: position.lat, longitude: position.lon, speed: fix.speed < 0 ? nil : fix.speed, course: bearing,
                 horizontalAccuracy: fix.accuracy))))

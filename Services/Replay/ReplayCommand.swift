@@ -10,8 +10,8 @@ public enum ReplayCommand {
     public static let usage = """
         Usage: roadsave replay FILE.ndjson|FILE.msgpack [options]
 
-        Runs the trip and crash engines over recorded sensor records (CONTRACT §2: NDJSON, one JSON object a line,
-        or MessagePack, the records' maps one after another, as `simulate` and `convert` write with
+        Runs the trip and crash engines over recorded sensor records (docs/PROTOCOL.md §2: NDJSON, one JSON object
+        a line, or MessagePack, the records' maps one after another, as `simulate` and `convert` write with
         --output-format msgpack; - reads standard input) and prints the events as NDJSON on standard output. This is the detection service's
         per-device core (DeviceFleet), with time taken from the records only. Each device met is configured with
         its app and user (mode all, automatic trips on) and monitored from its first record with its application's

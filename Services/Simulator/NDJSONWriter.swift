@@ -175,7 +175,7 @@ struct NDJSONWriter {
 
     // MARK: MessagePack
 
-    /// The record as a CONTRACT §2 map with the values that reading its NDJSON line gives: each decimal written to
+    /// The record as a PROTOCOL §2 map with the values that reading its NDJSON line gives: each decimal written to
     /// the line is `units / 10^digits`, which is exactly the `Double` a decoder makes of that text, so replaying the
     /// MessagePack file gives the same events as replaying the NDJSON one.
     private mutating func writeMessagePack(_ record: SimRecord, seq: Int, heads: RecordHeads) {

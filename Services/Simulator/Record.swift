@@ -1,4 +1,4 @@
-// The simulator's in-memory form of one CONTRACT §2 record. Times are whole milliseconds since the Unix epoch:
+// The simulator's in-memory form of one PROTOCOL §2 record. Times are whole milliseconds since the Unix epoch:
 // the output carries three decimals anyway, and integer times make ordering exact and formatting cheap.
 
 import GatewayKit
@@ -23,8 +23,8 @@ struct ActivityReport: Equatable {
 
 enum RecordBody {
     case capabilities(activityAvailable: Bool, pedometerAvailable: Bool)
-    /// `speed` and `hacc` are -1 when unknown/invalid; `course` is nil when unknown (it is then left out, since the
-    /// contract gives no meaning to a negative course).
+    /// `speed` and `hacc` are -1 when unknown/invalid; `course` is nil when unknown (it is then left out: PROTOCOL §2
+    /// reads a negative course as unknown, so writing one would say nothing).
     case location(latitude: Double, longitude: Double, speed: Double, course: Double?, hacc: Double)
     case activity(ActivityReport)
     case steps(Int)

@@ -16,9 +16,9 @@ public enum SimulateCommand {
     public static let usage = """
         Usage: roadsave simulate [options]
 
-        Writes realistic sensor-record streams (NDJSON, one CONTRACT §2 record a line) for simulated devices:
-        drives with red lights and bumps, walks, runs, bike and bus rides, parked phones, crashes, phone drops.
-        The same options always give the same bytes.
+        Writes realistic sensor-record streams (NDJSON, one record of docs/PROTOCOL.md §2 a line) for simulated
+        devices: drives with red lights and bumps, walks, runs, bike and bus rides, parked phones, crashes, phone
+        drops. The same options always give the same bytes.
 
         Options:
           --devices N        number of devices (default 3)

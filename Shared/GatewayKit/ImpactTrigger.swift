@@ -1,4 +1,4 @@
-// The device gateway's impact trigger (CONTRACT §2): whenever the acceleration magnitude passes 2.0 g the gateway
+// The device gateway's impact trigger (PROTOCOL §2): whenever the acceleration magnitude passes 2.0 g the gateway
 // sends one `impact` record with the peak, the time spent above the threshold and the raw window from 1 s before
 // to 2 s after the peak. The simulator and the converters of real recordings both cut impacts with this one
 // trigger, so what reaches detection has the same shape whether it was synthesised or recorded.

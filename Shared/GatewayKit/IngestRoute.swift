@@ -5,9 +5,9 @@ import Wire
 /// `DeviceShard.of(device, shards: endpoints.count)` of its list, in the order given. One device always goes to one
 /// ingest, so its records sit in one journal in the order they were sent, under one stream's watermarks.
 ///
-/// The hash is the wire contract's (64-bit FNV-1a of app, 0xFF, user: `DeviceShard`), so gateways written in other
-/// languages route alike, provided every gateway lists the ingests in the same order. A different list (another
-/// ingest, another order) moves devices between journals: change it only once the gateways have drained.
+/// The hash is the wire protocol's (PROTOCOL §1: 64-bit FNV-1a of app, 0xFF, user; `DeviceShard`), so gateways
+/// written in other languages route alike, provided every gateway lists the ingests in the same order. A different
+/// list (another ingest, another order) moves devices between journals: change it only once the gateways have drained.
 public struct IngestRoute: Sendable, Equatable {
     public enum ListError: Error, Sendable, Equatable, CustomStringConvertible {
         case empty

@@ -1,4 +1,4 @@
-/// The thresholds of detection, as the platform's settings endpoint serves them (CONTRACT §5). Every field has a
+/// The thresholds of detection, as the platform's settings endpoint serves them (PROTOCOL §5). Every field has a
 /// default, so a settings document (or `--settings` file) need only name what it changes. Times in seconds,
 /// distances in metres, speeds in m/s.
 public struct DetectionSettings: Sendable, Equatable, Codable {

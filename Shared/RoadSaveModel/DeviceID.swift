@@ -1,4 +1,4 @@
-/// A device is the pair (applicationID, clientUserID) (CONTRACT §2).
+/// A device is the pair (applicationID, clientUserID) (PROTOCOL §2).
 public struct DeviceID: Sendable, Hashable, Comparable, Codable, CustomStringConvertible {
     /// Longest app or user identifier accepted, in UTF-8 bytes.
     public static let maximumLength = 256

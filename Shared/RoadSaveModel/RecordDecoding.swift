@@ -1,4 +1,4 @@
-/// Validation of sensor records against CONTRACT §2: one validator (`record(from: RecordFields)`) for every input
+/// Validation of sensor records against PROTOCOL §2: one validator (`record(from: RecordFields)`) for every input
 /// format. The readers only find the members (`RecordFields`); the rules and the errors (naming the field and
 /// saying why, for error lines and acks) live here once.
 public enum RecordDecoding {
@@ -36,7 +36,7 @@ public enum RecordDecoding {
         return try record(from: RecordFields(members: members))
     }
 
-    /// The validator: the members in the order CONTRACT §2 lists them, the first fault found is the error.
+    /// The validator: the members in the order PROTOCOL §2 lists them, the first fault found is the error.
     public static func record(from fields: RecordFields) throws(RecordError) -> SensorRecord {
         let kind = try recordKind(fields.kind)
         let app = try identifier(fields.app, "app")

@@ -1,4 +1,4 @@
-/// Sensor records as CONTRACT §2 JSON: the inverse of `RecordDecoding`, built on `JSONObjectWriter` so lines are
+/// Sensor records as PROTOCOL §2 JSON: the inverse of `RecordDecoding`, built on `JSONObjectWriter` so lines are
 /// byte-for-byte repeatable (members in a fixed order, numbers at a fixed precision).
 ///
 /// Precision (rounded half away from zero, written in their shortest form unless said otherwise). Each is at or
@@ -32,7 +32,7 @@ extension SensorRecord {
         public static let sampleTime = 4
     }
 
-    /// One CONTRACT §2 JSON object (one NDJSON line, without the newline): `kind`, `app`, `user`, `seq` (if any),
+    /// One PROTOCOL §2 JSON object (one NDJSON line, without the newline): `kind`, `app`, `user`, `seq` (if any),
     /// `t`, then the kind's fields.
     public func json() -> String {
         var writer = JSONObjectWriter()

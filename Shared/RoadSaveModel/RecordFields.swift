@@ -1,4 +1,4 @@
-/// The members of one record (CONTRACT §2) as a reader found them, before validation: one flat value per known field,
+/// The members of one record (PROTOCOL §2) as a reader found them, before validation: one flat value per known field,
 /// filled by whichever reader saw the record (`JSONRecordScanner` over NDJSON bytes, `MessagePackRecordScanner` over
 /// MessagePack bytes, or `init(members:)` over a parsed `JSONValue`), then checked by the one validator,
 /// `RecordDecoding.record(from: RecordFields)`. Unknown members are ignored; of repeated ones the first counts.

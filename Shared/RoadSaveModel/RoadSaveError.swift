@@ -9,7 +9,7 @@ public enum RoadSaveError: Error, Sendable, Equatable, CustomStringConvertible {
     /// `raiseTestCrash` while crash detection is off for the device (its mode or the platform's settings).
     case crashDetectionDisabled
     case invalidConfiguration(field: String, reason: String)
-    /// A sensor record that fails CONTRACT §2.
+    /// A sensor record that fails PROTOCOL §2.
     case invalidRecord(RecordError)
 
     /// The stable code used on the wire (`"error"` of a control reply).

@@ -1,4 +1,4 @@
-/// A delegate-equivalent event of one device (CONTRACT §3).
+/// A delegate-equivalent event of one device (PROTOCOL §3).
 public struct RoadSaveEvent: Sendable, Equatable {
     public enum Body: Sendable, Equatable {
         case tripDidStart(TripStartInfo)
@@ -53,7 +53,7 @@ public struct RoadSaveEvent: Sendable, Equatable {
 
 /// The two wire formats of events.
 public enum EventFormat: String, Sendable, CaseIterable {
-    /// The 4.0 field names (CONTRACT §3).
+    /// The 4.0 field names (PROTOCOL §3).
     case current
     /// The 3.x dictionary keys of the brief's migration tables, for consumers still on 3.x.
     case legacy

@@ -1,4 +1,4 @@
-/// One observation of one device (CONTRACT §2), validated.
+/// One observation of one device (PROTOCOL §2), validated.
 public struct SensorRecord: Sendable, Equatable, Codable {
     public var device: DeviceID
     /// The gateway's per-device sequence number; a repeated one is a duplicate.

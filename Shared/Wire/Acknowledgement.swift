@@ -14,7 +14,7 @@ public struct Rejection: Equatable, Sendable {
     }
 }
 
-/// The reply to a gateway batch (CONTRACT §7), in the batch's content type:
+/// The reply to a gateway batch (PROTOCOL §7), in the batch's content type:
 /// `{"accepted": N, "rejected": [{"index": i, "field": "lat", "reason": "…"}]}` (members in that order), and, only
 /// when the batch was refused for the gateway's rate limit, a third member `"retryAfterMs": M` (readers that do not
 /// know it ignore it, and acknowledgements without it are the bytes they always were).
@@ -82,7 +82,7 @@ public struct Acknowledgement: Equatable, Sendable {
         }
     }
 
-    /// Reads an acknowledgement (with `retryAfterMs` when present); members other than those of CONTRACT §7 are ignored, and a missing or mistyped one
+    /// Reads an acknowledgement (with `retryAfterMs` when present); members other than those of PROTOCOL §7 are ignored, and a missing or mistyped one
     /// is an `unexpectedShape` error naming it.
     public static func decode(_ bytes: some Collection<UInt8>, contentType: ContentType) throws(WireError)
         -> Acknowledgement {

@@ -3,8 +3,8 @@ import RoadSaveModel
 /// Which shard a device's records belong to: ingest stores each record in its journal under this shard (of its
 /// `--shards`), so that a detection process can read the records of its shards alone, every device whole.
 ///
-/// The hash is part of the wire contract, not an implementation detail: gateways and tools in other languages compute
-/// it too (Tests/IntegrationTests/Support/journal_check.py does, in Python), so it must never change.
+/// The hash is part of the wire protocol (PROTOCOL §1), not an implementation detail: gateways and tools in other
+/// languages compute it too (Tests/IntegrationTests/Support/journal_check.py does, in Python), so it must never change.
 public enum DeviceShard {
     /// The shard (0..<shards) of a device: 64-bit FNV-1a over the app's UTF-8, a 0xFF byte (which UTF-8 never
     /// holds, so ("ab", "c") and ("a", "bc") differ), and the user's UTF-8, modulo `shards`. Stable across processes,

@@ -13,7 +13,7 @@ import RoadSaveModel
 /// | `latitude`, `longitude` | `crashDetected` | float64, or nil when the device never reported a position |
 /// | `isTest` | `crashDetected` | boolean |
 ///
-/// The names are CONTRACT §3's; dates travel as float64, so every field round-trips exactly. `eventID`, `duration`
+/// The names are PROTOCOL §3's; dates travel as float64, so every field round-trips exactly. `eventID`, `duration`
 /// and `averageSpeed` are derived, so they are not written. A reader ignores keys it does not know.
 public enum EventBody {
     /// The map of `event`, its keys in the order of the table.

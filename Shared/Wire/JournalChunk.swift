@@ -11,7 +11,7 @@ import RoadSaveModel
 /// shard's devices once that shard's chunk is read, not before the batch's other chunks are (a detection that reads
 /// every shard reads them one after the other).
 public struct JournalChunk: Sendable, Equatable {
-    /// A MessagePack array of CONTRACT §2 maps (`RecordBatch.decodeBatch(_, contentType: .msgpack)`).
+    /// A MessagePack array of PROTOCOL §2 maps (`RecordBatch.decodeBatch(_, contentType: .msgpack)`).
     public var records: [UInt8]
     public var header: GatewayBatchHeader?
     /// The journal shard of the chunk (sent with a header only).

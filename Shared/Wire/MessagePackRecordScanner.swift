@@ -9,7 +9,7 @@ import Musl
 import Darwin
 #endif
 
-/// One MessagePack record map (CONTRACT §2 and §7) → `RecordFields`, straight from the bytes: no msgpack-c tree, no
+/// One MessagePack record map (PROTOCOL §2 and §7) → `RecordFields`, straight from the bytes: no msgpack-c tree, no
 /// `JSONValue`, no allocation but the strings a record keeps. It takes the shape records have (a map of string keys
 /// to scalars, `samples` an array of four-number arrays, UTF-8 strings, finite numbers) and answers `.general` for
 /// anything else, so that the caller decodes that record the general way (`MessagePack.record(_:count:)`: the

@@ -1,6 +1,6 @@
 import RoadSaveModel
 
-/// The content types of a gateway batch (CONTRACT §7), as they appear in the batch's `contentType` frame.
+/// The content types of a gateway batch (PROTOCOL §7), as they appear in the batch's `contentType` frame.
 public enum ContentType: String, Sendable, CaseIterable {
     case json = "application/json"
     case msgpack = "application/msgpack"
@@ -63,7 +63,7 @@ public struct DecodedBatch: Sendable {
         }
     }
 
-    /// The CONTRACT §7 acknowledgement of this batch, as it was read. (A service that drops some valid records
+    /// The PROTOCOL §7 acknowledgement of this batch, as it was read. (A service that drops some valid records
     /// afterwards, say as duplicates, still counts them as accepted: the gateway may forget them.)
     public var acknowledgement: Acknowledgement {
         let rejected = rejections
@@ -71,7 +71,7 @@ public struct DecodedBatch: Sendable {
     }
 }
 
-/// Gateway batches (CONTRACT §7): a body that is an array of records (§2), in JSON or MessagePack.
+/// Gateway batches (PROTOCOL §7): a body that is an array of records (§2), in JSON or MessagePack.
 public enum RecordBatch {
     /// Most records accepted in one batch; a larger batch is refused whole (`tooLarge`).
     public static let maximumRecords = 100_000
@@ -110,7 +110,7 @@ public enum RecordBatch {
         return DecodedBatch(records: slots)
     }
 
-    /// Writes a batch body. JSON uses the model's `SensorRecord.json()` (CONTRACT §2 fields at its documented
+    /// Writes a batch body. JSON uses the model's `SensorRecord.json()` (PROTOCOL §2 fields at its documented
     /// precision, e.g. times to the millisecond); MessagePack carries every `Double` exactly as float64 (see
     /// `Packer.pack(record:)` below).
     public static func encodeBatch(_ records: [SensorRecord], as contentType: ContentType) -> [UInt8] {
@@ -134,7 +134,7 @@ public enum RecordBatch {
 }
 
 extension Packer {
-    /// A record as the CONTRACT §2 map: `kind`, `app`, `user`, `seq` (when present), `t`, then the kind's fields,
+    /// A record as the PROTOCOL §2 map: `kind`, `app`, `user`, `seq` (when present), `t`, then the kind's fields,
     /// optional ones left out when nil (`samples` when empty). Times, coordinates and measurements are float64
     /// whatever their value, `seq` and `steps` integers.
     func pack(record: SensorRecord) {

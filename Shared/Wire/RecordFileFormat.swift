@@ -1,5 +1,5 @@
-/// How a file of records is written: NDJSON (one CONTRACT §2 JSON object a line) or MessagePack (the same records as
-/// maps, concatenated: the map shape of a gateway batch's elements, CONTRACT §7).
+/// How a file of records is written: NDJSON (one PROTOCOL §2 JSON object a line) or MessagePack (the same records as
+/// maps, concatenated: the map shape of a gateway batch's elements, PROTOCOL §7).
 public enum RecordFileFormat: String, Sendable, CaseIterable {
     case ndjson
     case msgpack

@@ -54,7 +54,7 @@ public struct RecordFileWriter: ~Copyable {
 }
 
 extension MessagePack {
-    /// One record as its CONTRACT §2 map (the element of a MessagePack batch).
+    /// One record as its PROTOCOL §2 map (the element of a MessagePack batch).
     public static func encode(record: SensorRecord) -> [UInt8] {
         withPacker(capacity: 160) { packer in packer.pack(record: record) }
     }

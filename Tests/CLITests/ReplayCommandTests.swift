@@ -106,7 +106,7 @@ import Testing
         let result = try Processes.roadsave("replay", Self.morning, "--platform", platform.url, "--quiet")
         let requests = platform.stop()
         #expect(events(result, "crashDetected").map { $0["confidence"] as? String } == [verdict])
-        // The candidate carried what CONTRACT §5 names.
+        // The candidate carried what PROTOCOL §5 names.
         let evaluation = try #require(requests.first { $0["path"] as? String == "/v1/crash-evaluations" }?["body"] as? [String: Any])
         for field in ["app", "user", "time", "latitude", "longitude", "speedBefore", "speedAfter", "peakG", "samples"] {
             #expect(evaluation[field] != nil, "\(field)")

@@ -2,11 +2,11 @@ import GatewayKit
 import RoadSaveModel
 import Testing
 
-/// Which ingest takes a device: the wire contract's device hash modulo the number of ingests, in the order listed.
+/// Which ingest takes a device: the device hash of PROTOCOL §1 modulo the number of ingests, in the order listed.
 @Suite struct IngestRouteTests {
     static let three = ["tcp://a:5550", "tcp://b:5550", "tcp://c:5550"]
 
-    /// The contract's hash as its documentation states it (64-bit FNV-1a over app, 0xFF, user), written here again
+    /// The protocol's hash as docs/PROTOCOL.md §1 states it (64-bit FNV-1a over app, 0xFF, user), written here again
     /// rather than called, so that a change to `DeviceShard` cannot pass unnoticed.
     static func documentedHash(app: String, user: String) -> UInt64 {
         var hash: UInt64 = 0xCBF2_9CE4_8422_2325

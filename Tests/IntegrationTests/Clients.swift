@@ -1,7 +1,7 @@
 import Foundation
 
 // Wrappers around the Python clients of `Support/` — programs that are not the project's code, speaking the wire
-// protocols of CONTRACT §7 with pyzmq and msgpack as an outside gateway, subscriber or operator would — and around
+// protocols of PROTOCOL §7 with pyzmq and msgpack as an outside gateway, subscriber or operator would — and around
 // the stub platform of the CLI tests.
 
 /// What `gateway.py` reported: one line per batch, and its exit status.

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 /// The project's own clients against the real services: `roadsave ctl`, and `roadsave up` + `send` + `tail` as a
-/// user runs them (CONTRACT §6), checked against what outside programs see and against `roadsave replay`.
+/// user runs them (PROTOCOL §6), checked against what outside programs see and against `roadsave replay`.
 @Suite("roadsave up, send, tail and ctl")
 struct CommandFlowTests {
     static let roadsave = Build.executable("roadsave")

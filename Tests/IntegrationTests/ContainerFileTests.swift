@@ -153,7 +153,7 @@ struct ContainerFileTests {
 
     @Test func publishedPortsAgreeWithTheEndpoints() throws {
         let services = try Self.services()
-        // The endpoints outside programs use (CONTRACT §7): gateways 5550, subscribers 5554, catch-up 5555. Control
+        // The endpoints outside programs use (PROTOCOL §7): gateways 5550, subscribers 5554, catch-up 5555. Control
         // (5552) is published only when asked for, with docker-compose.control.yml.
         let published = Set(services.flatMap(\.publishedPorts))
         #expect(published == [5550, 5554, 5555], "published \(published.sorted())")

@@ -1,6 +1,6 @@
 import Foundation
 
-/// Records of one device (CONTRACT §2), written as a gateway would record them: one fix a second, positions that
+/// Records of one device (PROTOCOL §2), written as a gateway would record them: one fix a second, positions that
 /// follow the speeds along a heading, a sequence number per record.
 struct Drive {
     let app: String
@@ -128,7 +128,7 @@ enum RecordedCrash {
     }
 }
 
-/// ISO 8601 UTC with milliseconds, as events carry dates (CONTRACT §3).
+/// ISO 8601 UTC with milliseconds, as events carry dates (PROTOCOL §3).
 func iso8601(_ seconds: Double) -> String {
     let formatter = ISO8601DateFormatter()
     formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]

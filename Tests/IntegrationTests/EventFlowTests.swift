@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 /// The three services as separate processes on loopback, fed by a Python gateway and watched by a Python subscriber
-/// and a Python webhook receiver: the paths of CONTRACT §7 as outside programs use them.
+/// and a Python webhook receiver: the paths of PROTOCOL §7 as outside programs use them.
 @Suite("Events from gateway to alerting systems")
 struct EventFlowTests {
     /// The recorded drive that ends in a crash: the subscriber and the webhook receiver each get tripDidStart,
@@ -56,7 +56,7 @@ struct EventFlowTests {
                 #expect(message.topic == "\(message.event).\(RecordedCrash.app).\(user)")
             }
 
-            // The crash, with every field of CONTRACT §3.
+            // The crash, with every field of PROTOCOL §3.
             let crash = try #require(received.first { $0.event == "crashDetected" })
             let reviewed = try #require(expected["crashDetected"])
             #expect(crash.body.string("confidence") == "medium")
@@ -208,7 +208,7 @@ struct EventFlowTests {
         }
     }
 
-    /// A gateway whose acknowledgements were lost sends its batches again (CONTRACT §7: it keeps records until they
+    /// A gateway whose acknowledgements were lost sends its batches again (PROTOCOL §7: it keeps records until they
     /// are acknowledged): the crash is still reported once, and the trip started and ended once.
     @Test func resentBatchesStillGiveEachEventOnce() async throws {
         try await withPipelineSlot {

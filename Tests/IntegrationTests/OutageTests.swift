@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-/// CONTRACT §8 through outages: what was acknowledged is applied, whatever the transport does. The three services as
+/// PROTOCOL §8 through outages: what was acknowledged is applied, whatever the transport does. The three services as
 /// processes on loopback, a gateway streaming a simulated fleet with disorder (`simulate --disorder`) at 500 records
 /// a second, and one outage per run: the gateway paused, ingest frozen (SIGSTOP, then SIGCONT), ingest frozen then
 /// SIGKILLed and started again, detection frozen, the notifier frozen. The outage starts once the gateway has had a

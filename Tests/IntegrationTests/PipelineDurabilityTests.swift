@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-/// CONTRACT §8 under faults: the three services as processes, a gateway streaming a simulated fleet, and each service
+/// PROTOCOL §8 under faults: the three services as processes, a gateway streaming a simulated fleet, and each service
 /// SIGKILLed at a moment the test does not choose (seeded, printed; `ROADSAVE_TEST_SEED` replays a run) and started
 /// again on its data directory. Every event that `roadsave replay` gives for the same records and settings must come
 /// out: once each, with the same eventIDs and contents, at a subscriber (`roadsave tail --since 0`, which drops

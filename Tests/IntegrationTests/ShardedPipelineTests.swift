@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-/// Several ingests and several detection shards (CONTRACT §1, issue 6): two sensor-ingests each with its own
+/// Several ingests and several detection shards (PROTOCOL §1, issue 6): two sensor-ingests each with its own
 /// journal, two detection processes (`--shard 0/2`, `--shard 1/2`) each reading both journals and tracking a position
 /// in each, one notifier reading both detections' outboxes. The union of the events equals replay's; a shard killed
 /// and started again catches up from where it stopped.

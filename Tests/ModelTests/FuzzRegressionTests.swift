@@ -5,7 +5,7 @@ import Testing
 @Suite("Fuzz regressions: RecordDecoding")
 struct RecordDecodingFuzzRegressionTests {
     /// Fuzz/Targets/record_json.swift: a valid record must read back from its own `json()`. These two were accepted,
-    /// then written at CONTRACT §2 precision as the bound itself (t 4102444800.000, peakG 1000), which is refused.
+    /// then written at PROTOCOL §2 precision as the bound itself (t 4102444800.000, peakG 1000), which is refused.
     @Test(arguments: [
         (RecordJSON.impact.with("t", "4102444799.9996"), "t"),
         (RecordJSON.impact.with("peakG", "999.99996"), "peakG"),

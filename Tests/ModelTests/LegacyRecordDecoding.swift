@@ -2,7 +2,7 @@
 // shared validator (RecordDecoding over RecordFields) and the fast scanners are compared with.
 import RoadSaveModel
 
-/// Validation of sensor records against CONTRACT §2. The same rules serve JSON and (later) MessagePack, since
+/// Validation of sensor records against PROTOCOL §2. The same rules serve JSON and (later) MessagePack, since
 /// both decode to a `JSONValue` tree first; errors name the field and say why, for error lines and acks.
 enum LegacyRecordDecoding {
     /// Observation times accepted: after 2000-01-01 and before 2100-01-01. Anything else is a broken clock.

@@ -90,7 +90,7 @@ struct RecordEncodingRoundTripTests {
         }
     }
 
-    /// The decoder's own fixtures (CONTRACT §2 records with every field) survive decode → encode → decode.
+    /// The decoder's own fixtures (PROTOCOL §2 records with every field) survive decode → encode → decode.
     @Test(arguments: ["location", "activity", "steps", "impact", "capabilities"])
     func contractFixturesSurviveReencoding(kind: String) throws {
         let record = try decodeRecord(RecordJSON.valid(kind).text)

@@ -1,4 +1,4 @@
-// Shared checks: every converted line must be a CONTRACT §2 record that a JSON reader other than our own writer accepts.
+// Shared checks: every converted line must be a PROTOCOL §2 record that a JSON reader other than our own writer accepts.
 
 import Foundation
 import Recordings

@@ -1,4 +1,4 @@
-// Every line is a CONTRACT §2 record with exactly the fields of its kind, in range.
+// Every line is a PROTOCOL §2 record with exactly the fields of its kind, in range.
 
 import Foundation
 import Simulator

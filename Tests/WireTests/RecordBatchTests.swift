@@ -113,7 +113,7 @@ struct RecordBatchTests {
         #expect(batch.accepted == Fixtures.records)
     }
 
-    /// Each record of a MessagePack batch (and of ingest's journal, which stores these batches) is the CONTRACT §2
+    /// Each record of a MessagePack batch (and of ingest's journal, which stores these batches) is the PROTOCOL §2
     /// map, keys in the documented order, times exact.
     @Test func msgpackRecordIsTheContractMap() throws {
         let value = try MessagePack.decode(RecordBatch.encodeBatch([Fixtures.records[0]], as: .msgpack))

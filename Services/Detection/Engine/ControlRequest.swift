@@ -1,6 +1,6 @@
 import RoadSaveModel
 
-/// A control command (CONTRACT §7): `{"command": …, "app": …, "user": …, other arguments}`; `user` may be left out
+/// A control command (PROTOCOL §7): `{"command": …, "app": …, "user": …, other arguments}`; `user` may be left out
 /// to address every device of the application. Codable, so a shell can keep the commands it applied in its input
 /// log and give them to the fleet again on recovery.
 public struct ControlRequest: Sendable, Equatable, Codable {

@@ -1,6 +1,6 @@
 import RoadSaveModel
 
-/// A suspected crash, with the features the platform evaluates (CONTRACT §5: device, time, position, speeds
+/// A suspected crash, with the features the platform evaluates (PROTOCOL §5: device, time, position, speeds
 /// before and after, peak g, samples when present).
 public struct CrashCandidate: Sendable, Equatable, Codable {
     public var crashID: String

@@ -162,7 +162,7 @@ public struct DeviceFleet: Sendable {
         return actions
     }
 
-    /// A control command (CONTRACT §7) at the shell's clock `now`. `fetch` is the settings fetch the shell did first
+    /// A control command (PROTOCOL §7) at the shell's clock `now`. `fetch` is the settings fetch the shell did first
     /// when `request.needsSettings` (nil otherwise). Targets: the user given, else every known device of the
     /// application in device order (`noDevices` when there is none); the first refusal stops the command.
     public mutating func control(_ request: ControlRequest, now: Double,

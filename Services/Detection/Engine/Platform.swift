@@ -1,6 +1,6 @@
 import RoadSaveModel
 
-/// The RoadSave platform (CONTRACT §5): settings per application and crash evaluation. The embedded default and
+/// The RoadSave platform (PROTOCOL §5): settings per application and crash evaluation. The embedded default and
 /// the HTTP client both implement it; service shells call it off their reactor threads, so a slow platform holds
 /// up only the device waiting for it.
 public protocol Platform: Sendable {

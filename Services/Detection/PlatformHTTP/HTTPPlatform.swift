@@ -5,7 +5,7 @@ import FoundationNetworking
 #endif
 import RoadSaveModel
 
-/// The RoadSave platform over HTTP (CONTRACT §5), with URLSession: per-request timeouts and retries with
+/// The RoadSave platform over HTTP (PROTOCOL §5), with URLSession: per-request timeouts and retries with
 /// exponential backoff. Each call is its own async task, so a slow platform delays only the device that waits.
 public struct HTTPPlatform: Platform {
     public struct Options: Sendable, Equatable {

@@ -11,7 +11,7 @@ import ZeroMQ
 
 /// notifier: pulls detection's events from its outbox feeds, stores them durably, and delivers each through every
 /// configured sink from that sink's own outbox: a ZeroMQ PUB socket for downstream subscribers (frames
-/// `[<event>.<app>.<user>, JSON, position]`, CONTRACT §7), webhooks and NDJSON. Subscribers that were away ask the
+/// `[<event>.<app>.<user>, JSON, position]`, PROTOCOL §7), webhooks and NDJSON. Subscribers that were away ask the
 /// catch-up endpoint for what they missed.
 ///
 /// The flow, all on one reactor thread:

@@ -1,7 +1,7 @@
 import RoadSaveModel
 import ZeroMQ
 
-/// The PUB socket for alerting systems: frames `[<event>.<app>.<user>, JSON, position]` (CONTRACT §7; the third
+/// The PUB socket for alerting systems: frames `[<event>.<app>.<user>, JSON, position]` (PROTOCOL §7; the third
 /// frame is the event's position in the notifier's stream, decimal ASCII). An entry is taken once handed to the
 /// socket. A crash between publishing and deleting the rows publishes those events again after the restart (at
 /// least once): subscribers drop positions they have seen.

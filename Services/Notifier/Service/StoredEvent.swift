@@ -5,7 +5,7 @@ import RoadSaveModel
 public struct StoredEvent: Sendable, Equatable {
     public var position: UInt64
     public var event: RoadSaveEvent
-    /// `<event>.<app>.<user>` (CONTRACT §7).
+    /// `<event>.<app>.<user>` (PROTOCOL §7).
     public var topic: String
     /// The event in the current format, as stored.
     public var json: String

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A stand-in RoadSave platform for tests (CONTRACT §5), written with the standard library only.
+"""A stand-in RoadSave platform for tests (PROTOCOL §5), written with the standard library only.
 
   python3 stub_platform.py [--verdict high|medium|low|none] [--fail-evaluations] [--fail-settings]
                            [--settings JSON]

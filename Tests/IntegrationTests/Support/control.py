@@ -4,7 +4,7 @@
   python3 control.py --endpoint tcp://127.0.0.1:5552 REQUEST_JSON [REQUEST_JSON ...] [--timeout S]
                     [--server-key SERVER.key.pub [--key CLIENT.key]]
 
-Sends each request (one JSON frame, CONTRACT §7: {"command", "app", "user", ...}) over a REQ socket, in order,
+Sends each request (one JSON frame, PROTOCOL §7: {"command", "app", "user", ...}) over a REQ socket, in order,
 and prints each reply as one JSON line. Exit status 0 when every request was answered, 1 on a timeout (then
 {"timeout": true} is printed), 2 for bad usage. With --server-key the socket is a CurveZMQ client (pyzmq's curve
 options; the key files read with zmq.auth.load_certificate; without --key a fresh key pair nobody listed).

@@ -4,8 +4,8 @@
   python3 gateway.py --endpoint tcp://127.0.0.1:5550 FILE.ndjson [--batch-size N] [--content-type msgpack|json]
                      [--timeout S] [--attempts N] [--batch-prefix TEXT] [--raw]
 
-Reads NDJSON records (CONTRACT §2), sends them to sensor-ingest in batches over a DEALER socket as the frames
-[batchID, contentType, body] (CONTRACT §7), waits for each batch's acknowledgement [batchID, ack] and prints one
+Reads NDJSON records (PROTOCOL §2), sends them to sensor-ingest in batches over a DEALER socket as the frames
+[batchID, contentType, body] (PROTOCOL §7), waits for each batch's acknowledgement [batchID, ack] and prints one
 JSON line per batch: {"batch": ID, "first": index of its first record in the file, "count": N, "attempts": K,
 "ack": {...}}. A batch whose acknowledgement does not come within --timeout is sent again with the same batchID
 (a gateway keeps records until their batch is acknowledged). A line that is not JSON is sent as it is (a string

@@ -5,7 +5,7 @@ kind of gateway the field has, for the outage test's measure of what such a gate
   python3 windowed_gateway.py --endpoint tcp://127.0.0.1:5550 FILE.ndjson [--batch-size N] [--window N]
                               [--rate RECORDS_PER_SECOND] [--timeout S]
 
-Reads NDJSON records (CONTRACT §2) and sends them paced at --rate in batches of three frames [batchID,
+Reads NDJSON records (PROTOCOL §2) and sends them paced at --rate in batches of three frames [batchID,
 contentType, body] (no header: no watermark), keeping up to --window batches unacknowledged; a batch whose
 acknowledgement does not come within --timeout is sent again with the same batchID, and meanwhile newer batches go
 on (as a gateway that only resends on its own timer does). Prints one JSON line per acknowledged batch and, at the
