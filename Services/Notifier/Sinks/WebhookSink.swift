@@ -456,7 +456,7 @@ public actor WebhookSink: EventSink {
 
     /// Stops accepting events, keeps delivering (with retries) what is held until all of it is settled or `deadline`
     /// seconds passed, then abandons what is left (requests on the wire included) and returns how many events were left
-    /// unsettled: the caller still has them (they were never settled).
+    /// unsettled (the caller still has them).
     public func shutdown(deadline: Double) async -> Int {
         if stopped { return abandonedCount }
         closing = true
