@@ -6,11 +6,13 @@ import RoadSaveModel
 @Suite struct WebhookSinkTests {
     let secret = Array("whsec-7f3a9c0d1e2b4a6c".utf8)
 
-    func sink(_ receiver: Receiver, path: String = "/hooks/roadsave", _ configure: (inout WebhookSink.Options) -> Void = { _ in })
-        -> WebhookSink {
+    func sink(_ receiver: Receiver, path: String = "/hooks/roadsave", settlements: Settlements? = nil,
+              _ configure: (inout WebhookSink.Options) -> Void = { _ in }) -> WebhookSink {
         var options = WebhookSink.Options(url: receiver.url(path), secret: secret, initialBackoff: 0.02, maximumBackoff: 0.1)
         configure(&options)
-        return WebhookSink(options: options, log: testLog)
+        return WebhookSink(options: options, log: testLog) { eventID, settlement in
+            settlements?.add(eventID, settlement)
+        }
     }
 
     /// The requests answered 2xx, by eventID.
@@ -216,19 +218,6 @@ import RoadSaveModel
         #expect(kind(503, "Wed, 21 Oct 2015 07:28:00 GMT") == "retry")
     }
 
-    @Test func maximumAttemptsDropsAsFailed() async throws {
-        let receiver = try await Receiver.start(secret: secret, ["--fail-first", "100"])
-        defer { receiver.kill() }
-        let sink = sink(receiver) { $0.maximumAttempts = 3; $0.initialBackoff = 0.01 }
-        let events = [TestEvents.tripStart("ana", trip: "t-1"), TestEvents.tripEnd("ana", trip: "t-1")]
-        for event in events { await sink.deliver(event) }
-        #expect(await sink.shutdown(deadline: 10) == 0)
-        #expect(await sink.stats.failed == 2)
-        let requests = await receiver.stop()
-        #expect(requests.map(\.eventID) == [events[0].eventID, events[0].eventID, events[0].eventID,
-                                            events[1].eventID, events[1].eventID, events[1].eventID])
-    }
-
     @Test func perDeviceOrderKeptUnderRetries() async throws {
         let receiver = try await Receiver.start(secret: secret, ["--fail-every", "3"])
         defer { receiver.kill() }
@@ -259,7 +248,10 @@ import RoadSaveModel
         let receiver = try await Receiver.start(secret: secret, ["--fail-event", a1.eventID])
         defer { receiver.kill() }
         // One slot only: ana's head keeps failing, and must not hold it while it waits to retry.
-        let sink = sink(receiver) { $0.maximumConcurrentDeliveries = 1; $0.initialBackoff = 0.2; $0.maximumBackoff = 0.2 }
+        let settlements = Settlements()
+        let sink = sink(receiver, settlements: settlements) {
+            $0.maximumConcurrentDeliveries = 1; $0.initialBackoff = 0.2; $0.maximumBackoff = 0.2
+        }
         for event in [a1, a2] + others { await sink.deliver(event) }
         let requests = await receiver.wait(timeout: 10) { requests in
             others.allSatisfy { event in requests.contains { $0.eventID == event.eventID && $0.status == 200 } }
@@ -271,7 +263,8 @@ import RoadSaveModel
         #expect(!requests.contains { $0.eventID == a2.eventID })
         #expect(await sink.stats.delivered == 4)
         #expect(await sink.shutdown(deadline: 0.3) == 2)
-        #expect(await sink.undeliveredEvents() == [a1, a2])
+        // ana's two were never settled: they stay with the caller.
+        #expect(Set(settlements.all.map(\.0)) == Set(others.map(\.eventID)))
         let all = await receiver.stop()
         #expect(!all.contains { $0.eventID == a2.eventID })
     }
@@ -315,7 +308,8 @@ import RoadSaveModel
         // would take a minute, far beyond the bound below, which leaves a busy machine plenty of room.
         let receiver = try await Receiver.start(secret: secret, ["--delay", "60"])
         defer { receiver.kill() }
-        let sink = sink(receiver) { $0.timeout = 60 }
+        let settlements = Settlements()
+        let sink = sink(receiver, settlements: settlements) { $0.timeout = 60 }
         let events = TestEvents.journey("ana", 1)
         for event in events { await sink.deliver(event) }
         let start = Date()
@@ -324,12 +318,14 @@ import RoadSaveModel
         #expect(elapsed >= 0.45 && elapsed < 20, "\(elapsed) s")
         #expect(await sink.stats.abandoned == 3)
         #expect(await sink.stats.queued == 0)
-        #expect(await sink.undeliveredEvents() == events)
-        // Refused after shutdown, and kept with the leftovers.
+        // None settled: the caller still has them all.
+        #expect(settlements.all.isEmpty)
+        // Refused after shutdown, and not settled either.
         let late = TestEvents.crash("ana", crash: "late")
         await sink.deliver(late)
         #expect(await sink.stats.rejectedAfterShutdown == 1)
-        #expect(await sink.undeliveredEvents() == events + [late])
+        #expect(await sink.stats.queued == 0)
+        #expect(settlements.all.isEmpty)
         #expect(await sink.shutdown(deadline: 1) == 3)
     }
 
@@ -339,13 +335,14 @@ import RoadSaveModel
         let receiver = try await Receiver.start(secret: secret)
         defer { receiver.kill() }
         for round in 0..<40 {
-            let sink = sink(receiver)
+            let settlements = Settlements()
+            let sink = sink(receiver, settlements: settlements)
             let events = (0..<16).map { TestEvents.crash("u\($0)", crash: "r\(round)-\($0)") }
             for event in events { await sink.deliver(event) }
             let left = await sink.shutdown(deadline: 0)
             let stats = await sink.stats
             #expect(left + stats.delivered == events.count)
-            #expect(await sink.undeliveredEvents().count == left)
+            #expect(settlements.all.count == events.count - left)
         }
     }
 
@@ -367,8 +364,11 @@ import RoadSaveModel
 
     @Test func unreachableEndpointIsRetriedUntilShutdown() async throws {
         // Nothing listens on port 9 of loopback: connection refused, every time.
+        let settlements = Settlements()
         let sink = WebhookSink(options: .init(url: URL(string: "http://127.0.0.1:9/hook")!, secret: secret,
-                                              initialBackoff: 0.02, maximumBackoff: 0.05), log: testLog)
+                                              initialBackoff: 0.02, maximumBackoff: 0.05), log: testLog) { eventID, settlement in
+            settlements.add(eventID, settlement)
+        }
         let event = TestEvents.crash("ana", crash: "c-1")
         await sink.deliver(event)
         let end = Date().addingTimeInterval(10)
@@ -376,33 +376,21 @@ import RoadSaveModel
         #expect(await sink.stats.retried >= 2)
         #expect(await sink.stats.failed == 0)
         #expect(await sink.shutdown(deadline: 0.1) == 1)
-        #expect(await sink.undeliveredEvents() == [event])
+        // Never given up on: left unsettled, with the caller.
+        #expect(settlements.all.isEmpty)
     }
 
-    @Test func fullQueueDropsOldestNonCrashNeverCrashes() async throws {
+    @Test func eventAlreadyHeldIsADuplicate() async throws {
         let receiver = try await Receiver.start(secret: secret, ["--delay", "30"])
         defer { receiver.kill() }
-        let sink = sink(receiver) { $0.maximumConcurrentDeliveries = 1; $0.queueCapacity = 3; $0.timeout = 20 }
-        let onTheWire = TestEvents.tripStart("zed", trip: "z-1") // not droppable while in flight
-        let startA = TestEvents.tripStart("ana", trip: "a-1"), crash1 = TestEvents.crash("ana", crash: "c-1")
-        let endA = TestEvents.tripEnd("ana", trip: "a-1"), startB = TestEvents.tripStart("ben", trip: "b-1")
-        let crash2 = TestEvents.crash("ben", crash: "c-2"), crash3 = TestEvents.crash("cai", crash: "c-3")
-        for event in [onTheWire, startA, crash1] { await sink.deliver(event) }
-        #expect(await sink.stats.queued == 3)
-        await sink.deliver(endA)    // drops startA
-        await sink.deliver(startB)  // drops endA
-        await sink.deliver(crash2)  // drops startB
-        #expect(await sink.stats.queued == 3)
-        await sink.deliver(crash3)  // nothing droppable: beyond capacity
-        #expect(await sink.stats.queued == 4)
-        await sink.deliver(TestEvents.tripStart("dee", trip: "d-1")) // the newcomer is the only droppable one
+        let sink = sink(receiver) { $0.maximumConcurrentDeliveries = 1; $0.timeout = 20 }
+        let onTheWire = TestEvents.tripStart("zed", trip: "z-1"), crash1 = TestEvents.crash("ana", crash: "c-1")
+        for event in [onTheWire, crash1] { await sink.deliver(event) }
         await sink.deliver(crash1)  // already queued: a duplicate
         let stats = await sink.stats
-        #expect(stats.droppedForCapacity == 4)
         #expect(stats.duplicatesIgnored == 1)
-        #expect(stats.queued == 4)
-        #expect(await sink.shutdown(deadline: 0) == 4)
-        #expect(await sink.undeliveredEvents() == [onTheWire, crash1, crash2, crash3])
+        #expect(stats.queued == 2)
+        #expect(await sink.shutdown(deadline: 0) == 2)
     }
 
     @Test func logsAndDescriptionsHideCredentials() {

@@ -3,10 +3,11 @@ import NotifierSinks
 import RoadSaveModel
 import ZeroMQ
 
-/// A webhook fed from its outbox. The `WebhookSink` keeps per-device order and retries without giving up (capped
-/// backoff); an entry is taken when its event was answered 2xx, or refused for good by the receiver (a 4xx other
-/// than 408/429, or a 3xx: logged as dropped by the receiver, not retried). Events still held at a stop stay in the
-/// outbox and are sent again after the next start (with the same eventID: receivers drop duplicates by it).
+/// A webhook fed from its outbox, the one owner of its events' durability. The `WebhookSink` keeps per-device order
+/// and retries without giving up (capped backoff); an entry is taken when its event was answered 2xx, or refused for
+/// good by the receiver (a 4xx other than 408/429, or a 3xx: logged as dropped by the receiver, not retried). The
+/// sink holds at most the outbox window, and events still held at a stop stay in the outbox and are sent again after
+/// the next start (with the same eventID: receivers drop duplicates by it).
 final class WebhookOutlet: SinkOutlet, @unchecked Sendable {
     // @unchecked: the mutable state is used on the reactor thread only; the sink's settlements reach it through
     // `Reactor.post`.
@@ -41,15 +42,10 @@ final class WebhookOutlet: SinkOutlet, @unchecked Sendable {
         self.log = log
         self.report = report
         (stream, feed) = AsyncStream<RoadSaveEvent>.makeStream(bufferingPolicy: .unbounded)
-        var options = options
-        // The outbox holds what waits: the sink never drops for capacity and never gives up.
-        options.queueCapacity = max(options.queueCapacity, capacity + 1)
-        options.maximumAttempts = nil
-        options.callerKeepsEvents = true
         name = "webhook(\(WebhookSink.displayURL(options.url)))"
-        sink = WebhookSink(options: options, log: log, onSettled: { [weak self] eventID, settlement in
+        sink = WebhookSink(options: options, log: log, onSettled: { [weak self] eventID, _ in
             guard let self else { return }
-            reactor.post { _ in self.settled(eventID, settlement) }
+            reactor.post { _ in self.settled(eventID) }
         })
         let sink = sink!, stream = stream
         feeder = Task {
@@ -79,17 +75,10 @@ final class WebhookOutlet: SinkOutlet, @unchecked Sendable {
     }
 
     /// On the reactor thread.
-    private func settled(_ eventID: String, _ settlement: WebhookSink.Settlement) {
+    private func settled(_ eventID: String) {
         guard let position = positions.removeValue(forKey: eventID) else { return }
-        switch settlement {
-        case .delivered, .droppedByReceiver:
-            report(OutletReport(sink: key, taken: [position]))
-        case .gaveUp, .droppedForCapacity:
-            // Not configured to happen (see init); if it does, the event waits in the outbox for the next start.
-            log.error("webhook event not delivered: left in the outbox until the next start",
-                      ["sink": name, "eventID": eventID, "position": String(position), "why": "\(settlement)"])
-            report(OutletReport(sink: key, released: 1))
-        }
+        // Delivered, or refused for good by the receiver (the sink logged it): done with either way.
+        report(OutletReport(sink: key, taken: [position]))
     }
 
     func stopTaking() {

@@ -73,12 +73,6 @@ struct Ring<Element> {
         return nil
     }
 
-    /// Keeps only the elements that pass, in order.
-    mutating func keep(where predicate: (Element) -> Bool) {
-        storage = storage[head...].filter(predicate)
-        head = 0
-    }
-
     mutating func removeAll() {
         storage.removeAll()
         head = 0

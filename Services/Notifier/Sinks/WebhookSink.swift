@@ -16,9 +16,10 @@ import RoadSaveModel
 /// dropped by the receiver (with the status and eventID), not retried, and counted as failed. Delivery is at least
 /// once: a request that timed out may have arrived, and is sent again with the same eventID.
 ///
-/// Every event handed over is settled exactly once through `onSettled` (delivered, dropped by the receiver, out of
-/// attempts, or dropped for capacity), except those still held at shutdown (`undeliveredEvents()`): the notifier
-/// deletes an event's outbox entry only when it is settled as delivered or dropped by the receiver.
+/// Every event handed over is settled exactly once through `onSettled` (delivered, or dropped by the receiver), except
+/// those still held at shutdown or refused after it began. The sink keeps no durability of its own: it never gives up
+/// on an event and never drops one to bound its memory. The caller owns both (the notifier keeps each event in its
+/// outbox until it is settled, and bounds what it hands over by its outbox window).
 ///
 /// ## Ordering and concurrency
 ///
@@ -31,9 +32,6 @@ import RoadSaveModel
 /// - A device whose head failed releases its slot while it waits out its backoff (a timer puts it back on the ready
 ///   list), so a slow or failing device occupies a slot for at most `timeout` per attempt, and never stalls the other
 ///   devices' events.
-/// - Capacity counts every event held (queued, backing off or in flight). When a new event would exceed it, the oldest
-///   non-crash event not currently on the wire is dropped and logged (if that is the new event itself, it is the one
-///   refused); crash events are never dropped for capacity, so the queue may exceed its capacity with crashes.
 /// - An event whose eventID is already held is a duplicate and is ignored (counted in `stats.duplicatesIgnored`).
 /// - All of this state lives in the actor; HTTP runs in detached tasks on URLSession's async `data(for:)`, raced by a
 ///   timer (see `FirstOutcome` for why the loser is abandoned, never cancelled), and backoff waits are `Task.sleep`s:
@@ -50,10 +48,6 @@ public actor WebhookSink: EventSink {
         /// Seconds before the first retry; doubled on each further one, up to `maximumBackoff`.
         public var initialBackoff: Double
         public var maximumBackoff: Double
-        /// Attempts per event before it is dropped as failed; `nil`: until delivered, dropped or shut down.
-        public var maximumAttempts: Int?
-        /// Events held before the oldest non-crash ones are dropped.
-        public var queueCapacity: Int
         /// Requests in flight at once (over all devices).
         public var maximumConcurrentDeliveries: Int
         /// The longest `Retry-After` honoured, in seconds (a longer one waits this long).
@@ -62,22 +56,17 @@ public actor WebhookSink: EventSink {
         /// Sent with every request (e.g. an `Authorization` for a gateway in front of the receiver); values never logged.
         /// They cannot replace the headers the sink sets itself.
         public var extraHeaders: [String: String]
-        /// The caller keeps the events it hands over until they are settled (the notifier's outbox): at shutdown one
-        /// line says how many were left, instead of one warning per event.
-        public var callerKeepsEvents = false
 
         public init(url: URL, secret: [UInt8], format: EventFormat = .current, timeout: Double = 5,
-                    initialBackoff: Double = 0.5, maximumBackoff: Double = 30, maximumAttempts: Int? = nil,
-                    queueCapacity: Int = 10_000, maximumConcurrentDeliveries: Int = 8, maximumRetryAfter: Double = 300,
-                    signatureHeader: String = "X-RoadSave-Signature", extraHeaders: [String: String] = [:]) {
+                    initialBackoff: Double = 0.5, maximumBackoff: Double = 30, maximumConcurrentDeliveries: Int = 8,
+                    maximumRetryAfter: Double = 300, signatureHeader: String = "X-RoadSave-Signature",
+                    extraHeaders: [String: String] = [:]) {
             self.url = url
             self.secret = secret
             self.format = format
             self.timeout = timeout
             self.initialBackoff = initialBackoff
             self.maximumBackoff = maximumBackoff
-            self.maximumAttempts = maximumAttempts
-            self.queueCapacity = queueCapacity
             self.maximumConcurrentDeliveries = maximumConcurrentDeliveries
             self.maximumRetryAfter = maximumRetryAfter
             self.signatureHeader = signatureHeader
@@ -95,8 +84,6 @@ public actor WebhookSink: EventSink {
             if !(initialBackoff > 0) || !(maximumBackoff >= initialBackoff) {
                 problems.append("backoffs must be positive, the maximum at least the initial one")
             }
-            if let maximumAttempts, maximumAttempts < 1 { problems.append("maximumAttempts must be at least 1") }
-            if queueCapacity < 1 { problems.append("the queue capacity must be at least 1") }
             if maximumConcurrentDeliveries < 1 { problems.append("maximumConcurrentDeliveries must be at least 1") }
             if signatureHeader.isEmpty { problems.append("the signature header name is empty") }
             return problems
@@ -105,8 +92,8 @@ public actor WebhookSink: EventSink {
         /// For logs: the URL without credentials, query or full path; no secret, no extra header values.
         public var description: String {
             var text = "webhook \(WebhookSink.displayURL(url)) format=\(format.rawValue) timeout=\(timeout)s"
-            text += " backoff=\(initialBackoff)…\(maximumBackoff)s attempts=\(maximumAttempts.map(String.init) ?? "unlimited")"
-            text += " capacity=\(queueCapacity) concurrency=\(maximumConcurrentDeliveries) secret=<\(secret.count) bytes>"
+            text += " backoff=\(initialBackoff)…\(maximumBackoff)s concurrency=\(maximumConcurrentDeliveries)"
+            text += " secret=<\(secret.count) bytes>"
             if !extraHeaders.isEmpty { text += " extraHeaders=\(extraHeaders.keys.sorted().joined(separator: ","))" }
             return text
         }
@@ -117,10 +104,8 @@ public actor WebhookSink: EventSink {
         public var delivered = 0
         /// Retries scheduled (attempts after an event's first).
         public var retried = 0
-        /// Events dropped after a permanent answer or their last allowed attempt.
+        /// Events refused for good by the receiver (a permanent answer).
         public var failed = 0
-        /// Non-crash events dropped because the queue was full.
-        public var droppedForCapacity = 0
         /// Events already held when handed over again.
         public var duplicatesIgnored = 0
         /// Events handed over after shutdown began.
@@ -167,10 +152,6 @@ public actor WebhookSink: EventSink {
         case delivered
         /// Refused with a permanent answer (4xx other than 408 and 429, or 3xx): not retried.
         case droppedByReceiver(reason: String)
-        /// Its last allowed attempt failed (only with `maximumAttempts`).
-        case gaveUp(reason: String)
-        /// Dropped from a full queue.
-        case droppedForCapacity
     }
 
     /// Called (on the sink's actor) once for each event that leaves the sink, with its eventID.
@@ -186,10 +167,6 @@ public actor WebhookSink: EventSink {
     private var ready = Ring<DeviceID>()
     private var held = 0
     private var heldIDs: Set<String> = []
-    /// Non-crash events in arrival order, for drops from a full queue; entries whose event is gone are skipped, and
-    /// purged when they outnumber the live ones.
-    private var nonCrashOrder = Ring<(sequence: UInt64, device: DeviceID)>()
-    private var liveNonCrash: Set<UInt64> = []
     private var nextSequence: UInt64 = 0
     private var nextToken: UInt64 = 0
     /// The outcome boxes of the attempts on the wire (offered "shut down" at stop, to release their waiters at once).
@@ -204,14 +181,12 @@ public actor WebhookSink: EventSink {
     private var stopped = false
     private var drainWaiters: [CheckedContinuation<Void, Never>] = []
     private var deadlineTask: Task<Void, Never>?
-    private var leftovers: [RoadSaveEvent] = []
     private var abandonedCount = 0
 
     public init(options: Options, log: Log, onSettled: SettledHandler? = nil) {
         self.onSettled = onSettled
         var options = options
         options.maximumConcurrentDeliveries = max(1, options.maximumConcurrentDeliveries)
-        options.queueCapacity = max(1, options.queueCapacity)
         self.options = options
         self.log = log
         self.name = "webhook(\(Self.displayURL(options.url)))"
@@ -251,12 +226,6 @@ public actor WebhookSink: EventSink {
         return stats
     }
 
-    /// The events left undelivered by `shutdown` (oldest first) and those refused after it began: for the caller to
-    /// keep somewhere rather than lose.
-    public func undeliveredEvents() -> [RoadSaveEvent] {
-        leftovers
-    }
-
     // MARK: Accepting
 
     public func deliver(_ event: RoadSaveEvent) async {
@@ -266,8 +235,8 @@ public actor WebhookSink: EventSink {
     private func accept(_ event: RoadSaveEvent) {
         let eventID = event.eventID
         if closing {
+            // Not settled: the caller still has it.
             counters.rejectedAfterShutdown += 1
-            leftovers.append(event)
             log.error("event refused: the sink is shutting down",
                       ["sink": name, "event": event.name, "eventID": eventID, "device": event.device.description])
             return
@@ -277,16 +246,6 @@ public actor WebhookSink: EventSink {
             log.debug("duplicate event ignored: already queued", ["sink": name, "eventID": eventID])
             return
         }
-        if held >= options.queueCapacity && !dropOldestNonCrash() && !event.isCrash {
-            // Everything droppable is on the wire or a crash: the newcomer is the oldest non-crash event left to drop.
-            counters.droppedForCapacity += 1
-            onSettled?(eventID, .droppedForCapacity)
-            log.warning("queue full: dropped the oldest non-crash event",
-                        ["sink": name, "event": event.name, "eventID": eventID, "device": event.device.description,
-                         "capacity": String(options.queueCapacity)])
-            return
-        }
-
         let body = Array(event.json(options.format).utf8)
         var request = URLRequest(url: options.url, cachePolicy: .reloadIgnoringLocalCacheData,
                                  timeoutInterval: Self.libraryTimeout(options.timeout))
@@ -305,59 +264,14 @@ public actor WebhookSink: EventSink {
         devices[event.device, default: DeviceQueue()].items.append(item)
         held += 1
         heldIDs.insert(eventID)
-        if !event.isCrash {
-            nonCrashOrder.append((item.sequence, event.device))
-            liveNonCrash.insert(item.sequence)
-        }
         makeReady(event.device)
         pump()
     }
 
-    /// Drops the oldest non-crash event that is not on the wire; false when there is none.
-    private func dropOldestNonCrash() -> Bool {
-        var index = 0
-        while index < nonCrashOrder.count {
-            let (sequence, device) = nonCrashOrder[index]
-            guard liveNonCrash.contains(sequence), var queue = devices[device],
-                  let position = queue.items.firstIndex(where: { $0.sequence == sequence }) else {
-                if index == 0 { _ = nonCrashOrder.popFirst() } else { index += 1 }
-                continue
-            }
-            if position == 0 && queue.phase == .inFlight {
-                index += 1
-                continue
-            }
-            let item = queue.items.remove(at: position)
-            if position == 0 && queue.phase == .backingOff {
-                // The dropped head was waiting out a backoff: the next event need not wait for it.
-                queue.timer?.task.cancel()
-                queue.timer = nil
-                queue.phase = .idle
-            }
-            devices[device] = queue
-            nonCrashOrder.remove(at: index)
-            forget(item)
-            counters.droppedForCapacity += 1
-            onSettled?(item.eventID, .droppedForCapacity)
-            log.warning("queue full: dropped the oldest non-crash event",
-                        ["sink": name, "event": item.event.name, "eventID": item.eventID,
-                         "device": device.description, "capacity": String(options.queueCapacity)])
-            makeReady(device)
-            return true
-        }
-        return false
-    }
-
-    /// Bookkeeping for an event that leaves the queue (delivered or dropped).
+    /// Bookkeeping for an event that leaves the queue (delivered or dropped by the receiver).
     private func forget(_ item: Item) {
         held -= 1
         heldIDs.remove(item.eventID)
-        if liveNonCrash.remove(item.sequence) != nil {
-            while let first = nonCrashOrder.first, !liveNonCrash.contains(first.sequence) { _ = nonCrashOrder.popFirst() }
-            if nonCrashOrder.count > 64 && nonCrashOrder.count > 2 * liveNonCrash.count {
-                nonCrashOrder.keep { liveNonCrash.contains($0.sequence) }
-            }
-        }
     }
 
     // MARK: Scheduling
@@ -429,7 +343,7 @@ public actor WebhookSink: EventSink {
             checkDrained()
         }
         guard var queue = devices[device], let item = queue.items.first, item.sequence == sequence else {
-            // Cannot happen: the head on the wire is never dropped.
+            // Cannot happen: only a settled head leaves its queue.
             log.error("internal: finished request has no queued event", ["sink": name, "device": device.description])
             return
         }
@@ -455,17 +369,7 @@ public actor WebhookSink: EventSink {
                        "device": device.description, "attempts": String(item.attempts)])
 
         case let .retry(reason, retryAfter):
-            if let maximumAttempts = options.maximumAttempts, item.attempts >= maximumAttempts {
-                _ = queue.items.popFirst()
-                devices[device] = queue
-                forget(item)
-                counters.failed += 1
-                onSettled?(item.eventID, .gaveUp(reason: reason))
-                log.error("event dropped: no attempts left", ["sink": name, "reason": reason, "event": item.event.name,
-                                                              "eventID": item.eventID, "device": device.description,
-                                                              "attempts": String(item.attempts)])
-                return
-            }
+            // Retried without end: only the caller decides to stop (by shutting the sink down).
             let delay = backoff(attempts: item.attempts, retryAfter: retryAfter)
             nextToken += 1
             let timerToken = nextToken
@@ -550,9 +454,9 @@ public actor WebhookSink: EventSink {
 
     // MARK: Shutdown
 
-    /// Stops accepting events, keeps delivering (with retries) what is held until all of it is delivered or dropped or
-    /// `deadline` seconds passed, then abandons what is left (requests on the wire included) and returns how many events
-    /// were left undelivered; they are logged (crashes as errors) and kept in `undeliveredEvents()`.
+    /// Stops accepting events, keeps delivering (with retries) what is held until all of it is settled or `deadline`
+    /// seconds passed, then abandons what is left (requests on the wire included) and returns how many events were left
+    /// unsettled (the caller still has them).
     public func shutdown(deadline: Double) async -> Int {
         if stopped { return abandonedCount }
         closing = true
@@ -592,28 +496,15 @@ public actor WebhookSink: EventSink {
         for outcome in attempts.values { outcome.offer(.retry(reason: "shut down", retryAfter: nil)) }
         attempts.removeAll()
         let onTheWire = Array(network.values)
-        var left: [Item] = []
-        for (_, queue) in devices {
-            queue.timer?.task.cancel()
-            left.append(contentsOf: queue.items.elements)
-        }
-        left.sort { $0.sequence < $1.sequence }
+        for (_, queue) in devices { queue.timer?.task.cancel() }
         devices.removeAll()
         ready.removeAll()
-        nonCrashOrder.removeAll()
-        liveNonCrash.removeAll()
         heldIDs.removeAll()
+        abandonedCount = held
         held = 0
         inFlight = 0
-        abandonedCount = left.count
-        leftovers.insert(contentsOf: left.map(\.event), at: 0)
-        if options.callerKeepsEvents, !left.isEmpty {
-            log.info("shutdown: events left undelivered, kept by the caller", ["sink": name, "events": String(left.count)])
-        }
-        for item in left where !options.callerKeepsEvents {
-            log.write(item.event.isCrash ? .error : .warning, "shutdown: event left undelivered",
-                      ["sink": name, "event": item.event.name, "eventID": item.eventID,
-                       "device": item.event.device.description, "attempts": String(item.attempts)])
+        if abandonedCount > 0 {
+            log.info("shutdown: events left undelivered, kept by the caller", ["sink": name, "events": String(abandonedCount)])
         }
         // Requests on the wire are not cancelled (see `FirstOutcome`): they end by themselves within URLSession's
         // timeout, and may still reach the receiver (which drops duplicates by eventID). The session is invalidated once
