@@ -4,9 +4,7 @@
 ///
 /// The value lives in the header of a `ManagedBuffer` and is reached through its pointer: no exclusivity check at
 /// run time (a class's `var` would cost one per access), and no copy of the value to read or change a field.
-struct OutOfLine<Value>: @unchecked Sendable {
-    // @unchecked: the storage is only written when uniquely referenced (`modify`), so a copy of an `OutOfLine` never
-    // sees another's writes; it is as Sendable as `Value`, which every user here is.
+struct OutOfLine<Value> {
     private final class Storage: ManagedBuffer<Value, Void> {}
 
     private var storage: Storage
@@ -37,3 +35,7 @@ struct OutOfLine<Value>: @unchecked Sendable {
     /// Whether both hold the same storage (shared settings).
     func isShared(with other: OutOfLine<Value>) -> Bool { storage === other.storage }
 }
+
+// @unchecked: the storage is only written when uniquely referenced (`modify`), so a copy of an `OutOfLine` never sees
+// another's writes: it is exactly as Sendable as its value, and the compiler checks that part (issue 21).
+extension OutOfLine: @unchecked Sendable where Value: Sendable {}
