@@ -28,6 +28,8 @@
 # CONTAINER_TEST_BUILD=host|toolchain (default host), CONTAINER_TEST_KEEP=1 (leave everything in place for a look;
 # remove it later with the script whose path it prints).
 set -Eeuo pipefail
+# --help: the comment above.
+case "${1:-}" in -h | --help) sed -n '2,/^set -Eeuo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'; exit 0 ;; esac
 
 cd "$(dirname "$0")/.."
 ROOT=$PWD

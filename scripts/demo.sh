@@ -9,6 +9,8 @@
 # timeout), and every wait is bounded. The data directory and the records are in out/demo (ROADSAVE_DEMO_DIR to
 # choose; made afresh each run).
 set -Eeuo pipefail
+# --help: the comment above.
+case "${1:-}" in -h | --help) sed -n '2,/^set -Eeuo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'; exit 0 ;; esac
 
 cd "$(dirname "$0")/.."
 ROADSAVE=${1:-.build/debug/roadsave}

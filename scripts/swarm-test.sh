@@ -24,6 +24,8 @@
 #
 # Root (apt-get, dockerd, debootstrap). Every wait is bounded. SWARM_TEST_KEEP=1 leaves everything in place.
 set -Eeuo pipefail
+# --help: the comment above.
+case "${1:-}" in -h | --help) sed -n '2,/^set -Eeuo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'; exit 0 ;; esac
 
 cd "$(dirname "$0")/.."
 ROOT=$PWD
