@@ -114,3 +114,17 @@ build_image_from_host_binaries() { # IMAGE BASE_IMAGE BINARIES_IMAGE
     -t "$1" "$ROOT" >"$WORK/build.log" 2>&1 || { tail -40 "$WORK/build.log" >&2; fail "docker build failed"; }
   check_image "$1"
 }
+
+# CurveZMQ keys for a run in $KEYS (roadsave keygen, $host_roadsave): the three services, a gateway for APPS, and a
+# subscriber for every application (bookworm's libzmq 4.3.4 refuses keys limited to applications on the live
+# socket), with allow.txt listing the five.
+make_keys() { # APPS
+  mkdir -p "$KEYS"
+  for service in ingest detect notify; do
+    "$host_roadsave" keygen "$service" --directory "$KEYS" --role service
+  done >"$WORK/keygen.out"
+  "$host_roadsave" keygen gateway --directory "$KEYS" --role gateway --apps "$1" >>"$WORK/keygen.out"
+  "$host_roadsave" keygen subscriber --directory "$KEYS" --role subscriber >>"$WORK/keygen.out"
+  sed -n 's/^allow-list line: //p' "$WORK/keygen.out" >"$KEYS/allow.txt"
+  [ "$(wc -l <"$KEYS/allow.txt")" = 5 ] || fail "keygen printed $(wc -l <"$KEYS/allow.txt") allow-list lines, not 5"
+}

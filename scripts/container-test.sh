@@ -179,15 +179,7 @@ step_done
 
 # ---- 4. keys, up, a crash --------------------------------------------------------------------------------------
 step "keys, docker-compose up, health checks"
-mkdir -p "$KEYS"
-for service in ingest detect notify; do
-  "$host_roadsave" keygen "$service" --directory "$KEYS" --role service
-done >"$WORK/keygen.out"
-"$host_roadsave" keygen gateway --directory "$KEYS" --role gateway --apps "$APP" >>"$WORK/keygen.out"
-# Every application: bookworm's libzmq (4.3.4) refuses keys limited to applications on the live socket.
-"$host_roadsave" keygen subscriber --directory "$KEYS" --role subscriber >>"$WORK/keygen.out"
-sed -n 's/^allow-list line: //p' "$WORK/keygen.out" >"$KEYS/allow.txt"
-[ "$(wc -l <"$KEYS/allow.txt")" = 5 ] || fail "keygen printed $(wc -l <"$KEYS/allow.txt") allow-list lines, not 5"
+make_keys "$APP"
 # Secrets are bind-mounted as they are: the containers' user (uid 10001) must own the secret keys (mode 0600).
 chown 10001 "$KEYS"/*.key && chmod 0644 "$KEYS/allow.txt" "$KEYS"/*.key.pub
 

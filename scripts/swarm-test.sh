@@ -171,13 +171,7 @@ step_done
 
 # ---- 3. keys as secrets, the stack ------------------------------------------------------------------------------
 step "keys as secrets, docker stack deploy, every task ready"
-mkdir -p "$KEYS"
-for service in ingest detect notify; do
-  "$host_roadsave" keygen "$service" --directory "$KEYS" --role service
-done >"$WORK/keygen.out"
-"$host_roadsave" keygen gateway --directory "$KEYS" --role gateway --apps "$APPS" >>"$WORK/keygen.out"
-"$host_roadsave" keygen subscriber --directory "$KEYS" --role subscriber >>"$WORK/keygen.out"
-sed -n 's/^allow-list line: //p' "$WORK/keygen.out" >"$KEYS/allow.txt"
+make_keys "$APPS"
 # The clients run as the image's user (uid 10001), which must own its secret keys (mode 0600: roadsave refuses a
 # secret key others can read); the services get theirs as secrets, owned and moded by the stack file.
 chown 10001:10001 "$KEYS"/* && chmod 0600 "$KEYS"/*.key && chmod 0644 "$KEYS"/*.pub "$KEYS/allow.txt"
