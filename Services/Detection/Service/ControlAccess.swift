@@ -11,36 +11,30 @@ enum ControlAccess {
     /// Nil when the command may run. `key`: the allow-list entry in force of the key the command's connection was
     /// admitted with, or why that key is refused now (`CurveAllowList.entry(for:role:)`); nil without keys.
     static func refusal(of request: ControlRequest, key: Result<CurveAllowList.Entry, CurveKeyRefusal>?) -> Refusal? {
-        switch key {
-        case nil:
-            return nil
-        case let .failure(refusal):
-            // A key removed or replaced since its handshake is refused from the next command on.
-            return Refusal(code: "forbidden", message: refusal.message)
-        case let .success(entry):
-            guard entry.allows(application: request.app) else {
-                return Refusal(code: "forbidden",
-                               message: "operator key \"\(entry.name)\" may not control application \"\(request.app)\" "
-                                   + "(it is listed for \(entry.applicationsText))")
-            }
-            return nil
+        refusal(key) { entry in
+            entry.allows(application: request.app) ? nil
+                : "operator key \"\(entry.name)\" may not control application \"\(request.app)\" "
+                    + "(it is listed for \(entry.applicationsText))"
         }
     }
 
     /// Nil when the operator command may run: it concerns every application, so a key limited to some may not.
     static func refusal(of command: OperatorCommand, key: Result<CurveAllowList.Entry, CurveKeyRefusal>?) -> Refusal? {
+        refusal(key) { entry in
+            entry.applications == nil ? nil
+                : "operator key \"\(entry.name)\" is listed for \(entry.applicationsText) only; "
+                    + "\(command.rawValue) concerns every application, so it needs a key listed for all (*)"
+        }
+    }
+
+    /// No keys: allowed. A key removed or replaced since its handshake is refused from the next command on. A key
+    /// in force: `forbidden` with the reason `entry` gives, if it gives one.
+    private static func refusal(_ key: Result<CurveAllowList.Entry, CurveKeyRefusal>?,
+                                entry reason: (CurveAllowList.Entry) -> String?) -> Refusal? {
         switch key {
-        case nil:
-            return nil
-        case let .failure(refusal):
-            return Refusal(code: "forbidden", message: refusal.message)
-        case let .success(entry):
-            guard entry.applications == nil else {
-                return Refusal(code: "forbidden",
-                               message: "operator key \"\(entry.name)\" is listed for \(entry.applicationsText) only; "
-                                   + "\(command.rawValue) concerns every application, so it needs a key listed for all (*)")
-            }
-            return nil
+        case nil: nil
+        case let .failure(refusal): Refusal(code: "forbidden", message: refusal.message)
+        case let .success(entry): reason(entry).map { Refusal(code: "forbidden", message: $0) }
         }
     }
 }
