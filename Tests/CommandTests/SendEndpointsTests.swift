@@ -142,10 +142,11 @@ import Wire
         let lost = sent.count - expected.count
         #expect(!expected.isEmpty && lost > 0 && lost <= 8 * 100, "premise: both ingests have devices, and the down one's fit its window")
 
-        // Long timeouts, so that the answering ingest has all the time it needs before the other one is given up.
+        // Long timeouts, so that the answering ingest has all the time it needs before the other one is given up: a
+        // hang bound of 20 s an attempt (about 40 s for the down one to be given up), not a speed check on the other.
         let result = try await Roadsave.run(["send", fleet.path, "--endpoint", up, "--endpoint", down, "--batch", "100",
-                                             "--window", "8", "--timeout", "3", "--attempts", "2", "--gateway", "gw-half"],
-                                            limit: 60)
+                                             "--window", "8", "--timeout", "20", "--attempts", "2", "--gateway", "gw-half"],
+                                            limit: 180)
         #expect(result.status == 1, "stderr: \(result.stderr)")
         #expect(result.stderr.contains("not acknowledged by \(down) after 2 attempts"), "\(result.stderr)")
         #expect(!result.stderr.contains("not acknowledged by \(up)"), "\(result.stderr)")
