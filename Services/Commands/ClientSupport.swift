@@ -143,3 +143,63 @@ func validateConnectEndpoint(_ endpoint: String, flag: String) throws(CommandExi
         throw .usage(error.message)
     }
 }
+
+/// What a client command's options tell the shared opening.
+protocol ClientCommandOptions {
+    /// `--help` or `-h` was given: the usage is printed, nothing else is checked or done.
+    var help: Bool { get }
+    /// The level of the command's own log lines on standard error.
+    var logLevel: Log.Level { get }
+}
+
+/// The opening and the error handling every client command (send, tail, ctl, up) shares, so that each command
+/// writes only what is its own: read the options (a bad one is exit 2 with the usage hint), answer `--help`, ignore
+/// SIGPIPE (a reader that went away, as in `… | head`, must not kill the writer of the summary), optionally turn
+/// SIGTERM and SIGINT into `SignalFlag`, and make a `CommandExit` thrown by the body its exit status and message.
+enum ClientCommand {
+    static func run<Options: ClientCommandOptions>(
+        _ name: String, usage: String, signals: [Int32]? = [SIGTERM, SIGINT],
+        options read: () throws -> Options,
+        body: (Options, Log) throws(CommandExit) -> Int32
+    ) -> Int32 {
+        let options: Options
+        do {
+            options = try readOptions(read)
+        } catch {
+            return Console.fail(name, error)
+        }
+        if options.help {
+            print(usage)
+            return 0
+        }
+        if let signals { SignalFlag.install(signals) }
+        signal(SIGPIPE, SIG_IGN)
+        do {
+            return try body(options, Log(category: name, minimumLevel: options.logLevel))
+        } catch {
+            return Console.fail(name, error)
+        }
+    }
+
+    /// Reads options: the shared parser's errors and any other error while reading are usage errors (exit 2);
+    /// a `CommandExit` keeps its own status.
+    static func readOptions<Options>(_ read: () throws -> Options) throws(CommandExit) -> Options {
+        do {
+            return try read()
+        } catch let error as CommandLineOptions.UsageError {
+            throw .usage(error.message)
+        } catch let error as CommandExit {
+            throw error
+        } catch {
+            throw .usage("\(error)")
+        }
+    }
+}
+
+extension CommandLineOptions {
+    /// `--help` and `-h`, the switches every client command takes.
+    static let helpSwitches: Set<String> = ["--help", "-h"]
+
+    /// `--help` or `-h` was given.
+    var asksForHelp: Bool { has("--help") || has("-h") }
+}

@@ -55,24 +55,15 @@ public enum ControlCommand {
 
     public static func run(_ arguments: [String],
                            environment: [String: String] = ProcessInfo.processInfo.environment) -> Int32 {
-        let options: Options
-        do {
-            options = try Options(arguments, environment: environment)
-        } catch {
-            return Console.fail("ctl", error)
+        // No signal flag: ctl waits in one receive with a timeout, and SIGINT or SIGTERM ends it at once, as by default.
+        ClientCommand.run("ctl", usage: usage, signals: nil, options: { try Options(arguments, environment: environment) }) {
+            (options: Options, log: Log) throws(CommandExit) -> Int32 in
+            try answer(exchange(options.request, options: options, log: log), options: options, log: log)
         }
-        if options.help {
-            print(usage)
-            return 0
-        }
-        signal(SIGPIPE, SIG_IGN)
-        let log = Log(category: "ctl", minimumLevel: options.logLevel)
-        let reply: [UInt8]
-        do {
-            reply = try exchange(options.request, options: options, log: log)
-        } catch {
-            return Console.fail("ctl", error)
-        }
+    }
+
+    /// Prints the reply; its "ok" is the exit status (a refusal is also named on standard error).
+    static func answer(_ reply: [UInt8], options: Options, log: Log) -> Int32 {
         var text = String(decoding: reply, as: UTF8.self)
         while text.last?.isNewline == true { text.removeLast() }
         Console.out(text)
@@ -94,7 +85,7 @@ public enum ControlCommand {
         return 1
     }
 
-    struct Options {
+    struct Options: ClientCommandOptions {
         var help = false
         var command = Command.configure
         var app = ""
@@ -108,79 +99,71 @@ public enum ControlCommand {
         var logLevel = Log.Level.warning
         var keys: ClientCurveKeys?
 
-        init(_ arguments: [String], environment: [String: String]) throws(CommandExit) {
-            do {
-                let parsed = try CommandLineOptions(
-                    arguments,
-                    valued: (["--app", "--user", "--mode", "--auto-trips", "--enabled", "--endpoint", "--timeout",
-                             "--log-level"] as Set<String>).union(ClientCurveKeys.flags),
-                    flags: ["--help", "-h"])
-                if parsed.has("--help") || parsed.has("-h") {
-                    help = true
-                    return
-                }
-                let names = Command.allCases.map(\.rawValue).joined(separator: ", ")
-                guard let name = parsed.positional.first else { throw CommandExit.usage("COMMAND missing; one of \(names)") }
-                guard let command = Command(rawValue: name) else {
-                    throw CommandExit.usage("unknown command \"\(name)\"; expected one of \(names)")
-                }
-                guard parsed.positional.count == 1 else {
-                    throw CommandExit.usage("unexpected argument \"\(parsed.positional[1])\" (one command at a time)")
-                }
-                self.command = command
-                if command == .acknowledgeJournalGaps {
-                    // Of the shard, not of an application (ROADSAVE_APP, set for other commands, is not an error).
-                    for flag in ["--app", "--user", "--mode", "--auto-trips", "--enabled"] where parsed.string(flag) != nil {
-                        throw CommandExit.usage("\(flag) does not apply to acknowledgeJournalGaps (it concerns every application)")
-                    }
-                } else {
-                    guard let app = parsed.string("--app") ?? environment["ROADSAVE_APP"], !app.isEmpty else {
-                        throw CommandExit.usage("--app missing: the applicationID (or set ROADSAVE_APP)")
-                    }
-                    self.app = app
-                }
-                user = parsed.string("--user")
-                if user?.isEmpty == true { throw CommandExit.usage("--user needs a non-empty ID") }
-                if let text = parsed.string("--mode") {
-                    guard CrashDetectionMode(rawValue: text) != nil else {
-                        throw CommandExit.usage("--mode must be one of \(CrashDetectionMode.allCases.map(\.rawValue).joined(separator: ", ")), got \"\(text)\"")
-                    }
-                    guard command == .configure || command == .setDetectionMode else {
-                        throw CommandExit.usage("--mode applies to configure and setDetectionMode, not \(command.rawValue)")
-                    }
-                    mode = text
-                }
-                if let text = parsed.string("--auto-trips") {
-                    guard command == .configure else {
-                        throw CommandExit.usage("--auto-trips applies to configure, not \(command.rawValue)")
-                    }
-                    autoTrips = try Self.bool(text, flag: "--auto-trips")
-                }
-                if let text = parsed.string("--enabled") {
-                    guard command == .setAutoTripDetection else {
-                        throw CommandExit.usage("--enabled applies to setAutoTripDetection, not \(command.rawValue)")
-                    }
-                    enabled = try Self.bool(text, flag: "--enabled")
-                }
-                if command == .setDetectionMode, mode == nil {
-                    throw CommandExit.usage("setDetectionMode needs --mode all|crashOnly|tripOnly|disabled")
-                }
-                if command == .setAutoTripDetection, enabled == nil {
-                    throw CommandExit.usage("setAutoTripDetection needs --enabled true|false")
-                }
-                if let text = parsed.string("--endpoint") {
-                    endpoint = try validateConnectEndpoint(text, flag: "--endpoint")
-                }
-                (timeout, timeoutMilliseconds) = try parsed.milliseconds("--timeout", default: 10, range: 0.05...3600)
-                if let text = parsed.string("--log-level") { logLevel = try LogLevelSetting.parse(text) }
-                keys = try ClientCurveKeys.parse(parsed)
-            } catch let error as CommandLineOptions.UsageError {
-                throw .usage(error.message)
-            } catch let error as CommandExit {
-                throw error
-            } catch {
-                throw .usage("\(error)")
+        init(_ arguments: [String], environment: [String: String]) throws {
+            let parsed = try CommandLineOptions(
+                arguments,
+                valued: (["--app", "--user", "--mode", "--auto-trips", "--enabled", "--endpoint", "--timeout",
+                         "--log-level"] as Set<String>).union(ClientCurveKeys.flags),
+                flags: CommandLineOptions.helpSwitches)
+            if parsed.asksForHelp {
+                help = true
+                return
             }
+            let names = Command.allCases.map(\.rawValue).joined(separator: ", ")
+            guard let name = parsed.positional.first else { throw CommandExit.usage("COMMAND missing; one of \(names)") }
+            guard let command = Command(rawValue: name) else {
+                throw CommandExit.usage("unknown command \"\(name)\"; expected one of \(names)")
+            }
+            guard parsed.positional.count == 1 else {
+                throw CommandExit.usage("unexpected argument \"\(parsed.positional[1])\" (one command at a time)")
+            }
+            self.command = command
+            if command == .acknowledgeJournalGaps {
+                // Of the shard, not of an application (ROADSAVE_APP, set for other commands, is not an error).
+                for flag in ["--app", "--user", "--mode", "--auto-trips", "--enabled"] where parsed.string(flag) != nil {
+                    throw CommandExit.usage("\(flag) does not apply to acknowledgeJournalGaps (it concerns every application)")
+                }
+            } else {
+                guard let app = parsed.string("--app") ?? environment["ROADSAVE_APP"], !app.isEmpty else {
+                    throw CommandExit.usage("--app missing: the applicationID (or set ROADSAVE_APP)")
+                }
+                self.app = app
+            }
+            user = parsed.string("--user")
+            if user?.isEmpty == true { throw CommandExit.usage("--user needs a non-empty ID") }
+            if let text = parsed.string("--mode") {
+                guard CrashDetectionMode(rawValue: text) != nil else {
+                    throw CommandExit.usage("--mode must be one of \(CrashDetectionMode.allCases.map(\.rawValue).joined(separator: ", ")), got \"\(text)\"")
+                }
+                guard command == .configure || command == .setDetectionMode else {
+                    throw CommandExit.usage("--mode applies to configure and setDetectionMode, not \(command.rawValue)")
+                }
+                mode = text
+            }
+            if let text = parsed.string("--auto-trips") {
+                guard command == .configure else {
+                    throw CommandExit.usage("--auto-trips applies to configure, not \(command.rawValue)")
+                }
+                autoTrips = try Self.bool(text, flag: "--auto-trips")
+            }
+            if let text = parsed.string("--enabled") {
+                guard command == .setAutoTripDetection else {
+                    throw CommandExit.usage("--enabled applies to setAutoTripDetection, not \(command.rawValue)")
+                }
+                enabled = try Self.bool(text, flag: "--enabled")
+            }
+            if command == .setDetectionMode, mode == nil {
+                throw CommandExit.usage("setDetectionMode needs --mode all|crashOnly|tripOnly|disabled")
+            }
+            if command == .setAutoTripDetection, enabled == nil {
+                throw CommandExit.usage("setAutoTripDetection needs --enabled true|false")
+            }
+            if let text = parsed.string("--endpoint") {
+                endpoint = try validateConnectEndpoint(text, flag: "--endpoint")
+            }
+            (timeout, timeoutMilliseconds) = try parsed.milliseconds("--timeout", default: 10, range: 0.05...3600)
+            if let text = parsed.string("--log-level") { logLevel = try LogLevelSetting.parse(text) }
+            keys = try ClientCurveKeys.parse(parsed)
         }
 
         static func bool(_ text: String, flag: String) throws(CommandExit) -> Bool {

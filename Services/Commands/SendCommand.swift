@@ -90,20 +90,13 @@ public enum SendCommand {
         """
 
     public static func run(_ arguments: [String]) -> Int32 {
-        let options: Options
-        do {
-            options = try Options(arguments)
-        } catch {
-            return Console.fail("send", error)
+        ClientCommand.run("send", usage: usage, options: { try Options(arguments) }) { options, log in
+            send(options, log: log)
         }
-        if options.help {
-            print(usage)
-            return 0
-        }
-        SignalFlag.install()
-        // A reader that went away (`send … | head`) must not kill the summary's writer.
-        signal(SIGPIPE, SIG_IGN)
-        let log = Log(category: "send", minimumLevel: options.logLevel)
+    }
+
+    /// Sends the file; a failure before the first connection is the exit status, after it the summary is printed too.
+    static func send(_ options: Options, log: Log) -> Int32 {
         var failure: CommandExit?
         var gateway: Gateway?
         var sender: Sender?
@@ -158,7 +151,7 @@ public enum SendCommand {
         return 0
     }
 
-    struct Options {
+    struct Options: ClientCommandOptions {
         var help = false
         var path = ""
         /// The ingests, in the order given: a device's records go to `route.index(of:)` (one endpoint: all of them).
@@ -185,77 +178,69 @@ public enum SendCommand {
         var gatewayName: String?
         var end = true
 
-        init(_ arguments: [String]) throws(CommandExit) {
-            do {
-                let parsed = try CommandLineOptions(
-                    arguments,
-                    valued: Set(["--endpoint", "--format", "--input-format", "--batch", "--window", "--timeout",
-                                 "--attempts", "--rate", "--log-level", "--max-disorder", "--gateway"])
-                        .union(ClientCurveKeys.flags),
-                    flags: ["--realtime", ProgressMeter.flag, "--no-end", "--no-watermark", "--help", "-h"])
-                if parsed.has("--help") || parsed.has("-h") {
-                    help = true
-                    return
-                }
-                guard let file = parsed.positional.first else {
-                    throw CommandExit.usage("FILE missing (- reads standard input)")
-                }
-                guard parsed.positional.count == 1 else {
-                    throw CommandExit.usage("unexpected argument \"\(parsed.positional[1])\" (one file at a time)")
-                }
-                path = file
-                let given = parsed.strings("--endpoint")
-                if !given.isEmpty {
-                    endpoints = try given.map { text throws(CommandExit) in try validateConnectEndpoint(text, flag: "--endpoint") }
-                    do {
-                        route = try IngestRoute(endpoints: endpoints)
-                    } catch {
-                        throw CommandExit.usage("--endpoint: \(error)")
-                    }
-                }
-                if let text = parsed.string("--format") {
-                    switch text.lowercased() {
-                    case "msgpack", "application/msgpack": format = .msgpack
-                    case "json", "application/json": format = .json
-                    default: throw CommandExit.usage("--format must be msgpack or json, got \"\(text)\"")
-                    }
-                }
-                do {
-                    inputFormat = try RecordFileFormat(option: parsed.string("--input-format"), path: file)
-                } catch {
-                    throw CommandExit.usage("--input-format: \(error)")
-                }
-                batch = try parsed.integer("--batch", range: 1...RecordBatch.maximumRecords) ?? 500
-                window = try parsed.integer("--window", range: 1...1000) ?? 8
-                (timeout, timeoutMilliseconds) = try parsed.milliseconds("--timeout", default: 10, range: 0.05...3600)
-                attempts = try parsed.integer("--attempts", range: 1...100) ?? 5
-                rate = try parsed.double("--rate", range: 0.001...10_000_000)
-                realtime = parsed.has("--realtime")
-                progress = !parsed.has(ProgressMeter.flag)
-                watermarks = !parsed.has("--no-watermark")
-                end = !parsed.has("--no-end")
-                maximumDisorder = try parsed.double("--max-disorder", range: 0...3600) ?? 10
-                if let name = parsed.string("--gateway") {
-                    guard !name.isEmpty, name.utf8.count <= GatewayBatchHeader.maximumGatewayBytes else {
-                        throw CommandExit.usage("--gateway must be 1 to \(GatewayBatchHeader.maximumGatewayBytes) bytes")
-                    }
-                    gatewayName = name
-                }
-                if !watermarks, parsed.has("--no-end") || parsed.string("--max-disorder") != nil || gatewayName != nil {
-                    throw CommandExit.usage("--no-watermark sends no header: --no-end, --max-disorder and --gateway need one")
-                }
-                if rate != nil, realtime {
-                    throw CommandExit.usage("--rate and --realtime exclude each other: pick one pace")
-                }
-                if let text = parsed.string("--log-level") { logLevel = try LogLevelSetting.parse(text) }
-                keys = try ClientCurveKeys.parse(parsed)
-            } catch let error as CommandLineOptions.UsageError {
-                throw .usage(error.message)
-            } catch let error as CommandExit {
-                throw error
-            } catch {
-                throw .usage("\(error)")
+        init(_ arguments: [String]) throws {
+            let parsed = try CommandLineOptions(
+                arguments,
+                valued: Set(["--endpoint", "--format", "--input-format", "--batch", "--window", "--timeout",
+                             "--attempts", "--rate", "--log-level", "--max-disorder", "--gateway"])
+                    .union(ClientCurveKeys.flags),
+                flags: CommandLineOptions.helpSwitches.union(["--realtime", ProgressMeter.flag, "--no-end", "--no-watermark"]))
+            if parsed.asksForHelp {
+                help = true
+                return
             }
+            guard let file = parsed.positional.first else {
+                throw CommandExit.usage("FILE missing (- reads standard input)")
+            }
+            guard parsed.positional.count == 1 else {
+                throw CommandExit.usage("unexpected argument \"\(parsed.positional[1])\" (one file at a time)")
+            }
+            path = file
+            let given = parsed.strings("--endpoint")
+            if !given.isEmpty {
+                endpoints = try given.map { text throws(CommandExit) in try validateConnectEndpoint(text, flag: "--endpoint") }
+                do {
+                    route = try IngestRoute(endpoints: endpoints)
+                } catch {
+                    throw CommandExit.usage("--endpoint: \(error)")
+                }
+            }
+            if let text = parsed.string("--format") {
+                switch text.lowercased() {
+                case "msgpack", "application/msgpack": format = .msgpack
+                case "json", "application/json": format = .json
+                default: throw CommandExit.usage("--format must be msgpack or json, got \"\(text)\"")
+                }
+            }
+            do {
+                inputFormat = try RecordFileFormat(option: parsed.string("--input-format"), path: file)
+            } catch {
+                throw CommandExit.usage("--input-format: \(error)")
+            }
+            batch = try parsed.integer("--batch", range: 1...RecordBatch.maximumRecords) ?? 500
+            window = try parsed.integer("--window", range: 1...1000) ?? 8
+            (timeout, timeoutMilliseconds) = try parsed.milliseconds("--timeout", default: 10, range: 0.05...3600)
+            attempts = try parsed.integer("--attempts", range: 1...100) ?? 5
+            rate = try parsed.double("--rate", range: 0.001...10_000_000)
+            realtime = parsed.has("--realtime")
+            progress = !parsed.has(ProgressMeter.flag)
+            watermarks = !parsed.has("--no-watermark")
+            end = !parsed.has("--no-end")
+            maximumDisorder = try parsed.double("--max-disorder", range: 0...3600) ?? 10
+            if let name = parsed.string("--gateway") {
+                guard !name.isEmpty, name.utf8.count <= GatewayBatchHeader.maximumGatewayBytes else {
+                    throw CommandExit.usage("--gateway must be 1 to \(GatewayBatchHeader.maximumGatewayBytes) bytes")
+                }
+                gatewayName = name
+            }
+            if !watermarks, parsed.has("--no-end") || parsed.string("--max-disorder") != nil || gatewayName != nil {
+                throw CommandExit.usage("--no-watermark sends no header: --no-end, --max-disorder and --gateway need one")
+            }
+            if rate != nil, realtime {
+                throw CommandExit.usage("--rate and --realtime exclude each other: pick one pace")
+            }
+            if let text = parsed.string("--log-level") { logLevel = try LogLevelSetting.parse(text) }
+            keys = try ClientCurveKeys.parse(parsed)
         }
     }
 

@@ -61,30 +61,18 @@ public enum TailCommand {
         """
 
     public static func run(_ arguments: [String]) -> Int32 {
-        let options: Options
-        do {
-            options = try Options(arguments)
-        } catch {
-            return Console.fail("tail", error)
-        }
-        if options.help {
-            print(usage)
+        ClientCommand.run("tail", usage: usage, options: { try Options(arguments) }) {
+            (options: Options, log: Log) throws(CommandExit) -> Int32 in
+            do throws(CommandExit) {
+                try follow(options, log: log)
+            } catch where error.status == 0 {
+                // a signal during a catch-up request
+            }
             return 0
-        }
-        SignalFlag.install()
-        signal(SIGPIPE, SIG_IGN)
-        let log = Log(category: "tail", minimumLevel: options.logLevel)
-        do {
-            try follow(options, log: log)
-            return 0
-        } catch where error.status == 0 {
-            return 0 // a signal during a catch-up request
-        } catch {
-            return Console.fail("tail", error)
         }
     }
 
-    struct Options {
+    struct Options: ClientCommandOptions {
         var help = false
         var endpoint = "tcp://127.0.0.1:5554"
         var events: [String] = []
@@ -100,7 +88,7 @@ public enum TailCommand {
         var viaCatchUp = false
         var keys: ClientCurveKeys?
 
-        init(_ arguments: [String]) throws(CommandExit) {
+        init(_ arguments: [String]) throws {
             // --event may be repeated, which the shared parser does not keep: take those out first.
             var rest: [String] = []
             var index = 0
@@ -112,7 +100,7 @@ public enum TailCommand {
                     break
                 }
                 if argument == "--event" {
-                    guard index < arguments.count else { throw .usage("--event needs a value") }
+                    guard index < arguments.count else { throw CommandExit.usage("--event needs a value") }
                     events += arguments[index].split(separator: ",").map(String.init)
                     index += 1
                 } else if argument.hasPrefix("--event=") {
@@ -121,55 +109,47 @@ public enum TailCommand {
                     rest.append(argument)
                 }
             }
-            do {
-                let parsed = try CommandLineOptions(
-                    rest, valued: (["--endpoint", "--app", "--user", "--topic", "--count", "--timeout", "--log-level", "--since",
-                                   "--catch-up-endpoint"] as Set<String>).union(ClientCurveKeys.flags),
-                    flags: ["--help", "-h", "--show-position", "--via-catch-up"])
-                if parsed.has("--help") || parsed.has("-h") {
-                    help = true
-                    return
-                }
-                guard parsed.positional.isEmpty else { throw CommandExit.usage("unexpected argument \"\(parsed.positional[0])\"") }
-                if let text = parsed.string("--endpoint") {
-                    endpoint = try validateConnectEndpoint(text, flag: "--endpoint")
-                }
-                for name in events where !TailCommand.eventNames.contains(name) {
-                    throw CommandExit.usage("--event: unknown event \"\(name)\"; expected \(TailCommand.eventNames.joined(separator: ", "))")
-                }
-                app = parsed.string("--app")
-                user = parsed.string("--user")
-                if app?.isEmpty == true { throw CommandExit.usage("--app needs a non-empty ID") }
-                if user?.isEmpty == true { throw CommandExit.usage("--user needs a non-empty ID") }
-                topic = parsed.string("--topic")
-                if topic != nil, !events.isEmpty || app != nil || user != nil {
-                    throw CommandExit.usage("--topic is a raw prefix: use it instead of --event, --app and --user, not with them")
-                }
-                count = try parsed.integer("--count", range: 1...Int(Int32.max))
-                timeout = try parsed.double("--timeout", range: 0.001...31_536_000)
-                if let text = parsed.string("--log-level") { logLevel = try LogLevelSetting.parse(text) }
-                if let text = parsed.string("--since") {
-                    if let position = UInt64(text) {
-                        since = .position(position)
-                    } else if !text.isEmpty, text.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" }) {
-                        since = .eventID(text)
-                    } else {
-                        throw CommandExit.usage("--since needs a position (a whole number) or an eventID, got \"\(text)\"")
-                    }
-                }
-                if let text = parsed.string("--catch-up-endpoint") {
-                    catchUpEndpoint = try validateConnectEndpoint(text, flag: "--catch-up-endpoint")
-                }
-                showPosition = parsed.has("--show-position")
-                viaCatchUp = parsed.has("--via-catch-up")
-                keys = try ClientCurveKeys.parse(parsed)
-            } catch let error as CommandLineOptions.UsageError {
-                throw .usage(error.message)
-            } catch let error as CommandExit {
-                throw error
-            } catch {
-                throw .usage("\(error)")
+            let parsed = try CommandLineOptions(
+                rest, valued: (["--endpoint", "--app", "--user", "--topic", "--count", "--timeout", "--log-level", "--since",
+                               "--catch-up-endpoint"] as Set<String>).union(ClientCurveKeys.flags),
+                flags: CommandLineOptions.helpSwitches.union(["--show-position", "--via-catch-up"]))
+            if parsed.asksForHelp {
+                help = true
+                return
             }
+            guard parsed.positional.isEmpty else { throw CommandExit.usage("unexpected argument \"\(parsed.positional[0])\"") }
+            if let text = parsed.string("--endpoint") {
+                endpoint = try validateConnectEndpoint(text, flag: "--endpoint")
+            }
+            for name in events where !TailCommand.eventNames.contains(name) {
+                throw CommandExit.usage("--event: unknown event \"\(name)\"; expected \(TailCommand.eventNames.joined(separator: ", "))")
+            }
+            app = parsed.string("--app")
+            user = parsed.string("--user")
+            if app?.isEmpty == true { throw CommandExit.usage("--app needs a non-empty ID") }
+            if user?.isEmpty == true { throw CommandExit.usage("--user needs a non-empty ID") }
+            topic = parsed.string("--topic")
+            if topic != nil, !events.isEmpty || app != nil || user != nil {
+                throw CommandExit.usage("--topic is a raw prefix: use it instead of --event, --app and --user, not with them")
+            }
+            count = try parsed.integer("--count", range: 1...Int(Int32.max))
+            timeout = try parsed.double("--timeout", range: 0.001...31_536_000)
+            if let text = parsed.string("--log-level") { logLevel = try LogLevelSetting.parse(text) }
+            if let text = parsed.string("--since") {
+                if let position = UInt64(text) {
+                    since = .position(position)
+                } else if !text.isEmpty, text.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" }) {
+                    since = .eventID(text)
+                } else {
+                    throw CommandExit.usage("--since needs a position (a whole number) or an eventID, got \"\(text)\"")
+                }
+            }
+            if let text = parsed.string("--catch-up-endpoint") {
+                catchUpEndpoint = try validateConnectEndpoint(text, flag: "--catch-up-endpoint")
+            }
+            showPosition = parsed.has("--show-position")
+            viaCatchUp = parsed.has("--via-catch-up")
+            keys = try ClientCurveKeys.parse(parsed)
         }
 
         /// The subscription prefixes; ZeroMQ matches prefixes only, so `accepts` checks the whole topic.

@@ -90,16 +90,14 @@ public enum UpCommand {
 
     public static func run(_ arguments: [String],
                            environment: [String: String] = ProcessInfo.processInfo.environment) -> Int32 {
-        let options: Options
-        do {
-            options = try Options(arguments, environment: environment)
-        } catch {
-            return Console.fail("up", error)
+        // Its signals are installed later, once the services can be started and stopped.
+        ClientCommand.run("up", usage: usage, signals: nil, options: { try Options(arguments, environment: environment) }) {
+            options, _ in supervise(options, environment: environment)
         }
-        if options.help {
-            print(usage)
-            return 0
-        }
+    }
+
+    /// Starts the services and supervises them until a signal; returns the exit status.
+    static func supervise(_ options: Options, environment: [String: String]) -> Int32 {
         guard let executable = currentExecutable() else {
             return Console.fail("up", CommandExit(1, "cannot find this executable (/proc/self/exe)"))
         }
@@ -136,7 +134,6 @@ public enum UpCommand {
         }
         // SIGHUP too: the children have process groups of their own, so a closing terminal reaches only this process.
         SignalFlag.install([SIGTERM, SIGINT, SIGHUP])
-        signal(SIGPIPE, SIG_IGN)
         // The parent-death signal is sent when the thread that spawned a child ends: only the main thread lives as
         // long as this process (a thread of Swift's pool may be retired while idle).
         precondition(Thread.isMainThread, "roadsave up must supervise from the main thread")
@@ -146,7 +143,7 @@ public enum UpCommand {
         return withExtendedLifetime(lock) { supervisor.run() }
     }
 
-    struct Options {
+    struct Options: ClientCommandOptions {
         var help = false
         var applications: String?
         var applicationsFile: String?
@@ -157,7 +154,10 @@ public enum UpCommand {
         var webhookSecretFile: String?
         var basePort = 5550
         var bindHost = "127.0.0.1"
-        var logLevel: String?
+        /// `--log-level`, passed on to the services.
+        var serviceLogLevel: String?
+        /// up's own lines are at info whatever the services' level: its starts, restarts and stops are what it is for.
+        var logLevel: Log.Level { .info }
         /// The first of the three metrics ports (`--metrics-port`); nil: no metrics endpoint.
         var metricsPort: Int?
         /// Absolute, so the services' messages and logs name the real place.
@@ -171,99 +171,91 @@ public enum UpCommand {
         /// The services, by their command names, which are also the names of their data directories.
         static let services = ["ingest", "detect", "notify"]
 
-        init(_ arguments: [String], environment: [String: String]) throws(CommandExit) {
-            do {
-                let parsed = try CommandLineOptions(
-                    arguments,
-                    valued: ["--applications", "--applications-file", "--platform", "--settings", "--ndjson", "--webhooks",
-                             "--webhook-secret-file", "--base-port", "--bind-host", "--log-level", "--data-dir",
-                             "--metrics-port"],
-                    flags: ["--help", "-h", "--dry-run", "--insecure", "--keys"])
-                if parsed.has("--help") || parsed.has("-h") {
-                    help = true
-                    return
+        init(_ arguments: [String], environment: [String: String]) throws {
+            let parsed = try CommandLineOptions(
+                arguments,
+                valued: ["--applications", "--applications-file", "--platform", "--settings", "--ndjson", "--webhooks",
+                         "--webhook-secret-file", "--base-port", "--bind-host", "--log-level", "--data-dir",
+                         "--metrics-port"],
+                flags: CommandLineOptions.helpSwitches.union(["--dry-run", "--insecure", "--keys"]))
+            if parsed.asksForHelp {
+                help = true
+                return
+            }
+            guard parsed.positional.isEmpty else { throw CommandExit.usage("unexpected argument \"\(parsed.positional[0])\"") }
+            dryRun = parsed.has("--dry-run")
+            insecure = parsed.has("--insecure")
+            keys = parsed.has("--keys")
+            let directory = parsed.string("--data-dir") ?? environment["ROADSAVE_DATA_DIR"] ?? "roadsave-data"
+            guard !directory.isEmpty else {
+                throw CommandExit.usage("--data-dir (or ROADSAVE_DATA_DIR) is empty: give the directory for the services' state")
+            }
+            dataDirectory = URL(fileURLWithPath: directory).standardizedFileURL.path
+            applications = parsed.string("--applications")
+            applicationsFile = parsed.string("--applications-file")
+            if let path = applicationsFile, !FileManager.default.isReadableFile(atPath: path) {
+                throw CommandExit.usage("--applications-file: cannot read \(path)")
+            }
+            let fromEnvironment = environment["ROADSAVE_APPLICATIONS"].map { !$0.isEmpty } ?? false
+                || environment["ROADSAVE_APPLICATIONS_FILE"] != nil
+            if applications?.split(separator: ",").contains(where: { !$0.trimmingCharacters(in: .whitespaces).isEmpty }) != true,
+               applicationsFile == nil, !fromEnvironment {
+                throw CommandExit.usage("no applications: give --applications, ROADSAVE_APPLICATIONS or --applications-file (ingest would refuse every record)")
+            }
+            if let text = parsed.string("--platform") {
+                guard let url = URL(string: text), let scheme = url.scheme, ["http", "https"].contains(scheme),
+                      url.host != nil else {
+                    throw CommandExit.usage("--platform: \"\(text)\" is not an http:// or https:// URL")
                 }
-                guard parsed.positional.isEmpty else { throw CommandExit.usage("unexpected argument \"\(parsed.positional[0])\"") }
-                dryRun = parsed.has("--dry-run")
-                insecure = parsed.has("--insecure")
-                keys = parsed.has("--keys")
-                let directory = parsed.string("--data-dir") ?? environment["ROADSAVE_DATA_DIR"] ?? "roadsave-data"
-                guard !directory.isEmpty else {
-                    throw CommandExit.usage("--data-dir (or ROADSAVE_DATA_DIR) is empty: give the directory for the services' state")
+                platform = text
+            }
+            settings = parsed.string("--settings")
+            if let path = settings, !FileManager.default.isReadableFile(atPath: path) {
+                throw CommandExit.usage("--settings: cannot read \(path)")
+            }
+            ndjson = parsed.string("--ndjson")
+            webhooks = parsed.string("--webhooks")
+            webhookSecretFile = parsed.string("--webhook-secret-file")
+            if let path = webhookSecretFile, !FileManager.default.isReadableFile(atPath: path) {
+                throw CommandExit.usage("--webhook-secret-file: cannot read \(path)")
+            }
+            basePort = try parsed.integer("--base-port", range: 1...65530) ?? 5550
+            metricsPort = try parsed.integer("--metrics-port", range: 1...65533)
+            if let host = parsed.string("--bind-host") {
+                guard !host.isEmpty, !host.contains("/"), host.rangeOfCharacter(from: .whitespaces) == nil else {
+                    throw CommandExit.usage("--bind-host: \"\(host)\" is not a host address (an IP address, an interface or *)")
                 }
-                dataDirectory = URL(fileURLWithPath: directory).standardizedFileURL.path
-                applications = parsed.string("--applications")
-                applicationsFile = parsed.string("--applications-file")
-                if let path = applicationsFile, !FileManager.default.isReadableFile(atPath: path) {
-                    throw CommandExit.usage("--applications-file: cannot read \(path)")
+                bindHost = host
+            }
+            if let level = parsed.string("--log-level") {
+                guard Log.Level(rawValue: level) != nil else {
+                    throw CommandExit.usage("--log-level must be one of debug, info, warning, error, got \"\(level)\"")
                 }
-                let fromEnvironment = environment["ROADSAVE_APPLICATIONS"].map { !$0.isEmpty } ?? false
-                    || environment["ROADSAVE_APPLICATIONS_FILE"] != nil
-                if applications?.split(separator: ",").contains(where: { !$0.trimmingCharacters(in: .whitespaces).isEmpty }) != true,
-                   applicationsFile == nil, !fromEnvironment {
-                    throw CommandExit.usage("no applications: give --applications, ROADSAVE_APPLICATIONS or --applications-file (ingest would refuse every record)")
+                serviceLogLevel = level
+            }
+            for port in basePort...(basePort + 5) {
+                do {
+                    _ = try Endpoint.validate(bind(port), flag: "--bind-host/--base-port")
+                } catch {
+                    throw CommandExit.usage(error.message)
                 }
-                if let text = parsed.string("--platform") {
-                    guard let url = URL(string: text), let scheme = url.scheme, ["http", "https"].contains(scheme),
-                          url.host != nil else {
-                        throw CommandExit.usage("--platform: \"\(text)\" is not an http:// or https:// URL")
-                    }
-                    platform = text
+            }
+            if let metricsPort {
+                guard metricsPort + 2 < basePort || metricsPort > basePort + 5 else {
+                    throw CommandExit.usage("--metrics-port \(metricsPort): its ports \(metricsPort)-\(metricsPort + 2) overlap "
+                                            + "the services' \(basePort)-\(basePort + 5) (--base-port)")
                 }
-                settings = parsed.string("--settings")
-                if let path = settings, !FileManager.default.isReadableFile(atPath: path) {
-                    throw CommandExit.usage("--settings: cannot read \(path)")
+                do {
+                    _ = try MetricsEndpoint(parsing: metricsEndpoint(0)!)
+                } catch {
+                    throw CommandExit.usage("--metrics-port needs --bind-host to be an IP address or *: \(error)")
                 }
-                ndjson = parsed.string("--ndjson")
-                webhooks = parsed.string("--webhooks")
-                webhookSecretFile = parsed.string("--webhook-secret-file")
-                if let path = webhookSecretFile, !FileManager.default.isReadableFile(atPath: path) {
-                    throw CommandExit.usage("--webhook-secret-file: cannot read \(path)")
-                }
-                basePort = try parsed.integer("--base-port", range: 1...65530) ?? 5550
-                metricsPort = try parsed.integer("--metrics-port", range: 1...65533)
-                if let host = parsed.string("--bind-host") {
-                    guard !host.isEmpty, !host.contains("/"), host.rangeOfCharacter(from: .whitespaces) == nil else {
-                        throw CommandExit.usage("--bind-host: \"\(host)\" is not a host address (an IP address, an interface or *)")
-                    }
-                    bindHost = host
-                }
-                if let level = parsed.string("--log-level") {
-                    guard Log.Level(rawValue: level) != nil else {
-                        throw CommandExit.usage("--log-level must be one of debug, info, warning, error, got \"\(level)\"")
-                    }
-                    logLevel = level
-                }
-                for port in basePort...(basePort + 5) {
-                    do {
-                        _ = try Endpoint.validate(bind(port), flag: "--bind-host/--base-port")
-                    } catch {
-                        throw CommandExit.usage(error.message)
-                    }
-                }
-                if let metricsPort {
-                    guard metricsPort + 2 < basePort || metricsPort > basePort + 5 else {
-                        throw CommandExit.usage("--metrics-port \(metricsPort): its ports \(metricsPort)-\(metricsPort + 2) overlap "
-                                                + "the services' \(basePort)-\(basePort + 5) (--base-port)")
-                    }
-                    do {
-                        _ = try MetricsEndpoint(parsing: metricsEndpoint(0)!)
-                    } catch {
-                        throw CommandExit.usage("--metrics-port needs --bind-host to be an IP address or *: \(error)")
-                    }
-                }
-                // The services would refuse it one by one; say it once, with what to do.
-                if !insecure, !keys, !CurveServerKeys.isLoopback(bind(basePort)) {
-                    throw CommandExit.usage("--bind-host \(bindHost) makes the services reachable from other machines, but up "
-                        + "passes them no CurveZMQ keys: pass --keys to run with keys, --insecure to accept plaintext, "
-                        + "unauthenticated connections, or bind 127.0.0.1 (the default)")
-                }
-            } catch let error as CommandLineOptions.UsageError {
-                throw .usage(error.message)
-            } catch let error as CommandExit {
-                throw error
-            } catch {
-                throw .usage("\(error)")
+            }
+            // The services would refuse it one by one; say it once, with what to do.
+            if !insecure, !keys, !CurveServerKeys.isLoopback(bind(basePort)) {
+                throw CommandExit.usage("--bind-host \(bindHost) makes the services reachable from other machines, but up "
+                    + "passes them no CurveZMQ keys: pass --keys to run with keys, --insecure to accept plaintext, "
+                    + "unauthenticated connections, or bind 127.0.0.1 (the default)")
             }
         }
 

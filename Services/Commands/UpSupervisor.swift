@@ -68,7 +68,7 @@ extension UpCommand {
             }
             // What every service gets: the log level, --insecure.
             var sharedFlags: [String] = []
-            if let logLevel = options.logLevel { sharedFlags = ["--log-level", logLevel] }
+            if let level = options.serviceLogLevel { sharedFlags = ["--log-level", level] }
             if options.insecure { sharedFlags.append("--insecure") }
             let keys = UpKeys(directory: options.keysDirectory)
             func keyFlags(_ service: String) -> [String] { options.keys ? keys.arguments(of: service) : [] }
