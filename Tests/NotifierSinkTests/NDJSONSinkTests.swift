@@ -3,6 +3,8 @@ import Testing
 import RoadSaveModel
 @testable import NotifierSinks
 
+/// The NDJSON sink's batches as the notifier's outbox hands them over (`appendDurably`); what the file holds across
+/// crashes is `NDJSONRecoveryTests`' (NotifierTests).
 @Suite struct NDJSONSinkTests {
     static func temporaryPath() -> String {
         FileManager.default.temporaryDirectory.appendingPathComponent("roadsave-sink-\(UUID().uuidString).ndjson").path
@@ -11,6 +13,13 @@ import RoadSaveModel
     static func lines(_ path: String) throws -> [String] {
         try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n", omittingEmptySubsequences: false)
             .map(String.init)
+    }
+
+    func append(_ sink: NDJSONSink, _ events: [RoadSaveEvent], expected: Int64? = nil) async
+        -> Result<Int64?, NDJSONSink.WriteError> {
+        await withCheckedContinuation { continuation in
+            sink.appendDurably(events, expectedOffset: expected) { continuation.resume(returning: $0) }
+        }
     }
 
     @Test func appendsAcrossSinksOneLinePerEvent() async throws {
@@ -22,14 +31,14 @@ import RoadSaveModel
 
         let current = try NDJSONSink(path: path, format: .current, log: testLog)
         #expect(current.name == "ndjson(\(path))")
-        for event in first { await current.deliver(event) }
-        #expect(await current.shutdown(deadline: 5) == 0)
-        #expect(current.stats.written == 3)
-        #expect(current.stats.failed == 0)
+        let size = try await append(current, first).get()
+        #expect(size == Int64(try String(contentsOfFile: path, encoding: .utf8).utf8.count))
+        await current.close()
+        #expect(current.stats == NDJSONSink.Stats(written: 3, failed: 0))
 
-        let legacy = try NDJSONSink(path: path, format: .legacy, fsync: true, log: testLog)
-        for event in second { await legacy.deliver(event) }
-        #expect(await legacy.shutdown(deadline: 5) == 0)
+        let legacy = try NDJSONSink(path: path, format: .legacy, log: testLog)
+        _ = try await append(legacy, second).get()
+        await legacy.close()
 
         let expected = ["existing line"] + first.map { $0.json(.current) } + second.map { $0.json(.legacy) } + [""]
         #expect(try Self.lines(path) == expected)
@@ -42,13 +51,16 @@ import RoadSaveModel
         #expect(try Self.lines(path)[5].contains(#""timestamp""#)) // the legacy crash
     }
 
-    @Test func manyEventsKeepTheirOrder() async throws {
+    @Test func manyBatchesKeepTheirOrder() async throws {
         let path = Self.temporaryPath()
         defer { try? FileManager.default.removeItem(atPath: path) }
         let sink = try NDJSONSink(path: path, log: testLog)
         let events = (0..<300).flatMap { TestEvents.journey("u\($0 % 7)", $0) }
-        for event in events { await sink.deliver(event) }
-        #expect(await sink.shutdown(deadline: 10) == 0)
+        var offset: Int64?
+        for start in stride(from: 0, to: events.count, by: 30) {
+            offset = try await append(sink, Array(events[start..<start + 30]), expected: offset).get()
+        }
+        await sink.close()
         #expect(try Self.lines(path) == events.map { $0.json(.current) } + [""])
     }
 
@@ -68,19 +80,21 @@ import RoadSaveModel
         }
     }
 
-    @Test func writeErrorsAreCountedNotFatal() async throws {
+    @Test func writeErrorsAreReturnedAndCounted() async throws {
         // /dev/full accepts the open and fails every write with ENOSPC.
         let sink = try NDJSONSink(path: "/dev/full", log: testLog)
-        for event in TestEvents.journey("ana", 1) { await sink.deliver(event) }
-        #expect(await sink.shutdown(deadline: 5) == 0)
-        #expect(sink.stats.failed == 3)
-        #expect(sink.stats.written == 0)
+        let result = await append(sink, TestEvents.journey("ana", 1))
+        #expect(throws: NDJSONSink.WriteError(operation: "write /dev/full", code: ENOSPC)) { try result.get() }
+        await sink.close()
+        #expect(sink.stats == NDJSONSink.Stats(written: 0, failed: 3))
     }
 
     @Test func devNullStaysADevice() async throws {
         let sink = try NDJSONSink(path: "/dev/null", log: testLog)
-        for event in TestEvents.journey("ana", 1) { await sink.deliver(event) }
-        #expect(await sink.shutdown(deadline: 5) == 0)
+        #expect(!sink.isTruncatable)
+        // Not a regular file: no size to record.
+        #expect(try await append(sink, TestEvents.journey("ana", 1)).get() == nil)
+        await sink.close()
         #expect(sink.stats.written == 3)
         var info = stat()
         #expect(stat("/dev/null", &info) == 0)
@@ -91,86 +105,17 @@ import RoadSaveModel
         let sink = try NDJSONSink(path: "-", log: testLog)
         #expect(sink.name == "ndjson(stdout)")
         #expect(!FileManager.default.fileExists(atPath: FileManager.default.currentDirectoryPath + "/-"))
-        #expect(await sink.shutdown(deadline: 1) == 0)
-        try await Task.sleep(for: .milliseconds(50))
+        await sink.close()
         #expect(fcntl(STDOUT_FILENO, F_GETFD) != -1)
     }
 
-    @Test func refusesAfterShutdown() async throws {
+    @Test func refusesAfterClose() async throws {
         let path = Self.temporaryPath()
         defer { try? FileManager.default.removeItem(atPath: path) }
         let sink = try NDJSONSink(path: path, log: testLog)
-        #expect(await sink.shutdown(deadline: 1) == 0)
-        let late = TestEvents.crash("ana", crash: "late")
-        await sink.deliver(late)
-        #expect(sink.stats.rejectedAfterShutdown == 1)
-        #expect(sink.undeliveredEvents() == [late])
+        await sink.close()
+        let result = await append(sink, [TestEvents.crash("ana", crash: "late")])
+        #expect(throws: NDJSONSink.WriteError(operation: "write \(path)", code: EBADF)) { try result.get() }
         #expect(try Self.lines(path) == [""])
-    }
-
-    @Test func reopenFollowsRotation() async throws {
-        let path = Self.temporaryPath()
-        let rotated = path + ".1"
-        defer {
-            try? FileManager.default.removeItem(atPath: path)
-            try? FileManager.default.removeItem(atPath: rotated)
-        }
-        let sink = try NDJSONSink(path: path, log: testLog)
-        let events = TestEvents.journey("ana", 1)
-        await sink.deliver(events[0])
-        while sink.stats.queued > 0 { try await Task.sleep(for: .milliseconds(2)) }
-        try FileManager.default.moveItem(atPath: path, toPath: rotated)
-        try sink.reopen()
-        await sink.deliver(events[1])
-        await sink.deliver(events[2])
-        #expect(await sink.shutdown(deadline: 5) == 0)
-        #expect(try Self.lines(rotated) == [events[0].json(), ""])
-        #expect(try Self.lines(path) == [events[1].json(), events[2].json(), ""])
-    }
-
-    @Test func fullQueueDropsOldestNonCrashFirst() async throws {
-        // A FIFO that is already full and that nobody reads: the sink's first write blocks, and the queue fills.
-        let fifo = Self.temporaryPath()
-        defer { try? FileManager.default.removeItem(atPath: fifo) }
-        #expect(mkfifo(fifo, 0o600) == 0)
-        let reader = open(fifo, O_RDONLY | O_NONBLOCK)
-        try #require(reader >= 0)
-        defer { close(reader) }
-        let filler = open(fifo, O_WRONLY | O_NONBLOCK)
-        try #require(filler >= 0)
-        let chunk = [UInt8](repeating: 0x20, count: 4096)
-        while write(filler, chunk, chunk.count) > 0 {}
-        close(filler)
-
-        let sink = try NDJSONSink(path: fifo, queueCapacity: 3, log: testLog)
-        let stuck = TestEvents.tripStart("ana", trip: "stuck")
-        await sink.deliver(stuck)
-        let end = Date().addingTimeInterval(10)
-        while !sink.isWriting && Date() < end { try await Task.sleep(for: .milliseconds(2)) }
-        try #require(sink.isWriting)
-
-        let trips = (1...3).map { TestEvents.tripStart("ben", trip: "t\($0)") }
-        let crashes = (1...4).map { TestEvents.crash("ana", crash: "c\($0)") }
-        for event in trips { await sink.deliver(event) }
-        #expect(sink.stats.queued == 4)
-        for event in crashes.prefix(3) { await sink.deliver(event) } // each drops the oldest trip
-        #expect(sink.stats.droppedForCapacity == 3)
-        #expect(sink.stats.queued == 4)
-        await sink.deliver(crashes[3]) // nothing left to drop: beyond capacity
-        await sink.deliver(TestEvents.tripStart("ana", trip: "late")) // the newcomer is the only droppable one
-        #expect(sink.stats.droppedForCapacity == 4)
-        #expect(sink.stats.queued == 5)
-        #expect(await sink.shutdown(deadline: 0.2) == 5)
-        #expect(sink.undeliveredEvents() == [stuck] + crashes)
-
-        // Let the stuck write finish and the sink close its end (EOF) before the read end closes: the writer must
-        // never see a pipe without readers (SIGPIPE).
-        var scratch = [UInt8](repeating: 0, count: 65536)
-        let drained = Date().addingTimeInterval(5)
-        while Date() < drained {
-            let count = read(reader, &scratch, scratch.count)
-            if count == 0 { break }
-            if count < 0 { try await Task.sleep(for: .milliseconds(5)) }
-        }
     }
 }

@@ -30,7 +30,7 @@ import RoadSaveModel
         let first = try await append(sink, [events[0]], expected: start).get()
         let second = try await append(sink, [events[1], events[2]], expected: first).get()
         #expect(second == Int64(text(path).utf8.count))
-        _ = await sink.shutdown(deadline: 1)
+        await sink.close()
 
         // A crash after the second batch was written but before it was recorded: the restart cuts it.
         let reopened = try NDJSONSink(path: path, log: testLog)
@@ -47,7 +47,7 @@ import RoadSaveModel
 
         // A file shorter than recorded was rotated or cut by someone else: kept, and its size is what counts now.
         #expect(try reopened.recover(committedOffset: 100_000) == second)
-        _ = await reopened.shutdown(deadline: 1)
+        await reopened.close()
     }
 
     @Test func standardOutputCannotBeCut() throws {

@@ -101,9 +101,8 @@ final class NDJSONOutlet: SinkOutlet, @unchecked Sendable {
     func finisher(deadline: Double) -> @Sendable () async -> Void {
         let sink = sink
         return {
-            // The batch being written completes (and is reported) before the queue is empty.
-            await sink.flush()
-            _ = await sink.shutdown(deadline: 0)
+            // The batch being written completes (and is reported) before the file is closed.
+            await sink.close()
         }
     }
 }

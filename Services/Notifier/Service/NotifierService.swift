@@ -84,7 +84,7 @@ public final class NotifierService: @unchecked Sendable {
         log = Log(category: "notifier", minimumLevel: configuration.logLevel)
         _ = try DataDirectory.prepare(configuration.dataDirectory)
         if let path = configuration.ndjsonPath {
-            ndjsonSink = try NDJSONSink(path: path, format: configuration.ndjsonFormat, fsync: true,
+            ndjsonSink = try NDJSONSink(path: path, format: configuration.ndjsonFormat,
                                         log: Log(category: "ndjson", minimumLevel: configuration.logLevel))
         } else {
             ndjsonSink = nil

@@ -7,32 +7,23 @@ import Glibc
 import Darwin
 #endif
 
-/// Events as NDJSON, one line per event, to a file (appended) or to standard output (path `-`).
+/// Events as NDJSON, one line per event, appended to a file or written to standard output (path `-`), in batches
+/// that the notifier's outbox makes durable (`NDJSONOutlet`): the outbox is the one queue, so this sink holds none.
 ///
-/// - The file is opened with `O_WRONLY|O_APPEND|O_CREAT`: never truncated, never replaced by a rename (an atomic
-///   rename over the target once turned /dev/null into a regular file on this machine), so devices, FIFOs and files
-///   shared with other writers are safe targets.
-/// - Each line goes out in one `write(2)` (continued after `EINTR` or a partial write), so lines are never buffered
-///   in the process and never interleave with other `O_APPEND` writers; `fsync` after each line is optional.
-/// - `deliver` only queues the line; a private serial dispatch queue (not Swift's cooperative pool) does the blocking
-///   writes, in order.
-/// - Write errors are logged and counted (`stats.failed`), never fatal; the event is not retried.
-/// - The queue holds at most `queueCapacity` lines: when full, the oldest non-crash line is dropped (and logged);
-///   crash lines are never dropped for capacity.
-public final class NDJSONSink: EventSink, @unchecked Sendable {
+/// - The file is opened with `O_WRONLY|O_APPEND|O_CREAT`: never replaced by a rename (an atomic rename over the
+///   target once turned /dev/null into a regular file on this machine), so devices, FIFOs and files shared with other
+///   writers are safe targets. It is cut only by `recover` and `appendDurably`, back to a size recorded with the outbox.
+/// - A batch goes out in one `write(2)` (continued after `EINTR` or a partial write) and is fsync'd, on a private
+///   serial dispatch queue (not Swift's cooperative pool), in order.
+/// - Write errors are returned to the caller, which keeps the events and tries again; they are counted here.
+public final class NDJSONSink: @unchecked Sendable {
     // @unchecked: every mutable property below is read and written only with `lock` held.
 
     public struct Stats: Sendable, Equatable {
         /// Lines written completely.
         public var written = 0
-        /// Lines whose write failed (logged, not retried).
+        /// Lines of batches whose write failed.
         public var failed = 0
-        /// Non-crash lines dropped because the queue was full.
-        public var droppedForCapacity = 0
-        /// Events handed over after shutdown began.
-        public var rejectedAfterShutdown = 0
-        /// Lines waiting to be written (including one being written).
-        public var queued = 0
     }
 
     public struct OpenError: Error, CustomStringConvertible, Equatable {
@@ -44,33 +35,18 @@ public final class NDJSONSink: EventSink, @unchecked Sendable {
     public let name: String
     public let path: String
     public let format: EventFormat
-    public let syncsEachLine: Bool
-    public let queueCapacity: Int
     private let log: Log
     private let writer: DispatchQueue
 
-    private struct Line {
-        var event: RoadSaveEvent
-        var bytes: [UInt8]
-    }
-
     private let lock = NSLock()
     private var descriptor: Int32
-    private var pending = Ring<Line>()
-    private var writing: Line?
-    private var closing = false
     private var closed = false
     private var counters = Stats()
-    private var failuresInARow = 0
-    private var leftovers: [RoadSaveEvent] = []
 
     /// Opens `path` for appending (`-` is standard output, which is never closed). Throws when it cannot be opened.
-    public init(path: String, format: EventFormat = .current, fsync: Bool = false, queueCapacity: Int = 100_000,
-                log: Log) throws {
+    public init(path: String, format: EventFormat = .current, log: Log) throws {
         self.path = path
         self.format = format
-        self.syncsEachLine = fsync
-        self.queueCapacity = max(1, queueCapacity)
         self.log = log
         self.name = path == "-" ? "ndjson(stdout)" : "ndjson(\(path))"
         self.writer = DispatchQueue(label: "roadsave.ndjson-sink", qos: .utility)
@@ -90,112 +66,9 @@ public final class NDJSONSink: EventSink, @unchecked Sendable {
         }
     }
 
-    public var stats: Stats {
-        lock.withLock {
-            var stats = counters
-            stats.queued = pending.count + (writing == nil ? 0 : 1)
-            return stats
-        }
-    }
+    public var stats: Stats { lock.withLock { counters } }
 
-    /// Whether a line is being written now (for tests: a blocked writer).
-    var isWriting: Bool { lock.withLock { writing != nil } }
-
-    /// The events left unwritten by `shutdown` (and those refused after it), in order.
-    public func undeliveredEvents() -> [RoadSaveEvent] {
-        lock.withLock { leftovers }
-    }
-
-    public func deliver(_ event: RoadSaveEvent) async {
-        accept(event)
-    }
-
-    /// The synchronous form of `deliver` (it never blocks on I/O either).
-    public func accept(_ event: RoadSaveEvent) {
-        let line = Line(event: event, bytes: Array((event.json(format) + "\n").utf8))
-        var dropped: RoadSaveEvent?
-        let accepted: Bool = lock.withLock {
-            if closing {
-                counters.rejectedAfterShutdown += 1
-                leftovers.append(event)
-                return false
-            }
-            if pending.count >= queueCapacity {
-                if let index = pending.firstIndex(where: { !$0.event.isCrash }) {
-                    dropped = pending.remove(at: index).event
-                    counters.droppedForCapacity += 1
-                } else if !event.isCrash {
-                    // Only crashes are waiting: the newcomer is the oldest droppable line there is.
-                    dropped = event
-                    counters.droppedForCapacity += 1
-                    return false
-                }
-            }
-            pending.append(line)
-            return true
-        }
-        if !accepted && dropped == nil {
-            log.error("event refused: the sink is shut down",
-                      ["sink": name, "event": event.name, "eventID": event.eventID, "device": event.device.description])
-        }
-        if let dropped {
-            log.warning("queue full: dropped the oldest non-crash event",
-                        ["sink": name, "event": dropped.name, "eventID": dropped.eventID,
-                         "device": dropped.device.description, "capacity": String(queueCapacity)])
-        }
-        if accepted {
-            writer.async { self.writeNext() }
-        }
-    }
-
-    /// Runs on `writer`: writes the oldest pending line.
-    private func writeNext() {
-        guard let (line, descriptor) = lock.withLock({ () -> (Line, Int32)? in
-            guard !closed, let line = pending.popFirst() else { return nil }
-            writing = line
-            return (line, self.descriptor)
-        }) else { return }
-
-        let error = Self.writeAll(line.bytes, to: descriptor)
-        var syncError: Int32 = 0
-        if error == 0 && syncsEachLine && fsync(descriptor) != 0 && errno != EINVAL && errno != EROFS {
-            syncError = errno // EINVAL/EROFS: stdout on a pipe or a terminal, which cannot be synced.
-        }
-
-        let (failures, recovered): (Int, Bool) = lock.withLock {
-            writing = nil
-            if error == 0 {
-                counters.written += 1
-                let recovered = failuresInARow > 0
-                failuresInARow = 0
-                return (0, recovered)
-            }
-            counters.failed += 1
-            failuresInARow += 1
-            return (failuresInARow, false)
-        }
-        if error != 0 {
-            // One line for the first failure in a row, then at 10, 100, 1000…: a full disk doesn't flood the log.
-            if Self.isPowerOfTen(failures) {
-                log.error("write failed: event not written",
-                          ["sink": name, "error": String(cString: strerror(error)), "event": line.event.name,
-                           "eventID": line.event.eventID, "failuresInARow": String(failures)])
-            }
-        } else if recovered {
-            log.info("writes succeed again", ["sink": name])
-        }
-        if syncError != 0 {
-            log.warning("fsync failed", ["sink": name, "error": String(cString: strerror(syncError))])
-        }
-    }
-
-    private static func isPowerOfTen(_ value: Int) -> Bool {
-        var value = value
-        while value >= 10 && value % 10 == 0 { value /= 10 }
-        return value == 1
-    }
-
-    /// One `write(2)` for the line, continued after EINTR, a partial write or EAGAIN (a non-blocking descriptor
+    /// One `write(2)` for the bytes, continued after EINTR, a partial write or EAGAIN (a non-blocking descriptor
     /// inherited as standard output). Returns 0 or the errno.
     private static func writeAll(_ bytes: [UInt8], to descriptor: Int32) -> Int32 {
         bytes.withUnsafeBytes { buffer in
@@ -217,8 +90,6 @@ public final class NDJSONSink: EventSink, @unchecked Sendable {
             return 0
         }
     }
-
-    // MARK: Durable batches (the notifier's outbox)
 
     /// Why a durable batch was not written.
     public struct WriteError: Error, CustomStringConvertible, Equatable {
@@ -274,7 +145,9 @@ public final class NDJSONSink: EventSink, @unchecked Sendable {
         for event in events { lines += Array((event.json(format) + "\n").utf8) }
         let bytes = lines
         writer.async {
-            let descriptor = self.lock.withLock { self.descriptor }
+            guard let descriptor = self.lock.withLock({ self.closed ? nil : self.descriptor }) else {
+                return completion(.failure(WriteError(operation: "write \(self.path)", code: EBADF)))
+            }
             if let expectedOffset {
                 var status = stat()
                 if fstat(descriptor, &status) == 0, Int64(status.st_size) > expectedOffset,
@@ -300,61 +173,24 @@ public final class NDJSONSink: EventSink, @unchecked Sendable {
         }
     }
 
-    /// Waits until the writer queue has done everything given to it so far.
-    public func flush() async {
+    /// Closes the file once the batches given so far are written (standard output stays open). A batch given after
+    /// it fails with EBADF.
+    public func close() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            writer.async { continuation.resume() }
-        }
-    }
-
-    /// Reopens the file (after log rotation moved it away); lines already queued go to the new file. Does nothing for
-    /// standard output. Throws, and keeps writing to the old descriptor, when the path cannot be opened.
-    public func reopen() throws {
-        guard path != "-" else { return }
-        let fresh = try Self.openForAppending(path)
-        writer.async {
-            let old: Int32? = self.lock.withLock {
-                guard !self.closed else { return fresh }
-                let old = self.descriptor
-                self.descriptor = fresh
-                return old
+            writer.async {
+                let descriptor: Int32? = self.lock.withLock {
+                    guard !self.closed else { return nil }
+                    self.closed = true
+                    return self.descriptor
+                }
+                if let descriptor, self.path != "-" { closeDescriptor(descriptor) }
+                continuation.resume()
             }
-            if let old { _ = close(old) }
         }
     }
+}
 
-    /// Writes what is queued, for at most `deadline` seconds, then closes the file. Returns the number of lines left
-    /// unwritten (a line being written at the deadline counts as unwritten, though it may still complete).
-    public func shutdown(deadline: Double) async -> Int {
-        let alreadyClosing = lock.withLock { () -> Bool in
-            defer { closing = true }
-            return closing
-        }
-        let end = monotonicSeconds() + max(0, deadline)
-        while !Task.isCancelled {
-            let left = lock.withLock { pending.count + (writing == nil ? 0 : 1) }
-            if left == 0 || monotonicSeconds() >= end { break }
-            try? await Task.sleep(for: .milliseconds(2))
-        }
-        let left: [RoadSaveEvent] = lock.withLock {
-            if closed { return [] }
-            closed = true
-            var left = pending.elements.map(\.event)
-            if let writing { left.insert(writing.event, at: 0) }
-            pending.removeAll()
-            leftovers.insert(contentsOf: left, at: 0)
-            return left
-        }
-        if alreadyClosing && left.isEmpty { return 0 }
-        for event in left {
-            log.write(event.isCrash ? .error : .warning, "shutdown: event left unwritten",
-                      ["sink": name, "event": event.name, "eventID": event.eventID])
-        }
-        // After any write in progress (the queue is serial); standard output stays open.
-        writer.async {
-            let descriptor = self.lock.withLock { self.descriptor }
-            if self.path != "-" { _ = close(descriptor) }
-        }
-        return left.count
-    }
+/// `close(2)`, out of the class whose `close()` would hide it.
+private func closeDescriptor(_ descriptor: Int32) {
+    _ = close(descriptor)
 }
