@@ -7,7 +7,7 @@
 import Foundation
 import RoadSaveModel
 
-public enum EmissionConverter {
+public enum EmissionConverter: RecordingBytesConverter {
     public enum Platform: String, Sendable {
         case ios
         case android
@@ -188,16 +188,6 @@ public enum EmissionConverter {
         }
         day.platform = platformCounts.max { $0.value < $1.value }?.key
         return day
-    }
-
-    public static func convert(file: URL, app: String = "recorded", user: String? = nil) throws -> ConvertedRecording {
-        let data = try RecordingFile.data(of: file)
-        return try convert(bytes: [UInt8](data), fileName: file.lastPathComponent, app: app, user: user)
-    }
-
-    public static func convert(text: String, fileName: String, app: String = "recorded", user: String? = nil) throws
-        -> ConvertedRecording {
-        try convert(bytes: Array(text.utf8), fileName: fileName, app: app, user: user)
     }
 
     /// Speed and course of a fix as the record gives them (nil = unknown).

@@ -8,7 +8,7 @@
 import Foundation
 import RoadSaveModel
 
-public enum EnvirocarConverter {
+public enum EnvirocarConverter: RecordingBytesConverter {
     /// One measurement with a time and a position.
     public struct Point: Sendable, Equatable {
         public var t: Double
@@ -113,16 +113,6 @@ public enum EnvirocarConverter {
             track.points.append(point)
         }
         return track
-    }
-
-    public static func convert(file: URL, app: String = "recorded", user: String? = nil) throws -> ConvertedRecording {
-        let data = try RecordingFile.data(of: file)
-        return try convert(bytes: [UInt8](data), fileName: file.lastPathComponent, app: app, user: user)
-    }
-
-    public static func convert(text: String, fileName: String, app: String = "recorded", user: String? = nil) throws
-        -> ConvertedRecording {
-        try convert(bytes: Array(text.utf8), fileName: fileName, app: app, user: user)
     }
 
     public static func convert(bytes: [UInt8], fileName: String, app: String = "recorded", user: String? = nil) throws

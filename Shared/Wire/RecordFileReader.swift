@@ -142,6 +142,16 @@ public final class RecordFileReader {
 
     // MARK: MessagePack
 
+    /// The buffer ends inside a record: reads on, or fails (false) when the input ended there (a truncated file).
+    private func refillInsideRecord(available: Int) -> Bool {
+        if ended {
+            fail("the input ends inside record \(number + 1), which starts at byte \(consumed + start) "
+                 + "(\(available) bytes follow): the file is truncated")
+            return false
+        }
+        return refill()
+    }
+
     private func nextMessagePack() -> (number: Int, item: Item)? {
         lastRecord = nil
         while true {
@@ -164,12 +174,7 @@ public final class RecordFileReader {
                     return (number, .invalid(error))
                 }
             case .incomplete:
-                if ended {
-                    fail("the input ends inside record \(number + 1), which starts at byte \(consumed + start) "
-                         + "(\(available) bytes follow): the file is truncated")
-                    return nil
-                }
-                guard refill() else { return nil }
+                guard refillInsideRecord(available: available) else { return nil }
             case .general:
                 switch MessagePack.extent(buffer + start, count: available) {
                 case let .complete(length):
@@ -182,12 +187,7 @@ public final class RecordFileReader {
                     case let .failure(error): return (number, .invalid(error))
                     }
                 case .incomplete:
-                    if ended {
-                        fail("the input ends inside record \(number + 1), which starts at byte \(consumed + start) "
-                             + "(\(available) bytes follow): the file is truncated")
-                        return nil
-                    }
-                    guard refill() else { return nil }
+                    guard refillInsideRecord(available: available) else { return nil }
                 case let .malformed(error):
                     var reason = "record \(number + 1) (byte \(consumed + start)): \(error.reason)"
                     if let offset = error.offset { reason += " at byte \(consumed + start + offset)" }
