@@ -1,7 +1,15 @@
 # What the container tests share (sourced by scripts/container-test.sh and scripts/swarm-test.sh, never run): the
 # tools and the engine, Debian root filesystems from debootstrap (no registry is reachable), and the RoadSave image
-# built from the Dockerfile unchanged, offline. The caller sets ROOT, CACHE, WORK, DOCKER and SUITE and defines
-# LOG_NAME (and STEP_WIDTH); it gets log, fail, step and step_done, DOCKERD_PID (the dockerd it must stop, if this started one) and mirror.
+# built from the Dockerfile unchanged, offline. The caller sets ROOT (the checkout) and WORK and defines LOG_NAME (and
+# STEP_WIDTH); it gets CACHE, DOCKER and SUITE, log, fail, step and step_done, DOCKERD_PID (the dockerd it must stop,
+# if this started one) and mirror.
+
+# The debootstrap tarballs and staged executables, kept between runs.
+CACHE=$ROOT/.build/container
+export PATH=$PATH:/opt/swift/usr/bin
+# Debian's docker.io client: it builds with BuildKit by itself (DOCKER_BUILDKIT=1), where a newer CLI needs buildx.
+DOCKER=/usr/bin/docker
+SUITE=bookworm
 
 # Log lines with the seconds since the start, failure, and timed steps (LOG_NAME and STEP_WIDTH set by the caller).
 since() { awk -v now="$EPOCHREALTIME" -v then="$1" 'BEGIN { printf "%.1f", now - then }'; }

@@ -33,11 +33,6 @@ case "${1:-}" in -h | --help) sed -n '2,/^set -Eeuo/p' "$0" | sed -e '$d' -e 's/
 
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-CACHE=$ROOT/.build/container
-export PATH=$PATH:/opt/swift/usr/bin
-# Debian's docker.io client: it builds with BuildKit by itself (DOCKER_BUILDKIT=1), where a newer CLI needs buildx.
-DOCKER=/usr/bin/docker
-SUITE=bookworm
 # CONTAINER_TEST_BUILD=toolchain: what the toolchain needs besides itself (as the swift:6.x-bookworm images install),
 # and the build stage's development packages.
 BUILD_PACKAGES="binutils libc6-dev libgcc-12-dev libstdc++-12-dev libcurl4-openssl-dev libxml2-dev libedit2 libncurses-dev

@@ -29,10 +29,6 @@ case "${1:-}" in -h | --help) sed -n '2,/^set -Eeuo/p' "$0" | sed -e '$d' -e 's/
 
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-CACHE=$ROOT/.build/container
-export PATH=$PATH:/opt/swift/usr/bin
-DOCKER=/usr/bin/docker
-SUITE=bookworm
 NODE_PACKAGES="docker.io iptables iproute2 procps ca-certificates bash kmod"
 APPS=stest-app,stest-app2
 
