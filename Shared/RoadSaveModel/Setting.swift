@@ -115,7 +115,9 @@ extension Setting {
         self.init(flag: flag, environment: environment, key: key, default: nil, shown: nil, valueName: valueName, help: help,
                   secret: secret) { text, flag throws(CommandLineOptions.UsageError) in try parse(text, flag) }
     }
+}
 
+extension Setting where Value == String? {
     /// Text without a default: nil unless given (and, with `emptyIsUnset`, when given empty).
     public static func text(flag: String, environment: String, key: String, valueName: String = "VALUE", help: String,
                             secret: Bool = false, emptyIsUnset: Bool = false) -> Setting<String?> {

@@ -11,8 +11,6 @@ public struct ServiceConfiguration: Sendable {
     public static let configFlag = Setting<String?>.text(flag: "--config", environment: "ROADSAVE_CONFIG", key: "config",
                                                          help: "JSON file of settings (keys as shown in brackets)")
 
-    public var specs: [any AnySetting] { values.settings }
-
     public init(specs: [any AnySetting], arguments: [String],
                 environment: [String: String] = ProcessInfo.processInfo.environment) throws(CommandLineOptions.UsageError) {
         let all = specs + [Self.configFlag]
