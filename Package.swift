@@ -81,7 +81,7 @@ let package = Package(
         .target(name: "Replay", dependencies: ["RoadSaveModel", "DetectionEngine", "PlatformHTTP", "Wire", "TerminalProgress"],
                 path: "Services/Replay"),
         // Reports: the engines over a recording, drawn (HTML with inline SVG) and as GeoJSON.
-        .target(name: "Report", dependencies: ["RoadSaveModel", "DetectionEngine", "Replay", "Wire"],
+        .target(name: "Report", dependencies: ["RoadSaveModel", "DetectionEngine", "PlatformHTTP", "Replay", "Wire"],
                 path: "Services/Report"),
         // Simulation: realistic record streams from a seed.
         .target(name: "Simulator", dependencies: ["GatewayKit", "TerminalProgress"], path: "Services/Simulator"),

@@ -16,7 +16,8 @@ public enum IngestCommand {
         ServiceProcess.run(
             name: "ingest",
             summary: "sensor-ingest: takes batches of records from gateways (ZeroMQ ROUTER), validates each record, stores the valid\nones in its journal (SQLite in --data-dir, fsync'd) and only then acknowledges the batch; detection pulls them by\nposition from --records-endpoint.",
-            arguments: arguments, specs: IngestConfiguration.specs, load: IngestConfiguration.load,
+            arguments: arguments, specs: IngestConfiguration.specs, dataDirectory: IngestConfiguration.Settings.dataDirectory,
+            load: IngestConfiguration.load,
             make: { try IngestService(configuration: $0) })
     }
 }
@@ -27,7 +28,8 @@ public enum DetectCommand {
         ServiceProcess.run(
             name: "detect",
             summary: "detection: reads sensor-ingest's journals by position and runs the trip and crash engines per device, takes\ncontrol commands and calls the platform off its socket thread. Its store in --data-dir holds a checkpoint of every\ndevice, the inputs since (journal ranges, platform answers, commands, clock ticks) and an outbox of events kept until\nthe notifier has stored them; a restart re-runs the inputs after the checkpoint and gives the same events again.",
-            arguments: arguments, specs: DetectionConfiguration.specs, load: DetectionConfiguration.load,
+            arguments: arguments, specs: DetectionConfiguration.specs, dataDirectory: DetectionConfiguration.Settings.dataDirectory,
+            load: DetectionConfiguration.load,
             make: { try DetectionService(configuration: $0) })
     }
 }
@@ -38,7 +40,8 @@ public enum NotifyCommand {
         ServiceProcess.run(
             name: "notify",
             summary: "notifier: pulls detection's events, stores each once (by eventID) in --data-dir and delivers them to alerting\nsystems: a ZeroMQ PUB socket (topics <event>.<app>.<user>, with catch-up from --catch-up-endpoint), HMAC-signed\nwebhooks and NDJSON, each in the current or the legacy 3.x format.",
-            arguments: arguments, specs: NotifierConfiguration.specs, load: NotifierConfiguration.load,
+            arguments: arguments, specs: NotifierConfiguration.specs, dataDirectory: NotifierConfiguration.Settings.dataDirectory,
+            load: NotifierConfiguration.load,
             make: { try NotifierService(configuration: $0) })
     }
 }
@@ -48,7 +51,7 @@ public enum NotifyCommand {
 /// store).
 enum ServiceProcess {
     static func run<Configuration>(
-        name: String, summary: String, arguments: [String], specs: [SettingSpec],
+        name: String, summary: String, arguments: [String], specs: [any AnySetting], dataDirectory: Setting<String>,
         load: (ServiceConfiguration) throws(CommandLineOptions.UsageError) -> Configuration,
         make: (Configuration) throws -> any RunnableService,
         environment: [String: String] = ProcessInfo.processInfo.environment
@@ -64,7 +67,7 @@ enum ServiceProcess {
         }
         return ServiceRunner.run(
             name: name, summary: summary, arguments: arguments, specs: specs, load: load,
-            hold: { source in try DataDirectorySetting.lock(source) },
+            hold: { source in try DataDirectorySetting.lock(source, dataDirectory) },
             make: make, supervisor: supervisor)
     }
 }

@@ -7,6 +7,10 @@ import Wire
 
 /// `roadsave replay FILE.ndjson`: the engines over a recording, events as NDJSON on standard output.
 public enum ReplayCommand {
+    /// The settings replay shares with the detection service (and `roadsave report`): the same flags, defaults and
+    /// checks. Replay reads them from its flags only, not from the environment.
+    public static let settings: [any AnySetting] = PlatformSettings.all + OrderingSettings.all
+
     public static let usage = """
         Usage: roadsave replay FILE.ndjson|FILE.msgpack [options]
 
@@ -23,14 +27,8 @@ public enum ReplayCommand {
 
         Options:
           --input-format F      ndjson or msgpack (default: msgpack for a FILE ending in .msgpack, else ndjson)
-          --platform URL        use the RoadSave platform at URL for settings and crash evaluation
-                                (default: the embedded platform: built-in settings and evaluator)
-          --settings FILE       JSON thresholds that replace the platform's settings (any subset of the fields)
           --format FORMAT       current (default) or legacy (the 3.x keys)
-          --reorder-window S    seconds of event time a record may arrive late and still be put in order
-                                (default \(JSONObjectWriter.number(DeviceFleet.Options().ordering.window, decimals: 3)), as in the detection service)
-          --platform-timeout S  seconds per platform request (default 5)
-          --platform-attempts N attempts per platform call, with exponential backoff (default 3)
+        \(SettingHelp.command(settings))
           --quiet               no log lines but errors
           --no-progress         no progress line (records, records/s, percent and time left) on standard error;
                                 it is shown only when standard error is a terminal and standard output is not
@@ -43,9 +41,7 @@ public enum ReplayCommand {
     public static func run(_ arguments: [String]) async -> Int32 {
         let options: CommandLineOptions
         do {
-            options = try CommandLineOptions(arguments,
-                                             valued: ["--input-format", "--platform", "--settings", "--format", "--reorder-window",
-                                                      "--platform-timeout", "--platform-attempts"],
+            options = try CommandLineOptions(arguments, valued: SettingValues.valued(settings).union(["--input-format", "--format"]),
                                              flags: ["--quiet", ProgressMeter.flag, "--help", "-h"])
         } catch {
             return fail(error.message)
@@ -62,8 +58,9 @@ public enum ReplayCommand {
         var fleetOptions = DeviceFleet.Options()
         do {
             format = try options.choice("--format", EventFormat.self) ?? .current
-            if let window = try options.double("--reorder-window", range: 0...3600) { fleetOptions.ordering.window = window }
-            platform = try makePlatform(options)
+            let values = SettingValues(settings, options: options)
+            try OrderingSettings.apply(values, to: &fleetOptions)
+            platform = try PlatformSettings.platform(values)
         } catch let error as CommandLineOptions.UsageError {
             return fail(error.message)
         } catch {
@@ -119,22 +116,6 @@ public enum ReplayCommand {
                 replayer.reject(error, number: number)
             }
         }
-    }
-
-    /// The platform that `--platform`, `--settings`, `--platform-timeout` and `--platform-attempts` ask for (shared
-    /// with `roadsave report`, which runs the engines the same way).
-    public static func makePlatform(_ options: CommandLineOptions) throws -> any Platform {
-        var url: URL?
-        if let text = options.string("--platform") {
-            guard let parsed = URL(string: text) else {
-                throw CommandLineOptions.UsageError("--platform: \"\(text)\" is not a URL")
-            }
-            url = parsed
-        }
-        let timeout = try options.double("--platform-timeout", range: 0.1...300) ?? 5
-        let attempts = try options.integer("--platform-attempts", range: 1...20) ?? 3
-        return try PlatformSetup.platform(url: url, options: .init(requestTimeout: timeout, attempts: attempts),
-                                          settingsFile: options.string("--settings"))
     }
 
     private static func fail(_ message: String) -> Int32 {

@@ -3,6 +3,7 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
+import PlatformHTTP
 import RoadSaveModel
 import Replay
 import Wire
@@ -23,8 +24,8 @@ public enum ReportCommand {
         their exact positions. A crash without a position is listed and marked on the timeline, not on the map.
 
         Where trips and crashes come from:
-          without --events  the engines over RECORDS, as `roadsave replay` runs them (the same platform options,
-                            the default reorder window): trips, crashes and the dismissed candidates with reasons
+          without --events  the engines over RECORDS, as `roadsave replay` runs them (the same platform and
+                            ordering options): trips, crashes and the dismissed candidates with reasons
           --events FILE     trips and crashes from FILE (NDJSON events in the current format: what `roadsave
                             replay` prints, the notifier's NDJSON sink writes or `roadsave tail` prints, with or
                             without --show-position); the engines still run over RECORDS for the dismissed
@@ -43,8 +44,9 @@ public enum ReportCommand {
           --input-format F      ndjson or msgpack (default: msgpack for a RECORDS ending in .msgpack, else ndjson)
           --skip-invalid        report unreadable records on standard error and go on (default: the first one is an
                                 error)
-          --platform URL, --settings FILE, --platform-timeout S, --platform-attempts N
-                                the platform of the engines, as for `roadsave replay` (default: the embedded one)
+          \(ReplayCommand.settings.map { "\($0.flag) \($0.valueName)" }.joined(separator: ", "))
+                                the platform and ordering of the engines, as for `roadsave replay` (default: the
+                                embedded platform, the reorder window of `roadsave replay --help`)
           -h, --help            this text
 
         At least one of --output and --geojson is needed. Exit status: 0 when written, 1 when a file could not be
@@ -56,8 +58,8 @@ public enum ReportCommand {
         let options: CommandLineOptions
         do {
             options = try CommandLineOptions(arguments,
-                                             valued: ["--output", "--geojson", "--events", "--user", "--title", "--input-format",
-                                                      "--platform", "--settings", "--platform-timeout", "--platform-attempts"],
+                                             valued: SettingValues.valued(ReplayCommand.settings)
+                                                 .union(["--output", "--geojson", "--events", "--user", "--title", "--input-format"]),
                                              flags: ["--skip-invalid", "--help", "-h"])
         } catch {
             return fail(error.message)
@@ -92,9 +94,13 @@ public enum ReportCommand {
         }
         let engineEventsShown = events == nil
         let platform: any Platform
+        var fleetOptions = DeviceFleet.Options()
         let reader: RecordFileReader
         do {
-            platform = try ReplayCommand.makePlatform(options)
+            // The engines as `roadsave replay` runs them: the same settings, read the same way.
+            let values = SettingValues(ReplayCommand.settings, options: options)
+            try OrderingSettings.apply(values, to: &fleetOptions)
+            platform = try PlatformSettings.platform(values)
             let inputFormat = try RecordFileFormat(option: options.string("--input-format"), path: path)
             reader = try RecordFileReader(path: path, format: inputFormat)
         } catch let error as CommandLineOptions.UsageError {
@@ -107,7 +113,7 @@ public enum ReportCommand {
 
         let collector = ReportCollector(users: users)
         let log = Log(category: "report", minimumLevel: .warning)
-        let replayer = Replayer(platform: platform, log: log) { event in
+        let replayer = Replayer(platform: platform, options: fleetOptions, log: log) { event in
             if engineEventsShown { collector.add(event) }
         }
         replayer.numberName = reader.numberName

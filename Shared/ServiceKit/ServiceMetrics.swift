@@ -12,18 +12,22 @@ import ZeroMQ
 /// loop so that /healthz answers while a large store loads, and the loop's periodic post of what the service says
 /// about itself. Scrapes read the last post, never the service's state: values are at most `postInterval` old.
 public final class ServiceMetrics {
-    public static let spec = SettingSpec(
-        flag: "--metrics-endpoint", environment: "ROADSAVE_METRICS_ENDPOINT", key: "metricsEndpoint",
-        help: "HOST:PORT to serve /metrics (Prometheus), /healthz and /readyz on over HTTP (127.0.0.1:9550, *:9550); unset: none")
-
-    /// The endpoint of `--metrics-endpoint`, nil when unset.
-    public static func endpoint(_ source: ServiceConfiguration) throws(CommandLineOptions.UsageError) -> MetricsEndpoint? {
-        guard let text = source.string(spec.key), !text.isEmpty else { return nil }
+    /// `--metrics-endpoint`: nil when unset (or empty).
+    public static let spec = Setting<MetricsEndpoint?>(
+        flag: "--metrics-endpoint", environment: "ROADSAVE_METRICS_ENDPOINT", key: "metricsEndpoint", default: nil, shown: nil,
+        help: "HOST:PORT to serve /metrics (Prometheus), /healthz and /readyz on over HTTP (127.0.0.1:9550, *:9550); unset: none") {
+        text, flag throws(CommandLineOptions.UsageError) in
+        guard !text.isEmpty else { return nil }
         do {
             return try MetricsEndpoint(parsing: text)
         } catch {
-            throw .init("--metrics-endpoint: \(error)")
+            throw .init("\(flag): \(error)")
         }
+    }
+
+    /// The endpoint of `--metrics-endpoint`, nil when unset.
+    public static func endpoint(_ source: ServiceConfiguration) throws(CommandLineOptions.UsageError) -> MetricsEndpoint? {
+        try source.value(spec)
     }
 
     /// How often the loop posts its metrics and readiness.

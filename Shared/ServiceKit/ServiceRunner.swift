@@ -36,7 +36,7 @@ public enum ServiceRunner {
     ///   - supervisor: the pid of the supervising `roadsave up`, when there is one (see `SupervisorLink`); a stop
     ///     requested once it is gone is bounded by `orphanStopLimit`.
     public static func run<Configuration>(
-        name: String, summary: String, arguments: [String], specs: [SettingSpec],
+        name: String, summary: String, arguments: [String], specs: [any AnySetting],
         load: (ServiceConfiguration) throws(CommandLineOptions.UsageError) -> Configuration,
         hold: (ServiceConfiguration) throws -> AnyObject? = { _ in nil },
         make: (Configuration) throws -> any RunnableService,

@@ -4,11 +4,11 @@ import RoadSaveModel
 import Testing
 
 @Suite struct ServiceConfigurationTests {
-    let specs = [
-        SettingSpec(flag: "--endpoint", environment: "T_ENDPOINT", key: "endpoint", default: "tcp://*:1", help: "e"),
-        SettingSpec(flag: "--secret", environment: "T_SECRET", key: "secret", help: "s", secret: true),
-        SettingSpec(flag: "--verbose", environment: "T_VERBOSE", key: "verbose", help: "v", switch: true),
-    ]
+    static let endpoint = Setting<String>(flag: "--endpoint", environment: "T_ENDPOINT", key: "endpoint", default: "tcp://*:1",
+                                          help: "e")
+    static let secret = Setting<String?>.text(flag: "--secret", environment: "T_SECRET", key: "secret", help: "s", secret: true)
+    static let verbose = Setting<Bool>(flag: "--verbose", environment: "T_VERBOSE", key: "verbose", help: "v", switch: true)
+    let specs: [any AnySetting] = [Self.endpoint, Self.secret, Self.verbose]
 
     func file(_ json: String) throws -> String {
         let url = FileManager.default.temporaryDirectory.appendingPathComponent("roadsave-config-\(UUID().uuidString).json")
@@ -20,18 +20,18 @@ import Testing
         let path = try file(#"{"endpoint": "tcp://file:3", "secret": "from-file-secret"}"#)
         defer { try? FileManager.default.removeItem(atPath: path) }
         let onlyFile = try ServiceConfiguration(specs: specs, arguments: ["--config", path], environment: [:])
-        #expect(onlyFile.string("endpoint") == "tcp://file:3")
+        #expect(try onlyFile.value(Self.endpoint) == "tcp://file:3")
         let environment = try ServiceConfiguration(specs: specs, arguments: ["--config", path],
                                                    environment: ["T_ENDPOINT": "tcp://env:2"])
-        #expect(environment.string("endpoint") == "tcp://env:2")
+        #expect(try environment.value(Self.endpoint) == "tcp://env:2")
         let flag = try ServiceConfiguration(specs: specs, arguments: ["--config", path, "--endpoint", "tcp://flag:1"],
                                             environment: ["T_ENDPOINT": "tcp://env:2"])
-        #expect(flag.string("endpoint") == "tcp://flag:1")
+        #expect(try flag.value(Self.endpoint) == "tcp://flag:1")
         let defaults = try ServiceConfiguration(specs: specs, arguments: [], environment: [:])
-        #expect(defaults.string("endpoint") == "tcp://*:1")
-        #expect(defaults.string("secret") == nil)
-        #expect(try ServiceConfiguration(specs: specs, arguments: ["--verbose"], environment: [:]).bool("verbose"))
-        #expect(try !defaults.bool("verbose"))
+        #expect(try defaults.value(Self.endpoint) == "tcp://*:1")
+        #expect(try defaults.value(Self.secret) == nil)
+        #expect(try ServiceConfiguration(specs: specs, arguments: ["--verbose"], environment: [:]).value(Self.verbose))
+        #expect(try !defaults.value(Self.verbose))
     }
 
     @Test func secretsAreMaskedInTheDescription() throws {
@@ -62,7 +62,7 @@ import Testing
             #expect(error.message.contains("cannot read /nonexistent.json"))
         }
         let bad = try ServiceConfiguration(specs: specs, arguments: [], environment: ["T_VERBOSE": "perhaps"])
-        #expect(throws: CommandLineOptions.UsageError.self) { try bad.bool("verbose") }
+        #expect(throws: CommandLineOptions.UsageError.self) { try bad.value(Self.verbose) }
     }
 
     @Test func endpointsAreCheckedAtStart() throws {

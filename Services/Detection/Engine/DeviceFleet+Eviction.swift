@@ -85,6 +85,9 @@ extension DeviceFleet {
     @discardableResult
     public mutating func restore(_ state: FleetDeviceState) -> Bool {
         guard slot(of: state.device) == nil else { return false }
+        var state = state
+        // Stored before a restart under another --reorder-window, it takes the configured one (as a checkpoint does).
+        Self.adoptConfiguredOrdering(&state, options: options)
         let slot = devices.count
         devices.append(state)
         index.insert(state.device, slot: slot)

@@ -12,7 +12,7 @@ import RoadSaveModel
 /// checkpoint (`sharedState` + `deviceState(_:)` of every device, all Codable) and re-run to the same events.
 public struct DeviceFleet: Sendable {
     public struct Options: Sendable, Equatable, Codable {
-        /// Record ordering per device; one default window (10 s) for replay and the service.
+        /// Record ordering per device; one default window (`RecordOrdering.Options`) for replay and the service.
         public var ordering: RecordOrdering.Options
         /// A device met in the records is configured (mode all, automatic trips) and monitored with its
         /// application's settings from its first record.
@@ -510,7 +510,10 @@ public struct DeviceFleet: Sendable {
         let listed = Set(shared.deviceOrder)
         let order = shared.deviceOrder + byDevice.keys.filter { !listed.contains($0) }.sorted()
         for device in order {
-            guard let state = byDevice.removeValue(forKey: device) else { continue }
+            guard var state = byDevice.removeValue(forKey: device) else { continue }
+            // The configured window, not the checkpoint's: changing --reorder-window and restarting takes effect
+            // for every device (see `adoptConfiguredOrdering`).
+            Self.adoptConfiguredOrdering(&state, options: options)
             index.insert(device, slot: devices.count)
             devices.append(state)
         }
@@ -523,6 +526,13 @@ public struct DeviceFleet: Sendable {
     }
 
     // MARK: Internals
+
+    /// A device restored (from a checkpoint, or back from eviction) takes the fleet's reorder window, not the one it
+    /// was stored with: an operator who changes `--reorder-window` and restarts expects it to apply to all devices.
+    /// Only the window: the other ordering options are not settings, and `sequenceMemory` sizes stored state.
+    static func adoptConfiguredOrdering(_ state: inout FleetDeviceState, options: Options) {
+        if state.ordering.options.window != options.ordering.window { state.ordering.adopt(window: options.ordering.window) }
+    }
 
     /// What monitoring meets when the platform never gave the application's settings (the session's startup guard
     /// with nothing cached).

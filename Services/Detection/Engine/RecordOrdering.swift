@@ -43,7 +43,7 @@ public struct RecordOrdering: Sendable {
         }
     }
 
-    public let options: Options
+    public private(set) var options: Options
     /// Buffered records in event-time order (ties in arrival order): a ring (its size a power of two, at least the
     /// most ever buffered at once), so released records leave the front without moving the others and are moved out,
     /// not copied.
@@ -68,6 +68,12 @@ public struct RecordOrdering: Sendable {
     public init(options: Options = Options()) {
         self.options = options
         sequences = SequenceWindow(size: options.sequenceMemory)
+    }
+
+    /// Takes `window` from now on (a fleet restored under another `--reorder-window`): records buffered are
+    /// released by it at the next record or tick; a window's worth of records already released stays released.
+    public mutating func adopt(window: Double) {
+        options.window = window
     }
 
     /// Records waiting in the buffer.
