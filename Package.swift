@@ -119,7 +119,7 @@ let package = Package(
         .testTarget(name: "WireTests", dependencies: ["Wire", "RoadSaveModel"], path: "Tests/WireTests"),
         .testTarget(name: "NotifierSinkTests", dependencies: ["NotifierSinks", "RoadSaveModel", "ZeroMQ", "Wire"],
                     path: "Tests/NotifierSinkTests", exclude: ["Support/webhook_receiver.py"]),
-        .testTarget(name: "ModelTests", dependencies: ["RoadSaveModel"], path: "Tests/ModelTests"),
+        .testTarget(name: "ModelTests", dependencies: ["RoadSaveModel", "GatewayKit"], path: "Tests/ModelTests"),
         .testTarget(name: "EngineTests", dependencies: ["RoadSaveModel", "DetectionEngine", "GatewayKit"],
                     path: "Tests/EngineTests"),
         .testTarget(name: "SimulatorTests", dependencies: ["Simulator"], path: "Tests/SimulatorTests"),
@@ -127,7 +127,7 @@ let package = Package(
         .testTarget(name: "RecordingTests", dependencies: ["Recordings", "RoadSaveModel", "DetectionEngine", "Replay", "GatewayKit"],
                     path: "Tests/RecordingTests"),
         // The report's pieces: projection, thinning, escaping, the events file, GeoJSON, what is counted and drawn.
-        .testTarget(name: "ReportTests", dependencies: ["Report", "RoadSaveModel", "DetectionEngine"],
+        .testTarget(name: "ReportTests", dependencies: ["Report", "RoadSaveModel", "DetectionEngine", "GatewayKit"],
                     path: "Tests/ReportTests"),
         // The replay path over simulated fleets, against the simulator's ground truth.
         .testTarget(name: "PipelineTests", dependencies: ["Simulator", "Replay", "DetectionEngine", "RoadSaveModel", "Wire"],
