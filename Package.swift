@@ -99,6 +99,10 @@ let package = Package(
                           dependencies: ["RoadSaveModel", "DetectionEngine", "Replay", "Wire", "ZeroMQ", "CMessagePack"],
                           path: "Services/Bench"),
 
+        // What the test targets share: child processes with their outputs, free ports, the built executables, waits
+        // with a hang bound, key folders made by `roadsave keygen`, a test's seed. A library for test targets only.
+        .target(name: "RoadSaveTestKit", path: "Tests/RoadSaveTestKit"),
+
         .testTarget(name: "TerminalProgressTests", dependencies: ["TerminalProgress"], path: "Tests/TerminalProgressTests"),
         .testTarget(name: "GatewayKitTests", dependencies: ["GatewayKit", "RoadSaveModel"], path: "Tests/GatewayKitTests"),
         .testTarget(name: "MetricsTests", dependencies: ["Metrics"], path: "Tests/MetricsTests"),
@@ -113,13 +117,13 @@ let package = Package(
                     path: "Tests/IngestTests"),
         .testTarget(name: "NotifierTests",
                     dependencies: ["NotifierService", "NotifierSinks", "Storage", "Feeds", "Wire", "ZeroMQ", "RoadSaveModel",
-                                   "ServiceKit"],
+                                   "ServiceKit", "RoadSaveTestKit"],
                     path: "Tests/NotifierTests"),
         .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ"], path: "Tests/ZeroMQTests"),
         .testTarget(name: "WireTests", dependencies: ["Wire", "RoadSaveModel"], path: "Tests/WireTests"),
         .testTarget(name: "NotifierSinkTests", dependencies: ["NotifierSinks", "RoadSaveModel", "ZeroMQ", "Wire"],
                     path: "Tests/NotifierSinkTests", exclude: ["Support/webhook_receiver.py"]),
-        .testTarget(name: "ModelTests", dependencies: ["RoadSaveModel"], path: "Tests/ModelTests"),
+        .testTarget(name: "ModelTests", dependencies: ["RoadSaveModel", "GatewayKit"], path: "Tests/ModelTests"),
         .testTarget(name: "EngineTests", dependencies: ["RoadSaveModel", "DetectionEngine", "GatewayKit"],
                     path: "Tests/EngineTests"),
         .testTarget(name: "SimulatorTests", dependencies: ["Simulator"], path: "Tests/SimulatorTests"),
@@ -127,20 +131,22 @@ let package = Package(
         .testTarget(name: "RecordingTests", dependencies: ["Recordings", "RoadSaveModel", "DetectionEngine", "Replay", "GatewayKit"],
                     path: "Tests/RecordingTests"),
         // The report's pieces: projection, thinning, escaping, the events file, GeoJSON, what is counted and drawn.
-        .testTarget(name: "ReportTests", dependencies: ["Report", "RoadSaveModel", "DetectionEngine"],
+        .testTarget(name: "ReportTests", dependencies: ["Report", "RoadSaveModel", "DetectionEngine", "GatewayKit"],
                     path: "Tests/ReportTests"),
         // The replay path over simulated fleets, against the simulator's ground truth.
         .testTarget(name: "PipelineTests", dependencies: ["Simulator", "Replay", "DetectionEngine", "RoadSaveModel", "Wire"],
                     path: "Tests/PipelineTests"),
         // The gateway, subscriber, control and supervisor commands against real services.
-        .testTarget(name: "CommandTests", dependencies: ["roadsave", "Wire", "RoadSaveModel", "Storage"], path: "Tests/CommandTests"),
+        .testTarget(name: "CommandTests", dependencies: ["roadsave", "Wire", "RoadSaveModel", "Storage", "Recordings", "RoadSaveTestKit"],
+                    path: "Tests/CommandTests"),
         // The three services as separate processes on loopback, driven by clients that are not the project's code
         // (Python with pyzmq and msgpack); also the container files checked against the executables.
         .testTarget(name: "IntegrationTests",
-                    dependencies: ["roadsave", "roadsave-ingest", "roadsave-detect", "roadsave-notify"],
+                    dependencies: ["roadsave", "roadsave-ingest", "roadsave-detect", "roadsave-notify", "RoadSaveTestKit",
+                                   "GatewayKit"],
                     path: "Tests/IntegrationTests", exclude: ["Support"]),
         // End-to-end tests run the built `roadsave` as a separate process (the dependency makes SwiftPM build it).
-        .testTarget(name: "CLITests", dependencies: ["roadsave"], path: "Tests/CLITests",
+        .testTarget(name: "CLITests", dependencies: ["roadsave", "RoadSaveTestKit"], path: "Tests/CLITests",
                     exclude: ["Fixtures", "Support/stub_platform.py"]),
     ],
     swiftLanguageModes: [.v6]

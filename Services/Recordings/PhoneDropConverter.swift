@@ -181,7 +181,7 @@ public enum PhoneDropConverter {
         let standStart = t0 - standBefore
         let walkAgain = trialEnd + standAfter
         let contextEnd = walkAgain + walkAfter
-        var random = SeededRandom(seed: trial.name)
+        var random = SplitMix64(name: trial.name)
         let device = DeviceID(app: app, user: user ?? userID(from: trial.name))
         var records: [SensorRecord] = []
         func record(_ t: Double, _ payload: SensorRecord.Payload) { records.append(SensorRecord(device: device, t: t, payload: payload)) }
@@ -239,29 +239,3 @@ public enum PhoneDropConverter {
     }
 }
 
-/// SplitMix64 seeded from a name (FNV-1a), so the chosen context is the same on every run and every machine.
-struct SeededRandom {
-    private var state: UInt64
-
-    init(seed: String) {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in seed.utf8 {
-            hash ^= UInt64(byte)
-            hash = hash &* 0x0000_0100_0000_01b3
-        }
-        state = hash
-    }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9e37_79b9_7f4a_7c15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xbf58_476d_1ce4_e5b9
-        z = (z ^ (z >> 27)) &* 0x94d0_49bb_1331_11eb
-        return z ^ (z >> 31)
-    }
-
-    /// Uniform in [low, high).
-    mutating func uniform(_ low: Double, _ high: Double) -> Double {
-        low + (high - low) * Double(next() >> 11) / Double(1 << 53)
-    }
-}

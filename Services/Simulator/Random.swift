@@ -2,26 +2,7 @@
 // system generator: every draw comes from a xoshiro256** stream seeded through SplitMix64.
 
 import Foundation
-
-/// SplitMix64: turns one 64-bit seed into well-mixed words. Used to seed xoshiro and to derive per-device seeds,
-/// so device i's stream does not depend on how many devices are simulated.
-struct SplitMix64 {
-    var state: UInt64
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
-    /// One well-mixed word from a seed and a stream number.
-    static func mix(_ seed: UInt64, _ stream: UInt64) -> UInt64 {
-        var generator = SplitMix64(state: seed ^ (stream &* 0xD1B5_4A32_D192_ED03))
-        return generator.next()
-    }
-}
+import GatewayKit
 
 /// xoshiro256** (Blackman & Vigna): fast, small state, good statistical quality.
 struct RandomSource {

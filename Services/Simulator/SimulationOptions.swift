@@ -1,5 +1,7 @@
 // The options of a simulation run, shared by the library entry points and `roadsave simulate`.
 
+import GatewayKit
+
 /// A bad option: which one and why.
 public struct SimulationError: Error, Sendable, Equatable, CustomStringConvertible {
     public var option: String

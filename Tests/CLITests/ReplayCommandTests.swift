@@ -1,40 +1,41 @@
 import Foundation
+import RoadSaveTestKit
 import Testing
 
 /// `roadsave replay` end to end, as a separate process, on the fixture files.
 @Suite(.serialized) struct ReplayCommandTests {
     static let morning = Processes.fixture("morning.ndjson").path
 
-    func events(_ result: Processes.Result, _ name: String) -> [[String: Any]] {
+    func events(_ result: ProcessResult, _ name: String) -> [[String: Any]] {
         result.objects.filter { $0["event"] as? String == name }
     }
 
-    @Test func helpExplainsTheCommand() throws {
-        let result = try Processes.roadsave("replay", "--help")
+    @Test func helpExplainsTheCommand() async throws {
+        let result = try await Processes.roadsave("replay", "--help")
         #expect(result.status == 0)
         #expect(result.stdout.contains("Usage: roadsave replay FILE.ndjson"))
         #expect(result.stdout.contains("--platform URL"))
-        let top = try Processes.roadsave("--help")
+        let top = try await Processes.roadsave("--help")
         #expect(top.status == 0 && top.stdout.contains("replay") && top.stdout.contains("simulate"))
     }
 
-    @Test func itCannotRunWithoutAReadableFileOrWithBadOptions() throws {
-        let missing = try Processes.roadsave("replay", "/nonexistent/records.ndjson")
+    @Test func itCannotRunWithoutAReadableFileOrWithBadOptions() async throws {
+        let missing = try await Processes.roadsave("replay", "/nonexistent/records.ndjson")
         #expect(missing.status == 2)
         #expect(missing.stderr.contains("cannot read /nonexistent/records.ndjson"))
-        let none = try Processes.roadsave("replay")
+        let none = try await Processes.roadsave("replay")
         #expect(none.status == 2 && none.stderr.contains("a record file is needed"))
-        let option = try Processes.roadsave("replay", Self.morning, "--colour")
+        let option = try await Processes.roadsave("replay", Self.morning, "--colour")
         #expect(option.status == 2 && option.stderr.contains("unknown option --colour"))
-        let format = try Processes.roadsave("replay", Self.morning, "--format", "xml")
+        let format = try await Processes.roadsave("replay", Self.morning, "--format", "xml")
         #expect(format.status == 2 && format.stderr.contains("--format must be one of current, legacy"))
-        let url = try Processes.roadsave("replay", Self.morning, "--platform", "ftp://example")
+        let url = try await Processes.roadsave("replay", Self.morning, "--platform", "ftp://example")
         #expect(url.status == 2 && url.stderr.contains("http://"))
-        #expect(try Processes.roadsave("frobnicate").status == 2)
+        #expect(try await Processes.roadsave("frobnicate").status == 2)
     }
 
-    @Test func theMorningReplaysToItsEvents() throws {
-        let result = try Processes.roadsave("replay", Self.morning)
+    @Test func theMorningReplaysToItsEvents() async throws {
+        let result = try await Processes.roadsave("replay", Self.morning)
         #expect(result.status == 0)
         // The fixture's story: one commute that ends on foot, one crash.
         let starts = events(result, "tripDidStart")
@@ -61,23 +62,23 @@ import Testing
         #expect(result.stderr.contains("subsystem=co.za.roadsave.RoadSaveKit"))
     }
 
-    @Test func theOutputMatchesTheReviewedFixtureByteForByte() throws {
-        let result = try Processes.roadsave("replay", Self.morning, "--quiet")
+    @Test func theOutputMatchesTheReviewedFixtureByteForByte() async throws {
+        let result = try await Processes.roadsave("replay", Self.morning, "--quiet")
         let expected = try String(contentsOf: Processes.fixture("morning.expected.ndjson"), encoding: .utf8)
         #expect(result.stdout == expected)
         // And it is the same every time.
-        #expect(try Processes.roadsave("replay", Self.morning, "--quiet").stdout == result.stdout)
+        #expect(try await Processes.roadsave("replay", Self.morning, "--quiet").stdout == result.stdout)
     }
 
-    @Test func standardInputCanBeReplayed() throws {
+    @Test func standardInputCanBeReplayed() async throws {
         let data = try Data(contentsOf: Processes.fixture("morning.ndjson"))
-        let piped = try Processes.roadsave("replay", "-", "--quiet", input: data)
+        let piped = try await Processes.roadsave("replay", "-", "--quiet", input: data)
         #expect(piped.status == 0)
-        #expect(piped.stdout == (try Processes.roadsave("replay", Self.morning, "--quiet")).stdout)
+        #expect(piped.stdout == (try await Processes.roadsave("replay", Self.morning, "--quiet")).stdout)
     }
 
-    @Test func theLegacyFormatUsesThe3xKeys() throws {
-        let result = try Processes.roadsave("replay", Self.morning, "--format", "legacy", "--quiet")
+    @Test func theLegacyFormatUsesThe3xKeys() async throws {
+        let result = try await Processes.roadsave("replay", Self.morning, "--format", "legacy", "--quiet")
         let crash = try #require(events(result, "crashDetected").first)
         #expect(crash["timestamp"] as? String == "2026-03-02T06:33:40.400Z")
         #expect(crash["confidence"] as? String == "High")
@@ -86,24 +87,24 @@ import Testing
         #expect(Set(end.keys) == ["event", "eventID", "app", "user", "tripID", "startDate", "endDate", "distanceMetres"])
     }
 
-    @Test func settingsFromAFileReplaceTheThresholds() throws {
-        let settings = try Processes.temporaryFile(#"{"stepThreshold": 1000, "stopDelay": 60}"#)
+    @Test func settingsFromAFileReplaceTheThresholds() async throws {
+        let settings = try temporaryFile(#"{"stepThreshold": 1000, "stopDelay": 60}"#, suffix: ".json")
         defer { try? FileManager.default.removeItem(at: settings) }
-        let result = try Processes.roadsave("replay", Self.morning, "--settings", settings.path, "--quiet")
+        let result = try await Processes.roadsave("replay", Self.morning, "--settings", settings.path, "--quiet")
         let end = try #require(events(result, "tripDidEnd").first { $0["user"] as? String == "user-walker" })
         #expect(end["endReason"] as? String == "stopDelay")
 
-        let bad = try Processes.temporaryFile(#"{"stopDelay": -5}"#)
+        let bad = try temporaryFile(#"{"stopDelay": -5}"#, suffix: ".json")
         defer { try? FileManager.default.removeItem(at: bad) }
-        let refused = try Processes.roadsave("replay", Self.morning, "--settings", bad.path)
+        let refused = try await Processes.roadsave("replay", Self.morning, "--settings", bad.path)
         #expect(refused.status == 2)
         #expect(refused.stderr.contains("stopDelay"))
     }
 
     @Test(arguments: ["high", "medium", "low"])
-    func aRealPlatformsVerdictSetsTheConfidence(verdict: String) throws {
+    func aRealPlatformsVerdictSetsTheConfidence(verdict: String) async throws {
         let platform = try StubPlatform(["--verdict", verdict])
-        let result = try Processes.roadsave("replay", Self.morning, "--platform", platform.url, "--quiet")
+        let result = try await Processes.roadsave("replay", Self.morning, "--platform", platform.url, "--quiet")
         let requests = platform.stop()
         #expect(events(result, "crashDetected").map { $0["confidence"] as? String } == [verdict])
         // The candidate carried what PROTOCOL §5 names.
@@ -114,18 +115,18 @@ import Testing
         #expect(requests.contains { ($0["path"] as? String)?.hasPrefix("/v1/settings?applicationID=demo-app") == true })
     }
 
-    @Test func aPlatformVerdictOfNoneSuppressesTheCrash() throws {
+    @Test func aPlatformVerdictOfNoneSuppressesTheCrash() async throws {
         let platform = try StubPlatform(["--verdict", "none"])
-        let result = try Processes.roadsave("replay", Self.morning, "--platform", platform.url)
+        let result = try await Processes.roadsave("replay", Self.morning, "--platform", platform.url)
         _ = platform.stop()
         #expect(events(result, "crashDetected").isEmpty)
         #expect(events(result, "tripDidEnd").count >= 1)
         #expect(result.stderr.contains("platformVerdictNone"))
     }
 
-    @Test func aPlatformThatFailsEvaluationsGivesUnknown() throws {
+    @Test func aPlatformThatFailsEvaluationsGivesUnknown() async throws {
         let platform = try StubPlatform(["--fail-evaluations"])
-        let result = try Processes.roadsave("replay", Self.morning, "--platform", platform.url,
+        let result = try await Processes.roadsave("replay", Self.morning, "--platform", platform.url,
                                             "--platform-attempts", "2")
         let requests = platform.stop()
         #expect(events(result, "crashDetected").map { $0["confidence"] as? String } == ["unknown"])
@@ -133,18 +134,18 @@ import Testing
         #expect(requests.filter { $0["path"] as? String == "/v1/crash-evaluations" }.count == 2)
     }
 
-    @Test func aPlatformThatCannotBeReachedAtStartGivesOfflineLimitExceeded() throws {
+    @Test func aPlatformThatCannotBeReachedAtStartGivesOfflineLimitExceeded() async throws {
         // Nothing listens on port 9 of loopback: every settings fetch fails, and no settings were ever cached.
-        let result = try Processes.roadsave("replay", Self.morning, "--platform", "http://127.0.0.1:9",
+        let result = try await Processes.roadsave("replay", Self.morning, "--platform", "http://127.0.0.1:9",
                                             "--platform-attempts", "1")
         #expect(result.status == 0)
         #expect(result.objects.isEmpty)
         #expect(result.stderr.contains("offlineLimitExceeded"))
     }
 
-    @Test func settingsThatCannotBeFetchedAreAskedForAgainEvery30SecondsOfRecordTime() throws {
+    @Test func settingsThatCannotBeFetchedAreAskedForAgainEvery30SecondsOfRecordTime() async throws {
         let platform = try StubPlatform(["--fail-settings"])
-        let result = try Processes.roadsave("replay", Self.morning, "--platform", platform.url, "--platform-attempts", "1")
+        let result = try await Processes.roadsave("replay", Self.morning, "--platform", platform.url, "--platform-attempts", "1")
         let requests = platform.stop()
         #expect(result.status == 0)
         #expect(result.objects.isEmpty)

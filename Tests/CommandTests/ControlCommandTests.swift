@@ -1,4 +1,5 @@
 import Foundation
+import RoadSaveTestKit
 import Testing
 
 /// `roadsave ctl` against a real `roadsave detect`.
@@ -6,7 +7,7 @@ import Testing
     /// detection with the ingest whose journal it reads: detection takes commands once it has heard from every
     /// journal it is configured with (until then it answers "recovering").
     static func startDetect() async throws -> (RunningProcess, ingest: RunningProcess, control: String) {
-        let base = Ports.block(4)
+        let base = Ports.reserveRange(4)
         let ingest = try RunningProcess(["ingest", "--applications", "app-1", "--gateway-endpoint", Ports.tcp(base + 3),
                                          "--records-endpoint", Ports.tcp(base)])
         let detect = try RunningProcess(["detect", "--records-endpoint", Ports.tcp(base), "--control-endpoint", Ports.tcp(base + 1),
@@ -91,7 +92,7 @@ import Testing
     }
 
     @Test func noReplyFromDetection() async throws {
-        let port = Ports.block(1)
+        let port = Ports.reserveRange(1)
         let started = Date()
         let result = try await Roadsave.run(["ctl", "configure", "--app", "ctl-app", "--user", "u1", "--endpoint", Ports.tcp(port),
                                              "--timeout", "0.5"], limit: 20)

@@ -1,4 +1,5 @@
 import Foundation
+import RoadSaveTestKit
 import Testing
 
 /// `make demo` (scripts/demo.sh) for real: the three services under `roadsave up`, the morning sent through a gateway
@@ -7,7 +8,7 @@ import Testing
     @Test func theDemoShowsTheMorningsEventsWithTheCrashAndStopsCleanly() async throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("roadsave-demo-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: folder) }
-        let script = Roadsave.testsFolder.deletingLastPathComponent().appendingPathComponent("scripts/demo.sh")
+        let script = TestPaths.repository.appendingPathComponent("scripts/demo.sh")
         let demo = try RunningProcess([script.path, Roadsave.executable.path],
                                       environment: ProcessInfo.processInfo.environment.merging(
                                           ["ROADSAVE_DEMO_DIR": folder.path]) { _, new in new },

@@ -1,4 +1,5 @@
 import Foundation
+import RoadSaveTestKit
 import Testing
 
 /// The three services started one by one, driven by `send`, `ctl` and watched by `tail`.

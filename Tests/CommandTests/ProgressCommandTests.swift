@@ -1,4 +1,6 @@
 import Foundation
+import Recordings
+import RoadSaveTestKit
 import Testing
 
 /// The progress line of `replay`, `send`, `simulate` and `convert`: on a terminal it shows (records, records/s,
@@ -147,7 +149,7 @@ import Testing
     /// One sensor-ingest for both runs: on a terminal the line shows records, records/s, percent and time left of
     /// the file, and is cleared at the end; on a pipe there is none; the summary is the same.
     @Test func sendShowsProgressOnATerminalAndNoneOnAPipe() async throws {
-        let base = Ports.block(2)
+        let base = Ports.reserveRange(2)
         let journal = SendCommandTests.dataDirectory()
         defer { try? FileManager.default.removeItem(atPath: journal) }
         let ingest = try SendCommandTests.ingest(base: base, directory: journal, applications: "demo-app")
@@ -156,7 +158,7 @@ import Testing
         let fleet = try await Self.fleet(devices: 4, minutes: 10)
         defer { try? FileManager.default.removeItem(at: fleet) }
         let lines = try String(contentsOf: fleet, encoding: .utf8).split(separator: "\n").prefix(2_400)
-        let file = try Roadsave.temporaryFile(lines.joined(separator: "\n") + "\n")
+        let file = try temporaryFile(lines.joined(separator: "\n") + "\n", suffix: ".ndjson")
         defer { try? FileManager.default.removeItem(at: file) }
         let summary = "sent \(lines.count), accepted \(lines.count), rejected 0, batches \((lines.count + 99) / 100)\n"
 
@@ -178,15 +180,9 @@ import Testing
 
     // MARK: convert
 
-    /// The recordings beside the checkout (`../shared/data`), or `ROADSAVE_SHARED_DATA`; nil when absent.
-    static var sharedData: URL? {
-        if let path = ProcessInfo.processInfo.environment["ROADSAVE_SHARED_DATA"], !path.isEmpty {
-            return URL(fileURLWithPath: path)
-        }
-        let candidate = Roadsave.testsFolder.deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("shared/data")
-        return FileManager.default.fileExists(atPath: candidate.path) ? candidate : nil
-    }
+    /// The recordings beside the checkout (`../shared/data`), or `ROADSAVE_SHARED_DATA`; nil when absent: found as
+    /// the converters find them.
+    static var sharedData: URL? { SharedData.directory }
 
     static var tmdRecording: URL? {
         guard let folder = sharedData?.appendingPathComponent("us-transportation-mode/raw"),

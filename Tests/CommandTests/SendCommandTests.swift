@@ -1,5 +1,6 @@
 import Foundation
 import RoadSaveModel
+import RoadSaveTestKit
 import Testing
 import Wire
 
@@ -30,13 +31,13 @@ import Wire
 
     @Test(arguments: ["msgpack", "json"])
     func sendsToIngestAndMapsRejectionsToLines(format: String) async throws {
-        let base = Ports.block(2)
+        let base = Ports.reserveRange(2)
         let journalDirectory = Self.dataDirectory()
         defer { try? FileManager.default.removeItem(atPath: journalDirectory) }
         let ingest = try Self.ingest(base: base, directory: journalDirectory)
         defer { ingest.kill() }
         #expect(await waitForError(ingest, containing: "msg=listening", timeout: 20), "ingest: \(ingest.stderr)")
-        let file = try Roadsave.temporaryFile(Self.smallFile)
+        let file = try temporaryFile(Self.smallFile, suffix: ".ndjson")
         defer { try? FileManager.default.removeItem(at: file) }
 
         // Batches of two records: the rejected record sits in the second batch, as its index 1.
@@ -55,7 +56,7 @@ import Wire
     /// A MessagePack file with a bad record and a cut-off end: the bad record is named and not sent, every good
     /// record before the damage is sent and acknowledged, and then the damage is the error (status 1).
     @Test func aDamagedMessagePackFileSendsWhatCameBeforeTheDamage() async throws {
-        let base = Ports.block(2)
+        let base = Ports.reserveRange(2)
         let journalDirectory = Self.dataDirectory()
         defer { try? FileManager.default.removeItem(atPath: journalDirectory) }
         let ingest = try Self.ingest(base: base, directory: journalDirectory)
@@ -85,7 +86,7 @@ import Wire
     }
 
     @Test func readsStandardInputAndSendsTheFixture() async throws {
-        let base = Ports.block(2)
+        let base = Ports.reserveRange(2)
         let journalDirectory = Self.dataDirectory()
         defer { try? FileManager.default.removeItem(atPath: journalDirectory) }
         let ingest = try Self.ingest(base: base, directory: journalDirectory, applications: "demo-app")
@@ -101,8 +102,8 @@ import Wire
     }
 
     @Test func failsWhenNoAcknowledgementComes() async throws {
-        let port = Ports.block(1)
-        let file = try Roadsave.temporaryFile(Self.smallFile)
+        let port = Ports.reserveRange(1)
+        let file = try temporaryFile(Self.smallFile, suffix: ".ndjson")
         defer { try? FileManager.default.removeItem(at: file) }
         let started = Date()
         let result = try await Roadsave.run(["send", file.path, "--endpoint", Ports.tcp(port), "--timeout", "0.3",
@@ -120,8 +121,8 @@ import Wire
 
     /// A gateway keeps the batch until it is acknowledged: ingest starting late still gets it, under the same batchID.
     @Test func resendsUntilIngestComesUp() async throws {
-        let base = Ports.block(2)
-        let file = try Roadsave.temporaryFile(Self.smallFile)
+        let base = Ports.reserveRange(2)
+        let file = try temporaryFile(Self.smallFile, suffix: ".ndjson")
         defer { try? FileManager.default.removeItem(at: file) }
         let send = try RunningProcess(["send", file.path, "--endpoint", Ports.tcp(base), "--timeout", "1", "--attempts", "20",
                                        "--log-level", "info"])
@@ -141,7 +142,7 @@ import Wire
     }
 
     @Test func reportsBadOptions() async throws {
-        let file = try Roadsave.temporaryFile(Self.smallFile)
+        let file = try temporaryFile(Self.smallFile, suffix: ".ndjson")
         defer { try? FileManager.default.removeItem(at: file) }
         for (arguments, mention) in [
             (["send"], "FILE missing"),
@@ -168,13 +169,13 @@ import Wire
 
     /// `--rate` paces the records: 6 records at 10 a second take about half a second.
     @Test func pacesAtTheGivenRate() async throws {
-        let base = Ports.block(2)
+        let base = Ports.reserveRange(2)
         let journalDirectory = Self.dataDirectory()
         defer { try? FileManager.default.removeItem(atPath: journalDirectory) }
         let ingest = try Self.ingest(base: base, directory: journalDirectory)
         defer { ingest.kill() }
         #expect(await waitForError(ingest, containing: "msg=listening", timeout: 20))
-        let file = try Roadsave.temporaryFile(Self.smallFile)
+        let file = try temporaryFile(Self.smallFile, suffix: ".ndjson")
         defer { try? FileManager.default.removeItem(at: file) }
         let started = Date()
         let result = try await Roadsave.run(["send", file.path, "--endpoint", Ports.tcp(base), "--rate", "10"])

@@ -1,5 +1,6 @@
 import Foundation
 import RoadSaveModel
+import RoadSaveTestKit
 import Storage
 import Testing
 import Wire
@@ -85,7 +86,7 @@ import Wire
         defer { try? FileManager.default.removeItem(at: folder) }
         let fleet = try await Self.simulatedFleet(in: folder)
         let sent = try Self.records(of: fleet)
-        let base = Ports.block(4)
+        let base = Ports.reserveRange(4)
         let directories = [folder.appendingPathComponent("ingest-0").path, folder.appendingPathComponent("ingest-1").path]
         let ingests = try (0..<2).map { index in
             try SendCommandTests.ingest(base: base + 2 * index, directory: directories[index], applications: "demo-app")
@@ -131,7 +132,7 @@ import Wire
         defer { try? FileManager.default.removeItem(at: folder) }
         let fleet = try await Self.simulatedFleet(in: folder)
         let sent = try Self.records(of: fleet)
-        let base = Ports.block(3)
+        let base = Ports.reserveRange(3)
         let directory = folder.appendingPathComponent("ingest").path
         let ingest = try SendCommandTests.ingest(base: base, directory: directory, applications: "demo-app")
         defer { ingest.kill() }
@@ -163,7 +164,7 @@ import Wire
     }
 
     @Test func aRepeatedOrBadEndpointIsAUsageError() async throws {
-        let file = try Roadsave.temporaryFile(SendCommandTests.smallFile)
+        let file = try temporaryFile(SendCommandTests.smallFile, suffix: ".ndjson")
         defer { try? FileManager.default.removeItem(at: file) }
         for (arguments, mention) in [
             (["--endpoint", "tcp://127.0.0.1:5550", "--endpoint", "tcp://127.0.0.1:5550"], "tcp://127.0.0.1:5550 is listed twice"),

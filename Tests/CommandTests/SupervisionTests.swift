@@ -1,4 +1,5 @@
 import Foundation
+import RoadSaveTestKit
 import Testing
 
 /// Durability of `roadsave up` and the services: no service outlives its supervisor, each service holds its data
@@ -84,7 +85,7 @@ import Testing
         }
         var environment = ProcessInfo.processInfo.environment
         environment["ROADSAVE_APPLICATIONS"] = "demo-app"
-        let second = try await Roadsave.run(["up", "--base-port", String(Ports.block(6)), "--data-dir", first.dataDirectory.path],
+        let second = try await Roadsave.run(["up", "--base-port", String(Ports.reserveRange(6)), "--data-dir", first.dataDirectory.path],
                                             environment: environment, limit: 60)
         #expect(second.status == 1, "stdout: \(second.stdout)\nstderr: \(second.stderr)")
         #expect(second.stderr.contains("data directory \(first.dataDirectory.standardizedFileURL.path) is in use by process \(first.process.pid)"),
@@ -135,7 +136,7 @@ import Testing
         environment["ROADSAVE_APPLICATIONS"] = "app-1"
         // This test process is the service's parent; its own parent is not.
         environment["ROADSAVE_SUPERVISOR_PID"] = String(getppid())
-        let base = Ports.block(2)
+        let base = Ports.reserveRange(2)
         let result = try await Roadsave.run(["ingest", "--gateway-endpoint", Ports.tcp(base),
                                              "--records-endpoint", Ports.tcp(base + 1)], environment: environment, limit: 20)
         #expect(result.status == 1, "\(result.stderr)")
@@ -152,7 +153,7 @@ import Testing
         // `sh` stands in for up: the service's parent, named in its environment, then killed with SIGKILL.
         let directory = UpCommandTests.temporaryDataDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let base = Ports.block(2)
+        let base = Ports.reserveRange(2)
         let script = """
             ROADSAVE_SUPERVISOR_PID=$$ ROADSAVE_APPLICATIONS=app-1 "$0" ingest --gateway-endpoint \(Ports.tcp(base)) \
             --records-endpoint \(Ports.tcp(base + 1)) --data-dir \(directory.path) &
@@ -184,7 +185,7 @@ import Testing
             try RunningProcess(["ingest", "--applications", "app-1", "--gateway-endpoint", Ports.tcp(base),
                                 "--records-endpoint", Ports.tcp(base + 1), "--data-dir", directory.path])
         }
-        let first = try ingest(Ports.block(2))
+        let first = try ingest(Ports.reserveRange(2))
         defer { first.kill() }
         let deadline = Date().addingTimeInterval(20)
         while Self.lockHolder(directory) != first.pid && Date() < deadline { try await Task.sleep(nanoseconds: 50_000_000) }
@@ -192,7 +193,7 @@ import Testing
 
         // The second waits, then gives up naming the directory and the holder.
         let started = Date()
-        let second = try ingest(Ports.block(2))
+        let second = try ingest(Ports.reserveRange(2))
         defer { second.kill() }
         let status = await second.waitForExit(timeout: 30)
         #expect(status == 1, "\(second.stderr)")
@@ -204,7 +205,7 @@ import Testing
         // A third one started while the first is still there takes over once the first has stopped.
         // It waits on the lock (LOCK open, not started), seen as it happens rather than after a pause, which would eat
         // into the 10 s it waits before giving up.
-        let third = try ingest(Ports.block(2))
+        let third = try ingest(Ports.reserveRange(2))
         defer { third.kill() }
         let lockFile = directory.appendingPathComponent("LOCK")
         let opening = Date().addingTimeInterval(20)

@@ -1,10 +1,11 @@
 import Foundation
+import RoadSaveTestKit
 import Testing
 
 /// `roadsave tail` on its own: options, timeout and signals.
 @Suite struct TailCommandTests {
     @Test func timeoutEndsItWithStatusZero() async throws {
-        let port = Ports.block(1)
+        let port = Ports.reserveRange(1)
         let started = Date()
         let result = try await Roadsave.run(["tail", "--endpoint", Ports.tcp(port), "--timeout", "0.5"], limit: 20)
         #expect(result.status == 0, "\(result.stderr)")
@@ -15,7 +16,7 @@ import Testing
 
     @Test(arguments: [SIGTERM, SIGINT])
     func signalEndsItCleanly(signal: Int32) async throws {
-        let port = Ports.block(1)
+        let port = Ports.reserveRange(1)
         let tail = try RunningProcess(["tail", "--endpoint", Ports.tcp(port), "--log-level", "info"])
         defer { tail.kill() }
         #expect(await waitForError(tail, containing: "msg=subscribed", timeout: 10))

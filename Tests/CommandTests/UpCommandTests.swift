@@ -1,4 +1,5 @@
 import Foundation
+import RoadSaveTestKit
 import Testing
 
 /// `roadsave up`: the three services as supervised children.
@@ -33,7 +34,7 @@ import Testing
         FileManager.default.temporaryDirectory.appendingPathComponent("roadsave-up-\(UUID().uuidString)")
     }
 
-    static func startUp(_ extra: [String] = [], base: Int = Ports.block(6), dataDirectory: URL = temporaryDataDirectory())
+    static func startUp(_ extra: [String] = [], base: Int = Ports.reserveRange(6), dataDirectory: URL = temporaryDataDirectory())
         async throws -> Up {
         var environment = ProcessInfo.processInfo.environment
         environment["ROADSAVE_APPLICATIONS"] = "demo-app,app-1"
@@ -67,7 +68,7 @@ import Testing
             #expect(!commandLine.contains("demo-app"), "\(commandLine)")
         }
 
-        let file = try Roadsave.temporaryFile(SendCommandTests.smallFile)
+        let file = try temporaryFile(SendCommandTests.smallFile, suffix: ".ndjson")
         defer { try? FileManager.default.removeItem(at: file) }
         let send = try await Roadsave.run(["send", file.path, "--endpoint", up.gateways])
         #expect(send.status == 0, "\(send.stderr)")
@@ -104,7 +105,7 @@ import Testing
         #expect(up.pid("ingest") == ingest && up.pid("detect") == detect)
 
         // ingest still acknowledges…
-        let file = try Roadsave.temporaryFile(SendCommandTests.smallFile)
+        let file = try temporaryFile(SendCommandTests.smallFile, suffix: ".ndjson")
         defer { try? FileManager.default.removeItem(at: file) }
         let send = try await Roadsave.run(["send", file.path, "--endpoint", up.gateways])
         #expect(send.status == 0, "\(send.stderr)")

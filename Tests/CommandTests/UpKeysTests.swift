@@ -1,4 +1,5 @@
 import Foundation
+import RoadSaveTestKit
 import Testing
 
 /// `roadsave up --keys`: key pairs and an allow-list made in DATA-DIR/keys on the first run and reused after; every
@@ -69,7 +70,7 @@ import Testing
         let tail = try await startTail(["--endpoint", up.subscribers, "--timeout", "90",
                                         "--key", key("subscriber.key"), "--server-key", key("notify.key.pub")])
         defer { tail.kill() }
-        let file = try Roadsave.temporaryFile(Self.drive(user: "keyed-driver"))
+        let file = try temporaryFile(Self.drive(user: "keyed-driver"), suffix: ".ndjson")
         defer { try? FileManager.default.removeItem(at: file) }
         let send = try await Roadsave.run(["send", file.path, "--endpoint", up.gateways,
                                            "--key", key("gateway.key"), "--server-key", key("ingest.key.pub")])
@@ -143,7 +144,7 @@ import Testing
         try "not a key\n".write(to: keys.appendingPathComponent("gateway.key"), atomically: true, encoding: .utf8)
         var environment = ProcessInfo.processInfo.environment
         environment["ROADSAVE_APPLICATIONS"] = "demo-app"
-        let result = try await Roadsave.run(["up", "--keys", "--base-port", String(Ports.block(6)),
+        let result = try await Roadsave.run(["up", "--keys", "--base-port", String(Ports.reserveRange(6)),
                                              "--data-dir", dataDirectory.path], environment: environment)
         #expect(result.status == 1, "\(result.stdout) \(result.stderr)")
         #expect(result.stderr.contains("\(keys.path)/gateway.key.pub is missing"), "\(result.stderr)")

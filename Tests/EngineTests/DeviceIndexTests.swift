@@ -1,3 +1,4 @@
+import GatewayKit
 import Testing
 @testable import DetectionEngine
 import RoadSaveModel
@@ -5,17 +6,6 @@ import RoadSaveModel
 /// `DeviceIndex` against a dictionary: inserts, removals (backward-shift deletion) and moves of slots, as the fleet's
 /// eviction compacts its devices array, in a seeded random order, and every device looked up after each step.
 @Suite struct DeviceIndexTests {
-    struct Generator: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     func device(_ number: Int) -> DeviceID {
         // Short (inline) and long (heap) identifiers, and two applications.
         DeviceID(app: number % 3 == 0 ? "app-with-a-long-identifier-\(number % 2)" : "demo",
@@ -23,7 +13,7 @@ import RoadSaveModel
     }
 
     @Test func agreesWithADictionaryThroughInsertsRemovalsAndMoves() {
-        var random = Generator(state: 42)
+        var random = SplitMix64(state: 42)
         var index = DeviceIndex()
         var devices: [FleetDeviceState] = []
         var reference: [DeviceID: Int] = [:]

@@ -1,3 +1,4 @@
+import GatewayKit
 import Testing
 @testable import DetectionEngine
 import RoadSaveModel
@@ -45,7 +46,7 @@ import RoadSaveModel
         #expect(moving.isMovement)
 
         var parked = GPSTrack()
-        var random = SeededRandom(seed: 5)
+        var random = SplitMix64(seed: 5)
         for second in 0...60 {
             let (lat, lon) = Script.moved(-33.9, 18.4, north: random.gaussian() * 4, east: random.gaussian() * 4)
             _ = accept(&parked, t: Double(second), lat: lat, lon: lon, speed: nil)

@@ -1,4 +1,5 @@
 import Foundation
+import GatewayKit
 @testable import DetectionEngine
 import RoadSaveModel
 import Testing
@@ -51,7 +52,7 @@ import Testing
     /// The position leaps 100 m away and drifts on at vehicle speed for twenty seconds, then jumps back: seen in the
     /// travel diaries' stops. Only a speed-up a vehicle can make starts the held stretch.
     @Test func aGPSLeapWhileThePhoneLiesStillStartsNone() {
-        var random = SeededRandom(seed: 3)
+        var random = SplitMix64(seed: 3)
         var s = Script()
         s.capabilities(activity: false, pedometer: false)
         s.stand(seconds: 120, speedKnown: false, random: &random)

@@ -1,3 +1,4 @@
+import GatewayKit
 import Testing
 @testable import DetectionEngine
 import RoadSaveModel
@@ -93,10 +94,10 @@ import RoadSaveModel
             return r
         }
         let clean = commute.records + crash.records
-        var random = SeededRandom(seed: 3)
+        var random = SplitMix64(seed: 3)
         // Shift each record up to 3 s later in arrival order and send 5 % twice.
-        var messy = clean.map { ($0, $0.t + random.uniform() * 3) }
-        for index in stride(from: 0, to: clean.count, by: 20) { messy.append((clean[index], clean[index].t + random.uniform() * 3)) }
+        var messy = clean.map { ($0, $0.t + random.unit() * 3) }
+        for index in stride(from: 0, to: clean.count, by: 20) { messy.append((clean[index], clean[index].t + random.unit() * 3)) }
         messy.sort { $0.1 < $1.1 }
         #expect(messy.map(\.0.t) != messy.map(\.0.t).sorted(), "the input really is out of order")
 

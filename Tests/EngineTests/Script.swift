@@ -1,4 +1,5 @@
 import Foundation
+import GatewayKit
 @testable import DetectionEngine
 import RoadSaveModel
 
@@ -65,7 +66,7 @@ struct Script {
 
     /// Stands still for `seconds`: a fix every `every` seconds with speed 0 and `jitter` metres of GPS noise.
     mutating func stand(seconds: Int, every: Int = 1, jitter: Double = 0, speedKnown: Bool = true,
-                        random: inout SeededRandom) {
+                        random: inout SplitMix64) {
         var elapsed = 0
         while elapsed < seconds {
             elapsed += every
@@ -76,7 +77,7 @@ struct Script {
     }
 
     mutating func stand(seconds: Int, every: Int = 1) {
-        var random = SeededRandom(seed: 1)
+        var random = SplitMix64(seed: 1)
         stand(seconds: seconds, every: every, random: &random)
     }
 
@@ -133,25 +134,11 @@ struct Script {
     }
 }
 
-/// A small deterministic generator (SplitMix64) with Gaussian samples, so noisy scripts repeat exactly.
-struct SeededRandom {
-    private var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
-    mutating func uniform() -> Double { Double(next() >> 11) / Double(1 << 53) }
-
+/// Gaussian samples from the seeded generator, so noisy scripts repeat exactly.
+extension SplitMix64 {
     mutating func gaussian() -> Double {
-        let u1 = max(uniform(), 1e-12)
-        let u2 = uniform()
+        let u1 = max(unit(), 1e-12)
+        let u2 = unit()
         return (-2 * log(u1)).squareRoot() * cos(2 * .pi * u2)
     }
 }

@@ -1,3 +1,4 @@
+import GatewayKit
 import Testing
 @testable import DetectionEngine
 import RoadSaveModel
@@ -200,7 +201,7 @@ import RoadSaveModel
     }
 
     @Test func parkedGPSJitterForAnHourMakesNoTripAndNoDistance() {
-        var random = SeededRandom(seed: 7)
+        var random = SplitMix64(seed: 7)
         var s = Script()
         s.activity(.automotive, .high)  // the phone was last classified in the car
         s.accuracy = 15
@@ -211,7 +212,7 @@ import RoadSaveModel
     }
 
     @Test func jitterWhileStoppedAddsNoDistanceToATrip() throws {
-        var random = SeededRandom(seed: 11)
+        var random = SplitMix64(seed: 11)
         var s = Script()
         s.activity(.automotive, .high)
         s.drive(seconds: 100, speed: 10)

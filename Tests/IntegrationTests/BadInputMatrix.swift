@@ -1,4 +1,5 @@
 import Foundation
+import RoadSaveTestKit
 import Testing
 
 /// What the bad-input matrices share (plaintext: `BadInputMatrixTests`, with keys: `BadInputMatrixCurveTests`): run
@@ -9,7 +10,7 @@ enum BadInputMatrix {
     /// `arguments`; every row must meet its expectation and every probe after it must succeed. Returns the rows.
     static func run(_ script: String, _ arguments: [String], services: Services, minimumCases: Int,
                     timeout: Double = 600) async throws -> [[String: Any]] {
-        let seed = SeededGenerator.seed()
+        let seed = TestSeed.make()
         print("\(script): seed \(seed) (ROADSAVE_TEST_SEED=\(seed) repeats the random rows)")
         let matrix = try Child.python(script, arguments + ["--seed", String(seed)], name: script)
         defer { matrix.kill() }

@@ -1,4 +1,5 @@
 import Foundation
+import RoadSaveTestKit
 import Testing
 
 /// The bad-input matrix with keys (issue 7, point 5): the three services run with CurveZMQ keys and one allow-list
@@ -11,32 +12,15 @@ import Testing
 @Suite("Bad-input matrix with keys", .serialized)
 struct BadInputMatrixCurveTests {
     /// The servers' key pairs, the clients' certificates and the allow-list, in one folder.
-    struct Keys {
-        let folder: URL
-        var allowList: String { path("allow.txt") }
-        func path(_ name: String) -> String { folder.appendingPathComponent(name).path }
-
-        init() async throws {
-            folder = FileManager.default.temporaryDirectory.appendingPathComponent("roadsave-matrix-\(UUID().uuidString.prefix(8))")
-            for server in ["ingest", "detect", "notify"] {
-                _ = try await SecurityTests.Keys.roadsave(["keygen", server, "--directory", folder.path])
-            }
-            var lines: [String] = []
-            for (name, role) in [("gw", "gateway"), ("revoked", "gateway"), ("op", "operator"), ("sub", "subscriber")] {
-                let made = try await SecurityTests.Keys.roadsave(["keygen", name, "--directory", folder.path, "--role", role])
-                let line = try #require(made.first { $0.hasPrefix("allow-list line: ") })
-                lines.append(String(line.dropFirst("allow-list line: ".count)))
-            }
-            try (lines.joined(separator: "\n") + "\n").write(toFile: allowList, atomically: true, encoding: .utf8)
-        }
-
-        func server(_ name: String) -> [String] { ["--curve-secret-key", path("\(name).key"), "--allow", allowList] }
-        func remove() { try? FileManager.default.removeItem(at: folder) }
+    static func keys() async throws -> KeyFolder {
+        let roles = [("gw", "gateway"), ("revoked", "gateway"), ("op", "operator"), ("sub", "subscriber")]
+        return try await KeyFolder(prefix: "roadsave-matrix", servers: ["ingest", "detect", "notify"],
+                                   clients: roles.map { ($0, ["--role", $1]) })
     }
 
     @Test func keyedServicesSurviveEveryRowAndLoseNothingAcknowledged() async throws {
         try await withPipelineSlot {
-            let keys = try await Keys()
+            let keys = try await Self.keys()
             defer { keys.remove() }
             var options = Services.Options()
             options.ingestArguments = keys.server("ingest")
@@ -70,4 +54,9 @@ struct BadInputMatrixCurveTests {
             #expect(lines.count < 200, "\(lines.count) connection lines for over 300 connections of the flood alone")
         }
     }
+}
+
+extension KeyFolder {
+    /// The options that give a server of `BadInputMatrixCurveTests.keys()` its key and the allow-list.
+    func server(_ name: String) -> [String] { ["--curve-secret-key", path("\(name).key"), "--allow", allowList] }
 }

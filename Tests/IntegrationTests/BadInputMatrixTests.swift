@@ -1,4 +1,5 @@
 import Foundation
+import RoadSaveTestKit
 import Testing
 
 /// The bad-input matrix (issue 7, point 5) against the three services as processes: oversized frames (over

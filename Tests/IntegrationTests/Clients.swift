@@ -1,4 +1,5 @@
 import Foundation
+import RoadSaveTestKit
 
 // Wrappers around the Python clients of `Support/` — programs that are not the project's code, speaking the wire
 // protocols of PROTOCOL §7 with pyzmq and msgpack as an outside gateway, subscriber or operator would — and around
@@ -143,8 +144,8 @@ final class StubPlatform {
     let port: Int
 
     init(_ arguments: [String] = []) async throws {
-        let script = Build.repository.appendingPathComponent("Tests/CLITests/Support/stub_platform.py")
-        child = try Child(name: "stub platform", executable: Build.env, arguments: ["python3", script.path] + arguments)
+        let script = TestPaths.repository.appendingPathComponent("Tests/CLITests/Support/stub_platform.py")
+        child = try Child(name: "stub platform", executable: Executables.env, arguments: ["python3", script.path] + arguments)
         port = try await firstLinePort(child)
     }
 
@@ -162,17 +163,26 @@ final class StubPlatform {
     func kill() { child.kill() }
 }
 
-struct HarnessError: Error, CustomStringConvertible {
-    var description: String
-    init(_ description: String) { self.description = description }
-}
-
 /// The port a helper prints on its first line.
 private func firstLinePort(_ child: Child) async throws -> Int {
     guard await eventually(timeout: 10, { !child.stdout.isEmpty || !child.isRunning }),
           let first = child.stdout.first, let port = Int(first.text.trimmingCharacters(in: .whitespaces)) else {
         child.kill()
-        throw HarnessError("\(child.name) did not print its port\n\(child.tail())")
+        throw TestFailure("\(child.name) did not print its port\n\(child.tail())")
     }
     return port
+}
+
+extension ChildProcess {
+    /// `roadsave tail` from position 0 with positions shown: every event of a run, those missed live caught up.
+    static func tailFromStart(subscribers: String, catchUp: String) throws -> ChildProcess {
+        try ChildProcess(name: "tail", executable: Executables.named("roadsave"), arguments: [
+            "tail", "--endpoint", subscribers, "--catch-up-endpoint", catchUp, "--since", "0", "--show-position",
+            "--timeout", "300",
+        ])
+    }
+
+    static func tailFromStart(_ services: Services) throws -> ChildProcess {
+        try tailFromStart(subscribers: services.subscriberEndpoint, catchUp: services.catchUpEndpoint)
+    }
 }

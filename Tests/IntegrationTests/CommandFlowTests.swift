@@ -1,11 +1,12 @@
 import Foundation
+import RoadSaveTestKit
 import Testing
 
 /// The project's own clients against the real services: `roadsave ctl`, and `roadsave up` + `send` + `tail` as a
 /// user runs them (PROTOCOL §6), checked against what outside programs see and against `roadsave replay`.
 @Suite("roadsave up, send, tail and ctl")
 struct CommandFlowTests {
-    static let roadsave = Build.executable("roadsave")
+    static let roadsave = Executables.named("roadsave")
 
     /// Runs `roadsave ARGUMENTS` to completion (at most `timeout` seconds).
     static func run(_ arguments: [String], environment: [String: String] = [:],
@@ -21,11 +22,8 @@ struct CommandFlowTests {
     /// ctl reports `notConfigured` with exit status 1.
     @Test func raiseTestCrashThroughCtlReachesSubscriberFlaggedIsTest() async throws {
         try await withPipelineSlot {
-            let services = try await Services.start()
-            defer { services.kill() }
-            let subscriber = try Subscriber(endpoint: services.subscriberEndpoint)
-            defer { subscriber.kill() }
-            try await services.waitUntilFlowing(to: subscriber)
+            let (services, subscriber) = try await Services.startFlowing()
+            defer { subscriber.kill(); services.kill() }
 
             let user = "ctl-drill-\(UUID().uuidString.prefix(6))"
             // The applicationID as a credential: from the environment, not the command line.

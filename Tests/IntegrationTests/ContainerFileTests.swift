@@ -1,4 +1,5 @@
 import Foundation
+import RoadSaveTestKit
 import Testing
 
 /// The container files checked against the executables, without a Docker engine (`make container-test` builds and
@@ -6,8 +7,8 @@ import Testing
 /// variables that executable documents, and the published ports are the ones its endpoints bind.
 @Suite("Dockerfile and docker-compose.yml")
 struct ContainerFileTests {
-    static let composeFile = Build.repository.appendingPathComponent("docker-compose.yml")
-    static let dockerfile = Build.repository.appendingPathComponent("Dockerfile")
+    static let composeFile = TestPaths.repository.appendingPathComponent("docker-compose.yml")
+    static let dockerfile = TestPaths.repository.appendingPathComponent("Dockerfile")
 
     struct Service {
         var name: String
@@ -55,7 +56,7 @@ struct ContainerFileTests {
     }
 
     static func services() throws -> [Service] {
-        guard case let .map(pairs)? = try compose()["services"] else { throw HarnessError("docker-compose.yml has no services") }
+        guard case let .map(pairs)? = try compose()["services"] else { throw TestFailure("docker-compose.yml has no services") }
         return pairs.map { Service(name: $0.key, node: $0.value) }
     }
 
@@ -70,7 +71,7 @@ struct ContainerFileTests {
 
     /// The executable targets of Package.swift.
     static func executableTargets() throws -> Set<String> {
-        let manifest = try String(contentsOf: Build.repository.appendingPathComponent("Package.swift"), encoding: .utf8)
+        let manifest = try String(contentsOf: TestPaths.repository.appendingPathComponent("Package.swift"), encoding: .utf8)
         let pattern = try NSRegularExpression(pattern: #"\.executableTarget\(\s*name:\s*"([^"]+)""#)
         let range = NSRange(manifest.startIndex..., in: manifest)
         return Set(pattern.matches(in: manifest, range: range).compactMap {
@@ -81,7 +82,7 @@ struct ContainerFileTests {
     /// `EXECUTABLE --help`, run for real.
     static func help(_ executable: String, arguments: [String] = [], environment: [String: String] = [:]) async throws
         -> (status: Int32?, text: String) {
-        let child = try Child(name: executable, executable: Build.executable(executable), arguments: arguments + ["--help"],
+        let child = try Child(name: executable, executable: Executables.named(executable), arguments: arguments + ["--help"],
                               environment: environment)
         defer { child.kill() }
         let status = await child.waitForExit(timeout: 20)
@@ -115,7 +116,7 @@ struct ContainerFileTests {
             let command = service.command
             let executable = try #require(command.first, "\(service.name) has no command")
             #expect(targets.contains(executable), "\(service.name): \(executable) is not an executable target")
-            #expect(FileManager.default.isExecutableFile(atPath: Build.executable(executable).path))
+            #expect(FileManager.default.isExecutableFile(atPath: Executables.named(executable).path))
             let help = try await Self.help(executable)
             #expect(help.status == 0, "\(executable) --help\n\(help.text)")
             for flag in command.dropFirst() where flag.hasPrefix("-") {
@@ -157,7 +158,7 @@ struct ContainerFileTests {
         // (5552) is published only when asked for, with docker-compose.control.yml.
         let published = Set(services.flatMap(\.publishedPorts))
         #expect(published == [5550, 5554, 5555], "published \(published.sorted())")
-        let override = try String(contentsOf: Build.repository.appendingPathComponent("docker-compose.control.yml"),
+        let override = try String(contentsOf: TestPaths.repository.appendingPathComponent("docker-compose.control.yml"),
                                   encoding: .utf8)
         #expect(override.contains("\"5552:5552\""), "docker-compose.control.yml does not publish the control port")
         for service in services {
@@ -242,7 +243,7 @@ struct ContainerFileTests {
         // The packages of the runtime stage (the RUN after the last FROM) and those the script puts in the base.
         let dockerfile = try String(contentsOf: Self.dockerfile, encoding: .utf8)
         let runtimeStage = try #require(dockerfile.range(of: "\nFROM ", options: .backwards)).upperBound
-        let script = try String(contentsOf: Build.repository.appendingPathComponent("scripts/container-lib.sh"),
+        let script = try String(contentsOf: TestPaths.repository.appendingPathComponent("scripts/container-lib.sh"),
                                 encoding: .utf8)
         func packages(_ text: Substring, after marker: String) -> Set<String> {
             guard let start = text.range(of: marker)?.upperBound, let end = text[start...].firstIndex(of: "\"") else { return [] }
@@ -253,7 +254,7 @@ struct ContainerFileTests {
         #expect(runtime.contains("libzmq5") && runtime.contains("libmicrohttpd12"), "runtime stage packages \(runtime)")
         #expect(runtime == base, "the Dockerfile's runtime stage \(runtime.sorted()), the script's base \(base.sorted())")
         // The test's own network has no way out and publishes nothing.
-        let overlay = try YAML.parse(String(contentsOf: Build.repository.appendingPathComponent(
+        let overlay = try YAML.parse(String(contentsOf: TestPaths.repository.appendingPathComponent(
             "scripts/container-test.compose.yml"), encoding: .utf8))
         #expect(overlay["networks"]?["default"]?["internal"]?.scalar == "true")
     }
@@ -331,14 +332,14 @@ indirect enum YAML {
         var pairs: [(key: String, value: YAML)] = []
         while position < lines.count, lines[position].indent == indent {
             let text = lines[position].text
-            guard let colon = keyColon(text) else { throw HarnessError("YAML: expected \"key:\" in \"\(text)\"") }
+            guard let colon = keyColon(text) else { throw TestFailure("YAML: expected \"key:\" in \"\(text)\"") }
             let key = unquote(String(text[..<colon]))
             let rest = text[text.index(after: colon)...].trimmingCharacters(in: .whitespaces)
             position += 1
             pairs.append((key, try value(rest, lines, &position, parentIndent: indent)))
         }
         if position < lines.count, lines[position].indent > indent {
-            throw HarnessError("YAML: unexpected indentation at \"\(lines[position].text)\"")
+            throw TestFailure("YAML: unexpected indentation at \"\(lines[position].text)\"")
         }
         return .map(pairs)
     }
@@ -352,7 +353,7 @@ indirect enum YAML {
         }
         if inline.hasPrefix("[") {
             guard let items = try JSONSerialization.jsonObject(with: Data(inline.utf8)) as? [Any] else {
-                throw HarnessError("YAML: a flow list must be written as JSON here: \(inline)")
+                throw TestFailure("YAML: a flow list must be written as JSON here: \(inline)")
             }
             return .list(items.map { .scalar("\($0)") })
         }

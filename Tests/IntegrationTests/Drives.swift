@@ -1,4 +1,5 @@
 import Foundation
+import RoadSaveTestKit
 
 /// Records of one device (PROTOCOL §2), written as a gateway would record them: one fix a second, positions that
 /// follow the speeds along a heading, a sequence number per record.
@@ -104,7 +105,7 @@ struct Drive {
 /// (some out of order, as a gateway delivers them), and the events `roadsave replay` gave for it, reviewed by hand
 /// (`morning.expected.ndjson`): the services must give the same ones.
 enum RecordedCrash {
-    static let fixtures = Build.repository.appendingPathComponent("Tests/CLITests/Fixtures")
+    static let fixtures = TestPaths.repository.appendingPathComponent("Tests/CLITests/Fixtures")
     static let user = "user-crash"
     static let app = "demo-app"
 

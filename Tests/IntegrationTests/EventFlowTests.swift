@@ -1,4 +1,5 @@
 import Foundation
+import RoadSaveTestKit
 import Testing
 
 /// The three services as separate processes on loopback, fed by a Python gateway and watched by a Python subscriber
@@ -20,11 +21,8 @@ struct EventFlowTests {
             defer { webhook.kill() }
             options.platform = platform.url
             options.webhooks = [webhook.url]
-            let services = try await Services.start(options)
-            defer { services.kill() }
-            let subscriber = try Subscriber(endpoint: services.subscriberEndpoint)
-            defer { subscriber.kill() }
-            try await services.waitUntilFlowing(to: subscriber)
+            let (services, subscriber) = try await Services.startFlowing(options)
+            defer { subscriber.kill(); services.kill() }
 
             let file = try RecordedCrash.file()
             defer { try? FileManager.default.removeItem(at: file) }
@@ -114,11 +112,8 @@ struct EventFlowTests {
     @Test(arguments: ["msgpack", "json"])
     func badRecordsAreRejectedOneByOneAndTheRestGoesThrough(contentType: String) async throws {
         try await withPipelineSlot {
-            let services = try await Services.start()
-            defer { services.kill() }
-            let subscriber = try Subscriber(endpoint: services.subscriberEndpoint)
-            defer { subscriber.kill() }
-            try await services.waitUntilFlowing(to: subscriber)
+            let (services, subscriber) = try await Services.startFlowing()
+            defer { subscriber.kill(); services.kill() }
 
             let user = "mixed-\(contentType)"
             let drive = Drive.commute(app: "demo-app", user: user)
@@ -173,11 +168,8 @@ struct EventFlowTests {
     /// comes of them; records of a known application in the same batch go through.
     @Test func unknownApplicationIsRefused() async throws {
         try await withPipelineSlot {
-            let services = try await Services.start()
-            defer { services.kill() }
-            let subscriber = try Subscriber(endpoint: services.subscriberEndpoint)
-            defer { subscriber.kill() }
-            try await services.waitUntilFlowing(to: subscriber)
+            let (services, subscriber) = try await Services.startFlowing()
+            defer { subscriber.kill(); services.kill() }
 
             let intruder = Drive.commute(app: "intruder-app", user: "intruder")
             let known = Drive.commute(app: "demo-app", user: "known")
@@ -212,11 +204,8 @@ struct EventFlowTests {
     /// are acknowledged): the crash is still reported once, and the trip started and ended once.
     @Test func resentBatchesStillGiveEachEventOnce() async throws {
         try await withPipelineSlot {
-            let services = try await Services.start()
-            defer { services.kill() }
-            let subscriber = try Subscriber(endpoint: services.subscriberEndpoint)
-            defer { subscriber.kill() }
-            try await services.waitUntilFlowing(to: subscriber)
+            let (services, subscriber) = try await Services.startFlowing()
+            defer { subscriber.kill(); services.kill() }
 
             let file = try RecordedCrash.file()
             defer { try? FileManager.default.removeItem(at: file) }
@@ -241,11 +230,8 @@ struct EventFlowTests {
             defer { platform.kill() }
             var options = Services.Options()
             options.platform = platform.url
-            let services = try await Services.start(options)
-            defer { services.kill() }
-            let subscriber = try Subscriber(endpoint: services.subscriberEndpoint)
-            defer { subscriber.kill() }
-            try await services.waitUntilFlowing(to: subscriber)
+            let (services, subscriber) = try await Services.startFlowing(options)
+            defer { subscriber.kill(); services.kill() }
 
             let file = try RecordedCrash.file()
             defer { try? FileManager.default.removeItem(at: file) }
@@ -272,11 +258,8 @@ struct EventFlowTests {
             var options = Services.Options()
             options.platform = platform.url
             options.detectArguments = ["--platform-attempts", "2", "--platform-timeout", "2"]
-            let services = try await Services.start(options)
-            defer { services.kill() }
-            let subscriber = try Subscriber(endpoint: services.subscriberEndpoint)
-            defer { subscriber.kill() }
-            try await services.waitUntilFlowing(to: subscriber)
+            let (services, subscriber) = try await Services.startFlowing(options)
+            defer { subscriber.kill(); services.kill() }
 
             let file = try RecordedCrash.file()
             defer { try? FileManager.default.removeItem(at: file) }
@@ -299,11 +282,8 @@ struct EventFlowTests {
     /// passed on the clock, with endDate at its last movement, not when the decision was taken.
     @Test func silentDeviceTripEndsAfterTheStopDelayOnTheClock() async throws {
         try await withPipelineSlot {
-            let services = try await Services.start()
-            defer { services.kill() }
-            let subscriber = try Subscriber(endpoint: services.subscriberEndpoint)
-            defer { subscriber.kill() }
-            try await services.waitUntilFlowing(to: subscriber)
+            let (services, subscriber) = try await Services.startFlowing()
+            defer { subscriber.kill(); services.kill() }
 
             let user = "gone-quiet"
             var drive = Drive(app: "demo-app", user: user)

@@ -1,4 +1,6 @@
 import Foundation
+import GatewayKit
+import RoadSaveTestKit
 import Testing
 
 /// Torn writes at sensor-ingest: `roadsave ingest` is killed (SIGKILL) at random moments while a Python gateway
@@ -22,9 +24,9 @@ struct JournalDurabilityTests {
 
     @Test func everyAcknowledgedRecordSurvivesSIGKILLOfIngest() async throws {
         try await withPipelineSlot {
-            let seed = SeededGenerator.seed()
+            let seed = TestSeed.make()
             print("JournalDurabilityTests: seed \(seed) (ROADSAVE_TEST_SEED=\(seed) replays these kill moments)")
-            var random = SeededGenerator(state: seed)
+            var random = SplitMix64(state: seed)
             let ports = Ports.reserve(2)
             let dataDirectory = FileManager.default.temporaryDirectory
                 .appendingPathComponent("roadsave-journal-\(UUID().uuidString.prefix(8))").path
@@ -37,7 +39,7 @@ struct JournalDurabilityTests {
             }
 
             func startIngest() async throws -> Child {
-                let child = try Child(name: "ingest #\(incarnations.count + 1)", executable: Build.executable("roadsave"),
+                let child = try Child(name: "ingest #\(incarnations.count + 1)", executable: Executables.named("roadsave"),
                                       arguments: ["ingest", "--gateway-endpoint", "tcp://127.0.0.1:\(ports[0])",
                                                   "--records-endpoint", "tcp://127.0.0.1:\(ports[1])",
                                                   "--data-dir", dataDirectory, "--shards", "8"],
@@ -47,7 +49,7 @@ struct JournalDurabilityTests {
                     child.stderr.contains { $0.text.contains("msg=listening") } || !child.isRunning
                 }
                 guard listening, child.isRunning else {
-                    throw HarnessError("ingest did not start on the journal\n\(child.tail())")
+                    throw TestFailure("ingest did not start on the journal\n\(child.tail())")
                 }
                 return child
             }

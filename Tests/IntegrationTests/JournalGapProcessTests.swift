@@ -1,4 +1,5 @@
 import Foundation
+import RoadSaveTestKit
 import Testing
 
 /// Losing a node: a detection shard moved to another node starts with an empty data directory and reads every
@@ -77,7 +78,7 @@ struct JournalGapProcessTests {
             #expect(try Scrape.page(detectMetrics, "/readyz").status == 503, "still not ready: not acknowledged")
 
             // The operator acknowledges: ready again, the gauge at 0, the counter still 1.
-            let ctl = try Child(name: "ctl", executable: Build.executable("roadsave"),
+            let ctl = try Child(name: "ctl", executable: Executables.named("roadsave"),
                                 arguments: ["ctl", "acknowledgeJournalGaps", "--endpoint", services.controlEndpoint])
             defer { ctl.kill() }
             #expect(await ctl.waitForExit(timeout: 30) == 0, "\(ctl.tail())")

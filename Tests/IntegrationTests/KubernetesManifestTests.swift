@@ -1,4 +1,5 @@
 import Foundation
+import RoadSaveTestKit
 import Testing
 
 /// deploy/kubernetes checked against the executables and docker-compose.yml, without a cluster (scripts/check-kubernetes.sh
@@ -9,7 +10,7 @@ import Testing
 /// ContainerFileTests' YAML reader and its `--help` runs.
 @Suite("Kubernetes manifests")
 struct KubernetesManifestTests {
-    static let directory = Build.repository.appendingPathComponent("deploy/kubernetes")
+    static let directory = TestPaths.repository.appendingPathComponent("deploy/kubernetes")
 
     struct Resource {
         var file: String

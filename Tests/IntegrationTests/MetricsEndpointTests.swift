@@ -1,4 +1,5 @@
 import Foundation
+import RoadSaveTestKit
 import Testing
 
 /// /metrics, /healthz and /readyz of the three services (`--metrics-endpoint`), read as Prometheus reads them: each
@@ -18,11 +19,8 @@ struct MetricsEndpointTests {
             options.ingestArguments = ["--metrics-endpoint", "127.0.0.1:\(ports[0])"]
             options.detectArguments = ["--metrics-endpoint", "127.0.0.1:\(ports[1])"]
             options.notifyArguments = ["--metrics-endpoint", "127.0.0.1:\(ports[2])"]
-            let services = try await Services.start(options)
-            defer { services.kill() }
-            let subscriber = try Subscriber(endpoint: services.subscriberEndpoint)
-            defer { subscriber.kill() }
-            try await services.waitUntilFlowing(to: subscriber)
+            let (services, subscriber) = try await Services.startFlowing(options)
+            defer { subscriber.kill(); services.kill() }
             // The probes' trips have ended and their events are all delivered before the baseline is taken.
             let settled = try await eventually(timeout: 30, interval: 0.5) {
                 let detect = try Scrape.metrics(ports[1]), notify = try Scrape.metrics(ports[2])
@@ -145,7 +143,7 @@ struct MetricsEndpointTests {
     /// usage error naming the flag.
     @Test func endpointProblemsAreClearAtStart() async throws {
         let taken = Ports.reserve(1)[0]
-        let holder = try Child(name: "holder", executable: Build.env,
+        let holder = try Child(name: "holder", executable: Executables.env,
                                arguments: ["python3", "-m", "http.server", String(taken), "--bind", "127.0.0.1"])
         defer { holder.kill() }
         _ = await eventually(timeout: 10) { Ports.isListening(taken) }
@@ -156,7 +154,7 @@ struct MetricsEndpointTests {
         #expect(await ingest.waitForExit(timeout: 10) == 1)
         #expect(ingest.tail().contains("cannot serve metrics on 127.0.0.1:\(taken)"), "\(ingest.tail())")
 
-        let bad = try Child(name: "detect", executable: Build.executable("roadsave-detect"),
+        let bad = try Child(name: "detect", executable: Executables.named("roadsave-detect"),
                             arguments: ["--metrics-endpoint", "localhost", "--data-dir", services.dataDirectory("detect")])
         defer { bad.kill() }
         #expect(await bad.waitForExit(timeout: 10) == 2)
@@ -198,8 +196,8 @@ struct Scrape {
     /// Runs the scraper to its end (a scrape takes milliseconds).
     private static func run(_ url: String) throws -> [String: Any] {
         let process = Process()
-        process.executableURL = Build.env
-        process.arguments = ["python3", Build.support.appendingPathComponent("scrape_metrics.py").path, url]
+        process.executableURL = Executables.env
+        process.arguments = ["python3", SupportScripts.folder.appendingPathComponent("scrape_metrics.py").path, url]
         let out = Pipe(), err = Pipe()
         process.standardOutput = out
         process.standardError = err
@@ -209,7 +207,7 @@ struct Scrape {
         process.waitUntilExit()
         guard process.terminationStatus == 0,
               let object = try JSONSerialization.jsonObject(with: data) as? [String: Any] else {
-            throw HarnessError("scrape of \(url) failed (\(process.terminationStatus)): \(problem)")
+            throw TestFailure("scrape of \(url) failed (\(process.terminationStatus)): \(problem)")
         }
         return object
     }

@@ -1,4 +1,6 @@
 import Foundation
+import GatewayKit
+import RoadSaveTestKit
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -65,7 +67,7 @@ struct NotifierDurabilityTests {
             guard await eventually(timeout: 10, { !child.stdout.isEmpty || !child.isRunning }),
                   let first = child.stdout.first, let port = Int(first.text) else {
                 child.kill()
-                throw HarnessError("the event feed did not start\n\(child.tail())")
+                throw TestFailure("the event feed did not start\n\(child.tail())")
             }
             self.port = port
         }
@@ -109,12 +111,12 @@ struct NotifierDurabilityTests {
         var current: Child? { runs.last }
 
         func start() async throws {
-            let child = try Child(name: "notify#\(runs.count + 1)", executable: Build.executable("roadsave-notify"),
+            let child = try Child(name: "notify#\(runs.count + 1)", executable: Executables.named("roadsave-notify"),
                                   arguments: arguments, environment: environment)
             runs.append(child)
             guard await eventually(timeout: 15, { !child.isRunning || [publishPort, catchUpPort].allSatisfy(Ports.isListening) }),
                   child.isRunning else {
-                throw HarnessError("the notifier did not start listening\n\(logs())")
+                throw TestFailure("the notifier did not start listening\n\(logs())")
             }
         }
 
@@ -200,8 +202,8 @@ struct NotifierDurabilityTests {
     /// seen and catches up (`roadsave tail --since 0`) gets each exactly once; a redelivered event is dropped.
     @Test func killedAndRestartedNotifierDeliversEachEventOnce() async throws {
         try await withPipelineSlot {
-            let seed = SeededGenerator.seed()
-            var random = SeededGenerator(state: seed)
+            let seed = TestSeed.make()
+            var random = SplitMix64(state: seed)
             let killAfter = 0.3 + Double(random.next() % 2200) / 1000
             print("NotifierDurabilityTests: seed \(seed) (ROADSAVE_TEST_SEED), SIGKILL after \(killAfter) s")
             let context = "seed \(seed) (rerun with ROADSAVE_TEST_SEED=\(seed)), kill after \(killAfter) s"
@@ -219,7 +221,7 @@ struct NotifierDurabilityTests {
             }
             try await notifier.start()
             let feedStarted = now()
-            let tail = try Child(name: "tail", executable: Build.executable("roadsave"), arguments: [
+            let tail = try Child(name: "tail", executable: Executables.named("roadsave"), arguments: [
                 "tail", "--endpoint", notifier.publishEndpoint, "--catch-up-endpoint", notifier.catchUpEndpoint,
                 "--since", "0", "--show-position", "--timeout", "90",
             ])
@@ -258,7 +260,7 @@ struct NotifierDurabilityTests {
                     "positions \(printed.map(\.position)) (\(context))")
 
             // A subscriber that arrives afterwards catches up on everything: positions 1…N, each event once.
-            let late = try Child(name: "late tail", executable: Build.executable("roadsave"), arguments: [
+            let late = try Child(name: "late tail", executable: Executables.named("roadsave"), arguments: [
                 "tail", "--endpoint", notifier.publishEndpoint, "--catch-up-endpoint", notifier.catchUpEndpoint,
                 "--since", "0", "--show-position", "--count", String(expected.count), "--timeout", "20",
             ])
@@ -270,7 +272,7 @@ struct NotifierDurabilityTests {
 
             // Resuming after an eventID: the events after it. An unknown one is an error that says so.
             let middle = try #require(printed.dropFirst(expected.count / 2).first)
-            let resumed = try Child(name: "resumed tail", executable: Build.executable("roadsave"), arguments: [
+            let resumed = try Child(name: "resumed tail", executable: Executables.named("roadsave"), arguments: [
                 "tail", "--endpoint", notifier.publishEndpoint, "--catch-up-endpoint", notifier.catchUpEndpoint,
                 "--since", try #require(middle.event.string("eventID")), "--show-position",
                 "--count", String(expected.count - middle.position), "--timeout", "20",
@@ -278,7 +280,7 @@ struct NotifierDurabilityTests {
             defer { resumed.kill() }
             #expect(await resumed.waitForExit(timeout: 30) == 0, "\(resumed.tail())")
             #expect(Self.printed(resumed).map(\.position) == Array((middle.position + 1)...expected.count))
-            let unknown = try Child(name: "unknown tail", executable: Build.executable("roadsave"), arguments: [
+            let unknown = try Child(name: "unknown tail", executable: Executables.named("roadsave"), arguments: [
                 "tail", "--endpoint", notifier.publishEndpoint, "--catch-up-endpoint", notifier.catchUpEndpoint,
                 "--since", "00000000-0000-8000-8000-000000000000", "--timeout", "20",
             ])
@@ -289,7 +291,7 @@ struct NotifierDurabilityTests {
 
             // The store says the same: sqlite3, as an operator would look.
             let store = notifier.data + "/notifier.sqlite"
-            let count = try Child(name: "sqlite3", executable: Build.env,
+            let count = try Child(name: "sqlite3", executable: Executables.env,
                                   arguments: ["sqlite3", store, "SELECT count(*), count(DISTINCT event_id) FROM events; SELECT count(*) FROM outbox;"])
             _ = await count.waitForExit(timeout: 10)
             #expect(count.stdout.map(\.text) == ["\(expected.count)|\(expected.count)", "0"], "\(count.tail()) (\(context))")

@@ -1,4 +1,6 @@
 import Foundation
+import GatewayKit
+import RoadSaveTestKit
 import Testing
 
 /// PROTOCOL §8 through outages: what was acknowledged is applied, whatever the transport does. The three services as
@@ -12,7 +14,7 @@ import Testing
 /// events must be those of a replay of the records it did apply.
 @Suite("Outages", .serialized)
 struct OutageTests {
-    static let roadsave = Build.executable("roadsave")
+    static let roadsave = Executables.named("roadsave")
 
     enum Fault: String, CaseIterable, CustomStringConvertible {
         case senderPaused, ingestFrozen, ingestFrozenThenKilled, detectionFrozen, notifierFrozen
@@ -58,7 +60,7 @@ struct OutageTests {
     static func query(_ file: String, _ sql: String) async throws -> [String] {
         let child = try Child(name: "sqlite3", executable: URL(fileURLWithPath: "/usr/bin/sqlite3"),
                               arguments: ["-separator", "\t", file, sql])
-        guard await child.waitForExit(timeout: 30) == 0 else { throw HarnessError("sqlite3 failed\n\(child.tail())") }
+        guard await child.waitForExit(timeout: 30) == 0 else { throw TestFailure("sqlite3 failed\n\(child.tail())") }
         return child.stdout.map(\.text)
     }
 
@@ -98,8 +100,8 @@ struct OutageTests {
     @Test(arguments: Fault.allCases)
     func aGatewaySendingWatermarksGetsReplaysEventsThroughAnOutage(_ fault: Fault) async throws {
         try await withPipelineSlot {
-            let seed = SeededGenerator.seed() &+ UInt64(Fault.allCases.firstIndex(of: fault)!)
-            var random = SeededGenerator(state: seed)
+            let seed = TestSeed.make() &+ UInt64(Fault.allCases.firstIndex(of: fault)!)
+            var random = SplitMix64(state: seed)
             let after = Int.random(in: 1...6, using: &random)
             let seconds = Double.random(in: 2...6, using: &random)
             let timeout = [2.0, 10.0].randomElement(using: &random)!
@@ -115,10 +117,7 @@ struct OutageTests {
 
             let services = try await Self.services(folder: folder)
             defer { services.kill() }
-            let tail = try Child(name: "tail", executable: Self.roadsave, arguments: [
-                "tail", "--endpoint", services.subscriberEndpoint, "--catch-up-endpoint", services.catchUpEndpoint,
-                "--since", "0", "--show-position", "--timeout", "300",
-            ])
+            let tail = try Child.tailFromStart(services)
             defer { tail.kill() }
             let gateway = try Child(name: "send", executable: Self.roadsave, arguments: [
                 "send", expected.recording.path, "--endpoint", services.gatewayEndpoint, "--batch", "100",
@@ -147,8 +146,8 @@ struct OutageTests {
     /// file without them. The count is printed: it is what the README says such a gateway gets.
     @Test func aGatewayWithoutWatermarksKeepsWhatCannotBeAppliedInSight() async throws {
         try await withPipelineSlot {
-            let seed = SeededGenerator.seed() &+ 7
-            var random = SeededGenerator(state: seed)
+            let seed = TestSeed.make() &+ 7
+            var random = SplitMix64(state: seed)
             let after = Int.random(in: 2...6, using: &random)
             let seconds = Double.random(in: 2.5...6, using: &random)
             let context = "python gateway, seed \(seed): ingest frozen after \(after) batches for \(String(format: "%.2f", seconds)) s, then killed"
@@ -159,10 +158,7 @@ struct OutageTests {
             let all = try await Self.fleet(in: folder, seed: seed % 1000)
             let services = try await Self.services(folder: folder)
             defer { services.kill() }
-            let tail = try Child(name: "tail", executable: Self.roadsave, arguments: [
-                "tail", "--endpoint", services.subscriberEndpoint, "--catch-up-endpoint", services.catchUpEndpoint,
-                "--since", "0", "--show-position", "--timeout", "300",
-            ])
+            let tail = try Child.tailFromStart(services)
             defer { tail.kill() }
             let gateway = try Child.python("windowed_gateway.py", [
                 all.recording.path, "--endpoint", services.gatewayEndpoint, "--batch-size", "100", "--rate", "500",

@@ -1,4 +1,5 @@
 import Foundation
+import RoadSaveTestKit
 import Testing
 
 /// Overload (issue 6, point 7): a gateway sending as fast as acknowledgements allow. Nothing acknowledged may be lost,
@@ -53,11 +54,11 @@ struct OverloadTests {
             let head = await Self.query(journal, "SELECT max(position) FROM chunks") ?? "?"
             let detection = services.dataDirectory("detect") + "/detection.sqlite"
             let caughtUp = await eventually(timeout: 120, interval: 0.5) {
-                // Polled from a synchronous closure: read the file with the sqlite3 shell through a blocking run.
+                // The file read with the sqlite3 shell; its exit waited for (with its output read), not slept past.
                 let child = try? Child(name: "sqlite3", executable: URL(fileURLWithPath: "/usr/bin/sqlite3"),
                                        arguments: [detection, "SELECT max(position) FROM positions"])
-                child?.process.waitUntilExit()
-                Thread.sleep(forTimeInterval: 0.05)
+                defer { child?.kill() }
+                _ = await child?.waitForExit(timeout: 30)
                 return child?.stdout.first?.text == head
             }
             let caughtUpAfter = now() - start - seconds

@@ -1,4 +1,6 @@
 import Foundation
+import GatewayKit
+import RoadSaveTestKit
 import Testing
 
 /// PROTOCOL §8 under faults: the three services as processes, a gateway streaming a simulated fleet, and each service
@@ -8,7 +10,7 @@ import Testing
 /// positions it has seen and catches up what it missed) and in the NDJSON sink; at least once at a webhook.
 @Suite("Durability of the whole pipeline", .serialized)
 struct PipelineDurabilityTests {
-    static let roadsave = Build.executable("roadsave")
+    static let roadsave = Executables.named("roadsave")
 
     /// Runs `roadsave ARGUMENTS` to completion.
     static func run(_ arguments: [String], timeout: Double = 120) async throws -> Child {
@@ -16,7 +18,7 @@ struct PipelineDurabilityTests {
         let status = await child.waitForExit(timeout: timeout)
         guard status == 0 else {
             child.kill()
-            throw HarnessError("roadsave \(arguments.joined(separator: " ")) ended with \(status.map(String.init) ?? "no exit")\n\(child.tail())")
+            throw TestFailure("roadsave \(arguments.joined(separator: " ")) ended with \(status.map(String.init) ?? "no exit")\n\(child.tail())")
         }
         return child
     }
@@ -79,8 +81,8 @@ struct PipelineDurabilityTests {
 
     @Test func everyServiceKilledAtARandomMomentLosesNoEvent() async throws {
         try await withPipelineSlot {
-            let seed = SeededGenerator.seed()
-            var random = SeededGenerator(state: seed)
+            let seed = TestSeed.make()
+            var random = SplitMix64(state: seed)
             let context = "seed \(seed); ROADSAVE_TEST_SEED=\(seed) replays it"
             print("durability test: \(context)")
             let folder = FileManager.default.temporaryDirectory.appendingPathComponent("roadsave-it-\(UUID().uuidString)")
@@ -97,10 +99,7 @@ struct PipelineDurabilityTests {
             options.notifyArguments = ["--ndjson", sink, "--webhook-max-backoff", "1"]
             let services = try await Services.start(options)
             defer { services.kill() }
-            let tail = try Child(name: "tail", executable: Self.roadsave, arguments: [
-                "tail", "--endpoint", services.subscriberEndpoint, "--catch-up-endpoint", services.catchUpEndpoint,
-                "--since", "0", "--show-position", "--timeout", "300",
-            ])
+            let tail = try Child.tailFromStart(services)
             defer { tail.kill() }
 
             // About 15 s of stream; a gateway keeps a batch until it is acknowledged, whatever is killed meanwhile.
@@ -175,15 +174,12 @@ struct PipelineDurabilityTests {
                 let up = try Child(name: "roadsave up", executable: Self.roadsave, arguments: arguments,
                                    environment: ["ROADSAVE_APPLICATIONS": "demo-app"])
                 let ready = await eventually(timeout: 40) { up.stdout.contains { $0.text == "ready" } || !up.isRunning }
-                guard ready, up.isRunning else { throw HarnessError("roadsave up did not get ready\n\(up.tail())") }
+                guard ready, up.isRunning else { throw TestFailure("roadsave up did not get ready\n\(up.tail())") }
                 return up
             }
             var up = try await startUp()
             defer { up.kill() }
-            let tail = try Child(name: "tail", executable: Self.roadsave, arguments: [
-                "tail", "--endpoint", "tcp://127.0.0.1:\(base + 4)", "--catch-up-endpoint", "tcp://127.0.0.1:\(base + 5)",
-                "--since", "0", "--show-position", "--timeout", "300",
-            ])
+            let tail = try Child.tailFromStart(subscribers: "tcp://127.0.0.1:\(base + 4)", catchUp: "tcp://127.0.0.1:\(base + 5)")
             defer { tail.kill() }
             let gateway = try Child(name: "send", executable: Self.roadsave, arguments: [
                 "send", expected.recording.path, "--endpoint", "tcp://127.0.0.1:\(base)", "--batch", "50", "--rate", "800",

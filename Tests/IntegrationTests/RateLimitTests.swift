@@ -1,4 +1,5 @@
 import Foundation
+import RoadSaveTestKit
 import Testing
 
 /// Issue 7, per-gateway-key rate limits at sensor-ingest, with real processes: one gateway key floods and gets `rate`
@@ -13,7 +14,7 @@ struct RateLimitTests {
         let records: URL
         let started: Double
 
-        init(keys: SecurityTests.Keys, endpoint: String, key: String, user: String, batches: Int, records: Int,
+        init(keys: KeyFolder, endpoint: String, key: String, user: String, batches: Int, records: Int,
              pause: Double = 0) throws {
             self.records = keys.folder.appendingPathComponent("\(user).ndjson")
             started = now()
@@ -40,11 +41,11 @@ struct RateLimitTests {
     }
 
     @Test func aFloodingKeyIsRefusedWithRetryAfterWhileAnotherKeyIsServedAndNothingAcknowledgedIsLost() async throws {
-        let keys = try await SecurityTests.Keys()
+        let keys = try await SecurityTests.keys()
         defer { keys.remove() }
         // A second gateway key, listed too.
-        let second = try await SecurityTests.Keys.roadsave(["keygen", "gw-2", "--directory", keys.folder.path,
-                                                            "--role", "gateway", "--apps", "app-1"])
+        let second = try await KeyFolder.keygen(["gw-2", "--directory", keys.folder.path, "--role", "gateway",
+                                                 "--apps", "app-1"])
         let line = try #require(second.first { $0.hasPrefix("allow-list line: ") }).dropFirst("allow-list line: ".count)
         let handle = try #require(FileHandle(forWritingAtPath: keys.allowList))
         handle.seekToEndOfFile()
@@ -113,7 +114,7 @@ struct RateLimitTests {
         let data = folder.appendingPathComponent("data")
         let endpoint = "tcp://127.0.0.1:\(ports[0])"
         // Plaintext on loopback: every gateway shares one limit of 400 records a second.
-        let ingest = try Child(name: "ingest", executable: Build.executable("roadsave-ingest"), arguments: [
+        let ingest = try Child(name: "ingest", executable: Executables.named("roadsave-ingest"), arguments: [
             "--applications", "app-1", "--data-dir", data.path, "--gateway-endpoint", endpoint,
             "--records-endpoint", "tcp://127.0.0.1:\(ports[1])", "--rate-limit", "400",
         ])

@@ -1,4 +1,5 @@
 import Foundation
+import RoadSaveTestKit
 import Testing
 
 /// Issue 7, the project's own clients with CurveZMQ: `roadsave send`, `ctl` and `tail` with `--key` and
@@ -6,14 +7,14 @@ import Testing
 @Suite("SecurityClients", .serialized)
 struct SecurityClientTests {
     static func roadsave(_ arguments: [String], timeout: Double = 20) async throws -> (status: Int32?, child: Child) {
-        let child = try Child(name: "roadsave", executable: Build.executable("roadsave"), arguments: arguments)
+        let child = try Child(name: "roadsave", executable: Executables.named("roadsave"), arguments: arguments)
         let status = await child.waitForExit(timeout: timeout)
         child.kill()
         return (status, child)
     }
 
     @Test func sendWithAGatewayKeyIsAcknowledgedAndWithoutOneIsNot() async throws {
-        let keys = try await SecurityTests.Keys()
+        let keys = try await SecurityTests.keys()
         defer { keys.remove() }
         let (ingest, endpoint, _) = try await SecurityTests.startIngest(keys)
         defer { ingest.kill() }
@@ -37,7 +38,7 @@ struct SecurityClientTests {
     }
 
     @Test func ctlWithAnOperatorKeyIsAnsweredAndRefusedForAnotherApplication() async throws {
-        let keys = try await SecurityControlTests.Keys()
+        let keys = try await SecurityControlTests.keys()
         defer { keys.remove() }
         let (detect, control) = try await SecurityControlTests.startDetect(keys)
         defer { detect.kill() }
@@ -63,7 +64,7 @@ struct SecurityClientTests {
     }
 
     @Test func tailWithASubscriberKeyCatchesUpOnlyItsApplications() async throws {
-        let keys = try await SecurityNotifierTests.Keys()
+        let keys = try await SecurityNotifierTests.keys()
         defer { keys.remove() }
         let all = SecurityNotifierTests.events()
         let keyed = try await KeyedNotifier(all, serverSecret: keys.serverSecret, allowList: keys.allowList)

@@ -2,6 +2,7 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
+import RoadSaveTestKit
 import Testing
 
 /// Issue 7, CurveZMQ on detection's control socket: operator keys (optionally limited to applications) from the
@@ -9,33 +10,15 @@ import Testing
 @Suite("SecurityControl", .serialized)
 struct SecurityControlTests {
     /// A folder with detection's key pair and operator keys: alice for app-1 only, bob for every application.
-    struct Keys {
-        let folder: URL
-        var serverSecret: String { path("detect.key") }
-        var serverPublic: String { path("detect.key.pub") }
-        var allowList: String { path("allow.txt") }
-        func path(_ name: String) -> String { folder.appendingPathComponent(name).path }
-
-        init() async throws {
-            folder = FileManager.default.temporaryDirectory.appendingPathComponent("roadsave-curve-\(UUID().uuidString.prefix(8))")
-            _ = try await SecurityTests.Keys.roadsave(["keygen", "detect", "--directory", folder.path])
-            var lines: [String] = []
-            for (name, apps) in [("alice", ["--apps", "app-1"]), ("bob", [])] {
-                let made = try await SecurityTests.Keys.roadsave(["keygen", name, "--directory", folder.path,
-                                                                  "--role", "operator"] + apps)
-                let line = try #require(made.first { $0.hasPrefix("allow-list line: ") })
-                lines.append(String(line.dropFirst("allow-list line: ".count)))
-            }
-            try (lines.joined(separator: "\n") + "\n").write(toFile: allowList, atomically: true, encoding: .utf8)
-        }
-
-        func remove() { try? FileManager.default.removeItem(at: folder) }
+    static func keys() async throws -> KeyFolder {
+        try await KeyFolder(servers: ["detect"], clients: [("alice", ["--role", "operator", "--apps", "app-1"]),
+                                                           ("bob", ["--role", "operator"])])
     }
 
     /// detection with keys, its control socket on loopback, live (no ingest needed for commands).
-    static func startDetect(_ keys: Keys) async throws -> (Child, control: String) {
+    static func startDetect(_ keys: KeyFolder) async throws -> (Child, control: String) {
         let ports = Ports.reserve(3)
-        let detect = try Child(name: "detect", executable: Build.executable("roadsave-detect"), arguments: [
+        let detect = try Child(name: "detect", executable: Executables.named("roadsave-detect"), arguments: [
             "--records-endpoint", "tcp://127.0.0.1:\(ports[0])", "--control-endpoint", "tcp://127.0.0.1:\(ports[1])",
             "--events-endpoint", "tcp://127.0.0.1:\(ports[2])", "--data-dir", keys.path("data-\(ports[0])"),
             "--curve-secret-key", keys.serverSecret, "--allow", keys.allowList,
@@ -50,7 +33,7 @@ struct SecurityControlTests {
     }
 
     @Test func anOperatorKeyLimitedToAnApplicationIsRefusedForAnotherAndEveryCommandIsAudited() async throws {
-        let keys = try await Keys()
+        let keys = try await Self.keys()
         defer { keys.remove() }
         let (detect, control) = try await Self.startDetect(keys)
         defer { detect.kill() }
@@ -88,7 +71,7 @@ struct SecurityControlTests {
 
     /// Acknowledging journal gaps concerns every application of the shard: a key limited to some may not.
     @Test func onlyAnOperatorKeyForEveryApplicationAcknowledgesJournalGaps() async throws {
-        let keys = try await Keys()
+        let keys = try await Self.keys()
         defer { keys.remove() }
         let (detect, control) = try await Self.startDetect(keys)
         defer { detect.kill() }
@@ -108,7 +91,7 @@ struct SecurityControlTests {
     }
 
     @Test func anUnlistedKeyGetsNoReplyAndTheRefusalIsLogged() async throws {
-        let keys = try await Keys()
+        let keys = try await Self.keys()
         defer { keys.remove() }
         let (detect, control) = try await Self.startDetect(keys)
         defer { detect.kill() }
@@ -127,7 +110,7 @@ struct SecurityControlTests {
     }
 
     @Test func sighupRevokesAnOperatorKeyRemovedFromTheList() async throws {
-        let keys = try await Keys()
+        let keys = try await Self.keys()
         defer { keys.remove() }
         let (detect, control) = try await Self.startDetect(keys)
         defer { detect.kill() }
@@ -149,7 +132,7 @@ struct SecurityControlTests {
     /// application), or removed, and SIGHUP: her next command on that connection is forbidden, and audited as refused.
     @Test(arguments: KeyChange.allCases)
     func anOperatorKeyChangedBySIGHUPIsRefusedOnTheConnectionItHasOpen(_ change: KeyChange) async throws {
-        let keys = try await Keys()
+        let keys = try await Self.keys()
         defer { keys.remove() }
         let newKey = try await makeKey("alice-new", role: "operator", in: keys.folder)
         let (detect, control) = try await Self.startDetect(keys)
@@ -183,12 +166,12 @@ struct SecurityControlTests {
         defer { try? FileManager.default.removeItem(at: data) }
         let arguments = ["--records-endpoint", "tcp://127.0.0.1:\(ports[0])", "--control-endpoint", "tcp://*:\(ports[1])",
                          "--events-endpoint", "tcp://127.0.0.1:\(ports[2])", "--data-dir", data.path]
-        let refused = try Child(name: "detect", executable: Build.executable("roadsave-detect"), arguments: arguments)
+        let refused = try Child(name: "detect", executable: Executables.named("roadsave-detect"), arguments: arguments)
         defer { refused.kill() }
         #expect(await refused.waitForExit(timeout: 15) == 2)
         #expect(refused.stderr.contains { $0.text.contains("--control-endpoint tcp://*:\(ports[1]) is reachable from other machines") },
                 "\(refused.tail())")
-        let insecure = try Child(name: "detect", executable: Build.executable("roadsave-detect"), arguments: arguments + ["--insecure"])
+        let insecure = try Child(name: "detect", executable: Executables.named("roadsave-detect"), arguments: arguments + ["--insecure"])
         defer { insecure.kill() }
         let live = await eventually(timeout: 20) { insecure.stderr.contains { $0.text.contains("msg=live") } }
         #expect(live, "\(insecure.tail())")

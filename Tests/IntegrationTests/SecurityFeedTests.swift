@@ -2,6 +2,7 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
+import RoadSaveTestKit
 import Testing
 
 /// Issue 7, CurveZMQ on the links between the services: ingest's journal feed and detection's outbox feed are CURVE
@@ -12,29 +13,16 @@ import Testing
 struct SecurityFeedTests {
     /// Service keys ingest, detect, notify (detect and notify listed as service), a gateway key, a subscriber key, and
     /// a service key `reader` that no service uses (an outside reader of the feeds).
-    struct Keys {
-        let folder: URL
-        func path(_ name: String) -> String { folder.appendingPathComponent(name).path }
-        var allowList: String { path("allow.txt") }
-
-        init() async throws {
-            folder = FileManager.default.temporaryDirectory.appendingPathComponent("roadsave-curve-\(UUID().uuidString.prefix(8))")
-            var lines: [String] = []
-            for (name, role, listed) in [("ingest", "service", false), ("detect", "service", true), ("notify", "service", true),
-                                         ("gw", "gateway", true), ("sub", "subscriber", true), ("reader", "service", true)] {
-                let made = try await SecurityTests.Keys.roadsave(["keygen", name, "--directory", folder.path, "--role", role])
-                let line = try #require(made.first { $0.hasPrefix("allow-list line: ") })
-                if listed { lines.append(String(line.dropFirst("allow-list line: ".count))) }
-            }
-            try (lines.joined(separator: "\n") + "\n").write(toFile: allowList, atomically: true, encoding: .utf8)
-        }
-
-        func remove() { try? FileManager.default.removeItem(at: folder) }
+    static func keys() async throws -> KeyFolder {
+        let roles = [("ingest", "service"), ("detect", "service"), ("notify", "service"), ("gw", "gateway"),
+                     ("sub", "subscriber"), ("reader", "service")]
+        return try await KeyFolder(servers: [], clients: roles.map { ($0, ["--role", $1]) },
+                                   listing: ["detect", "notify", "gw", "sub", "reader"])
     }
 
     /// The three services with keys, each on loopback ports of its own.
     final class Pipeline {
-        let keys: Keys
+        let keys: KeyFolder
         let ports = Ports.reserve(6)
         let data: URL
         var children: [Child] = []
@@ -45,21 +33,21 @@ struct SecurityFeedTests {
         var ingest: Child { children[0] }
         var detect: Child { children[1] }
 
-        init(_ keys: Keys) async throws {
+        init(_ keys: KeyFolder) async throws {
             self.keys = keys
             data = keys.folder.appendingPathComponent("data-\(ports[0])")
             func own(_ name: String) -> [String] {
                 ["--curve-secret-key", keys.path("\(name).key"), "--allow", keys.allowList, "--data-dir", data.appendingPathComponent(name).path]
             }
-            children.append(try Child(name: "ingest", executable: Build.executable("roadsave-ingest"), arguments: [
+            children.append(try Child(name: "ingest", executable: Executables.named("roadsave-ingest"), arguments: [
                 "--gateway-endpoint", gateways, "--records-endpoint", records,
             ] + own("ingest"), environment: ["ROADSAVE_APPLICATIONS": "demo-app"]))
-            children.append(try Child(name: "detect", executable: Build.executable("roadsave-detect"), arguments: [
+            children.append(try Child(name: "detect", executable: Executables.named("roadsave-detect"), arguments: [
                 "--records-endpoint", records, "--control-endpoint", "tcp://127.0.0.1:\(ports[2])",
                 "--events-endpoint", events, "--reorder-window", "3", "--checkpoint-interval", "0.5",
                 "--curve-server-key", keys.path("ingest.key.pub"),
             ] + own("detect")))
-            children.append(try Child(name: "notify", executable: Build.executable("roadsave-notify"), arguments: [
+            children.append(try Child(name: "notify", executable: Executables.named("roadsave-notify"), arguments: [
                 "--events-endpoint", events, "--publish-endpoint", subscribers,
                 "--catch-up-endpoint", "tcp://127.0.0.1:\(ports[5])",
                 "--curve-server-key", keys.path("detect.key.pub"),
@@ -69,7 +57,7 @@ struct SecurityFeedTests {
             }
             guard listening else {
                 kill()
-                throw HarnessError("the services did not start listening\n\(logs())")
+                throw TestFailure("the services did not start listening\n\(logs())")
             }
         }
 
@@ -77,7 +65,7 @@ struct SecurityFeedTests {
         func sendProbe(user: String) async throws -> Int32? {
             let file = try Drive.probe(app: "demo-app", user: user).write()
             defer { try? FileManager.default.removeItem(at: file) }
-            let send = try Child(name: "send", executable: Build.executable("roadsave"), arguments: [
+            let send = try Child(name: "send", executable: Executables.named("roadsave"), arguments: [
                 "send", file.path, "--endpoint", gateways, "--key", keys.path("gw.key"),
                 "--server-key", keys.path("ingest.key.pub"), "--timeout", "5",
             ])
@@ -106,7 +94,7 @@ struct SecurityFeedTests {
     /// Records go gateway → ingest → detection → notifier → subscriber, every link CURVE: a subscriber with its key gets
     /// the trip of a drive sent with the gateway key.
     @Test func recordsFlowOverCurveLinksToACurveSubscriber() async throws {
-        let keys = try await Keys()
+        let keys = try await Self.keys()
         defer { keys.remove() }
         let pipeline = try await Pipeline(keys)
         defer { pipeline.kill() }
@@ -136,7 +124,7 @@ struct SecurityFeedTests {
     /// ingest's journal and detection's outbox answer a listed service key, and nobody else: a plaintext client, an
     /// unlisted key and a key listed in another role (the gateway's) get no reply at all.
     @Test func theFeedsAnswerOnlyServiceKeys() async throws {
-        let keys = try await Keys()
+        let keys = try await Self.keys()
         defer { keys.remove() }
         let pipeline = try await Pipeline(keys)
         defer { pipeline.kill() }
@@ -185,7 +173,7 @@ struct SecurityFeedTests {
     /// each connection is answered with an error and no items. The services' own links, with keys of their own, go on.
     @Test(arguments: KeyChange.allCases)
     func aServiceKeyChangedBySIGHUPIsRefusedOnTheFeedConnectionsItHasOpen(_ change: KeyChange) async throws {
-        let keys = try await Keys()
+        let keys = try await Self.keys()
         defer { keys.remove() }
         let newKey = try await makeKey("reader-new", role: "service", in: keys.folder)
         let pipeline = try await Pipeline(keys)
@@ -240,7 +228,7 @@ struct SecurityFeedTests {
 
     /// The feed sockets a service binds join the loopback check, and so does a link to an upstream on another machine.
     @Test func feedSocketsAndLinksOffLoopbackNeedKeysOrInsecure() async throws {
-        let keys = try await Keys()
+        let keys = try await Self.keys()
         defer { keys.remove() }
         let ports = Ports.reserve(4)
         let data = keys.folder.appendingPathComponent("data").path
@@ -277,13 +265,13 @@ struct SecurityFeedTests {
              "--curve-server-key: cannot read the key file \(keys.path("nobody.key.pub"))"),
         ]
         for run in runs {
-            let child = try Child(name: run.executable, executable: Build.executable(run.executable), arguments: run.arguments)
+            let child = try Child(name: run.executable, executable: Executables.named(run.executable), arguments: run.arguments)
             defer { child.kill() }
             #expect(await child.waitForExit(timeout: 15) == 2, "\(run.arguments)\n\(child.tail())")
             #expect(child.stderr.contains { $0.text.contains(run.message) }, "\(run.message)\n\(child.tail())")
         }
         // --insecure lets a plaintext link to another machine start (it is what the operator asked for).
-        let insecure = try Child(name: "detect", executable: Build.executable("roadsave-detect"), arguments: [
+        let insecure = try Child(name: "detect", executable: Executables.named("roadsave-detect"), arguments: [
             "--records-endpoint", "tcp://192.0.2.7:\(ports[1])", "--control-endpoint", "tcp://127.0.0.1:\(ports[2])",
             "--events-endpoint", "tcp://127.0.0.1:\(ports[3])", "--data-dir", data + "-insecure", "--insecure",
         ])

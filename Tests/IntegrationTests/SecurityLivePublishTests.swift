@@ -2,6 +2,7 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
+import RoadSaveTestKit
 import Testing
 
 /// Issue 7, subscriber keys limited to applications on the LIVE socket. With libzmq 4.3.5 or later, the notifier's
@@ -27,34 +28,10 @@ struct SecurityLivePublishTests {
     static var refusesLimitedKeysLive: Bool { notifierLibzmq != nil && !filtersLive }
 
     /// The notifier's key pair; subscriber keys dash (app-1 only), ops and watch (every application).
-    struct Keys {
-        let folder: URL
-        var serverSecret: String { path("notify.key") }
-        var serverPublic: String { path("notify.key.pub") }
-        var allowList: String { path("allow.txt") }
-        let lines: [String: String]
-        func path(_ name: String) -> String { folder.appendingPathComponent(name).path }
-
-        init() async throws {
-            folder = FileManager.default.temporaryDirectory.appendingPathComponent("roadsave-live-\(UUID().uuidString.prefix(8))")
-            _ = try await SecurityTests.Keys.roadsave(["keygen", "notify", "--directory", folder.path])
-            var lines: [String: String] = [:]
-            for (name, apps) in [("dash", ["--apps", "app-1"]), ("ops", []), ("watch", [])] {
-                let made = try await SecurityTests.Keys.roadsave(["keygen", name, "--directory", folder.path,
-                                                                  "--role", "subscriber"] + apps)
-                let line = try #require(made.first { $0.hasPrefix("allow-list line: ") })
-                lines[name] = String(line.dropFirst("allow-list line: ".count))
-            }
-            self.lines = lines
-            try write(["dash", "ops", "watch"])
-        }
-
-        func write(_ names: [String]) throws {
-            try (names.compactMap { lines[$0] }.joined(separator: "\n") + "\n").write(toFile: allowList, atomically: true,
-                                                                                       encoding: .utf8)
-        }
-
-        func remove() { try? FileManager.default.removeItem(at: folder) }
+    static func keys() async throws -> KeyFolder {
+        try await KeyFolder(prefix: "roadsave-live", servers: ["notify"],
+                            clients: [("dash", ["--role", "subscriber", "--apps", "app-1"]), ("ops", ["--role", "subscriber"]),
+                                      ("watch", ["--role", "subscriber"])])
     }
 
     static let apps = ["app-1", "app-2", "app-10"]
@@ -71,7 +48,7 @@ struct SecurityLivePublishTests {
 
     final class Live {
         let child: Child
-        init(_ notifier: NotifierDurabilityTests.Notifier, _ keys: Keys, key: String, subscribe: [String],
+        init(_ notifier: NotifierDurabilityTests.Notifier, _ keys: KeyFolder, key: String, subscribe: [String],
              unsubscribe: [String] = [], timeout: Double) throws {
             child = try Child.python("live_subscriber.py", ["--endpoint", notifier.publishEndpoint, "--server-key", keys.serverPublic,
                                                             "--key", keys.path("\(key).key"), "--timeout", String(timeout)]
@@ -97,8 +74,8 @@ struct SecurityLivePublishTests {
 
     /// Fresh keys, and a notifier with them serving `events` (at `rate` a second; `paused`: from `feed.resume()`):
     /// how every test here starts.
-    static func start(_ events: [[String: Any]], rate: Double = 0, paused: Bool = false) async throws -> (Keys, KeyedNotifier) {
-        let keys = try await Keys()
+    static func start(_ events: [[String: Any]], rate: Double = 0, paused: Bool = false) async throws -> (KeyFolder, KeyedNotifier) {
+        let keys = try await Self.keys()
         do {
             return (keys, try await KeyedNotifier(events, rate: rate, paused: paused, serverSecret: keys.serverSecret,
                                                   allowList: keys.allowList))
@@ -183,7 +160,7 @@ struct SecurityLivePublishTests {
         let dashSub = try Child.python("subscriber.py", ["--endpoint", notifier.publishEndpoint, "--timeout", "15",
                                                          "--server-key", keys.serverPublic, "--key", keys.path("dash.key")])
         let ops = try Live(notifier, keys, key: "ops", subscribe: [""], timeout: 15)
-        let tail = try Child(name: "tail --via-catch-up", executable: Build.executable("roadsave"), arguments: [
+        let tail = try Child(name: "tail --via-catch-up", executable: Executables.named("roadsave"), arguments: [
             "tail", "--via-catch-up", "--show-position", "--catch-up-endpoint", notifier.catchUpEndpoint,
             "--key", keys.path("dash.key"), "--server-key", keys.serverPublic, "--timeout", "15", "--log-level", "info"])
         defer { dashLive.kill(); dashSub.kill(); ops.kill(); tail.kill() }
@@ -307,7 +284,7 @@ struct SecurityLivePublishTests {
         let flowing = await eventually(timeout: 20) { revoked.topics.count > 3 && ops.topics.count > 3 }
         try #require(flowing, "\(revoked.child.tail())\n\(notifier.logs())")
 
-        try keys.write(Self.filtersLive ? ["ops", "watch"] : ["dash", "ops"])
+        try keys.writeAllowList(Self.filtersLive ? ["ops", "watch"] : ["dash", "ops"])
         let current = try #require(notifier.current)
         current.signal(SIGHUP)
         let reloaded = await eventually(timeout: 20) { current.stderr.contains { $0.text.contains("every subscriber connection dropped") } }

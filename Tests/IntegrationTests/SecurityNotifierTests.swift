@@ -2,6 +2,7 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
+import RoadSaveTestKit
 import Testing
 
 /// Issue 7, CurveZMQ on the notifier's PUB and catch-up sockets: every subscriber needs a key listed as subscriber;
@@ -10,27 +11,9 @@ import Testing
 @Suite("SecurityNotifier", .serialized)
 struct SecurityNotifierTests {
     /// The notifier's key pair; subscriber keys dash (demo-app only) and ops (every application).
-    struct Keys {
-        let folder: URL
-        var serverSecret: String { path("notify.key") }
-        var serverPublic: String { path("notify.key.pub") }
-        var allowList: String { path("allow.txt") }
-        func path(_ name: String) -> String { folder.appendingPathComponent(name).path }
-
-        init() async throws {
-            folder = FileManager.default.temporaryDirectory.appendingPathComponent("roadsave-curve-\(UUID().uuidString.prefix(8))")
-            _ = try await SecurityTests.Keys.roadsave(["keygen", "notify", "--directory", folder.path])
-            var lines: [String] = []
-            for (name, apps) in [("dash", ["--apps", "demo-app"]), ("ops", [])] {
-                let made = try await SecurityTests.Keys.roadsave(["keygen", name, "--directory", folder.path,
-                                                                  "--role", "subscriber"] + apps)
-                let line = try #require(made.first { $0.hasPrefix("allow-list line: ") })
-                lines.append(String(line.dropFirst("allow-list line: ".count)))
-            }
-            try (lines.joined(separator: "\n") + "\n").write(toFile: allowList, atomically: true, encoding: .utf8)
-        }
-
-        func remove() { try? FileManager.default.removeItem(at: folder) }
+    static func keys() async throws -> KeyFolder {
+        try await KeyFolder(servers: ["notify"], clients: [("dash", ["--role", "subscriber", "--apps", "demo-app"]),
+                                                           ("ops", ["--role", "subscriber"])])
     }
 
     /// Two devices' journeys: driver-0 of demo-app, driver-1 of other-app.
@@ -43,12 +26,12 @@ struct SecurityNotifierTests {
     }
 
     /// The reply to {"after": 0} with the key file `key` of `keys` (nil: a fresh key nobody listed).
-    static func catchUp(_ keyed: KeyedNotifier, keys: Keys, key: String?) async throws -> [String: Any]? {
+    static func catchUp(_ keyed: KeyedNotifier, keys: KeyFolder, key: String?) async throws -> [String: Any]? {
         try await keyed.catchUp(["after": 0], serverPublic: keys.serverPublic, keyFile: key.map(keys.path))
     }
 
     @Test func catchUpRepliesHoldOnlyTheApplicationsOfTheKeyAndUnlistedKeysGetNothing() async throws {
-        let keys = try await Keys()
+        let keys = try await Self.keys()
         defer { keys.remove() }
         let all = Self.events()
         let keyed = try await KeyedNotifier(all, serverSecret: keys.serverSecret, allowList: keys.allowList)
@@ -81,7 +64,7 @@ struct SecurityNotifierTests {
     /// no event, of either application.
     @Test(arguments: KeyChange.allCases)
     func aSubscriberKeyChangedBySIGHUPIsRefusedOnTheCatchUpConnectionItHasOpen(_ change: KeyChange) async throws {
-        let keys = try await Keys()
+        let keys = try await Self.keys()
         defer { keys.remove() }
         let newKey = try await makeKey("dash-new", role: "subscriber", in: keys.folder)
         let all = Self.events()
@@ -114,7 +97,7 @@ struct SecurityNotifierTests {
     }
 
     @Test func everySubscriberOnThePublisherNeedsAListedKey() async throws {
-        let keys = try await Keys()
+        let keys = try await Self.keys()
         defer { keys.remove() }
         // The six events (1.5 s of them) start once the listed subscriber is connected: from the notifier's start, a
         // busy machine could end them before the Python subscribers were up (and nothing received proves nothing).
@@ -148,7 +131,7 @@ struct SecurityNotifierTests {
         for (flag, other) in [("--publish-endpoint", "--catch-up-endpoint"), ("--catch-up-endpoint", "--publish-endpoint")] {
             let arguments = ["--events-endpoint", "tcp://127.0.0.1:\(ports[0])", "--data-dir", data.path,
                              flag, "tcp://0.0.0.0:\(ports[1])", other, "tcp://127.0.0.1:\(ports[2])"]
-            let refused = try Child(name: "notify", executable: Build.executable("roadsave-notify"), arguments: arguments)
+            let refused = try Child(name: "notify", executable: Executables.named("roadsave-notify"), arguments: arguments)
             defer { refused.kill() }
             #expect(await refused.waitForExit(timeout: 15) == 2)
             #expect(refused.stderr.contains { $0.text.contains("\(flag) tcp://0.0.0.0:\(ports[1]) is reachable from other machines") },
@@ -157,7 +140,7 @@ struct SecurityNotifierTests {
         let arguments = ["--events-endpoint", "tcp://127.0.0.1:\(ports[0])", "--data-dir", data.path,
                          "--publish-endpoint", "tcp://0.0.0.0:\(ports[1])", "--catch-up-endpoint", "tcp://0.0.0.0:\(ports[2])",
                          "--insecure"]
-        let insecure = try Child(name: "notify", executable: Build.executable("roadsave-notify"), arguments: arguments)
+        let insecure = try Child(name: "notify", executable: Executables.named("roadsave-notify"), arguments: arguments)
         defer { insecure.kill() }
         let started = await eventually(timeout: 15) { insecure.stderr.contains { $0.text.contains("msg=running") } }
         #expect(started, "\(insecure.tail())")

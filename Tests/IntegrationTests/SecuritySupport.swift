@@ -2,6 +2,7 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
+import RoadSaveTestKit
 import Testing
 
 /// What the security suites share: a notifier with CURVE keys and an allow-list, fed by a fake detection feed, and a
@@ -58,10 +59,9 @@ enum KeyChange: String, CaseIterable, Sendable {
 
 /// A new key pair `file` in `folder` (`roadsave keygen`); its public key, to list under any name.
 func makeKey(_ file: String, role: String, in folder: URL) async throws -> String {
-    let made = try await SecurityTests.Keys.roadsave(["keygen", file, "--directory", folder.path, "--role", role])
-    let line = try #require(made.first { $0.hasPrefix("allow-list line: ") }, "\(made)")
-    // "allow-list line: ROLE KEY NAME [APPS]"
-    return String(line.split(separator: " ")[3])
+    let line = try await KeyFolder.allowListLine(file, ["--role", role], in: folder)
+    // "ROLE KEY NAME [APPS]"
+    return String(line.split(separator: " ")[1])
 }
 
 /// Applies `change` to the line of `name` in `role` of the allow-list at `path` (a replacement lists `newKey` under

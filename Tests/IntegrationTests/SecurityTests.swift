@@ -2,6 +2,7 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
+import RoadSaveTestKit
 import Testing
 
 /// Issue 7, CurveZMQ: sensor-ingest with a server key and an allow-list, driven by pyzmq clients with their own curve
@@ -9,37 +10,19 @@ import Testing
 @Suite("Security", .serialized)
 struct SecurityTests {
     /// A folder with the server's key pair, a gateway key limited to app-1, and an allow-list listing only it.
-    struct Keys {
-        let folder: URL
-        var serverSecret: String { folder.appendingPathComponent("ingest.key").path }
-        var serverPublic: String { folder.appendingPathComponent("ingest.key.pub").path }
-        var gatewaySecret: String { folder.appendingPathComponent("gw-1.key").path }
-        var allowList: String { folder.appendingPathComponent("allow.txt").path }
-
-        init() async throws {
-            folder = FileManager.default.temporaryDirectory.appendingPathComponent("roadsave-curve-\(UUID().uuidString.prefix(8))")
-            _ = try await Self.roadsave(["keygen", "ingest", "--directory", folder.path])
-            let gateway = try await Self.roadsave(["keygen", "gw-1", "--directory", folder.path, "--role", "gateway",
-                                                   "--apps", "app-1"])
-            let line = try #require(gateway.first { $0.hasPrefix("allow-list line: ") }).dropFirst("allow-list line: ".count)
-            try ("# gateways\n" + line + "   # the depot\n").write(toFile: allowList, atomically: true, encoding: .utf8)
-        }
-
-        static func roadsave(_ arguments: [String]) async throws -> [String] {
-            let child = try Child(name: "roadsave", executable: Build.executable("roadsave"), arguments: arguments)
-            defer { child.kill() }
-            let status = await child.waitForExit(timeout: 20)
-            #expect(status == 0, "\(child.tail())")
-            return child.stdout.map(\.text)
-        }
-
-        func remove() { try? FileManager.default.removeItem(at: folder) }
+    static func keys() async throws -> KeyFolder {
+        let keys = try await KeyFolder(servers: ["ingest"], clients: [("gw-1", ["--role", "gateway", "--apps", "app-1"])],
+                                       listing: [])
+        // Written by hand: a comment line and a trailing comment, as an operator may write them.
+        try ("# gateways\n" + (keys.lines["gw-1"] ?? "") + "   # the depot\n").write(toFile: keys.allowList, atomically: true,
+                                                                                 encoding: .utf8)
+        return keys
     }
 
-    static func startIngest(_ keys: Keys, extra: [String] = []) async throws -> (Child, endpoint: String, data: URL) {
+    static func startIngest(_ keys: KeyFolder, extra: [String] = []) async throws -> (Child, endpoint: String, data: URL) {
         let ports = Ports.reserve(2)
         let data = keys.folder.appendingPathComponent("data-\(ports[0])")
-        let ingest = try Child(name: "ingest", executable: Build.executable("roadsave-ingest"), arguments: [
+        let ingest = try Child(name: "ingest", executable: Executables.named("roadsave-ingest"), arguments: [
             "--applications", "app-1,app-2", "--data-dir", data.path,
             "--gateway-endpoint", "tcp://127.0.0.1:\(ports[0])", "--records-endpoint", "tcp://127.0.0.1:\(ports[1])",
             "--curve-secret-key", keys.serverSecret, "--allow", keys.allowList,
@@ -50,7 +33,7 @@ struct SecurityTests {
     }
 
     /// One batch through `curve_gateway.py`: the acknowledgement, or nil when none came.
-    static func send(apps: [String], to endpoint: String, keys: Keys, clientKey: String?,
+    static func send(apps: [String], to endpoint: String, keys: KeyFolder, clientKey: String?,
                      timeout: Double = 5) async throws -> [String: Any]? {
         let child = try Child.python("curve_gateway.py", ["--endpoint", endpoint, "--server-key", keys.serverPublic,
                                                           "--timeout", String(timeout)]
@@ -62,7 +45,7 @@ struct SecurityTests {
     }
 
     @Test func aListedGatewayKeySendsOnlyForItsApplications() async throws {
-        let keys = try await Keys()
+        let keys = try await Self.keys()
         defer { keys.remove() }
         let (ingest, endpoint, _) = try await Self.startIngest(keys)
         defer { ingest.kill() }
@@ -78,7 +61,7 @@ struct SecurityTests {
     }
 
     @Test func anUnknownKeyIsRefusedAtTheHandshakeAndNoAckEverComes() async throws {
-        let keys = try await Keys()
+        let keys = try await Self.keys()
         defer { keys.remove() }
         let (ingest, endpoint, _) = try await Self.startIngest(keys)
         defer { ingest.kill() }
@@ -97,7 +80,7 @@ struct SecurityTests {
     }
 
     @Test func sighupReloadsTheAllowListWithoutARestart() async throws {
-        let keys = try await Keys()
+        let keys = try await Self.keys()
         defer { keys.remove() }
         let (ingest, endpoint, _) = try await Self.startIngest(keys)
         defer { ingest.kill() }
@@ -136,7 +119,7 @@ struct SecurityTests {
     /// name's new key is served under it.
     @Test(arguments: KeyChange.allCases)
     func aGatewayKeyChangedBySIGHUPIsRefusedOnTheConnectionItHasOpen(_ change: KeyChange) async throws {
-        let keys = try await Keys()
+        let keys = try await Self.keys()
         defer { keys.remove() }
         let newKey = try await makeKey("gw-1-new", role: "gateway", in: keys.folder)
         let (ingest, endpoint, _) = try await Self.startIngest(keys)
@@ -172,10 +155,10 @@ struct SecurityTests {
     }
 
     @Test func aSecretKeyFileReadableByOthersIsRefused() async throws {
-        let keys = try await Keys()
+        let keys = try await Self.keys()
         defer { keys.remove() }
         chmod(keys.serverSecret, 0o644)
-        let ingest = try Child(name: "ingest", executable: Build.executable("roadsave-ingest"), arguments: [
+        let ingest = try Child(name: "ingest", executable: Executables.named("roadsave-ingest"), arguments: [
             "--applications", "app-1", "--data-dir", keys.folder.appendingPathComponent("data").path,
             "--gateway-endpoint", "tcp://127.0.0.1:\(Ports.reserve(1)[0])",
             "--records-endpoint", "tcp://127.0.0.1:\(Ports.reserve(1)[0])",
@@ -193,16 +176,21 @@ struct SecurityTests {
         defer { try? FileManager.default.removeItem(at: data) }
         let arguments = ["--applications", "app-1", "--data-dir", data.path,
                          "--gateway-endpoint", "tcp://0.0.0.0:\(ports[0])", "--records-endpoint", "tcp://127.0.0.1:\(ports[1])"]
-        let refused = try Child(name: "ingest", executable: Build.executable("roadsave-ingest"), arguments: arguments)
+        let refused = try Child(name: "ingest", executable: Executables.named("roadsave-ingest"), arguments: arguments)
         defer { refused.kill() }
         #expect(await refused.waitForExit(timeout: 15) == 2)
         #expect(refused.stderr.contains { $0.text.contains("--gateway-endpoint tcp://0.0.0.0:\(ports[0]) is reachable from other machines") },
                 "\(refused.tail())")
 
-        let insecure = try Child(name: "ingest", executable: Build.executable("roadsave-ingest"), arguments: arguments + ["--insecure"])
+        let insecure = try Child(name: "ingest", executable: Executables.named("roadsave-ingest"), arguments: arguments + ["--insecure"])
         defer { insecure.kill() }
         let started = await eventually(timeout: 15) { insecure.stderr.contains { $0.text.contains("msg=listening") } }
         #expect(started, "\(insecure.tail())")
         #expect(insecure.stderr.contains { $0.text.contains("no CurveZMQ keys") }, "\(insecure.tail())")
     }
+}
+
+extension KeyFolder {
+    /// The gateway key of `SecurityTests.keys()`.
+    var gatewaySecret: String { path("gw-1.key") }
 }

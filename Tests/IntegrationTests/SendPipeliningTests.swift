@@ -1,4 +1,5 @@
 import Foundation
+import RoadSaveTestKit
 import Testing
 
 /// `roadsave send --window`: several batches on their way at once, against a gateway socket (Python, not the project's

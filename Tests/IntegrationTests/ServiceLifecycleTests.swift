@@ -1,4 +1,5 @@
 import Foundation
+import RoadSaveTestKit
 import Testing
 
 /// Control commands, test crashes, restarts and graceful stops of the services as separate processes.
@@ -43,11 +44,8 @@ struct ServiceLifecycleTests {
     /// `raiseTestCrash` (through the Python control client) reaches the subscriber as a crash flagged isTest.
     @Test func testCrashThroughControlReachesSubscriberFlaggedIsTest() async throws {
         try await withPipelineSlot {
-            let services = try await Services.start()
-            defer { services.kill() }
-            let subscriber = try Subscriber(endpoint: services.subscriberEndpoint)
-            defer { subscriber.kill() }
-            try await services.waitUntilFlowing(to: subscriber)
+            let (services, subscriber) = try await Services.startFlowing()
+            defer { subscriber.kill(); services.kill() }
 
             let user = "drill-\(UUID().uuidString.prefix(6))"
             let replies = try await Control.send([
@@ -73,11 +71,8 @@ struct ServiceLifecycleTests {
     /// picks up, and a new drive's events reach the subscriber that stayed connected throughout.
     @Test func restartingTheNotifierLeavesTheOthersRunning() async throws {
         try await withPipelineSlot {
-            let services = try await Services.start()
-            defer { services.kill() }
-            let subscriber = try Subscriber(endpoint: services.subscriberEndpoint)
-            defer { subscriber.kill() }
-            try await services.waitUntilFlowing(to: subscriber)
+            let (services, subscriber) = try await Services.startFlowing()
+            defer { subscriber.kill(); services.kill() }
             let ingest = try #require(services.ingest), detect = try #require(services.detect)
 
             let notify = try #require(services.notify)
@@ -106,11 +101,8 @@ struct ServiceLifecycleTests {
     /// picks up, and a new drive's events arrive.
     @Test func restartingDetectionLeavesTheOthersRunning() async throws {
         try await withPipelineSlot {
-            let services = try await Services.start()
-            defer { services.kill() }
-            let subscriber = try Subscriber(endpoint: services.subscriberEndpoint)
-            defer { subscriber.kill() }
-            try await services.waitUntilFlowing(to: subscriber)
+            let (services, subscriber) = try await Services.startFlowing()
+            defer { subscriber.kill(); services.kill() }
             let ingest = try #require(services.ingest), notify = try #require(services.notify)
 
             let detect = try #require(services.detect)
@@ -140,11 +132,8 @@ struct ServiceLifecycleTests {
             let webhook = try await WebhookReceiver(secret: options.webhookSecret)
             defer { webhook.kill() }
             options.webhooks = [webhook.url]
-            let services = try await Services.start(options)
-            defer { services.kill() }
-            let subscriber = try Subscriber(endpoint: services.subscriberEndpoint)
-            defer { subscriber.kill() }
-            try await services.waitUntilFlowing(to: subscriber)
+            let (services, subscriber) = try await Services.startFlowing(options)
+            defer { subscriber.kill(); services.kill() }
 
             for child in [services.notify, services.detect, services.ingest].compactMap({ $0 }) {
                 let started = now()

@@ -1,4 +1,5 @@
 import Foundation
+import RoadSaveTestKit
 
 /// The three services as separate processes (`roadsave-ingest`, `roadsave-detect`, `roadsave-notify`), on loopback
 /// ports of their own, every endpoint given explicitly, so that tests run in parallel without meeting.
@@ -64,6 +65,25 @@ final class Services {
         return services
     }
 
+    /// Starts all three and a subscriber (`subscriber.py`), and waits until a probe drive has gone the whole way to it
+    /// (`waitUntilFlowing`). The caller kills both.
+    static func startFlowing(_ options: Options = Options()) async throws -> (Services, Subscriber) {
+        let services = try await start(options)
+        do {
+            let subscriber = try Subscriber(endpoint: services.subscriberEndpoint)
+            do {
+                try await services.waitUntilFlowing(to: subscriber)
+                return (services, subscriber)
+            } catch {
+                subscriber.kill()
+                throw error
+            }
+        } catch {
+            services.kill()
+            throw error
+        }
+    }
+
     var gatewayEndpoint: String { "tcp://127.0.0.1:\(gatewayPort)" }
     var controlEndpoint: String { "tcp://127.0.0.1:\(controlPort)" }
     var subscriberEndpoint: String { "tcp://127.0.0.1:\(publishPort)" }
@@ -73,7 +93,7 @@ final class Services {
     func dataDirectory(_ service: String) -> String { dataDirectory.appendingPathComponent(service).path }
 
     func startIngest() throws {
-        let child = try Child(name: "ingest", executable: Build.executable("roadsave-ingest"), arguments: [
+        let child = try Child(name: "ingest", executable: Executables.named("roadsave-ingest"), arguments: [
             "--gateway-endpoint", "tcp://127.0.0.1:\(gatewayPort)",
             "--records-endpoint", "tcp://127.0.0.1:\(recordsPort)",
             "--data-dir", dataDirectory("ingest"),
@@ -97,7 +117,7 @@ final class Services {
         ]
         if let settingsFile { arguments += ["--settings", settingsFile.path] }
         if let platform = options.platform { arguments += ["--platform", platform] }
-        let child = try Child(name: "detect", executable: Build.executable("roadsave-detect"),
+        let child = try Child(name: "detect", executable: Executables.named("roadsave-detect"),
                               arguments: arguments + options.detectArguments)
         detect = child
         all.append(child)
@@ -115,7 +135,7 @@ final class Services {
             arguments += ["--webhooks", options.webhooks.joined(separator: ",")]
             environment["ROADSAVE_WEBHOOK_SECRET"] = options.webhookSecret
         }
-        let child = try Child(name: "notify", executable: Build.executable("roadsave-notify"),
+        let child = try Child(name: "notify", executable: Executables.named("roadsave-notify"),
                               arguments: arguments + options.notifyArguments,
                               environment: environment)
         notify = child
@@ -128,7 +148,7 @@ final class Services {
         let listening = await eventually(timeout: timeout) {
             [ingest, detect, notify].allSatisfy { $0?.isRunning ?? true } && ports.allSatisfy(Ports.isListening)
         }
-        guard listening else { throw HarnessError("the services did not start listening\n\(logs())") }
+        guard listening else { throw TestFailure("the services did not start listening\n\(logs())") }
     }
 
     /// Kills every process started (SIGKILL), for cleanup.
@@ -168,7 +188,7 @@ final class Services {
             }
             if await eventually(timeout: 3, { subscriber.count("tripDidStart", user: user) > 0 }) { return }
         }
-        throw HarnessError("no probe drive reached the subscriber within \(timeout) s (subscriber connections: "
+        throw TestFailure("no probe drive reached the subscriber within \(timeout) s (subscriber connections: "
                            + "\(subscriber.connections), messages: \(subscriber.messages.count))\n"
                            + history.joined(separator: "\n") + "\n\(subscriber.child.tail())\n\(logs())")
     }

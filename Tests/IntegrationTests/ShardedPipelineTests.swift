@@ -1,4 +1,5 @@
 import Foundation
+import RoadSaveTestKit
 import Testing
 
 /// Several ingests and several detection shards (PROTOCOL §1, issue 6): two sensor-ingests each with its own
@@ -77,13 +78,13 @@ struct ShardedPipelineTests {
         var children: [Child] = []
         defer { for child in children { child.kill() } }
         func ingest(_ index: Int) throws -> Child {
-            try Child(name: "ingest-\(index)", executable: Build.executable("roadsave-ingest"), arguments: [
+            try Child(name: "ingest-\(index)", executable: Executables.named("roadsave-ingest"), arguments: [
                 "--gateway-endpoint", endpoint(gateway[index]), "--records-endpoint", endpoint(journal[index]),
                 "--shards", "2", "--data-dir", folder.appendingPathComponent("ingest-\(index)").path,
             ], environment: ["ROADSAVE_APPLICATIONS": "demo-app"])
         }
         func detect(_ shard: Int) throws -> Child {
-            try Child(name: "detect-\(shard)", executable: Build.executable("roadsave-detect"), arguments: [
+            try Child(name: "detect-\(shard)", executable: Executables.named("roadsave-detect"), arguments: [
                 "--records-endpoint", "\(endpoint(journal[0])),\(endpoint(journal[1]))",
                 "--control-endpoint", endpoint(control[shard]), "--events-endpoint", endpoint(outbox[shard]),
                 "--shard", "\(shard)/2", "--reorder-window", "3", "--settings", settings, "--checkpoint-interval", "0.5",
@@ -91,7 +92,7 @@ struct ShardedPipelineTests {
             ])
         }
         children += [try ingest(0), try ingest(1), try detect(0), try detect(1)]
-        let notifier = try Child(name: "notify", executable: Build.executable("roadsave-notify"), arguments: [
+        let notifier = try Child(name: "notify", executable: Executables.named("roadsave-notify"), arguments: [
             "--events-endpoint", "\(endpoint(outbox[0])),\(endpoint(outbox[1]))", "--publish-endpoint", endpoint(publish),
             "--catch-up-endpoint", endpoint(catchUp), "--data-dir", folder.appendingPathComponent("notify").path,
         ])
@@ -103,7 +104,7 @@ struct ShardedPipelineTests {
         children.append(tail)
         let logs = { children.map { $0.tail(15) }.joined(separator: "\n") }
         guard await eventually(timeout: 15, { ([publish, catchUp] + gateway + journal + control + outbox).allSatisfy(Ports.isListening) })
-        else { throw HarnessError("the services did not start listening\n\(logs())") }
+        else { throw TestFailure("the services did not start listening\n\(logs())") }
 
         let senders = try send(gateway.map(endpoint))
         children += senders

@@ -1,4 +1,5 @@
 import Foundation
+import RoadSaveTestKit
 import Testing
 
 /// deploy/swarm/stack.yml checked against the executables and docker-compose.yml, without an engine (`make swarm-test`
@@ -9,14 +10,14 @@ import Testing
 /// alone. Reuses ContainerFileTests' YAML reader, its `--help` runs and its view of a compose service.
 @Suite("Docker Swarm stack")
 struct SwarmStackTests {
-    static let stackFile = Build.repository.appendingPathComponent("deploy/swarm/stack.yml")
+    static let stackFile = TestPaths.repository.appendingPathComponent("deploy/swarm/stack.yml")
 
     static func stack() throws -> YAML {
         try YAML.parse(try String(contentsOf: stackFile, encoding: .utf8))
     }
 
     static func services() throws -> [ContainerFileTests.Service] {
-        guard case let .map(pairs)? = try stack()["services"] else { throw HarnessError("stack.yml has no services") }
+        guard case let .map(pairs)? = try stack()["services"] else { throw TestFailure("stack.yml has no services") }
         return pairs.map { ContainerFileTests.Service(name: $0.key, node: $0.value) }
     }
 

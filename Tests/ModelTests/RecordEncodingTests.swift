@@ -1,4 +1,5 @@
 import Foundation
+import GatewayKit
 import Testing
 @testable import RoadSaveModel
 
@@ -55,7 +56,7 @@ struct RecordEncodingRoundTripTests {
 
     /// Every field drawn at random on the encoder's grid, over the whole valid range.
     @Test func randomRecordsAtThePrecisionRoundTrip() throws {
-        var random = SplitMix(seed: 2024)
+        var random = SplitMix64(seed: 2024)
         func onGrid(_ low: Double, _ high: Double, decimals: Int) -> Double {
             var scale = 1.0
             for _ in 0..<decimals { scale *= 10 }
@@ -201,7 +202,7 @@ struct FixedNumberTests {
 
     /// The fixed and the shortest form are the same number once parsed.
     @Test func parsesToTheSameNumberAsTheShortestForm() throws {
-        var random = SplitMix(seed: 7)
+        var random = SplitMix64(seed: 7)
         for _ in 0..<2000 {
             let value = Double(random.next() % 8_000_000_000_000) / 1000 - 4e9 + Double(random.next() % 1000) / 1e7
             let fixed = try JSONParser.parse(JSONObjectWriter.fixedNumber(value, decimals: 3))
@@ -211,15 +212,3 @@ struct FixedNumberTests {
     }
 }
 
-/// SplitMix64: a small deterministic generator for the randomised tests.
-struct SplitMix: RandomNumberGenerator {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9e37_79b9_7f4a_7c15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xbf58_476d_1ce4_e5b9
-        z = (z ^ (z >> 27)) &* 0x94d0_49bb_1331_11eb
-        return z ^ (z >> 31)
-    }
-}

@@ -1,4 +1,5 @@
 import Foundation
+import RoadSaveTestKit
 import Testing
 import RoadSaveModel
 import Storage

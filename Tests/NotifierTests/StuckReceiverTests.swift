@@ -1,4 +1,5 @@
 import Foundation
+import RoadSaveTestKit
 import Storage
 import Testing
 @testable import NotifierService
@@ -13,7 +14,7 @@ import Glibc
     final class StuckReceiver: @unchecked Sendable {
         let port: Int
         private let listener: Int32
-        private let held = Shared<[Int32]>([])
+        private let held = Protected<[Int32]>([])
 
         init() throws {
             let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -36,7 +37,7 @@ import Glibc
                 while true {
                     let connection = accept(listener, nil, nil)
                     if connection < 0 { return }
-                    held.update { $0.append(connection) }
+                    held.withLock { $0.append(connection) }
                 }
             }.start()
         }

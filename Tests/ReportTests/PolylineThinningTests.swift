@@ -1,3 +1,4 @@
+import GatewayKit
 import Testing
 @testable import Report
 
@@ -21,7 +22,7 @@ struct PolylineThinningTests {
     /// A long, noisy drive: far fewer points, the ends exact, and every point dropped within the tolerance of the line
     /// that is drawn.
     @Test func noPointDroppedIsFurtherThanTheTolerance() {
-        var generator = SplitMix(seed: 7)
+        var generator = SplitMix64(seed: 7)
         var points: [(x: Double, y: Double)] = []
         var x = 0.0
         var y = 0.0
@@ -45,19 +46,6 @@ struct PolylineThinningTests {
     }
 }
 
-/// A small seeded generator for test data.
-struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-    mutating func unit() -> Double { Double(next() >> 11) / Double(1 << 53) }
-}
 
 #if canImport(Glibc)
 import Glibc

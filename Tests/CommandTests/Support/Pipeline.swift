@@ -1,4 +1,5 @@
 import Foundation
+import RoadSaveTestKit
 import Testing
 
 /// sensor-ingest, detection and notifier started one by one as `roadsave ingest|detect|notify`, on a block of six free
@@ -17,9 +18,9 @@ final class Pipeline: @unchecked Sendable {  // Sendable: immutable after init; 
 
     /// `stopDelay` (seconds) goes to detection through `--settings`, so trips end quickly.
     static func start(applications: String = "demo-app", stopDelay: Double? = 5) async throws -> Pipeline {
-        let base = Ports.block(6)
+        let base = Ports.reserveRange(6)
         var settings: URL?
-        if let stopDelay { settings = try Roadsave.temporaryFile("{\"stopDelay\": \(stopDelay)}", suffix: ".json") }
+        if let stopDelay { settings = try temporaryFile("{\"stopDelay\": \(stopDelay)}", suffix: ".json") }
         var environment = ProcessInfo.processInfo.environment
         environment["ROADSAVE_APPLICATIONS"] = applications
         let notify = try RunningProcess(["notify", "--events-endpoint", Ports.tcp(base + 3),

@@ -1,4 +1,5 @@
 import Foundation
+import RoadSaveTestKit
 
 /// `roadsave` with its standard error on a pseudo-terminal (as a person at a terminal runs it) or on a pipe, standard
 /// output on a pipe, standard input fed from `input`; the progress line is drawn by the count rather than by the
@@ -57,13 +58,7 @@ final class TerminalProcess: @unchecked Sendable {  // Sendable: the outputs are
         // Only the child keeps the terminal open now, so the controller reads EIO (the end) once it exits.
         if stderrIsTerminal { try (process.standardError as? FileHandle)?.close() }
 
-        if let input {
-            let writer = stdin.fileHandleForWriting
-            Thread {
-                writer.write(input)
-                try? writer.close()
-            }.start()
-        }
+        if let input { writeInBackground(input, to: stdin.fileHandleForWriting) }
         Thread { [self] in
             let data = out.fileHandleForReading.readDataToEndOfFile()
             lock.withLock { output = data; open -= 1 }

@@ -49,13 +49,3 @@ enum Fixtures {
 }
 
 let testLog = Log(category: "notifier-tests", minimumLevel: .error, timestamps: false)
-
-/// Waits (without blocking a thread) until `condition` holds or `timeout` passes; true when it held.
-func eventually(timeout: Double, _ condition: () async throws -> Bool) async rethrows -> Bool {
-    let end = Date().addingTimeInterval(timeout)
-    while true {
-        if try await condition() { return true }
-        if Date() >= end { return false }
-        try? await Task.sleep(for: .milliseconds(20))
-    }
-}

@@ -2,38 +2,20 @@ import Feeds
 import Foundation
 import NotifierService
 import RoadSaveModel
+import RoadSaveTestKit
 import Storage
 import Wire
 import ZeroMQ
-
-/// A value shared between a test and the threads it starts.
-final class Shared<Value>: @unchecked Sendable {
-    // @unchecked: `value` is only touched with `lock` held.
-    private let lock = NSLock()
-    private var value: Value
-
-    init(_ value: Value) {
-        self.value = value
-    }
-
-    func update<T>(_ body: (inout Value) throws -> T) rethrows -> T {
-        lock.lock()
-        defer { lock.unlock() }
-        return try body(&value)
-    }
-
-    var current: Value { update { $0 } }
-}
 
 /// detection's side of the event feed, faked: a list of event bodies served by the real `FeedServer`. Each
 /// acknowledgement is noted with the position the notifier had committed for this feed at that moment (read from its
 /// store with a connection of our own), so a test can check that nothing is acknowledged before it is stored.
 final class FakeEventSource: FeedSource, @unchecked Sendable {
-    // @unchecked: used on the feed server's reactor thread only; tests read `acknowledgements` through `Shared`.
+    // @unchecked: used on the feed server's reactor thread only; tests read `acknowledgements` through `Protected`.
     var feedID: String
     private var items: [[UInt8]] = []
     private let storePath: String
-    let acknowledgements = Shared<[(acknowledged: UInt64, committed: UInt64)]>([])
+    let acknowledgements = Protected<[(acknowledged: UInt64, committed: UInt64)]>([])
 
     init(feedID: String, storePath: String) {
         self.feedID = feedID
@@ -57,7 +39,7 @@ final class FakeEventSource: FeedSource, @unchecked Sendable {
         guard request.acknowledged > 0 else { return }
         let committed = (try? SQLiteDatabase(path: storePath).statement("SELECT position FROM upstream WHERE feed = ?")
             .integer(feedID)) ?? nil
-        acknowledgements.update { $0.append((request.acknowledged, UInt64(committed ?? 0))) }
+        acknowledgements.withLock { $0.append((request.acknowledged, UInt64(committed ?? 0))) }
     }
 }
 
@@ -98,8 +80,8 @@ final class FakeDetection: @unchecked Sendable {
 /// The notifier service run in this process, on a thread of its own (its `run()` blocks).
 final class RunningNotifier: @unchecked Sendable {
     let service: NotifierService
-    private let finished = Shared<Bool>(false)
-    let failure = Shared<String?>(nil)
+    private let finished = Protected<Bool>(false)
+    let failure = Protected<String?>(nil)
 
     init(_ configuration: NotifierConfiguration) throws {
         service = try NotifierService(configuration: configuration)
@@ -107,9 +89,9 @@ final class RunningNotifier: @unchecked Sendable {
             do {
                 try service.run()
             } catch {
-                failure.update { $0 = "\(error)" }
+                failure.withLock { $0 = "\(error)" }
             }
-            finished.update { $0 = true }
+            finished.withLock { $0 = true }
         }
         thread.start()
     }
@@ -125,7 +107,7 @@ final class RunningNotifier: @unchecked Sendable {
 /// A SUB socket on its own reactor, keeping every message.
 final class TestSubscriber: @unchecked Sendable {
     let reactor: Reactor
-    let messages = Shared<[[[UInt8]]]>([])
+    let messages = Protected<[[[UInt8]]]>([])
 
     init(endpoint: String) async throws {
         reactor = Reactor(name: "test-sub", context: try ZMQContext())
@@ -135,7 +117,7 @@ final class TestSubscriber: @unchecked Sendable {
             try socket.subscribe("")
             try socket.connect(endpoint)
             loop.onReadable(socket) { socket in
-                while let frames = try? socket.receive(dontWait: true) { messages.update { $0.append(frames) } }
+                while let frames = try? socket.receive(dontWait: true) { messages.withLock { $0.append(frames) } }
             }
         }
         try await reactor.run { _ in }
@@ -158,13 +140,13 @@ final class TestSubscriber: @unchecked Sendable {
 /// One catch-up request over a DEALER (sending the empty delimiter as a REQ would), on a reactor of its own.
 func catchUp(_ endpoint: String, _ request: CatchUpRequest) async throws -> CatchUpReply {
     let reactor = Reactor(name: "test-catchup", context: try ZMQContext())
-    let reply = Shared<[UInt8]?>(nil)
+    let reply = Protected<[UInt8]?>(nil)
     reactor.start { loop in
         let socket = try loop.socket(.dealer)
         try socket.connect(endpoint)
         _ = try socket.send([[], request.json()])
         loop.onReadable(socket) { socket in
-            if let frames = try? socket.receive(dontWait: true), let last = frames.last { reply.update { $0 = last } }
+            if let frames = try? socket.receive(dontWait: true), let last = frames.last { reply.withLock { $0 = last } }
         }
     }
     defer { reactor.stop() }
