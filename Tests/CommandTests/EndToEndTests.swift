@@ -7,13 +7,13 @@ import Testing
     @Test func recordsSentBecomeEventsOnTail() async throws {
         let pipeline = try await Pipeline.start(stopDelay: 5)
         defer { pipeline.kill() }
-        let everything = try await startTail(["--endpoint", pipeline.subscribers, "--timeout", "120"])
+        let everything = try await startTail(["--endpoint", pipeline.subscribers, "--timeout", "120"], catchUp: pipeline.catchUp)
         defer { everything.kill() }
         let crashes = try await startTail(["--endpoint", pipeline.subscribers, "--event", "crashDetected", "--app", "demo-app",
-                                           "--count", "1", "--timeout", "120"])
+                                           "--count", "1", "--timeout", "120"], catchUp: pipeline.catchUp)
         defer { crashes.kill() }
         let walkerOnly = try await startTail(["--endpoint", pipeline.subscribers, "--app", "demo-app", "--user", "user-walker",
-                                              "--event", "tripDidStart,tripDidEnd", "--timeout", "120"])
+                                              "--event", "tripDidStart,tripDidEnd", "--timeout", "120"], catchUp: pipeline.catchUp)
         defer { walkerOnly.kill() }
 
         let send = try await Roadsave.run(["send", Roadsave.fixture("morning.ndjson").path, "--endpoint", pipeline.gateways,
@@ -62,7 +62,7 @@ import Testing
         let pipeline = try await Pipeline.start(applications: "demo-app", stopDelay: nil)
         defer { pipeline.kill() }
         let tail = try await startTail(["--endpoint", pipeline.subscribers, "--event", "crashDetected",
-                                        "--user", "tester", "--count", "1", "--timeout", "60"])
+                                        "--user", "tester", "--count", "1", "--timeout", "60"], catchUp: pipeline.catchUp)
         defer { tail.kill() }
         for command in ["configure", "startMonitoring", "raiseTestCrash"] {
             let result = try await Roadsave.run(["ctl", command, "--app", "demo-app", "--user", "tester",

@@ -112,7 +112,7 @@ import Testing
         #expect(send.lines == ["sent 5, accepted 4, rejected 1, batches 1"])
         // …and the new notifier delivers detection's events.
         let tail = try await startTail(["--endpoint", up.subscribers, "--event", "crashDetected", "--count", "1",
-                                        "--timeout", "60"])
+                                        "--timeout", "60"], catchUp: up.catchUp)
         defer { tail.kill() }
         for command in ["configure", "startMonitoring", "raiseTestCrash"] {
             let result = try await Roadsave.run(["ctl", command, "--app", "demo-app", "--user", "after-restart",

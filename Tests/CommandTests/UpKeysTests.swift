@@ -68,7 +68,7 @@ import Testing
         // A subscriber with the subscriber key; records sent with the gateway key make a trip (gateway → ingest →
         // journal feed → detection → outbox feed → notifier → PUB), and an operator's test crash follows the last two.
         let tail = try await startTail(["--endpoint", up.subscribers, "--timeout", "90",
-                                        "--key", key("subscriber.key"), "--server-key", key("notify.key.pub")])
+                                        "--key", key("subscriber.key"), "--server-key", key("notify.key.pub")], catchUp: up.catchUp)
         defer { tail.kill() }
         let file = try temporaryFile(Self.drive(user: "keyed-driver"), suffix: ".ndjson")
         defer { try? FileManager.default.removeItem(at: file) }

@@ -15,6 +15,7 @@ final class Pipeline: @unchecked Sendable {  // Sendable: immutable after init; 
     var gateways: String { Ports.tcp(base) }
     var control: String { Ports.tcp(base + 2) }
     var subscribers: String { Ports.tcp(base + 4) }
+    var catchUp: String { Ports.tcp(base + 5) }
 
     /// `stopDelay` (seconds) goes to detection through `--settings`, so trips end quickly.
     static func start(applications: String = "demo-app", stopDelay: Double? = 5) async throws -> Pipeline {
@@ -74,10 +75,11 @@ func waitForError(_ process: RunningProcess, containing text: String, timeout: D
     return false
 }
 
-/// A `roadsave tail` started now; gives its subscription time to reach the notifier (connecting is not readiness).
-func startTail(_ arguments: [String]) async throws -> RunningProcess {
-    let tail = try RunningProcess(["tail", "--log-level", "info"] + arguments)
+/// A `roadsave tail` started now that misses nothing: it subscribes, then catches up from the first event
+/// (`--since 0` at `catchUp`), so an event published before its subscription reached the notifier (connecting is not
+/// readiness) comes from the catch-up endpoint instead, whatever the time the subscription takes.
+func startTail(_ arguments: [String], catchUp: String) async throws -> RunningProcess {
+    let tail = try RunningProcess(["tail", "--log-level", "info", "--since", "0", "--catch-up-endpoint", catchUp] + arguments)
     _ = await waitForError(tail, containing: "msg=subscribed", timeout: 10)
-    try await Task.sleep(nanoseconds: 1_000_000_000)
     return tail
 }
