@@ -1,5 +1,6 @@
 import CZeroMQ
 import class Foundation.Thread
+import SystemKit
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)

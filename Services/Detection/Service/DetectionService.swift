@@ -5,6 +5,7 @@ import Metrics
 import RoadSaveModel
 import ServiceKit
 import Storage
+import SystemKit
 import Wire
 import ZeroMQ
 

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import RoadSaveModel
+import SystemKit
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -54,7 +55,7 @@ public final class NDJSONSink: EventSink, @unchecked Sendable {
         var bytes: [UInt8]
     }
 
-    private let lock = NSLock()
+    private let lock = Locked()
     private var descriptor: Int32
     private var pending = Ring<Line>()
     private var writing: Line?
@@ -330,10 +331,10 @@ public final class NDJSONSink: EventSink, @unchecked Sendable {
             defer { closing = true }
             return closing
         }
-        let end = monotonicSeconds() + max(0, deadline)
+        let end = MonotonicClock.now() + max(0, deadline)
         while !Task.isCancelled {
             let left = lock.withLock { pending.count + (writing == nil ? 0 : 1) }
-            if left == 0 || monotonicSeconds() >= end { break }
+            if left == 0 || MonotonicClock.now() >= end { break }
             try? await Task.sleep(for: .milliseconds(2))
         }
         let left: [RoadSaveEvent] = lock.withLock {
