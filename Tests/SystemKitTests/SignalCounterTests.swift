@@ -27,7 +27,13 @@ private enum Received {
         var previous = sigaction()
         sigaction(SIGUSR2, &action, &previous)
         defer { sigaction(SIGUSR2, &previous, nil) }
-        // Delivered to this thread before `raise` returns (it is not blocked here).
+        // Unblocked on this thread (a pool thread may inherit a mask that blocks it), so `raise` delivers it here
+        // before it returns.
+        var only = sigset_t(), mask = sigset_t()
+        sigemptyset(&only)
+        sigaddset(&only, SIGUSR2)
+        pthread_sigmask(SIG_UNBLOCK, &only, &mask)
+        defer { pthread_sigmask(SIG_SETMASK, &mask, nil) }
         raise(SIGUSR2)
         #expect(Received.counter.signal == SIGUSR2)
         #expect(Received.counter.times == 1)
