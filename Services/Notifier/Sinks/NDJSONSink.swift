@@ -20,8 +20,7 @@ import Darwin
 /// - Write errors are logged and counted (`stats.failed`), never fatal; the event is not retried.
 /// - The queue holds at most `queueCapacity` lines: when full, the oldest non-crash line is dropped (and logged);
 ///   crash lines are never dropped for capacity.
-public final class NDJSONSink: EventSink, @unchecked Sendable {
-    // @unchecked: every mutable property below is read and written only with `lock` held.
+public final class NDJSONSink: EventSink, Sendable {
 
     public struct Stats: Sendable, Equatable {
         /// Lines written completely.
@@ -55,15 +54,19 @@ public final class NDJSONSink: EventSink, @unchecked Sendable {
         var bytes: [UInt8]
     }
 
-    private let lock = Locked()
-    private var descriptor: Int32
-    private var pending = Ring<Line>()
-    private var writing: Line?
-    private var closing = false
-    private var closed = false
-    private var counters = Stats()
-    private var failuresInARow = 0
-    private var leftovers: [RoadSaveEvent] = []
+    /// What changes, all behind one lock (the callers' threads and the writer queue).
+    private struct State {
+        var descriptor: Int32
+        var pending = Ring<Line>()
+        var writing: Line?
+        var closing = false
+        var closed = false
+        var counters = Stats()
+        var failuresInARow = 0
+        var leftovers: [RoadSaveEvent] = []
+    }
+
+    private let state: Locked<State>
 
     /// Opens `path` for appending (`-` is standard output, which is never closed). Throws when it cannot be opened.
     public init(path: String, format: EventFormat = .current, fsync: Bool = false, queueCapacity: Int = 100_000,
@@ -75,11 +78,7 @@ public final class NDJSONSink: EventSink, @unchecked Sendable {
         self.log = log
         self.name = path == "-" ? "ndjson(stdout)" : "ndjson(\(path))"
         self.writer = DispatchQueue(label: "roadsave.ndjson-sink", qos: .utility)
-        if path == "-" {
-            descriptor = STDOUT_FILENO
-        } else {
-            descriptor = try Self.openForAppending(path)
-        }
+        state = Locked(State(descriptor: path == "-" ? STDOUT_FILENO : try Self.openForAppending(path)))
     }
 
     private static func openForAppending(_ path: String) throws -> Int32 {
@@ -92,19 +91,19 @@ public final class NDJSONSink: EventSink, @unchecked Sendable {
     }
 
     public var stats: Stats {
-        lock.withLock {
-            var stats = counters
-            stats.queued = pending.count + (writing == nil ? 0 : 1)
+        state.withLock { state in
+            var stats = state.counters
+            stats.queued = state.pending.count + (state.writing == nil ? 0 : 1)
             return stats
         }
     }
 
     /// Whether a line is being written now (for tests: a blocked writer).
-    var isWriting: Bool { lock.withLock { writing != nil } }
+    var isWriting: Bool { state.withLock { $0.writing != nil } }
 
     /// The events left unwritten by `shutdown` (and those refused after it), in order.
     public func undeliveredEvents() -> [RoadSaveEvent] {
-        lock.withLock { leftovers }
+        state.withLock { $0.leftovers }
     }
 
     public func deliver(_ event: RoadSaveEvent) async {
@@ -115,24 +114,24 @@ public final class NDJSONSink: EventSink, @unchecked Sendable {
     public func accept(_ event: RoadSaveEvent) {
         let line = Line(event: event, bytes: Array((event.json(format) + "\n").utf8))
         var dropped: RoadSaveEvent?
-        let accepted: Bool = lock.withLock {
-            if closing {
-                counters.rejectedAfterShutdown += 1
-                leftovers.append(event)
+        let accepted: Bool = state.withLock { state in
+            if state.closing {
+                state.counters.rejectedAfterShutdown += 1
+                state.leftovers.append(event)
                 return false
             }
-            if pending.count >= queueCapacity {
-                if let index = pending.firstIndex(where: { !$0.event.isCrash }) {
-                    dropped = pending.remove(at: index).event
-                    counters.droppedForCapacity += 1
+            if state.pending.count >= queueCapacity {
+                if let index = state.pending.firstIndex(where: { !$0.event.isCrash }) {
+                    dropped = state.pending.remove(at: index).event
+                    state.counters.droppedForCapacity += 1
                 } else if !event.isCrash {
                     // Only crashes are waiting: the newcomer is the oldest droppable line there is.
                     dropped = event
-                    counters.droppedForCapacity += 1
+                    state.counters.droppedForCapacity += 1
                     return false
                 }
             }
-            pending.append(line)
+            state.pending.append(line)
             return true
         }
         if !accepted && dropped == nil {
@@ -151,10 +150,10 @@ public final class NDJSONSink: EventSink, @unchecked Sendable {
 
     /// Runs on `writer`: writes the oldest pending line.
     private func writeNext() {
-        guard let (line, descriptor) = lock.withLock({ () -> (Line, Int32)? in
-            guard !closed, let line = pending.popFirst() else { return nil }
-            writing = line
-            return (line, self.descriptor)
+        guard let (line, descriptor) = state.withLock({ state -> (Line, Int32)? in
+            guard !state.closed, let line = state.pending.popFirst() else { return nil }
+            state.writing = line
+            return (line, state.descriptor)
         }) else { return }
 
         let error = Self.writeAll(line.bytes, to: descriptor)
@@ -163,17 +162,17 @@ public final class NDJSONSink: EventSink, @unchecked Sendable {
             syncError = errno // EINVAL/EROFS: stdout on a pipe or a terminal, which cannot be synced.
         }
 
-        let (failures, recovered): (Int, Bool) = lock.withLock {
-            writing = nil
+        let (failures, recovered): (Int, Bool) = state.withLock { state in
+            state.writing = nil
             if error == 0 {
-                counters.written += 1
-                let recovered = failuresInARow > 0
-                failuresInARow = 0
+                state.counters.written += 1
+                let recovered = state.failuresInARow > 0
+                state.failuresInARow = 0
                 return (0, recovered)
             }
-            counters.failed += 1
-            failuresInARow += 1
-            return (failuresInARow, false)
+            state.counters.failed += 1
+            state.failuresInARow += 1
+            return (state.failuresInARow, false)
         }
         if error != 0 {
             // One line for the first failure in a row, then at 10, 100, 1000…: a full disk doesn't flood the log.
@@ -231,9 +230,9 @@ public final class NDJSONSink: EventSink, @unchecked Sendable {
     /// Whether the output is a regular file whose size this sink can read and cut (not standard output, a device or
     /// a FIFO): only then can `recover` and `appendDurably` make the file hold each event exactly once.
     public var isTruncatable: Bool {
-        lock.withLock {
+        state.withLock { state in
             var status = stat()
-            return path != "-" && fstat(descriptor, &status) == 0 && (status.st_mode & S_IFMT) == S_IFREG
+            return path != "-" && fstat(state.descriptor, &status) == 0 && (status.st_mode & S_IFMT) == S_IFREG
         }
     }
 
@@ -243,7 +242,8 @@ public final class NDJSONSink: EventSink, @unchecked Sendable {
     /// offset was rotated or cut by someone else and is kept too (logged). Standard output, devices and FIFOs: nil.
     public func recover(committedOffset: Int64?) throws -> Int64? {
         guard isTruncatable else { return nil }
-        return try lock.withLock { () throws -> Int64 in
+        return try state.withLock { state throws -> Int64 in
+            let descriptor = state.descriptor
             var status = stat()
             guard fstat(descriptor, &status) == 0 else { throw WriteError(operation: "fstat \(path)", code: errno) }
             let size = Int64(status.st_size)
@@ -275,7 +275,7 @@ public final class NDJSONSink: EventSink, @unchecked Sendable {
         for event in events { lines += Array((event.json(format) + "\n").utf8) }
         let bytes = lines
         writer.async {
-            let descriptor = self.lock.withLock { self.descriptor }
+            let descriptor = self.state.withLock { $0.descriptor }
             if let expectedOffset {
                 var status = stat()
                 if fstat(descriptor, &status) == 0, Int64(status.st_size) > expectedOffset,
@@ -285,14 +285,14 @@ public final class NDJSONSink: EventSink, @unchecked Sendable {
             }
             let error = Self.writeAll(bytes, to: descriptor)
             guard error == 0 else {
-                self.lock.withLock { self.counters.failed += events.count }
+                self.state.withLock { $0.counters.failed += events.count }
                 return completion(.failure(WriteError(operation: "write \(self.path)", code: error)))
             }
             // EINVAL/EROFS: standard output on a pipe or a terminal, which cannot be synced.
             if fsync(descriptor) != 0 && errno != EINVAL && errno != EROFS {
                 return completion(.failure(WriteError(operation: "fsync \(self.path)", code: errno)))
             }
-            self.lock.withLock { self.counters.written += events.count }
+            self.state.withLock { $0.counters.written += events.count }
             var status = stat()
             guard self.path != "-", fstat(descriptor, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else {
                 return completion(.success(nil))
@@ -314,10 +314,10 @@ public final class NDJSONSink: EventSink, @unchecked Sendable {
         guard path != "-" else { return }
         let fresh = try Self.openForAppending(path)
         writer.async {
-            let old: Int32? = self.lock.withLock {
-                guard !self.closed else { return fresh }
-                let old = self.descriptor
-                self.descriptor = fresh
+            let old: Int32? = self.state.withLock { state in
+                guard !state.closed else { return fresh }
+                let old = state.descriptor
+                state.descriptor = fresh
                 return old
             }
             if let old { _ = close(old) }
@@ -327,23 +327,23 @@ public final class NDJSONSink: EventSink, @unchecked Sendable {
     /// Writes what is queued, for at most `deadline` seconds, then closes the file. Returns the number of lines left
     /// unwritten (a line being written at the deadline counts as unwritten, though it may still complete).
     public func shutdown(deadline: Double) async -> Int {
-        let alreadyClosing = lock.withLock { () -> Bool in
-            defer { closing = true }
-            return closing
+        let alreadyClosing = state.withLock { state -> Bool in
+            defer { state.closing = true }
+            return state.closing
         }
         let end = MonotonicClock.now() + max(0, deadline)
         while !Task.isCancelled {
-            let left = lock.withLock { pending.count + (writing == nil ? 0 : 1) }
+            let left = state.withLock { $0.pending.count + ($0.writing == nil ? 0 : 1) }
             if left == 0 || MonotonicClock.now() >= end { break }
             try? await Task.sleep(for: .milliseconds(2))
         }
-        let left: [RoadSaveEvent] = lock.withLock {
-            if closed { return [] }
-            closed = true
-            var left = pending.elements.map(\.event)
-            if let writing { left.insert(writing.event, at: 0) }
-            pending.removeAll()
-            leftovers.insert(contentsOf: left, at: 0)
+        let left: [RoadSaveEvent] = state.withLock { state in
+            if state.closed { return [] }
+            state.closed = true
+            var left = state.pending.elements.map(\.event)
+            if let writing = state.writing { left.insert(writing.event, at: 0) }
+            state.pending.removeAll()
+            state.leftovers.insert(contentsOf: left, at: 0)
             return left
         }
         if alreadyClosing && left.isEmpty { return 0 }
@@ -353,7 +353,7 @@ public final class NDJSONSink: EventSink, @unchecked Sendable {
         }
         // After any write in progress (the queue is serial); standard output stays open.
         writer.async {
-            let descriptor = self.lock.withLock { self.descriptor }
+            let descriptor = self.state.withLock { $0.descriptor }
             if self.path != "-" { _ = close(descriptor) }
         }
         return left.count
