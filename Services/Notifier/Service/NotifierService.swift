@@ -28,7 +28,7 @@ public final class NotifierService: Sendable {
     private let reactor: Reactor
     private let serving: ReactorBound<NotifierServing>
     /// The figures of the "stopped" line, taken as the loop ends (the line is logged once libzmq let go).
-    private let final = Locked((stored: 0, duplicates: 0, delivered: 0))
+    private let stoppedFigures = Locked((stored: 0, duplicates: 0, delivered: 0))
 
     /// Most outbox entries in one sink's hands.
     static var window: Int { NotifierServing.window }
@@ -62,10 +62,10 @@ public final class NotifierService: Sendable {
     public func run() throws {
         let metrics = try ServiceMetrics(endpoint: configuration.metricsEndpoint, log: log)
         defer { metrics.stop() }
-        reactor.start { [serving, final] loop in
+        reactor.start { [serving, stoppedFigures] loop in
             loop.onStop {
                 let counters = serving.value.counters
-                final.withLock {
+                stoppedFigures.withLock {
                     $0 = (counters.stored, counters.duplicates, counters.deliveredBySink.values.reduce(0, +))
                 }
             }
@@ -75,7 +75,7 @@ public final class NotifierService: Sendable {
         // Returns only once libzmq has closed the sockets: a listener closed later would unlink the ipc file a new
         // instance bound meanwhile.
         context.terminate()
-        let (stored, duplicates, delivered) = final.withLock { $0 }
+        let (stored, duplicates, delivered) = stoppedFigures.withLock { $0 }
         log.info("stopped", ["stored": String(stored), "duplicatesDropped": String(duplicates),
                              "delivered": String(delivered)])
         if let failure { throw failure }
