@@ -4,7 +4,7 @@ import PackageDescription
 
 let package = Package(
     name: "RoadSave",
-    platforms: [.macOS(.v14)],
+    platforms: [.macOS(.v15)],  // Synchronization's Atomic (SystemKit's signal counter)
     products: [
         .executable(name: "roadsave", targets: ["roadsave"]),
         .executable(name: "roadsave-ingest", targets: ["roadsave-ingest"]),
@@ -12,9 +12,12 @@ let package = Package(
         .executable(name: "roadsave-notify", targets: ["roadsave-notify"]),
     ],
     targets: [
+        // What the rest builds on and that is not about any one library: the one lock (`Locked`), the one monotonic
+        // clock, the signal counter. No dependencies.
+        .target(name: "SystemKit", path: "Shared/SystemKit"),
         // A progress line on the terminal for long commands (replay, send, simulate, convert), and the status line that
-        // log lines are written above. No dependencies, so every command's target can use it.
-        .target(name: "TerminalProgress", path: "Shared/TerminalProgress"),
+        // log lines are written above. Only SystemKit, so every command's target can use it.
+        .target(name: "TerminalProgress", dependencies: ["SystemKit"], path: "Shared/TerminalProgress"),
         // Shared: the model (configuration, records, events, errors) and its codecs, used by every service.
         .target(name: "RoadSaveModel", dependencies: ["TerminalProgress"], path: "Shared/RoadSaveModel"),
         // Gateway-side code shared by the simulator, the recording converters and `roadsave send`: the impact trigger,
@@ -32,13 +35,13 @@ let package = Package(
         // libmicrohttpd: the services' /metrics, /healthz and /readyz (a C shim: its start call is variadic).
         .target(name: "CMicroHTTPD", path: "Shared/CMicroHTTPD", linkerSettings: [.linkedLibrary("microhttpd")]),
         // Prometheus text, health and readiness, served over HTTP by every service.
-        .target(name: "Metrics", dependencies: ["CMicroHTTPD"], path: "Shared/Metrics"),
+        .target(name: "Metrics", dependencies: ["CMicroHTTPD", "SystemKit"], path: "Shared/Metrics"),
         // Process control that Glibc's Swift module does not reach (the parent-death signal).
         .target(name: "CProcessControl", path: "Shared/CProcessControl"),
         // SQLite in Swift: one connection per owning thread, prepared statements kept, WAL.
         .target(name: "Storage", dependencies: ["CSQLite"], path: "Shared/Storage"),
         // ZeroMQ in Swift: sockets owned by one reactor thread each.
-        .target(name: "ZeroMQ", dependencies: ["CZeroMQ"], path: "Shared/ZeroMQ"),
+        .target(name: "ZeroMQ", dependencies: ["CZeroMQ", "SystemKit"], path: "Shared/ZeroMQ"),
         // The wire format between gateways, services and subscribers: MessagePack or JSON bodies, multipart envelopes.
         .target(name: "Wire", dependencies: ["RoadSaveModel", "CMessagePack"], path: "Shared/Wire"),
         // Pull feeds between the services: a consumer asks for the items after a position; nothing can be dropped.
@@ -51,30 +54,31 @@ let package = Package(
                 path: "Services/Detection/PlatformHTTP"),
 
         // What every service process shares: configuration, signals, the run loop of a service.
-        .target(name: "ServiceKit", dependencies: ["RoadSaveModel", "ZeroMQ", "Metrics", "Feeds"], path: "Shared/ServiceKit"),
+        .target(name: "ServiceKit", dependencies: ["RoadSaveModel", "ZeroMQ", "Metrics", "Feeds", "SystemKit"], path: "Shared/ServiceKit"),
         // sensor-ingest: validates, acknowledges and publishes gateways' records.
-        .target(name: "IngestService", dependencies: ["RoadSaveModel", "ServiceKit", "Metrics", "Wire", "ZeroMQ", "Storage", "Feeds"],
+        .target(name: "IngestService", dependencies: ["RoadSaveModel", "ServiceKit", "Metrics", "Wire", "ZeroMQ", "Storage", "Feeds", "SystemKit"],
                 path: "Services/Ingest"),
         // detection's service shell around the engines.
         .target(name: "DetectionService",
                 dependencies: ["DetectionEngine", "PlatformHTTP", "RoadSaveModel", "ServiceKit", "Metrics", "Wire", "ZeroMQ", "Storage",
-                               "Feeds", "CZstd"],
+                               "Feeds", "CZstd", "SystemKit"],
                 path: "Services/Detection/Service"),
         // notifier's service shell around the sinks.
         .target(name: "NotifierService",
-                dependencies: ["NotifierSinks", "RoadSaveModel", "ServiceKit", "Metrics", "Wire", "ZeroMQ", "Storage", "Feeds"],
+                dependencies: ["NotifierSinks", "RoadSaveModel", "ServiceKit", "Metrics", "Wire", "ZeroMQ", "Storage", "Feeds",
+                               "SystemKit"],
                 path: "Services/Notifier/Service"),
         // The service commands and the gateway/subscriber/control clients (roadsave ingest|detect|notify|up|send|tail|ctl).
         .target(name: "ServiceCommands",
                 dependencies: ["IngestService", "DetectionService", "NotifierService", "ServiceKit", "Metrics", "Wire", "ZeroMQ",
-                               "RoadSaveModel", "CProcessControl", "Storage", "TerminalProgress", "GatewayKit"],
+                               "RoadSaveModel", "CProcessControl", "Storage", "TerminalProgress", "GatewayKit", "SystemKit"],
                 path: "Services/Commands"),
         .executableTarget(name: "roadsave-ingest", dependencies: ["ServiceCommands"], path: "Services/Executables/Ingest"),
         .executableTarget(name: "roadsave-detect", dependencies: ["ServiceCommands"], path: "Services/Executables/Detect"),
         .executableTarget(name: "roadsave-notify", dependencies: ["ServiceCommands"], path: "Services/Executables/Notify"),
 
         // Notifier: the sinks that deliver events (ZeroMQ PUB, webhooks, NDJSON).
-        .target(name: "NotifierSinks", dependencies: ["RoadSaveModel", "CSodium", "ZeroMQ", "Wire"],
+        .target(name: "NotifierSinks", dependencies: ["RoadSaveModel", "CSodium", "ZeroMQ", "Wire", "SystemKit"],
                 path: "Services/Notifier/Sinks"),
 
         // Replay: the engines over a recorded file (NDJSON or MessagePack), in one process.
@@ -103,23 +107,24 @@ let package = Package(
         // with a hang bound, key folders made by `roadsave keygen`, a test's seed. A library for test targets only.
         .target(name: "RoadSaveTestKit", path: "Tests/RoadSaveTestKit"),
 
+        .testTarget(name: "SystemKitTests", dependencies: ["SystemKit"], path: "Tests/SystemKitTests"),
         .testTarget(name: "TerminalProgressTests", dependencies: ["TerminalProgress"], path: "Tests/TerminalProgressTests"),
         .testTarget(name: "GatewayKitTests", dependencies: ["GatewayKit", "RoadSaveModel"], path: "Tests/GatewayKitTests"),
         .testTarget(name: "MetricsTests", dependencies: ["Metrics"], path: "Tests/MetricsTests"),
         .testTarget(name: "ServiceKitTests", dependencies: ["ServiceKit", "RoadSaveModel"], path: "Tests/ServiceKitTests"),
         .testTarget(name: "DetectionServiceTests",
                     dependencies: ["DetectionService", "DetectionEngine", "IngestService", "RoadSaveModel", "Wire", "ZeroMQ",
-                                   "Storage", "Feeds"],
+                                   "Storage", "Feeds", "SystemKit"],
                     path: "Tests/DetectionServiceTests"),
         .testTarget(name: "StorageTests", dependencies: ["Storage"], path: "Tests/StorageTests"),
         .testTarget(name: "FeedTests", dependencies: ["Feeds", "Wire", "ZeroMQ", "RoadSaveModel"], path: "Tests/FeedTests"),
-        .testTarget(name: "IngestTests", dependencies: ["IngestService", "Storage", "Feeds", "Wire", "ZeroMQ", "RoadSaveModel"],
+        .testTarget(name: "IngestTests", dependencies: ["IngestService", "Storage", "Feeds", "Wire", "ZeroMQ", "RoadSaveModel", "SystemKit"],
                     path: "Tests/IngestTests"),
         .testTarget(name: "NotifierTests",
                     dependencies: ["NotifierService", "NotifierSinks", "Storage", "Feeds", "Wire", "ZeroMQ", "RoadSaveModel",
-                                   "ServiceKit", "RoadSaveTestKit"],
+                                   "ServiceKit", "SystemKit", "RoadSaveTestKit"],
                     path: "Tests/NotifierTests"),
-        .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ"], path: "Tests/ZeroMQTests"),
+        .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ", "SystemKit"], path: "Tests/ZeroMQTests"),
         .testTarget(name: "WireTests", dependencies: ["Wire", "RoadSaveModel"], path: "Tests/WireTests"),
         .testTarget(name: "NotifierSinkTests", dependencies: ["NotifierSinks", "RoadSaveModel", "ZeroMQ", "Wire"],
                     path: "Tests/NotifierSinkTests", exclude: ["Support/webhook_receiver.py"]),

@@ -7,7 +7,7 @@ import Darwin
 #endif
 import RoadSaveModel
 import ServiceKit
-import Synchronization
+import SystemKit
 import TerminalProgress
 import ZeroMQ
 
@@ -64,10 +64,10 @@ enum Console {
 /// unlike a mask set in `main`, it also covers threads the runtime started before. Signals are blocked while the
 /// handlers are installed, so one arriving during `install()` is not lost and does not kill the process.
 enum SignalFlag {
-    private static let received = Atomic<Int32>(0)
-    private static let count = Atomic<Int32>(0)
+    private static let received = SignalCounter()
 
     static func install(_ signals: [Int32] = [SIGTERM, SIGINT]) {
+        _ = received.signal  // the static is made here, not in the handler
         var set = sigset_t()
         sigemptyset(&set)
         for signal in signals { sigaddset(&set, signal) }
@@ -77,13 +77,11 @@ enum SignalFlag {
             var action = sigaction()
             #if canImport(Glibc)
             action.__sigaction_handler.sa_handler = { number in
-                SignalFlag.received.store(number, ordering: .relaxed)
-                SignalFlag.count.wrappingAdd(1, ordering: .relaxed)
+                SignalFlag.received.record(number)
             }
             #else
             action.sa_handler = { number in
-                SignalFlag.received.store(number, ordering: .relaxed)
-                SignalFlag.count.wrappingAdd(1, ordering: .relaxed)
+                SignalFlag.received.record(number)
             }
             #endif
             sigemptyset(&action.sa_mask)
@@ -95,9 +93,9 @@ enum SignalFlag {
     }
 
     /// The last signal received (0 = none).
-    static var signal: Int32 { received.load(ordering: .relaxed) }
+    static var signal: Int32 { received.signal }
     /// How many signals arrived so far.
-    static var times: Int32 { count.load(ordering: .relaxed) }
+    static var times: Int32 { received.times }
 
     static func name(_ signal: Int32) -> String {
         switch signal {

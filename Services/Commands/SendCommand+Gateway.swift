@@ -8,6 +8,7 @@ import Darwin
 import GatewayKit
 import RoadSaveModel
 import ServiceKit
+import SystemKit
 import TerminalProgress
 import Wire
 import ZeroMQ

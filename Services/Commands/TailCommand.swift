@@ -8,6 +8,7 @@ import Darwin
 import NotifierService
 import RoadSaveModel
 import ServiceKit
+import SystemKit
 import Wire
 import ZeroMQ
 

@@ -10,6 +10,7 @@ import Metrics
 import RoadSaveModel
 import ServiceKit
 import Storage
+import SystemKit
 import ZeroMQ
 
 /// `roadsave up`'s supervision: each service a child process, started, watched, restarted by its `RestartPolicy` and

@@ -1,4 +1,5 @@
 import Foundation
+import SystemKit
 
 /// What a service last said about itself, for the HTTP thread to serve: its metrics, rendered, and whether it is
 /// ready. The service's own thread posts here (`publish`); the HTTP thread only reads, so a scrape never touches the
@@ -14,21 +15,20 @@ public final class MetricsBoard: Sendable {
 
     /// Without a post for this long, the service's loop is taken to be stuck: /healthz fails.
     public let stallLimit: Double
-    private let lock = NSLock()
-    nonisolated(unsafe) private var snapshot: Snapshot?
+    private let snapshot = Locked<Snapshot?>(nil)
 
     public init(stallLimit: Double = 30) {
         self.stallLimit = stallLimit
     }
 
-    public static func now() -> Double { ProcessInfo.processInfo.systemUptime }
+    public static func now() -> Double { MonotonicClock.now() }
 
     public func publish(_ families: [MetricFamily], notReady: [String], now: Double = MetricsBoard.now()) {
         let posted = Snapshot(metrics: PrometheusText.render(families), notReady: notReady, postedAt: now)
-        lock.withLock { snapshot = posted }
+        snapshot.withLock { $0 = posted }
     }
 
-    public var latest: Snapshot? { lock.withLock { snapshot } }
+    public var latest: Snapshot? { snapshot.withLock { $0 } }
 
     /// An HTTP answer for `path`: /metrics, /healthz or /readyz.
     public func answer(path: String, now: Double = MetricsBoard.now()) -> HTTPAnswer {

@@ -7,17 +7,17 @@ import Darwin
 #endif
 import Foundation
 import RoadSaveModel
+import SystemKit
 
 /// Ends a process whose graceful stop takes too long after its supervisor died. While `roadsave up` lives, it kills
 /// a service that does not stop in time; once it is gone nobody would, and a hung stop would keep the data
 /// directory locked against the next `up` forever.
 enum OrphanWatchdog {
-    private static let started = NSLock()
-    nonisolated(unsafe) private static var running = false  // guarded by `started`
+    private static let running = Locked(false)
 
     /// Starts the countdown once per process (later calls do nothing).
     static func start(limit: Double, log: Log) {
-        let first = started.withLock {
+        let first = running.withLock { running in
             defer { running = true }
             return !running
         }

@@ -11,7 +11,8 @@ import ZeroMQ
 /// A service's /metrics, /healthz and /readyz (`--metrics-endpoint`): the HTTP server, started before the service's
 /// loop so that /healthz answers while a large store loads, and the loop's periodic post of what the service says
 /// about itself. Scrapes read the last post, never the service's state: values are at most `postInterval` old.
-public final class ServiceMetrics {
+/// `Sendable`: made and stopped on the service's calling thread, started on its reactor thread.
+public final class ServiceMetrics: Sendable {
     /// `--metrics-endpoint`: nil when unset (or empty).
     public static let spec = Setting<MetricsEndpoint?>(
         flag: "--metrics-endpoint", environment: "ROADSAVE_METRICS_ENDPOINT", key: "metricsEndpoint", default: nil, shown: nil,
@@ -34,14 +35,18 @@ public final class ServiceMetrics {
     public static let postInterval = 0.5
 
     public let board = MetricsBoard()
-    private var server: MetricsHTTPServer?
+    private let server: MetricsHTTPServer?
     private let startedAt = Date().timeIntervalSince1970
 
     /// Serves `endpoint` (when given) from now on; throws when it cannot be listened on (a port in use).
     public init(endpoint: MetricsEndpoint?, log: Log) throws {
-        guard let endpoint else { return }
-        server = try MetricsHTTPServer(endpoint: endpoint, board: board)
-        log.info("metrics listening", ["endpoint": "http://\(endpoint.host):\(server!.port)",
+        guard let endpoint else {
+            server = nil
+            return
+        }
+        let server = try MetricsHTTPServer(endpoint: endpoint, board: board)
+        self.server = server
+        log.info("metrics listening", ["endpoint": "http://\(endpoint.host):\(server.port)",
                                        "paths": "/metrics /healthz /readyz"])
         if !endpoint.isLoopback {
             // Counters and endpoint names only, nothing of a device; still, say who can read them.
@@ -65,7 +70,6 @@ public final class ServiceMetrics {
     /// Stops serving (the process is ending).
     public func stop() {
         server?.stop()
-        server = nil
     }
 }
 

@@ -12,7 +12,7 @@ import Foundation
 ///
 /// `flock` rather than a pid file alone: the kernel drops the lock when the process ends, however it ends (SIGKILL
 /// included), so a stale LOCK file never blocks a restart. The file stays; only the lock on it matters.
-public final class DataDirectoryLock: @unchecked Sendable {  // Sendable: immutable after init; the fd is only closed in deinit
+public final class DataDirectoryLock: Sendable {  // immutable after init; the fd is only closed in deinit
     /// How long a second process waits by default: a predecessor that was just told to stop (its supervisor died, or
     /// was restarted) may still be finishing its last commit.
     public static let defaultWait = 10.0

@@ -5,6 +5,7 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import SystemKit
 
 /// Progress of a long command (replay, send, simulate, convert) on one line of the terminal: what is done, how fast,
 /// and, when the total is known, the percentage and the time left, e.g.
@@ -263,13 +264,9 @@ public struct ProgressMeter {
         return hours > 0 ? "\(hours):\(two(minutes)):\(two(secs))" : "\(minutes):\(two(secs))"
     }
 
-    /// Seconds on the system's monotonic clock (Swift's `ContinuousClock`) since this call: only differences are
-    /// used, so the meter needs no other clock.
+    /// Seconds on the project's monotonic clock (`MonotonicClock`) since this call: only differences are used.
     public static func monotonicClock() -> () -> Double {
-        let origin = ContinuousClock.now
-        return {
-            let components = origin.duration(to: .now).components
-            return Double(components.seconds) + Double(components.attoseconds) * 1e-18
-        }
+        let origin = MonotonicClock.now()
+        return { MonotonicClock.now() - origin }
     }
 }

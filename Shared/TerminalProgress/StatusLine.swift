@@ -6,6 +6,7 @@ import Musl
 import Darwin
 #endif
 import Synchronization
+import SystemKit
 
 /// One line at the bottom of a terminal that is redrawn in place (`\r`, then "erase to the end of the line",
 /// `ESC [ K`), and the other lines written to the same terminal while it is shown. A log line written as it is would
@@ -22,7 +23,7 @@ public final class StatusLine: ProgressDisplay {
 
     private let descriptor: Int32
     /// The text shown, nil when nothing is; writes happen under the lock, so lines never interleave.
-    private let shown = Mutex<String?>(nil)
+    private let shown = Locked<String?>(nil)
     private let showing = Atomic<Bool>(false)
 
     public init(descriptor: Int32) {

@@ -1,5 +1,6 @@
 import CZeroMQ
 import class Foundation.Thread
+import SystemKit
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -46,10 +47,10 @@ public enum ReactorError: Error, Sendable, Equatable, CustomStringConvertible {
 /// exactly once); then the `onStop` handlers run, every registered socket is closed, and the thread exits.
 /// `ETERM` (the context shut down) is a normal exit: `wait()` then returns nil.
 ///
-/// `@unchecked Sendable`: the only mutable state (queue, phase, flags, waiters) lives in a mutex-guarded `Locked`; the
+/// `Sendable` as the compiler checks it: the only mutable state (queue, phase, flags, waiters) lives in a `Locked`; the
 /// sockets and timers live in the `ReactorLoop`, which never leaves the reactor thread. The wake-up pipe's descriptors are
 /// immutable and closed only in `deinit`, when no other thread can hold the reactor.
-public final class Reactor: @unchecked Sendable {
+public final class Reactor: Sendable {
     public let name: String
     public let context: ZMQContext
 
@@ -65,8 +66,15 @@ public final class Reactor: @unchecked Sendable {
         var wakePending = false
         var exitError: (any Error)?
         var waiters: [CheckedContinuation<(any Error)?, Never>] = []
-        var thread: pthread_t?
     }
+
+    /// The reactor whose loop runs on the calling thread, as a thread-specific value set by the loop's thread itself:
+    /// `isOnReactorThread` (which every `ReactorBound` access checks) is a lock-free lookup and a pointer compare.
+    private static let runningHere: pthread_key_t = {
+        var key = pthread_key_t()
+        precondition(pthread_key_create(&key, nil) == 0, "pthread_key_create failed")
+        return key
+    }()
 
     private let state = Locked(State())
     /// Self-pipe: `post` and `stop` write a byte, the loop polls the read end. (`eventfd` is not visible to Swift through
@@ -180,10 +188,9 @@ public final class Reactor: @unchecked Sendable {
         }
     }
 
-    /// True when called on this reactor's thread.
+    /// True when called on this reactor's thread (while its loop runs: setup, posted work, handlers, `onStop`).
     public var isOnReactorThread: Bool {
-        guard let thread = state.withLock({ $0.thread }) else { return false }
-        return pthread_equal(thread, pthread_self()) != 0
+        pthread_getspecific(Self.runningHere) == Unmanaged.passUnretained(self).toOpaque()
     }
 
     /// True once the reactor refuses posts (stop requested, or finished).
@@ -195,7 +202,7 @@ public final class Reactor: @unchecked Sendable {
 
     private func threadMain(_ setup: @Sendable (ReactorLoop) throws -> Void) {
         Self.nameCurrentThread(name)
-        state.withLock { $0.thread = pthread_self() }
+        pthread_setspecific(Self.runningHere, Unmanaged.passUnretained(self).toOpaque())
         let loop = ReactorLoop(reactor: self)
 
         var exitError: (any Error)? = pipeError
@@ -212,11 +219,11 @@ public final class Reactor: @unchecked Sendable {
 
         refusePosts()
         loop.finish()
+        pthread_setspecific(Self.runningHere, nil)
 
         let waiters = state.withLock(notify: true) { state in
             state.phase = .finished
             state.exitError = exitError
-            state.thread = nil  // pthread ids are reused once the thread exits
             let waiters = state.waiters
             state.waiters = []
             return waiters
@@ -292,8 +299,7 @@ public final class Reactor: @unchecked Sendable {
 /// Resumes a continuation exactly once: with the work's result, or with `ReactorError.stopped` if the work was dropped
 /// unrun (the closure holding this object is released without calling it).
 ///
-/// `@unchecked Sendable`: `continuation` is only touched under `lock`.
-private final class Completion<T: Sendable>: @unchecked Sendable {
+private final class Completion<T: Sendable>: Sendable {
     private let lock = Locked<CheckedContinuation<T, any Error>?>(nil)
 
     init(_ continuation: CheckedContinuation<T, any Error>) {

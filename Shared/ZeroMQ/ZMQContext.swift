@@ -1,4 +1,5 @@
 import CZeroMQ
+import SystemKit
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)

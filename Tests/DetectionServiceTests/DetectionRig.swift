@@ -5,6 +5,7 @@ import Foundation
 @testable import IngestService
 import RoadSaveModel
 import Storage
+import SystemKit
 import Wire
 import ZeroMQ
 

@@ -2,6 +2,7 @@ import DetectionEngine
 @testable import DetectionService
 import Foundation
 import RoadSaveModel
+import SystemKit
 import Testing
 
 /// A state leaving memory keeps only its row once the checkpoint has encoded it, and gives the same state back
@@ -22,7 +23,7 @@ import Testing
         sorted.outputFormatting = .sortedKeys
 
         let rows = DeviceRowCodec()
-        let evicted = EvictedState(state, lock: NSLock(), rows: rows)
+        let evicted = EvictedState(state, lock: Locked(), rows: rows)
         #expect(try sorted.encode(evicted.state()) == sorted.encode(state))
         var encodings = 0
         let row = try evicted.encodedRow { encodings += 1; return rows.compress(try DetectionService.checkpointJSON($0)) }

@@ -3,6 +3,7 @@ import Foundation
 @testable import IngestService
 import RoadSaveModel
 import Storage
+import SystemKit
 import Testing
 import Wire
 import ZeroMQ

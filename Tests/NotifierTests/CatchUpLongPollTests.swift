@@ -1,5 +1,6 @@
 import Foundation
 import RoadSaveTestKit
+import SystemKit
 import Testing
 import RoadSaveModel
 import Wire

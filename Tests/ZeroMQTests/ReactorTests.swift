@@ -1,4 +1,5 @@
 import Foundation
+import SystemKit
 import Testing
 import ZeroMQ
 

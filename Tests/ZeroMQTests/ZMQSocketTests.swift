@@ -1,5 +1,6 @@
 import CZeroMQ
 import Foundation
+import SystemKit
 import Testing
 import ZeroMQ
 

@@ -1,6 +1,7 @@
 import Foundation
 import RoadSaveModel
 import Storage
+import SystemKit
 import ZeroMQ
 
 /// Writes detection's checkpoints into `detection.sqlite` on a thread of its own, with a connection of its own: the
@@ -11,13 +12,13 @@ import ZeroMQ
 /// Checkpoints are encoded and written one at a time, in the order they were started; one that a newer one has
 /// superseded before its turn (a stop takes its own at once, with everything the older one held) is skipped.
 final class CheckpointWriter: @unchecked Sendable {
-    // @unchecked: `database` is used only on `queue`; `newest` is guarded by `lock`.
+    // @unchecked: `database` (a SQLite connection, not Sendable) is used only on `queue`.
     private let database: SQLiteDatabase
     /// The rows' compression: its dictionary is written with the first checkpoint that uses it.
     private let rows: DeviceRowCodec
     private let queue = DispatchQueue(label: "detection.checkpoints", qos: .utility)
-    private let lock = NSLock()
-    private var newest = 0
+    /// The newest generation started.
+    private let newest = Locked(0)
 
     /// What a checkpoint writes: the fleet's shared state as of input `input`, the states of the changed devices
     /// (in memory) and of those leaving memory, those leaving whose stored row is current, the journal positions.
@@ -44,7 +45,7 @@ final class CheckpointWriter: @unchecked Sendable {
 
     /// Checkpoint `generation` is started: those before it that are not written yet will not be.
     func started(_ generation: Int) {
-        lock.withLock { newest = max(newest, generation) }
+        newest.withLock { $0 = max($0, generation) }
     }
 
     /// Encodes (`make`) and writes checkpoint `generation` after those before it, off the caller's thread. `done`
@@ -64,7 +65,7 @@ final class CheckpointWriter: @unchecked Sendable {
     }
 
     private func writeInTurn(_ generation: Int, _ make: () throws -> Checkpoint) -> Result<Timing, any Error>? {
-        guard lock.withLock({ generation >= newest }) else { return nil }
+        guard newest.withLock({ generation >= $0 }) else { return nil }
         return Result {
             let started = MonotonicClock.now()
             let checkpoint = try make()

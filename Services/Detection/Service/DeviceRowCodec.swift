@@ -2,6 +2,7 @@ import CZstd
 import Foundation
 import RoadSaveModel
 import Storage
+import SystemKit
 
 /// detection's device rows (a device's state as JSON, ~2 KB) compressed with zstd against a dictionary: the first
 /// row this store ever compressed. Devices' states are alike (the same keys, their application's settings, similar
@@ -17,7 +18,7 @@ import Storage
 final class DeviceRowCodec: @unchecked Sendable {
     // @unchecked: `dictionaries` and the decompression context are used under `lock`; the compression side
     // (`compressor`, `unsaved`) only on the checkpoint writer's thread.
-    private let lock = NSLock()
+    private let lock = Locked()
     private var dictionaries: [UInt32: [UInt8]] = [:]
     private let decompression: OpaquePointer
     private var compressor: (id: UInt32, context: OpaquePointer, dictionary: OpaquePointer)?

@@ -1,6 +1,7 @@
 import DetectionEngine
 import Foundation
 import RoadSaveModel
+import SystemKit
 
 /// detection's devices that left memory (`--device-memory-idle`): where their states are and how to get them back.
 ///
@@ -21,7 +22,7 @@ struct EvictedDevices: EvictedDeviceStore {
     /// Boxed: a bucket holding the 560 inline bytes of a state, at the table's load factor, cost ~1 KB a device
     /// (155 MB for one checkpoint of 100,000 devices leaving, measured with heaptrack) where a reference costs 8.
     private(set) var unsaved: [DeviceID: EvictedState] = [:]
-    private let unsavedLock = NSLock()
+    private let unsavedLock = Locked()
     /// Devices of `unsaved` whose state the store has already (unchanged since a checkpoint wrote it): their row
     /// needs only to be marked out of memory, not encoded and written again.
     private(set) var storedAlready: Set<DeviceID> = []

@@ -1,6 +1,7 @@
 import DetectionEngine
 import Foundation
 import RoadSaveModel
+import SystemKit
 
 /// A device's state that left memory and is not written yet, behind one reference: the tables and lists that hold
 /// the states of a checkpoint's leaving devices (tens of thousands at a time) then hold 8 bytes each, not a copy of
@@ -20,11 +21,11 @@ final class EvictedState: @unchecked Sendable {
     let device: DeviceID
     private var held: Held
     /// Shared by the states of one `EvictedDevices` (a lock each would cost more than the reference it guards).
-    private let lock: NSLock
+    private let lock: Locked<Void>
     /// What reads the row back (it is compressed, `DeviceRowCodec`).
     private let rows: DeviceRowCodec
 
-    init(_ state: FleetDeviceState, lock: NSLock, rows: DeviceRowCodec) {
+    init(_ state: FleetDeviceState, lock: Locked<Void>, rows: DeviceRowCodec) {
         device = state.device
         held = .state(state)
         self.lock = lock
@@ -32,9 +33,7 @@ final class EvictedState: @unchecked Sendable {
     }
 
     private var current: Held {
-        lock.lock()
-        defer { lock.unlock() }
-        return held
+        lock.withLock { held }
     }
 
     /// The state, decoded from its row if that was made already.
@@ -52,9 +51,7 @@ final class EvictedState: @unchecked Sendable {
             return bytes
         case let .state(state):
             let bytes = try encode(state)
-            lock.lock()
-            held = .row(bytes)
-            lock.unlock()
+            lock.withLock { held = .row(bytes) }
             return bytes
         }
     }

@@ -9,9 +9,10 @@ import ZeroMQ
 /// - at start the file is cut back to the recorded size (`NDJSONSink.recover`): lines written after it belong to
 ///   rows that are still in the outbox, and are written again.
 /// For standard output (`-`), a device or a FIFO nothing can be cut: delivery there is at least once.
-final class NDJSONOutlet: SinkOutlet, @unchecked Sendable {
-    // @unchecked: the mutable state is used on the reactor thread only; write completions reach it through
-    // `Reactor.post`.
+///
+/// Lives on the reactor thread (made there, not `Sendable`); write completions reach it through `Reactor.post` and a
+/// `ReactorBound`.
+final class NDJSONOutlet: SinkOutlet {
     let key: String
     var name: String { sink.name }
     var window: OutboxWindow
@@ -58,9 +59,9 @@ final class NDJSONOutlet: SinkOutlet, @unchecked Sendable {
         let batch = Array(pending.prefix(Self.batchLimit))
         pending.removeFirst(batch.count)
         writing = batch
-        let reactor = reactor
-        sink.appendDurably(batch.map(\.event), expectedOffset: writtenOffset) { [self] result in
-            reactor.post { _ in self.written(result) }
+        let reactor = reactor, bound = ReactorBound(self, on: reactor)
+        sink.appendDurably(batch.map(\.event), expectedOffset: writtenOffset) { result in
+            reactor.post { _ in bound.value.written(result) }
         }
     }
 

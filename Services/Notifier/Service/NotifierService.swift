@@ -1,12 +1,9 @@
-import Dispatch
-import Feeds
 import Foundation
-import Metrics
 import NotifierSinks
 import RoadSaveModel
 import ServiceKit
 import Storage
-import Wire
+import SystemKit
 import ZeroMQ
 
 /// notifier: pulls detection's events from its outbox feeds, stores them durably, and delivers each through every
@@ -21,56 +18,20 @@ import ZeroMQ
 /// 2. Storing an event adds an outbox row per sink. Each sink reads its outbox in position order, a window at a time
 ///    (never the whole backlog in memory), and a row is deleted when the sink took the event.
 /// 3. Events no sink still needs are deleted after the retention age (the catch-up window).
-public final class NotifierService: @unchecked Sendable {
-    // @unchecked: the mutable state below is used only on the reactor thread; other threads reach it through
-    // `Reactor.post` / `Reactor.run`.
+///
+/// The shell is `Sendable` as the compiler checks it: its own properties are immutable, and what the service changes
+/// (`NotifierServing`) is reached only on the reactor thread, through a `ReactorBound`.
+public final class NotifierService: Sendable {
     public let configuration: NotifierConfiguration
     private let log: Log
     private let context: ZMQContext
     private let reactor: Reactor
-    private let ndjsonSink: NDJSONSink?
-
-    private var store: NotifierStore?
-    private var outlets: [any SinkOutlet] = []
-    private var upstreams: [UpstreamFeed] = []
-    private var publisher: ZMQSocket?
-    private var catchUpSocket: ZMQSocket?
-    private var catchUp: CatchUpServer?
-    /// The CurveZMQ authenticator of the PUB and catch-up sockets (subscriber keys), when the service has keys.
-    private var zap: ZAPHandler?
-    /// How the live socket keeps limited subscriber keys to their applications (by the libzmq version).
-    private let liveFiltering: LiveFiltering
-    private let libzmqVersion: (major: Int32, minor: Int32, patch: Int32)
-    /// The live socket's subscriptions, when subscribers have keys and libzmq's manual mode is safe.
-    private var subscriptionGate: SubscriptionGate?
-    /// The subscriber entries when the live socket was last bound: a reload that removes or changes one drops every
-    /// connection (the socket is bound again), since libzmq asks ZAP only at the handshake and cannot drop one
-    /// connection's subscriptions from outside.
-    private var liveEntriesAtBind: [String: CurveAllowList.Entry] = [:]
-    private var pendingReports: [String: OutletReport] = [:]
-    private var flushPosted = false
-    private var stopping = false
-    /// /metrics, /healthz and /readyz, and what the notifier counts for them.
-    private var metrics: ServiceMetrics?
-    private var counters = NotifierMetrics()
+    private let serving: ReactorBound<NotifierServing>
+    /// The figures of the "stopped" line, taken as the loop ends (the line is logged once libzmq let go).
+    private let stoppedFigures = Locked((stored: 0, duplicates: 0, delivered: 0))
 
     /// Most outbox entries in one sink's hands.
-    static let window = 1000
-    /// The largest frame accepted from detection's outbox feed (an item is one event: a few KiB) and on the catch-up
-    /// and PUB sockets (a request, a subscription: small). ZMQ_MAXMSGSIZE: a peer sending more is disconnected.
-    static let maximumEventFrameBytes: Int64 = 16 << 20
-    static let maximumRequestBytes: Int64 = 64 << 10
-    /// Messages queued per subscriber in libzmq (ZMQ_SNDHWM of the PUB): a subscriber that does not keep up loses
-    /// what is over it (it catches up by position on the catch-up endpoint), and the notifier's memory stays bounded.
-    static let subscriberQueue: Int32 = 10_000
-    /// Most events asked for in one fetch.
-    static let fetchSize = 256
-    /// Pause before asking again after an error (of the feed or of the store).
-    static let retryPause = 1.0
-    /// Longest a graceful stop lets the sinks finish what is in flight (what is left stays in the outboxes).
-    static let stopGrace = 2.0
-    /// How often old events are deleted.
-    static let retentionInterval = 60.0
+    static var window: Int { NotifierServing.window }
 
     public convenience init(configuration: NotifierConfiguration) throws {
         try self.init(configuration: configuration, libzmqVersion: zmqVersion())
@@ -79,10 +40,9 @@ public final class NotifierService: @unchecked Sendable {
     /// `libzmqVersion`: what the live socket's choice (`LiveFiltering`) is made for; the tests give another.
     init(configuration: NotifierConfiguration, libzmqVersion: (major: Int32, minor: Int32, patch: Int32)) throws {
         self.configuration = configuration
-        self.libzmqVersion = libzmqVersion
-        liveFiltering = LiveFiltering.choose(keys: configuration.curve != nil, libzmq: libzmqVersion)
         log = Log(category: "notifier", minimumLevel: configuration.logLevel)
         _ = try DataDirectory.prepare(configuration.dataDirectory)
+        let ndjsonSink: NDJSONSink?
         if let path = configuration.ndjsonPath {
             ndjsonSink = try NDJSONSink(path: path, format: configuration.ndjsonFormat,
                                         log: Log(category: "ndjson", minimumLevel: configuration.logLevel))
@@ -91,6 +51,9 @@ public final class NotifierService: @unchecked Sendable {
         }
         context = try ZMQContext()
         reactor = Reactor(name: "notifier", context: context)
+        serving = ReactorBound(handingOver: NotifierServing(configuration: configuration, libzmqVersion: libzmqVersion,
+                                                            log: log, ndjsonSink: ndjsonSink, reactor: reactor),
+                               to: reactor)
     }
 
     /// The store's file.
@@ -98,409 +61,43 @@ public final class NotifierService: @unchecked Sendable {
 
     public func run() throws {
         let metrics = try ServiceMetrics(endpoint: configuration.metricsEndpoint, log: log)
-        self.metrics = metrics
         defer { metrics.stop() }
-        reactor.start { [self] loop in
-            try setUp(loop)
-            self.metrics?.start(on: loop) { [self] in (metricFamilies(), notReady()) }
+        reactor.start { [serving, stoppedFigures] loop in
+            loop.onStop {
+                let counters = serving.value.counters
+                stoppedFigures.withLock {
+                    $0 = (counters.stored, counters.duplicates, counters.deliveredBySink.values.reduce(0, +))
+                }
+            }
+            try serving.value.start(loop, metrics: metrics)
         }
         let failure = reactor.wait()
         // Returns only once libzmq has closed the sockets: a listener closed later would unlink the ipc file a new
         // instance bound meanwhile.
         context.terminate()
-        log.info("stopped", ["stored": String(counters.stored), "duplicatesDropped": String(counters.duplicates),
-                             "delivered": String(counters.deliveredBySink.values.reduce(0, +))])
+        let (stored, duplicates, delivered) = stoppedFigures.withLock { $0 }
+        log.info("stopped", ["stored": String(stored), "duplicatesDropped": String(duplicates),
+                             "delivered": String(delivered)])
         if let failure { throw failure }
     }
 
     /// Stops gracefully: no more fetches, the sinks finish what is in flight (briefly), then the reactor stops.
     public func stop() {
-        reactor.post { [self] loop in beginStopping(loop) }
+        reactor.post { [serving] loop in serving.value.beginStopping(loop) }
     }
 
     /// The endpoints bound (with the ports picked for `*`), once running: for tests and logs.
     public func boundEndpoints() async throws -> (publish: String?, catchUp: String?) {
-        try await reactor.run { [self] _ in (publisher?.lastEndpoint, catchUpSocket?.lastEndpoint) }
+        try await reactor.run { [serving] _ in
+            (serving.value.publisher?.lastEndpoint, serving.value.catchUpSocket?.lastEndpoint)
+        }
     }
 
     /// Entries each sink holds in memory now (read from its outbox, not yet settled), by sink key: what the outbox
     /// windows bound, whatever the backlog on disk. For tests and diagnostics.
     func entriesInHand() async throws -> [String: Int] {
-        try await reactor.run { [self] _ in
-            Dictionary(outlets.map { ($0.key, $0.window.inHand) }, uniquingKeysWith: +)
-        }
-    }
-
-    // MARK: CurveZMQ
-
-    /// With keys: the ZAP handler (made once, bound before the sockets it guards) answers for `socket` by the subscriber
-    /// role, and SIGHUP re-reads its allow-list. Without: a warning, since anyone who reaches the port may read events.
-    /// `unlimitedKeysOnly`: why keys limited to applications are refused on this socket (`LiveFiltering`).
-    private func secure(_ socket: ZMQSocket, loop: ReactorLoop, unlimitedKeysOnly: String? = nil) throws {
-        try ServiceZAP.secure(socket, role: .subscriber, keys: configuration.curve, handler: &zap, loop: loop,
-                              reactor: reactor, log: log, clients: "subscribers", unlimitedKeysOnly: unlimitedKeysOnly)
-    }
-
-    static func subscriberEntries(_ list: CurveAllowList) -> [String: CurveAllowList.Entry] {
-        Dictionary(list.entries.filter { $0.role == .subscriber }.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
-    }
-
-    /// After SIGHUP: libzmq asks ZAP only at the handshake, and cannot drop one connection's subscriptions from outside,
-    /// so when a subscriber key was removed or changed the live socket is bound again. Every subscriber reconnects
-    /// (libzmq's SUB does so by itself and subscribes again; what it missed meanwhile is in catch-up), and a removed
-    /// key is refused at its new handshake.
-    private func subscriberKeysReloaded(_ loop: ReactorLoop) {
-        guard let zap, let publisher, liveFiltering != .none, !stopping else { return }
-        let entries = Self.subscriberEntries(zap.allowList)
-        guard liveEntriesAtBind.contains(where: { name, old in entries[name] != old }) else { return }
-        let endpoint = publisher.lastEndpoint
-        do {
-            try publisher.unbind(endpoint)
-        } catch {
-            log.error("subscriber socket not bound again after a key was removed or changed", ["error": "\(error)"])
-            return
-        }
-        subscriptionGate?.rebound()
-        liveEntriesAtBind = entries
-        log.info("a subscriber key was removed or changed: every subscriber connection dropped", ["endpoint": endpoint])
-        bindAgain(publisher, endpoint: endpoint, loop: loop, attempt: 1)
-    }
-
-    /// The old listener closes on libzmq's I/O thread: until then the port is taken, so binding is retried briefly.
-    private func bindAgain(_ publisher: ZMQSocket, endpoint: String, loop: ReactorLoop, attempt: Int) {
-        do {
-            try publisher.bind(endpoint)
-        } catch {
-            guard attempt < 50 else {
-                return log.error("subscriber socket not bound again", ["endpoint": endpoint, "error": "\(error)"])
-            }
-            _ = loop.schedule(after: 0.1) { [unowned self] in
-                bindAgain(publisher, endpoint: endpoint, loop: loop, attempt: attempt + 1)
-            }
-        }
-    }
-
-    // MARK: On the reactor thread
-
-    private func setUp(_ loop: ReactorLoop) throws {
-        var keys: [String] = []
-        if configuration.publishEndpoint != nil { keys.append(PublisherOutlet.sinkKey) }
-        keys += configuration.webhooks.map(WebhookOutlet.key(for:))
-        if let ndjsonSink { keys.append(NDJSONOutlet.key(for: ndjsonSink.path)) }
-        let store = try NotifierStore(path: storePath, sinks: keys, log: log)
-        self.store = store
-        loop.onStop { store.close() }
-        let report: (OutletReport) -> Void = { [unowned self] report in received(report) }
-
-        if let endpoint = configuration.publishEndpoint {
-            // With keys on libzmq >= 4.3.5, an XPUB whose subscriptions the service applies itself (SubscriptionGate):
-            // a key limited to applications gets only their topics, whatever prefix it asks for. On older libzmq
-            // (manual mode unsafe, `LiveFiltering`) a PUB that only keys of every application may join. Without keys a
-            // plain PUB: plaintext subscribers have no key to limit.
-            let publisher = try loop.socket(liveFiltering == .manual ? .xpub : .pub)
-            try publisher.setSendHighWaterMark(Self.subscriberQueue)
-            try publisher.setMaximumMessageSize(Self.maximumRequestBytes)
-            try publisher.setLinger(milliseconds: 2000)
-            try secure(publisher, loop: loop,
-                       unlimitedKeysOnly: liveFiltering == .unlimitedKeysOnly ? LiveFiltering.refusal : nil)
-            if let zap {
-                if liveFiltering == .manual {
-                    subscriptionGate = try SubscriptionGate(socket: publisher, loop: loop, log: log) { [unowned self] peer in
-                        try? self.zap?.entry(for: peer, role: .subscriber).get()
-                    }
-                } else {
-                    let version = libzmqVersion
-                    log.warning("subscriber keys limited to applications are refused on the live socket: libzmq before "
-                                + "4.3.5 cannot filter per subscription safely (libzmq 2df7ab6a); they follow live by "
-                                + "catch-up long-poll (waitMs, roadsave tail --via-catch-up)",
-                                ["libzmq": "\(version.major).\(version.minor).\(version.patch)"])
-                }
-                liveEntriesAtBind = Self.subscriberEntries(zap.allowList)
-                let reactor = reactor
-                ReloadRequests.onReload {
-                    // Posted after the ZAP handler's own reload (registered first).
-                    reactor.post { [weak self] loop in self?.subscriberKeysReloaded(loop) }
-                }
-            }
-            try OutsideSockets.watch(publisher, name: "subscribers", loop: loop, log: log)
-            try publisher.bind(endpoint)
-            self.publisher = publisher
-            outlets.append(PublisherOutlet(socket: publisher, format: configuration.publishFormat, capacity: Self.window,
-                                           log: log, withholds: { [unowned self] in subscriptionGate?.withholds($0) ?? false },
-                                           report: report))
-        }
-        for url in configuration.webhooks {
-            var options = WebhookSink.Options(url: url, secret: configuration.webhookSecret)
-            options.format = configuration.webhookFormat
-            options.maximumBackoff = configuration.webhookMaximumBackoff
-            options.initialBackoff = min(options.initialBackoff, options.maximumBackoff)
-            outlets.append(WebhookOutlet(options: options, capacity: Self.window, reactor: reactor,
-                                         log: Log(category: "webhook", minimumLevel: configuration.logLevel), report: report))
-        }
-        if let ndjsonSink {
-            let key = NDJSONOutlet.key(for: ndjsonSink.path)
-            let recorded = try store.sinkState(key).flatMap { Int64($0) }
-            let offset = try ndjsonSink.recover(committedOffset: recorded)
-            if let offset, offset != recorded { try store.complete(sink: key, positions: [], state: String(offset)) }
-            outlets.append(NDJSONOutlet(sink: ndjsonSink, offset: offset, capacity: Self.window, reactor: reactor, loop: loop,
-                                        log: Log(category: "ndjson", minimumLevel: configuration.logLevel), report: report))
-        }
-        if let endpoint = configuration.catchUpEndpoint {
-            let socket = try loop.socket(.router)
-            try secure(socket, loop: loop)
-            try socket.setMaximumMessageSize(Self.maximumRequestBytes)
-            // A reply to a peer that is gone fails, so its held long-polls are dropped (CatchUpServer).
-            try socket.setRouterMandatory(true)
-            try OutsideSockets.watch(socket, name: "catch-up", loop: loop, log: log)
-            try socket.bind(endpoint)
-            catchUpSocket = socket
-            catchUp = CatchUpServer(socket: socket, loop: loop, store: store, format: configuration.publishFormat,
-                                    retentionAge: configuration.retentionAge, log: log, zap: zap)
-        }
-        for (index, endpoint) in configuration.eventsEndpoints.enumerated() {
-            let upstream = UpstreamFeed(endpoint: endpoint, now: loop.now)
-            upstream.client = try FeedClient(loop: loop, endpoint: endpoint, log: log,
-                                             maximumFrameBytes: Self.maximumEventFrameBytes,
-                                             curve: configuration.eventsCurve?[index]) { [unowned self] header, items in
-                replied(upstream, loop: loop, header: header, items: items)
-            }
-            upstreams.append(upstream)
-            fetch(upstream)
-        }
-        expireOldEvents()
-        loop.every(Self.retentionInterval) { [unowned self] in expireOldEvents() }
-        loop.every(5) { [unowned self] in checkSilence(loop) }
-        var outboxes: [String: Int] = [:]
-        for outlet in outlets { outboxes[outlet.key] = try store.outboxCount(sink: outlet.key) }
-        counters.opened(outboxes: outboxes)
-        // What the last run left in the outboxes goes first.
-        for outlet in outlets { pump(outlet, loop: loop) }
-        log.info("running", ["events": configuration.eventsEndpoints.joined(separator: ","),
-                             "subscribers": publisher?.lastEndpoint ?? "none",
-                             "catchUp": catchUpSocket?.lastEndpoint ?? "none",
-                             "sinks": outlets.map(\.name).joined(separator: ","), "store": storePath,
-                             "head": String((try? store.head()) ?? 0)])
-    }
-
-    // MARK: Metrics
-
-    /// What /metrics shows of the notifier (posted by `ServiceMetrics` from the loop).
-    private func metricFamilies() -> [MetricFamily] {
-        var webhooks: [String: WebhookSink.Stats] = [:]
-        for case let outlet as WebhookOutlet in outlets {
-            outlet.refreshStats()
-            if let stats = outlet.lastStats { webhooks[outlet.key] = stats }
-        }
-        if let catchUp { counters.setCatchUps(catchUp.requests) }
-        return counters.families(.init(webhooks: webhooks,
-                                       heldCatchUps: catchUp?.held.count ?? 0,
-                                       silentUpstreams: upstreams.filter(\.reportedSilent).count))
-            + FeedLinkMetrics.families(service: "notifier", links: upstreams.compactMap { upstream in
-                upstream.client.map { (upstream.endpoint, $0.statistics) }
-            })
-    }
-
-    /// Why the notifier is not ready (nothing when it is): its store and sockets, and every detection feed answered
-    /// and read to its head at its last answer.
-    private func notReady() -> [String] {
-        var reasons: [String] = []
-        if store == nil { reasons.append("store not open") }
-        if (configuration.publishEndpoint != nil && publisher == nil) || (configuration.catchUpEndpoint != nil && catchUp == nil) {
-            reasons.append("sockets not bound")
-        }
-        if stopping { reasons.append("stopping") }
-        for upstream in upstreams {
-            if upstream.reportedSilent {
-                reasons.append("detection's feed at \(upstream.endpoint) does not answer")
-            } else if !upstream.caughtUp {
-                reasons.append("behind detection's feed at \(upstream.endpoint)")
-            }
-        }
-        return reasons
-    }
-
-    // MARK: Pulling from detection
-
-    private func fetch(_ upstream: UpstreamFeed) {
-        guard !stopping, let client = upstream.client else { return }
-        client.fetch(FeedRequest(id: 0, feed: upstream.feed, after: upstream.position, maxItems: Self.fetchSize,
-                                 acknowledged: upstream.position, consumer: "notifier",
-                                 waitMilliseconds: Int(configuration.heartbeatInterval * 1000)))
-    }
-
-    private func fetchLater(_ upstream: UpstreamFeed, loop: ReactorLoop) {
-        guard !stopping, upstream.retry == nil else { return }
-        upstream.retry = loop.schedule(after: Self.retryPause) { [unowned self] in
-            upstream.retry = nil
-            fetch(upstream)
-        }
-    }
-
-    private func replied(_ upstream: UpstreamFeed, loop: ReactorLoop, header: FeedReplyHeader, items: ArraySlice<[UInt8]>) {
-        upstream.lastAnswer = loop.now
-        if upstream.reportedSilent {
-            upstream.reportedSilent = false
-            log.info("detection's feed answers again", ["endpoint": upstream.endpoint])
-        }
-        guard !stopping, let store else { return }
-        if let error = header.error {
-            log.warning("detection's feed refused the request; asking again shortly",
-                        ["endpoint": upstream.endpoint, "feed": header.feed, "after": String(upstream.position), "error": error])
-            return fetchLater(upstream, loop: loop)
-        }
-        guard header.feed == upstream.feed else {
-            // First contact, or detection has a new store: read that feed from the position stored for it.
-            do {
-                upstream.position = try store.upstreamPosition(feed: header.feed)
-            } catch {
-                log.error("cannot read the stored feed position; asking again shortly",
-                          ["endpoint": upstream.endpoint, "error": "\(error)"])
-                return fetchLater(upstream, loop: loop)
-            }
-            log.info("reading detection's outbox", ["endpoint": upstream.endpoint, "feed": header.feed,
-                                                    "after": String(upstream.position), "head": String(header.head),
-                                                    "previousFeed": upstream.feed ?? "none"])
-            upstream.feed = header.feed
-            return fetch(upstream)
-        }
-        guard header.after == upstream.position else { return fetch(upstream) }
-        upstream.caughtUp = items.isEmpty || header.to >= header.head
-        var events: [(event: RoadSaveEvent, body: [UInt8])] = []
-        events.reserveCapacity(items.count)
-        for (offset, item) in items.enumerated() {
-            do {
-                events.append((try EventBody.decode(item), item))
-            } catch {
-                // It can never be read: waiting for it would stop every later event. Said loudly, with its place.
-                log.error("unreadable event from detection skipped",
-                          ["endpoint": upstream.endpoint, "feed": header.feed, "item": String(offset + 1),
-                           "after": String(header.after), "error": "\(error)"])
-            }
-        }
-        if !items.isEmpty || header.to != upstream.position {
-            do {
-                let stored = try store.store(events, feed: header.feed, position: header.to)
-                counters.stored(stored.count, duplicates: events.count - stored.count)
-                if stored.count < events.count {
-                    log.info("events already stored dropped (same eventID)",
-                             ["endpoint": upstream.endpoint, "events": String(events.count - stored.count)])
-                }
-                upstream.position = header.to
-                if !stored.isEmpty {
-                    for outlet in outlets {
-                        outlet.window.stored()
-                        pump(outlet, loop: loop)
-                    }
-                    // Held catch-up long-polls that may now have something: answered after the commit.
-                    catchUp?.stored()
-                }
-            } catch {
-                log.error("events not stored; asking detection again shortly",
-                          ["endpoint": upstream.endpoint, "events": String(events.count), "error": "\(error)"])
-                return fetchLater(upstream, loop: loop)
-            }
-        }
-        fetch(upstream)
-    }
-
-    private func checkSilence(_ loop: ReactorLoop) {
-        let patience = max(10, 5 * (configuration.heartbeatInterval + 2))
-        for upstream in upstreams where !upstream.reportedSilent && loop.now - upstream.lastAnswer > patience {
-            upstream.reportedSilent = true
-            log.warning("no answer from detection's feed", ["endpoint": upstream.endpoint,
-                                                            "seconds": String(Int(loop.now - upstream.lastAnswer))])
-        }
-    }
-
-    // MARK: Feeding the sinks
-
-    /// Reads the sink's outbox while its window has room.
-    private func pump(_ outlet: any SinkOutlet, loop: ReactorLoop) {
-        guard let store else { return }
-        while !stopping, let count = outlet.window.entriesToRead {
-            let entries: [StoredEvent]
-            do {
-                entries = try store.outbox(sink: outlet.key, after: outlet.window.lastRead, limit: count)
-            } catch {
-                log.error("cannot read the outbox; trying again shortly", ["sink": outlet.name, "error": "\(error)"])
-                _ = loop.schedule(after: Self.retryPause) { [unowned self] in pump(outlet, loop: loop) }
-                return
-            }
-            outlet.window.read(entries.map(\.position), asked: count)
-            guard !entries.isEmpty else { return }
-            outlet.take(entries)
-        }
-    }
-
-    /// An outlet's report: kept, and stored with the others of this round in one transaction.
-    private func received(_ report: OutletReport) {
-        var pending = pendingReports[report.sink] ?? OutletReport(sink: report.sink)
-        pending.taken += report.taken
-        pending.released += report.released
-        if let state = report.state { pending.state = state }
-        pendingReports[report.sink] = pending
-        guard !flushPosted else { return }
-        flushPosted = true
-        reactor.post { [self] loop in flushReports(loop) }
-    }
-
-    private func flushReports(_ loop: ReactorLoop) {
-        flushPosted = false
-        guard let store, !pendingReports.isEmpty else { return }
-        let reports = pendingReports
-        pendingReports = [:]
-        do {
-            try store.inOneTransaction {
-                for report in reports.values where !report.taken.isEmpty || report.state != nil {
-                    try store.complete(sink: report.sink, positions: report.taken, state: report.state)
-                }
-            }
-        } catch {
-            // The sinks took these events: they are delivered again after the next start (at least once).
-            log.error("outbox entries of delivered events not deleted",
-                      ["events": String(reports.values.map(\.taken.count).reduce(0, +)), "error": "\(error)"])
-        }
-        for outlet in outlets {
-            guard let report = reports[outlet.key] else { continue }
-            counters.delivered(report.taken.count, sink: outlet.key)
-            outlet.window.settled(report.taken.count + report.released)
-            pump(outlet, loop: loop)
-        }
-    }
-
-    private func expireOldEvents() {
-        guard let store else { return }
-        do {
-            let deleted = try store.expire(storedBefore: Date().timeIntervalSince1970 - configuration.retentionAge)
-            if deleted > 0 { log.info("events past the retention age deleted", ["events": String(deleted)]) }
-        } catch {
-            log.error("old events not deleted", ["error": "\(error)"])
-        }
-    }
-
-    // MARK: Stopping
-
-    private func beginStopping(_ loop: ReactorLoop) {
-        guard !stopping else { return }
-        stopping = true
-        for upstream in upstreams {
-            if let retry = upstream.retry { loop.cancel(retry) }
-            // Closed but kept: FeedClient.close() leaves its resend timer (which holds it unowned) on the loop.
-            upstream.client?.close()
-        }
-        for outlet in outlets { outlet.stopTaking() }
-        catchUp?.answerEveryHeld()
-        let finishers = outlets.map { $0.finisher(deadline: Self.stopGrace) }
-        let reactor = reactor
-        Task { [self] in
-            await withTaskGroup(of: Void.self) { group in
-                for finisher in finishers { group.addTask { await finisher() } }
-            }
-            // After the sinks' last reports (posted before this).
-            reactor.post { [self] loop in
-                flushReports(loop)
-                loop.stop()
-            }
+        try await reactor.run { [serving] _ in
+            Dictionary(serving.value.outlets.map { ($0.key, $0.window.inHand) }, uniquingKeysWith: +)
         }
     }
 }

@@ -8,9 +8,10 @@ import ZeroMQ
 /// good by the receiver (a 4xx other than 408/429, or a 3xx: logged as dropped by the receiver, not retried). The
 /// sink holds at most the outbox window, and events still held at a stop stay in the outbox and are sent again after
 /// the next start (with the same eventID: receivers drop duplicates by it).
-final class WebhookOutlet: SinkOutlet, @unchecked Sendable {
-    // @unchecked: the mutable state is used on the reactor thread only; the sink's settlements reach it through
-    // `Reactor.post`.
+///
+/// Lives on the reactor thread (made there, not `Sendable`); the sink's settlements and figures reach it through
+/// `Reactor.post` and a `ReactorBound` (weak: the sink's callback does not keep the outlet alive).
+final class WebhookOutlet: SinkOutlet {
     let key: String
     let name: String
     var window: OutboxWindow
@@ -43,9 +44,9 @@ final class WebhookOutlet: SinkOutlet, @unchecked Sendable {
         self.report = report
         (stream, feed) = AsyncStream<RoadSaveEvent>.makeStream(bufferingPolicy: .unbounded)
         name = "webhook(\(WebhookSink.displayURL(options.url)))"
-        sink = WebhookSink(options: options, log: log, onSettled: { [weak self] eventID, _ in
-            guard let self else { return }
-            reactor.post { _ in self.settled(eventID) }
+        let bound = ReactorBound(WeakReference(self), on: reactor)
+        sink = WebhookSink(options: options, log: log, onSettled: { eventID, _ in
+            reactor.post { _ in bound.value.object?.settled(eventID) }
         })
         let sink = sink!, stream = stream
         feeder = Task {
@@ -58,11 +59,12 @@ final class WebhookOutlet: SinkOutlet, @unchecked Sendable {
         guard !statsAsked else { return }
         statsAsked = true
         let sink = sink!, reactor = reactor
+        let bound = ReactorBound(WeakReference(self), on: reactor)
         Task {
             let stats = await sink.stats
-            reactor.post { [weak self] _ in
-                self?.lastStats = stats
-                self?.statsAsked = false
+            reactor.post { _ in
+                bound.value.object?.lastStats = stats
+                bound.value.object?.statsAsked = false
             }
         }
     }

@@ -80,10 +80,3 @@ struct Ring<Element> {
 
     var elements: ArraySlice<Element> { storage[head...] }
 }
-
-/// The monotonic clock, in seconds (deadlines and backoff; never the wall clock).
-func monotonicSeconds() -> Double {
-    var now = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &now)
-    return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
-}

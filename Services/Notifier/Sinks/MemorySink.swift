@@ -1,4 +1,5 @@
 import RoadSaveModel
+import SystemKit
 
 /// Keeps every event in memory, in the order handed over: for tests of the components that feed sinks.
 public actor MemorySink: EventSink {
@@ -31,8 +32,8 @@ public actor MemorySink: EventSink {
     /// Waits (polling, without blocking a thread) until at least `count` events arrived or `timeout` seconds passed;
     /// returns the events so far.
     public func waitForEvents(count: Int, timeout: Double) async -> [RoadSaveEvent] {
-        let end = monotonicSeconds() + timeout
-        while events.count < count && monotonicSeconds() < end && !Task.isCancelled {
+        let end = MonotonicClock.now() + timeout
+        while events.count < count && MonotonicClock.now() < end && !Task.isCancelled {
             try? await Task.sleep(for: .milliseconds(5))
         }
         return events

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import RoadSaveModel
+import SystemKit
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -16,8 +17,7 @@ import Darwin
 /// - A batch goes out in one `write(2)` (continued after `EINTR` or a partial write) and is fsync'd, on a private
 ///   serial dispatch queue (not Swift's cooperative pool), in order.
 /// - Write errors are returned to the caller, which keeps the events and tries again; they are counted here.
-public final class NDJSONSink: @unchecked Sendable {
-    // @unchecked: every mutable property below is read and written only with `lock` held.
+public final class NDJSONSink: Sendable {
 
     public struct Stats: Sendable, Equatable {
         /// Lines written completely.
@@ -38,10 +38,14 @@ public final class NDJSONSink: @unchecked Sendable {
     private let log: Log
     private let writer: DispatchQueue
 
-    private let lock = NSLock()
-    private var descriptor: Int32
-    private var closed = false
-    private var counters = Stats()
+    /// Open from `init` until `close` (standard output is never closed).
+    private let descriptor: Int32
+    /// What changes, behind one lock (the callers' threads and the writer queue).
+    private struct State {
+        var closed = false
+        var counters = Stats()
+    }
+    private let state = Locked(State())
 
     /// Opens `path` for appending (`-` is standard output, which is never closed). Throws when it cannot be opened.
     public init(path: String, format: EventFormat = .current, log: Log) throws {
@@ -66,7 +70,7 @@ public final class NDJSONSink: @unchecked Sendable {
         }
     }
 
-    public var stats: Stats { lock.withLock { counters } }
+    public var stats: Stats { state.withLock { $0.counters } }
 
     /// One `write(2)` for the bytes, continued after EINTR, a partial write or EAGAIN (a non-blocking descriptor
     /// inherited as standard output). Returns 0 or the errno.
@@ -101,10 +105,8 @@ public final class NDJSONSink: @unchecked Sendable {
     /// Whether the output is a regular file whose size this sink can read and cut (not standard output, a device or
     /// a FIFO): only then can `recover` and `appendDurably` make the file hold each event exactly once.
     public var isTruncatable: Bool {
-        lock.withLock {
-            var status = stat()
-            return path != "-" && fstat(descriptor, &status) == 0 && (status.st_mode & S_IFMT) == S_IFREG
-        }
+        var status = stat()
+        return path != "-" && fstat(descriptor, &status) == 0 && (status.st_mode & S_IFMT) == S_IFREG
     }
 
     /// Makes the file end at `committedOffset`, the size recorded after the last batch whose outbox entries were
@@ -113,26 +115,24 @@ public final class NDJSONSink: @unchecked Sendable {
     /// offset was rotated or cut by someone else and is kept too (logged). Standard output, devices and FIFOs: nil.
     public func recover(committedOffset: Int64?) throws -> Int64? {
         guard isTruncatable else { return nil }
-        return try lock.withLock { () throws -> Int64 in
-            var status = stat()
-            guard fstat(descriptor, &status) == 0 else { throw WriteError(operation: "fstat \(path)", code: errno) }
-            let size = Int64(status.st_size)
-            guard let committedOffset else { return size }
-            if size < committedOffset {
-                log.warning("the file is shorter than recorded: it was rotated or cut; appending to it as it is",
-                            ["sink": name, "size": String(size), "recorded": String(committedOffset)])
-                return size
-            }
-            if size > committedOffset {
-                guard ftruncate(descriptor, off_t(committedOffset)) == 0 else {
-                    throw WriteError(operation: "ftruncate \(path)", code: errno)
-                }
-                guard fsync(descriptor) == 0 else { throw WriteError(operation: "fsync \(path)", code: errno) }
-                log.info("cut lines written after the last recorded batch (they are written again)",
-                         ["sink": name, "bytes": String(size - committedOffset), "offset": String(committedOffset)])
-            }
-            return committedOffset
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else { throw WriteError(operation: "fstat \(path)", code: errno) }
+        let size = Int64(status.st_size)
+        guard let committedOffset else { return size }
+        if size < committedOffset {
+            log.warning("the file is shorter than recorded: it was rotated or cut; appending to it as it is",
+                        ["sink": name, "size": String(size), "recorded": String(committedOffset)])
+            return size
         }
+        if size > committedOffset {
+            guard ftruncate(descriptor, off_t(committedOffset)) == 0 else {
+                throw WriteError(operation: "ftruncate \(path)", code: errno)
+            }
+            guard fsync(descriptor) == 0 else { throw WriteError(operation: "fsync \(path)", code: errno) }
+            log.info("cut lines written after the last recorded batch (they are written again)",
+                     ["sink": name, "bytes": String(size - committedOffset), "offset": String(committedOffset)])
+        }
+        return committedOffset
     }
 
     /// Appends `events` (one line each) in one write, then fsyncs, on the sink's writer queue, and calls `completion`
@@ -145,28 +145,28 @@ public final class NDJSONSink: @unchecked Sendable {
         for event in events { lines += Array((event.json(format) + "\n").utf8) }
         let bytes = lines
         writer.async {
-            guard let descriptor = self.lock.withLock({ self.closed ? nil : self.descriptor }) else {
+            guard !self.state.withLock({ $0.closed }) else {
                 return completion(.failure(WriteError(operation: "write \(self.path)", code: EBADF)))
             }
             if let expectedOffset {
                 var status = stat()
-                if fstat(descriptor, &status) == 0, Int64(status.st_size) > expectedOffset,
-                   ftruncate(descriptor, off_t(expectedOffset)) != 0 {
+                if fstat(self.descriptor, &status) == 0, Int64(status.st_size) > expectedOffset,
+                   ftruncate(self.descriptor, off_t(expectedOffset)) != 0 {
                     return completion(.failure(WriteError(operation: "ftruncate \(self.path)", code: errno)))
                 }
             }
-            let error = Self.writeAll(bytes, to: descriptor)
+            let error = Self.writeAll(bytes, to: self.descriptor)
             guard error == 0 else {
-                self.lock.withLock { self.counters.failed += events.count }
+                self.state.withLock { $0.counters.failed += events.count }
                 return completion(.failure(WriteError(operation: "write \(self.path)", code: error)))
             }
             // EINVAL/EROFS: standard output on a pipe or a terminal, which cannot be synced.
-            if fsync(descriptor) != 0 && errno != EINVAL && errno != EROFS {
+            if fsync(self.descriptor) != 0 && errno != EINVAL && errno != EROFS {
                 return completion(.failure(WriteError(operation: "fsync \(self.path)", code: errno)))
             }
-            self.lock.withLock { self.counters.written += events.count }
+            self.state.withLock { $0.counters.written += events.count }
             var status = stat()
-            guard self.path != "-", fstat(descriptor, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else {
+            guard self.path != "-", fstat(self.descriptor, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else {
                 return completion(.success(nil))
             }
             completion(.success(Int64(status.st_size)))
@@ -178,12 +178,11 @@ public final class NDJSONSink: @unchecked Sendable {
     public func close() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             writer.async {
-                let descriptor: Int32? = self.lock.withLock {
-                    guard !self.closed else { return nil }
-                    self.closed = true
-                    return self.descriptor
+                let closing = self.state.withLock { state in
+                    defer { state.closed = true }
+                    return !state.closed
                 }
-                if let descriptor, self.path != "-" { closeDescriptor(descriptor) }
+                if closing, self.path != "-" { closeDescriptor(self.descriptor) }
                 continuation.resume()
             }
         }

@@ -3,6 +3,7 @@ import Foundation
 import FoundationNetworking
 #endif
 import RoadSaveModel
+import SystemKit
 
 /// Events as signed HTTP POSTs to one URL.
 ///
@@ -537,18 +538,20 @@ private final class RedirectRefuser: NSObject, URLSessionTaskDelegate, Sendable 
 /// `URLSessionTask.cancel()`, while the completion holds the work queue and waits for the status lock to resume the
 /// continuation). With 2 cores that stalls every thread of the cooperative pool, and with it the whole service. So the
 /// task running `data(for:)` is never cancelled; a timed-out request is abandoned (it ends by URLSession's own timeout).
-final class FirstOutcome: @unchecked Sendable {
-    // @unchecked: `result` and `waiter` are only touched with `lock` held.
-    private let lock = NSLock()
-    private var result: WebhookSink.Outcome?
-    private var waiter: CheckedContinuation<WebhookSink.Outcome, Never>?
+final class FirstOutcome: Sendable {
+    private struct State {
+        var result: WebhookSink.Outcome?
+        var waiter: CheckedContinuation<WebhookSink.Outcome, Never>?
+    }
+
+    private let state = Locked(State())
 
     func offer(_ outcome: WebhookSink.Outcome) {
-        let waiter: CheckedContinuation<WebhookSink.Outcome, Never>? = lock.withLock {
-            guard result == nil else { return nil }
-            result = outcome
-            defer { self.waiter = nil }
-            return self.waiter
+        let waiter: CheckedContinuation<WebhookSink.Outcome, Never>? = state.withLock { state in
+            guard state.result == nil else { return nil }
+            state.result = outcome
+            defer { state.waiter = nil }
+            return state.waiter
         }
         waiter?.resume(returning: outcome)
     }
@@ -556,9 +559,9 @@ final class FirstOutcome: @unchecked Sendable {
     /// Waits for the first outcome (one waiter only).
     func wait() async -> WebhookSink.Outcome {
         await withCheckedContinuation { continuation in
-            let ready: WebhookSink.Outcome? = lock.withLock {
-                if let result { return result }
-                waiter = continuation
+            let ready: WebhookSink.Outcome? = state.withLock { state in
+                if let result = state.result { return result }
+                state.waiter = continuation
                 return nil
             }
             if let ready { continuation.resume(returning: ready) }

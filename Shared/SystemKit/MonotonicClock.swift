@@ -6,7 +6,8 @@ import Musl
 import Darwin
 #endif
 
-/// Seconds on `CLOCK_MONOTONIC`: never jumps with wall-clock changes; only differences are meaningful.
+/// The project's one clock for deadlines, timers and durations: seconds on `CLOCK_MONOTONIC`. It never jumps with
+/// wall-clock changes; only differences are meaningful.
 public enum MonotonicClock {
     public static func now() -> Double {
         var ts = timespec()
