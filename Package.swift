@@ -105,7 +105,7 @@ let package = Package(
 
         // What the test targets share: child processes with their outputs, free ports, the built executables, waits
         // with a hang bound, key folders made by `roadsave keygen`, a test's seed. A library for test targets only.
-        .target(name: "RoadSaveTestKit", path: "Tests/RoadSaveTestKit"),
+        .target(name: "RoadSaveTestKit", dependencies: ["SystemKit"], path: "Tests/RoadSaveTestKit"),
 
         .testTarget(name: "SystemKitTests", dependencies: ["SystemKit"], path: "Tests/SystemKitTests"),
         .testTarget(name: "TerminalProgressTests", dependencies: ["TerminalProgress"], path: "Tests/TerminalProgressTests"),
@@ -124,7 +124,7 @@ let package = Package(
                     dependencies: ["NotifierService", "NotifierSinks", "Storage", "Feeds", "Wire", "ZeroMQ", "RoadSaveModel",
                                    "ServiceKit", "SystemKit", "RoadSaveTestKit"],
                     path: "Tests/NotifierTests"),
-        .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ", "SystemKit"], path: "Tests/ZeroMQTests"),
+        .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ", "SystemKit", "RoadSaveTestKit"], path: "Tests/ZeroMQTests"),
         .testTarget(name: "WireTests", dependencies: ["Wire", "RoadSaveModel"], path: "Tests/WireTests"),
         .testTarget(name: "NotifierSinkTests", dependencies: ["NotifierSinks", "RoadSaveModel", "ZeroMQ", "Wire"],
                     path: "Tests/NotifierSinkTests", exclude: ["Support/webhook_receiver.py"]),

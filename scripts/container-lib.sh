@@ -2,7 +2,7 @@
 # tools and the engine, Debian root filesystems from debootstrap (no registry is reachable), and the RoadSave image
 # built from the Dockerfile unchanged, offline. The caller sets ROOT (the checkout) and WORK and defines LOG_NAME (and
 # STEP_WIDTH); it gets CACHE, DOCKER and SUITE, log, fail, step and step_done, DOCKERD_PID (the dockerd it must stop,
-# if this started one) and mirror.
+# if this started one), mirror, and check_events (with an all_events the caller defines).
 
 # The debootstrap tarballs and staged executables, kept between runs.
 CACHE=$ROOT/.build/container
@@ -135,4 +135,22 @@ make_keys() { # APPS
   "$host_roadsave" keygen subscriber --directory "$KEYS" --role subscriber >>"$WORK/keygen.out"
   sed -n 's/^allow-list line: //p' "$WORK/keygen.out" >"$KEYS/allow.txt"
   [ "$(wc -l <"$KEYS/allow.txt")" = 5 ] || fail "keygen printed $(wc -l <"$KEYS/allow.txt") allow-list lines, not 5"
+}
+
+# Waits until every event replay gives ($WORK/expected.ndjson) is in the notifier's store, once, as all_events
+# (defined by the caller) prints them; fails after SECONDS.
+check_events() { # LABEL SECONDS
+  local deadline=$(($(date +%s) + $2)) verdict
+  while :; do
+    all_events >"$WORK/all.ndjson" 2>/dev/null || true
+    verdict=$(python3 -c 'import collections, json, sys
+want = collections.Counter(json.loads(l)["eventID"] for l in open(sys.argv[1]) if l.strip())
+got = collections.Counter(json.loads(l)["eventID"] for l in open(sys.argv[2]) if l.strip())
+print("ok" if want == got else "have %d of %d events, %d duplicates, %d unknown" % (
+    len(set(got) & set(want)), len(want), sum(n - 1 for n in got.values() if n > 1), len(set(got) - set(want))))' \
+      "$WORK/expected.ndjson" "$WORK/all.ndjson")
+    [ "$verdict" = ok ] && { log "$1: the notifier holds replay's $(wc -l <"$WORK/expected.ndjson") events, each once"; return 0; }
+    [ "$(date +%s)" -lt "$deadline" ] || fail "$1: $verdict"
+    sleep 2
+  done
 }

@@ -33,16 +33,9 @@ public final class IngestService: Sendable {
     /// Opens the journal, binds the sockets and serves until `stop()`; throws if the journal or a socket cannot be
     /// set up (another --shards than the journal's, a data directory that is not writable, a port in use).
     public func run() throws {
-        let metrics = try ServiceMetrics(endpoint: configuration.metricsEndpoint, log: log)
-        defer { metrics.stop() }
-        reactor.start { [serving] loop in
-            try serving.value.setUp(loop, metrics: metrics)
+        try ServiceLoop.run(reactor, context: context, metricsEndpoint: configuration.metricsEndpoint, log: log) {
+            [serving] loop, metrics in try serving.value.setUp(loop, metrics: metrics)
         }
-        let failure = reactor.wait()
-        // Returns only once libzmq has closed the sockets: a listener closed later would unlink the ipc file a new
-        // instance bound meanwhile.
-        context.terminate()
-        if let failure { throw failure }
     }
 
     /// Graceful stop: the loop stops taking batches, finishes the group in hand and closes the journal and sockets.

@@ -1,6 +1,7 @@
 import Foundation
 import RoadSaveTestKit
 import Storage
+import SystemKit
 import Testing
 @testable import NotifierService
 #if canImport(Glibc)
@@ -14,7 +15,7 @@ import Glibc
     final class StuckReceiver: @unchecked Sendable {
         let port: Int
         private let listener: Int32
-        private let held = Protected<[Int32]>([])
+        private let held = Locked<[Int32]>([])
 
         init() throws {
             let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)

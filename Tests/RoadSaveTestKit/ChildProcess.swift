@@ -1,13 +1,14 @@
 import Foundation
 #if canImport(Glibc)
 import Glibc
+import SystemKit
 #endif
 
 /// A process of its own (a service, `roadsave`, a Python client), with its standard output and error read by two
 /// threads as they come, line by line, each line stamped with the monotonic time it was read. Stopped with SIGKILL by
 /// `kill()` (tests call it in a `defer`), or with any signal by `signal(_:)`. Waiting is done with `Task.sleep` polls
 /// with a bound, so no thread of Swift's cooperative pool blocks on a child and a hung child cannot hang the run.
-public final class ChildProcess: @unchecked Sendable {  // Sendable: outputs are behind `Protected`; Process is thread-safe
+public final class ChildProcess: @unchecked Sendable {  // Sendable: outputs are behind `Locked`; Process is thread-safe
     public struct Line: Sendable {
         public let time: Double
         public let text: String
@@ -25,8 +26,8 @@ public final class ChildProcess: @unchecked Sendable {  // Sendable: outputs are
     public let name: String
     public let arguments: [String]
     public let process = Process()
-    private let output = Protected(Output())
-    private let exit = Protected<Double?>(nil)
+    private let output = Locked(Output())
+    private let exit = Locked<Double?>(nil)
 
     /// `environment` is added to this process's environment less every `ROADSAVE_*` variable of the caller's (so a
     /// developer's settings cannot leak into a test). `input`, when given, is written to its standard input, which is

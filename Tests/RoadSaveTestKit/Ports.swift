@@ -1,13 +1,14 @@
 import Foundation
 #if canImport(Glibc)
 import Glibc
+import SystemKit
 #endif
 
 /// Free TCP ports on loopback, random in 20000…32000, below the kernel's ephemeral range (32768 and up) where
 /// outgoing connections take their ports; never handed out twice in one test run, so tests running at once each have
 /// their own services.
 public enum Ports {
-    private static let handedOut = Protected(Set<Int>())
+    private static let handedOut = Locked(Set<Int>())
 
     /// `count` free ports.
     public static func reserve(_ count: Int) -> [Int] {

@@ -1,5 +1,7 @@
 import CZeroMQ
 import Foundation
+import RoadSaveTestKit
+import SystemKit
 import Testing
 import ZeroMQ
 
@@ -66,8 +68,8 @@ struct KeysBoundToConnectionTests {
     final class Server: @unchecked Sendable {  // Sendable: `received` is locked; the rest is set before use
         let context: ZMQContext
         let reactor: Reactor
-        let received = Shared<[Received]>([])
-        let endpoint = Shared("")
+        let received = Locked<[Received]>([])
+        let endpoint = Locked("")
 
         init(keys: (publicKey: String, secretKey: String), allowList: String) async throws {
             context = try ZMQContext()

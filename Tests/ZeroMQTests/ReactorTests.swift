@@ -1,4 +1,5 @@
 import Foundation
+import RoadSaveTestKit
 import SystemKit
 import Testing
 import ZeroMQ
@@ -45,7 +46,7 @@ struct ReactorTests {
     func handlersOnReactorThread() async throws {
         let context = try ZMQContext()
         let endpoint = "inproc://reactor-thread-\(UUID().uuidString)"
-        let seen = Shared<[String: (thread: pthread_t, name: String)]>([:])
+        let seen = Locked<[String: (thread: pthread_t, name: String)]>([:])
         let record = { @Sendable (what: String) in
             let entry = (pthread_self(), currentThreadName())
             seen.withLock { $0[what] = entry }
@@ -92,12 +93,12 @@ struct ReactorTests {
     func postOrdering() async throws {
         let context = try ZMQContext()
         let reactor = try await started("post-order", context)
-        let log = Shared<[(poster: Int, index: Int)]>([])
+        let log = Locked<[(poster: Int, index: Int)]>([])
         let perPoster = 2000
         let threadPosters = 4
         let taskPosters = 4
 
-        let threadsDone = Shared(0)
+        let threadsDone = Locked(0)
         for poster in 0..<threadPosters {
             Thread {
                 for index in 0..<perPoster {
@@ -136,7 +137,7 @@ struct ReactorTests {
     @Test("one-shot timers fire in deadline order, not early, roughly on time; cancel works")
     func timers() async throws {
         let context = try ZMQContext()
-        let fired = Shared<[(name: String, after: Double)]>([])
+        let fired = Locked<[(name: String, after: Double)]>([])
         let reactor = try await started("timers", context) { loop in
             let start = loop.now
             let mark = { (name: String) in { fired.withLock { $0.append((name, loop.now - start)) } } }
@@ -170,8 +171,8 @@ struct ReactorTests {
     @Test("many random timers, some cancelled: the rest fire once each, in deadline order")
     func randomTimers() async throws {
         let context = try ZMQContext()
-        let fired = Shared<[Int]>([])
-        let expectedOrder = Shared<[Int]>([])
+        let fired = Locked<[Int]>([])
+        let expectedOrder = Locked<[Int]>([])
         let reactor = try await started("random-timers", context) { loop in
             let base = loop.now + 0.01
             var generator = SystemRandomNumberGenerator()
@@ -201,8 +202,8 @@ struct ReactorTests {
     @Test("every repeats at its interval until cancelled (also from inside its own handler)")
     func repeating() async throws {
         let context = try ZMQContext()
-        let ticks = Shared<[Double]>([])
-        let other = Shared(0)
+        let ticks = Locked<[Double]>([])
+        let other = Locked(0)
         let reactor = try await started("every", context) { loop in
             let start = loop.now
             var own: TimerID?
@@ -251,7 +252,7 @@ struct ReactorTests {
     func stopClosesEverything() async throws {
         let context = try ZMQContext()
         let socketBox = Unchecked<ZMQSocket>()
-        let events = Shared<[String]>([])
+        let events = Locked<[String]>([])
         let reactor = try await started("stopper", context) { loop in
             let router = try loop.socket(.router)
             _ = try bindAny(router, .tcp, "stop")
@@ -262,7 +263,7 @@ struct ReactorTests {
                 events.withLock { $0.append("onStop router open: \(!router.isClosed) spare open: \(!spare.isClosed)") }
             }
         }
-        let ran = Shared(0)
+        let ran = Locked(0)
         for _ in 0..<100 { reactor.post { _ in ran.withLock { $0 += 1 } } }
         reactor.stop()
         #expect(reactor.isStopped)
@@ -284,7 +285,7 @@ struct ReactorTests {
     func stopFromHandler() async throws {
         let context = try ZMQContext()
         let reactor = Reactor(name: "self-stop", context: context)
-        let count = Shared(0)
+        let count = Locked(0)
         reactor.start { loop in
             loop.every(0.01) {
                 if count.withLock({ $0 += 1; return $0 }) == 3 { loop.stop() }
@@ -300,7 +301,7 @@ struct ReactorTests {
     func setupThrows() async throws {
         let context = try ZMQContext()
         let reactor = Reactor(name: "bad-setup", context: context)
-        let stopped = Shared(false)
+        let stopped = Locked(false)
         reactor.start { loop in
             let pull = try loop.socket(.pull)
             try pull.bind("inproc://bad-setup")
@@ -318,7 +319,7 @@ struct ReactorTests {
     @Test("ZMQContext.shutdown() stops its reactors (ETERM is a normal exit)")
     func contextShutdownStopsReactors() async throws {
         let context = try ZMQContext()
-        let stoppedAt = Shared<[Double]>([])
+        let stoppedAt = Locked<[Double]>([])
         let withSockets = try await started("with-sockets", context) { loop in
             let sub = try loop.socket(.sub)
             try sub.subscribe("")
@@ -450,10 +451,10 @@ struct ReactorTests {
     @Test("a reactor drains a burst of 20,000 messages pushed from another thread", arguments: Transport.allCases)
     func burst(_ transport: Transport) async throws {
         let context = try ZMQContext()
-        let count = Shared(0)
-        let lastSeen = Shared(-1)
-        let outOfOrder = Shared(0)
-        let endpoint = Shared("")
+        let count = Locked(0)
+        let lastSeen = Locked(-1)
+        let outOfOrder = Locked(0)
+        let endpoint = Locked("")
         let reactor = try await started("burst", context) { loop in
             let pull = try loop.socket(.pull)
             let resolved = try bindAny(pull, transport, "burst")

@@ -3,6 +3,8 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
+import RoadSaveTestKit
+import SystemKit
 import Testing
 import ZeroMQ
 
@@ -15,8 +17,8 @@ struct SocketMonitorTests {
     final class Server: @unchecked Sendable {  // Sendable: `closed` is locked; the rest is set before use
         let context: ZMQContext
         let reactor: Reactor
-        let closed = Shared<[SocketMonitor.Closed]>([])
-        let endpoint = Shared("")
+        let closed = Locked<[SocketMonitor.Closed]>([])
+        let endpoint = Locked("")
 
         init(configure: @escaping @Sendable (ZMQSocket, ReactorLoop) throws -> Void) async throws {
             context = try ZMQContext()

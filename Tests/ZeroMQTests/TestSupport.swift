@@ -1,4 +1,5 @@
 import Foundation
+import RoadSaveTestKit
 import SystemKit
 import Testing
 import ZeroMQ
@@ -11,30 +12,9 @@ func onThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async thr
     }
 }
 
-struct TestFailure: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
-}
-
 /// Throws (failing the test with `message`) unless `condition` holds; for checks inside `onThread` bodies.
 func require(_ condition: Bool, _ message: @autoclosure () -> String) throws {
     if !condition { throw TestFailure(message()) }
-}
-
-/// A value shared between the test and other threads, guarded by a lock.
-final class Shared<Value>: @unchecked Sendable {  // Sendable: `value` only touched under `lock`
-    private let lock = NSLock()
-    private var value: Value
-
-    init(_ value: Value) { self.value = value }
-
-    func withLock<R>(_ body: (inout Value) throws -> R) rethrows -> R {
-        lock.lock()
-        defer { lock.unlock() }
-        return try body(&value)
-    }
-
-    var current: Value { withLock { $0 } }
 }
 
 /// Hands a non-Sendable value (a socket) across threads once its owner has finished with it. Only for tests that inspect a
@@ -70,20 +50,10 @@ func text(_ frames: [[UInt8]]?) -> [String]? {
     frames?.map { String(decoding: $0, as: UTF8.self) }
 }
 
-/// Polls `condition` every few milliseconds until it holds or `timeout` seconds pass (without blocking a pool thread).
-func eventually(timeout: Double = 60, _ condition: () -> Bool) async -> Bool {
-    let deadline = MonotonicClock.now() + timeout
-    while MonotonicClock.now() < deadline {
-        if condition() { return true }
-        try? await Task.sleep(for: .milliseconds(5))
-    }
-    return condition()
-}
-
 /// Runs `body` on a fresh thread and reports whether it finished within `timeout` seconds (for calls that could hang,
 /// like `zmq_ctx_term`).
 func finishes(within timeout: Double, _ body: @escaping @Sendable () -> Void) async -> Bool {
-    let done = Shared(false)
+    let done = Locked(false)
     Thread {
         body()
         done.withLock { $0 = true }
@@ -94,7 +64,7 @@ func finishes(within timeout: Double, _ body: @escaping @Sendable () -> Void) as
 /// `reactor.run(body)`, failing instead of hanging the whole test run if the reactor never answers (a bug).
 func answer<T: Sendable>(_ reactor: Reactor, timeout: Double = 60,
                          _ body: @escaping @Sendable (ReactorLoop) throws -> T) async throws -> T {
-    let result = Shared<Result<T, any Error>?>(nil)
+    let result = Locked<Result<T, any Error>?>(nil)
     Task {
         do {
             let value = try await reactor.run(body)
@@ -112,7 +82,7 @@ func answer<T: Sendable>(_ reactor: Reactor, timeout: Double = 60,
 /// The error that ended `reactor` (nil for a normal stop), awaited with `finished()` or, with `blocking`, from a plain
 /// thread with `wait()`. Throws instead of hanging if the loop does not end within `timeout`.
 func exitError(of reactor: Reactor, within timeout: Double = 60, blocking: Bool = false) async throws -> (any Error)? {
-    let result = Shared<Result<(any Error)?, Never>?>(nil)
+    let result = Locked<Result<(any Error)?, Never>?>(nil)
     if blocking {
         Thread {
             let error = reactor.wait()

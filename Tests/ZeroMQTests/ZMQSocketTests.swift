@@ -1,5 +1,6 @@
 import CZeroMQ
 import Foundation
+import RoadSaveTestKit
 import SystemKit
 import Testing
 import ZeroMQ
@@ -342,8 +343,8 @@ struct ZMQSocketTests {
     @Test("context shutdown makes a blocked receive (no timeout) throw ETERM")
     func shutdownUnblocksReceive() async throws {
         let context = try ZMQContext()
-        let ready = Shared(false)
-        let outcome = Shared<(error: ZMQError?, at: Double)?>(nil)
+        let ready = Locked(false)
+        let outcome = Locked<(error: ZMQError?, at: Double)?>(nil)
         Thread {
             do {
                 let pull = try ZMQSocket(context, .pull)  // no receive timeout: blocks until shutdown

@@ -39,16 +39,9 @@ public final class DetectionService: Sendable {
     }
 
     public func run() throws {
-        let metrics = try ServiceMetrics(endpoint: configuration.metricsEndpoint, log: log)
-        defer { metrics.stop() }
-        reactor.start { [serving] loop in
-            try serving.value.setUp(loop, metrics: metrics)
+        try ServiceLoop.run(reactor, context: context, metricsEndpoint: configuration.metricsEndpoint, log: log) {
+            [serving] loop, metrics in try serving.value.setUp(loop, metrics: metrics)
         }
-        let failure = reactor.wait()
-        // Returns only once libzmq has closed the sockets: a listener closed later would unlink the ipc file a new
-        // instance bound meanwhile.
-        context.terminate()
-        if let failure { throw failure }
     }
 
     /// Graceful stop: no more records are read, platform calls in flight get up to `stopGrace` seconds and their

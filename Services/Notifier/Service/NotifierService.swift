@@ -60,9 +60,12 @@ public final class NotifierService: Sendable {
     public var storePath: String { DataDirectory.file(NotifierStore.fileName, in: configuration.dataDirectory) }
 
     public func run() throws {
-        let metrics = try ServiceMetrics(endpoint: configuration.metricsEndpoint, log: log)
-        defer { metrics.stop() }
-        reactor.start { [serving, stoppedFigures] loop in
+        try ServiceLoop.run(reactor, context: context, metricsEndpoint: configuration.metricsEndpoint, log: log, ended: {
+            // Also when the loop failed; the figures were taken on its thread as it stopped.
+            let (stored, duplicates, delivered) = stoppedFigures.withLock { $0 }
+            log.info("stopped", ["stored": String(stored), "duplicatesDropped": String(duplicates),
+                                 "delivered": String(delivered)])
+        }) { [serving, stoppedFigures] loop, metrics in
             loop.onStop {
                 let counters = serving.value.counters
                 stoppedFigures.withLock {
@@ -71,14 +74,6 @@ public final class NotifierService: Sendable {
             }
             try serving.value.start(loop, metrics: metrics)
         }
-        let failure = reactor.wait()
-        // Returns only once libzmq has closed the sockets: a listener closed later would unlink the ipc file a new
-        // instance bound meanwhile.
-        context.terminate()
-        let (stored, duplicates, delivered) = stoppedFigures.withLock { $0 }
-        log.info("stopped", ["stored": String(stored), "duplicatesDropped": String(duplicates),
-                             "delivered": String(delivered)])
-        if let failure { throw failure }
     }
 
     /// Stops gracefully: no more fetches, the sinks finish what is in flight (briefly), then the reactor stops.

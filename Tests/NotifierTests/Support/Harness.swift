@@ -4,6 +4,7 @@ import NotifierService
 import RoadSaveModel
 import RoadSaveTestKit
 import Storage
+import SystemKit
 import Wire
 import ZeroMQ
 
@@ -11,11 +12,11 @@ import ZeroMQ
 /// acknowledgement is noted with the position the notifier had committed for this feed at that moment (read from its
 /// store with a connection of our own), so a test can check that nothing is acknowledged before it is stored.
 final class FakeEventSource: FeedSource, @unchecked Sendable {
-    // @unchecked: used on the feed server's reactor thread only; tests read `acknowledgements` through `Protected`.
+    // @unchecked: used on the feed server's reactor thread only; tests read `acknowledgements` through `Locked`.
     var feedID: String
     private var items: [[UInt8]] = []
     private let storePath: String
-    let acknowledgements = Protected<[(acknowledged: UInt64, committed: UInt64)]>([])
+    let acknowledgements = Locked<[(acknowledged: UInt64, committed: UInt64)]>([])
 
     init(feedID: String, storePath: String) {
         self.feedID = feedID
@@ -80,8 +81,8 @@ final class FakeDetection: @unchecked Sendable {
 /// The notifier service run in this process, on a thread of its own (its `run()` blocks).
 final class RunningNotifier: @unchecked Sendable {
     let service: NotifierService
-    private let finished = Protected<Bool>(false)
-    let failure = Protected<String?>(nil)
+    private let finished = Locked<Bool>(false)
+    let failure = Locked<String?>(nil)
 
     init(_ configuration: NotifierConfiguration) throws {
         service = try NotifierService(configuration: configuration)
@@ -107,7 +108,7 @@ final class RunningNotifier: @unchecked Sendable {
 /// A SUB socket on its own reactor, keeping every message.
 final class TestSubscriber: @unchecked Sendable {
     let reactor: Reactor
-    let messages = Protected<[[[UInt8]]]>([])
+    let messages = Locked<[[[UInt8]]]>([])
 
     init(endpoint: String) async throws {
         reactor = Reactor(name: "test-sub", context: try ZMQContext())
@@ -140,7 +141,7 @@ final class TestSubscriber: @unchecked Sendable {
 /// One catch-up request over a DEALER (sending the empty delimiter as a REQ would), on a reactor of its own.
 func catchUp(_ endpoint: String, _ request: CatchUpRequest) async throws -> CatchUpReply {
     let reactor = Reactor(name: "test-catchup", context: try ZMQContext())
-    let reply = Protected<[UInt8]?>(nil)
+    let reply = Locked<[UInt8]?>(nil)
     reactor.start { loop in
         let socket = try loop.socket(.dealer)
         try socket.connect(endpoint)
