@@ -2,7 +2,8 @@
 # tools and the engine, Debian root filesystems from debootstrap (no registry is reachable), and the RoadSave image
 # built from the Dockerfile unchanged, offline. The caller sets ROOT (the checkout) and WORK and defines LOG_NAME (and
 # STEP_WIDTH); it gets CACHE, DOCKER and SUITE, log, fail, step and step_done, DOCKERD_PID (the dockerd it must stop,
-# if this started one), mirror, and check_events (with an all_events the caller defines).
+# if this started one), mirror, check_events (with an all_events the caller defines), and end_run and trap_run
+# (with a cleanup the caller defines).
 
 # The debootstrap tarballs and staged executables, kept between runs.
 CACHE=$ROOT/.build/container
@@ -153,4 +154,20 @@ print("ok" if want == got else "have %d of %d events, %d duplicates, %d unknown"
     [ "$(date +%s)" -lt "$deadline" ] || fail "$1: $verdict"
     sleep 2
   done
+}
+
+# The end of a run's cleanup (the caller's cleanup function has removed what the run made): the dockerd this
+# started, the scratch files, the verdict, and STATUS as the exit status.
+end_run() { # STATUS
+  stop_dockerd
+  rm -rf "$WORK" "$CACHE/rootfs.$$" "$CACHE"/*.tar.tmp.$$
+  [ "$1" = 0 ] && log "PASS" || log "FAILED (status $1)"
+  exit "$1"
+}
+
+# A run's traps: the caller's cleanup at exit, an interruption exits 130, a failing command is logged with its line.
+trap_run() {
+  trap cleanup EXIT
+  trap 'exit 130' INT TERM
+  trap 'log "FAIL: line $LINENO: $BASH_COMMAND"' ERR
 }

@@ -116,14 +116,9 @@ cleanup() {
   fi
   log "cleaning up"
   remove_run
-  stop_dockerd
-  rm -rf "$WORK" "$CACHE/rootfs.$$" "$CACHE"/*.tar.tmp.$$
-  [ "$status" = 0 ] && log "PASS" || log "FAILED (status $status)"
-  exit "$status"
+  end_run "$status"
 }
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-trap 'log "FAIL: line $LINENO: $BASH_COMMAND"' ERR
+trap_run
 
 
 # ---- 1. tools and the engine ------------------------------------------------------------------------------------

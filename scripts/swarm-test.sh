@@ -75,14 +75,9 @@ cleanup() {
       "$DOCKER" image inspect "$image" >/dev/null 2>&1 && "$DOCKER" rmi "$image" >/dev/null
     done
   fi
-  stop_dockerd
-  rm -rf "$WORK" "$CACHE/rootfs.$$" "$CACHE"/*.tar.tmp.$$
-  [ "$status" = 0 ] && log "PASS" || log "FAILED (status $status)"
-  exit "$status"
+  end_run "$status"
 }
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-trap 'log "FAIL: line $LINENO: $BASH_COMMAND"' ERR
+trap_run
 
 
 # Runs a command in node N (1-based) with its own docker client.
