@@ -39,19 +39,14 @@ public enum ReplayCommand {
         """
 
     public static func run(_ arguments: [String]) async -> Int32 {
-        let options: CommandLineOptions
-        do {
-            options = try CommandLineOptions(arguments, valued: SettingValues.valued(settings).union(["--input-format", "--format"]),
-                                             flags: ["--quiet", ProgressMeter.flag, "--help", "-h"])
-        } catch {
-            return fail(error.message)
-        }
-        if options.has("--help") || options.has("-h") {
+        let options: CommandLineOptions, path: String
+        switch RecordFileArguments.read(arguments, valued: ["--input-format", "--format"], flags: ["--quiet", ProgressMeter.flag],
+                                        verb: "replayed") {
+        case .help:
             print(usage)
             return 0
-        }
-        guard options.positional.count == 1, let path = options.positional.first else {
-            return fail(options.positional.isEmpty ? "a record file is needed" : "only one record file can be replayed at a time")
+        case let .problem(message): return fail(message)
+        case let .file(parsed, file): (options, path) = (parsed, file)
         }
         let platform: any Platform
         let format: EventFormat

@@ -55,21 +55,14 @@ public enum ReportCommand {
         """
 
     public static func run(_ arguments: [String]) async -> Int32 {
-        let options: CommandLineOptions
-        do {
-            options = try CommandLineOptions(arguments,
-                                             valued: SettingValues.valued(ReplayCommand.settings)
-                                                 .union(["--output", "--geojson", "--events", "--user", "--title", "--input-format"]),
-                                             flags: ["--skip-invalid", "--help", "-h"])
-        } catch {
-            return fail(error.message)
-        }
-        if options.has("--help") || options.has("-h") {
+        let options: CommandLineOptions, path: String
+        switch RecordFileArguments.read(arguments, valued: ["--output", "--geojson", "--events", "--user", "--title", "--input-format"],
+                                        flags: ["--skip-invalid"], verb: "reported") {
+        case .help:
             print(usage)
             return 0
-        }
-        guard options.positional.count == 1, let path = options.positional.first else {
-            return fail(options.positional.isEmpty ? "a record file is needed" : "only one record file can be reported at a time")
+        case let .problem(message): return fail(message)
+        case let .file(parsed, file): (options, path) = (parsed, file)
         }
         let output = options.string("--output")
         let geojson = options.string("--geojson")
