@@ -91,13 +91,10 @@ final class IngestServing {
         try gateways.setMaximumMessageSize(configuration.maximumMessageBytes)
         try OutsideSockets.watch(gateways, name: "gateway", loop: loop, log: log)
         try gateways.bind(configuration.gatewayEndpoint)
-        let records = try loop.socket(.router)
-        // The journal feed is for detection only: with keys, a CURVE server for service keys.
-        if let zap, let curve = configuration.curve { try zap.secure(records, role: .service, secretKey: curve.secretKey) }
-        try records.setSendTimeout(milliseconds: 0)
-        try records.setMaximumMessageSize(FeedServer.maximumRequestBytes)
-        try records.bind(configuration.recordsEndpoint)
-        feedServer = FeedServer(socket: records, loop: loop, source: journal, log: log, zap: zap)
+        // The journal feed is for detection only.
+        let feedServer = try FeedServer.bound(to: configuration.recordsEndpoint, loop: loop, source: journal, zap: zap,
+                                              secretKey: configuration.curve?.secretKey, sendTimeoutMilliseconds: 0, log: log)
+        self.feedServer = feedServer
         loop.onReadable(gateways) { [self] socket in serveBatches(socket) }
         loop.every(Self.retentionInterval) { [self] in enforceRetention() }
 
@@ -109,7 +106,7 @@ final class IngestServing {
                                     "chunks": String(summary.chunks), "records": String(summary.records),
                                     "oldest": summary.oldest.map(String.init) ?? "-", "head": String(summary.head),
                                     "bytes": String(summary.bytes)])
-        log.info("listening", ["gateways": gateways.lastEndpoint, "records": records.lastEndpoint,
+        log.info("listening", ["gateways": gateways.lastEndpoint, "records": feedServer.endpoint,
                                "applications": String(configuration.applications.count),
                                "maxMessageBytes": String(configuration.maximumMessageBytes),
                                "maxDevicesPerApp": String(configuration.maximumDevicesPerApplication),

@@ -36,6 +36,22 @@ public final class FeedServer {
         loop.every(0.05) { [unowned self] in expire() }
     }
 
+    /// A feed for the next service alone, on a new ROUTER bound to `endpoint`: with keys (`zap` and the service's
+    /// `secretKey`) a CurveZMQ server for `service` keys; a reply waits at most `sendTimeoutMilliseconds` for a
+    /// consumer's queue.
+    public static func bound(to endpoint: String, loop: ReactorLoop, source: any FeedSource, zap: ZAPHandler?,
+                             secretKey: String?, sendTimeoutMilliseconds: Int32, log: Log) throws -> FeedServer {
+        let socket = try loop.socket(.router)
+        if let zap, let secretKey { try zap.secure(socket, role: .service, secretKey: secretKey) }
+        try socket.setSendTimeout(milliseconds: sendTimeoutMilliseconds)
+        try socket.setMaximumMessageSize(maximumRequestBytes)
+        try socket.bind(endpoint)
+        return FeedServer(socket: socket, loop: loop, source: source, log: log, zap: zap)
+    }
+
+    /// Where the socket listens (the port picked for `*`).
+    public var endpoint: String { socket.lastEndpoint }
+
     /// Consumers held waiting.
     public var waiting: Int { held.count }
 

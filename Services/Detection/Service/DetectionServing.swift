@@ -76,13 +76,10 @@ final class DetectionServing {
         try ServiceZAP.secure(control, role: .operator, keys: configuration.curve, handler: &zap, loop: loop,
                               reactor: reactor, log: log, clients: "control clients",
                               fields: ["control": configuration.controlEndpoint])
-        let outboxSocket = try loop.socket(.router)
-        // The outbox feed is for the notifier only: with keys, a CURVE server for service keys.
-        if let zap, let curve = configuration.curve { try zap.secure(outboxSocket, role: .service, secretKey: curve.secretKey) }
-        try outboxSocket.setSendTimeout(milliseconds: 1000)
-        try outboxSocket.setMaximumMessageSize(FeedServer.maximumRequestBytes)
-        try outboxSocket.bind(configuration.eventsEndpoint)
-        outbox = FeedServer(socket: outboxSocket, loop: loop, source: store, log: log, zap: zap)
+        // The outbox feed is for the notifier only.
+        let outbox = try FeedServer.bound(to: configuration.eventsEndpoint, loop: loop, source: store, zap: zap,
+                                          secretKey: configuration.curve?.secretKey, sendTimeoutMilliseconds: 1000, log: log)
+        self.outbox = outbox
         try control.setSendTimeout(milliseconds: 1000)
         try control.setMaximumMessageSize(Self.maximumCommandBytes)
         try OutsideSockets.watch(control, name: "control", loop: loop, log: log)
@@ -100,7 +97,7 @@ final class DetectionServing {
         self.core = try restore(from: store)
         loop.every(Self.tickInterval) { [self] in perform(core.tick(at: time, evicted: &evicted)) }
         log.info("running", ["records": configuration.recordsEndpoints.joined(separator: ","),
-                             "control": control.lastEndpoint, "events": outboxSocket.lastEndpoint,
+                             "control": control.lastEndpoint, "events": outbox.endpoint,
                              "dataDir": configuration.dataDirectory,
                              "platform": configuration.platformURL?.absoluteString ?? "embedded",
                              "autoMonitor": String(configuration.autoMonitor),
