@@ -173,7 +173,7 @@ struct NotifierDurabilityTests {
             #expect(await first.waitForExit(timeout: 10) == 0, "\(first.tail())")
             try await notifier.start()
 
-            let receiver = try Child.python("webhook_receiver_on_port.py", ["--port", String(receiverPort), "--secret", secret],
+            let receiver = try Child.python("webhook_receiver.py", ["--port", String(receiverPort), "--secret", secret],
                                             name: "late webhook receiver")
             defer { receiver.kill() }
             let deliveries = { receiver.jsonLines.dropFirst().compactMap { $0.value as? [String: Any] } }

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """A webhook receiver for the integration tests: the standard library's http.server (not the project's code).
 
-  python3 webhook_receiver.py --secret SECRET [--fail-first N]
+  python3 webhook_receiver.py --secret SECRET [--fail-first N] [--port PORT]
 
-Binds 127.0.0.1 on a free port and prints the port on its first line. For every POST it checks the signature
+Binds 127.0.0.1 on a free port, or on PORT (so the notifier can be given its URL before the receiver runs: one that
+comes up late), and prints the port on its first line. For every POST it checks the signature
 header X-RoadSave-Signature: "sha256=" + hex HMAC-SHA256(SECRET, body), and logs one JSON line:
 {"path", "status" (what it answered), "event" (X-RoadSave-Event), "eventID" (X-RoadSave-Event-ID),
 "signature", "signatureValid", "body" (parsed JSON, or the text when it is not JSON)}.
@@ -27,6 +28,7 @@ def main():
     parser = argparse.ArgumentParser(description="log signed webhook deliveries")
     parser.add_argument("--secret", required=True)
     parser.add_argument("--fail-first", type=int, default=0)
+    parser.add_argument("--port", type=int, default=0)
     options = parser.parse_args()
     secret = options.secret.encode()
     lock = threading.Lock()
@@ -66,7 +68,9 @@ def main():
             self.end_headers()
             self.wfile.write(answer)
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    # A given port may have been another receiver's a moment ago.
+    ThreadingHTTPServer.allow_reuse_address = options.port != 0
+    server = ThreadingHTTPServer(("127.0.0.1", options.port), Handler)
     print(server.server_address[1], flush=True)
     try:
         server.serve_forever()
