@@ -58,26 +58,23 @@ public enum EventFileReader {
                                               legacy: Self.legacy)
             let mode = try fields.optionalChoice("transportMode", TransportMode.self) ?? .unknown
             let modeReason = try fields.optionalChoice("transportReason", TransportReason.self) ?? .notClassified
+            let start = try fields.position("startLatitude", "startLongitude")
+            let end = try fields.position("endLatitude", "endLongitude")
             return RoadSaveEvent(device: device, body: .tripDidEnd(TripInfo(
                 tripID: try fields.identifier("tripID"), startDate: try fields.date("startDate"),
                 endDate: try fields.date("endDate"), distanceMetres: try fields.number("distanceMetres"),
                 endReason: endReason, transportMode: mode, transportReason: modeReason,
-                transportSigns: try fields.choices("transportSigns", TransportReason.self))))
+                transportSigns: try fields.choices("transportSigns", TransportReason.self),
+                startLatitude: start?.latitude, startLongitude: start?.longitude,
+                endLatitude: end?.latitude, endLongitude: end?.longitude, maxSpeed: try fields.optionalNumber("maxSpeed"))))
         case "crashDetected":
             let confidence = try fields.choice("confidence", CrashConfidence.self,
                                                legacy: Self.legacy)
-            let latitude = try fields.optionalNumber("latitude")
-            let longitude = try fields.optionalNumber("longitude")
-            if let latitude, !(-90...90).contains(latitude) { throw fail("latitude", "must be within ±90, got \(latitude)") }
-            if let longitude, !(-180...180).contains(longitude) {
-                throw fail("longitude", "must be within ±180, got \(longitude)")
-            }
-            if (latitude == nil) != (longitude == nil) {
-                throw fail(latitude == nil ? "latitude" : "longitude", "missing while the other coordinate is given")
-            }
+            let position = try fields.position("latitude", "longitude")
             return RoadSaveEvent(device: device, body: .crashDetected(CrashInfo(
                 crashID: try fields.identifier("crashID"), confidence: confidence, detectedAt: try fields.date("detectedAt"),
-                latitude: latitude, longitude: longitude, isTest: try fields.optionalBool("isTest") ?? false)))
+                latitude: position?.latitude, longitude: position?.longitude,
+                isTest: try fields.optionalBool("isTest") ?? false)))
         default:
             throw fail("event", "unknown event \"\(name)\"; expected tripDidStart, tripDidEnd or crashDetected")
         }
@@ -118,6 +115,23 @@ public enum EventFileReader {
         func optionalNumber(_ name: String) throws(ReportInputError) -> Double? {
             guard let member = value[name], member != .null else { return nil }
             return try number(name)
+        }
+
+        /// A position given as two members, or nil when both are absent or null; a coordinate out of range, or one
+        /// without the other, is an error naming it.
+        func position(_ latitudeName: String, _ longitudeName: String) throws(ReportInputError)
+            -> (latitude: Double, longitude: Double)? {
+            let latitude = try optionalNumber(latitudeName)
+            let longitude = try optionalNumber(longitudeName)
+            if let latitude, !(-90...90).contains(latitude) { throw fail(latitudeName, "must be within ±90, got \(latitude)") }
+            if let longitude, !(-180...180).contains(longitude) {
+                throw fail(longitudeName, "must be within ±180, got \(longitude)")
+            }
+            guard let latitude, let longitude else {
+                if latitude == nil && longitude == nil { return nil }
+                throw fail(latitude == nil ? latitudeName : longitudeName, "missing while the other coordinate is given")
+            }
+            return (latitude, longitude)
         }
 
         func optionalBool(_ name: String) throws(ReportInputError) -> Bool? {

@@ -139,7 +139,8 @@ public struct ReportPage {
     func tripTable(_ report: DeviceReport) -> String {
         guard !report.trips.isEmpty else { return "<h3>Trips</h3>\n<p class=\"muted\">No trips.</p>\n" }
         var html = "<h3>Trips</h3>\n<table class=\"trips\"><thead><tr><th>#</th><th>trip ID</th><th>start (UTC)</th><th>end</th>"
-            + "<th>duration</th><th>distance (km)</th><th>average (km/h)</th><th>end reason</th><th>transport</th></tr></thead><tbody>\n"
+            + "<th>duration</th><th>distance (km)</th><th>average (km/h)</th><th>max (km/h)</th><th>from → to</th><th>end reason</th>"
+            + "<th>transport</th></tr></thead><tbody>\n"
         for (index, trip) in report.trips.enumerated() {
             html += "<tr data-trip-id=\"\(Markup.escape(trip.tripID))\"><td><span class=\"swatch\" "
                 + "style=\"background:\(ReportPalette.trip(index))\"></span>\(index + 1)</td>"
@@ -148,15 +149,28 @@ public struct ReportPage {
                 html += "<td>\(Markup.clock(info.endDate, seconds: true))</td><td>\(Markup.duration(info.duration))</td>"
                     + "<td class=\"n\">\(JSONObjectWriter.fixedNumber(info.distanceMetres / 1000, decimals: 2))</td>"
                     + "<td class=\"n\">\(JSONObjectWriter.fixedNumber(info.averageSpeed * 3.6, decimals: 1))</td>"
+                    + "<td class=\"n\">\(info.maxSpeed.map { JSONObjectWriter.fixedNumber($0 * 3.6, decimals: 1) } ?? "")</td>"
+                    + "<td>\(Self.fromTo(info))</td>"
                     + "<td>\(info.endReason.rawValue)</td><td>\(info.transportMode.rawValue) (\(info.transportReason.rawValue))"
                     + (info.transportSigns.contains { $0 != info.transportReason }
                         ? "; signs: " + info.transportSigns.map(\.rawValue).joined(separator: ", ") : "") + "</td>"
             } else {
-                html += "<td>open</td><td></td><td></td><td></td><td></td><td></td>"
+                html += "<td>open</td><td></td><td></td><td></td><td></td><td></td><td></td><td></td>"
             }
             html += "</tr>\n"
         }
         return html + "</tbody></table>\n"
+    }
+
+    /// Where a trip began and ended, as the event gives them (empty for events written before they were kept).
+    static func fromTo(_ info: TripInfo) -> String {
+        func place(_ latitude: Double?, _ longitude: Double?) -> String? {
+            guard let latitude, let longitude else { return nil }
+            return JSONObjectWriter.fixedNumber(latitude, decimals: 5) + ", " + JSONObjectWriter.fixedNumber(longitude, decimals: 5)
+        }
+        guard let from = place(info.startLatitude, info.startLongitude), let to = place(info.endLatitude, info.endLongitude)
+        else { return "" }
+        return "\(from) → \(to)"
     }
 
     func crashTable(_ report: DeviceReport) -> String {

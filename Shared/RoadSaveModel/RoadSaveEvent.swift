@@ -89,6 +89,12 @@ extension RoadSaveEvent {
                     writer.add("transportSigns", raw: "[" + info.transportSigns.map { "\"\($0.rawValue)\"" }
                         .joined(separator: ",") + "]")
                 }
+                // Written when known: events kept from before them stay as they were.
+                for (key, value, decimals) in [("startLatitude", info.startLatitude, 7), ("startLongitude", info.startLongitude, 7),
+                                               ("endLatitude", info.endLatitude, 7), ("endLongitude", info.endLongitude, 7),
+                                               ("maxSpeed", info.maxSpeed, 2)] {
+                    if let value { writer.add(key, value, decimals: decimals) }
+                }
             }
         case let (.crashDetected(info), .current):
             writer.add("crashID", info.crashID)

@@ -75,10 +75,20 @@ public struct TripInfo: Sendable, Equatable {
     /// Every sign of public transport the ride showed, in the order they are weighed: `transportReason` is the
     /// first that decides, and a consumer may weigh them otherwise. Empty for most car trips (and then not written).
     public var transportSigns: [TransportReason]
+    /// The positions at `startDate` and at `endDate` (the fix of the last movement), as a trip report shows them;
+    /// nil in events written before they were kept.
+    public var startLatitude: Double?
+    public var startLongitude: Double?
+    public var endLatitude: Double?
+    public var endLongitude: Double?
+    /// Metres a second: the fastest speed held over two fixes in a row (one bad fix does not set it); nil when no two
+    /// fixes in a row had a speed, and in events written before it was kept.
+    public var maxSpeed: Double?
 
     public init(tripID: String, startDate: Double, endDate: Double, distanceMetres: Double, endReason: TripEndReason,
                 transportMode: TransportMode = .unknown, transportReason: TransportReason = .notClassified,
-                transportSigns: [TransportReason] = []) {
+                transportSigns: [TransportReason] = [], startLatitude: Double? = nil, startLongitude: Double? = nil,
+                endLatitude: Double? = nil, endLongitude: Double? = nil, maxSpeed: Double? = nil) {
         self.tripID = tripID
         self.startDate = startDate
         self.endDate = endDate
@@ -87,6 +97,11 @@ public struct TripInfo: Sendable, Equatable {
         self.transportMode = transportMode
         self.transportReason = transportReason
         self.transportSigns = transportSigns
+        self.startLatitude = startLatitude
+        self.startLongitude = startLongitude
+        self.endLatitude = endLatitude
+        self.endLongitude = endLongitude
+        self.maxSpeed = maxSpeed
     }
 
     /// Whether the trip counts as driving: every mode but public transport.

@@ -9,6 +9,8 @@ import RoadSaveModel
 /// | `app`, `user` | all | the device, strings of 1…256 bytes |
 /// | `tripID`, `startDate` | `tripDidStart`, `tripDidEnd` | string; float64 Unix seconds |
 /// | `endDate`, `distanceMetres`, `endReason` | `tripDidEnd` | float64 Unix seconds; float64; a `TripEndReason` name |
+/// | `transportMode`, `transportReason`, `transportSigns` | `tripDidEnd` | names; the signs only when there is one |
+/// | `startLatitude`, `startLongitude`, `endLatitude`, `endLongitude`, `maxSpeed` | `tripDidEnd` | float64, each only when known |
 /// | `crashID`, `confidence`, `detectedAt` | `crashDetected` | string; a `CrashConfidence` name; float64 Unix seconds |
 /// | `latitude`, `longitude` | `crashDetected` | float64, or nil when the device never reported a position |
 /// | `isTest` | `crashDetected` | boolean |
@@ -28,7 +30,10 @@ public enum EventBody {
                 packer.pack("startDate")
                 packer.pack(double: info.startDate)
             case let .tripDidEnd(info):
-                packer.packMapHeader(info.transportSigns.isEmpty ? 10 : 11)
+                let whereabouts = [("startLatitude", info.startLatitude), ("startLongitude", info.startLongitude),
+                                   ("endLatitude", info.endLatitude), ("endLongitude", info.endLongitude),
+                                   ("maxSpeed", info.maxSpeed)].compactMap { key, value in value.map { (key, $0) } }
+                packer.packMapHeader(10 + (info.transportSigns.isEmpty ? 0 : 1) + whereabouts.count)
                 packEventHead(event, packer)
                 packer.pack("tripID")
                 packer.pack(info.tripID)
@@ -48,6 +53,11 @@ public enum EventBody {
                     packer.pack("transportSigns")
                     packer.packArrayHeader(info.transportSigns.count)
                     for sign in info.transportSigns { packer.pack(sign.rawValue) }
+                }
+                // Written when known, as in the JSON.
+                for (key, value) in whereabouts {
+                    packer.pack(key)
+                    packer.pack(double: value)
                 }
             case let .crashDetected(info):
                 packer.packMapHeader(9)
@@ -109,7 +119,12 @@ public enum EventBody {
                 TripInfo(tripID: try fields.identifier("tripID"), startDate: try fields.number("startDate"),
                          endDate: try fields.number("endDate"), distanceMetres: try fields.number("distanceMetres"),
                          endReason: reason, transportMode: mode, transportReason: modeReason,
-                         transportSigns: try fields.transportSigns())))
+                         transportSigns: try fields.transportSigns(),
+                         startLatitude: try fields.numberIfPresent("startLatitude"),
+                         startLongitude: try fields.numberIfPresent("startLongitude"),
+                         endLatitude: try fields.numberIfPresent("endLatitude"),
+                         endLongitude: try fields.numberIfPresent("endLongitude"),
+                         maxSpeed: try fields.numberIfPresent("maxSpeed"))))
         case "crashDetected":
             let confidenceName = try fields.string("confidence")
             guard let confidence = CrashConfidence(rawValue: confidenceName) else {
@@ -163,6 +178,12 @@ private struct EventFields {
     /// A number, or nil for an explicit null.
     func optionalNumber(_ name: String) throws(WireError) -> Double? {
         guard value[name] != JSONValue.null else { return nil }
+        return try number(name)
+    }
+
+    /// A number, or nil when the member is absent or null (members added after bodies were first stored).
+    func numberIfPresent(_ name: String) throws(WireError) -> Double? {
+        guard let member = value[name], member != .null else { return nil }
         return try number(name)
     }
 

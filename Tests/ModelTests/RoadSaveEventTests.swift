@@ -74,6 +74,28 @@ struct RoadSaveEventCurrentTests {
         #expect(signed.eventID == SampleEvents.ended.eventID, "the signs are not part of what the event is about")
     }
 
+    @Test func tripDidEndSaysWhereWhenKnownInTheCurrentFormatOnly() throws {
+        guard case var .tripDidEnd(info) = SampleEvents.ended.body else {
+            Issue.record("not a tripDidEnd")
+            return
+        }
+        #expect(try !keys(of: parseEvent(SampleEvents.ended.json(.current))).contains("startLatitude"),
+                "an event from before the positions were kept stays as it was")
+        info.startLatitude = -33.92490001
+        info.startLongitude = 18.4241
+        info.endLatitude = -33.9
+        info.endLongitude = 18.5
+        info.maxSpeed = 13.456
+        let located = RoadSaveEvent(device: SampleEvents.ended.device, body: .tripDidEnd(info))
+        let event = try parseEvent(located.json(.current))
+        #expect(keys(of: event).suffix(5) == ["startLatitude", "startLongitude", "endLatitude", "endLongitude", "maxSpeed"])
+        #expect(event["startLatitude"] == .number(-33.9249)) // seven decimals
+        #expect(event["endLongitude"] == .number(18.5))
+        #expect(event["maxSpeed"] == .number(13.46)) // two decimals
+        #expect(try !keys(of: parseEvent(located.json(.legacy))).contains("maxSpeed"), "3.x had no such key")
+        #expect(located.eventID == SampleEvents.ended.eventID)
+    }
+
     @Test(arguments: [(TripEndReason.stopDelay, "stopDelay"), (.steps, "steps"), (.dataGap, "dataGap"),
                       (.detectionPaused, "detectionPaused"), (.detectionModeChanged, "detectionModeChanged"),
                       (.monitoringStopped, "monitoringStopped")])

@@ -45,6 +45,26 @@ struct EventFileReaderTests {
         #expect(error([bad])?.field == "transportSigns")
     }
 
+    @Test func readsWhereATripWentAndNamesABadCoordinate() throws {
+        guard case var .tripDidEnd(info) = events[1].body else {
+            Issue.record("not a tripDidEnd")
+            return
+        }
+        info.startLatitude = -33.9249
+        info.startLongitude = 18.4241
+        info.endLatitude = -33.9
+        info.endLongitude = 18.5
+        info.maxSpeed = 13.5
+        let located = RoadSaveEvent(device: Fixture.device, body: .tripDidEnd(info))
+        #expect(try read([located.json(.current)]) == [located])
+        let line = located.json(.current)
+        #expect(error([line.replacingOccurrences(of: "\"startLatitude\":-33.9249", with: "\"startLatitude\":-95")])?.field
+                == "startLatitude")
+        #expect(error([line.replacingOccurrences(of: "\"endLongitude\":18.5,", with: "")])?.field == "endLongitude",
+                "one coordinate without the other")
+        #expect(error([line.replacingOccurrences(of: "\"maxSpeed\":13.5", with: "\"maxSpeed\":\"fast\"")])?.field == "maxSpeed")
+    }
+
     @Test func readsWhatTailPrintsWithPositions() throws {
         let lines = events.enumerated().map { "{\"position\":\($0.offset + 1),\"event\":\($0.element.json(.current))}" }
         #expect(try read(lines) == events)

@@ -40,6 +40,19 @@ struct ReportPageTests {
         #expect(html.contains("<td>car (noTransitEvidence)</td>"), "a trip with no signs names none")
     }
 
+    @Test func aTripsTableRowSaysWhereTheTripWentAndItsHeldMaximum() {
+        let collector = Fixture.collector()
+        collector.add(RoadSaveEvent(device: Fixture.device, body: .tripDidStart(TripStartInfo(tripID: "drive-1",
+                                                                                            startDate: Fixture.t0 + 3000))))
+        collector.add(RoadSaveEvent(device: Fixture.device, body: .tripDidEnd(TripInfo(
+            tripID: "drive-1", startDate: Fixture.t0 + 3000, endDate: Fixture.t0 + 3600, distanceMetres: 4000,
+            endReason: .stopDelay, startLatitude: -33.9249, startLongitude: 18.4241, endLatitude: -33.9, endLongitude: 18.5,
+            maxSpeed: 13.5))))
+        let html = page(collector.reports())
+        #expect(html.contains("<th>max (km/h)</th><th>from → to</th>"))
+        #expect(html.contains("<td class=\"n\">48.6</td><td>-33.92490, 18.42410 → -33.90000, 18.50000</td>"), "\(html)")
+    }
+
     @Test func escapesWhatComesFromTheInputAndMasksTheApplication() {
         let hostile = DeviceID(app: "app-id-secret-123", user: "<script>alert(1)</script>\"'&")
         let collector = Fixture.collector(device: hostile)

@@ -18,6 +18,8 @@ struct EventBodyTests {
             #expect(a.distanceMetres == b.distanceMetres && a.endReason == b.endReason)
             #expect(a.transportMode == b.transportMode && a.transportReason == b.transportReason)
             #expect(a.transportSigns == b.transportSigns)
+            #expect(a.startLatitude == b.startLatitude && a.startLongitude == b.startLongitude)
+            #expect(a.endLatitude == b.endLatitude && a.endLongitude == b.endLongitude && a.maxSpeed == b.maxSpeed)
         case let (.crashDetected(a), .crashDetected(b)):
             #expect(a.crashID == b.crashID && a.confidence == b.confidence && a.detectedAt == b.detectedAt)
             #expect(a.latitude == b.latitude && a.longitude == b.longitude && a.isTest == b.isTest)
@@ -68,6 +70,25 @@ struct EventBodyTests {
             _ = try EventBody.decode(badSign)
         } catch {
             #expect(error.path == "transportSigns[1]", "the error names the member: \(error)")
+        }
+        // Where the trip went comes last, each member only when known; bodies stored before it have none.
+        let located = RoadSaveEvent(device: device, body: .tripDidEnd(TripInfo(
+            tripID: "t", startDate: 1, endDate: 2, distanceMetres: 3, endReason: .steps, startLatitude: -33.9249,
+            startLongitude: 18.4241, endLatitude: -33.91, endLongitude: 18.5, maxSpeed: 13.25)))
+        #expect(try keys(located).suffix(5) == ["startLatitude", "startLongitude", "endLatitude", "endLongitude", "maxSpeed"])
+        #expect(try EventBody.decode(EventBody.encode(located)) == located)
+        guard case let .tripDidEnd(unlocated) = try EventBody.decode(old).body else { return }
+        #expect(unlocated.startLatitude == nil && unlocated.endLongitude == nil && unlocated.maxSpeed == nil)
+        let badSpeed = MessagePack.encode(.object([
+            ("event", .string("tripDidEnd")), ("app", .string("a")), ("user", .string("u")), ("tripID", .string("t")),
+            ("startDate", .number(1)), ("endDate", .number(2)), ("distanceMetres", .number(3)),
+            ("endReason", .string("steps")), ("maxSpeed", .string("fast")),
+        ]))
+        do {
+            _ = try EventBody.decode(badSpeed)
+            Issue.record("a maxSpeed that is not a number was read")
+        } catch {
+            #expect(error.path == "maxSpeed", "the error names the member: \(error)")
         }
         // A crash without a position keeps its latitude and longitude keys, as nil (never a made-up 0,0).
         let crash = RoadSaveEvent(device: device, body: .crashDetected(CrashInfo(

@@ -22,6 +22,9 @@ struct TripEngine: Sendable, Codable {
         var leadIn: LeadIn?
         /// When the run's first fix came after a silence that found the phone elsewhere (`WakeUp`), if it did.
         var wakeUp: WakeUp?
+        /// The fix of `lastMovement` and the speed held so far (optional: checkpoints before them have neither).
+        var lastMovingFix: AcceptedFix?
+        var heldSpeed: HeldSpeed?
         /// Faster than any road vehicle speeds up (about 0.5 g).
         static let maximumAcceleration = 5.0
         /// A run this far (counted movement) at vehicle speed is a drive's beginning, not GPS jitter or a stroll.
@@ -33,12 +36,14 @@ struct TripEngine: Sendable, Codable {
         /// when it moved like a vehicle (`startSpeed` reached, `leadInDistance` covered), or itself continued one.
         func asLeadIn(settings: DetectionSettings) -> LeadIn? {
             let last = odometer.last ?? start
+            let peak = heldSpeed ?? HeldSpeed()
             if let leadIn {
                 return LeadIn(start: leadIn.start, last: last, lastMovement: lastMovement,
-                              distance: leadIn.distance + leadIn.last.distance(to: start) + odometer.distance)
+                              distance: leadIn.distance + leadIn.last.distance(to: start) + odometer.distance,
+                              heldSpeed: peak.continuing(leadIn.heldSpeed))
             }
             guard maximumSpeed >= settings.startSpeed, odometer.distance >= Self.leadInDistance else { return nil }
-            return LeadIn(start: start, last: last, lastMovement: lastMovement, distance: odometer.distance)
+            return LeadIn(start: start, last: last, lastMovement: lastMovement, distance: odometer.distance, heldSpeed: peak)
         }
 
         /// Notes a fix's speed against the held-speed start of devices without a classifier: the stretch must cover,
@@ -82,6 +87,8 @@ struct TripEngine: Sendable, Codable {
         var last: AcceptedFix
         var lastMovement: Double
         var distance: Double
+        /// Optional: lead-ins of checkpoints before it have none.
+        var heldSpeed: HeldSpeed?
     }
 
     /// A phone that sleeps its GPS while it stands still (Android does) wakes it only minutes after moving off: the
@@ -110,6 +117,22 @@ struct TripEngine: Sendable, Codable {
         var lastMovement: Double
         var odometer: Odometer
         var ride = RideProfile()
+        /// Where the trip began (the position at `startDate`) and the fix of `lastMovement`, where it ends; and the
+        /// speed held so far. Optional: trips in checkpoints before them have none, and their end says nothing of it.
+        var startPosition: Position?
+        var lastMovingFix: AcceptedFix?
+        var heldSpeed: HeldSpeed?
+    }
+
+    /// A latitude and longitude.
+    struct Position: Sendable, Equatable, Codable {
+        var latitude: Double
+        var longitude: Double
+
+        init(_ fix: AcceptedFix) {
+            latitude = fix.latitude
+            longitude = fix.longitude
+        }
     }
 
     enum State: Sendable, Equatable, Codable {
@@ -159,7 +182,11 @@ struct TripEngine: Sendable, Codable {
             trip!.modify { trip in
                 trip.odometer.add(fix, measurement: measurement)
                 trip.ride.add(fix)
-                if fix.isMovement { trip.lastMovement = fix.t }
+                trip.heldSpeed?.add(fix.speed)
+                if fix.isMovement {
+                    trip.lastMovement = fix.t
+                    trip.lastMovingFix = fix
+                }
             }
             return nil
         }
@@ -173,6 +200,8 @@ struct TripEngine: Sendable, Codable {
                 let previous = run!.read { $0.odometer.last }
                 run!.modify { run in
                     run.lastMovement = fix.t
+                    run.lastMovingFix = fix
+                    run.heldSpeed?.add(fix.speed)
                     run.maximumSpeed = max(run.maximumSpeed, fix.speed ?? 0)
                     run.odometer.add(fix, measurement: measurement)
                     run.ride.add(fix)
@@ -181,6 +210,9 @@ struct TripEngine: Sendable, Codable {
             } else {
                 var started = MovementRun(start: fix, lastMovement: fix.t, maximumSpeed: fix.speed ?? 0,
                                           odometer: Odometer(anchor: fix))
+                started.lastMovingFix = fix
+                started.heldSpeed = HeldSpeed()
+                started.heldSpeed?.add(fix.speed)
                 started.ride.add(fix)
                 started.noteHeld(fix, after: previousIdleFix, settings: settings)
                 started.wakeUp = WakeUp(before: previousIdleFix, first: fix)
@@ -198,6 +230,7 @@ struct TripEngine: Sendable, Codable {
             } else {
                 let previous = run!.read { $0.odometer.last }
                 run!.modify { run in
+                    run.heldSpeed?.add(fix.speed)
                     run.odometer.add(fix, measurement: measurement)
                     run.ride.add(fix)
                     run.noteHeld(fix, after: previous, settings: settings)
@@ -251,7 +284,10 @@ struct TripEngine: Sendable, Codable {
         let verdict = trip.ride.judge(distance: trip.odometer.distance, duration: trip.lastMovement - trip.startDate)
         let info = TripInfo(tripID: trip.tripID, startDate: trip.startDate, endDate: trip.lastMovement,
                             distanceMetres: trip.odometer.distance, endReason: reason,
-                            transportMode: verdict.mode, transportReason: verdict.reason, transportSigns: verdict.signs)
+                            transportMode: verdict.mode, transportReason: verdict.reason, transportSigns: verdict.signs,
+                            startLatitude: trip.startPosition?.latitude, startLongitude: trip.startPosition?.longitude,
+                            endLatitude: trip.lastMovingFix?.latitude, endLongitude: trip.lastMovingFix?.longitude,
+                            maxSpeed: trip.heldSpeed?.maximum)
         return RoadSaveEvent(device: device, body: .tripDidEnd(info))
     }
 
@@ -300,17 +336,25 @@ struct TripEngine: Sendable, Codable {
 
     private mutating func start(_ run: MovementRun) -> RoadSaveEvent {
         var startDate = run.start.t
+        var startFix = run.start
         var odometer = run.odometer
+        var heldSpeed = run.heldSpeed ?? HeldSpeed()
         if let leadIn = run.leadIn {
             startDate = leadIn.start.t
+            startFix = leadIn.start
             odometer.addLeadIn(leadIn.distance + leadIn.last.distance(to: run.start))
+            heldSpeed = heldSpeed.continuing(leadIn.heldSpeed)
         } else if let wakeUp = run.wakeUp {
+            // The phone left from where it lay before the silence.
             startDate = wakeUp.estimatedDeparture
+            startFix = wakeUp.before
             odometer.addLeadIn(wakeUp.before.distance(to: run.start))
         }
         let tripID = StableID.make("trip", device.app, device.user, millis(startDate))
         trip = OutOfLine(ActiveTrip(tripID: tripID, startDate: startDate, lastMovement: run.lastMovement,
-                                    odometer: odometer, ride: run.ride))
+                                    odometer: odometer, ride: run.ride, startPosition: Position(startFix),
+                                    lastMovingFix: run.lastMovingFix ?? run.odometer.last ?? run.start,
+                                    heldSpeed: heldSpeed))
         self.run = nil
         return RoadSaveEvent(device: device, body: .tripDidStart(TripStartInfo(tripID: tripID, startDate: startDate)))
     }
@@ -353,8 +397,8 @@ struct Odometer: Sendable, Equatable, Codable {
     }
 }
 
-// Checkpoints written before rides were judged have no `ride` or `whereabouts`, and older ones no lead-in: such a
-// device judges what it sees from now on. (The `lastTripEnd` of earlier checkpoints is no longer read.)
+// Checkpoints written before rides were judged have no `ride` or `whereabouts`, older ones no lead-in, and those
+// before trips said where they went no positions or held speed: such a device judges what it sees from now on. (The `lastTripEnd` of earlier checkpoints is no longer read.)
 extension TripEngine {
     private enum CodingKeys: String, CodingKey { case state, device, whereabouts, lastIdleFix, brokenRun }
 
@@ -382,6 +426,7 @@ extension TripEngine {
 extension TripEngine.MovementRun {
     private enum CodingKeys: String, CodingKey {
         case start, lastMovement, maximumSpeed, odometer, ride, heldFastFrom, heldFast, heldFastLeapt, leadIn, wakeUp
+        case lastMovingFix, heldSpeed
     }
 
     init(from decoder: any Decoder) throws {
@@ -396,11 +441,15 @@ extension TripEngine.MovementRun {
         heldFastLeapt = try container.decodeIfPresent(Bool.self, forKey: .heldFastLeapt) ?? false
         leadIn = try container.decodeIfPresent(TripEngine.LeadIn.self, forKey: .leadIn)
         wakeUp = try container.decodeIfPresent(TripEngine.WakeUp.self, forKey: .wakeUp)
+        lastMovingFix = try container.decodeIfPresent(AcceptedFix.self, forKey: .lastMovingFix)
+        heldSpeed = try container.decodeIfPresent(HeldSpeed.self, forKey: .heldSpeed)
     }
 }
 
 extension TripEngine.ActiveTrip {
-    private enum CodingKeys: String, CodingKey { case tripID, startDate, lastMovement, odometer, ride }
+    private enum CodingKeys: String, CodingKey {
+        case tripID, startDate, lastMovement, odometer, ride, startPosition, lastMovingFix, heldSpeed
+    }
 
     init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
@@ -409,5 +458,8 @@ extension TripEngine.ActiveTrip {
         lastMovement = try container.decode(Double.self, forKey: .lastMovement)
         odometer = try container.decode(Odometer.self, forKey: .odometer)
         ride = try container.decodeIfPresent(RideProfile.self, forKey: .ride) ?? RideProfile()
+        startPosition = try container.decodeIfPresent(TripEngine.Position.self, forKey: .startPosition)
+        lastMovingFix = try container.decodeIfPresent(AcceptedFix.self, forKey: .lastMovingFix)
+        heldSpeed = try container.decodeIfPresent(HeldSpeed.self, forKey: .heldSpeed)
     }
 }
