@@ -398,7 +398,8 @@ struct Odometer: Sendable, Equatable, Codable {
 }
 
 // Checkpoints written before rides were judged have no `ride` or `whereabouts`, older ones no lead-in, and those
-// before trips said where they went no positions or held speed: such a device judges what it sees from now on. (The `lastTripEnd` of earlier checkpoints is no longer read.)
+// before trips said where they went no positions or held speed: such a device judges what it sees from now on.
+// (The `lastTripEnd` of earlier checkpoints is no longer read.)
 extension TripEngine {
     private enum CodingKeys: String, CodingKey { case state, device, whereabouts, lastIdleFix, brokenRun }
 
