@@ -8,7 +8,6 @@ import Darwin
 import GatewayKit
 import RoadSaveModel
 import ServiceKit
-import SystemKit
 import TerminalProgress
 import Wire
 import ZeroMQ
