@@ -19,7 +19,7 @@ import ZeroMQ
 /// SIGINT/SIGTERM flag and the deadline are checked.
 public enum TailCommand {
     /// The events the notifier publishes (PROTOCOL §3).
-    static let eventNames = ["tripDidStart", "tripDidEnd", "crashDetected"]
+    static let eventNames = RoadSaveEvent.names
 
     public static let usage = """
         Usage: roadsave tail [options]

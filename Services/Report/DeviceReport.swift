@@ -11,6 +11,8 @@ public struct DeviceReport: Sendable, Equatable {
     public var trips: [ReportTrip]
     /// In order of their time.
     public var crashes: [CrashInfo]
+    /// The crashes' follow-ups, by crashID.
+    public var followUps: [String: CrashFollowUpInfo]
     public var dismissals: [DismissedCrash]
     /// Records of the device that were read.
     public var records: Int
@@ -19,13 +21,15 @@ public struct DeviceReport: Sendable, Equatable {
     public var lastSeen: Double
 
     public init(device: DeviceID, track: [TrackPoint] = [], activities: [ActivitySpan] = [], trips: [ReportTrip] = [],
-                crashes: [CrashInfo] = [], dismissals: [DismissedCrash] = [], records: Int = 0,
+                crashes: [CrashInfo] = [], followUps: [String: CrashFollowUpInfo] = [:],
+                dismissals: [DismissedCrash] = [], records: Int = 0,
                 firstSeen: Double, lastSeen: Double) {
         self.device = device
         self.track = track
         self.activities = activities
         self.trips = trips
         self.crashes = crashes
+        self.followUps = followUps
         self.dismissals = dismissals
         self.records = records
         self.firstSeen = firstSeen

@@ -14,6 +14,7 @@ public final class ReportCollector {
         var activities: [(t: Double, observation: ActivityObservation)] = []
         var trips: [String: ReportTrip] = [:]
         var crashes: [String: CrashInfo] = [:]
+        var followUps: [String: CrashFollowUpInfo] = [:]
         var dismissals: [DismissedCrash] = []
 
         mutating func saw(_ t: Double) {
@@ -52,8 +53,8 @@ public final class ReportCollector {
         devices[record.device, default: Device()].add(record)
     }
 
-    /// A trip event opens or completes its trip (events of one trip may come in any order); a crash is kept once
-    /// per crashID.
+    /// A trip event opens or completes its trip (events of one trip may come in any order); a crash and its
+    /// follow-up are kept once per crashID.
     public func add(_ event: RoadSaveEvent) {
         guard keeps(event.device) else { return }
         var device = devices[event.device] ?? Device()
@@ -69,6 +70,8 @@ public final class ReportCollector {
             device.trips[info.tripID] = ReportTrip(tripID: info.tripID, startDate: info.startDate, info: info, event: event)
         case let .crashDetected(info):
             device.crashes[info.crashID] = info
+        case let .crashFollowUp(info):
+            device.followUps[info.crashID] = info
         }
         devices[event.device] = device
     }
@@ -98,6 +101,7 @@ public final class ReportCollector {
                 device: id, track: unique, activities: ActivitySpan.spans(from: activities, until: last),
                 trips: device.trips.values.sorted { ($0.startDate, $0.tripID) < ($1.startDate, $1.tripID) },
                 crashes: device.crashes.values.sorted { ($0.detectedAt, $0.crashID) < ($1.detectedAt, $1.crashID) },
+                followUps: device.followUps,
                 dismissals: device.dismissals.sorted { ($0.time, $0.crashID) < ($1.time, $1.crashID) },
                 records: device.records, firstSeen: first, lastSeen: last)
         }

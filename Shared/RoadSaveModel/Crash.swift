@@ -30,15 +30,19 @@ public struct CrashInfo: Sendable, Equatable {
     public var longitude: Double?
     /// Raised by `raiseTestCrash`: alerting systems must not send help.
     public var isTest: Bool
+    /// What the records show of the impact and the vehicle (an eCall-style minimum set of data); nil only for events
+    /// stored before it was computed.
+    public var details: CrashDetails?
 
     public init(crashID: String, confidence: CrashConfidence, detectedAt: Double,
-                latitude: Double?, longitude: Double?, isTest: Bool) {
+                latitude: Double?, longitude: Double?, isTest: Bool, details: CrashDetails? = nil) {
         self.crashID = crashID
         self.confidence = confidence
         self.detectedAt = detectedAt
         self.latitude = latitude
         self.longitude = longitude
         self.isTest = isTest
+        self.details = details
     }
 }
 

@@ -67,6 +67,18 @@ public struct DetectionSettings: Sendable, Equatable, Codable {
     public var freeFallMinimumDuration = 0.25
     /// A fix older or newer than this around the impact is too far away to give the crash position.
     public var crashPositionWindow = 120.0
+    /// A crash position is trusted (`positionTrusted`) when its fix is at most this old (or new) at the impact and
+    /// at least this accurate: near enough in time and place to send help to without looking further.
+    public var crashPositionTrustedAge = 30.0
+    public var crashPositionTrustedAccuracy = 30.0
+
+    // Crash follow-up (README "Crash alerts").
+    /// `crashFollowUp` is sent this long (event time) after a reported crash was decided; 0 sends none.
+    public var crashFollowUpDelay = 120.0
+    /// Steps after the impact from which the person counts as walking.
+    public var crashFollowUpWalkingSteps = 10
+    /// Distance from the crash position from which, with a vehicle's speed held, the vehicle has moved on.
+    public var crashFollowUpMovedDistance = 200.0
 
     // Monitoring.
     /// How long cached settings may be used while the platform cannot be reached.
@@ -111,6 +123,11 @@ public struct DetectionSettings: Sendable, Equatable, Codable {
         try take(.freeFallMaximumG, \.freeFallMaximumG)
         try take(.freeFallMinimumDuration, \.freeFallMinimumDuration)
         try take(.crashPositionWindow, \.crashPositionWindow)
+        try take(.crashPositionTrustedAge, \.crashPositionTrustedAge)
+        try take(.crashPositionTrustedAccuracy, \.crashPositionTrustedAccuracy)
+        try take(.crashFollowUpDelay, \.crashFollowUpDelay)
+        try take(.crashFollowUpWalkingSteps, \.crashFollowUpWalkingSteps)
+        try take(.crashFollowUpMovedDistance, \.crashFollowUpMovedDistance)
         try take(.offlineGrace, \.offlineGrace)
         self = settings
         try validate()
@@ -127,7 +144,8 @@ public struct DetectionSettings: Sendable, Equatable, Codable {
             ("maximumHorizontalAccuracy", maximumHorizontalAccuracy), ("maximumPlausibleSpeed", maximumPlausibleSpeed),
             ("crashMinimumPeakG", crashMinimumPeakG), ("crashDecisionDelay", crashDecisionDelay),
             ("crashClusterWindow", crashClusterWindow), ("crashPositionWindow", crashPositionWindow),
-            ("offlineGrace", offlineGrace),
+            ("crashPositionTrustedAge", crashPositionTrustedAge),
+            ("crashPositionTrustedAccuracy", crashPositionTrustedAccuracy), ("offlineGrace", offlineGrace),
         ]
         for (name, value) in positive where !(value > 0 && value.isFinite) {
             throw .invalidConfiguration(field: name, reason: "must be a positive number, got \(value)")
@@ -138,9 +156,14 @@ public struct DetectionSettings: Sendable, Equatable, Codable {
             ("crashMinimumSpeedBefore", crashMinimumSpeedBefore), ("crashSpeedWindowBefore", crashSpeedWindowBefore),
             ("crashSettleTime", crashSettleTime), ("crashSpeedKeptAfter", crashSpeedKeptAfter),
             ("freeFallMaximumG", freeFallMaximumG), ("freeFallMinimumDuration", freeFallMinimumDuration),
+            ("crashFollowUpDelay", crashFollowUpDelay), ("crashFollowUpMovedDistance", crashFollowUpMovedDistance),
         ]
         for (name, value) in nonNegative where !(value >= 0 && value.isFinite) {
             throw .invalidConfiguration(field: name, reason: "must be a number ≥ 0, got \(value)")
+        }
+        if crashFollowUpWalkingSteps < 1 {
+            throw .invalidConfiguration(field: "crashFollowUpWalkingSteps",
+                                        reason: "must be at least 1, got \(crashFollowUpWalkingSteps)")
         }
         if stepThreshold < 1 {
             throw .invalidConfiguration(field: "stepThreshold", reason: "must be at least 1, got \(stepThreshold)")

@@ -5,4 +5,11 @@ public protocol RoadSaveDelegate: AnyObject {
     func tripDidEnd(_ tripInfo: TripInfo)
     /// Called once per crash, only after the platform's evaluation; never for a verdict of `none`.
     func crashDetected(_ crashInfo: CrashInfo)
+    /// What happened after a reported crash, once per crash, `crashFollowUpDelay` after it: an extension of the
+    /// brief's delegate, so a default that does nothing keeps delegates written for the brief compiling.
+    func crashDidFollowUp(_ followUp: CrashFollowUpInfo)
+}
+
+extension RoadSaveDelegate {
+    public func crashDidFollowUp(_ followUp: CrashFollowUpInfo) {}
 }

@@ -4,6 +4,8 @@ public struct RoadSaveEvent: Sendable, Equatable {
         case tripDidStart(TripStartInfo)
         case tripDidEnd(TripInfo)
         case crashDetected(CrashInfo)
+        /// What happened after a reported crash (an extension of the brief's delegate: `crashDidFollowUp`).
+        case crashFollowUp(CrashFollowUpInfo)
     }
 
     public var device: DeviceID
@@ -14,12 +16,16 @@ public struct RoadSaveEvent: Sendable, Equatable {
         self.body = body
     }
 
+    /// Every event's name, in the order of `Body`.
+    public static let names = ["tripDidStart", "tripDidEnd", "crashDetected", "crashFollowUp"]
+
     /// The event's name, as the delegate method.
     public var name: String {
         switch body {
         case .tripDidStart: "tripDidStart"
         case .tripDidEnd: "tripDidEnd"
         case .crashDetected: "crashDetected"
+        case .crashFollowUp: "crashFollowUp"
         }
     }
 
@@ -29,15 +35,18 @@ public struct RoadSaveEvent: Sendable, Equatable {
         case let .tripDidStart(info): StableID.make("event", name, device.app, device.user, info.tripID)
         case let .tripDidEnd(info): StableID.make("event", name, device.app, device.user, info.tripID)
         case let .crashDetected(info): StableID.make("event", name, device.app, device.user, info.crashID)
+        case let .crashFollowUp(info): StableID.make("event", name, device.app, device.user, info.crashID)
         }
     }
 
-    /// When the event happened in the device's time: the trip's start or end, or the impact.
+    /// When the event happened in the device's time: the trip's start or end, the impact, or the end of the time a
+    /// follow-up watched.
     public var time: Double {
         switch body {
         case let .tripDidStart(info): info.startDate
         case let .tripDidEnd(info): info.endDate
         case let .crashDetected(info): info.detectedAt
+        case let .crashFollowUp(info): info.observedUntil
         }
     }
 
@@ -47,6 +56,7 @@ public struct RoadSaveEvent: Sendable, Equatable {
         case let .tripDidStart(info): delegate.tripDidStart(info)
         case let .tripDidEnd(info): delegate.tripDidEnd(info)
         case let .crashDetected(info): delegate.crashDetected(info)
+        case let .crashFollowUp(info): delegate.crashDidFollowUp(info)
         }
     }
 }
@@ -103,6 +113,8 @@ extension RoadSaveEvent {
             writer.add("latitude", info.latitude, decimals: 7)
             writer.add("longitude", info.longitude, decimals: 7)
             writer.add("isTest", info.isTest)
+            // Added after 4.0's fields, so that consumers reading only those keep working.
+            if let details = info.details { details.write(to: &writer) }
         case let (.crashDetected(info), .legacy):
             writer.add("crashID", info.crashID)
             writer.add("timestamp", ISO8601.string(fromSeconds: info.detectedAt))
@@ -112,7 +124,47 @@ extension RoadSaveEvent {
             writer.add("confidence", info.confidence.rawValue.prefix(1).uppercased() + info.confidence.rawValue.dropFirst())
             // Not a 3.x key, but a test crash must never look like a real one to any consumer.
             if info.isTest { writer.add("isTest", true) }
+        case let (.crashFollowUp(info), _):
+            // No 3.x counterpart: both formats carry the same fields.
+            writer.add("crashID", info.crashID)
+            writer.add("confidence", info.confidence.rawValue)
+            writer.add("detectedAt", ISO8601.string(fromSeconds: info.detectedAt))
+            writer.add("observedUntil", ISO8601.string(fromSeconds: info.observedUntil))
+            writer.add("outcome", info.outcome.rawValue)
+            writer.add("isTest", info.isTest)
+            writer.add("records", info.records)
+            writer.add("secondsOfData", info.secondsOfData, decimals: 3)
+            writer.add("distanceMoved", info.distanceMoved, decimals: 1)
+            writer.add("steps", info.steps)
+            writer.add("maxSpeedAfter", info.maxSpeedAfter, decimals: 2)
+            writer.add("latitude", info.latitude, decimals: 7)
+            writer.add("longitude", info.longitude, decimals: 7)
         }
         return writer.finish()
+    }
+}
+
+extension CrashDetails {
+    /// The members of `crashDetected` after 4.0's; an unknown number is `null`, so that a receiver sees it is unknown.
+    func write(to writer: inout JSONObjectWriter) {
+        writer.add("speedBeforeImpact", speedBeforeImpact, decimals: 2)
+        writer.add("speedAfterImpact", speedAfterImpact, decimals: 2)
+        writer.add("deltaV", deltaV, decimals: 2)
+        writer.add("peakG", peakG, decimals: 2)
+        writer.add("impactDurationMs", impactDurationMs, decimals: 1)
+        writer.add("impacts", impacts)
+        writer.add("heading", heading, decimals: 1)
+        writer.add("positionAccuracy", positionAccuracy, decimals: 1)
+        writer.add("positionAge", positionAge, decimals: 3)
+        writer.add("positionTrusted", positionTrusted)
+        writer.add("recentPositions", raw: "[" + recentPositions.map { position in
+            var item = JSONObjectWriter()
+            item.add("latitude", position.latitude, decimals: 7)
+            item.add("longitude", position.longitude, decimals: 7)
+            item.add("time", ISO8601.string(fromSeconds: position.time))
+            return item.finish()
+        }.joined(separator: ",") + "]")
+        writer.add("inTrip", inTrip)
+        if let tripID { writer.add("tripID", tripID) } else { writer.add("tripID", raw: "null") }
     }
 }

@@ -5,7 +5,7 @@ import RoadSaveModel
 ///
 /// | key | events | value |
 /// | --- | --- | --- |
-/// | `event` | all | the event's name: `tripDidStart`, `tripDidEnd` or `crashDetected` |
+/// | `event` | all | the event's name: `tripDidStart`, `tripDidEnd`, `crashDetected` or `crashFollowUp` |
 /// | `app`, `user` | all | the device, strings of 1…256 bytes |
 /// | `tripID`, `startDate` | `tripDidStart`, `tripDidEnd` | string; float64 Unix seconds |
 /// | `endDate`, `distanceMetres`, `endReason` | `tripDidEnd` | float64 Unix seconds; float64; a `TripEndReason` name |
@@ -13,7 +13,13 @@ import RoadSaveModel
 /// | `startLatitude`, `startLongitude`, `endLatitude`, `endLongitude`, `maxSpeed` | `tripDidEnd` | float64, each only when known |
 /// | `crashID`, `confidence`, `detectedAt` | `crashDetected` | string; a `CrashConfidence` name; float64 Unix seconds |
 /// | `latitude`, `longitude` | `crashDetected` | float64, or nil when the device never reported a position |
-/// | `isTest` | `crashDetected` | boolean |
+/// | `isTest` | `crashDetected`, `crashFollowUp` | boolean |
+/// | `peakG`, `impacts`, `positionTrusted`, `inTrip` | `crashDetected` | float64; integer; booleans (absent in bodies stored before them) |
+/// | `speedBeforeImpact`, `speedAfterImpact`, `deltaV`, `impactDurationMs`, `heading`, `positionAccuracy`, `positionAge`, `tripID` | `crashDetected` | float64 or string, each only when known |
+/// | `recentPositions` | `crashDetected` | array of `[latitude, longitude, time]` float64 triples, newest first |
+/// | `crashID`, `confidence`, `detectedAt`, `observedUntil`, `outcome` | `crashFollowUp` | string; names; float64 Unix seconds; a `CrashFollowUpOutcome` name |
+/// | `records`, `secondsOfData`, `steps` | `crashFollowUp` | integer; float64; integer |
+/// | `distanceMoved`, `maxSpeedAfter`, `latitude`, `longitude` | `crashFollowUp` | float64, each only when known |
 ///
 /// The names are PROTOCOL §3's; dates travel as float64, so every field round-trips exactly. `eventID`, `duration`
 /// and `averageSpeed` are derived, so they are not written. A reader ignores keys it does not know.
@@ -60,7 +66,9 @@ public enum EventBody {
                     packer.pack(double: value)
                 }
             case let .crashDetected(info):
-                packer.packMapHeader(9)
+                let details = info.details.map(detailNumbers) ?? []
+                let detailCount = info.details.map { 5 + ($0.tripID == nil ? 0 : 1) } ?? 0
+                packer.packMapHeader(9 + details.count + detailCount)
                 packEventHead(event, packer)
                 packer.pack("crashID")
                 packer.pack(info.crashID)
@@ -75,8 +83,70 @@ public enum EventBody {
                 if let longitude = info.longitude { packer.pack(double: longitude) } else { packer.packNil() }
                 packer.pack("isTest")
                 packer.pack(info.isTest)
+                if let more = info.details {
+                    packer.pack("peakG")
+                    packer.pack(double: more.peakG)
+                    packer.pack("impacts")
+                    packer.pack(Int64(more.impacts))
+                    packer.pack("positionTrusted")
+                    packer.pack(more.positionTrusted)
+                    packer.pack("inTrip")
+                    packer.pack(more.inTrip)
+                    if let tripID = more.tripID {
+                        packer.pack("tripID")
+                        packer.pack(tripID)
+                    }
+                    packer.pack("recentPositions")
+                    packer.packArrayHeader(more.recentPositions.count)
+                    for position in more.recentPositions {
+                        packer.packArrayHeader(3)
+                        packer.pack(double: position.latitude)
+                        packer.pack(double: position.longitude)
+                        packer.pack(double: position.time)
+                    }
+                    for (key, value) in details {
+                        packer.pack(key)
+                        packer.pack(double: value)
+                    }
+                }
+            case let .crashFollowUp(info):
+                let known = [("distanceMoved", info.distanceMoved), ("maxSpeedAfter", info.maxSpeedAfter),
+                             ("latitude", info.latitude), ("longitude", info.longitude)]
+                    .compactMap { key, value in value.map { (key, $0) } }
+                packer.packMapHeader(13 + known.count)
+                packEventHead(event, packer)
+                packer.pack("crashID")
+                packer.pack(info.crashID)
+                packer.pack("confidence")
+                packer.pack(info.confidence.rawValue)
+                packer.pack("detectedAt")
+                packer.pack(double: info.detectedAt)
+                packer.pack("observedUntil")
+                packer.pack(double: info.observedUntil)
+                packer.pack("outcome")
+                packer.pack(info.outcome.rawValue)
+                packer.pack("isTest")
+                packer.pack(info.isTest)
+                packer.pack("records")
+                packer.pack(Int64(info.records))
+                packer.pack("secondsOfData")
+                packer.pack(double: info.secondsOfData)
+                packer.pack("steps")
+                packer.pack(Int64(info.steps))
+                for (key, value) in known {
+                    packer.pack(key)
+                    packer.pack(double: value)
+                }
             }
         }
+    }
+
+    /// The crash details' numbers that are known, by key.
+    private static func detailNumbers(_ details: CrashDetails) -> [(String, Double)] {
+        [("speedBeforeImpact", details.speedBeforeImpact), ("speedAfterImpact", details.speedAfterImpact),
+         ("deltaV", details.deltaV), ("impactDurationMs", details.impactDurationMs), ("heading", details.heading),
+         ("positionAccuracy", details.positionAccuracy), ("positionAge", details.positionAge)]
+            .compactMap { key, value in value.map { (key, $0) } }
     }
 
     private static func packEventHead(_ event: RoadSaveEvent, _ packer: Packer) {
@@ -133,9 +203,29 @@ public enum EventBody {
             return RoadSaveEvent(device: device, body: .crashDetected(
                 CrashInfo(crashID: try fields.identifier("crashID"), confidence: confidence,
                           detectedAt: try fields.number("detectedAt"), latitude: try fields.optionalNumber("latitude"),
-                          longitude: try fields.optionalNumber("longitude"), isTest: try fields.bool("isTest"))))
+                          longitude: try fields.optionalNumber("longitude"), isTest: try fields.bool("isTest"),
+                          details: try fields.crashDetails())))
+        case "crashFollowUp":
+            let confidenceName = try fields.string("confidence")
+            guard let confidence = CrashConfidence(rawValue: confidenceName) else {
+                throw WireError(.invalidEvent, "unknown confidence \"\(confidenceName)\"", path: "confidence")
+            }
+            let outcomeName = try fields.string("outcome")
+            guard let outcome = CrashFollowUpOutcome(rawValue: outcomeName) else {
+                throw WireError(.invalidEvent, "unknown outcome \"\(outcomeName)\"", path: "outcome")
+            }
+            return RoadSaveEvent(device: device, body: .crashFollowUp(
+                CrashFollowUpInfo(crashID: try fields.identifier("crashID"), confidence: confidence,
+                                  detectedAt: try fields.number("detectedAt"),
+                                  observedUntil: try fields.number("observedUntil"), outcome: outcome,
+                                  isTest: try fields.bool("isTest"), records: try fields.count("records"),
+                                  secondsOfData: try fields.number("secondsOfData"), distanceMoved:
+                                    try fields.numberIfPresent("distanceMoved"), steps: try fields.count("steps"),
+                                  maxSpeedAfter: try fields.numberIfPresent("maxSpeedAfter"),
+                                  latitude: try fields.numberIfPresent("latitude"),
+                                  longitude: try fields.numberIfPresent("longitude"))))
         default:
-            throw WireError(.invalidEvent, "unknown event \"\(name)\"; expected tripDidStart, tripDidEnd or crashDetected",
+            throw WireError(.invalidEvent, "unknown event \"\(name)\"; expected \(RoadSaveEvent.names.joined(separator: ", "))",
                             path: "event")
         }
     }
@@ -207,6 +297,40 @@ private struct EventFields {
             signs.append(sign)
         }
         return signs
+    }
+
+    /// A whole number ≥ 0 (MessagePack integers arrive as numbers).
+    func count(_ name: String) throws(WireError) -> Int {
+        let value = try number(name)
+        guard value >= 0, value <= Double(Int32.max), value.rounded() == value else {
+            throw WireError(.invalidEvent, "expected a whole number ≥ 0, found \(value)", path: name)
+        }
+        return Int(value)
+    }
+
+    /// `crashDetected`'s details: present when `peakG` is (bodies stored before them have none).
+    func crashDetails() throws(WireError) -> CrashDetails? {
+        guard let member = value["peakG"], member != .null else { return nil }
+        var positions: [TimedPosition] = []
+        if let list = value["recentPositions"], list != .null {
+            guard case let .array(items) = list else {
+                throw WireError(.invalidEvent, "expected an array, found \(list.typeName)", path: "recentPositions")
+            }
+            for (index, item) in items.enumerated() {
+                guard case let .array(triple) = item, triple.count == 3, case let .number(latitude) = triple[0],
+                      case let .number(longitude) = triple[1], case let .number(time) = triple[2] else {
+                    throw WireError(.invalidEvent, "expected [latitude, longitude, time]", path: "recentPositions[\(index)]")
+                }
+                positions.append(TimedPosition(latitude: latitude, longitude: longitude, time: time))
+            }
+        }
+        return CrashDetails(
+            speedBeforeImpact: try numberIfPresent("speedBeforeImpact"), speedAfterImpact: try numberIfPresent("speedAfterImpact"),
+            deltaV: try numberIfPresent("deltaV"), peakG: try number("peakG"),
+            impactDurationMs: try numberIfPresent("impactDurationMs"), impacts: try count("impacts"),
+            heading: try numberIfPresent("heading"), positionAccuracy: try numberIfPresent("positionAccuracy"),
+            positionAge: try numberIfPresent("positionAge"), positionTrusted: try bool("positionTrusted"),
+            recentPositions: positions, inTrip: try bool("inTrip"), tripID: try optionalString("tripID"))
     }
 
     func bool(_ name: String) throws(WireError) -> Bool {

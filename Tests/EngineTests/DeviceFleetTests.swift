@@ -402,9 +402,9 @@ import RoadSaveModel
         #expect(first.actions == second.actions)
         #expect(first.replies == second.replies)
         #expect(FleetDriver.snapshot(first.fleet) == FleetDriver.snapshot(second.fleet))
-        // The story happened: both trips and the crash, the silent driver's trip ended on the clock, the test crash.
+        // The story happened: both trips and the crash (and its follow-up), the silent driver's trip ended on the clock, the test crash.
         let names = Dictionary(grouping: first.events, by: \.device.user).mapValues { $0.map(\.name) }
-        #expect(names["crash"] == ["tripDidStart", "crashDetected", "tripDidEnd"])
+        #expect(names["crash"] == ["tripDidStart", "crashDetected", "crashFollowUp", "tripDidEnd"])
         #expect(names["commuter"]?.filter { $0 == "crashDetected" }.count == 1)
         #expect(names["commuter"]?.filter { $0 == "tripDidEnd" }.count == 1)
         #expect(names["silent"] == ["tripDidStart", "tripDidEnd"])

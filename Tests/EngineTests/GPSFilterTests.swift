@@ -60,17 +60,18 @@ import RoadSaveModel
             _ = track.accept(LocationFix(latitude: -33.9, longitude: 18.4 + t * 1e-6, speed: 0, horizontalAccuracy: 5),
                              at: t, settings: DetectionSettings(), keepingFrom: t - 30)
         }
-        // A fix a minute (a phone saving battery): only the newest before the cutoff stays with the new one.
-        for t in stride(from: 0.0, through: 600, by: 60) { add(t) }
-        #expect(Array(track.recent.map(\.t).suffix(2)) == [540, 600])
-        #expect(!track.recent.contains { $0.t < 300 }, "old fixes were dropped")
-        #expect(track.recent.count <= 2 + GPSTrack.trimBatch)
-        // Then one a second: everything from the cutoff on, and one before it; stale fixes go in small batches.
-        for t in 601...700 { add(Double(t)) }
+        // A fix a minute (a phone saving battery): only the newest before the cutoff (the crash position's fix and
+        // the two before it) stay with the new one.
+        for t in stride(from: 0.0, through: 1200, by: 60) { add(t) }
+        #expect(Array(track.recent.map(\.t).suffix(GPSTrack.keptBeforeCutoff + 1)) == [1020, 1080, 1140, 1200])
+        #expect(!track.recent.contains { $0.t < 900 }, "old fixes were dropped")
+        #expect(track.recent.count <= GPSTrack.keptBeforeCutoff + 1 + GPSTrack.trimBatch)
+        // Then one a second: everything from the cutoff on, and the three before it; stale fixes go in small batches.
+        for t in 1201...1300 { add(Double(t)) }
         let times = track.recent.map(\.t)
-        #expect(Array(times.suffix(31)) == (670...700).map(Double.init), "everything from the cutoff on")
-        #expect(times.first! < 670)
-        #expect(times.count <= 31 + 1 + GPSTrack.trimBatch)
+        #expect(Array(times.suffix(31)) == (1270...1300).map(Double.init), "everything from the cutoff on")
+        #expect(times.prefix(while: { $0 < 1270 }).count >= GPSTrack.keptBeforeCutoff)
+        #expect(times.count <= 31 + GPSTrack.keptBeforeCutoff + GPSTrack.trimBatch)
     }
 
     @Test func aCrashLongAfterTheLastFixStillGetsThatPosition() throws {

@@ -28,6 +28,7 @@ struct Harness {
     var tripStarts: [TripStartInfo] { events.compactMap { if case let .tripDidStart(i) = $0.body { i } else { nil } } }
     var tripEnds: [TripInfo] { events.compactMap { if case let .tripDidEnd(i) = $0.body { i } else { nil } } }
     var crashes: [CrashInfo] { events.compactMap { if case let .crashDetected(i) = $0.body { i } else { nil } } }
+    var followUps: [CrashFollowUpInfo] { events.compactMap { if case let .crashFollowUp(i) = $0.body { i } else { nil } } }
     var candidates: [CrashCandidate] { log.compactMap { if case let .evaluateCrash(c) = $0.action { c } else { nil } } }
     var dismissals: [FalsePositiveReason] {
         log.compactMap { if case let .crashDismissed(_, reason) = $0.action { reason } else { nil } }

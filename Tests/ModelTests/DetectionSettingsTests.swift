@@ -137,7 +137,7 @@ struct DetectionSettingsTests {
     @Test func encodingNamesEveryField() throws {
         let data = try JSONEncoder().encode(DetectionSettings())
         let object = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
-        #expect(object.count == 31)
+        #expect(object.count == 36)
         #expect((object["stopDelay"] as? NSNumber)?.doubleValue == 240)
         #expect((object["stepThreshold"] as? NSNumber)?.intValue == 25)
         #expect((object["tripDetectionEnabled"] as? NSNumber)?.boolValue == true)

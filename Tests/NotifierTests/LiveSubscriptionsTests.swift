@@ -20,20 +20,24 @@ import ZeroMQ
 
     static let topics = ["tripDidStart.app-1.u1", "tripDidEnd.app-1.u1", "crashDetected.app-1.u2",
                          "tripDidStart.app-10.u1", "crashDetected.app-10.u1", "crashDetected.app-2.u1",
-                         "tripDidStart.app-2.u3", "crashDetected.app-1.x.y"]
+                         "tripDidStart.app-2.u3", "crashDetected.app-1.x.y", "crashFollowUp.app-1.u2"]
 
     @Test func theEventNamesAreThoseOfTheModel() {
         let events = [RoadSaveEvent(device: DeviceID(app: "a", user: "u"), body: .tripDidStart(TripStartInfo(tripID: "t", startDate: 0))),
                       RoadSaveEvent(device: DeviceID(app: "a", user: "u"), body: .tripDidEnd(TripInfo(
                         tripID: "t", startDate: 0, endDate: 1, distanceMetres: 1, endReason: .stopDelay))),
                       RoadSaveEvent(device: DeviceID(app: "a", user: "u"), body: .crashDetected(CrashInfo(
-                        crashID: "c", confidence: .high, detectedAt: 0, latitude: 0, longitude: 0, isTest: false)))]
+                        crashID: "c", confidence: .high, detectedAt: 0, latitude: 0, longitude: 0, isTest: false))),
+                      RoadSaveEvent(device: DeviceID(app: "a", user: "u"), body: .crashFollowUp(CrashFollowUpInfo(
+                        crashID: "c", confidence: .high, detectedAt: 0, observedUntil: 140, outcome: .stationary,
+                        isTest: false, records: 1, secondsOfData: 1, distanceMoved: nil, steps: 0, maxSpeedAfter: nil,
+                        latitude: nil, longitude: nil)))]
         #expect(Set(events.map(\.name)) == Set(LivePrefixes.eventNames))
         #expect(LivePrefixes.eventNames.allSatisfy { !$0.contains(".") })
     }
 
     @Test func aLimitedKeyGetsOnlyItsApplicationsWhateverItAsks() {
-        #expect(applied("", ["app-1"]) == ["crashDetected.app-1.", "tripDidEnd.app-1.", "tripDidStart.app-1."])
+        #expect(applied("", ["app-1"]) == ["crashDetected.app-1.", "crashFollowUp.app-1.", "tripDidEnd.app-1.", "tripDidStart.app-1."])
         #expect(applied("crashDetected", ["app-1"]) == ["crashDetected.app-1."])
         #expect(applied("tripDidStart.app-", ["app-1"]) == ["tripDidStart.app-1."])
         #expect(applied("tripDidStart.app-1", ["app-1"]) == ["tripDidStart.app-1."])
@@ -66,7 +70,7 @@ import ZeroMQ
 
     @Test func anApplicationWhoseIDHasADotGetsNoLivePrefixForALimitedKey() {
         #expect(applied("", ["app.1"]) == [])
-        #expect(applied("", ["app.1", "app-2"]) == ["crashDetected.app-2.", "tripDidEnd.app-2.", "tripDidStart.app-2."])
+        #expect(applied("", ["app.1", "app-2"]) == ["crashDetected.app-2.", "crashFollowUp.app-2.", "tripDidEnd.app-2.", "tripDidStart.app-2."])
         #expect(!LivePrefixes.separable("a.b") && !LivePrefixes.separable("") && LivePrefixes.separable("app-1"))
     }
 
@@ -74,15 +78,15 @@ import ZeroMQ
         var book = LiveSubscriptions()
         let dash = key("dash", ["app-1"])
         let all = book.subscribe(connection: "1", key: dash, requested: b(""))
-        #expect(texts(all.subscribe) == ["crashDetected.app-1.", "tripDidEnd.app-1.", "tripDidStart.app-1."])
-        #expect(texts(book.subscribe(connection: "1", key: dash, requested: b("crash")).subscribe) == ["crashDetected.app-1."])
+        #expect(texts(all.subscribe) == ["crashDetected.app-1.", "crashFollowUp.app-1.", "tripDidEnd.app-1.", "tripDidStart.app-1."])
+        #expect(texts(book.subscribe(connection: "1", key: dash, requested: b("crash")).subscribe) == ["crashDetected.app-1.", "crashFollowUp.app-1."])
         // Another connection of the same key is its own.
         _ = book.subscribe(connection: "2", key: dash, requested: b("crash"))
-        // "crash" goes; "" still needs crashDetected.app-1.
+        // "crash" goes; "" still needs crashDetected.app-1. and crashFollowUp.app-1.
         #expect(book.unsubscribe(connection: "1", key: dash, requested: b("crash")) == LiveSubscriptions.Change())
         #expect(texts(book.unsubscribe(connection: "1", key: dash, requested: b("")).unsubscribe)
-                == ["crashDetected.app-1.", "tripDidEnd.app-1.", "tripDidStart.app-1."])
-        #expect(texts(book.unsubscribe(connection: "2", key: dash, requested: b("crash")).unsubscribe) == ["crashDetected.app-1."])
+                == ["crashDetected.app-1.", "crashFollowUp.app-1.", "tripDidEnd.app-1.", "tripDidStart.app-1."])
+        #expect(texts(book.unsubscribe(connection: "2", key: dash, requested: b("crash")).unsubscribe) == ["crashDetected.app-1.", "crashFollowUp.app-1."])
         #expect(book.connectionCount == 0)
     }
 
@@ -112,7 +116,7 @@ import ZeroMQ
         let dash = key("dash", ["app-1"])
         for connection in ["1", "2", "3"] { _ = book.subscribe(connection: connection, key: dash, requested: b("crash")) }
         #expect(book.connectionCount == 2)
-        #expect(texts(book.unsubscribe(connection: "1", key: dash, requested: b("crash")).unsubscribe) == ["crashDetected.app-1."])
+        #expect(texts(book.unsubscribe(connection: "1", key: dash, requested: b("crash")).unsubscribe) == ["crashDetected.app-1.", "crashFollowUp.app-1."])
     }
 
     @Test func eventsOfADottedApplicationAreWithheldOnlyWhileALimitedKeyCouldMatchThem() {

@@ -15,6 +15,8 @@ public struct ControlRequest: Sendable, Equatable, Codable {
     public var detectionMode: CrashDetectionMode?
     public var shouldAutoDetectTrips: Bool?
     public var enabled: Bool?
+    /// raiseTestCrash: send its `crashFollowUp` too (test crashes have none unless asked).
+    public var followUp: Bool?
 
     /// What is wrong with a request; the message names the field.
     public struct Invalid: Error, Sendable, Equatable {
@@ -26,13 +28,14 @@ public struct ControlRequest: Sendable, Equatable, Codable {
     }
 
     public init(command: Command, app: String, user: String? = nil, detectionMode: CrashDetectionMode? = nil,
-                shouldAutoDetectTrips: Bool? = nil, enabled: Bool? = nil) {
+                shouldAutoDetectTrips: Bool? = nil, enabled: Bool? = nil, followUp: Bool? = nil) {
         self.command = command
         self.app = app
         self.user = user
         self.detectionMode = detectionMode
         self.shouldAutoDetectTrips = shouldAutoDetectTrips
         self.enabled = enabled
+        self.followUp = followUp
     }
 
     public init(json bytes: [UInt8]) throws(Invalid) {
@@ -67,6 +70,11 @@ public struct ControlRequest: Sendable, Equatable, Codable {
         }
         if case let .bool(flag)? = value["shouldAutoDetectTrips"] { shouldAutoDetectTrips = flag }
         if case let .bool(flag)? = value["enabled"] { enabled = flag }
+        switch value["followUp"] {
+        case nil, .null?: break
+        case let .bool(flag)?: followUp = flag
+        default: throw Invalid(message: "followUp: expected true or false")
+        }
         if command == .setDetectionMode, detectionMode == nil {
             throw Invalid(message: "mode: missing (all, crashOnly, tripOnly or disabled)")
         }

@@ -27,8 +27,30 @@ public struct CrashCandidate: Sendable, Equatable, Codable {
     public var isTest: Bool
     /// The raw window of the strongest impact: `[dt, x, y, z]` rows in g.
     public var samples: [[Double]]
+    // What `crashDetected` reports beyond the screening's features (`CrashDetails`); nil in candidates kept from
+    // before them.
+    /// Estimated change of velocity, m/s (`ImpactReadings.deltaV`).
+    public var deltaV: Double?
+    /// Direction of travel, degrees clockwise from north.
+    public var heading: Double?
+    /// The time of the fix that gave the position.
+    public var positionTime: Double?
+    public var positionTrusted: Bool?
+    /// The two positions before the crash position, newest first.
+    public var recentPositions: [TimedPosition]?
+    /// The trip in progress at the first impact.
+    public var tripID: String?
 
     public var device: DeviceID { DeviceID(app: app, user: user) }
+
+    /// What `crashDetected` carries of this candidate.
+    public var details: CrashDetails {
+        CrashDetails(speedBeforeImpact: speedBefore, speedAfterImpact: speedAfter, deltaV: deltaV, peakG: peakG,
+                     impactDurationMs: durationMs, impacts: impactCount, heading: heading,
+                     positionAccuracy: latitude == nil ? nil : positionAccuracy,
+                     positionAge: positionTime.map { abs(time - $0) }, positionTrusted: positionTrusted ?? false,
+                     recentPositions: recentPositions ?? [], inTrip: tripInProgress, tripID: tripID)
+    }
 }
 
 /// How the platform's evaluation ended.

@@ -13,19 +13,29 @@ struct CrashEngine: Sendable, Codable {
         /// What was known about the device when the first impact arrived.
         var activityMode: ActivityContext.Mode
         var tripInProgress: Bool
+        var tripID: String?
+        /// The course of the last fix before the first impact, when it reported one (the heading's first source).
+        var course: GPSTrack.Course?
+        /// The records since the first impact, for the follow-up; nil for an impact that came too late to watch
+        /// what followed it (and in clusters kept from before follow-ups).
+        var evidence: AfterImpact?
 
         init(firstImpact: Double, firstImpactSamples: [ImpactSample], strongest: ImpactObservation, count: Int,
-             activityMode: ActivityContext.Mode, tripInProgress: Bool) {
+             activityMode: ActivityContext.Mode, tripInProgress: Bool, tripID: String? = nil,
+             course: GPSTrack.Course? = nil, evidence: AfterImpact? = nil) {
             self.firstImpact = firstImpact
             self.firstImpactSamples = firstImpactSamples
             self.strongest = strongest
             self.count = count
             self.activityMode = activityMode
             self.tripInProgress = tripInProgress
+            self.tripID = tripID
+            self.course = course
+            self.evidence = evidence
         }
 
         private enum CodingKeys: String, CodingKey {
-            case firstImpact, firstImpactSamples, strongest, count, activityMode, tripInProgress
+            case firstImpact, firstImpactSamples, strongest, count, activityMode, tripInProgress, tripID, course, evidence
         }
 
         // The first impact is usually the strongest too: its samples are then written once, not twice.
@@ -39,6 +49,9 @@ struct CrashEngine: Sendable, Codable {
             try container.encode(count, forKey: .count)
             try container.encode(activityMode, forKey: .activityMode)
             try container.encode(tripInProgress, forKey: .tripInProgress)
+            try container.encodeIfPresent(tripID, forKey: .tripID)
+            try container.encodeIfPresent(course, forKey: .course)
+            try container.encodeIfPresent(evidence, forKey: .evidence)
         }
 
         init(from decoder: any Decoder) throws {
@@ -50,6 +63,9 @@ struct CrashEngine: Sendable, Codable {
             count = try container.decode(Int.self, forKey: .count)
             activityMode = try container.decode(ActivityContext.Mode.self, forKey: .activityMode)
             tripInProgress = try container.decode(Bool.self, forKey: .tripInProgress)
+            tripID = try container.decodeIfPresent(String.self, forKey: .tripID)
+            course = try container.decodeIfPresent(GPSTrack.Course.self, forKey: .course)
+            evidence = try container.decodeIfPresent(AfterImpact.self, forKey: .evidence)
         }
     }
 
@@ -61,25 +77,50 @@ struct CrashEngine: Sendable, Codable {
     /// First-impact times of recent crashes, so that later impacts of the same crash don't raise another.
     private var recentCrashes: [Double] = []
     private var testCrashCount = 0
+    /// Crashes sent for evaluation whose follow-up is still to come, in the order sent.
+    private(set) var followUps: [CrashFollowUpWatch] = []
 
     init(device: DeviceID) {
         self.device = device
     }
 
-    var hasPending: Bool { !pending.isEmpty }
+    private enum CodingKeys: String, CodingKey {
+        case device, pending, awaitingVerdict, recentCrashes, testCrashCount, followUps
+    }
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        device = try container.decode(DeviceID.self, forKey: .device)
+        pending = try container.decode([ImpactCluster].self, forKey: .pending)
+        awaitingVerdict = try container.decode([CrashCandidate].self, forKey: .awaitingVerdict)
+        recentCrashes = try container.decode([Double].self, forKey: .recentCrashes)
+        testCrashCount = try container.decode(Int.self, forKey: .testCrashCount)
+        // Checkpoints from before follow-ups have none.
+        followUps = try container.decodeIfPresent([CrashFollowUpWatch].self, forKey: .followUps) ?? []
+    }
+
+    /// A decision or a follow-up has a time to wait for.
+    var hasPending: Bool { !pending.isEmpty || followUps.contains { $0.confidence != nil } }
+
+    /// Records are being gathered for a follow-up.
+    var isWatching: Bool { !pending.isEmpty || !followUps.isEmpty }
 
     /// The first impact of the oldest cluster waiting for its decision.
     var oldestPendingImpact: Double? { pending.lazy.map(\.firstImpact).min() }
 
     func nextDeadline(settings: DetectionSettings) -> Double? {
-        pending.map { decisionTime(of: $0, settings: settings) }.min()
+        let decision = pending.map { decisionTime(of: $0, settings: settings) }.min()
+        guard let followUp = followUps.compactMap(\.due).min() else { return decision }
+        return decision.map { min($0, followUp) } ?? followUp
     }
 
     func decisionTime(of cluster: ImpactCluster, settings: DetectionSettings) -> Double {
         cluster.firstImpact + settings.crashDecisionDelay
     }
 
-    mutating func impact(_ observation: ImpactObservation, at t: Double, context: CrashContext) {
+    /// `watchAfter`: the records after it are still to come, so its follow-up can gather them (not for an impact
+    /// that came after later records).
+    mutating func impact(_ observation: ImpactObservation, at t: Double, context: CrashContext, watchAfter: Bool = true) {
         let settings = context.settings
         if let index = pending.firstIndex(where: { t - $0.firstImpact <= settings.crashClusterWindow && t >= $0.firstImpact }) {
             pending[index].count += 1
@@ -87,9 +128,30 @@ struct CrashEngine: Sendable, Codable {
             return
         }
         if recentCrashes.contains(where: { t >= $0 && t - $0 <= settings.crashClusterWindow }) { return }
+        let anchor = Array(context.gps.fixes(from: t - settings.crashPositionWindow, to: t)).last
         pending.append(ImpactCluster(firstImpact: t, firstImpactSamples: observation.samples, strongest: observation,
                                      count: 1, activityMode: context.activity.mode,
-                                     tripInProgress: context.tripInProgress))
+                                     tripInProgress: context.tripInProgress, tripID: context.tripID,
+                                     course: context.gps.lastCourse,
+                                     evidence: watchAfter ? AfterImpact(since: t, anchor: anchor) : nil))
+    }
+
+    /// One record of the device (impacts aside), for the follow-ups gathering what came after their impacts.
+    mutating func observe(at t: Double, fix: AcceptedFix?, newSteps: Int, activity: ActivityObservation?,
+                          settings: DetectionSettings) {
+        for index in pending.indices {
+            pending[index].evidence?.observe(at: t, fix: fix, newSteps: newSteps, activity: activity, settings: settings)
+        }
+        for index in followUps.indices {
+            followUps[index].evidence.observe(at: t, fix: fix, newSteps: newSteps, activity: activity, settings: settings)
+        }
+    }
+
+    /// Monitoring stops at `t`: no record will come, so every follow-up watches until then at the latest.
+    mutating func closeFollowUps(at t: Double) {
+        for index in followUps.indices {
+            followUps[index].evidence.until = min(followUps[index].evidence.until ?? t, t)
+        }
     }
 
     /// Decides the clusters whose decision time has come.
@@ -100,6 +162,7 @@ struct CrashEngine: Sendable, Codable {
             let cluster = pending.remove(at: index)
             actions.append(decide(cluster, context: context))
         }
+        actions += dueFollowUps(at: now, settings: settings)
         // An emptied list gives its buffer back: `hasPending`, asked twice a record, then reads the shared empty
         // array (always in cache) instead of a buffer of this device's, and an idle device holds none.
         if pending.isEmpty { pending = [] }
@@ -113,9 +176,27 @@ struct CrashEngine: Sendable, Codable {
         return clusters.map { decide($0, context: context) }
     }
 
-    mutating func raiseTestCrash(at t: Double, context: CrashContext) -> DetectionAction {
+    /// The follow-ups of reported crashes whose watch has ended by `now`, in the order their crashes were sent.
+    private mutating func dueFollowUps(at now: Double, settings: DetectionSettings) -> [DetectionAction] {
+        guard followUps.contains(where: { ($0.due ?? .infinity) <= now }) else { return [] }
+        var actions: [DetectionAction] = []
+        followUps.removeAll { watch in
+            guard let due = watch.due, due <= now, let confidence = watch.confidence else { return false }
+            let info = watch.evidence.followUp(crashID: watch.crashID, confidence: confidence, isTest: watch.isTest,
+                                               settings: settings)
+            actions.append(.emit(RoadSaveEvent(device: device, body: .crashFollowUp(info))))
+            return true
+        }
+        return actions
+    }
+
+    /// `followUp`: gather what follows and send `crashFollowUp` for it as for a real crash (test crashes have none
+    /// unless asked).
+    mutating func raiseTestCrash(at t: Double, context: CrashContext, followUp: Bool = false) -> DetectionAction {
         testCrashCount += 1
+        let settings = context.settings
         let position = context.gps.last
+        let readings = PositionReadings(position: position, course: context.gps.lastCourse, impact: t, context: context)
         // A test crash runs the same evaluation path with the features of an unmistakable crash, so that every
         // stage from the evaluator to the alerting systems is exercised; `isTest` tells them not to act.
         let candidate = CrashCandidate(
@@ -124,9 +205,20 @@ struct CrashEngine: Sendable, Codable {
             latitude: position?.latitude, longitude: position?.longitude,
             positionAccuracy: position?.accuracy, speedBefore: 15, speedAfter: 0, peakG: 45, durationMs: 90,
             impactCount: 1, activity: ActivityContext.Mode.inVehicle.rawValue, tripInProgress: context.tripInProgress,
-            isTest: true, samples: [])
+            isTest: true, samples: [], deltaV: 15, heading: readings.heading, positionTime: position?.t,
+            positionTrusted: readings.trusted, recentPositions: readings.recent, tripID: context.tripID)
         awaitVerdict(candidate)
+        if followUp, settings.crashFollowUpDelay > 0 {
+            var evidence = AfterImpact(since: t, anchor: position)
+            evidence.until = t + settings.crashFollowUpDelay
+            watch(candidate, evidence: evidence)
+        }
         return .evaluateCrash(candidate)
+    }
+
+    private mutating func watch(_ candidate: CrashCandidate, evidence: AfterImpact) {
+        followUps.removeAll { $0.crashID == candidate.crashID }
+        followUps.append(CrashFollowUpWatch(crashID: candidate.crashID, isTest: candidate.isTest, evidence: evidence))
     }
 
     private mutating func awaitVerdict(_ candidate: CrashCandidate) {
@@ -134,9 +226,11 @@ struct CrashEngine: Sendable, Codable {
         awaitingVerdict.append(candidate)
     }
 
-    /// The platform's answer (or its absence) for a candidate: the crash event, or a dismissal for `none`.
-    mutating func evaluated(crashID: String, outcome: CrashEvaluationOutcome) -> DetectionAction? {
-        guard let index = awaitingVerdict.firstIndex(where: { $0.crashID == crashID }) else { return nil }
+    /// The platform's answer (or its absence) for a candidate: the crash event (and its follow-up, when the watch
+    /// ended by `now`, the session's time), or a dismissal for `none`.
+    mutating func evaluated(crashID: String, outcome: CrashEvaluationOutcome, now: Double?,
+                            settings: DetectionSettings) -> [DetectionAction] {
+        guard let index = awaitingVerdict.firstIndex(where: { $0.crashID == crashID }) else { return [] }
         let candidate = awaitingVerdict.remove(at: index)
         let confidence: CrashConfidence
         switch outcome {
@@ -144,13 +238,20 @@ struct CrashEngine: Sendable, Codable {
             confidence = .unknown
         case let .verdict(verdict):
             guard let fromVerdict = CrashConfidence(verdict: verdict) else {
-                return .crashDismissed(candidate, .platformVerdictNone)
+                followUps.removeAll { $0.crashID == crashID }
+                return [.crashDismissed(candidate, .platformVerdictNone)]
             }
             confidence = fromVerdict
         }
         let info = CrashInfo(crashID: candidate.crashID, confidence: confidence, detectedAt: candidate.time,
-                             latitude: candidate.latitude, longitude: candidate.longitude, isTest: candidate.isTest)
-        return .emit(RoadSaveEvent(device: device, body: .crashDetected(info)))
+                             latitude: candidate.latitude, longitude: candidate.longitude, isTest: candidate.isTest,
+                             details: candidate.details)
+        var actions: [DetectionAction] = [.emit(RoadSaveEvent(device: device, body: .crashDetected(info)))]
+        if let watch = followUps.firstIndex(where: { $0.crashID == crashID }) {
+            followUps[watch].confidence = confidence
+            if let now { actions += dueFollowUps(at: now, settings: settings) }
+        }
+        return actions
     }
 
     // MARK: Screening
@@ -167,6 +268,7 @@ struct CrashEngine: Sendable, Codable {
             ?? Array(context.gps.fixes(from: t0, to: t0 + settings.crashPositionWindow)).first
         // Without a fix near the impact (a tunnel), the last known position is still the best place to send help.
         let position = nearby ?? context.gps.last
+        let readings = PositionReadings(position: position, course: cluster.course, impact: t0, context: context)
         let inVehicle = cluster.tripInProgress || cluster.activityMode == .inVehicle
         let candidate = CrashCandidate(
             crashID: StableID.make("crash", device.app, device.user, millis(t0)),
@@ -175,7 +277,11 @@ struct CrashEngine: Sendable, Codable {
             positionAccuracy: position?.accuracy, speedBefore: speedBefore, speedAfter: speedAfter,
             peakG: cluster.strongest.peakG, durationMs: cluster.strongest.durationMs, impactCount: cluster.count,
             activity: cluster.activityMode.rawValue, tripInProgress: cluster.tripInProgress, isTest: false,
-            samples: cluster.strongest.samples.map { [$0.dt, $0.x, $0.y, $0.z] })
+            samples: cluster.strongest.samples.map { [$0.dt, $0.x, $0.y, $0.z] },
+            deltaV: ImpactReadings.deltaV(samples: cluster.strongest.samples, speedBefore: speedBefore,
+                                          speedAfter: speedAfter),
+            heading: readings.heading, positionTime: position?.t, positionTrusted: readings.trusted,
+            recentPositions: readings.recent, tripID: cluster.tripID)
 
         if let reason = falsePositiveReason(cluster, speedBefore: speedBefore, speedAfter: speedAfter,
                                             hasPosition: nearby != nil, inVehicle: inVehicle, settings: settings) {
@@ -184,6 +290,10 @@ struct CrashEngine: Sendable, Codable {
         recentCrashes.removeAll { t0 - $0 > settings.crashClusterWindow }
         recentCrashes.append(t0)
         awaitVerdict(candidate)
+        if var evidence = cluster.evidence, settings.crashFollowUpDelay > 0 {
+            evidence.until = decisionTime(of: cluster, settings: settings) + settings.crashFollowUpDelay
+            watch(candidate, evidence: evidence)
+        }
         return .evaluateCrash(candidate)
     }
 
@@ -237,6 +347,7 @@ struct CrashContext {
     var activity: ActivityContext
     var gps: GPSTrack
     var tripInProgress: Bool
+    var tripID: String?
 }
 
 func millis(_ t: Double) -> String { String(Int64((t * 1000).rounded())) }

@@ -77,7 +77,7 @@ public struct DetectionCore: Sendable {
         /// Devices ticked while a journal was behind, their records all read.
         public var devicesTickedAhead = 0
         public var checkpoints = 0
-        public var eventsByKind = ["tripDidStart": 0, "tripDidEnd": 0, "crashDetected": 0]
+        public var eventsByKind = Dictionary(uniqueKeysWithValues: RoadSaveEvent.names.map { ($0, 0) })
         public var dismissalsByReason = Dictionary(uniqueKeysWithValues: FalsePositiveReason.allCases.map { ($0.rawValue, 0) })
         /// Records not applied handed to the store (a re-run's repeats included).
         public var unappliedKept = 0

@@ -204,7 +204,7 @@ public struct DeviceFleet: Sendable {
                 case .setDetectionMode:
                     result = try session.setDetectionMode(request.detectionMode ?? .all, at: t)
                 case .raiseTestCrash:
-                    result = try session.raiseTestCrash(at: t)
+                    result = try session.raiseTestCrash(at: t, followUp: request.followUp ?? false)
                 }
                 devices[slot].session = session
                 shareSettings(slot: slot)

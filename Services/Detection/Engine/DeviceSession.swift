@@ -80,6 +80,9 @@ public struct DeviceSession: Sendable, Codable {
         guard monitoring else { return actions }
         actions += endTrip(reason: .monitoringStopped)
         actions += crashes.decideAll(context: crashContext)
+        // No record will come: the follow-ups of reported crashes go now, with what came until the stop.
+        crashes.closeFollowUps(at: t)
+        actions += crashes.advance(to: t, context: crashContext)
         lifecycle = .configured
         return actions
     }
@@ -114,19 +117,21 @@ public struct DeviceSession: Sendable, Codable {
         return actions
     }
 
-    /// Raises a test crash: the same evaluation path as a real one, flagged `isTest`.
-    public mutating func raiseTestCrash(at t: Double) throws(RoadSaveError) -> [DetectionAction] {
+    /// Raises a test crash: the same evaluation path as a real one, flagged `isTest`; `followUp` asks for its
+    /// `crashFollowUp` too.
+    public mutating func raiseTestCrash(at t: Double, followUp: Bool = false) throws(RoadSaveError) -> [DetectionAction] {
         guard lifecycle != .unconfigured else { throw .notConfigured }
         guard monitoring else { throw .notMonitoring }
         guard crashesActive else { throw .crashDetectionDisabled }
         var actions = advance(to: t)
-        actions.append(crashes.raiseTestCrash(at: t, context: crashContext))
+        actions.append(crashes.raiseTestCrash(at: t, context: crashContext, followUp: followUp))
         return actions
     }
 
-    /// The platform's evaluation of a candidate from `.evaluateCrash` ended.
+    /// The platform's evaluation of a candidate from `.evaluateCrash` ended: the crash event, and its follow-up
+    /// too when the session's time has passed the end of its watch.
     public mutating func crashEvaluated(crashID: String, outcome: CrashEvaluationOutcome) -> [DetectionAction] {
-        crashes.evaluated(crashID: crashID, outcome: outcome).map { [$0] } ?? []
+        crashes.evaluated(crashID: crashID, outcome: outcome, now: clock, settings: settings)
     }
 
     // MARK: Records and time
@@ -143,17 +148,23 @@ public struct DeviceSession: Sendable, Codable {
         }
         lastRecordTime = record.t
 
+        // What a crash's follow-up gathers from the record.
+        var acceptedFix: AcceptedFix?
+        var newSteps = 0
+        var reportedActivity: ActivityObservation?
         switch record.payload {
         case let .location(fix):
             var measurement = FixMeasurement()
             guard case let .success(accepted) = gps.accept(fix, at: record.t, settings: _settings,
                                                            keepingFrom: gpsHistoryCutoff(at: record.t),
                                                            measurement: &measurement) else { break }
+            acceptedFix = accepted
             if accepted.isMovement { steps.movementSeen() }
             if tripsActive, let event = trips.fixAccepted(accepted, measurement: measurement, context: tripContext) {
                 actions.append(.emit(event))
             }
         case let .activity(observation):
+            reportedActivity = observation
             activity.update(observation, at: record.t)
             if tripsActive, let event = trips.activityChanged(context: tripContext) {
                 actions.append(.emit(event))
@@ -161,7 +172,7 @@ public struct DeviceSession: Sendable, Codable {
         case let .steps(count):
             // Without a pedometer only the stop delay ends trips.
             guard capabilities.pedometerAvailable else { break }
-            let newSteps = steps.update(cumulative: count)
+            newSteps = steps.update(cumulative: count)
             if tripsActive, let event = trips.stepsCounted(newSteps, at: record.t, stepsSinceMovement: steps.sinceMovement,
                                                            context: tripContext) {
                 actions.append(.emit(event))
@@ -170,6 +181,10 @@ public struct DeviceSession: Sendable, Codable {
             if crashesActive { crashes.impact(observation, at: record.t, context: crashContext) }
         case let .capabilities(reported):
             capabilities = reported
+        }
+        if crashes.isWatching, record.kind != .impact {
+            crashes.observe(at: record.t, fix: acceptedFix, newSteps: newSteps, activity: reportedActivity,
+                            settings: settings)
         }
         // A record may have moved a deadline to or before now (for example the end of automotive reports).
         // (Nearly always nothing: appending an empty array is still a call.)
@@ -183,7 +198,8 @@ public struct DeviceSession: Sendable, Codable {
     /// and the trip and activity as they are), and decided at once when its decision time has passed.
     public mutating func lateImpact(_ record: SensorRecord) -> [DetectionAction] {
         guard crashesActive, case let .impact(observation) = record.payload else { return [] }
-        crashes.impact(observation, at: record.t, context: crashContext)
+        // What followed it has been applied already: it has no follow-up.
+        crashes.impact(observation, at: record.t, context: crashContext, watchAfter: false)
         guard let clock else { return [] }
         return fireDueTimers(at: clock)
     }
@@ -268,6 +284,7 @@ public struct DeviceSession: Sendable, Codable {
     }
 
     private var crashContext: CrashContext {
-        CrashContext(sharedSettings: _settings, activity: activity, gps: gps, tripInProgress: trips.isDriving)
+        CrashContext(sharedSettings: _settings, activity: activity, gps: gps, tripInProgress: trips.isDriving,
+                     tripID: trips.tripID)
     }
 }

@@ -90,8 +90,8 @@ public enum FixRejection: String, Error, Sendable, CaseIterable {
 /// repeated or that jump at impossible speeds don't count: they neither move trips nor add distance.
 ///
 /// The history holds only what can still be read: the fixes from a cutoff the session gives (what speed estimates
-/// and crash decisions look back to), and the newest fix before it (the last known position before an impact may
-/// be older). Everything older would never be read again. (Checkpoints written before carry a `historySeconds`,
+/// and crash decisions look back to), and the newest `keptBeforeCutoff` fixes before it (the last known position
+/// before an impact may be older, and a crash reports the two positions before it). Everything older would never be read again. (Checkpoints written before carry a `historySeconds`,
 /// ignored now, and a longer history, cut at the next fix.)
 struct GPSTrack: Sendable, Codable {
     /// Accuracy assumed for fixes that don't report one.
@@ -107,15 +107,25 @@ struct GPSTrack: Sendable, Codable {
     static let defaultHistory = 150.0
     /// Stale fixes are dropped in batches of at least this many, so the array is not rebuilt on every fix.
     static let trimBatch = 8
+    /// Fixes kept before the cutoff: the crash position's fix and the two before it, across a GPS gap.
+    static let keptBeforeCutoff = 3
+
+    /// The course of a fix that reported one (a direction of travel, degrees clockwise from north).
+    struct Course: Sendable, Equatable, Codable {
+        var t: Double
+        var degrees: Double
+    }
 
     private(set) var recent: [AcceptedFix] = []
     private var consecutiveJumps = 0
+    /// The latest accepted fix's course, when it reported one: a crash's heading.
+    private(set) var lastCourse: Course?
     /// The cosine of the latitude of the last fix taken (while `recent.last` has the latitude `cachedLatitude`),
     /// so that each fix's cosine is computed once. Not in checkpoints: a restored track computes it again.
     private var cachedLatitude = Double.nan
     private var cachedCosLatitude = Double.nan
 
-    private enum CodingKeys: String, CodingKey { case recent, consecutiveJumps }
+    private enum CodingKeys: String, CodingKey { case recent, consecutiveJumps, lastCourse }
 
     init() {}
 
@@ -175,6 +185,7 @@ struct GPSTrack: Sendable, Codable {
         if candidate.speed == nil { candidate.speed = estimatedSpeed(for: candidate, cosLatitude: measured.cosLatitude) }
         candidate.isMovement = (candidate.speed ?? 0) >= settings.movementSpeed
         recent.append(candidate)
+        if let course = fix.course, course >= 0, course < 360 { lastCourse = Course(t: t, degrees: course) }
         cachedLatitude = candidate.latitude
         cachedCosLatitude = measured.cosLatitude
         trim(keepingFrom: cutoff ?? t - Self.defaultHistory)
@@ -196,8 +207,8 @@ struct GPSTrack: Sendable, Codable {
     private mutating func trim(keepingFrom cutoff: Double) {
         var older = 0
         while older < recent.count, recent[older].t < cutoff { older += 1 }
-        // The newest fix before the cutoff stays.
-        let stale = older - 1
+        // The newest fixes before the cutoff stay.
+        let stale = older - Self.keptBeforeCutoff
         guard stale >= Self.trimBatch else { return }
         // A new array of the right size, with room for the next batch: appending to a full array would double it.
         var kept: [AcceptedFix] = []

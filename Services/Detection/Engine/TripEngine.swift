@@ -173,6 +173,8 @@ struct TripEngine: Sendable, Codable {
     }
 
     var isDriving: Bool { trip != nil }
+    /// The trip in progress.
+    var tripID: String? { trip?.read(\.tripID) }
 
     // MARK: Inputs
 

@@ -1,3 +1,4 @@
+import RoadSaveModel
 import ZeroMQ
 
 /// What the notifier's XPUB applies for one subscription of a subscriber key, so that the subscriber gets exactly the
@@ -14,7 +15,7 @@ import ZeroMQ
 /// `LiveSubscriptions.withholds` keeps events of such apps off the live socket while a limited key could match them.
 enum LivePrefixes {
     /// Every event name on the topics (`RoadSaveEvent.name`). A name missing here is never given to a limited key.
-    static let eventNames = ["tripDidStart", "tripDidEnd", "crashDetected"]
+    static let eventNames = RoadSaveEvent.names
 
     /// The prefixes to subscribe on the subscriber's connection for `requested`, sorted, without repeats.
     static func applied(requested: [UInt8], applications: Set<String>?,
