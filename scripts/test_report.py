@@ -15,7 +15,7 @@ For each it takes the events `roadsave replay` prints (and the dismissals it log
   - the GeoJSON with the `geojson` package's `is_valid` and by hand (RFC 7946): a FeatureCollection of Features,
     geometry types LineString or Point (or null), positions [longitude, latitude] within range and near the simulated
     city (which catches swapped axes), LineStrings of two positions or more, trip properties equal to replay's
-    tripDidEnd events, crash properties to its crashDetected events;
+    tripDidEnd events, crash properties to its crashDetected events, follow-up properties to its crashFollowUp events;
   - the same figures with --events (replay's events as the source), the same page from the MessagePack recording,
     the bad-input matrix (exit 2 naming the file, line and field), and a user named like markup (shown as text,
     nothing of it run or loaded).
@@ -80,8 +80,10 @@ def truth(roadsave, records, work):
             if event["event"] == "tripDidEnd" or key not in trips:
                 trips[key] = event
     crashes = [e for e in events if e["event"] == "crashDetected"]
+    follow_ups = {e["crashID"]: e for e in events if e["event"] == "crashFollowUp"}
     dismissed = len(re.findall(r'msg="suspected crash dismissed"', result.stderr))
-    return {"events_path": events_path, "trips": trips, "crashes": crashes, "dismissed": dismissed}
+    return {"events_path": events_path, "trips": trips, "crashes": crashes, "follow_ups": follow_ups,
+            "dismissed": dismissed}
 
 
 def report(roadsave, records, work, name, *extra):
@@ -137,6 +139,12 @@ def check_page(driver, html, expected, label):
           f"{label}: crash confidences differ")
     ticks = driver.find_elements(By.CSS_SELECTOR, "svg.timeline path.crash-tick")
     check(len(ticks) == len(expected["crashes"]), f"{label}: {len(ticks)} crash marks on the timelines")
+    # Each crash's row marks its follow-up, with the outcome replay gave it.
+    cells = {row.get_attribute("data-crash-id"): row.find_element(By.CSS_SELECTOR, "td.follow-up").get_attribute("data-outcome")
+             for row in driver.find_elements(By.CSS_SELECTOR, "table.crashes tbody tr")}
+    want_outcomes = {c["crashID"]: expected["follow_ups"][c["crashID"]]["outcome"] if c["crashID"] in expected["follow_ups"] else None
+                     for c in expected["crashes"]}
+    check(cells == want_outcomes, f"{label}: follow-up outcomes in the crashes table {cells}, replay gave {want_outcomes}")
     dismissed = driver.find_elements(By.CSS_SELECTOR, "svg.timeline path.dismissed-tick")
     check(len(dismissed) == expected["dismissed"],
           f"{label}: {len(dismissed)} dismissed marks, replay logged {expected['dismissed']} dismissals")
@@ -172,7 +180,7 @@ def check_geojson(path, expected, label):
     check(parsed.is_valid, f"{label}: geojson says invalid: {parsed.errors()}")
     check(data.get("type") == "FeatureCollection", f"{label}: not a FeatureCollection")
     check(set(data) <= {"type", "features", "bbox"}, f"{label}: foreign members on the collection: {set(data)}")
-    lines, crash_points = {}, {}
+    lines, crash_points, follow_up_points = {}, {}, {}
     for index, feature in enumerate(data["features"]):
         where = f"{label}: feature {index}"
         check(feature.get("type") == "Feature", f"{where}: type {feature.get('type')}")
@@ -195,6 +203,9 @@ def check_geojson(path, expected, label):
         elif properties.get("event") == "crashDetected":
             check(geometry is None or geometry["type"] == "Point", f"{where}: a crash that is not a Point")
             crash_points[properties["crashID"]] = (properties, geometry)
+        elif properties.get("event") == "crashFollowUp":
+            check(geometry is None or geometry["type"] == "Point", f"{where}: a follow-up that is not a Point")
+            follow_up_points[properties["crashID"]] = properties
         else:
             check(properties.get("kind") == "dismissedCrash", f"{where}: neither a trip, a crash nor a dismissal")
     check(lines == expected["trips"], f"{label}: trip features' properties differ from replay's trip events")
@@ -205,6 +216,7 @@ def check_geojson(path, expected, label):
         if crash.get("latitude") is not None and geometry:
             check(geometry["coordinates"] == [crash["longitude"], crash["latitude"]],
                   f"{label}: crash {crash['crashID']} at {geometry['coordinates']}, replay says lon {crash['longitude']}, lat {crash['latitude']}")
+    check(follow_up_points == expected["follow_ups"], f"{label}: follow-up features' properties differ from replay's crashFollowUp events")
     return len(data["features"])
 
 

@@ -32,7 +32,8 @@ public enum ControlCommand {
           stopMonitoring         stop monitoring (a trip in progress ends)
           setAutoTripDetection   --enabled true|false: resume or pause trip detection (false ends a trip in progress)
           setDetectionMode       --mode all|crashOnly|tripOnly|disabled
-          raiseTestCrash         raise a test crash (crashDetected with isTest true) through the normal path
+          raiseTestCrash         raise a test crash (crashDetected with isTest true) through the normal path;
+                                 --follow-up asks for its crashFollowUp too (crashFollowUpDelay later)
           acknowledgeJournalGaps say that the journal gaps detection reported (records deleted by ingest's retention
                                  before it read them) are known: /readyz no longer fails for them. No --app; needs
                                  an operator key listed for every application
@@ -43,6 +44,7 @@ public enum ControlCommand {
           --mode M            all, crashOnly, tripOnly or disabled (configure, setDetectionMode)
           --auto-trips B      true or false: shouldAutoDetectTrips (configure)
           --enabled B         true or false (setAutoTripDetection)
+          --follow-up         send the test crash's crashFollowUp as for a real crash (raiseTestCrash)
           --endpoint URL      detection's control endpoint (default tcp://127.0.0.1:5552)
           --timeout S         seconds to wait for the reply, 0.05 to 3600 (default 10)
           --log-level L       debug, info, warning or error (default warning)
@@ -93,6 +95,7 @@ public enum ControlCommand {
         var mode: String?
         var autoTrips: Bool?
         var enabled: Bool?
+        var followUp = false
         var endpoint = "tcp://127.0.0.1:5552"
         var timeout = 10.0
         var timeoutMilliseconds: Int32 = 10_000
@@ -104,7 +107,7 @@ public enum ControlCommand {
                 arguments,
                 valued: (["--app", "--user", "--mode", "--auto-trips", "--enabled", "--endpoint", "--timeout",
                          "--log-level"] as Set<String>).union(ClientCurveKeys.flags),
-                flags: CommandLineOptions.helpSwitches)
+                flags: CommandLineOptions.helpSwitches.union(["--follow-up"]))
             if parsed.asksForHelp {
                 help = true
                 return
@@ -152,6 +155,12 @@ public enum ControlCommand {
                 }
                 enabled = try Self.bool(text, flag: "--enabled")
             }
+            if parsed.has("--follow-up") {
+                guard command == .raiseTestCrash else {
+                    throw CommandExit.usage("--follow-up applies to raiseTestCrash, not \(command.rawValue)")
+                }
+                followUp = true
+            }
             if command == .setDetectionMode, mode == nil {
                 throw CommandExit.usage("setDetectionMode needs --mode all|crashOnly|tripOnly|disabled")
             }
@@ -189,7 +198,9 @@ public enum ControlCommand {
                 writer.add("mode", mode ?? CrashDetectionMode.all.rawValue)
             case .setAutoTripDetection:
                 writer.add("enabled", enabled ?? true)
-            case .startMonitoring, .stopMonitoring, .raiseTestCrash, .acknowledgeJournalGaps:
+            case .raiseTestCrash:
+                if followUp { writer.add("followUp", true) }
+            case .startMonitoring, .stopMonitoring, .acknowledgeJournalGaps:
                 break
             }
             return writer.finish()

@@ -74,9 +74,20 @@ public enum EventFileReader {
             return RoadSaveEvent(device: device, body: .crashDetected(CrashInfo(
                 crashID: try fields.identifier("crashID"), confidence: confidence, detectedAt: try fields.date("detectedAt"),
                 latitude: position?.latitude, longitude: position?.longitude,
-                isTest: try fields.optionalBool("isTest") ?? false)))
+                isTest: try fields.optionalBool("isTest") ?? false, details: try fields.crashDetails())))
+        case "crashFollowUp":
+            let position = try fields.position("latitude", "longitude")
+            return RoadSaveEvent(device: device, body: .crashFollowUp(CrashFollowUpInfo(
+                crashID: try fields.identifier("crashID"), confidence: try fields.choice("confidence", CrashConfidence.self,
+                                                                                         legacy: Self.legacy),
+                detectedAt: try fields.date("detectedAt"), observedUntil: try fields.date("observedUntil"),
+                outcome: try fields.choice("outcome", CrashFollowUpOutcome.self, legacy: Self.legacy),
+                isTest: try fields.optionalBool("isTest") ?? false, records: try fields.count("records"),
+                secondsOfData: try fields.number("secondsOfData"), distanceMoved: try fields.optionalNumber("distanceMoved"),
+                steps: try fields.count("steps"), maxSpeedAfter: try fields.optionalNumber("maxSpeedAfter"),
+                latitude: position?.latitude, longitude: position?.longitude)))
         default:
-            throw fail("event", "unknown event \"\(name)\"; expected tripDidStart, tripDidEnd or crashDetected")
+            throw fail("event", "unknown event \"\(name)\"; expected \(RoadSaveEvent.names.joined(separator: ", "))")
         }
     }
 
@@ -132,6 +143,45 @@ public enum EventFileReader {
                 throw fail(latitude == nil ? latitudeName : longitudeName, "missing while the other coordinate is given")
             }
             return (latitude, longitude)
+        }
+
+        /// A whole number ≥ 0.
+        func count(_ name: String) throws(ReportInputError) -> Int {
+            let value = try number(name)
+            guard value >= 0, value <= Double(Int32.max), value.rounded() == value else {
+                throw fail(name, "expected a whole number ≥ 0, found \(value)")
+            }
+            return Int(value)
+        }
+
+        /// `crashDetected`'s details, present when `peakG` is (events written before them have none).
+        func crashDetails() throws(ReportInputError) -> CrashDetails? {
+            guard let member = value["peakG"], member != .null else { return nil }
+            var positions: [TimedPosition] = []
+            if let list = value["recentPositions"], list != .null {
+                guard case let .array(items) = list else {
+                    throw fail("recentPositions", "expected an array, found \(list.typeName)")
+                }
+                for (index, item) in items.enumerated() {
+                    let entry = Fields(value: item, fail: { field, reason in
+                        fail("recentPositions[\(index)]" + (field.map { ".\($0)" } ?? ""), reason)
+                    })
+                    guard case .object = item, let position = try entry.position("latitude", "longitude") else {
+                        throw fail("recentPositions[\(index)]", "expected {\"latitude\", \"longitude\", \"time\"}")
+                    }
+                    positions.append(TimedPosition(latitude: position.latitude, longitude: position.longitude,
+                                                   time: try entry.date("time")))
+                }
+            }
+            let tripID: String? = value["tripID"] == nil || value["tripID"] == .null ? nil : try identifier("tripID")
+            return CrashDetails(
+                speedBeforeImpact: try optionalNumber("speedBeforeImpact"),
+                speedAfterImpact: try optionalNumber("speedAfterImpact"), deltaV: try optionalNumber("deltaV"),
+                peakG: try number("peakG"), impactDurationMs: try optionalNumber("impactDurationMs"),
+                impacts: try count("impacts"), heading: try optionalNumber("heading"),
+                positionAccuracy: try optionalNumber("positionAccuracy"), positionAge: try optionalNumber("positionAge"),
+                positionTrusted: try optionalBool("positionTrusted") ?? false, recentPositions: positions,
+                inTrip: try optionalBool("inTrip") ?? false, tripID: tripID)
         }
 
         func optionalBool(_ name: String) throws(ReportInputError) -> Bool? {

@@ -5,6 +5,7 @@ import RoadSaveModel
 ///   properties the fields of its event (`tripDidEnd`, or `tripDidStart` while it is open) exactly as `roadsave
 ///   replay` writes them;
 /// - a crash is a `Point`, its properties the `crashDetected` event's fields;
+/// - a crash's follow-up is a `Point` where the device was last known, its properties the `crashFollowUp` event's;
 /// - a dismissed crash candidate is a `Point` whose properties say `"kind": "dismissedCrash"` with its reason (it
 ///   has no `event`: it is not one).
 /// Positions are `[longitude, latitude]` in WGS 84, to 7 decimals (about a centimetre). A trip with fewer than two
@@ -30,6 +31,11 @@ public enum GeoJSONWriter {
                 let event = RoadSaveEvent(device: report.device, body: .crashDetected(crash))
                 features.append(feature(geometry: point(latitude: crash.latitude, longitude: crash.longitude),
                                         properties: event.json(.current)))
+                if let followUp = report.followUps[crash.crashID] {
+                    let event = RoadSaveEvent(device: report.device, body: .crashFollowUp(followUp))
+                    features.append(feature(geometry: point(latitude: followUp.latitude, longitude: followUp.longitude),
+                                            properties: event.json(.current)))
+                }
             }
             for dismissal in report.dismissals {
                 var properties = JSONObjectWriter()

@@ -176,14 +176,41 @@ public struct ReportPage {
     func crashTable(_ report: DeviceReport) -> String {
         guard !report.crashes.isEmpty else { return "<h3>Crashes</h3>\n<p class=\"muted\">No crashes.</p>\n" }
         var html = "<h3>Crashes</h3>\n<table class=\"crashes\"><thead><tr><th>crash ID</th><th>detected (UTC)</th>"
-            + "<th>confidence</th><th>latitude</th><th>longitude</th><th>test</th></tr></thead><tbody>\n"
+            + "<th>confidence</th><th>latitude</th><th>longitude</th><th>position</th><th>speed before (km/h)</th>"
+            + "<th>peak (g)</th><th>test</th><th>after</th></tr></thead><tbody>\n"
         for crash in report.crashes {
+            let details = crash.details
             html += "<tr data-crash-id=\"\(Markup.escape(crash.crashID))\"><td><code>\(Markup.escape(crash.crashID))</code></td>"
                 + "<td>\(Markup.dateTime(crash.detectedAt))</td><td>\(crash.confidence.rawValue)</td>"
                 + "<td class=\"n\">\(Self.coordinate(crash.latitude))</td><td class=\"n\">\(Self.coordinate(crash.longitude))</td>"
-                + "<td>\(crash.isTest ? "yes" : "no")</td></tr>\n"
+                + "<td>\(details.map(Self.positionQuality) ?? "–")</td>"
+                + "<td class=\"n\">\(details?.speedBeforeImpact.map { JSONObjectWriter.fixedNumber($0 * 3.6, decimals: 1) } ?? "–")</td>"
+                + "<td class=\"n\">\(details.map { JSONObjectWriter.fixedNumber($0.peakG, decimals: 1) } ?? "–")</td>"
+                + "<td>\(crash.isTest ? "yes" : "no")</td>"
+                + Self.followUpCell(report.followUps[crash.crashID]) + "</tr>\n"
         }
         return html + "</tbody></table>\n"
+    }
+
+    /// "trusted, 0.4 s old, ±5 m", or why not.
+    static func positionQuality(_ details: CrashDetails) -> String {
+        guard let age = details.positionAge, let accuracy = details.positionAccuracy else { return "none" }
+        return (details.positionTrusted ? "trusted" : "not trusted") + ", "
+            + JSONObjectWriter.fixedNumber(age, decimals: 1) + " s old, ±" + JSONObjectWriter.fixedNumber(accuracy, decimals: 0) + " m"
+    }
+
+    /// The crash's follow-up: its outcome and evidence ("personWalking: 212 steps, 150 m in 118 s of data").
+    static func followUpCell(_ followUp: CrashFollowUpInfo?) -> String {
+        guard let followUp else { return "<td class=\"follow-up muted\">–</td>" }
+        var evidence = ["\(followUp.records) \(followUp.records == 1 ? "record" : "records") in "
+                        + JSONObjectWriter.fixedNumber(followUp.secondsOfData, decimals: 0) + " s"]
+        if followUp.steps > 0 { evidence.append("\(followUp.steps) steps") }
+        if let moved = followUp.distanceMoved { evidence.append("moved " + JSONObjectWriter.fixedNumber(moved, decimals: 0) + " m") }
+        if let speed = followUp.maxSpeedAfter {
+            evidence.append("up to " + JSONObjectWriter.fixedNumber(speed * 3.6, decimals: 0) + " km/h")
+        }
+        return "<td class=\"follow-up\" data-outcome=\"\(followUp.outcome.rawValue)\"><strong>\(followUp.outcome.rawValue)</strong>"
+            + " (\(Markup.dateTime(followUp.observedUntil))): " + evidence.joined(separator: ", ") + "</td>"
     }
 
     func dismissalTable(_ report: DeviceReport) -> String {

@@ -113,7 +113,7 @@ public enum EventBody {
                 let known = [("distanceMoved", info.distanceMoved), ("maxSpeedAfter", info.maxSpeedAfter),
                              ("latitude", info.latitude), ("longitude", info.longitude)]
                     .compactMap { key, value in value.map { (key, $0) } }
-                packer.packMapHeader(13 + known.count)
+                packer.packMapHeader(12 + known.count)
                 packEventHead(event, packer)
                 packer.pack("crashID")
                 packer.pack(info.crashID)

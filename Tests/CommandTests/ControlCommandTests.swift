@@ -133,6 +133,7 @@ import Testing
             (["ctl", "configure", "--app", "a", "--endpoint", "tcp://*:5552"], "--endpoint"),
             (["ctl", "acknowledgeJournalGaps", "--app", "a"], "--app does not apply to acknowledgeJournalGaps"),
             (["ctl", "acknowledgeJournalGaps", "--user", "u"], "--user does not apply to acknowledgeJournalGaps"),
+            (["ctl", "configure", "--app", "a", "--follow-up"], "--follow-up applies to raiseTestCrash, not configure"),
         ] {
             var environment = ProcessInfo.processInfo.environment
             environment["ROADSAVE_APP"] = nil

@@ -77,4 +77,29 @@ import Testing
         #expect(crash["isTest"] as? Bool == true)
         await pipeline.stop()
     }
+
+    /// Asked for (`--follow-up`), a test crash's follow-up comes after it; stopping monitoring ends its watch, and a
+    /// device that sent nothing is `deviceSilent`.
+    @Test func aTestCrashsFollowUpComesWhenAskedFor() async throws {
+        let pipeline = try await Pipeline.start(applications: "demo-app", stopDelay: nil)
+        defer { pipeline.kill() }
+        let tail = try await startTail(["--endpoint", pipeline.subscribers, "--event", "crashDetected,crashFollowUp",
+                                        "--user", "tester", "--count", "2", "--timeout", "60"], catchUp: pipeline.catchUp)
+        defer { tail.kill() }
+        for arguments in [["configure"], ["startMonitoring"], ["raiseTestCrash", "--follow-up"], ["stopMonitoring"]] {
+            let result = try await Roadsave.run(["ctl"] + arguments + ["--app", "demo-app", "--user", "tester",
+                                                                       "--endpoint", pipeline.control])
+            #expect(result.status == 0, "\(arguments): \(result.stdout) \(result.stderr)")
+        }
+        let status = await tail.waitForExit(timeout: 60)
+        #expect(status == 0, "\(tail.stderr)")
+        let events = Roadsave.Result(status: 0, stdout: tail.stdout, stderr: "").objects
+        #expect(events.map { $0["event"] as? String } == ["crashDetected", "crashFollowUp"], "\(tail.stdout)")
+        guard events.count == 2 else { return }
+        #expect(events[1]["crashID"] as? String == events[0]["crashID"] as? String)
+        #expect(events[1]["eventID"] as? String != events[0]["eventID"] as? String)
+        #expect(events[1]["isTest"] as? Bool == true)
+        #expect(events[1]["outcome"] as? String == "deviceSilent")
+        await pipeline.stop()
+    }
 }

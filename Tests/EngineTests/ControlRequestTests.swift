@@ -24,6 +24,9 @@ import Testing
         #expect(try parse(#"{"command":"setAutoTripDetection","app":"a","user":"u","enabled":false}"#).enabled == false)
         let all = try parse(#"{"command":"raiseTestCrash","app":"a"}"#)
         #expect(all.user == nil, "no user: every device of the application")
+        #expect(all.followUp == nil, "a test crash has no follow-up unless asked")
+        #expect(try parse(#"{"command":"raiseTestCrash","app":"a","followUp":true}"#).followUp == true)
+        #expect(message(#"{"command":"raiseTestCrash","app":"a","followUp":"yes"}"#) == "followUp: expected true or false")
         for command in ["startMonitoring", "stopMonitoring"] {
             #expect(try parse(#"{"command":"\#(command)","app":"a","user":"u"}"#).command.rawValue == command)
         }

@@ -121,6 +121,89 @@ struct RoadSaveEventCurrentTests {
         #expect(event["isTest"] == .bool(false))
     }
 
+    @Test func crashDetectedCarriesItsDetailsAfter40sFieldsInTheCurrentFormatOnly() throws {
+        var crash = SampleEvents.crash
+        crash.details = CrashDetails(
+            speedBeforeImpact: 15.254, speedAfterImpact: nil, deltaV: 24.9, peakG: 45.5, impactDurationMs: 90,
+            impacts: 2, heading: 271.55, positionAccuracy: 4.8, positionAge: 0.4, positionTrusted: true,
+            recentPositions: [TimedPosition(latitude: -33.924801234, longitude: 18.42405, time: 1_709_164_799.0),
+                              TimedPosition(latitude: -33.92482, longitude: 18.42391, time: 1_709_164_798.0)],
+            inTrip: true, tripID: "trip-7")
+        let event = try parseEvent(RoadSaveEvent(device: SampleEvents.device, body: .crashDetected(crash)).json(.current))
+        #expect(keys(of: event) == ["event", "eventID", "app", "user", "crashID", "confidence", "detectedAt",
+                                    "latitude", "longitude", "isTest", "speedBeforeImpact", "speedAfterImpact", "deltaV",
+                                    "peakG", "impactDurationMs", "impacts", "heading", "positionAccuracy", "positionAge",
+                                    "positionTrusted", "recentPositions", "inTrip", "tripID"])
+        #expect(event["speedBeforeImpact"] == .number(15.25))
+        // Unknown is null, never a made-up zero.
+        #expect(event["speedAfterImpact"] == .null)
+        #expect(event["heading"] == .number(271.6) || event["heading"] == .number(271.5))
+        #expect(event["impacts"] == .number(2) && event["positionTrusted"] == .bool(true) && event["inTrip"] == .bool(true))
+        #expect(event["tripID"] == .string("trip-7"))
+        guard case let .array(positions)? = event["recentPositions"] else {
+            Issue.record("recentPositions is not an array")
+            return
+        }
+        #expect(positions.count == 2)
+        #expect(positions.first?["latitude"] == .number(-33.9248012))
+        #expect(positions.first?["time"] == .string("2024-02-28T23:59:59.000Z"))
+        // Without a trip, tripID is null; the legacy format is unchanged.
+        crash.details?.inTrip = false
+        crash.details?.tripID = nil
+        let untripped = try parseEvent(RoadSaveEvent(device: SampleEvents.device, body: .crashDetected(crash)).json())
+        #expect(untripped["tripID"] == .null && untripped["inTrip"] == .bool(false))
+        #expect(RoadSaveEvent(device: SampleEvents.device, body: .crashDetected(crash)).json(.legacy)
+                == SampleEvents.crashed.json(.legacy))
+    }
+
+    @Test(arguments: EventFormat.allCases)
+    func crashFollowUpFields(format: EventFormat) throws {
+        let followUp = CrashFollowUpInfo(
+            crashID: "crash-1", confidence: .high, detectedAt: 1_709_164_800.5, observedUntil: 1_709_164_940.5,
+            outcome: .personWalking, isTest: false, records: 212, secondsOfData: 139.25, distanceMoved: 151.26, steps: 220,
+            maxSpeedAfter: nil, latitude: -33.92336, longitude: 18.4258)
+        let event = RoadSaveEvent(device: SampleEvents.device, body: .crashFollowUp(followUp))
+        let line = try parseEvent(event.json(format))
+        #expect(keys(of: line) == ["event", "eventID", "app", "user", "crashID", "confidence", "detectedAt", "observedUntil",
+                                   "outcome", "isTest", "records", "secondsOfData", "distanceMoved", "steps",
+                                   "maxSpeedAfter", "latitude", "longitude"])
+        #expect(line["event"] == .string("crashFollowUp") && line["outcome"] == .string("personWalking"))
+        #expect(line["observedUntil"] == .string("2024-02-29T00:02:20.500Z"))
+        #expect(line["distanceMoved"] == .number(151.3) && line["maxSpeedAfter"] == .null && line["steps"] == .number(220))
+        // Its own event ID, stable, not the crash's.
+        #expect(event.eventID != SampleEvents.crashed.eventID)
+        #expect(event.eventID == RoadSaveEvent(device: SampleEvents.device, body: .crashFollowUp(followUp)).eventID)
+        #expect(event.time == followUp.observedUntil && event.name == "crashFollowUp")
+    }
+
+    @Test func theDelegateHearsTheFollowUpThroughItsExtension() {
+        final class Dispatcher: RoadSaveDelegate {
+            var heard: [String] = []
+            func tripDidStart(_ tripInfo: TripStartInfo) {}
+            func tripDidEnd(_ tripInfo: TripInfo) {}
+            func crashDetected(_ crashInfo: CrashInfo) { heard.append("crash \(crashInfo.crashID)") }
+            func crashDidFollowUp(_ followUp: CrashFollowUpInfo) { heard.append("\(followUp.outcome.rawValue) \(followUp.crashID)") }
+        }
+        /// Written for the brief: no follow-up method, and it still compiles and takes every event.
+        final class BriefDelegate: RoadSaveDelegate {
+            var crashes = 0
+            func tripDidStart(_ tripInfo: TripStartInfo) {}
+            func tripDidEnd(_ tripInfo: TripInfo) {}
+            func crashDetected(_ crashInfo: CrashInfo) { crashes += 1 }
+        }
+        let followUp = RoadSaveEvent(device: SampleEvents.device, body: .crashFollowUp(CrashFollowUpInfo(
+            crashID: "crash-1", confidence: .high, detectedAt: 1, observedUntil: 141, outcome: .deviceSilent, isTest: false,
+            records: 0, secondsOfData: 0, distanceMoved: nil, steps: 0, maxSpeedAfter: nil, latitude: nil, longitude: nil)))
+        let dispatcher = Dispatcher()
+        SampleEvents.crashed.deliver(to: dispatcher)
+        followUp.deliver(to: dispatcher)
+        #expect(dispatcher.heard == ["crash crash-1", "deviceSilent crash-1"])
+        let brief = BriefDelegate()
+        SampleEvents.crashed.deliver(to: brief)
+        followUp.deliver(to: brief)
+        #expect(brief.crashes == 1)
+    }
+
     @Test(arguments: [(CrashConfidence.high, "high"), (.medium, "medium"), (.low, "low"), (.unknown, "unknown")])
     func crashConfidenceNames(confidence: CrashConfidence, name: String) throws {
         var crash = SampleEvents.crash

@@ -65,6 +65,31 @@ struct EventFileReaderTests {
         #expect(error([line.replacingOccurrences(of: "\"maxSpeed\":13.5", with: "\"maxSpeed\":\"fast\"")])?.field == "maxSpeed")
     }
 
+    @Test func readsACrashsDetailsAndItsFollowUpAndNamesABadMember() throws {
+        guard case var .crashDetected(info) = events[2].body else {
+            Issue.record("not a crashDetected")
+            return
+        }
+        info.details = CrashDetails(
+            speedBeforeImpact: 15.25, speedAfterImpact: nil, deltaV: 24.5, peakG: 45.5, impactDurationMs: 90, impacts: 2,
+            heading: 271.5, positionAccuracy: 4.8, positionAge: 0.4, positionTrusted: true,
+            recentPositions: [TimedPosition(latitude: -33.9101, longitude: 18.4299, time: Fixture.t0 + 2399.125)],
+            inTrip: true, tripID: "trip-B")
+        let detailed = RoadSaveEvent(device: Fixture.device, body: .crashDetected(info))
+        let followUp = RoadSaveEvent(device: Fixture.device, body: .crashFollowUp(CrashFollowUpInfo(
+            crashID: info.crashID, confidence: .high, detectedAt: info.detectedAt, observedUntil: info.detectedAt + 140,
+            outcome: .personWalking, isTest: false, records: 212, secondsOfData: 139.5, distanceMoved: 151.5, steps: 220,
+            maxSpeedAfter: nil, latitude: -33.9113, longitude: 18.431)))
+        #expect(try read([detailed.json(.current), followUp.json(.current)]) == [detailed, followUp])
+        let line = detailed.json(.current)
+        #expect(error([line.replacingOccurrences(of: "\"latitude\":-33.9101", with: "\"latitude\":-99")])?.field
+                == "recentPositions[0].latitude")
+        #expect(error([line.replacingOccurrences(of: "\"impacts\":2", with: "\"impacts\":-2")])?.field == "impacts")
+        let follow = followUp.json(.current)
+        #expect(error([follow.replacingOccurrences(of: "personWalking", with: "fine")])?.field == "outcome")
+        #expect(error([follow.replacingOccurrences(of: "\"observedUntil\"", with: "\"until\"")])?.field == "observedUntil")
+    }
+
     @Test func readsWhatTailPrintsWithPositions() throws {
         let lines = events.enumerated().map { "{\"position\":\($0.offset + 1),\"event\":\($0.element.json(.current))}" }
         #expect(try read(lines) == events)

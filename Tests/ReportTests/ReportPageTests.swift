@@ -53,6 +53,25 @@ struct ReportPageTests {
         #expect(html.contains("<td class=\"n\">48.6</td><td>-33.92490, 18.42410 → -33.90000, 18.50000</td>"), "\(html)")
     }
 
+    @Test func aCrashRowMarksItsFollowUpAndHowFarItsPositionIsTrusted() {
+        let collector = Fixture.collector()
+        collector.add(RoadSaveEvent(device: Fixture.device, body: .crashDetected(CrashInfo(
+            crashID: "crash-9", confidence: .medium, detectedAt: Fixture.t0 + 2600, latitude: -33.9, longitude: 18.45,
+            isTest: false, details: CrashDetails(speedBeforeImpact: 15, peakG: 32.25, positionAccuracy: 5, positionAge: 0.4,
+                                                 positionTrusted: true)))))
+        collector.add(RoadSaveEvent(device: Fixture.device, body: .crashFollowUp(CrashFollowUpInfo(
+            crashID: "crash-9", confidence: .medium, detectedAt: Fixture.t0 + 2600, observedUntil: Fixture.t0 + 2740,
+            outcome: .deviceSilent, isTest: false, records: 0, secondsOfData: 0, distanceMoved: nil, steps: 0,
+            maxSpeedAfter: nil, latitude: -33.9, longitude: 18.45))))
+        let html = page(collector.reports())
+        #expect(html.contains("<th>position</th><th>speed before (km/h)</th><th>peak (g)</th><th>test</th><th>after</th>"))
+        #expect(html.contains("<td>trusted, 0.4 s old, ±5 m</td><td class=\"n\">54.0</td><td class=\"n\">32.3</td>"), "\(html)")
+        #expect(html.contains("<td class=\"follow-up\" data-outcome=\"deviceSilent\"><strong>deviceSilent</strong>"))
+        #expect(html.contains("0 records in 0 s</td>"))
+        // The fixture's own crash has neither details nor a follow-up.
+        #expect(html.contains("<td>–</td><td class=\"n\">–</td><td class=\"n\">–</td><td>no</td><td class=\"follow-up muted\">–</td>"))
+    }
+
     @Test func escapesWhatComesFromTheInputAndMasksTheApplication() {
         let hostile = DeviceID(app: "app-id-secret-123", user: "<script>alert(1)</script>\"'&")
         let collector = Fixture.collector(device: hostile)

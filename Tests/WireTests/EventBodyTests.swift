@@ -23,6 +23,20 @@ struct EventBodyTests {
         case let (.crashDetected(a), .crashDetected(b)):
             #expect(a.crashID == b.crashID && a.confidence == b.confidence && a.detectedAt == b.detectedAt)
             #expect(a.latitude == b.latitude && a.longitude == b.longitude && a.isTest == b.isTest)
+            #expect(a.details == b.details)
+            if let x = a.details, let y = b.details {
+                #expect(x.speedBeforeImpact == y.speedBeforeImpact && x.speedAfterImpact == y.speedAfterImpact)
+                #expect(x.deltaV == y.deltaV && x.peakG == y.peakG && x.impactDurationMs == y.impactDurationMs)
+                #expect(x.impacts == y.impacts && x.heading == y.heading && x.positionAccuracy == y.positionAccuracy)
+                #expect(x.positionAge == y.positionAge && x.positionTrusted == y.positionTrusted)
+                #expect(x.recentPositions == y.recentPositions && x.inTrip == y.inTrip && x.tripID == y.tripID)
+            }
+        case let (.crashFollowUp(a), .crashFollowUp(b)):
+            #expect(a.crashID == b.crashID && a.confidence == b.confidence && a.detectedAt == b.detectedAt)
+            #expect(a.observedUntil == b.observedUntil && a.outcome == b.outcome && a.isTest == b.isTest)
+            #expect(a.records == b.records && a.secondsOfData == b.secondsOfData && a.distanceMoved == b.distanceMoved)
+            #expect(a.steps == b.steps && a.maxSpeedAfter == b.maxSpeedAfter)
+            #expect(a.latitude == b.latitude && a.longitude == b.longitude)
         default:
             Issue.record("kind changed: \(read.name) ≠ \(event.name)")
         }
@@ -108,6 +122,60 @@ struct EventBodyTests {
         let crashes = Fixtures.events.compactMap { if case let .crashDetected(info) = $0.body { info } else { nil } }
         #expect(Set(crashes.map(\.confidence)) == Set(CrashConfidence.allCases))
         #expect(Set(crashes.map(\.isTest)) == [false, true])
+        #expect(crashes.contains { $0.details != nil } && crashes.contains { $0.details == nil })
+        let outcomes = Fixtures.events.compactMap { if case let .crashFollowUp(info) = $0.body { info.outcome } else { nil } }
+        #expect(Set(outcomes) == Set(CrashFollowUpOutcome.allCases))
+        #expect(Set(Fixtures.events.map(\.name)) == Set(RoadSaveEvent.names))
+    }
+
+    @Test func crashDetailsAndFollowUpsAreTheDocumentedMap() throws {
+        func keys(_ event: RoadSaveEvent) throws -> [String] {
+            guard case let .object(members) = try MessagePack.decode(EventBody.encode(event)) else { return [] }
+            return members.map(\.0)
+        }
+        let detailed = try #require(Fixtures.events.first { if case let .crashDetected(info) = $0.body { info.crashID == "crash-detailed" } else { false } })
+        #expect(try keys(detailed) == ["event", "app", "user", "crashID", "confidence", "detectedAt", "latitude", "longitude",
+                                       "isTest", "peakG", "impacts", "positionTrusted", "inTrip", "tripID", "recentPositions",
+                                       "speedBeforeImpact", "speedAfterImpact", "deltaV", "impactDurationMs", "heading",
+                                       "positionAccuracy", "positionAge"])
+        guard case let .array(positions)? = try MessagePack.decode(EventBody.encode(detailed))["recentPositions"] else {
+            Issue.record("recentPositions is not an array")
+            return
+        }
+        #expect(positions.first == .array([.number(-33.92481), .number(18.42405), .number(1_718_708_398.85)]))
+        // Unknown numbers are left out; a crash with details but no trip has no tripID.
+        let bare = try #require(Fixtures.events.first { if case let .crashDetected(info) = $0.body { info.crashID == "crash-bare" } else { false } })
+        #expect(try keys(bare) == ["event", "app", "user", "crashID", "confidence", "detectedAt", "latitude", "longitude",
+                                   "isTest", "peakG", "impacts", "positionTrusted", "inTrip", "recentPositions"])
+        let silent = try #require(Fixtures.events.first { if case let .crashFollowUp(info) = $0.body { info.outcome == .deviceSilent } else { false } })
+        #expect(try keys(silent) == ["event", "app", "user", "crashID", "confidence", "detectedAt", "observedUntil", "outcome",
+                                     "isTest", "records", "secondsOfData", "steps", "latitude", "longitude"])
+        // Errors name the member.
+        let device: [(String, JSONValue)] = [("app", .string("a")), ("user", .string("u"))]
+        let crashHead: [(String, JSONValue)] = [("event", .string("crashDetected"))] + device + [
+            ("crashID", .string("c")), ("confidence", .string("high")), ("detectedAt", .number(1)),
+            ("latitude", .null), ("longitude", .null), ("isTest", .bool(false)), ("peakG", .number(9))]
+        for (members, path) in [
+            (crashHead, "impacts"),
+            (crashHead + [("impacts", .number(1.5))], "impacts"),
+            (crashHead + [("impacts", .number(1)), ("positionTrusted", .bool(true)), ("inTrip", .bool(false)),
+                          ("recentPositions", .array([.array([.number(1), .number(2)])]))], "recentPositions[0]"),
+            (crashHead + [("impacts", .number(1)), ("positionTrusted", .string("yes"))], "positionTrusted"),
+            ([("event", .string("crashFollowUp"))] + device + [
+                ("crashID", .string("c")), ("confidence", .string("high")), ("detectedAt", .number(1)),
+                ("observedUntil", .number(141)), ("outcome", .string("fine"))], "outcome"),
+            ([("event", .string("crashFollowUp"))] + device + [
+                ("crashID", .string("c")), ("confidence", .string("high")), ("detectedAt", .number(1)),
+                ("observedUntil", .number(141)), ("outcome", .string("stationary")), ("isTest", .bool(false)),
+                ("records", .number(-1))], "records"),
+        ] as [([(String, JSONValue)], String)] {
+            do {
+                _ = try EventBody.decode(MessagePack.encode(.object(members)))
+                Issue.record("read a body whose \(path) is wrong")
+            } catch {
+                #expect(error.path == path, "\(error)")
+            }
+        }
     }
 
     @Test func eventBodyErrorsNameTheField() {

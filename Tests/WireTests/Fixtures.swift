@@ -51,7 +51,8 @@ enum Fixtures {
                      payload: .capabilities(DeviceCapabilities(activityAvailable: false, pedometerAvailable: false))),
     ]
 
-    /// Every event shape: each trip end reason, each crash confidence with and without `isTest`.
+    /// Every event shape: each trip end reason, each crash confidence with and without `isTest`, crashes with
+    /// details, each follow-up outcome.
     static let events: [RoadSaveEvent] = {
         var events = [RoadSaveEvent(device: device, body: .tripDidStart(
             TripStartInfo(tripID: "trip-1", startDate: 1_718_708_242.123_456_7)))]
@@ -68,6 +69,28 @@ enum Fixtures {
                               detectedAt: 1_718_708_300.000_1, latitude: -33.924_868_512_345 + (isTest ? 1e-10 : 0),
                               longitude: 18.424_055_3, isTest: isTest))))
             }
+        }
+        // With the details the engines give now: every member known, and the fewest (no position, no trip).
+        events.append(RoadSaveEvent(device: device, body: .crashDetected(CrashInfo(
+            crashID: "crash-detailed", confidence: .high, detectedAt: 1_718_708_400.25, latitude: -33.9248, longitude: 18.4241,
+            isTest: false, details: CrashDetails(
+                speedBeforeImpact: 15.25, speedAfterImpact: 0.125, deltaV: 24.9, peakG: 45.5, impactDurationMs: 90,
+                impacts: 3, heading: 271.5, positionAccuracy: 4.8, positionAge: 0.4, positionTrusted: true,
+                recentPositions: [TimedPosition(latitude: -33.92481, longitude: 18.42405, time: 1_718_708_398.85),
+                                  TimedPosition(latitude: -33.92482, longitude: 18.42391, time: 1_718_708_397.85)],
+                inTrip: true, tripID: "trip-9")))))
+        events.append(RoadSaveEvent(device: device, body: .crashDetected(CrashInfo(
+            crashID: "crash-bare", confidence: .unknown, detectedAt: 1_718_708_500, latitude: nil, longitude: nil,
+            isTest: false, details: CrashDetails(peakG: 8)))))
+        // Each follow-up outcome, with and without a position.
+        for (offset, outcome) in CrashFollowUpOutcome.allCases.enumerated() {
+            let silent = outcome == .deviceSilent
+            events.append(RoadSaveEvent(device: device, body: .crashFollowUp(CrashFollowUpInfo(
+                crashID: "crash-\(offset)", confidence: offset % 2 == 0 ? .high : .unknown, detectedAt: 1_718_708_400.25,
+                observedUntil: 1_718_708_540.25, outcome: outcome, isTest: offset == 3, records: silent ? 0 : 130 + offset,
+                secondsOfData: silent ? 0 : 139.5, distanceMoved: silent ? nil : 12.5 * Double(offset),
+                steps: 40 * offset, maxSpeedAfter: outcome == .vehicleMovedOn ? 13.75 : nil,
+                latitude: offset == 1 ? nil : -33.91, longitude: offset == 1 ? nil : 18.43))))
         }
         return events
     }()

@@ -21,10 +21,12 @@ public protocol EventSink: Sendable {
 }
 
 extension RoadSaveEvent {
-    /// Crash alerts are never dropped to make room in a full queue.
+    /// Crash alerts and their follow-ups are never dropped to make room in a full queue.
     var isCrash: Bool {
-        if case .crashDetected = body { return true }
-        return false
+        switch body {
+        case .crashDetected, .crashFollowUp: true
+        case .tripDidStart, .tripDidEnd: false
+        }
     }
 }
 
