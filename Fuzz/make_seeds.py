@@ -60,6 +60,7 @@ SEEDS = {
         "mode": js({"command": "setDetectionMode", "app": "app-1", "user": "u1", "mode": "crashOnly"}),
         "auto": js({"command": "setAutoTripDetection", "app": "a", "user": None, "enabled": False}),
         "test-crash": js({"command": "raiseTestCrash", "app": "a", "user": "u"}),
+        "test-crash-follow-up": js({"command": "raiseTestCrash", "app": "a", "followUp": True}),
     },
     "detection_settings": {
         "some": js({"tripDetectionEnabled": False, "startSpeed": 5, "stepThreshold": 30, "offlineGrace": 3600.5}),
@@ -79,6 +80,15 @@ SEEDS = {
                    "endDate": 1718709000.0, "distanceMetres": 5230.5, "endReason": "stopDelay"}),
         "crash": mp({"event": "crashDetected", "app": "a", "user": "u", "crashID": "c-1", "confidence": "high",
                      "detectedAt": 1718708300.0, "latitude": None, "longitude": 13.4, "isTest": False}),
+        "crash-details": mp({"event": "crashDetected", "app": "a", "user": "u", "crashID": "c-2", "confidence": "unknown",
+                             "detectedAt": 1718708300.0, "latitude": 52.5, "longitude": 13.4, "isTest": False,
+                             "peakG": 45.0, "impacts": 2, "positionTrusted": True, "inTrip": True, "tripID": "t-1",
+                             "recentPositions": [[52.49, 13.39, 1718708299.0], [52.48, 13.38, 1718708298.0]],
+                             "speedBeforeImpact": 15.0, "deltaV": 24.5, "heading": 271.5, "positionAge": 0.4}),
+        "follow-up": mp({"event": "crashFollowUp", "app": "a", "user": "u", "crashID": "c-2", "confidence": "high",
+                         "detectedAt": 1718708300.0, "observedUntil": 1718708440.0, "outcome": "personWalking",
+                         "isTest": False, "records": 212, "secondsOfData": 139.5, "steps": 220,
+                         "distanceMoved": 151.5, "latitude": 52.5, "longitude": 13.4}),
     },
     "catch_up_request": {
         "after": js({"after": 10, "max": 100, "prefix": "crashDetected.app-1."}),
