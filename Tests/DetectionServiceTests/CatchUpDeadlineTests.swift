@@ -26,8 +26,9 @@ import Testing
         // A drive, a 45 g impact, a second at rest, then nothing: the phone is gone. Its crash is decided
         // `crashDecisionDelay` (3 s) after the impact, on the clock once its records are read.
         let crashed = Streams.drive(user: "crashed", drive: 60, impactG: 45, standstill: 1)
-        let expected = Streams.replay(crashed).filter { $0.name == "crashDetected" }
-        #expect(expected.count == 1, "the premise: a crash")
+        // Its follow-up, `crashFollowUpDelay` (10 s) after the decision, comes on the clock too.
+        let expected = Streams.replay(crashed).filter { $0.name == "crashDetected" || $0.name == "crashFollowUp" }
+        #expect(expected.map(\.name) == ["crashDetected", "crashFollowUp"], "the premise: a crash and its follow-up")
         try await DetectionRig.with { rig in
             try await rig.send(crashed, batch: "crashed")
             // The backlog after it, written into the journal directly with ingest stopped (sending it through the
@@ -52,6 +53,11 @@ import Testing
             }
             let crash = try #require(rig.uniqueEvents.first { $0.event.name == "crashDetected" })
             #expect(crash.json == expected[0].json(), "the crash of a replay")
+            try await rig.until("the crash's follow-up in the outbox", timeout: 120) {
+                rig.uniqueEvents.contains { $0.event.name == "crashFollowUp" }
+            }
+            let followUp = try #require(rig.uniqueEvents.first { $0.event.name == "crashFollowUp" })
+            #expect(followUp.json == expected[1].json(), "the follow-up of a replay, its watch ended by the clock")
             try await rig.until("the backlog read", timeout: 300) { try rig.appliedPosition() >= head }
             // Decided by a tick of the crashed device alone, with records of the backlog read after it.
             let inputs = try rig.storeView().inputs.map(\.input)

@@ -9,13 +9,15 @@ enum Streams {
     /// Event time of the streams (2026-03-02, in the past: detection reads history as it reads live records).
     static let start = 1_772_433_000.0
 
-    /// Short delays, so that every trip and crash decision of the streams ends within their records.
+    /// Short delays, so that every trip and crash decision of the streams, and every crash's follow-up, ends within
+    /// their records (a crash's standstill is longer than the decision and follow-up delays together).
     static var settings: DetectionSettings {
         var settings = DetectionSettings()
         settings.stopDelay = 20
         settings.crashSettleTime = 1
         settings.crashDecisionDelay = 3
         settings.crashClusterWindow = 5
+        settings.crashFollowUpDelay = 10
         return settings
     }
 

@@ -20,17 +20,7 @@ public protocol EventSink: Sendable {
     func shutdown(deadline: Double) async -> Int
 }
 
-extension RoadSaveEvent {
-    /// Crash alerts and their follow-ups are never dropped to make room in a full queue.
-    var isCrash: Bool {
-        switch body {
-        case .crashDetected, .crashFollowUp: true
-        case .tripDidStart, .tripDidEnd: false
-        }
-    }
-}
-
-/// A FIFO with O(1) append and pop at the front, and O(n) removal in the middle (for drops from a full queue).
+/// A FIFO with O(1) append and pop at the front.
 struct Ring<Element> {
     private var storage: [Element] = []
     private var head = 0
@@ -58,21 +48,6 @@ struct Ring<Element> {
             head = 0
         }
         return element
-    }
-
-    @discardableResult
-    mutating func remove(at index: Int) -> Element {
-        if index == 0 { return popFirst()! }
-        return storage.remove(at: head + index)
-    }
-
-    func firstIndex(where predicate: (Element) throws -> Bool) rethrows -> Int? {
-        var index = head
-        while index < storage.count {
-            if try predicate(storage[index]) { return index - head }
-            index += 1
-        }
-        return nil
     }
 
     mutating func removeAll() {
