@@ -39,7 +39,7 @@ BUILD_PACKAGES="binutils libc6-dev libgcc-12-dev libstdc++-12-dev libcurl4-opens
 libsqlite3-0 pkg-config tzdata zlib1g-dev libzmq3-dev libmsgpack-dev libsodium-dev libsqlite3-dev libzstd-dev"
 BUILD_MODE=${CONTAINER_TEST_BUILD:-host}
 case $BUILD_MODE in host | toolchain) ;; *) echo "CONTAINER_TEST_BUILD must be host or toolchain" >&2; exit 2 ;; esac
-# The fleet: three devices for ten minutes, the first one crashes (1,907 records; replay gives 7 events). Ten, not
+# The fleet: three devices for ten minutes, the first one crashes (1,907 records; replay gives 8 events). Ten, not
 # five: the crashed device's trip ends 240 s (stopDelay) of event time after it stood still, and with five minutes of
 # records that end would come only from detection's wall clock, minutes after the send.
 APP=ctest-app

@@ -7,7 +7,8 @@ import Testing
 @Suite("Events from gateway to alerting systems")
 struct EventFlowTests {
     /// The recorded drive that ends in a crash: the subscriber and the webhook receiver each get tripDidStart,
-    /// crashDetected (after the platform's verdict, with the verdict's confidence) and tripDidEnd, each exactly once
+    /// crashDetected (after the platform's verdict, with the verdict's confidence), its crashFollowUp and
+    /// tripDidEnd, each exactly once
     /// (raw messages: nothing is deduplicated here), with the fields and IDs `roadsave replay` gave for the same
     /// recording.
     @Test func recordedCrashReachesSubscriberAndWebhookExactlyOnce() async throws {
@@ -33,7 +34,7 @@ struct EventFlowTests {
             #expect(sent.batches.allSatisfy { $0.rejected.isEmpty })
 
             let user = RecordedCrash.user
-            let names = ["tripDidStart", "crashDetected", "tripDidEnd"]
+            let names = ["tripDidStart", "crashDetected", "crashFollowUp", "tripDidEnd"]
             let arrived = await eventually(timeout: 25) {
                 names.allSatisfy { subscriber.count($0, user: user) >= 1 }
                     && names.allSatisfy { name in webhook.delivered(user: user).contains { $0.event == name } }
@@ -74,6 +75,19 @@ struct EventFlowTests {
             let evaluation = try #require(platform.evaluations.first { jsonLine($0.body).contains(user) },
                                           "the platform was never asked\n\(platform.child.tail())")
             #expect(evaluation.time <= crash.time)
+            // Its details (those that do not depend on the test's shorter delays, as the reviewed ones), and its
+            // follow-up after it, the same crash with the verdict's confidence (its watch ends within the records).
+            for key in ["peakG", "impactDurationMs", "impacts", "positionAccuracy", "positionAge", "heading"] {
+                #expect(crash.body.number(key) != nil && crash.body.number(key) == reviewed.number(key), "\(key)")
+            }
+            #expect(crash.body.bool("positionTrusted") == reviewed.bool("positionTrusted"))
+            #expect((crash.body["recentPositions"] as? [Any])?.count == 2)
+            let followUp = try #require(received.first { $0.event == "crashFollowUp" })
+            #expect(followUp.body.string("crashID") == crash.body.string("crashID"))
+            #expect(followUp.body.string("confidence") == "medium")
+            #expect(followUp.body.string("outcome") == "stationary" && followUp.body.string("outcome") == expected["crashFollowUp"]?.string("outcome"))
+            #expect(received.firstIndex { $0.event == "crashDetected" }! < received.firstIndex { $0.event == "crashFollowUp" }!,
+                    "the follow-up before its crash: \(received.map(\.event))")
 
             // The trip, start and end, with the reviewed IDs and dates.
             for name in ["tripDidStart", "tripDidEnd"] {
@@ -213,7 +227,7 @@ struct EventFlowTests {
             let again = try await Gateway.send(file, to: services.gatewayEndpoint, batchSize: 100)
             #expect(first.status == 0 && again.status == 0, "\(first.log)\n\(again.log)")
             let user = RecordedCrash.user
-            let names = ["tripDidStart", "crashDetected", "tripDidEnd"]
+            let names = ["tripDidStart", "crashDetected", "crashFollowUp", "tripDidEnd"]
             let arrived = await eventually(timeout: 20) { names.allSatisfy { subscriber.count($0, user: user) >= 1 } }
             #expect(arrived, "\(subscriber.child.tail())\n\(services.logs())")
             try await Task.sleep(nanoseconds: 2_000_000_000)

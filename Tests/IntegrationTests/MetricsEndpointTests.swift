@@ -25,7 +25,7 @@ struct MetricsEndpointTests {
             let settled = try await eventually(timeout: 30, interval: 0.5) {
                 let detect = try Scrape.metrics(ports[1]), notify = try Scrape.metrics(ports[2])
                 let started = detect.value("roadsave_detection_events_total", ["event": "tripDidStart"])
-                let events = ["tripDidStart", "tripDidEnd", "crashDetected"].map {
+                let events = ["tripDidStart", "tripDidEnd", "crashDetected", "crashFollowUp"].map {
                     detect.value("roadsave_detection_events_total", ["event": $0])
                 }.reduce(0, +)
                 return started >= 1 && detect.value("roadsave_detection_events_total", ["event": "tripDidEnd"]) == started
@@ -37,7 +37,8 @@ struct MetricsEndpointTests {
             let detectBefore = try Scrape.metrics(ports[1])
             let notifyBefore = try Scrape.metrics(ports[2])
 
-            // The recorded crash (tripDidStart, crashDetected, tripDidEnd) and three bad records after it.
+            // The recorded crash (tripDidStart, crashDetected, its crashFollowUp, whose watch ends within the records
+            // with the test's settings, and tripDidEnd) and three bad records after it.
             let crash = try String(contentsOf: RecordedCrash.file(), encoding: .utf8)
             let good = crash.split(separator: "\n").count
             let bad = [
@@ -50,12 +51,15 @@ struct MetricsEndpointTests {
             let sent = try await Gateway.send(file, to: services.gatewayEndpoint, batchSize: 100)
             #expect(sent.status == 0, "\(sent.log)")
 
-            let delivered = await eventually(timeout: 30) { subscriber.count("tripDidEnd", user: RecordedCrash.user) >= 1 }
+            let delivered = await eventually(timeout: 30) {
+                subscriber.count("tripDidEnd", user: RecordedCrash.user) >= 1
+                    && subscriber.count("crashFollowUp", user: RecordedCrash.user) >= 1
+            }
             #expect(delivered, "\(services.logs())")
             // Detection and the notifier post every half second: wait until they show the events.
             let shown = try await eventually(timeout: 10) {
                 try Scrape.metrics(ports[2]).value("roadsave_notifier_events_stored_total")
-                    - notifyBefore.value("roadsave_notifier_events_stored_total") == 3
+                    - notifyBefore.value("roadsave_notifier_events_stored_total") == 4
             }
             #expect(shown)
 
@@ -78,7 +82,7 @@ struct MetricsEndpointTests {
             #expect(ingest.value("roadsave_ingest_journal_head_position") >= 1)
 
             let detect = try Scrape.metrics(ports[1])
-            for event in ["tripDidStart", "crashDetected", "tripDidEnd"] {
+            for event in ["tripDidStart", "crashDetected", "crashFollowUp", "tripDidEnd"] {
                 #expect(detect.value("roadsave_detection_events_total", ["event": event])
                         - detectBefore.value("roadsave_detection_events_total", ["event": event]) == 1, "\(event)")
             }
@@ -94,12 +98,12 @@ struct MetricsEndpointTests {
 
             let notify = try Scrape.metrics(ports[2])
             #expect(notify.value("roadsave_notifier_deliveries_total", ["sink": "pub"])
-                    - notifyBefore.value("roadsave_notifier_deliveries_total", ["sink": "pub"]) == 3)
+                    - notifyBefore.value("roadsave_notifier_deliveries_total", ["sink": "pub"]) == 4)
             #expect(notify.value("roadsave_notifier_duplicates_dropped_total") == 0)
             // The webhook's figures come from its sink a post later: wait for them.
             let webhookDelivered = try await eventually(timeout: 10) {
                 try Scrape.metrics(ports[2]).total("roadsave_notifier_webhook_deliveries_total", ["outcome": "delivered"])
-                    - notifyBefore.total("roadsave_notifier_webhook_deliveries_total", ["outcome": "delivered"]) == 3
+                    - notifyBefore.total("roadsave_notifier_webhook_deliveries_total", ["outcome": "delivered"]) == 4
             }
             #expect(webhookDelivered)
             let after = try Scrape.metrics(ports[2])

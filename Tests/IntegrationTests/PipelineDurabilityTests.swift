@@ -90,6 +90,7 @@ struct PipelineDurabilityTests {
             defer { try? FileManager.default.removeItem(at: folder) }
             let expected = try await Self.expected(in: folder, devices: 10, crashes: 2, duration: 20, seed: seed)
             #expect(expected.events.values.contains { $0.string("event") == "crashDetected" }, "\(context)")
+            #expect(expected.events.values.contains { $0.string("event") == "crashFollowUp" }, "\(context)")
 
             var options = Services.Options()
             let receiver = try await WebhookReceiver(secret: options.webhookSecret)
