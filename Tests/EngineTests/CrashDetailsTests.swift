@@ -168,4 +168,32 @@ import RoadSaveModel
         #expect(!details.positionTrusted)
         #expect(try #require(details.positionAge) > 300)
     }
+
+    @Test func recentPositionsReachAcrossAGPSGapWithFixesAfterTheImpact() throws {
+        // The same gap, but the phone finds its fix again a second after the impact and goes on giving one a second:
+        // the crash position is that first fix after the impact, and the two before it are the last two before the
+        // gap, kept while the crash waits for its decision although the fixes after it are trimmed.
+        var s = Script()
+        s.activity(.automotive, .high)
+        s.drive(seconds: 120, speed: 15)
+        let beforeGap = s.records.filter { $0.kind == .location }.map(\.t).suffix(2)
+        for _ in 0 ..< 30 {
+            s.t += 10
+            s.activity(.automotive, .high)
+        }
+        s.t += 0.5
+        s.impact(peakG: 40)
+        let impactTime = s.t
+        s.activity(.stationary, .high)
+        s.stand(seconds: 40)
+        var harness = Harness()
+        harness.run(s.records)
+        let crash = try #require(harness.crashes.first)
+        let details = try Self.details(harness)
+        let firstAfter = try #require(s.records.first { $0.kind == .location && $0.t > impactTime })
+        guard case let .location(fix) = firstAfter.payload else { return }
+        #expect(crash.latitude == fix.latitude && crash.longitude == fix.longitude)
+        #expect(details.recentPositions.map(\.time) == Array(beforeGap.reversed()))
+        #expect(try #require(details.positionAge) == firstAfter.t - impactTime)
+    }
 }

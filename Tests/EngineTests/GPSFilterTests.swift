@@ -60,18 +60,37 @@ import RoadSaveModel
             _ = track.accept(LocationFix(latitude: -33.9, longitude: 18.4 + t * 1e-6, speed: 0, horizontalAccuracy: 5),
                              at: t, settings: DetectionSettings(), keepingFrom: t - 30)
         }
-        // A fix a minute (a phone saving battery): only the newest before the cutoff (the crash position's fix and
-        // the two before it) stay with the new one.
+        // A fix a minute (a phone saving battery): with the new one, only the newest two before the cutoff stay
+        // (a crash now would be reported with the new one's position and those two).
         for t in stride(from: 0.0, through: 1200, by: 60) { add(t) }
-        #expect(Array(track.recent.map(\.t).suffix(GPSTrack.keptBeforeCutoff + 1)) == [1020, 1080, 1140, 1200])
+        #expect(Array(track.recent.map(\.t).suffix(GPSTrack.crashPositionsKept)) == [1080, 1140, 1200])
         #expect(!track.recent.contains { $0.t < 900 }, "old fixes were dropped")
-        #expect(track.recent.count <= GPSTrack.keptBeforeCutoff + 1 + GPSTrack.trimBatch)
-        // Then one a second: everything from the cutoff on, and the three before it; stale fixes go in small batches.
+        #expect(track.recent.count <= GPSTrack.crashPositionsKept + GPSTrack.trimBatch)
+        // Then one a second: everything from the cutoff on and the newest fix before it, no more (the crash positions
+        // are all after the cutoff); stale fixes go in small batches.
         for t in 1201...1300 { add(Double(t)) }
         let times = track.recent.map(\.t)
         #expect(Array(times.suffix(31)) == (1270...1300).map(Double.init), "everything from the cutoff on")
-        #expect(times.prefix(while: { $0 < 1270 }).count >= GPSTrack.keptBeforeCutoff)
-        #expect(times.count <= 31 + GPSTrack.keptBeforeCutoff + GPSTrack.trimBatch)
+        #expect(times.prefix(while: { $0 < 1270 }).count >= 1)
+        #expect(times.count <= 31 + 1 + GPSTrack.trimBatch)
+    }
+
+    @Test func aCrashWaitingForItsDecisionKeepsTheFixesItIsReportedWith() {
+        // A fix a second until 100, none until an impact at 300, then one a second again: while the crash waits
+        // for its decision, the three newest fixes at or before the impact stay (its position may be the first fix
+        // after it, reported with the two before); without a crash waiting, they go with the rest.
+        func fixesUntil300(pendingImpact: Double?) -> [Double] {
+            var track = GPSTrack()
+            func add(_ t: Double, pendingImpact: Double?) {
+                _ = track.accept(LocationFix(latitude: -33.9, longitude: 18.4 + t * 1e-6, speed: 0, horizontalAccuracy: 5),
+                                 at: t, settings: DetectionSettings(), keepingFrom: t - 30, pendingImpact: pendingImpact)
+            }
+            for t in 0...100 { add(Double(t), pendingImpact: nil) }
+            for t in 301...400 { add(Double(t), pendingImpact: pendingImpact) }
+            return track.recent.map(\.t).filter { $0 <= 300 }
+        }
+        #expect(fixesUntil300(pendingImpact: 300) == [98, 99, 100])
+        #expect(fixesUntil300(pendingImpact: nil) == [])
     }
 
     @Test func aCrashLongAfterTheLastFixStillGetsThatPosition() throws {

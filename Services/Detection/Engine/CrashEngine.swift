@@ -14,15 +14,13 @@ struct CrashEngine: Sendable, Codable {
         var activityMode: ActivityContext.Mode
         var tripInProgress: Bool
         var tripID: String?
-        /// The course of the last fix before the first impact, when it reported one (the heading's first source).
-        var course: GPSTrack.Course?
         /// The records since the first impact, for the follow-up; nil for an impact that came too late to watch
         /// what followed it (and in clusters kept from before follow-ups).
         var evidence: AfterImpact?
 
         init(firstImpact: Double, firstImpactSamples: [ImpactSample], strongest: ImpactObservation, count: Int,
              activityMode: ActivityContext.Mode, tripInProgress: Bool, tripID: String? = nil,
-             course: GPSTrack.Course? = nil, evidence: AfterImpact? = nil) {
+             evidence: AfterImpact? = nil) {
             self.firstImpact = firstImpact
             self.firstImpactSamples = firstImpactSamples
             self.strongest = strongest
@@ -30,12 +28,11 @@ struct CrashEngine: Sendable, Codable {
             self.activityMode = activityMode
             self.tripInProgress = tripInProgress
             self.tripID = tripID
-            self.course = course
             self.evidence = evidence
         }
 
         private enum CodingKeys: String, CodingKey {
-            case firstImpact, firstImpactSamples, strongest, count, activityMode, tripInProgress, tripID, course, evidence
+            case firstImpact, firstImpactSamples, strongest, count, activityMode, tripInProgress, tripID, evidence
         }
 
         // The first impact is usually the strongest too: its samples are then written once, not twice.
@@ -50,7 +47,6 @@ struct CrashEngine: Sendable, Codable {
             try container.encode(activityMode, forKey: .activityMode)
             try container.encode(tripInProgress, forKey: .tripInProgress)
             try container.encodeIfPresent(tripID, forKey: .tripID)
-            try container.encodeIfPresent(course, forKey: .course)
             try container.encodeIfPresent(evidence, forKey: .evidence)
         }
 
@@ -64,7 +60,6 @@ struct CrashEngine: Sendable, Codable {
             activityMode = try container.decode(ActivityContext.Mode.self, forKey: .activityMode)
             tripInProgress = try container.decode(Bool.self, forKey: .tripInProgress)
             tripID = try container.decodeIfPresent(String.self, forKey: .tripID)
-            course = try container.decodeIfPresent(GPSTrack.Course.self, forKey: .course)
             evidence = try container.decodeIfPresent(AfterImpact.self, forKey: .evidence)
         }
     }
@@ -132,7 +127,6 @@ struct CrashEngine: Sendable, Codable {
         pending.append(ImpactCluster(firstImpact: t, firstImpactSamples: observation.samples, strongest: observation,
                                      count: 1, activityMode: context.activity.mode,
                                      tripInProgress: context.tripInProgress, tripID: context.tripID,
-                                     course: context.gps.lastCourse,
                                      evidence: watchAfter ? AfterImpact(since: t, anchor: anchor) : nil))
     }
 
@@ -196,7 +190,7 @@ struct CrashEngine: Sendable, Codable {
         testCrashCount += 1
         let settings = context.settings
         let position = context.gps.last
-        let readings = PositionReadings(position: position, course: context.gps.lastCourse, impact: t, context: context)
+        let readings = PositionReadings(position: position, impact: t, context: context)
         // A test crash runs the same evaluation path with the features of an unmistakable crash, so that every
         // stage from the evaluator to the alerting systems is exercised; `isTest` tells them not to act.
         let candidate = CrashCandidate(
@@ -268,7 +262,7 @@ struct CrashEngine: Sendable, Codable {
             ?? Array(context.gps.fixes(from: t0, to: t0 + settings.crashPositionWindow)).first
         // Without a fix near the impact (a tunnel), the last known position is still the best place to send help.
         let position = nearby ?? context.gps.last
-        let readings = PositionReadings(position: position, course: cluster.course, impact: t0, context: context)
+        let readings = PositionReadings(position: position, impact: t0, context: context)
         let inVehicle = cluster.tripInProgress || cluster.activityMode == .inVehicle
         let candidate = CrashCandidate(
             crashID: StableID.make("crash", device.app, device.user, millis(t0)),

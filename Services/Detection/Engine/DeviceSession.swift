@@ -157,6 +157,7 @@ public struct DeviceSession: Sendable, Codable {
             var measurement = FixMeasurement()
             guard case let .success(accepted) = gps.accept(fix, at: record.t, settings: _settings,
                                                            keepingFrom: gpsHistoryCutoff(at: record.t),
+                                                           pendingImpact: crashes.oldestPendingImpact,
                                                            measurement: &measurement) else { break }
             acceptedFix = accepted
             if accepted.isMovement { steps.movementSeen() }
@@ -253,8 +254,8 @@ public struct DeviceSession: Sendable, Codable {
 
     /// The oldest fix time the session may still read at `t` or later: a speed estimate looks back
     /// `GPSTrack.speedReferenceLimit`, an impact from now on reads `crashSpeedWindowBefore` before it, and a crash
-    /// waiting for its decision reads from that far before its first impact (and the last position before it, which
-    /// the track keeps anyway).
+    /// waiting for its decision reads from that far before its first impact (and the fixes it is reported with,
+    /// which the track keeps given that impact: `GPSTrack.crashPositionsKept`).
     private func gpsHistoryCutoff(at t: Double) -> Double {
         let lookBack = settings.crashSpeedWindowBefore
         var cutoff = t - max(GPSTrack.speedReferenceLimit, lookBack)

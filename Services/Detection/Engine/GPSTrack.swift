@@ -1,7 +1,8 @@
 import RoadSaveModel
 
 /// A location fix that passed the GPS filter.
-/// (The optional comes last among the stored properties: 48 bytes a fix instead of 56.)
+/// (The optional comes last among the stored properties, and the course is a `Float` after it: 48 bytes a fix, as
+/// without a course, instead of 56.)
 public struct AcceptedFix: Sendable, Equatable, Codable {
     public var t: Double
     public var latitude: Double
@@ -12,18 +13,30 @@ public struct AcceptedFix: Sendable, Equatable, Codable {
     public var speed: Double?
     /// Fast enough to be movement evidence (`DetectionSettings.movementSpeed`).
     public var isMovement: Bool
+    /// The reported course, degrees clockwise from north; NaN when the record had none (a crash's heading).
+    private var courseDegrees: Float
 
-    public init(t: Double, latitude: Double, longitude: Double, speed: Double?, accuracy: Double, isMovement: Bool) {
+    public init(t: Double, latitude: Double, longitude: Double, speed: Double?, accuracy: Double, isMovement: Bool,
+                course: Double? = nil) {
         self.t = t
         self.latitude = latitude
         self.longitude = longitude
         self.speed = speed
         self.accuracy = accuracy
         self.isMovement = isMovement
+        courseDegrees = course.map(Float.init) ?? .nan
     }
+
+    /// The direction of travel the fix reported, degrees clockwise from north in [0, 360).
+    public var course: Double? { courseDegrees.isNaN ? nil : Double(courseDegrees) }
 
     func distance(to other: AcceptedFix) -> Double {
         Geo.distance(latitude, longitude, other.latitude, other.longitude)
+    }
+
+    public static func == (a: AcceptedFix, b: AcceptedFix) -> Bool {
+        a.t == b.t && a.latitude == b.latitude && a.longitude == b.longitude && a.accuracy == b.accuracy
+            && a.speed == b.speed && a.isMovement == b.isMovement && a.course == b.course
     }
 }
 
@@ -58,8 +71,9 @@ struct FixMeasurement: Sendable {
 }
 
 extension AcceptedFix {
-    /// Written as `[t, latitude, longitude, speed or null, accuracy, isMovement]`: a device's history holds a few
-    /// hundred fixes, the largest part of its checkpoint, and keys would nearly double it.
+    /// Written as `[t, latitude, longitude, speed or null, accuracy, isMovement]`, then `course` when the fix had
+    /// one: a device's history holds a few hundred fixes, the largest part of its checkpoint, and keys would nearly
+    /// double it. (Fixes of checkpoints from before courses were kept have six members.)
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.unkeyedContainer()
         try container.encode(t)
@@ -68,6 +82,7 @@ extension AcceptedFix {
         if let speed { try container.encode(speed) } else { try container.encodeNil() }
         try container.encode(accuracy)
         try container.encode(isMovement)
+        if !courseDegrees.isNaN { try container.encode(courseDegrees) }
     }
 
     public init(from decoder: any Decoder) throws {
@@ -78,6 +93,7 @@ extension AcceptedFix {
         speed = try container.decodeNil() ? nil : try container.decode(Double.self)
         accuracy = try container.decode(Double.self)
         isMovement = try container.decode(Bool.self)
+        courseDegrees = container.isAtEnd ? .nan : try container.decode(Float.self)
     }
 }
 
@@ -90,9 +106,10 @@ public enum FixRejection: String, Error, Sendable, CaseIterable {
 /// repeated or that jump at impossible speeds don't count: they neither move trips nor add distance.
 ///
 /// The history holds only what can still be read: the fixes from a cutoff the session gives (what speed estimates
-/// and crash decisions look back to), and the newest `keptBeforeCutoff` fixes before it (the last known position
-/// before an impact may be older, and a crash reports the two positions before it). Everything older would never be read again. (Checkpoints written before carry a `historySeconds`,
-/// ignored now, and a longer history, cut at the next fix.)
+/// and crash decisions look back to), and before it the newest fix (the last known position before an impact may be
+/// older) and as many more as keep `crashPositionsKept` fixes to report a crash with (its position's fix and the two
+/// before it, across a GPS gap too). Everything older would never be read again. (Checkpoints written before carry a
+/// `historySeconds`, ignored now, and a longer history, cut at the next fix.)
 struct GPSTrack: Sendable, Codable {
     /// Accuracy assumed for fixes that don't report one.
     static let assumedAccuracy = 10.0
@@ -107,54 +124,52 @@ struct GPSTrack: Sendable, Codable {
     static let defaultHistory = 150.0
     /// Stale fixes are dropped in batches of at least this many, so the array is not rebuilt on every fix.
     static let trimBatch = 8
-    /// Fixes kept before the cutoff: the crash position's fix and the two before it, across a GPS gap.
-    static let keptBeforeCutoff = 3
-
-    /// The course of a fix that reported one (a direction of travel, degrees clockwise from north).
-    struct Course: Sendable, Equatable, Codable {
-        var t: Double
-        var degrees: Double
-    }
+    /// Fixes a crash is reported with: its position's fix and the two before it (`recentPositions`). The newest so
+    /// many at or before the first impact of a crash waiting for its decision (or, without one, the newest so many)
+    /// stay, however old; in a steady stream they are all after the cutoff, so nothing more is kept.
+    static let crashPositionsKept = 3
 
     private(set) var recent: [AcceptedFix] = []
     private var consecutiveJumps = 0
-    /// The latest accepted fix's course, when it reported one: a crash's heading.
-    private(set) var lastCourse: Course?
     /// The cosine of the latitude of the last fix taken (while `recent.last` has the latitude `cachedLatitude`),
     /// so that each fix's cosine is computed once. Not in checkpoints: a restored track computes it again.
     private var cachedLatitude = Double.nan
     private var cachedCosLatitude = Double.nan
 
-    private enum CodingKeys: String, CodingKey { case recent, consecutiveJumps, lastCourse }
+    private enum CodingKeys: String, CodingKey { case recent, consecutiveJumps }
 
     init() {}
 
     var last: AcceptedFix? { recent.last }
 
     /// Filters a fix and, if it counts, adds it to the history. Fixes before `cutoff` (default: 150 s before `t`)
-    /// may be dropped, but the newest of them is kept.
+    /// may be dropped, but the newest of them is kept, and the fixes a crash at `pendingImpact` (the first impact of
+    /// a crash waiting for its decision), or else one from now on, is reported with (`crashPositionsKept`).
     mutating func accept(_ fix: LocationFix, at t: Double, settings: DetectionSettings,
-                         keepingFrom cutoff: Double? = nil) -> Result<AcceptedFix, FixRejection> {
-        accept(fix, at: t, settings: SessionSettings(wrappedValue: settings), keepingFrom: cutoff)
+                         keepingFrom cutoff: Double? = nil, pendingImpact: Double? = nil) -> Result<AcceptedFix, FixRejection> {
+        accept(fix, at: t, settings: SessionSettings(wrappedValue: settings), keepingFrom: cutoff,
+               pendingImpact: pendingImpact)
     }
 
     /// The same, reading the settings where they are (a session's shared copy) rather than copying them per fix.
     mutating func accept(_ fix: LocationFix, at t: Double, settings sharedSettings: SessionSettings,
-                         keepingFrom cutoff: Double? = nil) -> Result<AcceptedFix, FixRejection> {
+                         keepingFrom cutoff: Double? = nil, pendingImpact: Double? = nil) -> Result<AcceptedFix, FixRejection> {
         var measurement = FixMeasurement()
-        return accept(fix, at: t, settings: sharedSettings, keepingFrom: cutoff, measurement: &measurement)
+        return accept(fix, at: t, settings: sharedSettings, keepingFrom: cutoff, pendingImpact: pendingImpact,
+                      measurement: &measurement)
     }
 
     /// The same, also saying what was computed for the fix accepted (`measurement`, unchanged for a rejected one).
     mutating func accept(_ fix: LocationFix, at t: Double, settings sharedSettings: SessionSettings,
-                         keepingFrom cutoff: Double? = nil,
+                         keepingFrom cutoff: Double? = nil, pendingImpact: Double? = nil,
                          measurement: inout FixMeasurement) -> Result<AcceptedFix, FixRejection> {
         var settings: DetectionSettings { sharedSettings.wrappedValue }
         if let accuracy = fix.horizontalAccuracy, accuracy < 0 { return .failure(.invalidFix) }
         let accuracy = fix.horizontalAccuracy ?? Self.assumedAccuracy
         if accuracy > settings.maximumHorizontalAccuracy { return .failure(.poorAccuracy) }
+        let course = fix.course.flatMap { $0 >= 0 && $0 < 360 ? $0 : nil }
         var candidate = AcceptedFix(t: t, latitude: fix.latitude, longitude: fix.longitude, speed: fix.speed,
-                                    accuracy: accuracy, isMovement: false)
+                                    accuracy: accuracy, isMovement: false, course: course)
         var measured = FixMeasurement()
         if let last {
             if t <= last.t { return .failure(.duplicate) }
@@ -185,10 +200,9 @@ struct GPSTrack: Sendable, Codable {
         if candidate.speed == nil { candidate.speed = estimatedSpeed(for: candidate, cosLatitude: measured.cosLatitude) }
         candidate.isMovement = (candidate.speed ?? 0) >= settings.movementSpeed
         recent.append(candidate)
-        if let course = fix.course, course >= 0, course < 360 { lastCourse = Course(t: t, degrees: course) }
         cachedLatitude = candidate.latitude
         cachedCosLatitude = measured.cosLatitude
-        trim(keepingFrom: cutoff ?? t - Self.defaultHistory)
+        trim(keepingFrom: cutoff ?? t - Self.defaultHistory, pendingImpact: pendingImpact)
         measurement = measured
         return .success(candidate)
     }
@@ -204,11 +218,18 @@ struct GPSTrack: Sendable, Codable {
         return max(0, travelled) / (fix.t - reference.t)
     }
 
-    private mutating func trim(keepingFrom cutoff: Double) {
+    private mutating func trim(keepingFrom cutoff: Double, pendingImpact: Double?) {
         var older = 0
         while older < recent.count, recent[older].t < cutoff { older += 1 }
-        // The newest fixes before the cutoff stay.
-        let stale = older - Self.keptBeforeCutoff
+        // The newest fix before the cutoff stays, and so do the fixes a crash is reported with: the newest
+        // `crashPositionsKept` at or before the pending impact (without one, the newest of all).
+        var firstKept = max(0, older - 1)
+        var lastReported = recent.count - 1
+        if let pendingImpact {
+            while lastReported >= 0, recent[lastReported].t > pendingImpact { lastReported -= 1 }
+        }
+        if lastReported >= 0 { firstKept = min(firstKept, max(0, lastReported - (Self.crashPositionsKept - 1))) }
+        let stale = firstKept
         guard stale >= Self.trimBatch else { return }
         // A new array of the right size, with room for the next batch: appending to a full array would double it.
         var kept: [AcceptedFix] = []

@@ -50,8 +50,8 @@ enum ImpactReadings {
 
     /// Degrees clockwise from north: the position fix's own course when it had one, else the bearing to it from the
     /// latest earlier fix at least `headingBaseline` away and at most `headingLookBack` older.
-    static func heading(at position: AcceptedFix, course: GPSTrack.Course?, track: GPSTrack) -> Double? {
-        if let course, course.t == position.t { return course.degrees }
+    static func heading(at position: AcceptedFix, track: GPSTrack) -> Double? {
+        if let course = position.course { return course }
         guard let origin = track.fixes(from: position.t - headingLookBack, to: position.t).reversed()
             .first(where: { $0.t < position.t && $0.distance(to: position) >= headingBaseline }) else { return nil }
         return bearing(from: origin, to: position)

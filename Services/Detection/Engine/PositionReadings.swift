@@ -6,15 +6,14 @@ struct PositionReadings {
     var trusted: Bool
     var recent: [TimedPosition]
 
-    /// `course`: the latest course known when the impact came (the position's own when it is of the same fix).
-    init(position: AcceptedFix?, course: GPSTrack.Course?, impact t: Double, context: CrashContext) {
+    init(position: AcceptedFix?, impact t: Double, context: CrashContext) {
         guard let position else {
             heading = nil
             trusted = false
             recent = []
             return
         }
-        heading = ImpactReadings.heading(at: position, course: course, track: context.gps)
+        heading = ImpactReadings.heading(at: position, track: context.gps)
         trusted = ImpactReadings.isTrusted(age: abs(t - position.t), accuracy: position.accuracy,
                                            settings: context.settings)
         recent = ImpactReadings.recentPositions(before: position, in: context.gps)
