@@ -199,7 +199,8 @@ public struct ReportPage {
             + JSONObjectWriter.fixedNumber(age, decimals: 1) + " s old, ±" + JSONObjectWriter.fixedNumber(accuracy, decimals: 0) + " m"
     }
 
-    /// The crash's follow-up: its outcome and evidence ("personWalking: 212 steps, 150 m in 118 s of data").
+    /// The crash's follow-up: its outcome, the end of its watch and the evidence ("personWalking (…): 118 records
+    /// in 118 s, 212 steps, moved 150 m").
     static func followUpCell(_ followUp: CrashFollowUpInfo?) -> String {
         guard let followUp else { return "<td class=\"follow-up muted\">–</td>" }
         var evidence = ["\(followUp.records) \(followUp.records == 1 ? "record" : "records") in "
