@@ -153,7 +153,7 @@ extension CrashDetails {
         writer.add("peakG", peakG, decimals: 2)
         writer.add("impactDurationMs", impactDurationMs, decimals: 1)
         writer.add("impacts", impacts)
-        writer.add("heading", heading, decimals: 1)
+        writer.add("heading", heading.map(Self.shownHeading), decimals: 1)
         writer.add("positionAccuracy", positionAccuracy, decimals: 1)
         writer.add("positionAge", positionAge, decimals: 3)
         writer.add("positionTrusted", positionTrusted)
@@ -166,5 +166,11 @@ extension CrashDetails {
         }.joined(separator: ",") + "]")
         writer.add("inTrip", inTrip)
         if let tripID { writer.add("tripID", tripID) } else { writer.add("tripID", raw: "null") }
+    }
+
+    /// To a tenth of a degree in [0, 360): 359.97 is written 0, not 360.
+    static func shownHeading(_ degrees: Double) -> Double {
+        let tenths = (degrees * 10).rounded()
+        return tenths >= 3600 ? 0 : tenths / 10
     }
 }

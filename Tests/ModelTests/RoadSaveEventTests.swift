@@ -152,6 +152,10 @@ struct RoadSaveEventCurrentTests {
         crash.details?.tripID = nil
         let untripped = try parseEvent(RoadSaveEvent(device: SampleEvents.device, body: .crashDetected(crash)).json())
         #expect(untripped["tripID"] == .null && untripped["inTrip"] == .bool(false))
+        // A heading just short of north is written as north, never as 360.
+        crash.details?.heading = 359.97
+        let north = try parseEvent(RoadSaveEvent(device: SampleEvents.device, body: .crashDetected(crash)).json())
+        #expect(north["heading"] == .number(0))
         #expect(RoadSaveEvent(device: SampleEvents.device, body: .crashDetected(crash)).json(.legacy)
                 == SampleEvents.crashed.json(.legacy))
     }
