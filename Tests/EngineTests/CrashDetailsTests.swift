@@ -139,19 +139,26 @@ import RoadSaveModel
         #expect(!details.inTrip && details.tripID == nil)
     }
 
-    @Test func recentPositionsReachAcrossAGPSGap() throws {
-        // Driving, then five minutes without a fix (the classifier still reporting), then the impact: the crash
-        // position is the last fix before the gap, and the two before it are still known, however old.
+    /// Driving, then five minutes without a fix (the classifier still reporting), then an impact: the script up to
+    /// the impact, and the times of the drive's fixes.
+    static func impactAfterAGPSGap() -> (script: Script, fixTimes: [Double]) {
         var s = Script()
         s.activity(.automotive, .high)
         s.drive(seconds: 120, speed: 15)
-        let fixTimes = s.records.filter { $0.kind == .location }.map(\.t).suffix(3)
+        let fixTimes = s.records.filter { $0.kind == .location }.map(\.t)
         for _ in 0 ..< 30 {
             s.t += 10
             s.activity(.automotive, .high)
         }
         s.t += 0.5
         s.impact(peakG: 40)
+        return (s, fixTimes)
+    }
+
+    @Test func recentPositionsReachAcrossAGPSGap() throws {
+        // The crash position is the last fix before the gap, and the two before it are still known, however old.
+        var (s, driveFixes) = Self.impactAfterAGPSGap()
+        let fixTimes = driveFixes.suffix(3)
         // No fix after it either: the position is the last one known.
         for _ in 0 ..< 6 {
             s.t += 10
@@ -173,16 +180,8 @@ import RoadSaveModel
         // The same gap, but the phone finds its fix again a second after the impact and goes on giving one a second:
         // the crash position is that first fix after the impact, and the two before it are the last two before the
         // gap, kept while the crash waits for its decision although the fixes after it are trimmed.
-        var s = Script()
-        s.activity(.automotive, .high)
-        s.drive(seconds: 120, speed: 15)
-        let beforeGap = s.records.filter { $0.kind == .location }.map(\.t).suffix(2)
-        for _ in 0 ..< 30 {
-            s.t += 10
-            s.activity(.automotive, .high)
-        }
-        s.t += 0.5
-        s.impact(peakG: 40)
+        var (s, driveFixes) = Self.impactAfterAGPSGap()
+        let beforeGap = driveFixes.suffix(2)
         let impactTime = s.t
         s.activity(.stationary, .high)
         s.stand(seconds: 40)
