@@ -223,13 +223,12 @@ struct GPSTrack: Sendable, Codable {
         while older < recent.count, recent[older].t < cutoff { older += 1 }
         // The newest fix before the cutoff stays, and so do the fixes a crash is reported with: the newest
         // `crashPositionsKept` at or before the pending impact (without one, the newest of all).
-        var firstKept = max(0, older - 1)
+        var stale = max(0, older - 1)
         var lastReported = recent.count - 1
         if let pendingImpact {
             while lastReported >= 0, recent[lastReported].t > pendingImpact { lastReported -= 1 }
         }
-        if lastReported >= 0 { firstKept = min(firstKept, max(0, lastReported - (Self.crashPositionsKept - 1))) }
-        let stale = firstKept
+        if lastReported >= 0 { stale = min(stale, max(0, lastReported - (Self.crashPositionsKept - 1))) }
         guard stale >= Self.trimBatch else { return }
         // A new array of the right size, with room for the next batch: appending to a full array would double it.
         var kept: [AcceptedFix] = []
