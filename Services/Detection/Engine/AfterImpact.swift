@@ -1,7 +1,8 @@
 import RoadSaveModel
 
 /// What a device's records showed after a crash's first impact, gathered record by record up to the end of the
-/// follow-up's watch (`until`, set when the crash is sent for evaluation): the evidence of `crashFollowUp`.
+/// follow-up's watch (`until`, set when the crash is sent for evaluation): the evidence of `crashFollowUp`. The
+/// records counted are exactly those with `since` < t < `until`.
 struct AfterImpact: Sendable, Equatable, Codable {
     /// The first impact.
     let since: Double
@@ -25,8 +26,12 @@ struct AfterImpact: Sendable, Equatable, Codable {
         self.anchor = anchor.map { TimedPosition(latitude: $0.latitude, longitude: $0.longitude, time: $0.t) }
     }
 
-    /// Whether a record at `t` is inside the watch.
-    func watches(_ t: Double) -> Bool { t > since && t <= (until ?? .infinity) }
+    /// Whether a record at `t` is inside the watch: after the impact and before its end, both excluded. A record at
+    /// `until` itself is never counted: the follow-up is due at `until`, and time reaching a deadline fires it before
+    /// a record of the same time is applied (`DeviceSession.handle`), while a verdict that comes later finds that
+    /// record applied already. Excluding it makes the count a function of event time alone, whatever order the
+    /// verdict, ticks, watermarks and records arrive in.
+    func watches(_ t: Double) -> Bool { t > since && t < (until ?? .infinity) }
 
     /// One record after the impact: `fix` when it was an accepted location, `newSteps` counted from it,
     /// `activity` when it reported one.

@@ -349,7 +349,7 @@ public struct DeviceFleet: Sendable {
         guard devices[slot].lastEventTime != nil, let first = devices[slot].session.nextDeadlineInPlace() else {
             return false
         }
-        return first <= devices[slot].eventTime(now: now)
+        return first <= devices[slot].timerTime(now: now)
     }
 
     /// One device's part of a tick. By its stream's watermark: its records below it released, then its timers
@@ -376,7 +376,7 @@ public struct DeviceFleet: Sendable {
             changed.insert(slot)
             lastTickChangedState = true
             acted = true
-            let eventNow = devices[slot].eventTime(now: now)
+            let eventNow = devices[slot].timerTime(now: now)
             var previous: Double?
             while let deadline = devices[slot].session.nextDeadline, deadline <= eventNow, deadline != previous {
                 previous = deadline

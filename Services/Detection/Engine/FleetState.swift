@@ -43,6 +43,15 @@ public struct FleetDeviceState: Sendable, Codable {
         guard let lastEventTime else { return now }
         return lastEventTime + max(0, now - (lastArrival ?? now))
     }
+
+    /// How far the clock may run the device's timers at `now`: its event time, but never past a record still held
+    /// for ordering. Replay applies that record before any later deadline fires; a timer fired past it would decide
+    /// (end a trip, close a crash's follow-up) without it.
+    func timerTime(now: Double) -> Double {
+        let eventNow = eventTime(now: now)
+        guard let held = ordering.oldestBufferedTime else { return eventNow }
+        return min(eventNow, held)
+    }
 }
 
 /// What a fleet knows about an application's settings, for auto-monitor.
