@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The outage suite (Tests/IntegrationTests/OutageTests.swift) over many seeds, one after the other, outside
 # `make test`: each seed runs every fault once; a line per seed, then the failures by fault and the seeds that
-# failed (rerun one with ROADSAVE_TEST_SEED=SEED). Needs a built test bundle (`swift build --build-tests`).
+# failed (rerun one with ROADSAVE_TEST_SEED=SEED). Needs a built test bundle (`swift build --build-tests`); the
+# bundle and the executables are copied first, so building while it runs changes nothing of what it measures.
 #
 #   scripts/outage-sweep.sh [--seeds N] [--first SEED] [--bin-dir DIR] [--log FILE]
 #
@@ -20,18 +21,28 @@ while (($#)); do
     --first) first="$2"; shift 2 ;;
     --bin-dir) bin_dir="$2"; shift 2 ;;
     --log) log="$2"; shift 2 ;;
-    -h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "outage-sweep: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
 [[ "$seeds" =~ ^[0-9]+$ && "$first" =~ ^[0-9]+$ ]] || { echo "outage-sweep: --seeds and --first take whole numbers" >&2; exit 2; }
 mkdir -p "$(dirname "$log")"
-[ -n "$bin_dir" ] && export ROADSAVE_BIN_DIR="$bin_dir"
+build=.build/debug
+bundle=$build/RoadSavePackageTests.xctest
+[ -x "$bundle" ] || { echo "outage-sweep: no test bundle at $bundle (run: swift build --build-tests)" >&2; exit 2; }
+snapshot=$(mktemp -d /tmp/roadsave-outage-sweep.XXXXXX)
+trap 'rm -rf "$snapshot"' EXIT
+cp "$bundle" "$snapshot/"
+for executable in roadsave roadsave-ingest roadsave-detect roadsave-notify; do
+  cp "${bin_dir:-$build}/$executable" "$snapshot/" || { echo "outage-sweep: no $executable in ${bin_dir:-$build}" >&2; exit 2; }
+done
+export ROADSAVE_BIN_DIR="$snapshot"
 
 declare -A failures_by_fault=()
 failed_seeds=()
 for ((seed = first; seed < first + seeds; seed++)); do
-  output=$(ROADSAVE_TEST_SEED=$seed swift test --skip-build --no-parallel --filter 'OutageTests' 2>&1) && status=0 || status=$?
+  output=$(ROADSAVE_TEST_SEED=$seed "$snapshot/RoadSavePackageTests.xctest" --testing-library swift-testing \
+    --filter 'OutageTests' 2>&1 | sed 's/\x1b\[[0-9;]*m//g') && status=0 || status=$?
   printf '%s\n' "== seed $seed (exit $status)" "$output" >>"$log"
   # A failed case is reported by Swift Testing as "✘ Test <name>(…) recorded an issue with 1 argument fault → X".
   faults=$(grep -o 'recorded an issue with 1 argument fault → [A-Za-z]*' <<<"$output" | awk '{print $NF}' | sort -u | tr '\n' ' ' || true)

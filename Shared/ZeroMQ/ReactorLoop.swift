@@ -46,12 +46,20 @@ public final class ReactorLoop {
     }
 
     /// Sockets closed when the loop ends (created by `socket(_:)` or given to `onReadable`).
-    private var owned: [ZMQSocket] = []
+    private var owned: [ZMQSocket] = [] {
+        didSet { readersChanged = true }
+    }
     private var readers: [Reader] = []
     private var readersChanged = true
-    /// `zmq_poll` items: index 0 is the wake-up pipe, then one per entry of `pollReaders`.
+    /// `zmq_poll` items: index 0 is the wake-up pipe, then one per entry of `pollReaders`, then the `ZMQ_FD` of each
+    /// entry of `pollWatched`.
     private var pollItems: [zmq_pollitem_t] = []
     private var pollReaders: [Reader] = []
+    /// Owned sockets without a readable handler (send-only ones: PUB, a DEALER that only sends). libzmq carries
+    /// out a socket's commands only when the application calls into it (DESIGN-NOTES pitfall 10): a socket nobody
+    /// receives on would keep, until its next send, connections an unbind closed and peers that left. Their
+    /// `ZMQ_FD`s are polled too, and their commands carried out as soon as it signals.
+    private var pollWatched: [ZMQSocket] = []
 
     private var timers: [UInt64: TimerEntry] = [:]
     private var heap = TimerHeap()
@@ -239,8 +247,13 @@ public final class ReactorLoop {
                 return error.isTerminated ? nil : error
             }
 
-            // 4. Wake-ups and readable sockets.
+            // 4. Wake-ups, the commands of sockets nobody reads, and readable sockets.
             if pollItems[0].revents & Int16(ZMQ_POLLIN) != 0 { reactor.drainWake() }
+            let watchedBase = pollReaders.count + 1
+            for index in pollWatched.indices where pollItems[watchedBase + index].revents & Int16(ZMQ_POLLIN) != 0 {
+                let socket = pollWatched[index]
+                if !socket.isClosed { socket.processCommands() }
+            }
             for index in pollReaders.indices where pollItems[index + 1].revents & Int16(ZMQ_POLLIN) != 0 {
                 let reader = pollReaders[index]
                 guard reader.active, !reader.socket.isClosed else { continue }
@@ -251,13 +264,22 @@ public final class ReactorLoop {
     }
 
     private func rebuildPollItemsIfNeeded() {
-        if !readersChanged && !pollReaders.contains(where: { $0.socket.isClosed }) { return }
+        if !readersChanged && !pollReaders.contains(where: { $0.socket.isClosed })
+            && !pollWatched.contains(where: \.isClosed) { return }
         readers.removeAll { !$0.active || $0.socket.isClosed }
         pollReaders = readers
+        pollWatched = []
         pollItems.removeAll(keepingCapacity: true)
         pollItems.append(zmq_pollitem_t(socket: nil, fd: reactor.wakeReadFD, events: Int16(ZMQ_POLLIN), revents: 0))
         for reader in pollReaders {
             pollItems.append(zmq_pollitem_t(socket: reader.socket.rawHandle, fd: 0, events: Int16(ZMQ_POLLIN), revents: 0))
+        }
+        for socket in owned where !socket.isClosed && !readers.contains(where: { $0.socket === socket }) {
+            guard let fd = try? socket.fileDescriptor() else { continue }
+            // Whatever signalled before the socket was watched is carried out now; the descriptor signals what follows.
+            socket.processCommands()
+            pollWatched.append(socket)
+            pollItems.append(zmq_pollitem_t(socket: nil, fd: fd, events: Int16(ZMQ_POLLIN), revents: 0))
         }
         readersChanged = false
     }

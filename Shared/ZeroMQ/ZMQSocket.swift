@@ -449,6 +449,25 @@ public final class ZMQSocket {
         }
     }
 
+    /// The socket's `ZMQ_FD`: readable when libzmq has commands for the socket to carry out (peers attaching or
+    /// leaving, an unbind closing its connections, subscriptions arriving). Not for reading or writing: poll it, then
+    /// call `processCommands()`.
+    public func fileDescriptor() throws(ZMQError) -> Int32 {
+        let handle = try open("zmq_getsockopt(ZMQ_FD)")
+        var fd: Int32 = -1
+        var size = MemoryLayout<Int32>.size
+        if zmq_getsockopt(handle, ZMQ_FD, &fd, &size) != 0 { throw ZMQError.last("zmq_getsockopt(ZMQ_FD)") }
+        return fd
+    }
+
+    /// Has libzmq carry out the socket's pending commands now (reading `ZMQ_EVENTS` does that), rather than at the
+    /// next send or receive (DESIGN-NOTES pitfall 10). Returns the events (`ZMQ_POLLIN`/`ZMQ_POLLOUT`), 0 for a
+    /// closed socket.
+    @discardableResult
+    public func processCommands() -> Int32 {
+        (try? int32Option(ZMQ_EVENTS, name: "ZMQ_EVENTS")) ?? 0
+    }
+
     /// `ZMQ_EVENTS` has `ZMQ_POLLIN`: a message can be received now without blocking.
     public var hasPendingInput: Bool {
         guard let events = try? int32Option(ZMQ_EVENTS, name: "ZMQ_EVENTS") else { return false }

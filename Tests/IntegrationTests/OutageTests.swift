@@ -100,12 +100,14 @@ struct OutageTests {
     @Test(arguments: Fault.allCases)
     func aGatewaySendingWatermarksGetsReplaysEventsThroughAnOutage(_ fault: Fault) async throws {
         try await withPipelineSlot {
-            let seed = TestSeed.make() &+ UInt64(Fault.allCases.firstIndex(of: fault)!)
+            // Each fault draws from its own seed, the run's plus the fault's place, so the run's seed replays all.
+            let runSeed = TestSeed.make()
+            let seed = runSeed &+ UInt64(Fault.allCases.firstIndex(of: fault)!)
             var random = SplitMix64(state: seed)
             let after = Int.random(in: 1...6, using: &random)
             let seconds = Double.random(in: 2...6, using: &random)
             let timeout = [2.0, 10.0].randomElement(using: &random)!
-            let context = "\(fault), seed \(seed) (ROADSAVE_TEST_SEED=\(seed) replays it with the next faults' seeds after it): outage after \(after) batches for \(String(format: "%.2f", seconds)) s, --timeout \(timeout)"
+            let context = "\(fault), seed \(seed) (ROADSAVE_TEST_SEED=\(runSeed) replays it): outage after \(after) batches for \(String(format: "%.2f", seconds)) s, --timeout \(timeout)"
             print("outage test: \(context)")
             let folder = FileManager.default.temporaryDirectory.appendingPathComponent("roadsave-outage-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
@@ -146,11 +148,12 @@ struct OutageTests {
     /// file without them. The count is printed: it is what the README says such a gateway gets.
     @Test func aGatewayWithoutWatermarksKeepsWhatCannotBeAppliedInSight() async throws {
         try await withPipelineSlot {
-            let seed = TestSeed.make() &+ 7
+            let runSeed = TestSeed.make()
+            let seed = runSeed &+ 7
             var random = SplitMix64(state: seed)
             let after = Int.random(in: 2...6, using: &random)
             let seconds = Double.random(in: 2.5...6, using: &random)
-            let context = "python gateway, seed \(seed): ingest frozen after \(after) batches for \(String(format: "%.2f", seconds)) s, then killed"
+            let context = "python gateway, seed \(seed) (ROADSAVE_TEST_SEED=\(runSeed) replays it): ingest frozen after \(after) batches for \(String(format: "%.2f", seconds)) s, then killed"
             print("outage test: \(context)")
             let folder = FileManager.default.temporaryDirectory.appendingPathComponent("roadsave-outage-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)

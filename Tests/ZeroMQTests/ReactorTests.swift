@@ -448,6 +448,42 @@ struct ReactorTests {
         #expect(await finishes(within: 60) { context.terminate() })
     }
 
+    /// Issue 36: libzmq carries out a socket's commands only when the application calls into it. A send-only PUB
+    /// that is unbound must drop its connections then, not at its next send (which would reach nobody): the loop
+    /// watches the `ZMQ_FD` of every socket it owns, those it never reads included.
+    @Test("a send-only socket's unbind drops its peers at once, with nothing sent")
+    func unbindingASendOnlySocketDropsItsPeersWithoutASend() async throws {
+        let context = try ZMQContext()
+        let endpoint = Locked("")
+        let reactor = try await started("pub-unbind", context) { loop in
+            let publisher = try loop.socket(.pub)
+            try publisher.bind("tcp://127.0.0.1:0")
+            endpoint.withLock { $0 = publisher.lastEndpoint }
+            loop.setValue(publisher)
+        }
+        let subscriber = try ZMQSocket(context, .sub, linger: 0)
+        let watch = try ConnectionWatch(subscriber, context: context, name: "unbind-test")
+        try subscriber.subscribe("")
+        try subscriber.connect(endpoint.withLock { $0 })
+        var seen: [ConnectionWatch.Change] = []
+        let connected = await eventually(timeout: 30) {
+            seen += watch.changes()
+            return seen.contains(.established)
+        }
+        #expect(connected, "the subscriber never connected")
+        try await answer(reactor) { loop in try loop.value(ZMQSocket.self)!.unbind(endpoint.withLock { $0 }) }
+        let dropped = await eventually(timeout: 30) {
+            seen += watch.changes()
+            return seen.contains(.lost)
+        }
+        #expect(dropped, "the unbound PUB kept its connection (changes: \(seen))")
+        watch.close()
+        subscriber.close()
+        reactor.stop()
+        #expect(try await exitError(of: reactor) == nil)
+        #expect(await finishes(within: 60) { context.terminate() })
+    }
+
     @Test("a reactor drains a burst of 20,000 messages pushed from another thread", arguments: Transport.allCases)
     func burst(_ transport: Transport) async throws {
         let context = try ZMQContext()

@@ -109,6 +109,10 @@ final class NotifierServing {
             log.error("subscriber socket not bound again after a key was removed or changed", ["error": "\(error)"])
             return
         }
+        // The unbind is only queued as a command to the socket: carried out now, not at the next publish (which would
+        // drop every connection first and reach nobody). The reactor watches the socket's descriptor for the rest of
+        // the closing handshake.
+        publisher.processCommands()
         subscriptionGate?.rebound()
         liveEntriesAtBind = entries
         log.info("a subscriber key was removed or changed: every subscriber connection dropped", ["endpoint": endpoint])
