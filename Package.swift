@@ -142,7 +142,7 @@ let package = Package(
         .testTarget(name: "PipelineTests", dependencies: ["Simulator", "Replay", "DetectionEngine", "RoadSaveModel", "Wire"],
                     path: "Tests/PipelineTests"),
         // The gateway, subscriber, control and supervisor commands against real services.
-        .testTarget(name: "CommandTests", dependencies: ["roadsave", "Wire", "RoadSaveModel", "Storage", "Recordings", "RoadSaveTestKit"],
+        .testTarget(name: "CommandTests", dependencies: ["roadsave", "ServiceCommands", "Wire", "RoadSaveModel", "Storage", "Recordings", "RoadSaveTestKit"],
                     path: "Tests/CommandTests"),
         // The three services as separate processes on loopback, driven by clients that are not the project's code
         // (Python with pyzmq and msgpack); also the container files checked against the executables.

@@ -15,7 +15,7 @@ import ZeroMQ
 /// `roadsave tail`: subscribes to the notifier (PROTOCOL §7, events: frames `[<event>.<app>.<user>, JSON, position]`)
 /// and prints each event body as one NDJSON line. With `--since` it first catches up from the notifier's catch-up
 /// endpoint (`CatchUpRequest`), having subscribed before, and drops live positions already printed: no gap, no
-/// duplicate. Synchronous on the calling thread: `zmq_poll` in steps of at most 100 ms, between which the
+/// duplicate. On every reconnect it catches up the same way (`ReconnectCatchUp`). Synchronous on the calling thread: `zmq_poll` in steps of at most 100 ms, between which the
 /// SIGINT/SIGTERM flag and the deadline are checked.
 public enum TailCommand {
     /// The events the notifier publishes (PROTOCOL §3).
@@ -28,6 +28,9 @@ public enum TailCommand {
         as one line on standard output, as it comes (NDJSON). Without --since, events published before tail
         connected are not seen. Each event carries its position in the notifier's stream; a position seen already
         (the notifier publishes again what it was not sure it had published before a crash) is not printed twice.
+        Whenever the connection is renewed (a notifier restart, a network blip, a reload of subscriber keys), what
+        was published meanwhile is read from the catch-up endpoint, so nothing is missed (a catch-up endpoint that
+        does not answer is said once, and tail goes on live).
 
         Options:
           --endpoint URL      the notifier's subscriber endpoint (default tcp://127.0.0.1:5554)
@@ -77,6 +80,7 @@ public enum TailCommand {
         if options.viaCatchUp { return try followViaCatchUp(options, log: log) }
         let context: ZMQContext
         let socket: ZMQSocket
+        let watch: ConnectionWatch
         do {
             context = try ZMQContext()
             socket = try ZMQSocket(context, .sub, linger: 0)
@@ -84,6 +88,8 @@ public enum TailCommand {
             if options.since != nil { try socket.setReceiveHighWaterMark(0) }
             for prefix in options.prefixes { try socket.subscribe(prefix) }
             try options.keys?.apply(to: socket)
+            // Its handshakes: on each reconnect what was published meanwhile is read from the catch-up endpoint.
+            watch = try ConnectionWatch(socket, context: context, name: "tail")
             try socket.connect(options.endpoint)
         } catch {
             throw CommandExit(1, "cannot subscribe to \(options.endpoint): \(error)")
@@ -91,6 +97,7 @@ public enum TailCommand {
         var catchUp: CatchUpClient?
         defer {
             catchUp?.close()
+            watch.close()
             socket.close()
             context.terminate()
         }
@@ -110,15 +117,24 @@ public enum TailCommand {
             guard try catchUp!.read(after: since, before: nil, into: &printer, options: options, log: log) else { return }
         }
         var firstLive = true
+        var reconnects = ReconnectCatchUp(known: options.since == nil ? nil : printer.seen)
         while true {
             guard let wait = waitOrStop(upTo: 0.1, deadline: deadline, printer: printer, options: options, log: log) else {
                 return
             }
             let ready: [ZMQPollEvents]
             do {
-                ready = try ZMQPoller.poll([ZMQPollItem(socket)], timeoutMilliseconds: max(1, Int((wait * 1000).rounded(.up))))
+                ready = try ZMQPoller.poll([ZMQPollItem(socket), ZMQPollItem(watch.reader)],
+                                           timeoutMilliseconds: max(1, Int((wait * 1000).rounded(.up))))
             } catch {
                 throw CommandExit(1, "subscription to \(options.endpoint) failed: \(error)")
+            }
+            for change in watch.changes() where change == .established {
+                reconnects.connected(at: MonotonicClock.now())
+            }
+            if let due = reconnects.due(at: MonotonicClock.now(), seen: printer.seen) {
+                guard try catchUpAfterReconnect(due, client: &catchUp, context: context, reconnects: &reconnects,
+                                                printer: &printer, options: options, log: log) else { return }
             }
             guard ready.first?.contains(.readable) == true else { continue }
             while let message = try receive(socket, endpoint: options.endpoint) {
@@ -144,6 +160,38 @@ public enum TailCommand {
                 }
                 guard printer.print(position: position, body: line(message[1])) else { return }
             }
+        }
+    }
+
+    /// What `ReconnectCatchUp` asked for: the head at the first connection, or what came after a position (a
+    /// reconnect). A catch-up endpoint that cannot be reached is said once and not asked again: tail goes on live.
+    /// False when tail should end.
+    static func catchUpAfterReconnect(_ due: ReconnectCatchUp.Request, client: inout CatchUpClient?, context: ZMQContext,
+                                      reconnects: inout ReconnectCatchUp, printer: inout Printer, options: Options,
+                                      log: Log) throws(CommandExit) -> Bool {
+        do throws(CommandExit) {
+            if client == nil {
+                do {
+                    client = try CatchUpClient(context: context, endpoint: options.catchUpEndpoint, keys: options.keys)
+                } catch {
+                    throw CommandExit(1, "\(error)")
+                }
+            }
+            switch due {
+            case .head:
+                reconnects.started(fromHead: try client!.head())
+                return true
+            case let .after(position):
+                log.info("reconnected: catching up", ["after": String(position)])
+                return try client!.read(after: .position(position), before: nil, into: &printer, options: options, log: log)
+            }
+        } catch where error.status == 0 {
+            return false  // a signal during the request
+        } catch {
+            log.warning("the catch-up endpoint did not answer: events published while tail reconnects may be missed",
+                        ["endpoint": options.catchUpEndpoint, "error": error.message])
+            reconnects.giveUp()
+            return true
         }
     }
 

@@ -57,12 +57,12 @@ struct NotifierDurabilityTests {
         let port: Int
         let file: URL
 
-        /// `paused`: nothing is served until `resume()`.
-        init(_ events: [[String: Any]], rate: Double = 0, paused: Bool = false) async throws {
+        /// `paused`: nothing is served until `resume()`; `step`: one more event at each `resume()`.
+        init(_ events: [[String: Any]], rate: Double = 0, paused: Bool = false, step: Bool = false) async throws {
             let data = try JSONSerialization.data(withJSONObject: events)
             file = try temporaryFile(String(decoding: data, as: UTF8.self), suffix: ".events.json")
             let child = try Child.python("event_feed.py", ["--events", file.path, "--rate", String(rate)]
-                                            + (paused ? ["--paused"] : []), name: "event feed")
+                                            + (paused ? ["--paused"] : []) + (step ? ["--step"] : []), name: "event feed")
             self.child = child
             guard await eventually(timeout: 10, { !child.stdout.isEmpty || !child.isRunning }),
                   let first = child.stdout.first, let port = Int(first.text) else {
@@ -74,7 +74,7 @@ struct NotifierDurabilityTests {
 
         var endpoint: String { "tcp://127.0.0.1:\(port)" }
 
-        /// Starts the events of a paused feed (at its rate from now).
+        /// Starts the events of a paused feed (at its rate from now); releases the next event of a stepped one.
         func resume() { child.signal(SIGUSR1) }
 
         /// The last position the notifier acknowledged (0 before any).

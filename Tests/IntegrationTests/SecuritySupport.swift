@@ -15,10 +15,10 @@ final class KeyedNotifier {
 
     /// Started: the feed serves `events` (at `rate` a second, 0: all at once; `paused`: from `feed.resume()` on) to a
     /// notifier with the secret key `serverSecret` that lets in the keys of `allowList`.
-    init(_ events: [[String: Any]], rate: Double = 0, paused: Bool = false, serverSecret: String,
+    init(_ events: [[String: Any]], rate: Double = 0, paused: Bool = false, step: Bool = false, serverSecret: String,
          allowList: String) async throws {
         self.events = events
-        feed = try await NotifierDurabilityTests.Feed(events, rate: rate, paused: paused)
+        feed = try await NotifierDurabilityTests.Feed(events, rate: rate, paused: paused, step: step)
         notifier = NotifierDurabilityTests.Notifier(feed: feed, extra: ["--curve-secret-key", serverSecret,
                                                                         "--allow", allowList])
         do {

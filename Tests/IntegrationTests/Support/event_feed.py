@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """detection's outbox feed, faked for the notifier's integration tests: pyzmq and msgpack only (not the project's code).
 
-  python3 event_feed.py --events FILE [--feed-id ID] [--rate N] [--paused]
+  python3 event_feed.py --events FILE [--feed-id ID] [--rate N] [--paused | --step]
 
 Binds a ROUTER on 127.0.0.1 (a free port, printed on the first line) and serves the events of FILE (a JSON list of
 event maps with the MessagePack body fields of EventBody.encode: event, app, user, then tripID/startDate/...) as
@@ -10,7 +10,8 @@ the pull feed of Shared/Wire/FeedMessages.swift: request frames ["fetch", msgpac
 MessagePack body. Position i (from 1) is the i-th event of FILE; the same event may appear twice (a redelivery).
 With --rate, events are released at N a second from the start (the head grows); otherwise all at once. With
 --paused, nothing is released until SIGUSR1, which is the start (a test starts the stream once its clients are
-there, however long a busy machine took to start them). A request
+there, however long a busy machine took to start them). With --step, each SIGUSR1 releases one more event (a
+test places each event in time, as a rare crash alert comes). A request
 that finds nothing new is held up to its wait. Prints {"ack": N} whenever the consumer's acknowledged position
 changes, and {"served": [after, to]} for each reply with events.
 """
@@ -42,6 +43,7 @@ def main():
     parser.add_argument("--feed-id", default="fake-detection-feed")
     parser.add_argument("--rate", type=float, default=0.0)
     parser.add_argument("--paused", action="store_true")
+    parser.add_argument("--step", action="store_true", help="one more event per SIGUSR1")
     options = parser.parse_args()
     with open(options.events) as file:
         items = [body(event) for event in json.load(file)]
@@ -51,18 +53,23 @@ def main():
     socket.setsockopt(zmq.LINGER, 0)
     port = socket.bind_to_random_port("tcp://127.0.0.1")
     print(port, flush=True)
-    start = None if options.paused else time.monotonic()
+    start = None if options.paused or options.step else time.monotonic()
+    stepped = 0
     held = {}  # identity -> (request, deadline)
     acknowledged = None
 
     def resume(*_):
-        nonlocal start
-        if start is None:
+        nonlocal start, stepped
+        if options.step:
+            stepped += 1
+        elif start is None:
             start = time.monotonic()
 
     signal.signal(signal.SIGUSR1, resume)
 
     def released():
+        if options.step:
+            return min(len(items), stepped)
         if start is None:
             return 0
         if options.rate <= 0:
