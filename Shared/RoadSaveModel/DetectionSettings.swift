@@ -42,6 +42,12 @@ public struct DetectionSettings: Sendable, Equatable, Codable {
     public var stepThreshold = 25
     /// A silence longer than this splits trips: a record after it ends the trip in progress first.
     public var dataGap = 180.0
+    /// A trip whose device sends nothing for this long ends then (`deviceSilent`, at its last movement), on the
+    /// gateway's watermark or detection's clock. Until then only the device's own records may end it: a phone that
+    /// lost its connection keeps recording and uploads later, and what it recorded, not the other devices' time,
+    /// says whether it stopped. Half an hour: tunnels, car parks and rural dead zones last minutes to tens of minutes,
+    /// and a trip's end comes at most this late for a phone that falls silent for good (Traccar waits an hour).
+    public var tripOfflineGrace = 1800.0
 
     // GPS filtering.
     /// Fixes less accurate than this (horizontal accuracy radius) are not used.
@@ -111,6 +117,7 @@ public struct DetectionSettings: Sendable, Equatable, Codable {
         try take(.maximumStandstillInVehicle, \.maximumStandstillInVehicle)
         try take(.stepThreshold, \.stepThreshold)
         try take(.dataGap, \.dataGap)
+        try take(.tripOfflineGrace, \.tripOfflineGrace)
         try take(.maximumHorizontalAccuracy, \.maximumHorizontalAccuracy)
         try take(.maximumPlausibleSpeed, \.maximumPlausibleSpeed)
         try take(.crashMinimumPeakG, \.crashMinimumPeakG)
@@ -140,7 +147,7 @@ public struct DetectionSettings: Sendable, Equatable, Codable {
             ("startRunBreak", startRunBreak), ("gpsOnlyStartSpeed", gpsOnlyStartSpeed),
             ("gpsOnlyStartDuration", gpsOnlyStartDuration), ("gpsOnlyStartPeakSpeed", gpsOnlyStartPeakSpeed),
             ("gpsOnlyStartHeldSpeed", gpsOnlyStartHeldSpeed), ("gpsOnlyStartHeldDuration", gpsOnlyStartHeldDuration),
-            ("stopDelay", stopDelay), ("dataGap", dataGap),
+            ("stopDelay", stopDelay), ("dataGap", dataGap), ("tripOfflineGrace", tripOfflineGrace),
             ("maximumHorizontalAccuracy", maximumHorizontalAccuracy), ("maximumPlausibleSpeed", maximumPlausibleSpeed),
             ("crashMinimumPeakG", crashMinimumPeakG), ("crashDecisionDelay", crashDecisionDelay),
             ("crashClusterWindow", crashClusterWindow), ("crashPositionWindow", crashPositionWindow),
@@ -167,6 +174,9 @@ public struct DetectionSettings: Sendable, Equatable, Codable {
         }
         if stepThreshold < 1 {
             throw .invalidConfiguration(field: "stepThreshold", reason: "must be at least 1, got \(stepThreshold)")
+        }
+        if tripOfflineGrace < stopDelay {
+            throw .invalidConfiguration(field: "tripOfflineGrace", reason: "must be at least stopDelay")
         }
         if maximumStandstillInVehicle < stopDelay {
             throw .invalidConfiguration(field: "maximumStandstillInVehicle", reason: "must be at least stopDelay")

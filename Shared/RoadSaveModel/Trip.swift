@@ -18,6 +18,9 @@ public enum TripEndReason: String, Sendable, Codable, CaseIterable {
     case steps
     /// The device sent nothing for longer than the data-gap limit; the trip is not merged with what follows.
     case dataGap
+    /// The device has sent nothing for `tripOfflineGrace` (or its records ended, at the end of a replay's input or of
+    /// a gateway's stream) before its own records showed the stop delay.
+    case deviceSilent
     /// `setAutoTripDetection(false)`.
     case detectionPaused
     /// The detection mode changed to one without trips.

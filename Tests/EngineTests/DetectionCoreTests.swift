@@ -10,6 +10,8 @@ import Testing
     static let settings: DetectionSettings = {
         var settings = DetectionSettings()
         settings.stopDelay = 20
+        // A silent device's trip ends after this on the clock (issue 29): as short as the stop delay here.
+        settings.tripOfflineGrace = 20
         settings.crashDecisionDelay = 5
         return settings
     }()

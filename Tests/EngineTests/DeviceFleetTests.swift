@@ -273,14 +273,17 @@ import RoadSaveModel
         return (fleet, events, try #require(script.lastMovement))
     }
 
-    @Test func aSilentDevicesTripEndsWhenTheClockRunsItsEventTimeToTheStopDelay() throws {
+    /// Issue 29: silence is not a stop. The clock does not end a silent device's trip at the stop delay (its
+    /// records may be on their way: a phone offline keeps recording); after `tripOfflineGrace` of silence it does.
+    @Test func aSilentDevicesTripEndsWhenTheClockRunsItsEventTimeToTheOfflineGrace() throws {
         var (fleet, events, lastMovement) = try Self.aliceDroveAndFellSilent()
         let clockOffset = Self.clockOffset
+        let grace = Self.settings.tripOfflineGrace
         #expect(events.map(\.name) == ["tripDidStart"])
         // Nothing arrives any more. Time goes on only on the shell's clock.
         var now = lastMovement + clockOffset
         var ended: [(now: Double, event: RoadSaveEvent)] = []
-        while now < lastMovement + clockOffset + 300 {
+        while now < lastMovement + clockOffset + grace + 60 {
             now += 1
             ended += fleet.tick(now: now).events.map { (now, $0) }
         }
@@ -290,30 +293,31 @@ import RoadSaveModel
             Issue.record("expected tripDidEnd")
             return
         }
-        #expect(info.endReason == .stopDelay && info.endDate == lastMovement)
-        #expect(end.now == lastMovement + clockOffset + Self.settings.stopDelay, "at the stop delay on the clock")
+        #expect(info.endReason == .deviceSilent && info.endDate == lastMovement)
+        #expect(end.now == lastMovement + clockOffset + grace, "at the offline grace on the clock, not the stop delay")
     }
 
     /// A restart of the shell is not the device's silence: after `resumeClock` its quiet time counts from the
-    /// restart for its stop delay, and the device is written at the next checkpoint.
+    /// restart for its offline grace, and the device is written at the next checkpoint.
     @Test func theTimeTheShellWasDownIsNotTheDevicesSilence() throws {
         var (fleet, _, lastMovement) = try Self.aliceDroveAndFellSilent()
         let clockOffset = Self.clockOffset
         _ = fleet.tick(now: lastMovement + clockOffset + 2)  // the reorder buffer is released while the shell runs
         _ = fleet.takeChangedDevices()
-        // Down for ten stop delays, then live again.
-        let restart = lastMovement + clockOffset + 10 * Self.settings.stopDelay
+        // Down for twice the offline grace, then live again.
+        let grace = Self.settings.tripOfflineGrace
+        let restart = lastMovement + clockOffset + 2 * grace
         fleet.resumeClock(now: restart)
         let written = fleet.hasChangedDevices
         #expect(written, "the new quiet time is part of the device's state")
         #expect(fleet.tick(now: restart).events.isEmpty, "ended at the restart, as if silent all the while")
         var now = restart
         var ended: [Double] = []
-        while now < restart + 2 * Self.settings.stopDelay {
+        while now < restart + grace + 60 {
             now += 1
             if fleet.tick(now: now).events.contains(where: { $0.name == "tripDidEnd" }) { ended.append(now) }
         }
-        #expect(ended == [restart + Self.settings.stopDelay], "a silent device still ends its trip, counted from the restart")
+        #expect(ended == [restart + grace], "a silent device still ends its trip, counted from the restart")
         // A clock behind the last arrival (a restart reading its own time wrong) moves nothing back.
         var behind = DeviceFleet()
         _ = behind.settingsFetched(app: FleetStreams.app, .fetched(Self.settings), now: 0)
@@ -359,7 +363,8 @@ import RoadSaveModel
             script.drive(seconds: seconds, speed: 13)
             for record in script.records { _ = fleet.receive(record, now: record.t + clockOffset) }
             lastArrival = max(lastArrival, script.records.last!.t + clockOffset)
-            stops.append(try #require(script.lastMovement) + clockOffset + Self.settings.stopDelay)
+            // Silent from their last movement on: the clock ends their trips after the offline grace.
+            stops.append(try #require(script.lastMovement) + clockOffset + Self.settings.tripOfflineGrace)
         }
         _ = fleet.tick(now: lastArrival + 2)  // reorder buffers released
         #expect(lastArrival + 2 < stops[0])

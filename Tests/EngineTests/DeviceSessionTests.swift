@@ -62,13 +62,20 @@ import RoadSaveModel
     @Test func settingsFromThePlatformAreApplied() throws {
         var settings = DetectionSettings()
         settings.stopDelay = 60
+        settings.tripOfflineGrace = 90
         var s = Script()
         s.activity(.automotive, .high)
         s.drive(seconds: 200, speed: 14)
         let last = s.t
+        var parked = s
+        parked.stand(seconds: 100)
         var harness = Harness(settings: settings)
-        harness.run(s.records)
+        harness.run(parked.records)
         #expect(harness.tripEndDecisionTimes == [last + 60])
+        // Silent after the drive: the platform's offline grace.
+        var silent = Harness(settings: settings)
+        silent.run(s.records)
+        #expect(silent.tripEndDecisionTimes == [last + 90])
 
         var disabled = DetectionSettings()
         disabled.tripDetectionEnabled = false

@@ -204,8 +204,9 @@ enum FleetStreams {
                                                       detectionMode: .all), now: now, fetch: nil))
             }
         }
-        // Then the clock runs on with nothing arriving: the silent driver's trip ends, the rest settle.
-        for _ in 0..<400 {
+        // Then the clock runs on with nothing arriving: the silent driver's trip ends (after the offline grace),
+        // the rest settle.
+        for _ in 0..<(Int(DetectionSettings().tripOfflineGrace) + 400) {
             inputs.append(.tick(now: nextTick))
             nextTick += 1
         }

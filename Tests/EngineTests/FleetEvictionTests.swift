@@ -161,8 +161,8 @@ extension FleetAction {
         whole.finish()
         var evicting = EvictingDriver(answerDelay: 5, idle: 60, throughJSON: true)
         evicting.run(inputs)
-        // The silent driver's trip ended on the clock and the others settled: the 400 s of ticks at the end let
-        // every device leave.
+        // The silent driver's trip ended on the clock (its offline grace) and the others settled: the ticks at the
+        // end let every device leave.
         #expect(evicting.driver.fleet.residentCount == 0)
         #expect(evicting.evicted.count == 4)
         evicting.finish()

@@ -162,7 +162,9 @@ import RoadSaveModel
     @Test func withoutPedometerOnlyTheStopDelayEndsTrips() throws {
         let (script, _, lastMovement) = Self.commute(redLights: [], pedometer: false)
         var withSteps = script
-        // The device says it has no pedometer; step records that still arrive must not end the trip.
+        // The device says it has no pedometer; step records that still arrive must not end the trip. It stands
+        // on past the stop delay, which its own records then show.
+        withSteps.stand(seconds: 200)
         for index in 0..<6 { withSteps.add(.steps(2000 + 100 * index), at: lastMovement + 30 + Double(index)) }
         withSteps.records.sort { $0.t < $1.t }
         var harness = Harness()
@@ -171,7 +173,9 @@ import RoadSaveModel
         #expect(trip.endReason == .stopDelay)
         #expect(trip.endDate == lastMovement)
         let decided = try #require(harness.tripEndDecisionTimes.first)
-        #expect(decided == lastMovement + DetectionSettings().stopDelay)
+        // At the first record at or after the stop delay (one a second).
+        let stopDelay = DetectionSettings().stopDelay
+        #expect(decided >= lastMovement + stopDelay && decided < lastMovement + stopDelay + 1)
     }
 
     @Test func withoutActivityClassifierTripsStartOnSustainedGPSMovement() throws {
@@ -246,7 +250,9 @@ import RoadSaveModel
         #expect(harness.tripStarts[1].startDate > lastBeforeGap)
     }
 
-    @Test func silenceLongerThanTheStopDelayEndsTheTripOnTheStopDelay() throws {
+    /// Issue 29: records that stop mid-drive are a silent phone, not a stop: the trip ends `tripOfflineGrace` after
+    /// its last record (at the end of input, time runs on to it), at its last movement, `deviceSilent`.
+    @Test func silenceEndsTheTripAfterTheOfflineGraceNotTheStopDelay() throws {
         var s = Script()
         s.activity(.automotive, .high)
         s.drive(seconds: 300, speed: 14)
@@ -254,9 +260,26 @@ import RoadSaveModel
         var harness = Harness()
         harness.run(s.records)
         let trip = try #require(harness.tripEnds.first)
-        #expect(trip.endReason == .stopDelay)
+        #expect(trip.endReason == .deviceSilent)
         #expect(trip.endDate == last)
-        #expect(harness.tripEndDecisionTimes == [last + DetectionSettings().stopDelay])
+        #expect(harness.tripEndDecisionTimes == [last + DetectionSettings().tripOfflineGrace])
+    }
+
+    /// A silence shorter than the offline grace and a record after it: the stop delay passed in the device's own
+    /// time, so the record ends the trip first (`stopDelay`); longer than the grace, the phone went silent.
+    @Test(arguments: [(600.0, TripEndReason.stopDelay), (2000.0, TripEndReason.deviceSilent)])
+    func aRecordAfterASilenceEndsTheTripByItsLength(silence: Double, reason: TripEndReason) throws {
+        var s = Script()
+        s.activity(.automotive, .high)
+        s.drive(seconds: 300, speed: 14)
+        let last = s.t
+        s.silence(seconds: silence)
+        s.drive(seconds: 60, speed: 14)
+        var harness = Harness()
+        harness.feed(s.records)
+        let trip = try #require(harness.tripEnds.first)
+        #expect(trip.endReason == reason && trip.endDate == last)
+        #expect(harness.tripEndDecisionTimes.first == last + silence + 1, "decided at the record after the silence")
     }
 
     @Test func stationaryDoesNotEndATripWhileAutomotivePersists() {

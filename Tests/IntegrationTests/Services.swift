@@ -19,12 +19,13 @@ final class Services {
         var webhookSecret = "integration-secret-\(UUID().uuidString.prefix(8))"
     }
 
-    /// Short delays: trips end 5 s after the last movement, crashes are decided 8 s after the impact and followed up
-    /// 20 s after that (within the simulated crash's time at the scene, so from its records). Not shorter:
-    /// the simulated crash vehicle slows over a few seconds, and with speeds judged 1–3 s after the impact 2 of 60
-    /// seeds' crashes read as a pothole (`speedMaintainedAfterImpact`), which made a test's premise depend on its seed.
+    /// Short delays: trips end 5 s after the last movement (and 5 s into a device's silence: `tripOfflineGrace`),
+    /// crashes are decided 8 s after the impact and followed up 20 s after that (within the simulated crash's time
+    /// at the scene, so from its records). Not shorter: the simulated crash vehicle slows over a few seconds, and
+    /// with speeds judged 1–3 s after the impact 2 of 60 seeds' crashes read as a pothole
+    /// (`speedMaintainedAfterImpact`), which made a test's premise depend on its seed.
     static var quickSettings: [String: Any] {
-        ["stopDelay": 5, "crashDecisionDelay": 8, "crashSettleTime": 3, "crashClusterWindow": 10,
+        ["stopDelay": 5, "tripOfflineGrace": 5, "crashDecisionDelay": 8, "crashSettleTime": 3, "crashClusterWindow": 10,
          "crashFollowUpDelay": 20]
     }
 

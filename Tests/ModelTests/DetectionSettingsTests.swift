@@ -137,8 +137,9 @@ struct DetectionSettingsTests {
     @Test func encodingNamesEveryField() throws {
         let data = try JSONEncoder().encode(DetectionSettings())
         let object = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
-        #expect(object.count == 36)
+        #expect(object.count == 37)
         #expect((object["stopDelay"] as? NSNumber)?.doubleValue == 240)
+        #expect((object["tripOfflineGrace"] as? NSNumber)?.doubleValue == 1800)
         #expect((object["stepThreshold"] as? NSNumber)?.intValue == 25)
         #expect((object["tripDetectionEnabled"] as? NSNumber)?.boolValue == true)
     }

@@ -139,7 +139,7 @@ public struct DeviceSession: Sendable, Codable {
     /// Applies one record; records must come in event-time order (see `RecordOrdering`). Time first advances to
     /// the record, firing what was due before it.
     public mutating func handle(_ record: SensorRecord) -> [DetectionAction] {
-        var actions = advance(to: record.t)
+        var actions = advance(to: record.t, byRecord: true)
         guard monitoring else { return actions }
         // After a silence longer than the data-gap limit nothing is known of what happened in it: the trip in
         // progress ends at its last movement rather than being merged with whatever comes next.
@@ -189,7 +189,7 @@ public struct DeviceSession: Sendable, Codable {
         }
         // A record may have moved a deadline to or before now (for example the end of automotive reports).
         // (Nearly always nothing: appending an empty array is still a call.)
-        let due = fireDueTimers(at: record.t)
+        let due = fireDueTimers(at: record.t, byRecord: true)
         if !due.isEmpty { actions += due }
         return actions
     }
@@ -202,13 +202,19 @@ public struct DeviceSession: Sendable, Codable {
         // What followed it has been applied already: it has no follow-up.
         crashes.impact(observation, at: record.t, context: crashContext, watchAfter: false)
         guard let clock else { return [] }
-        return fireDueTimers(at: clock)
+        return fireDueTimers(at: clock, byRecord: false)
     }
 
-    /// Lets time pass to `t` (it never runs backwards), firing the stop delay and crash decisions due by then.
+    /// Lets time pass to `t` without a record of the device (it never runs backwards): crash decisions and
+    /// follow-ups due by then, and the end of a trip whose device has been silent for `tripOfflineGrace`. The stop
+    /// delay is not among them: only the device's own records say it stopped (`handle`).
     public mutating func advance(to t: Double) -> [DetectionAction] {
+        advance(to: t, byRecord: false)
+    }
+
+    private mutating func advance(to t: Double, byRecord: Bool) -> [DetectionAction] {
         guard let clock, t <= clock else {
-            let actions = fireDueTimers(at: t)
+            let actions = fireDueTimers(at: t, byRecord: byRecord)
             self.clock = t
             return actions
         }
@@ -221,15 +227,22 @@ public struct DeviceSession: Sendable, Codable {
     /// it), which made the tick of a large fleet cost more than its records.
     mutating func nextDeadlineInPlace() -> Double? { nextDeadline }
 
+    /// The earliest time at which time passing alone (`advance(to:)`) has something to do: a crash decision or
+    /// follow-up, or the end of a trip whose device stays silent (`silenceDeadline`).
     public var nextDeadline: Double? {
         guard monitoring else { return nil }
         // Asked of every device on every tick of the service: no array, and no settings or trip context read for
         // a device with no trip and no pending crash (most of a large fleet).
         var deadline = crashes.hasPending ? crashes.nextDeadline(settings: settings) : nil
-        if tripsActive, trips.isDriving, let stop = trips.stopDeadline(context: tripContext) {
-            deadline = deadline.map { min($0, stop) } ?? stop
+        if tripsActive, trips.isDriving, let silence = silenceDeadline {
+            deadline = deadline.map { min($0, silence) } ?? silence
         }
         return deadline
+    }
+
+    /// When the trip in progress ends if the device sends nothing more: `tripOfflineGrace` after its last record.
+    var silenceDeadline: Double? {
+        lastRecordTime.map { $0 + settings.tripOfflineGrace }
     }
 
     // MARK: Internals
@@ -242,11 +255,16 @@ public struct DeviceSession: Sendable, Codable {
         _settings.share(shared)
     }
 
-    private mutating func fireDueTimers(at now: Double) -> [DetectionAction] {
+    /// `byRecord`: time reached `now` with a record of the device at `now`, which may show the stop delay passed;
+    /// otherwise only the silence of `tripOfflineGrace` ends a trip (and first, when a record comes after it).
+    private mutating func fireDueTimers(at now: Double, byRecord: Bool) -> [DetectionAction] {
         guard monitoring else { return [] }
         // The crash context (settings, GPS history) is built only when a decision may be due.
         var actions = crashes.hasPending ? crashes.advance(to: now, context: crashContext) : []
-        if tripsActive, trips.isDriving, let deadline = trips.stopDeadline(context: tripContext), deadline <= now {
+        guard tripsActive, trips.isDriving else { return actions }
+        if let silence = silenceDeadline, silence <= now {
+            actions += endTrip(reason: .deviceSilent)
+        } else if byRecord, let deadline = trips.stopDeadline(context: tripContext), deadline <= now {
             actions += endTrip(reason: .stopDelay)
         }
         return actions
