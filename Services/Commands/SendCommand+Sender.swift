@@ -66,7 +66,7 @@ extension SendCommand {
             if !gateway.noteRead(record.t, for: ingest) {
                 totals.behindWatermark += 1
                 if totals.behindWatermark <= Self.behindWatermarkReports {
-                    Console.err("\(options.numberName) \(number): t: \(ISO8601.string(fromSeconds: record.t)) is behind the watermark already sent (the input is more out of order than --max-disorder \(JSONText.number(options.maximumDisorder)) s): detection may find it too late")
+                    Console.err("\(options.numberName) \(number): t: \(ISO8601.string(fromSeconds: record.t)) is behind the watermark already sent (the input is more out of order than --max-disorder \(JSONText.number(options.maximumDisorder)) s): applied if its device sent nothing newer before it (a phone's uploaded buffer), else too late")
                 }
             }
             batches[ingest].devices.insert(record.device)
