@@ -32,6 +32,8 @@ Usage: scripts/quality.py --roadsave PATH [--data DIR] [--json FILE] [--legs] [-
 import argparse, collections, contextlib, csv, datetime as dt, glob, gzip, json, os, statistics, subprocess, sys, tempfile
 
 TRANSIT = {"bus", "tram", "metro", "train", "ferry"}
+# Legs on which no driving trip should ever be: the traveller's own power.
+SELF_POWERED = {"walk", "bike", "e-bike", "e-scooter"}
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ride_features  # noqa: E402
 
@@ -178,6 +180,60 @@ def cbs_legs(roadsave, data, work, derive):
             leg_signs(label, segment["mode"].lower(), trips, start, end)
             legs.append((segment["mode"].lower(), name, start, end))
         collect(label, records, legs, trips)
+    return rows
+
+
+MOBILITYNET_MODES = {"CAR": "car", "BUS": "bus", "TRAIN": "train", "SUBWAY": "metro", "LIGHT_RAIL": "tram",
+                     "WALKING": "walk", "BICYCLING": "bike", "E_BIKE": "e-bike", "ESCOOTER": "e-scooter"}
+# A car leg is scored only on a phone with this many fixes during it (two phones' car legs have none).
+MOBILITYNET_CAR_FIXES = 5
+
+
+def mobilitynet_group(os_name, config):
+    """The phones' sensing, as the table groups them: always on, high or medium accuracy duty cycled, location off."""
+    if config == "ACCURACY_CONTROL":
+        return f"MobilityNet {os_name} always-on"
+    if config == "POWER_CONTROL":
+        return f"MobilityNet {os_name} no-GPS"
+    return f"MobilityNet {os_name} {'high' if config.startswith('HA') else 'medium'}-acc"
+
+
+def mobilitynet_legs(roadsave, data, work):
+    """Every phone's run of the shared MobilityNet journeys: one device each, replayed together, each leg scored on
+    every phone that carried it (the legs were marked once and are true for all eight phones). Waits are not legs."""
+    folder = os.path.join(data, "mobilitynet-whole-journeys")
+    records = os.path.join(work, "mobilitynet.ndjson")
+    legs_file = os.path.join(work, "mobilitynet-legs.csv")
+    subprocess.run([roadsave, "convert", "mobilitynet", folder, "--output", records, "--legs", legs_file,
+                    "--no-progress"], check=True, stderr=subprocess.DEVNULL)
+    out = subprocess.run([roadsave, "replay", records, "--quiet"] + SETTINGS, check=True, capture_output=True,
+                         text=True).stdout
+    trips = collections.defaultdict(list)
+    for line in out.splitlines():
+        event = json.loads(line)
+        if event.get("event") == "tripDidEnd":
+            trip = (iso(event["startDate"]), iso(event["endDate"]), event.get("transportMode", "unknown"),
+                    event.get("transportReason", "notClassified"), tuple(event.get("transportSigns", ())))
+            trips[event["user"]].append(trip)
+            VERDICTS.append((trip[3], trip[4]))
+    fixes = collections.defaultdict(list)
+    with open(records) as f:
+        for line in f:
+            record = json.loads(line)
+            if record["kind"] == "location":
+                fixes[record["user"]].append(record["t"])
+    rows = []
+    for leg in csv.DictReader(open(legs_file)):
+        mode = MOBILITYNET_MODES.get(leg["mode"])
+        if mode is None:
+            continue  # waiting (STOPPED): no travel to judge
+        start, end = float(leg["start_ts"]), float(leg["end_ts"])
+        if mode == "car" and sum(start <= t <= end for t in fixes[leg["user"]]) < MOBILITYNET_CAR_FIXES:
+            continue  # nothing a phone could tell the leg from
+        dataset = mobilitynet_group(leg["os"], leg["config"])
+        name = f"{leg['user']} {leg['leg_id']}"
+        rows.append((dataset, mode, name) + match(trips[leg["user"]], start, end))
+        leg_signs(dataset, mode, trips[leg["user"]], start, end)
     return rows
 
 
@@ -350,6 +406,10 @@ def main():
         rows = tmd_legs(args.roadsave, args.data, work)
         rows += cbs_legs(args.roadsave, args.data, work, derive=False)
         rows += cbs_legs(args.roadsave, args.data, work, derive=True)
+        if os.path.isdir(os.path.join(args.data, "mobilitynet-whole-journeys")):
+            rows += mobilitynet_legs(args.roadsave, args.data, work)
+        else:
+            print(f"quality: no MobilityNet journeys at {args.data}: those tables skipped", file=sys.stderr)
         if os.path.isdir(os.path.join(args.data, "envirocar-car-tracks")):
             envirocar_rows, drives = envirocar_drives(args.roadsave, args.data, work)
             rows += envirocar_rows

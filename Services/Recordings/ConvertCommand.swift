@@ -23,6 +23,9 @@ public enum ConvertCommand {
                        track, one car drive (Contains enviroCar data (enviroCar.org), ODbL)
           emission     emission-activity-traces/<day>.json.gz (or .json): one e-mission day of a
                        phone's trace (not its .ground_truth file)
+          mobilitynet  mobilitynet-whole-journeys/ (the folder): one device per phone and run, user
+                       <phone>.<run start> (ios-1.1564174916); --run and --phone choose some, --legs
+                       writes their labelled legs
 
         Options:
           --app ID            applicationID written in every record (default: recorded)
@@ -30,6 +33,11 @@ public enum ConvertCommand {
                               without --trial it is a prefix: ID-fall_3, ID-fall_4, ...)
           --derive-activity   cbs only: add activity records derived from the travel-diary labels
           --trial NAME        phone-drops only: convert one trial, e.g. fall_3 or up_and_down_7
+          --run NAME          mobilitynet only: one run (its name in runs_DERIVED.csv, e.g.
+                              1564174916_1564183089)
+          --phone NAME        mobilitynet only: one phone (ucb-sdb-ios-1 ... ucb-sdb-android-4)
+          --legs FILE         mobilitynet only: write the legs of the devices converted (CSV: user, os,
+                              role, config, spec, run, trip_id, leg_id, leg_type, mode, start_ts, end_ts)
           --output FILE       write the records to FILE instead of stdout
           --output-format F   ndjson or msgpack (the records' MessagePack maps one after another, which
                               `roadsave replay` reads fastest); default: msgpack when FILE ends in .msgpack,
@@ -55,6 +63,11 @@ public enum ConvertCommand {
         STILL -> stationary, UNKNOWN, TILTING, NONE and AIR_OR_HSR -> unknown; confidence: Android
         percent >= 75 high, >= 50 medium, else low; iOS its own low/medium/high. No pedometer.
         Readings uploaded twice are dropped.
+
+        mobilitynet: each phone's run as an e-mission trace (above): its background~location and
+        background~motion_activity files merged (a phone may lack either: duty-cycled and power-control
+        phones); the course is the fixes' bearing. Phone runs with no readings at all are skipped and
+        named. MobilityNet data (MobilityNet / e-mission project, (c) 2019 e-mission), BSD 3-Clause.
 
         Exit status: 0 converted, 2 bad option, unreadable file or one not in its dataset's format
         (the message names the file and the field).
@@ -85,6 +98,7 @@ public enum ConvertCommand {
 
         var positional: [String] = []
         var app = "recorded", user: String?, trial: String?, output: String?, deriveActivity = false
+        var run: String?, phone: String?, legsOutput: String?
         var outputFormatOption: String?
         var showProgress = true
         var index = arguments.startIndex
@@ -108,13 +122,16 @@ public enum ConvertCommand {
                 return arguments[index]
             }
             switch argument {
-            case "--app", "--user", "--trial", "--output", "--output-format":
+            case "--app", "--user", "--trial", "--output", "--output-format", "--run", "--phone", "--legs":
                 guard let given = value(), !given.isEmpty else { return fail("option \(argument) needs a value") }
                 switch argument {
                 case "--app": app = given
                 case "--user": user = given
                 case "--trial": trial = given
                 case "--output-format": outputFormatOption = given
+                case "--run": run = given
+                case "--phone": phone = given
+                case "--legs": legsOutput = given
                 default: output = given
                 }
             case "--derive-activity":
@@ -136,6 +153,13 @@ public enum ConvertCommand {
         guard positional.count == 2 else { return fail("unexpected argument '\(positional[2])'") }
         if deriveActivity, dataset != .cbs { return fail("option --derive-activity applies only to the cbs dataset") }
         if trial != nil, dataset != .phoneDrops { return fail("option --trial applies only to the phone-drops dataset") }
+        for (option, given) in [("--run", run), ("--phone", phone), ("--legs", legsOutput)]
+            where given != nil && dataset != .mobilitynet {
+            return fail("option \(option) applies only to the mobilitynet dataset")
+        }
+        if user != nil, dataset == .mobilitynet {
+            return fail("option --user does not apply to mobilitynet: each phone's run is its own device (<phone>.<run>)")
+        }
 
         let outputFormat: RecordFileFormat
         do {
@@ -149,8 +173,16 @@ public enum ConvertCommand {
         // Written to the terminal's status line directly; cleared before any output or report.
         var progress = ProgressMeter.standardError(label: "convert", noun: "trials", turnedOff: !showProgress,
                                                    writesStandardOutput: false)
+        var skipped: [String] = []
         do {
-            try RecordingFile.checkReadable(file)
+            if dataset == .mobilitynet {
+                var isDirectory: ObjCBool = false
+                guard FileManager.default.fileExists(atPath: file.path, isDirectory: &isDirectory), isDirectory.boolValue else {
+                    return fail("\(file.path): mobilitynet takes the dataset's folder (mobilitynet-whole-journeys/)")
+                }
+            } else {
+                try RecordingFile.checkReadable(file)
+            }
             switch dataset {
             case .tmd: recordings = [try RecordingConverter.tmd(file, app: app, user: user)]
             case .cbs: recordings = [try RecordingConverter.cbs(file, app: app, user: user, deriveActivity: deriveActivity)]
@@ -161,6 +193,21 @@ public enum ConvertCommand {
             case .escooter: recordings = [try RecordingConverter.escooter(file, app: app, user: user)]
             case .envirocar: recordings = [try RecordingConverter.envirocar(file, app: app, user: user)]
             case .emission: recordings = [try RecordingConverter.emission(file, app: app, user: user)]
+            case .mobilitynet:
+                (recordings, skipped) = try MobilityNetConverter.convert(folder: file, app: app, run: run, phone: phone) {
+                    done, total in
+                    if done == 0 { progress.startPhase(noun: "phone runs", total: total) } else { progress.advance() }
+                }
+                if let legsOutput {
+                    let converted = Set(recordings.map(\.user))
+                    let phoneRuns = try MobilityNetConverter.phoneRuns(in: file).filter { converted.contains($0.user) }
+                    let text = MobilityNetConverter.legsCSV(try MobilityNetConverter.legs(in: file), for: phoneRuns)
+                    do {
+                        try text.write(toFile: legsOutput, atomically: false, encoding: .utf8)
+                    } catch {
+                        return fail("option --legs: cannot write \(legsOutput): \(error.localizedDescription)")
+                    }
+                }
             }
             progress.finish()
         } catch let error as RecordingError {
@@ -207,6 +254,7 @@ public enum ConvertCommand {
             standardOutput(text)
         }
         for recording in recordings { standardError(recording.report.text + "\n") }
+        for line in skipped { standardError("skipped: \(line)\n") }
         if recordings.count > 1 {
             standardError("\(recordings.count) devices, \(lines.count) records in all, merged in time order\n")
         }

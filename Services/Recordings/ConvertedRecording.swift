@@ -11,6 +11,7 @@ public enum Dataset: String, Sendable, CaseIterable {
     case escooter
     case envirocar
     case emission
+    case mobilitynet
 
     /// The folder under ../shared/data.
     public var folder: String {
@@ -21,6 +22,7 @@ public enum Dataset: String, Sendable, CaseIterable {
         case .escooter: return "escooter-impacts"
         case .envirocar: return "envirocar-car-tracks"
         case .emission: return "emission-activity-traces"
+        case .mobilitynet: return "mobilitynet-whole-journeys"
         }
     }
 }

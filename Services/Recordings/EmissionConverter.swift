@@ -158,19 +158,19 @@ public enum EmissionConverter: RecordingBytesConverter {
                 guard (-180...180).contains(lon) else {
                     throw try data.required("longitude").mismatch("\(lon) is outside -180…180")
                 }
+                // The course: `heading` in the e-mission days, `bearing` in the MobilityNet dumps.
+                let heading = try data.number("heading") ?? data.number("bearing")
                 let fix = Fix(t: t, lat: lat, lon: lon, sensedSpeed: try data.number("sensed_speed"),
-                              heading: try data.number("heading"), accuracy: try data.number("accuracy"), platform: platform)
+                              heading: heading, accuracy: try data.number("accuracy"), platform: platform)
                 guard seenFixes.insert(fix).inserted else { day.repeatedFixes += 1; continue }
                 if t < lastFixT { day.outOfOrderFixes += 1 }
                 lastFixT = t
                 day.fixes.append(fix)
             } else {
-                let t = try data.required("ts").number()
-                let typeField = try data.required("type")
-                let type = try typeField.number()
-                guard type == type.rounded(), abs(type) < 1000 else { throw typeField.mismatch("\(type) is not a MotionType code") }
-                let reading = MotionReading(t: t, type: Int(type), confidence: try data.number("confidence"),
-                                            confidenceLevel: try data.string("confidence_level"), platform: platform)
+                let fields = try activityFields(data, platform: platform)
+                let t = fields.t
+                let reading = MotionReading(t: t, type: fields.type, confidence: fields.confidence,
+                                            confidenceLevel: fields.confidenceLevel, platform: platform)
                 guard confidence(of: reading) != nil else {
                     // The field to blame: the iOS level if there is one, else the number, else the missing number.
                     if platform == .ios, let level = try data.member("confidence_level") {
@@ -188,6 +188,59 @@ public enum EmissionConverter: RecordingBytesConverter {
         }
         day.platform = platformCounts.max { $0.value < $1.value }?.key
         return day
+    }
+
+    /// An activity entry's time, MotionType and confidence, in the three shapes the app wrote: `{ts, type,
+    /// confidence[, confidence_level]}` (the e-mission days); on Android in the MobilityNet dumps Google's
+    /// DetectedActivity with its obfuscated member names, `{zzbhB: type, zzbhC: percent}`, timed by `write_ts` (the
+    /// app writes each detection as it comes); on iOS there the CMMotionActivity flags `{automotive, cycling,
+    /// running, walking, stationary, unknown, confidence: "high"}`.
+    static func activityFields(_ data: JSONField, platform: Platform) throws
+        -> (t: Double, type: Int, confidence: Double?, confidenceLevel: String?) {
+        func code(_ field: JSONField) throws -> Int {
+            let value = try field.number()
+            guard value == value.rounded(), abs(value) < 1000 else { throw field.mismatch("\(value) is not a MotionType code") }
+            return Int(value)
+        }
+        if let type = try data.member("type") {
+            return (try data.required("ts").number(), try code(type), try data.number("confidence"),
+                    try data.string("confidence_level"))
+        }
+        if let type = try data.member("zzbhB") {
+            let t = try data.number("ts") ?? data.required("write_ts").number()
+            return (t, try code(type), try data.required("zzbhC").number(), nil)
+        }
+        guard try data.member("automotive") != nil else {
+            throw RecordingError.malformed(file: data.file, reason: "\(data.name): an activity with neither type, "
+                + "zzbhB (Android's DetectedActivity) nor the CMMotionActivity flags (automotive, walking, …)")
+        }
+        func flag(_ name: String) throws -> Bool {
+            guard let field = try data.member(name) else { return false }
+            guard case let .bool(value) = field.value else { throw field.mismatch("expected true or false") }
+            return value
+        }
+        // As e-mission's iOS app maps the flags to a MotionType (automotive with stationary: stopped in a vehicle).
+        let type: Int
+        if try flag("automotive") {
+            type = try flag("stationary") ? 10 : 0
+        } else if try flag("cycling") {
+            type = 1
+        } else if try flag("running") {
+            type = 8
+        } else if try flag("walking") {
+            type = 7
+        } else if try flag("stationary") {
+            type = 3
+        } else if try flag("unknown") {
+            type = 4
+        } else {
+            type = 9
+        }
+        let level = try data.required("confidence")
+        guard case let .string(text) = level.value else {
+            throw level.mismatch("expected low, medium or high, found \(level.value.typeName)")
+        }
+        return (try data.required("ts").number(), type, nil, text)
     }
 
     /// Speed and course of a fix as the record gives them (nil = unknown).
@@ -215,12 +268,19 @@ public enum EmissionConverter: RecordingBytesConverter {
     public static func convert(bytes: [UInt8], fileName: String, app: String = "recorded", user: String? = nil) throws
         -> ConvertedRecording {
         let day = try parse(bytes, fileName: fileName)
+        let device = DeviceID(app: app, user: user ?? userID(from: "emission-" + fileStem(fileName)))
+        return try recording(of: day, device: device, dataset: .emission, sourceFile: fileName, label: day.platform?.rawValue)
+    }
+
+    /// The records of a parsed trace (a day file, or the files of one MobilityNet phone and run merged), with the
+    /// report of what was taken and derived.
+    static func recording(of day: Day, device: DeviceID, dataset: Dataset, sourceFile fileName: String, label: String?,
+                          notes extraNotes: [String] = []) throws -> ConvertedRecording {
         let times = day.fixes.map(\.t) + day.activities.map(\.t)
         guard let start = times.min(), let end = times.max() else {
             throw RecordingError.malformed(file: fileName, reason: "no background/location or background/motion_activity "
                 + "entries (\(day.entryCount) entries)")
         }
-        let device = DeviceID(app: app, user: user ?? userID(from: "emission-" + fileStem(fileName)))
         var records: [SensorRecord] = []
         var derived: [String] = []
         var notes: [String] = []
@@ -301,7 +361,28 @@ public enum EmissionConverter: RecordingBytesConverter {
             + "\(ISO8601.string(fromSeconds: start)) to \(ISO8601.string(fromSeconds: end)) "
             + "(\(decimal((end - start) / 3600, 1)) h" + (day.timeZone.map { ", phone in \($0)" } ?? "") + ")")
 
-        return ConvertedRecording(dataset: .emission, sourceFile: fileName, device: device, records: records,
-                                  label: day.platform?.rawValue, derived: derived, notes: notes)
+        return ConvertedRecording(dataset: dataset, sourceFile: fileName, device: device, records: records,
+                                  label: label, derived: derived, notes: extraNotes + notes)
+    }
+}
+
+extension EmissionConverter.Day {
+    /// This trace and `other` (another file of the same phone and time: its locations, its activity) as one: readings
+    /// in time order, counts added.
+    func merged(with other: Self) -> Self {
+        var day = self
+        day.fixes = (fixes + other.fixes).sorted { $0.t < $1.t }
+        day.activities = (activities + other.activities).sorted { $0.t < $1.t }
+        day.entryCount += other.entryCount
+        day.otherKeys.merge(other.otherKeys, uniquingKeysWith: +)
+        day.repeatedFixes += other.repeatedFixes
+        day.repeatedActivities += other.repeatedActivities
+        day.fixesWithoutTime += other.fixesWithoutTime
+        day.fixesWithoutPosition += other.fixesWithoutPosition
+        day.outOfOrderFixes += other.outOfOrderFixes
+        day.outOfOrderActivities += other.outOfOrderActivities
+        day.platform = platform ?? other.platform
+        day.timeZone = timeZone ?? other.timeZone
+        return day
     }
 }

@@ -103,7 +103,8 @@ import Testing
             }
             let end = try #require(rig.uniqueEvents.first { $0.event.name == "tripDidEnd" })
             guard case let .tripDidEnd(trip) = end.event.body else { return }
-            #expect(trip.endReason == .stopDelay && trip.endDate == drive.batches[0].last!.t - 1, "at the last movement")
+            // Silent for the offline grace (here as short as the stop delay): deviceSilent, at the last movement.
+            #expect(trip.endReason == .deviceSilent && trip.endDate == drive.batches[0].last!.t - 1, "at the last movement")
         }
     }
 }

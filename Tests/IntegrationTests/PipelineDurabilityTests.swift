@@ -162,10 +162,12 @@ struct PipelineDurabilityTests {
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             defer { try? FileManager.default.removeItem(at: folder) }
             // Detection counts a device silent from its own restart (it cannot know what gateways still hold), and
-            // the gateway here pauses up to 5 s between attempts: a stop delay longer than a restart plus that pause
-            // keeps the trips in progress going, as production's minutes do.
+            // the gateway here pauses up to 5 s between attempts: an offline grace longer than a restart plus that
+            // pause keeps the trips in progress going, as production's half hour does (the stop delay with it: the
+            // grace is never shorter).
             var settings = Services.quickSettings
             settings["stopDelay"] = 15
+            settings["tripOfflineGrace"] = 15
             let expected = try await Self.expected(in: folder, devices: 6, crashes: 1, duration: 15, seed: 21,
                                                    settings: settings)
             let base = Ports.reserveRange(6)

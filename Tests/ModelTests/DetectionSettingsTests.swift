@@ -81,6 +81,13 @@ struct DetectionSettingsTests {
         #expect(try decode(#"{"stopDelay": 900}"#).stopDelay == 900) // equal is allowed
     }
 
+    @Test func anOfflineGraceShorterThanTheStopDelayIsRejected() throws {
+        #expect(rejectedField(#"{"tripOfflineGrace": 100}"#) == "tripOfflineGrace")  // default stop delay 240
+        #expect(rejectedField(#"{"tripOfflineGrace": 0}"#) == "tripOfflineGrace")
+        #expect(try decode(#"{"tripOfflineGrace": 240}"#).tripOfflineGrace == 240)
+        #expect(try decode(#"{"stopDelay": 5, "tripOfflineGrace": 5}"#).tripOfflineGrace == 5)
+    }
+
     @Test(arguments: ["20", "25"])
     func settleTimeNotShorterThanDecisionDelayIsRejected(settle: String) {
         #expect(rejectedField(#"{"crashSettleTime": \#(settle), "crashDecisionDelay": 20}"#) == "crashSettleTime")
