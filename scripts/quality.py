@@ -223,6 +223,13 @@ def mobilitynet_legs(roadsave, data, work):
             if record["kind"] == "location":
                 fixes[record["user"]].append(record["t"])
     rows = []
+    by_user = collections.defaultdict(list)
+    if FEATURES is not None:
+        with open(records) as f:
+            for line in f:
+                record = json.loads(line)
+                by_user[record["user"]].append(record)
+    legs_of = collections.defaultdict(list)
     for leg in csv.DictReader(open(legs_file)):
         mode = MOBILITYNET_MODES.get(leg["mode"])
         if mode is None:
@@ -234,6 +241,18 @@ def mobilitynet_legs(roadsave, data, work):
         name = f"{leg['user']} {leg['leg_id']}"
         rows.append((dataset, mode, name) + match(trips[leg["user"]], start, end))
         leg_signs(dataset, mode, trips[leg["user"]], start, end)
+        legs_of[leg["user"]].append((dataset, mode, name, start, end))
+    if FEATURES is not None:
+        for user, legs in legs_of.items():
+            for dataset, mode, name, start, end in legs:
+                FEATURES.append((dataset, "leg", mode, name, start, end, "", "",
+                                 ride_features.features(by_user[user], start, end)))
+            for start, end, mode, reason, _ in trips[user]:
+                overlap = lambda leg: max(0.0, min(end, leg[4]) - max(start, leg[3]))
+                best = max(legs, key=overlap, default=None)
+                label = best[1] if best is not None and overlap(best) > 0 else "none"
+                FEATURES.append((legs[0][0], "ride", label, best[2] if best else "", start, end, mode, reason,
+                                 ride_features.features(by_user[user], start, end)))
     return rows
 
 
@@ -352,15 +371,20 @@ def print_sign_table(signs):
           f"{HELD_OUT_CAR_LIMIT:.0%} of held-out car drives show it)")
     columns = [(d, k) for d in sorted({d for e in signs for d in e["datasets"]}) for k in ("transit", "car")
                if any(k in e["datasets"].get(d, {}) for e in signs)]
-    print(f"{'sign':<22}{'fitted on':<16}" + "".join(f"{family(d) + (' ' + d.split('(')[1].split(' ')[0] if '(' in d else '') + ' ' + k:>22}"
-                                                   for d, k in columns) + f"{'held-out cars':>15}  decides")
+    def heading(dataset, kind):
+        # "CBS GPS", "MobilityNet ios high-acc": the family and what tells its tables apart.
+        detail = dataset.split("(")[1].split(" ")[0] if "(" in dataset else " ".join(dataset.split(" ")[1:])
+        return f"{family(dataset)} {detail} {kind}".replace("  ", " ")
+    cell = max([22] + [len(heading(d, k)) + 2 for d, k in columns])
+    print(f"{'sign':<22}{'fitted on':<16}" + "".join(f"{heading(d, k):>{cell}}" for d, k in columns)
+          + f"{'held-out cars':>15}  decides")
     for e in signs:
         cells = []
         for d, k in columns:
             c = e["datasets"].get(d, {}).get(k)
             cells.append(f"{c['showing']}/{c['legs']}" if c else "-")
         fitted = ", ".join(e["fittedOn"]) or "none"
-        print(f"{e['sign']:<22}{fitted:<16}" + "".join(f"{c:>22}" for c in cells)
+        print(f"{e['sign']:<22}{fitted:<16}" + "".join(f"{c:>{cell}}" for c in cells)
               + f"{e['heldOutCarShowing']:>9}/{e['heldOutCarDrives']:<5}  {'yes' if e['deciding'] else 'no'}")
     for e in signs:
         if e["engineDecides"] is not None and e["engineDecides"] != e["deciding"]:
@@ -424,7 +448,8 @@ def main():
                   *[f"{key} {drive[key]:+.0f}" for key in ("startError", "endError") if drive[key] is not None],
                   sep="\t")
     groups = table(rows)
-    print(f"{'dataset':<24}{'mode':<10}{'legs':>6}{'taken for driving':>19}{'any trip':>10}"
+    width = max([24] + [len(d) + 2 for d, _ in groups])
+    print(f"{'dataset':<{width}}{'mode':<10}{'legs':>6}{'taken for driving':>19}{'any trip':>10}"
           f"{'start err (median s)':>22}{'end err':>9}")
     summary = []
     for (dataset, mode), g in sorted(groups.items()):
@@ -432,7 +457,7 @@ def main():
         start = f"{statistics.median(g['start']):+.0f}" if g["start"] else "-"
         end = f"{statistics.median(g['end']):+.0f}" if g["end"] else "-"
         share = f"{g['taken']} ({100 * g['taken'] / g['legs']:.0f} %)"
-        print(f"{dataset:<24}{mode:<10}{g['legs']:>6}{share:>19}{g['any']:>10}{start:>22}{end:>9}")
+        print(f"{dataset:<{width}}{mode:<10}{g['legs']:>6}{share:>19}{g['any']:>10}{start:>22}{end:>9}")
         summary.append({"dataset": dataset, "mode": mode, "legs": g["legs"], "taken": g["taken"], "anyTrip": g["any"],
                         "medianStartError": statistics.median(g["start"]) if g["start"] else None,
                         "medianEndError": statistics.median(g["end"]) if g["end"] else None})
@@ -441,7 +466,7 @@ def main():
         legs, taken = sum(g["legs"] for g in transit), sum(g["taken"] for g in transit)
         anything = sum(g["any"] for g in transit)
         if legs:
-            print(f"{dataset:<24}{'transit':<10}{legs:>6}{f'{taken} ({100 * taken / legs:.0f} %)':>19}{anything:>10}")
+            print(f"{dataset:<{width}}{'transit':<10}{legs:>6}{f'{taken} ({100 * taken / legs:.0f} %)':>19}{anything:>10}")
     if drives:
         figures = envirocar_summary(drives)
         print_envirocar(figures)

@@ -21,7 +21,13 @@ FIELDS = ["duration_s", "distance_m", "fix_interval_p50_s", "speed_p50", "speed_
           "stop_p50_s", "stop_share_8_45", "stops_8_45_per_km", "accel_p95", "decel_p95", "heading_change_per_km",
           "gaps", "gaps_moving", "gaps_still", "longest_gap_s", "longest_gap_moving_s", "walk_before_m",
           "wait_before_s", "steps_moving", "steps_per_min", "activity_reports", "share_automotive",
-          "share_automotive_high", "share_walking", "share_cycling", "share_stationary"]
+          "share_automotive_high", "share_walking", "share_cycling", "share_stationary",
+          # Around the ride (the AROUND seconds before and after it): the activity stream's walking and stillness,
+          # the steps, how soon walking follows the stop, and the first automotive report after the start.
+          "walk_reports_before", "still_reports_before", "last_walk_before_s", "steps_before",
+          "walk_reports_after", "still_reports_after", "first_walk_after_s", "steps_after", "walk_after_m",
+          "first_automotive_after_start_s"]
+AROUND = 600.0            # s: how far before and after a ride "around it" looks
 
 
 def haversine(lat1, lon1, lat2, lon2):
@@ -161,7 +167,37 @@ def features(records, start, end):
         out["share_walking"] = sum(a in ("walking", "running") for a, _ in activities) / n
         out["share_cycling"] = sum(a == "cycling" for a, _ in activities) / n
         out["share_stationary"] = sum(a == "stationary" for a, _ in activities) / n
+    around(records, start, end, out)
     return out
+
+
+def around(records, start, end, out):
+    """What the device reported in the AROUND seconds before and after the window: walking and stillness, steps, the
+    walk after it, how long after the stop walking was first reported, and when automotive was first reported after
+    the start (the classifier's latency)."""
+    def reports(t0, t1, kinds):
+        return sum(1 for r in records if r.get("kind") == "activity" and t0 <= r["t"] < t1 and r["activity"] in kinds)
+    def steps_in(t0, t1):
+        counts = [r["steps"] for r in records if r.get("kind") == "steps" and t0 <= r["t"] <= t1]
+        return max(counts) - min(counts) if len(counts) >= 2 else None
+    walking = ("walking", "running")
+    out["walk_reports_before"] = reports(start - AROUND, start, walking)
+    out["still_reports_before"] = reports(start - AROUND, start, ("stationary",))
+    last_walk = max((r["t"] for r in records if r.get("kind") == "activity" and start - AROUND <= r["t"] < start
+                     and r["activity"] in walking), default=None)
+    out["last_walk_before_s"] = None if last_walk is None else start - last_walk
+    out["steps_before"] = steps_in(start - AROUND, start)
+    out["walk_reports_after"] = reports(end, end + AROUND, walking)
+    out["still_reports_after"] = reports(end, end + AROUND, ("stationary",))
+    first_walk = min((r["t"] for r in records if r.get("kind") == "activity" and end <= r["t"] < end + AROUND
+                      and r["activity"] in walking), default=None)
+    out["first_walk_after_s"] = None if first_walk is None else first_walk - end
+    out["steps_after"] = steps_in(end, end + AROUND)
+    after = fixes_of([r for r in records if end <= r["t"] <= end + AROUND])
+    out["walk_after_m"] = haversine(after[0][1], after[0][2], after[-1][1], after[-1][2]) if len(after) >= 2 else None
+    first_auto = min((r["t"] for r in records if r.get("kind") == "activity" and start - 60 <= r["t"] <= end
+                      and r["activity"] == "automotive" and r.get("confidence") == "high"), default=None)
+    out["first_automotive_after_start_s"] = None if first_auto is None else first_auto - start
 
 
 def row(values):
