@@ -34,7 +34,7 @@ struct ConvertCommandTests {
     @Test(arguments: [
         (["tmd"], "missing FILE"),
         ([], "missing DATASET"),
-        (["gpx", "a.gpx"], "unknown DATASET 'gpx': expected tmd, cbs, phone-drops, escooter, envirocar or emission"),
+        (["gpx", "a.gpx"], "unknown DATASET 'gpx': expected tmd, cbs, phone-drops, escooter, envirocar, emission or mobilitynet"),
         (["tmd", "a.csv.gz", "--speed", "3"], "unknown option --speed"),
         (["tmd", "a.csv.gz", "--app"], "option --app needs a value"),
         (["tmd", "a.csv.gz", "--user="], "option --user needs a value"),
@@ -46,6 +46,11 @@ struct ConvertCommandTests {
         (["envirocar", "/nonexistent/58db5ec7.json.gz"], "/nonexistent/58db5ec7.json.gz: no such file"),
         (["emission", "/nonexistent/day.json"], "/nonexistent/day.json: no such file"),
         (["emission", "day.json", "--trial", "x"], "--trial applies only to the phone-drops dataset"),
+        (["tmd", "a.csv.gz", "--legs", "legs.csv"], "--legs applies only to the mobilitynet dataset"),
+        (["cbs", "a.csv.gz", "--phone", "ucb-sdb-ios-1"], "--phone applies only to the mobilitynet dataset"),
+        (["mobilitynet", "/", "--user", "u"], "--user does not apply to mobilitynet"),
+        (["mobilitynet", "/nonexistent"], "mobilitynet takes the dataset's folder"),
+        (["mobilitynet", "/", "--run", "x"], "runs_DERIVED.csv"),
     ])
     func badArgumentsExitTwoAndSayWhy(arguments: [String], message: String) {
         let result = Self.run(arguments)
