@@ -72,14 +72,17 @@ def collect(dataset, records, legs, trips):
     if FEATURES is None:
         return
     loaded = load(records)
+    ends = sorted(trip[1] for trip in trips)
+    previous = lambda t: max((e for e in ends if e <= t), default=None)
     for label, name, start, end in legs:
-        FEATURES.append((dataset, "leg", label, name, start, end, "", "", ride_features.features(loaded, start, end)))
+        FEATURES.append((dataset, "leg", label, name, start, end, "", "",
+                         ride_features.features(loaded, start, end, previous(start))))
     for start, end, mode, reason, _ in trips:
         overlap = lambda leg: max(0.0, min(end, leg[3]) - max(start, leg[2]))
         best = max(legs, key=overlap, default=None)
         label = best[0] if best is not None and overlap(best) > 0 else "none"
         FEATURES.append((dataset, "ride", label, best[1] if best else "", start, end, mode, reason,
-                         ride_features.features(loaded, start, end)))
+                         ride_features.features(loaded, start, end, previous(start - 1))))
 
 
 def iso(text):
@@ -244,15 +247,17 @@ def mobilitynet_legs(roadsave, data, work):
         legs_of[leg["user"]].append((dataset, mode, name, start, end))
     if FEATURES is not None:
         for user, legs in legs_of.items():
+            ends = sorted(trip[1] for trip in trips[user])
+            previous = lambda t: max((e for e in ends if e <= t), default=None)
             for dataset, mode, name, start, end in legs:
                 FEATURES.append((dataset, "leg", mode, name, start, end, "", "",
-                                 ride_features.features(by_user[user], start, end)))
+                                 ride_features.features(by_user[user], start, end, previous(start))))
             for start, end, mode, reason, _ in trips[user]:
                 overlap = lambda leg: max(0.0, min(end, leg[4]) - max(start, leg[3]))
                 best = max(legs, key=overlap, default=None)
                 label = best[1] if best is not None and overlap(best) > 0 else "none"
                 FEATURES.append((legs[0][0], "ride", label, best[2] if best else "", start, end, mode, reason,
-                                 ride_features.features(by_user[user], start, end)))
+                                 ride_features.features(by_user[user], start, end, previous(start - 1))))
     return rows
 
 

@@ -26,7 +26,7 @@ FIELDS = ["duration_s", "distance_m", "fix_interval_p50_s", "speed_p50", "speed_
           # the steps, how soon walking follows the stop, and the first automotive report after the start.
           "walk_reports_before", "still_reports_before", "last_walk_before_s", "steps_before",
           "walk_reports_after", "still_reports_after", "first_walk_after_s", "steps_after", "walk_after_m",
-          "first_automotive_after_start_s"]
+          "first_automotive_after_start_s", "from_previous_trip_m", "since_previous_trip_s"]
 AROUND = 600.0            # s: how far before and after a ride "around it" looks
 
 
@@ -80,9 +80,10 @@ def speeds(fixes):
     return result
 
 
-def features(records, start, end):
+def features(records, start, end, previous_end=None):
     """The features of the window [start, end] of one device's records (every record of the device: what comes
-    before the window gives the walk and wait before it)."""
+    before the window gives the walk and wait before it). `previous_end`: when the device's trip before it ended,
+    if any (how far from there, and how long after, this one begins: a driver comes back to the car)."""
     window = [r for r in records if start <= r["t"] <= end]
     fixes = fixes_of(window)
     out = dict.fromkeys(FIELDS)
@@ -168,6 +169,12 @@ def features(records, start, end):
         out["share_cycling"] = sum(a == "cycling" for a, _ in activities) / n
         out["share_stationary"] = sum(a == "stationary" for a, _ in activities) / n
     around(records, start, end, out)
+    if previous_end is not None and previous_end <= start:
+        ended = fixes_of([r for r in records if previous_end - GAP <= r["t"] <= previous_end])
+        began = fixes_of([r for r in records if start <= r["t"] <= start + GAP])
+        if ended and began:
+            out["from_previous_trip_m"] = haversine(ended[-1][1], ended[-1][2], began[0][1], began[0][2])
+        out["since_previous_trip_s"] = start - previous_end
     return out
 
 
