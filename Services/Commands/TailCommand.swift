@@ -15,8 +15,8 @@ import ZeroMQ
 /// `roadsave tail`: subscribes to the notifier (PROTOCOL §7, events: frames `[<event>.<app>.<user>, JSON, position]`)
 /// and prints each event body as one NDJSON line. With `--since` it first catches up from the notifier's catch-up
 /// endpoint (`CatchUpRequest`), having subscribed before, and drops live positions already printed: no gap, no
-/// duplicate. On every reconnect it catches up the same way (`ReconnectCatchUp`). Synchronous on the calling thread: `zmq_poll` in steps of at most 100 ms, between which the
-/// SIGINT/SIGTERM flag and the deadline are checked.
+/// duplicate. On every reconnect it catches up the same way (`ReconnectCatchUp`). Synchronous on the calling
+/// thread: `zmq_poll` in steps of at most 100 ms, between which the SIGINT/SIGTERM flag and the deadline are checked.
 public enum TailCommand {
     /// The events the notifier publishes (PROTOCOL §3).
     static let eventNames = RoadSaveEvent.names
@@ -29,8 +29,8 @@ public enum TailCommand {
         connected are not seen. Each event carries its position in the notifier's stream; a position seen already
         (the notifier publishes again what it was not sure it had published before a crash) is not printed twice.
         Whenever the connection is renewed (a notifier restart, a network blip, a reload of subscriber keys), what
-        was published meanwhile is read from the catch-up endpoint, so nothing is missed (a catch-up endpoint that
-        does not answer is said once, and tail goes on live).
+        was published meanwhile is read from the catch-up endpoint, so nothing is missed (a catch-up that fails is
+        said once, and tail goes on live).
 
         Options:
           --endpoint URL      the notifier's subscriber endpoint (default tcp://127.0.0.1:5554)
@@ -164,8 +164,8 @@ public enum TailCommand {
     }
 
     /// What `ReconnectCatchUp` asked for: the head at the first connection, or what came after a position (a
-    /// reconnect). A catch-up endpoint that cannot be reached is said once and not asked again: tail goes on live.
-    /// False when tail should end.
+    /// reconnect). A catch-up that fails (the endpoint does not answer, or refuses) is said once and not tried
+    /// again: tail goes on live. False when tail should end.
     static func catchUpAfterReconnect(_ due: ReconnectCatchUp.Request, client: inout CatchUpClient?, context: ZMQContext,
                                       reconnects: inout ReconnectCatchUp, printer: inout Printer, options: Options,
                                       log: Log) throws(CommandExit) -> Bool {
@@ -188,8 +188,8 @@ public enum TailCommand {
         } catch where error.status == 0 {
             return false  // a signal during the request
         } catch {
-            log.warning("the catch-up endpoint did not answer: events published while tail reconnects may be missed",
-                        ["endpoint": options.catchUpEndpoint, "error": error.message])
+            log.warning("catching up after a reconnect failed: events published while tail reconnects may be missed "
+                        + "(not tried again)", ["endpoint": options.catchUpEndpoint, "error": error.message])
             reconnects.giveUp()
             return true
         }
