@@ -69,9 +69,9 @@ bench: deps
 	@[ -f $(OUT)/bench.ndjson ] || .build/release/roadsave simulate --devices 200 --duration 60 --seed 42 --output $(OUT)/bench.ndjson
 	python3 scripts/bench.py --bin .build/release --records $(OUT)/bench.ndjson --output $(OUT)/bench.json
 
-## Trips on the real recordings (../shared/data): per dataset and mode, the labelled legs taken for driving
-## and the enviroCar drives measured on their moving time (scripts/quality.py; skipped when the recordings are
-## absent). QUALITY_JSON=FILE writes the figures too.
+## Trips on the real recordings (../shared/data): per dataset and mode (MobilityNet also per OS and phone sensing),
+## the labelled legs taken for driving and the enviroCar drives measured on their moving time (scripts/quality.py;
+## skipped when the recordings are absent). QUALITY_JSON=FILE writes the figures too.
 quality: deps
 	$(SWIFT) build -c release --product roadsave
 	python3 scripts/quality.py --roadsave .build/release/roadsave $(if $(QUALITY_JSON),--json $(QUALITY_JSON))
