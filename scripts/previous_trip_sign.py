@@ -72,12 +72,7 @@ def main():
               file=sys.stderr)
         return 2
     trips = trips_by_user(args.roadsave, records)
-    fixes = collections.defaultdict(list)
-    with open(records) as f:
-        for line in f:
-            record = json.loads(line)
-            if record["kind"] == "location":
-                fixes[record["user"]].append(record["t"])
+    fixes = quality.fix_times(records)
     legs = list(csv.DictReader(open(legs_file)))
     print(f"MobilityNet, a driving trip beginning >= {args.distance:g} m from the previous one's end judged transit")
     print(f"{'phones':<34}{'kind':<9}{'before':>10}{'after':>10}")

@@ -201,6 +201,17 @@ def mobilitynet_group(os_name, config):
     return f"MobilityNet {os_name} {'high' if config.startswith('HA') else 'medium'}-acc"
 
 
+def fix_times(records):
+    """The times of each device's location records in an NDJSON file, by user."""
+    times = collections.defaultdict(list)
+    with open(records) as f:
+        for line in f:
+            record = json.loads(line)
+            if record["kind"] == "location":
+                times[record["user"]].append(record["t"])
+    return times
+
+
 def mobilitynet_legs(roadsave, data, work):
     """Every phone's run of the shared MobilityNet journeys: one device each, replayed together, each leg scored on
     every phone that carried it (the legs were marked once and are true for all eight phones). Waits are not legs."""
@@ -219,12 +230,7 @@ def mobilitynet_legs(roadsave, data, work):
                     event.get("transportReason", "notClassified"), tuple(event.get("transportSigns", ())))
             trips[event["user"]].append(trip)
             VERDICTS.append((trip[3], trip[4]))
-    fixes = collections.defaultdict(list)
-    with open(records) as f:
-        for line in f:
-            record = json.loads(line)
-            if record["kind"] == "location":
-                fixes[record["user"]].append(record["t"])
+    fixes = fix_times(records)
     rows = []
     by_user = collections.defaultdict(list)
     if FEATURES is not None:
