@@ -203,26 +203,6 @@ import RoadSaveModel
         return events
     }
 
-    /// Replay's events for the same records: time only from the records, answers at once, the end of input.
-    static func replayEvents(_ records: [SensorRecord]) -> [RoadSaveEvent] {
-        var fleet = DeviceFleet()
-        var events: [RoadSaveEvent] = []
-        func take(_ actions: [FleetAction]) {
-            for action in actions {
-                switch action {
-                case let .emit(event): events.append(event)
-                case let .evaluateCrash(device, candidate):
-                    take(fleet.crashEvaluated(device: device, crashID: candidate.crashID, outcome: .verdict(.high)))
-                default: break
-                }
-            }
-        }
-        take(fleet.settingsFetched(app: Script.device.app, .fetched(settings), now: nil))
-        for record in records { take(fleet.receive(record, now: nil)) }
-        take(fleet.finish())
-        return events
-    }
-
     static func sorted(_ events: [RoadSaveEvent]) -> [RoadSaveEvent] { events.sorted { $0.eventID < $1.eventID } }
 
     /// The crash's two deadlines, each with a record exactly on it: its decision (first impact +
@@ -232,7 +212,7 @@ import RoadSaveModel
     @Test(arguments: CrashBoundary.allCases, [0.0, 0.5, 1.0])
     func aWatermarkAroundACrashDeadlineGivesReplaysEvents(_ boundary: CrashBoundary, after offset: Double) throws {
         let (records, impact, until) = Self.crashWithAFixAtTheWatchsEnd()
-        let expected = Self.replayEvents(records)
+        let expected = WatermarkTests.replay(records)
         #expect(expected.filter { $0.name == "crashFollowUp" }.count == 1)
         let deadline = boundary == .decision ? impact + Self.settings.crashDecisionDelay : until
         #expect(records.contains { $0.t == deadline })
@@ -258,7 +238,7 @@ import RoadSaveModel
         s.t = deadline
         s.fix(speed: 12)
         s.drive(seconds: 60, speed: 12)
-        let expected = Self.replayEvents(s.records)
+        let expected = WatermarkTests.replay(s.records)
         let ends = expected.compactMap { if case let .tripDidEnd(info) = $0.body { info } else { nil } }
         #expect(ends.first?.endReason == .stopDelay && ends.first?.endDate == lastMovement)
         #expect(s.records.contains { $0.t == deadline && $0.kind == .location })
@@ -284,17 +264,10 @@ import RoadSaveModel
 
         var fleet = DeviceFleet()
         var now = 1000.0
-        var followUps: [CrashFollowUpInfo] = []
-        func take(_ actions: [FleetAction]) {
-            for action in actions {
-                switch action {
-                case let .emit(event):
-                    if case let .crashFollowUp(info) = event.body { followUps.append(info) }
-                case let .evaluateCrash(device, candidate):
-                    take(fleet.crashEvaluated(device: device, crashID: candidate.crashID, outcome: .verdict(.high)))
-                default: break
-                }
-            }
+        var events: [RoadSaveEvent] = []
+        func take(_ actions: [FleetAction]) { events += WatermarkTests.answer(actions, &fleet) }
+        var followUps: [CrashFollowUpInfo] {
+            events.compactMap { if case let .crashFollowUp(info) = $0.body { info } else { nil } }
         }
         take(fleet.settingsFetched(app: Script.device.app, .fetched(Self.settings), now: now))
         for record in records where record.t <= until + 9.5 { take(fleet.receive(record, from: nil, now: now)) }

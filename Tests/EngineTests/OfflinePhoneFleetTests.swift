@@ -38,14 +38,6 @@ import RoadSaveModel
         return (arrival, byTime, offlineFrom)
     }
 
-    /// A replay of the records: time only from the records, the end of input at the end.
-    static func replay(_ records: [SensorRecord]) -> [RoadSaveEvent] {
-        var fleet = DeviceFleet()
-        var events = WatermarkTests.answer(fleet.settingsFetched(app: FleetStreams.app, .fetched(settings), now: nil), &fleet)
-        for record in records { events += WatermarkTests.answer(fleet.receive(record, now: nil), &fleet) }
-        return events + WatermarkTests.answer(fleet.finish(), &fleet)
-    }
-
     /// Detection over the records in arrival order, in batches of 50: with `watermarks`, each batch's header says
     /// nothing more than 10 s older than the newest record read is to come (as `roadsave send` does), and the end
     /// of the stream comes last; without, the clock alone. The shell's clock runs `pace` times as fast as the
@@ -90,7 +82,7 @@ import RoadSaveModel
     @Test(arguments: [300.0, 900.0, 1500.0])
     func aBufferUploadedWithinTheGraceGivesReplaysEventsByWatermark(offline: Double) {
         let (arrival, byTime, _) = Self.morning(offline: offline)
-        let expected = Self.replay(byTime)
+        let expected = WatermarkTests.replay(byTime)
         #expect(Self.phoneTrips(expected).count == 1, "the premise: one trip of the phone")
         let events = Self.detect(arrival, watermarks: true)
         #expect(Self.sorted(events) == Self.sorted(expected), "offline \(offline) s, with watermarks")
@@ -102,7 +94,7 @@ import RoadSaveModel
     @Test(arguments: [300.0, 900.0])
     func aBufferUploadedWithinTheGraceGivesReplaysEventsByTheClock(offline: Double) {
         let (arrival, byTime, _) = Self.morning(offline: offline)
-        let expected = Self.replay(byTime)
+        let expected = WatermarkTests.replay(byTime)
         let events = Self.detect(arrival, watermarks: false, idleAfter: 10)
         #expect(Self.sorted(events) == Self.sorted(expected), "offline \(offline) s, by the clock")
     }

@@ -20,13 +20,18 @@ import RoadSaveModel
     }
 
     /// A replay of `records`: the engines in one process, time only from the records, the end of input at the end.
-    static func replayEvents() -> [RoadSaveEvent] {
+    static func replayEvents() -> [RoadSaveEvent] { replay(records) }
+
+    /// A replay of any records: every application's `settings` known from the start, crash evaluations answered at
+    /// once (`answer`), time only from the records, the end of input at the end.
+    static func replay(_ records: [SensorRecord], settings: DetectionSettings = settings) -> [RoadSaveEvent] {
         var fleet = DeviceFleet()
-        var events = fleet.settingsFetched(app: app, .fetched(settings), now: nil).events
-        _ = fleet.settingsFetched(app: "app-2", .fetched(settings), now: nil)
+        var events: [RoadSaveEvent] = []
+        for app in Set(records.map(\.device.app)).sorted() {
+            events += answer(fleet.settingsFetched(app: app, .fetched(settings), now: nil), &fleet)
+        }
         for record in records { events += answer(fleet.receive(record, now: nil), &fleet) }
-        events += answer(fleet.finish(), &fleet)
-        return events
+        return events + answer(fleet.finish(), &fleet)
     }
 
     /// Answers crash evaluations at once (high), as the embedded platform would, and returns every event.
