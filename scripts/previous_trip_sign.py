@@ -97,9 +97,9 @@ def main():
     for name, pattern in (("enviroCar", "envirocar-*.ndjson"), ("CBS", "cbs-*.ndjson"), ("TMD", "tmd-*.ndjson")):
         total = flagged = 0
         for path in sorted(glob.glob(os.path.join(args.kept, pattern))):
-            by_user, count = judged(trips_by_user(args.roadsave, path), args.distance)
-            flagged += count
-            total += sum(1 for events in trips_by_user(args.roadsave, path).values() for e in events
+            trips_here = trips_by_user(args.roadsave, path)
+            flagged += judged(trips_here, args.distance)[1]
+            total += sum(1 for events in trips_here.values() for e in events
                          if e.get("transportMode", "unknown") in ("car", "unknown"))
         print(f"{name}: {flagged} of {total} driving trips flagged")
     return 0

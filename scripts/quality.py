@@ -32,8 +32,6 @@ Usage: scripts/quality.py --roadsave PATH [--data DIR] [--json FILE] [--legs] [-
 import argparse, collections, contextlib, csv, datetime as dt, glob, gzip, json, os, statistics, subprocess, sys, tempfile
 
 TRANSIT = {"bus", "tram", "metro", "train", "ferry"}
-# Legs on which no driving trip should ever be: the traveller's own power.
-SELF_POWERED = {"walk", "bike", "e-bike", "e-scooter"}
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ride_features  # noqa: E402
 
@@ -67,11 +65,12 @@ def load(records):
 
 
 def collect(dataset, records, legs, trips):
-    """The feature rows of one recording: each labelled leg (label, name, start, end), and each detected ride with
-    the label of the leg it overlaps most ("none" when it overlaps none)."""
+    """The feature rows of one device: each labelled leg (label, name, start, end), and each detected ride with
+    the label of the leg it overlaps most ("none" when it overlaps none). `records`: its NDJSON file, or its records
+    already read."""
     if FEATURES is None:
         return
-    loaded = load(records)
+    loaded = load(records) if isinstance(records, str) else records
     ends = sorted(trip[1] for trip in trips)
     previous = lambda t: max((e for e in ends if e <= t), default=None)
     for label, name, start, end in legs:
@@ -95,15 +94,22 @@ def replay(roadsave, dataset, path, extra, work):
     records = os.path.join(work, f"{dataset}-{name}{'-'.join([''] + [e.strip('-') for e in extra])}.ndjson")
     subprocess.run([roadsave, "convert", dataset, path, "--output", records] + extra, check=True,
                    stderr=subprocess.DEVNULL)
+    return [trip for _, trip in replayed_trips(roadsave, records)], records
+
+
+def replayed_trips(roadsave, records):
+    """(user, (start, end, transportMode, transportReason, transportSigns)) of every trip `roadsave replay` gives for
+    an NDJSON file, in its order; each verdict is noted for the signs' table."""
     out = subprocess.run([roadsave, "replay", records, "--quiet"] + SETTINGS, check=True, capture_output=True, text=True).stdout
     trips = []
     for line in out.splitlines():
         event = json.loads(line)
         if event.get("event") == "tripDidEnd":
-            trips.append((iso(event["startDate"]), iso(event["endDate"]), event.get("transportMode", "unknown"),
-                          event.get("transportReason", "notClassified"), tuple(event.get("transportSigns", ()))))
-            VERDICTS.append((trips[-1][3], trips[-1][4]))
-    return trips, records
+            trip = (iso(event["startDate"]), iso(event["endDate"]), event.get("transportMode", "unknown"),
+                    event.get("transportReason", "notClassified"), tuple(event.get("transportSigns", ())))
+            trips.append((event["user"], trip))
+            VERDICTS.append((trip[3], trip[4]))
+    return trips
 
 
 def driving(trips):
@@ -220,16 +226,9 @@ def mobilitynet_legs(roadsave, data, work):
     legs_file = os.path.join(work, "mobilitynet-legs.csv")
     subprocess.run([roadsave, "convert", "mobilitynet", folder, "--output", records, "--legs", legs_file,
                     "--no-progress"], check=True, stderr=subprocess.DEVNULL)
-    out = subprocess.run([roadsave, "replay", records, "--quiet"] + SETTINGS, check=True, capture_output=True,
-                         text=True).stdout
     trips = collections.defaultdict(list)
-    for line in out.splitlines():
-        event = json.loads(line)
-        if event.get("event") == "tripDidEnd":
-            trip = (iso(event["startDate"]), iso(event["endDate"]), event.get("transportMode", "unknown"),
-                    event.get("transportReason", "notClassified"), tuple(event.get("transportSigns", ())))
-            trips[event["user"]].append(trip)
-            VERDICTS.append((trip[3], trip[4]))
+    for user, trip in replayed_trips(roadsave, records):
+        trips[user].append(trip)
     fixes = fix_times(records)
     rows = []
     by_user = collections.defaultdict(list)
@@ -251,19 +250,9 @@ def mobilitynet_legs(roadsave, data, work):
         rows.append((dataset, mode, name) + match(trips[leg["user"]], start, end))
         leg_signs(dataset, mode, trips[leg["user"]], start, end)
         legs_of[leg["user"]].append((dataset, mode, name, start, end))
-    if FEATURES is not None:
-        for user, legs in legs_of.items():
-            ends = sorted(trip[1] for trip in trips[user])
-            previous = lambda t: max((e for e in ends if e <= t), default=None)
-            for dataset, mode, name, start, end in legs:
-                FEATURES.append((dataset, "leg", mode, name, start, end, "", "",
-                                 ride_features.features(by_user[user], start, end, previous(start))))
-            for start, end, mode, reason, _ in trips[user]:
-                overlap = lambda leg: max(0.0, min(end, leg[4]) - max(start, leg[3]))
-                best = max(legs, key=overlap, default=None)
-                label = best[1] if best is not None and overlap(best) > 0 else "none"
-                FEATURES.append((legs[0][0], "ride", label, best[2] if best else "", start, end, mode, reason,
-                                 ride_features.features(by_user[user], start, end, previous(start - 1))))
+    for user, legs in legs_of.items():
+        # One device's legs are all of one phone's sensing: its rides are counted under the same dataset.
+        collect(legs[0][0], by_user[user], [(mode, name, start, end) for _, mode, name, start, end in legs], trips[user])
     return rows
 
 
