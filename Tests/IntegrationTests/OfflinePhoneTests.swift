@@ -62,12 +62,7 @@ struct OfflinePhoneTests {
             let recording = folder.appendingPathComponent("offline.ndjson")
             try Self.holdBack(lines, offline).write(to: recording, atomically: true, encoding: .utf8)
 
-            let replay = try await PipelineDurabilityTests.run(["replay", recording.path, "--quiet"])
-            var expected: [String: [String: Any]] = [:]
-            for line in replay.jsonLines {
-                guard let event = line.value as? [String: Any], let id = event.string("eventID") else { continue }
-                expected[id] = event
-            }
+            let expected = try await PipelineDurabilityTests.replayed(recording).events
             // The premise: user-003's one trip, as the whole morning gives it.
             let trips = expected.values.filter { $0.string("event") == "tripDidEnd" && $0.string("user") == "user-003" }
             #expect(trips.count == 1, "replay gives user-003 one trip (\(offline.name))")

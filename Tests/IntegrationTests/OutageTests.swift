@@ -37,14 +37,7 @@ struct OutageTests {
     }
 
     static func replay(_ recording: URL, settings: URL) async throws -> PipelineDurabilityTests.Expected {
-        let replay = try await PipelineDurabilityTests.run(["replay", recording.path, "--settings", settings.path,
-                                                            "--reorder-window", reorderWindow, "--quiet"])
-        var events: [String: [String: Any]] = [:]
-        for line in replay.jsonLines {
-            guard let event = line.value as? [String: Any], let id = event.string("eventID") else { continue }
-            events[id] = event
-        }
-        return PipelineDurabilityTests.Expected(recording: recording, events: events)
+        try await PipelineDurabilityTests.replayed(recording, ["--settings", settings.path, "--reorder-window", reorderWindow])
     }
 
     /// The services as every outage test runs them: detection with the test's settings and the same reorder window

@@ -36,7 +36,12 @@ struct PipelineDurabilityTests {
         try jsonLine(values).write(to: settings, atomically: true, encoding: .utf8)
         _ = try await run(["simulate", "--devices", String(devices), "--crashes", String(crashes), "--duration",
                            String(duration), "--seed", String(seed % 1000), "--output", recording.path])
-        let replay = try await run(["replay", recording.path, "--settings", settings.path, "--reorder-window", "3", "--quiet"])
+        return try await replayed(recording, ["--settings", settings.path, "--reorder-window", "3"])
+    }
+
+    /// The events `roadsave replay RECORDING OPTIONS` gives, by eventID.
+    static func replayed(_ recording: URL, _ options: [String] = []) async throws -> Expected {
+        let replay = try await run(["replay", recording.path, "--quiet"] + options)
         var events: [String: [String: Any]] = [:]
         for line in replay.jsonLines {
             guard let event = line.value as? [String: Any], let id = event.string("eventID") else { continue }

@@ -66,7 +66,11 @@ struct SecurityLivePublishTests {
         func unsubscribed(_ prefix: String) -> Double? {
             lines.first { $0.string("unsubscribed") == prefix }?.number("t")
         }
-        var connected: Bool { child.stderr.contains { $0.text.contains("\"connected\"") } }
+        var connected: Bool { handshakes > 0 }
+        /// Handshakes done (one per connection: the first, and each reconnect).
+        var handshakes: Int { child.stderr.filter { $0.text.contains("\"connected\"") }.count }
+        /// The position of every message received.
+        var positions: [Int] { messages.map(\.position) }
         func kill() { child.kill() }
     }
 

@@ -52,19 +52,10 @@ struct SubscriberReconnectTests {
         try #require(reloaded, "\(notifier.logs())")
     }
 
-    /// A pyzmq XSUB that prints every message the notifier sends it, and each handshake on standard error.
-    final class Live {
-        let child: Child
-        init(_ notifier: NotifierDurabilityTests.Notifier, _ keys: KeyFolder, key: String) throws {
-            child = try Child.python("live_subscriber.py", ["--endpoint", notifier.publishEndpoint, "--server-key",
-                                                            keys.serverPublic, "--key", keys.path("\(key).key"),
-                                                            "--timeout", "300"], name: "live \(key)")
-        }
-        var handshakes: Int { child.stderr.filter { $0.text.contains("\"connected\"") }.count }
-        var positions: [Int] {
-            child.jsonLines.compactMap { ($0.value as? [String: Any])?.number("position").map { Int($0) } }
-        }
-        func kill() { child.kill() }
+    /// A pyzmq XSUB (`SecurityLivePublishTests.Live`) subscribed to everything with the key `key`.
+    static func live(_ notifier: NotifierDurabilityTests.Notifier, _ keys: KeyFolder, key: String) throws
+        -> SecurityLivePublishTests.Live {
+        try SecurityLivePublishTests.Live(notifier, keys, key: key, subscribe: [""], timeout: 300)
     }
 
     /// The documented recipe: each event once, as {"position", "event", "via"}.
@@ -115,9 +106,9 @@ struct SubscriberReconnectTests {
         let keyed = try await KeyedNotifier(Self.crashes, step: true, serverSecret: keys.serverSecret, allowList: keys.allowList)
         defer { keyed.stop() }
         let notifier = keyed.notifier
-        let kept = try Live(notifier, keys, key: "kept")
-        let rotated = try Live(notifier, keys, key: "rotated")
-        let swapped = try Live(notifier, keys, key: "swapped")
+        let kept = try Self.live(notifier, keys, key: "kept")
+        let rotated = try Self.live(notifier, keys, key: "rotated")
+        let swapped = try Self.live(notifier, keys, key: "swapped")
         let recipe = try Recipe(notifier, keys)
         let tail = try Tail(notifier, keys)
         defer { for client in [kept, rotated, swapped] { client.kill() }; recipe.kill(); tail.kill() }
