@@ -194,7 +194,7 @@ public enum ConvertCommand {
             case .envirocar: recordings = [try RecordingConverter.envirocar(file, app: app, user: user)]
             case .emission: recordings = [try RecordingConverter.emission(file, app: app, user: user)]
             case .mobilitynet:
-                (recordings, skipped) = try MobilityNetConverter.convert(folder: file, app: app, run: run, phone: phone) {
+                (recordings, skipped) = try RecordingConverter.mobilitynet(file, app: app, run: run, phone: phone) {
                     done, total in
                     if done == 0 { progress.startPhase(noun: "phone runs", total: total) } else { progress.advance() }
                 }

@@ -1,6 +1,6 @@
 // One entry point per dataset of ../shared/data. Each returns the device's NDJSON lines and a report of what was derived;
 // the per-dataset enums (TMDConverter, CBSConverter, PhoneDropConverter, EscooterConverter, EnvirocarConverter,
-// EmissionConverter) hold the parsing.
+// EmissionConverter, MobilityNetConverter) hold the parsing.
 
 import Foundation
 
@@ -39,5 +39,14 @@ public enum RecordingConverter {
     /// emission-activity-traces/<day>.json.gz (one e-mission day, .json or .json.gz); user defaults to `emission-<day>`.
     public static func emission(_ file: URL, app: String = "recorded", user: String? = nil) throws -> ConvertedRecording {
         try EmissionConverter.convert(file: file, app: app, user: user)
+    }
+
+    /// mobilitynet-whole-journeys/ (the folder): every phone's run (or those of `run` and `phone`) as its own device,
+    /// user `<phone>.<run start>`; the phone runs with no readings are named in `skipped`. `phoneRead(done, total)` is
+    /// called with 0 done before the first and after each phone run read.
+    public static func mobilitynet(_ folder: URL, app: String = "recorded", run: String? = nil, phone: String? = nil,
+                                   phoneRead: (_ done: Int, _ total: Int) -> Void = { _, _ in }) throws
+        -> (recordings: [ConvertedRecording], skipped: [String]) {
+        try MobilityNetConverter.convert(folder: folder, app: app, run: run, phone: phone, phoneRead: phoneRead)
     }
 }
