@@ -27,22 +27,13 @@ while (($#)); do
 done
 [[ "$seeds" =~ ^[0-9]+$ && "$first" =~ ^[0-9]+$ ]] || { echo "outage-sweep: --seeds and --first take whole numbers" >&2; exit 2; }
 mkdir -p "$(dirname "$log")"
-build=.build/debug
-bundle=$build/RoadSavePackageTests.xctest
-[ -x "$bundle" ] || { echo "outage-sweep: no test bundle at $bundle (run: swift build --build-tests)" >&2; exit 2; }
-snapshot=$(mktemp -d /tmp/roadsave-outage-sweep.XXXXXX)
-trap 'rm -rf "$snapshot"' EXIT
-cp "$bundle" "$snapshot/"
-for executable in roadsave roadsave-ingest roadsave-detect roadsave-notify; do
-  cp "${bin_dir:-$build}/$executable" "$snapshot/" || { echo "outage-sweep: no $executable in ${bin_dir:-$build}" >&2; exit 2; }
-done
-export ROADSAVE_BIN_DIR="$snapshot"
+source scripts/test-snapshot.sh
+snapshot_tests outage-sweep "$bin_dir"
 
 declare -A failures_by_fault=()
 failed_seeds=()
 for ((seed = first; seed < first + seeds; seed++)); do
-  output=$(ROADSAVE_TEST_SEED=$seed "$snapshot/RoadSavePackageTests.xctest" --testing-library swift-testing \
-    --filter 'OutageTests' 2>&1 | sed 's/\x1b\[[0-9;]*m//g') && status=0 || status=$?
+  output=$(ROADSAVE_TEST_SEED=$seed run_snapshot_tests OutageTests) && status=0 || status=$?
   printf '%s\n' "== seed $seed (exit $status)" "$output" >>"$log"
   # A failed case is reported by Swift Testing as "✘ Test <name>(…) recorded an issue with 1 argument fault → X".
   faults=$(grep -o 'recorded an issue with 1 argument fault → [A-Za-z]*' <<<"$output" | awk '{print $NF}' | sort -u | tr '\n' ' ' || true)

@@ -21,19 +21,13 @@ while (($#)); do
   esac
 done
 [[ "$times" =~ ^[0-9]+$ ]] || { echo "repeat-test: --times takes a whole number" >&2; exit 2; }
-build=.build/debug
-[ -x "$build/RoadSavePackageTests.xctest" ] || { echo "repeat-test: no test bundle (run: swift build --build-tests)" >&2; exit 2; }
 mkdir -p "$(dirname "$log")"
-snapshot=$(mktemp -d /tmp/roadsave-repeat-test.XXXXXX)
-trap 'rm -rf "$snapshot"' EXIT
-cp "$build/RoadSavePackageTests.xctest" "$build/roadsave" "$build/roadsave-ingest" "$build/roadsave-detect" \
-  "$build/roadsave-notify" "$snapshot/"
-export ROADSAVE_BIN_DIR="$snapshot"
+source scripts/test-snapshot.sh
+snapshot_tests repeat-test
 
 passed=0
 for ((run = 1; run <= times; run++)); do
-  output=$("$snapshot/RoadSavePackageTests.xctest" --testing-library swift-testing --filter "$filter" 2>&1 \
-    | sed 's/\x1b\[[0-9;]*m//g') && status=0 || status=$?
+  output=$(run_snapshot_tests "$filter") && status=0 || status=$?
   printf '%s\n' "== run $run (exit $status)" "$output" >>"$log"
   if ((status == 0)) && grep -q "passed after" <<<"$output" && ! grep -q "✘" <<<"$output"; then
     passed=$((passed + 1)); echo "run $run: passed"
