@@ -56,6 +56,9 @@ public enum MobilityNetConverter {
         let lines = textLines(try RecordingFile.text(of: file))
         guard let header = lines.first else { throw RecordingError.malformed(file: file.path, reason: "empty") }
         let names = fields(header).map(String.init)
+        if let repeated = names.first(where: { name in names.filter { $0 == name }.count > 1 }) {
+            throw RecordingError.malformed(file: file.path, reason: "the header names column \(repeated) twice")
+        }
         for column in columns where !names.contains(column) {
             throw RecordingError.malformed(file: file.path, reason: "no column \(column) in the header")
         }

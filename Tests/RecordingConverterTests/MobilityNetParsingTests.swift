@@ -66,6 +66,38 @@ struct MobilityNetParsingTests {
         #expect(fixes.map(\.speed) == [12, nil])
     }
 
+    /// The derived tables of a folder made for the test: a bad one is an error naming the file and the line or the
+    /// column, never a crash.
+    @Test func badDerivedTablesNameTheirFileAndLine() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("mobilitynet-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        func reason(runs: String? = nil, legs: String? = nil) -> String {
+            do {
+                if let runs {
+                    try runs.write(to: folder.appendingPathComponent("runs_DERIVED.csv"), atomically: true, encoding: .utf8)
+                    _ = try MobilityNetConverter.phoneRuns(in: folder)
+                }
+                if let legs {
+                    try legs.write(to: folder.appendingPathComponent("legs_DERIVED.csv"), atomically: true, encoding: .utf8)
+                    _ = try MobilityNetConverter.legs(in: folder)
+                }
+                return "accepted"
+            } catch {
+                return "\(error)"
+            }
+        }
+        let runsHeader = "spec,run,phone,role,sensing_config,file"
+        #expect(reason(runs: runsHeader + ",run\n").contains("column run twice"))
+        let short = reason(runs: runsHeader + "\na,b,c\n")
+        #expect(short.contains("runs_DERIVED.csv") && short.contains("line 2"))
+        #expect(reason(runs: "spec,run\n").contains("no column phone"))
+        let legsHeader = "spec,run,trip_id,leg_id,leg_type,mode,start_ts,end_ts"
+        #expect(reason(legs: legsHeader + "\ns,r,t,l,TRAVEL,CAR,10,5\n").contains("line 2"))
+        #expect(reason(legs: legsHeader + "\ns,r,t,l,TRAVEL,CAR,soon,5\n").contains("start_ts"))
+        #expect(reason(legs: legsHeader + "\ns,r,t,l,TRAVEL,CAR,5,10\n") == "accepted")
+    }
+
     @Test func badEntriesNameTheirField() {
         func reason(_ entries: [String]) -> String {
             do {
