@@ -453,11 +453,7 @@ public final class ZMQSocket {
     /// leaving, an unbind closing its connections, subscriptions arriving). Not for reading or writing: poll it, then
     /// call `processCommands()`.
     public func fileDescriptor() throws(ZMQError) -> Int32 {
-        let handle = try open("zmq_getsockopt(ZMQ_FD)")
-        var fd: Int32 = -1
-        var size = MemoryLayout<Int32>.size
-        if zmq_getsockopt(handle, ZMQ_FD, &fd, &size) != 0 { throw ZMQError.last("zmq_getsockopt(ZMQ_FD)") }
-        return fd
+        try int32Option(ZMQ_FD, name: "ZMQ_FD")  // an int on POSIX systems
     }
 
     /// Has libzmq carry out the socket's pending commands now (reading `ZMQ_EVENTS` does that), rather than at the
@@ -470,8 +466,7 @@ public final class ZMQSocket {
 
     /// `ZMQ_EVENTS` has `ZMQ_POLLIN`: a message can be received now without blocking.
     public var hasPendingInput: Bool {
-        guard let events = try? int32Option(ZMQ_EVENTS, name: "ZMQ_EVENTS") else { return false }
-        return events & Int32(ZMQ_POLLIN) != 0
+        processCommands() & Int32(ZMQ_POLLIN) != 0
     }
 }
 
