@@ -53,6 +53,7 @@ FITTED_ON = {
     "stationStops": {"CBS"},
     "stepsWhileMoving": set(),
     "boardedAfterWaiting": {"CBS"},
+    "boardedAwayFromCar": {"MobilityNet"},
     "regularDwellStops": {"CBS"},
 }
 # A sign decides a ride only if it takes at most this share of the car drives it was not fitted on for transit.

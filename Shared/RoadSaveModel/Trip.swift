@@ -39,6 +39,9 @@ public enum TransportMode: String, Sendable, Codable, CaseIterable {
     case rail
     /// Too short a ride to judge, or an event from before rides were judged.
     case unknown
+
+    /// Whether a trip taken in it counts as driving: every mode but public transport.
+    public var isDriving: Bool { self == .car || self == .unknown }
 }
 
 /// Why a trip got its `TransportMode`: on every `tripDidEnd`, as `endReason` says why it ended.
@@ -57,6 +60,9 @@ public enum TransportReason: String, Sendable, Codable, CaseIterable {
     case stepsWhileMoving
     /// The ride began after the phone had walked to its starting place and waited there for minutes: a stop.
     case boardedAfterWaiting
+    /// The ride began far from where the device's last driving trip ended, on the same day, and the phone was seen
+    /// away from there before it: a driver walks back to where the car stood, a passenger boards elsewhere.
+    case boardedAwayFromCar
     /// Frequent short stops, the dwell of a bus or tram at its stops, on a slow urban ride. A weak sign: town
     /// driving between lights shows it too, so it is reported in `transportSigns` but never decides a ride alone.
     case regularDwellStops
@@ -108,7 +114,7 @@ public struct TripInfo: Sendable, Equatable {
     }
 
     /// Whether the trip counts as driving: every mode but public transport.
-    public var isDriving: Bool { transportMode == .car || transportMode == .unknown }
+    public var isDriving: Bool { transportMode.isDriving }
 
     /// Seconds.
     public var duration: Double { max(0, endDate - startDate) }

@@ -48,9 +48,18 @@ struct RideProfile: Sendable, Equatable, Codable {
     static let minimumStationStops = 2
     /// A passenger walks to a stop and waits; a driver leaves within a minute of reaching the car.
     static let boardingWait = 150.0
+    /// A driver's next drive leaves from where the last one ended (where it ended is the last moving fix, and the
+    /// phone may wake its GPS a few hundred metres under way): further than this, the ride was boarded elsewhere.
+    static let awayFromCarDistance = 600.0
+    /// Where the last driving trip ended is taken for the car's place for this long: within a day. A car left
+    /// overnight where a missed bus ride seemed to end must not turn the next morning's drives into bus rides.
+    static let parkedCarValidity = 12 * 3_600.0
 
     /// How long the device waited where the ride began after walking there (`Whereabouts`); nil when it did not.
     var boardingWaitObserved: Double?
+    /// How far from where the device's last driving trip ended the ride began (`Whereabouts.distanceFromCar`); nil
+    /// when it had none that day, or was not seen before the ride.
+    var distanceFromCarObserved: Double?
     private(set) var undergroundGaps = 0
     /// The seconds those gaps lasted (optional: rides checkpointed before it was kept count none).
     private(set) var undergroundSeconds: Double?
@@ -164,6 +173,7 @@ struct RideProfile: Sendable, Equatable, Codable {
         if stationStops >= Self.minimumStationStops { signs.append(.stationStops) }
         if stepsWhileMoving >= Self.stepsWhileMovingThreshold { signs.append(.stepsWhileMoving) }
         if let wait = boardingWaitObserved, wait >= Self.boardingWait { signs.append(.boardedAfterWaiting) }
+        if let away = distanceFromCarObserved, away >= Self.awayFromCarDistance { signs.append(.boardedAwayFromCar) }
         let stops = dwellStops + otherStops
         if dwellStops >= Self.minimumDwellStops,
            Double(dwellStops) / (distance / 1_000) >= Self.dwellStopsPerKilometre,
@@ -178,7 +188,7 @@ struct RideProfile: Sendable, Equatable, Codable {
     private func mode(decidedBy sign: TransportReason) -> TransportMode {
         switch sign {
         case .gpsLostWhileMoving, .railSpeed, .stationStops: .rail
-        case .stepsWhileMoving, .boardedAfterWaiting: sustainedTopSpeed >= Self.urbanTopSpeed ? .rail : .bus
+        case .stepsWhileMoving, .boardedAfterWaiting, .boardedAwayFromCar: sustainedTopSpeed >= Self.urbanTopSpeed ? .rail : .bus
         case .regularDwellStops: .bus
         case .noTransitEvidence, .tooShort, .notClassified: .car
         }

@@ -151,6 +151,9 @@ struct TripEngine: Sendable, Codable {
     private var brokenRun: OutOfLine<LeadIn>?
     /// The fix before the one being taken while idle: how fast a new movement run sped up.
     private var lastIdleFix: AcceptedFix?
+    /// Where and when the device's last driving trip (judged car or unknown) ended: where its car stands, as far as
+    /// the device knows (`RideProfile.boardedAwayFromCar`). Out of line: most devices hold none.
+    private var parkedCar: OutOfLine<Whereabouts.Sample>?
     init(device: DeviceID) {
         self.device = device
     }
@@ -284,6 +287,9 @@ struct TripEngine: Sendable, Codable {
         lastIdleFix = nil
         whereabouts.forget()
         let verdict = trip.ride.judge(distance: trip.odometer.distance, duration: trip.lastMovement - trip.startDate)
+        if verdict.mode.isDriving, let end = trip.lastMovingFix {
+            parkedCar = OutOfLine(Whereabouts.Sample(t: end.t, latitude: end.latitude, longitude: end.longitude))
+        }
         let info = TripInfo(tripID: trip.tripID, startDate: trip.startDate, endDate: trip.lastMovement,
                             distanceMetres: trip.odometer.distance, endReason: reason,
                             transportMode: verdict.mode, transportReason: verdict.reason, transportSigns: verdict.signs,
@@ -352,9 +358,13 @@ struct TripEngine: Sendable, Codable {
             startFix = wakeUp.before
             odometer.addLeadIn(wakeUp.before.distance(to: run.start))
         }
+        var ride = run.ride
+        if let car = parkedCar?.value {
+            ride.distanceFromCarObserved = whereabouts.distanceFromCar(car, departure: startDate, firstMoving: run.start)
+        }
         let tripID = StableID.make("trip", device.app, device.user, millis(startDate))
         trip = OutOfLine(ActiveTrip(tripID: tripID, startDate: startDate, lastMovement: run.lastMovement,
-                                    odometer: odometer, ride: run.ride, startPosition: Position(startFix),
+                                    odometer: odometer, ride: ride, startPosition: Position(startFix),
                                     lastMovingFix: run.lastMovingFix ?? run.odometer.last ?? run.start,
                                     heldSpeed: heldSpeed))
         self.run = nil
@@ -400,10 +410,11 @@ struct Odometer: Sendable, Equatable, Codable {
 }
 
 // Checkpoints written before rides were judged have no `ride` or `whereabouts`, older ones no lead-in, and those
-// before trips said where they went no positions or held speed: such a device judges what it sees from now on.
+// before trips said where they went no positions or held speed, and none where the last driving trip ended: such a
+// device judges what it sees from now on.
 // (The `lastTripEnd` of earlier checkpoints is no longer read.)
 extension TripEngine {
-    private enum CodingKeys: String, CodingKey { case state, device, whereabouts, lastIdleFix, brokenRun }
+    private enum CodingKeys: String, CodingKey { case state, device, whereabouts, lastIdleFix, brokenRun, parkedCar }
 
     init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
@@ -412,6 +423,7 @@ extension TripEngine {
         whereabouts = try container.decodeIfPresent(Whereabouts.self, forKey: .whereabouts) ?? Whereabouts()
         lastIdleFix = try container.decodeIfPresent(AcceptedFix.self, forKey: .lastIdleFix)
         brokenRun = try container.decodeIfPresent(LeadIn.self, forKey: .brokenRun).map(OutOfLine.init)
+        parkedCar = try container.decodeIfPresent(Whereabouts.Sample.self, forKey: .parkedCar).map(OutOfLine.init)
         setState(state)
     }
 
@@ -423,6 +435,7 @@ extension TripEngine {
         try container.encode(whereabouts, forKey: .whereabouts)
         try container.encodeIfPresent(lastIdleFix, forKey: .lastIdleFix)
         try container.encodeIfPresent(brokenRun?.value, forKey: .brokenRun)
+        try container.encodeIfPresent(parkedCar?.value, forKey: .parkedCar)
     }
 }
 
