@@ -39,6 +39,12 @@ struct Harness {
             if case let .emit(event) = entry.action, case .tripDidEnd = event.body { entry.time } else { nil }
         }
     }
+    /// When each tripDidStart was decided.
+    var tripStartDecisionTimes: [Double] {
+        log.compactMap { entry in
+            if case let .emit(event) = entry.action, case .tripDidStart = event.body { entry.time } else { nil }
+        }
+    }
 
     mutating func record(_ actions: [DetectionAction], at time: Double) {
         for action in actions {

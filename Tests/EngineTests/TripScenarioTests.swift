@@ -63,6 +63,54 @@ import RoadSaveModel
         #expect(harness.events.isEmpty)
     }
 
+    /// A bicycle ride at up to 8 m/s with the classifier saying cycling every 12 s, but `stray` (an automotive
+    /// report) once in a while: the lone report is noise (MobilityNet's Android phones, README "Trips").
+    static func cyclingWithAStrayAutomotiveReport(confirmedBy next: ActivityType) -> Harness {
+        var s = Script()
+        s.activity(.cycling, .high)
+        for minute in 0..<15 {
+            for report in 0..<5 {
+                if minute == 6, report == 2 {
+                    s.activity(.automotive, .high)
+                    s.drive(seconds: 12, speed: 8, turnEvery: 0)
+                    s.activity(next, .high)
+                } else {
+                    s.drive(seconds: 12, speed: 8, turnEvery: 0)
+                    s.activity(minute > 6 && next == .automotive ? .automotive : .cycling, .high)
+                }
+            }
+        }
+        s.stand(seconds: 30)
+        var harness = Harness()
+        harness.run(s.records)
+        return harness
+    }
+
+    @Test func aLoneAutomotiveReportOnABicycleStartsNoTrip() {
+        #expect(Self.cyclingWithAStrayAutomotiveReport(confirmedBy: .cycling).events.isEmpty)
+    }
+
+    @Test func automotiveReportsInARowAfterCyclingStartATrip() {
+        // The bicycle went into a car (or the classifier was late): the second automotive report confirms it.
+        let harness = Self.cyclingWithAStrayAutomotiveReport(confirmedBy: .automotive)
+        #expect(harness.tripStarts.count == 1)
+    }
+
+    @Test func oneAutomotiveReportAfterCyclingStandingThirtySecondsStartsATrip() throws {
+        // iOS reports changes only: one automotive report, then nothing, while the vehicle drives on.
+        var s = Script()
+        s.activity(.cycling, .high)
+        s.drive(seconds: 300, speed: 5)
+        s.activity(.automotive, .high)
+        let reported = s.t
+        s.drive(seconds: 120, speed: 14)
+        s.stand(seconds: 30)
+        var harness = Harness()
+        harness.run(s.records)
+        let decided = try #require(harness.tripStartDecisionTimes.first)
+        #expect(decided >= reported + ActivityContext.afterCyclingConfirmation && decided <= reported + 32)
+    }
+
     @Test func cyclingNeitherStartsNorStopsATrip() throws {
         var s = Script()
         s.activity(.automotive, .high)

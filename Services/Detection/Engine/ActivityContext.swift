@@ -15,6 +15,10 @@ struct ActivityContext: Sendable, Equatable, Codable {
     private(set) var mode: Mode = .none
     /// A `high` automotive report was seen in the current in-vehicle episode: only that can start a trip.
     private(set) var highAutomotiveSeen = false
+    /// The in-vehicle episode began straight after cycling, and how many automotive reports it has had (they come
+    /// in a row: any other mode ends the episode). Bytes that fit beside `mode` in the state's padding.
+    private(set) var episodeAfterCycling = false
+    private(set) var automotiveReports: UInt8 = 0
     private(set) var lastAutomotive: Double?
     /// The latest report of anything but automotive (stationary included), at `medium` or better.
     private(set) var lastOther: Double?
@@ -24,8 +28,13 @@ struct ActivityContext: Sendable, Equatable, Codable {
         guard observation.confidence >= .medium else { return }
         switch observation.activity {
         case .automotive:
-            if mode != .inVehicle { highAutomotiveSeen = false }
+            if mode != .inVehicle {
+                highAutomotiveSeen = false
+                episodeAfterCycling = mode == .cycling
+                automotiveReports = 0
+            }
             mode = .inVehicle
+            automotiveReports = automotiveReports == .max ? .max : automotiveReports + 1
             highAutomotiveSeen = highAutomotiveSeen || observation.confidence == .high
             lastAutomotive = t
         case .walking, .running:
@@ -42,12 +51,41 @@ struct ActivityContext: Sendable, Equatable, Codable {
         }
     }
 
-    /// Only `high` automotive, in the current in-vehicle episode, can start a trip.
-    var allowsTripStart: Bool { mode == .inVehicle && highAutomotiveSeen }
+    /// A lone automotive report among a cyclist's is the classifier's noise (on MobilityNet's Android phones one
+    /// came every few minutes of a bicycle ride, the next report saying cycling again): after cycling, an episode
+    /// counts from its second automotive report, or once its first has stood this long uncontradicted (iOS
+    /// reports only changes).
+    static let afterCyclingConfirmation = 30.0
+
+    /// Only `high` automotive, in the current in-vehicle episode, can start a trip (at `t`), and after cycling only
+    /// a confirmed episode.
+    func allowsTripStart(at t: Double) -> Bool {
+        guard mode == .inVehicle, highAutomotiveSeen else { return false }
+        guard episodeAfterCycling, automotiveReports < 2, let lastAutomotive else { return true }
+        return t - lastAutomotive >= Self.afterCyclingConfirmation
+    }
 
     /// The classifier's latest word is automotive (reports at the same time as a stationary one count).
     var currentlyAutomotive: Bool {
         guard mode == .inVehicle, let lastAutomotive else { return false }
         return lastAutomotive >= (lastOther ?? -.infinity)
+    }
+}
+
+// Checkpoints written before episodes after cycling were told apart have neither field: such an episode counts as
+// not after cycling, as it did then.
+extension ActivityContext {
+    private enum CodingKeys: String, CodingKey {
+        case mode, highAutomotiveSeen, episodeAfterCycling, automotiveReports, lastAutomotive, lastOther
+    }
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        mode = try container.decode(Mode.self, forKey: .mode)
+        highAutomotiveSeen = try container.decode(Bool.self, forKey: .highAutomotiveSeen)
+        episodeAfterCycling = try container.decodeIfPresent(Bool.self, forKey: .episodeAfterCycling) ?? false
+        automotiveReports = try container.decodeIfPresent(UInt8.self, forKey: .automotiveReports) ?? 0
+        lastAutomotive = try container.decodeIfPresent(Double.self, forKey: .lastAutomotive)
+        lastOther = try container.decodeIfPresent(Double.self, forKey: .lastOther)
     }
 }

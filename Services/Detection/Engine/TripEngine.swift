@@ -323,7 +323,7 @@ struct TripEngine: Sendable, Codable {
         let netDistance = measurement?.distance(to: fix, from: run.start) ?? run.start.distance(to: fix)
         let evidence: Bool
         if context.capabilities.activityAvailable {
-            evidence = context.activity.allowsTripStart
+            evidence = context.activity.allowsTripStart(at: fix.t)
                 && run.duration >= settings.startDuration
                 && netDistance >= settings.startDistance
                 && run.maximumSpeed >= settings.startSpeed
