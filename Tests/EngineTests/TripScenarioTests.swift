@@ -65,12 +65,17 @@ import RoadSaveModel
 
     /// A bicycle ride at up to 8 m/s with the classifier saying cycling every 12 s, but `stray` (an automotive
     /// report) once in a while: the lone report is noise (MobilityNet's Android phones, README "Trips").
-    static func cyclingWithAStrayAutomotiveReport(confirmedBy next: ActivityType) -> Harness {
+    /// `walkingBlip`: the report before the stray one says walking at medium confidence, as a cyclist's phone does.
+    static func cyclingWithAStrayAutomotiveReport(confirmedBy next: ActivityType, walkingBlip: Bool = false) -> Harness {
         var s = Script()
         s.activity(.cycling, .high)
         for minute in 0..<15 {
             for report in 0..<5 {
                 if minute == 6, report == 2 {
+                    if walkingBlip {
+                        s.activity(.walking, .medium)
+                        s.drive(seconds: 12, speed: 8, turnEvery: 0)
+                    }
                     s.activity(.automotive, .high)
                     s.drive(seconds: 12, speed: 8, turnEvery: 0)
                     s.activity(next, .high)
@@ -86,8 +91,8 @@ import RoadSaveModel
         return harness
     }
 
-    @Test func aLoneAutomotiveReportOnABicycleStartsNoTrip() {
-        #expect(Self.cyclingWithAStrayAutomotiveReport(confirmedBy: .cycling).events.isEmpty)
+    @Test(arguments: [false, true]) func aLoneAutomotiveReportOnABicycleStartsNoTrip(walkingBlip: Bool) {
+        #expect(Self.cyclingWithAStrayAutomotiveReport(confirmedBy: .cycling, walkingBlip: walkingBlip).events.isEmpty)
     }
 
     @Test func automotiveReportsInARowAfterCyclingStartATrip() {

@@ -19,6 +19,9 @@ struct ActivityContext: Sendable, Equatable, Codable {
     /// in a row: any other mode ends the episode). Bytes that fit beside `mode` in the state's padding.
     private(set) var episodeAfterCycling = false
     private(set) var automotiveReports: UInt8 = 0
+    /// Cycling was reported since the last sure (`high`) walking or running: a cyclist's phone says "walking,
+    /// medium" now and then, and "stationary" at lights.
+    private(set) var cyclingLast = false
     private(set) var lastAutomotive: Double?
     /// The latest report of anything but automotive (stationary included), at `medium` or better.
     private(set) var lastOther: Double?
@@ -30,7 +33,7 @@ struct ActivityContext: Sendable, Equatable, Codable {
         case .automotive:
             if mode != .inVehicle {
                 highAutomotiveSeen = false
-                episodeAfterCycling = mode == .cycling
+                episodeAfterCycling = cyclingLast
                 automotiveReports = 0
             }
             mode = .inVehicle
@@ -40,11 +43,14 @@ struct ActivityContext: Sendable, Equatable, Codable {
         case .walking, .running:
             mode = .onFoot
             lastOther = t
+            cyclingLast = cyclingLast && observation.confidence < .high
         case .cycling:
             mode = .cycling
             lastOther = t
+            cyclingLast = true
         case .stationary:
-            // At a red light phones report stationary together with automotive: it doesn't leave the vehicle.
+            // At a red light phones report stationary together with automotive: it doesn't leave the vehicle (nor
+            // the bicycle: `cyclingLast` stays).
             lastOther = t
         case .unknown:
             return
@@ -72,11 +78,11 @@ struct ActivityContext: Sendable, Equatable, Codable {
     }
 }
 
-// Checkpoints written before episodes after cycling were told apart have neither field: such an episode counts as
+// Checkpoints written before episodes after cycling were told apart have none of their fields: such an episode counts as
 // not after cycling, as it did then.
 extension ActivityContext {
     private enum CodingKeys: String, CodingKey {
-        case mode, highAutomotiveSeen, episodeAfterCycling, automotiveReports, lastAutomotive, lastOther
+        case mode, highAutomotiveSeen, episodeAfterCycling, automotiveReports, cyclingLast, lastAutomotive, lastOther
     }
 
     init(from decoder: any Decoder) throws {
@@ -85,6 +91,7 @@ extension ActivityContext {
         highAutomotiveSeen = try container.decode(Bool.self, forKey: .highAutomotiveSeen)
         episodeAfterCycling = try container.decodeIfPresent(Bool.self, forKey: .episodeAfterCycling) ?? false
         automotiveReports = try container.decodeIfPresent(UInt8.self, forKey: .automotiveReports) ?? 0
+        cyclingLast = try container.decodeIfPresent(Bool.self, forKey: .cyclingLast) ?? false
         lastAutomotive = try container.decodeIfPresent(Double.self, forKey: .lastAutomotive)
         lastOther = try container.decodeIfPresent(Double.self, forKey: .lastOther)
     }
