@@ -59,6 +59,20 @@ import Testing
         #expect(abs(trip.startDate - (firstFix - 180)) <= 1)
     }
 
+    @Test func waitingOnAPlatformWhileTheGPSSleepsIsBoardingWhereverTheFirstFixFindsIt() throws {
+        // Four minutes on the platform unseen; the first fix is the train 50 m on at 8 m/s (no wake-up: too near).
+        let (s, _) = Self.wakeUp(walk: 300, silence: 240, away: 50, speed: 8)
+        let trip = try Self.trip(s)
+        #expect(trip.transportMode == .bus && trip.transportReason == .boardedAfterWaiting)
+    }
+
+    @Test func aDriverWhosePhoneFellSilentAMinuteInTheCarIsNoPassenger() throws {
+        // Walked to the car, a minute in it unseen, the first fix 30 m on at 6 m/s: a wait of 74 s at most.
+        let (s, _) = Self.wakeUp(walk: 300, silence: 60, away: 30, speed: 6)
+        let trip = try Self.trip(s)
+        #expect(trip.transportMode == .car && trip.transportSigns.isEmpty)
+    }
+
     @Test func aSilenceThatEndsWhereItBeganIsNoWakeUp() throws {
         // The phone lay still through the silence and drives off afterwards: the trip begins at moving off.
         var s = Script()

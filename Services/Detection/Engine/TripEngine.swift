@@ -221,8 +221,10 @@ struct TripEngine: Sendable, Codable {
                 started.ride.add(fix)
                 started.noteHeld(fix, after: previousIdleFix, settings: settings)
                 started.wakeUp = WakeUp(before: previousIdleFix, first: fix)
-                started.ride.boardingWaitObserved = whereabouts.waitAfterWalking(
-                    departure: fix.t, silentlyFrom: started.wakeUp.map { ($0.before, fix) })
+                // A phone that fell silent where it waited (iOS stops its fixes while it stands) waited on until it
+                // could have left, wherever its first fix finds it: a wake-up's hundreds of metres, or tens.
+                let silence = previousIdleFix.flatMap { fix.t - $0.t >= WakeUp.silence ? ($0, fix) : nil }
+                started.ride.boardingWaitObserved = whereabouts.waitAfterWalking(departure: fix.t, silentlyFrom: silence)
                 if let broken = run?.read({ $0.asLeadIn(settings: settings) }) { brokenRun = OutOfLine(broken) }
                 if let lead = brokenRun?.value, fix.t - lead.lastMovement <= settings.stopDelay { started.leadIn = lead }
                 brokenRun = nil
