@@ -120,6 +120,40 @@ import RoadSaveModel
         #expect(trips.last?.transportReason == .noTransitEvidence)
     }
 
+    @Test func withNoCarThatDayARideFromElsewhereAfterPublicTransportIsAnotherLeg() throws {
+        // To the stop, four minutes' wait, the bus (judged by the wait); off, 1.26 km on foot, a second ride: no car
+        // of the device's stands where the bus stopped, so that ride was boarded away from any car too.
+        var s = Script()
+        s.capabilities(activity: true, pedometer: true)
+        s.activity(.walking, .high)
+        s.walk(seconds: 300)
+        s.activity(.stationary, .high)
+        s.stand(seconds: 240)
+        Self.ride(&s)
+        s.heading = 270
+        s.walk(seconds: 900)
+        s.stand(seconds: 60)
+        Self.ride(&s)
+        let trips = Self.trips(s)
+        #expect(trips.map(\.transportReason) == [.boardedAfterWaiting, .boardedAwayFromCar])
+    }
+
+    @Test func aCarParkedThatDayStaysTheReferenceAfterPublicTransport() throws {
+        // Drive, walk to the bus, bus (judged by the car), walk back towards the car and ride from 300 m of it: the
+        // bus's end does not replace the car.
+        var s = Self.parkWalkAndRide(away: 900)
+        s.activity(.walking, .high)
+        s.heading = 180
+        s.walk(seconds: 2_270)
+        s.heading = 90
+        s.walk(seconds: 690)  // 300 m short of the car
+        s.stand(seconds: 20)
+        Self.driveAndPark(&s)
+        s.walk(seconds: 60)
+        let trips = Self.trips(s)
+        #expect(trips.map(\.transportMode) == [.car, .bus, .car])
+    }
+
     @Test func theCarsPlaceSurvivesACheckpoint() throws {
         // Stored while the device stands at the stop, restored by another detection: the ride is judged the same.
         let s = Self.parkWalkAndRide(away: 900)

@@ -289,8 +289,14 @@ struct TripEngine: Sendable, Codable {
         lastIdleFix = nil
         whereabouts.forget()
         let verdict = trip.ride.judge(distance: trip.odometer.distance, duration: trip.lastMovement - trip.startDate)
-        if verdict.mode.isDriving, let end = trip.lastMovingFix {
-            parkedCar = OutOfLine(Whereabouts.Sample(t: end.t, latitude: end.latitude, longitude: end.longitude))
+        if let end = trip.lastMovingFix {
+            // A ride on public transport leaves the car where it was; with none parked that day, the device came by
+            // public transport, so no car of its stands where the ride ended either: a ride from elsewhere is
+            // another leg of the journey.
+            let carKnown = parkedCar.map { end.t - $0.read(\.t) <= RideProfile.parkedCarValidity } ?? false
+            if verdict.mode.isDriving || !carKnown {
+                parkedCar = OutOfLine(Whereabouts.Sample(t: end.t, latitude: end.latitude, longitude: end.longitude))
+            }
         }
         let info = TripInfo(tripID: trip.tripID, startDate: trip.startDate, endDate: trip.lastMovement,
                             distanceMetres: trip.odometer.distance, endReason: reason,
