@@ -44,4 +44,87 @@ public struct BehaviourSettings: Sendable, Equatable, Codable {
     public var minimumUsableShare = 0.5
 
     public init() {}
+
+    public init(from decoder: any Decoder) throws {
+        // Member by member, as `DetectionSettings`: a document names only what it changes.
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        var settings = BehaviourSettings()
+        func take<T: Decodable>(_ key: CodingKeys, _ path: WritableKeyPath<BehaviourSettings, T>) throws {
+            if let value = try container.decodeIfPresent(T.self, forKey: key) { settings[keyPath: path] = value }
+        }
+        try take(.maximumAccuracy, \.maximumAccuracy)
+        try take(.minimumPairInterval, \.minimumPairInterval)
+        try take(.maximumPairInterval, \.maximumPairInterval)
+        try take(.glitchAcceleration, \.glitchAcceleration)
+        try take(.brakingThreshold, \.brakingThreshold)
+        try take(.severeBraking, \.severeBraking)
+        try take(.accelerationThreshold, \.accelerationThreshold)
+        try take(.severeAcceleration, \.severeAcceleration)
+        try take(.minimumSpeedChange, \.minimumSpeedChange)
+        try take(.longitudinalSpeedGate, \.longitudinalSpeedGate)
+        try take(.corneringSpeedGate, \.corneringSpeedGate)
+        try take(.corneringThreshold, \.corneringThreshold)
+        try take(.severeCornering, \.severeCornering)
+        try take(.minimumTurn, \.minimumTurn)
+        settings.speedLimit = try container.decodeIfPresent(Double.self, forKey: .speedLimit)
+        try take(.speedingDuration, \.speedingDuration)
+        try take(.speedingMerge, \.speedingMerge)
+        try take(.severeSpeedingMargin, \.severeSpeedingMargin)
+        try take(.sameEventWindow, \.sameEventWindow)
+        try take(.minimumDistance, \.minimumDistance)
+        try take(.minimumDuration, \.minimumDuration)
+        try take(.scoreFloorDistance, \.scoreFloorDistance)
+        try take(.minimumUsableShare, \.minimumUsableShare)
+        self = settings
+        try validate()
+    }
+
+    /// Rejects thresholds that could never fire or would fire on everything; the error names the field as a
+    /// settings document writes it (`behaviour.brakingThreshold`).
+    public func validate() throws(RoadSaveError) {
+        func fail(_ field: String, _ reason: String) -> RoadSaveError {
+            .invalidConfiguration(field: "behaviour.\(field)", reason: reason)
+        }
+        let positive: [(String, Double)] = [
+            ("maximumAccuracy", maximumAccuracy), ("minimumPairInterval", minimumPairInterval),
+            ("glitchAcceleration", glitchAcceleration), ("accelerationThreshold", accelerationThreshold),
+            ("corneringThreshold", corneringThreshold), ("scoreFloorDistance", scoreFloorDistance),
+        ]
+        for (name, value) in positive where !(value > 0 && value.isFinite) {
+            throw fail(name, "must be a positive number, got \(value)")
+        }
+        let nonNegative: [(String, Double)] = [
+            ("minimumSpeedChange", minimumSpeedChange), ("longitudinalSpeedGate", longitudinalSpeedGate),
+            ("corneringSpeedGate", corneringSpeedGate), ("speedingDuration", speedingDuration),
+            ("speedingMerge", speedingMerge), ("severeSpeedingMargin", severeSpeedingMargin),
+            ("sameEventWindow", sameEventWindow), ("minimumDistance", minimumDistance),
+            ("minimumDuration", minimumDuration),
+        ]
+        for (name, value) in nonNegative where !(value >= 0 && value.isFinite) {
+            throw fail(name, "must be a number ≥ 0, got \(value)")
+        }
+        if !(maximumPairInterval > minimumPairInterval && maximumPairInterval.isFinite) {
+            throw fail("maximumPairInterval", "must be finite and longer than minimumPairInterval")
+        }
+        if !(brakingThreshold < 0 && brakingThreshold > -glitchAcceleration) {
+            throw fail("brakingThreshold", "must be negative and above -glitchAcceleration, got \(brakingThreshold)")
+        }
+        if !(severeBraking <= brakingThreshold && severeBraking > -glitchAcceleration) {
+            throw fail("severeBraking", "must lie between -glitchAcceleration and brakingThreshold, got \(severeBraking)")
+        }
+        let severeAbove: [(String, Double, Double)] = [
+            ("severeAcceleration", severeAcceleration, accelerationThreshold),
+            ("severeCornering", severeCornering, corneringThreshold),
+        ]
+        for (name, severe, threshold) in severeAbove where !(severe >= threshold && severe < glitchAcceleration) {
+            throw fail(name, "must lie between its threshold (\(threshold)) and glitchAcceleration, got \(severe)")
+        }
+        if !(0...360).contains(minimumTurn) { throw fail("minimumTurn", "must be 0–360 degrees, got \(minimumTurn)") }
+        if let speedLimit, !(speedLimit > 0 && speedLimit.isFinite) {
+            throw fail("speedLimit", "must be a positive speed in m/s, or absent, got \(speedLimit)")
+        }
+        if !(0...1).contains(minimumUsableShare) {
+            throw fail("minimumUsableShare", "must be 0–1, got \(minimumUsableShare)")
+        }
+    }
 }

@@ -90,6 +90,9 @@ public struct DetectionSettings: Sendable, Equatable, Codable {
     /// How long cached settings may be used while the platform cannot be reached.
     public var offlineGrace = 72.0 * 3600
 
+    /// How driving behaviour is judged (README "How they drove"): a nested object, `"behaviour": {…}`.
+    public var behaviour = BehaviourSettings()
+
     public init() {}
 
     public init(from decoder: any Decoder) throws {
@@ -136,6 +139,7 @@ public struct DetectionSettings: Sendable, Equatable, Codable {
         try take(.crashFollowUpWalkingSteps, \.crashFollowUpWalkingSteps)
         try take(.crashFollowUpMovedDistance, \.crashFollowUpMovedDistance)
         try take(.offlineGrace, \.offlineGrace)
+        try take(.behaviour, \.behaviour)
         self = settings
         try validate()
     }
@@ -187,5 +191,6 @@ public struct DetectionSettings: Sendable, Equatable, Codable {
         if crashClusterWindow < crashDecisionDelay {
             throw .invalidConfiguration(field: "crashClusterWindow", reason: "must be at least crashDecisionDelay")
         }
+        try behaviour.validate()
     }
 }

@@ -144,7 +144,9 @@ struct DetectionSettingsTests {
     @Test func encodingNamesEveryField() throws {
         let data = try JSONEncoder().encode(DetectionSettings())
         let object = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
-        #expect(object.count == 37)
+        #expect(object.count == 38)
+        // The behaviour thresholds nested, every one named (speedLimit only when set).
+        #expect((object["behaviour"] as? [String: Any])?.count == 22)
         #expect((object["stopDelay"] as? NSNumber)?.doubleValue == 240)
         #expect((object["tripOfflineGrace"] as? NSNumber)?.doubleValue == 1800)
         #expect((object["stepThreshold"] as? NSNumber)?.intValue == 25)
