@@ -50,7 +50,7 @@ VERDICTS = []
 FITTED_ON = {
     "gpsLostWhileMoving": {"CBS", "enviroCar"},
     "railSpeed": {"CBS"},
-    "stationStops": {"CBS"},
+    "stationStops": {"CBS", "MobilityNet"},
     "stepsWhileMoving": set(),
     "boardedAfterWaiting": {"CBS"},
     "boardedAwayFromCar": {"MobilityNet"},

@@ -247,6 +247,39 @@ import RoadSaveModel
         #expect(trip.transportMode == .rail && trip.transportReason == .stationStops)
     }
 
+    @Test func stationStopsAPhoneSaysNothingThroughAreRailToo() throws {
+        // iOS reports by distance: at each station the fixes stop at 4 m/s and resume 30 m on, a minute later.
+        let trip = try Self.ride { s in
+            s.accelerate(from: 2.5, to: 30, seconds: 50)
+            for _ in 0..<2 {
+                s.drive(seconds: 70, speed: 30)
+                s.accelerate(from: 30, to: 4, seconds: 50)
+                s.silence(seconds: 60)
+                s.advance(metres: 30)
+                s.accelerate(from: 4, to: 30, seconds: 50)
+            }
+            s.drive(seconds: 70, speed: 30)
+            s.accelerate(from: 30, to: 0, seconds: 60)
+        }
+        #expect(trip.transportMode == .rail && trip.transportReason == .stationStops)
+    }
+
+    @Test func redLightsAPhoneSaysNothingThroughAreNoStations() throws {
+        // The same silences at the lights of a town drive that never reaches 90 km/h: stops, not stations.
+        let trip = try Self.ride { s in
+            s.accelerate(from: 2.5, to: 14, seconds: 10)
+            for _ in 0..<5 {
+                s.drive(seconds: 70, speed: 14)
+                s.accelerate(from: 14, to: 4, seconds: 5)
+                s.silence(seconds: 60)
+                s.advance(metres: 30)
+                s.accelerate(from: 4, to: 14, seconds: 6)
+            }
+            s.drive(seconds: 70, speed: 14)
+        }
+        #expect(trip.transportMode == .car)
+    }
+
     @Test func aTrafficJamOnTheMotorwayIsNoStation() throws {
         // From 30 m/s into a jam: stop, creep, stop again, then clear: the stops are not followed by 90 km/h at once.
         let trip = try Self.ride { s in

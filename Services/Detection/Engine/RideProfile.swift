@@ -32,6 +32,9 @@ struct RideProfile: Sendable, Equatable, Codable {
     /// A dwell at a stop: the vehicle at rest this long between moving stretches (a red light is usually longer, a
     /// queue's creep shorter).
     static let dwellRange = 8.0...45.0
+    /// A silence this long that ends within this distance of where it began, slow before it, is a stop.
+    static let silentStopGap = 15.0
+    static let silentStopDistance = 60.0
     static let minimumDwellStops = 4
     static let dwellStopsPerKilometre = 1.2
     /// The share of all stops that must be dwell-like, and the top speed under which a ride counts as urban.
@@ -44,7 +47,7 @@ struct RideProfile: Sendable, Equatable, Codable {
     static let stationRamp = 150.0
     static let stationDwell = 20.0...300.0
     /// A train runs for minutes between stations; lights on a fast road come closer together.
-    static let stationRun = 120.0
+    static let stationRun = 60.0
     static let minimumStationStops = 2
     /// A passenger walks to a stop and waits; a driver leaves within a minute of reaching the car.
     static let boardingWait = 150.0
@@ -98,6 +101,13 @@ struct RideProfile: Sendable, Equatable, Codable {
                 undergroundGaps += 1
                 undergroundSeconds = (undergroundSeconds ?? 0) + gap
             }
+        }
+        // A phone that reports by distance (iOS: a fix every 30 m or so) says nothing while the vehicle stands: a
+        // silence that ends a few tens of metres on, slow on both sides, is a stop from the last fix on.
+        if let last, restSince == nil, movedSinceRest, fix.t - last.t >= Self.silentStopGap,
+           (last.speed ?? 0) < Self.vehicleSpeed, fix.distance(to: last) <= Self.silentStopDistance {
+            restSince = last.t
+            stationStopEnded = nil
         }
         // A fix with no speed yet (the first after a gap) says nothing about moving or resting.
         guard let speed = fix.speed else { return }
