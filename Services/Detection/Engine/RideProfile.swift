@@ -46,7 +46,8 @@ struct RideProfile: Sendable, Equatable, Codable {
     static let stationSpeed = 25.0
     static let stationRamp = 150.0
     static let stationDwell = 20.0...300.0
-    /// A train runs for minutes between stations; lights on a fast road come closer together.
+    /// A train runs a minute or more at speed between stations (Caltrain's come 2–4 minutes apart); lights on a
+    /// fast road come closer together.
     static let stationRun = 60.0
     static let minimumStationStops = 2
     /// A passenger walks to a stop and waits; a driver leaves within a minute of reaching the car.
@@ -60,8 +61,8 @@ struct RideProfile: Sendable, Equatable, Codable {
 
     /// How long the device waited where the ride began after walking there (`Whereabouts`); nil when it did not.
     var boardingWaitObserved: Double?
-    /// How far from where the device's last driving trip ended the ride began (`Whereabouts.distanceFromCar`); nil
-    /// when it had none that day, or was not seen before the ride.
+    /// How far from where the device's car stands (`TripEngine`'s `parkedCar`) the ride began
+    /// (`Whereabouts.distanceFromCar`); nil when it had no such place that day, or was not seen before the ride.
     var distanceFromCarObserved: Double?
     private(set) var undergroundGaps = 0
     /// The seconds those gaps lasted (optional: rides checkpointed before it was kept count none).
@@ -103,7 +104,7 @@ struct RideProfile: Sendable, Equatable, Codable {
             }
         }
         // A phone that reports by distance (iOS: a fix every 30 m or so) says nothing while the vehicle stands: a
-        // silence that ends a few tens of metres on, slow on both sides, is a stop from the last fix on.
+        // silence that ends a few tens of metres on, slow before it, is a stop from the last fix on.
         if let last, restSince == nil, movedSinceRest, fix.t - last.t >= Self.silentStopGap,
            (last.speed ?? 0) < Self.vehicleSpeed, fix.distance(to: last) <= Self.silentStopDistance {
             restSince = last.t

@@ -151,8 +151,9 @@ struct TripEngine: Sendable, Codable {
     private var brokenRun: OutOfLine<LeadIn>?
     /// The fix before the one being taken while idle: how fast a new movement run sped up.
     private var lastIdleFix: AcceptedFix?
-    /// Where and when the device's last driving trip (judged car or unknown) ended: where its car stands, as far as
-    /// the device knows (`RideProfile.boardedAwayFromCar`). Out of line: most devices hold none.
+    /// Where and when the device's last driving trip (judged car or unknown) ended, or, with none that day, its last
+    /// ride on public transport: where its car stands, or where none of its cars does (`RideProfile`'s
+    /// `boardedAwayFromCar`). Out of line: most devices hold none.
     private var parkedCar: OutOfLine<Whereabouts.Sample>?
     init(device: DeviceID) {
         self.device = device
