@@ -50,7 +50,10 @@ struct EnvirocarBehaviourTests {
     @Test func noHardBrakingFromGPSWhereTheCarNeverBrakedHard() throws {
         let tracks = try Self.tracks()
         #expect(tracks.count == 112)
-        var gentle = 0, sparse = 0, matched = 0, gpsEvents = 0, obdEvents = 0
+        var gentle = 0, sparse = 0
+        var gpsByKind: [DrivingEventKind: Int] = [:], obdByKind: [DrivingEventKind: Int] = [:]
+        var matchedByKind: [DrivingEventKind: Int] = [:]
+        var smoothness: [(gps: Double, obd: Double)] = []
         for track in tracks {
             let gps = Self.judged(track, obd: false)
             let obd = Self.judged(track, obd: true)
@@ -61,13 +64,35 @@ struct EnvirocarBehaviourTests {
                         "\(track.id ?? "?"): hard braking in GPS where the car's own speed never fell faster than 2 m/s²")
             }
             // How far the phone's events agree with the car's: the same kind overlapping within 3 s.
-            gpsEvents += gps.events.count
-            obdEvents += obd.events.count
-            matched += gps.events.filter { event in
-                obd.events.contains { $0.kind == event.kind && $0.start - 3 <= event.end && event.start <= $0.end + 3 }
-            }.count
+            for event in gps.events {
+                gpsByKind[event.kind, default: 0] += 1
+                if obd.events.contains(where: { $0.kind == event.kind && $0.start - 3 <= event.end && event.start <= $0.end + 3 }) {
+                    matchedByKind[event.kind, default: 0] += 1
+                }
+            }
+            for event in obd.events { obdByKind[event.kind, default: 0] += 1 }
+            if let fromGPS = gps.longitudinalRMS, let fromOBD = obd.longitudinalRMS { smoothness.append((fromGPS, fromOBD)) }
         }
-        print("enviroCar behaviour: \(gentle) drives never braking harder than 2 m/s² by OBD; \(sparse) of \(tracks.count) sparseGPS; events from GPS \(gpsEvents), from OBD \(obdEvents), GPS events matching an OBD one \(matched)")
+        let kinds = DrivingEventKind.allCases.map {
+            "\($0.rawValue) GPS \(gpsByKind[$0] ?? 0), OBD \(obdByKind[$0] ?? 0), matched \(matchedByKind[$0] ?? 0)"
+        }
+        print("enviroCar behaviour: \(gentle) drives never braking harder than 2 m/s² by OBD; \(sparse) of \(tracks.count) sparseGPS; \(kinds.joined(separator: "; ")); longitudinal RMS, GPS against OBD, rank correlation \(Self.rankCorrelation(smoothness)) over \(smoothness.count) drives scored both ways")
         #expect(gentle > 0)
+    }
+
+    /// Spearman's rank correlation of the pairs (no ties expected in measured values).
+    static func rankCorrelation(_ pairs: [(gps: Double, obd: Double)]) -> Double {
+        guard pairs.count > 2 else { return .nan }
+        func ranks(_ values: [Double]) -> [Double] {
+            var rank = [Double](repeating: 0, count: values.count)
+            for (position, index) in values.indices.sorted(by: { values[$0] < values[$1] }).enumerated() {
+                rank[index] = Double(position)
+            }
+            return rank
+        }
+        let a = ranks(pairs.map(\.gps)), b = ranks(pairs.map(\.obd))
+        let n = Double(pairs.count)
+        let squares = zip(a, b).reduce(0.0) { $0 + ($1.0 - $1.1) * ($1.0 - $1.1) }
+        return 1 - 6 * squares / (n * (n * n - 1))
     }
 }
