@@ -39,8 +39,13 @@ import ride_features  # noqa: E402
 FEATURES = []
 # `roadsave replay` options for --settings.
 SETTINGS = []
-# (dataset, label, the transport signs of the trips of the leg) for every labelled leg.
+# (dataset, label, the transport signs of the trips of the leg, whether one of them came within 12 h of the end of a
+# driving trip before it) for every labelled leg.
 SIGNS = []
+# Signs that can show only on a ride after a driving trip of the same day (RideProfile.parkedCarValidity): their
+# held-out car figures say how many drives they could have shown on.
+AFTER_A_DRIVE = {"boardedAwayFromCar"}
+PARKED_CAR_VALIDITY = 12 * 3600
 # (transportReason, transportSigns) of every trip replayed: what the engine decided on the signs.
 VERDICTS = []
 # Where each sign of public transport was fitted (README "Passengers"): its figures elsewhere are held out. Every
@@ -151,11 +156,14 @@ def leg_signs(dataset, label, trips, start, end):
     """Notes the transport signs of the trips that belong to a leg: those overlapping it for at least half of the
     shorter of the two."""
     signs = set()
+    after_drive = False
     for t0, t1, _, _, trip_signs in trips:
         overlap = max(0.0, min(end, t1) - max(start, t0))
         if overlap > 0 and overlap >= 0.5 * min(t1 - t0, end - start):
             signs.update(trip_signs)
-    SIGNS.append((dataset, label, signs))
+            after_drive = after_drive or any(0 <= t0 - e1 <= PARKED_CAR_VALIDITY and e0 < t0
+                                             for e0, e1, mode, _, _ in trips if mode in ("car", "unknown"))
+    SIGNS.append((dataset, label, signs, after_drive))
 
 
 def tmd_legs(roadsave, data, work):
@@ -342,23 +350,27 @@ def family(dataset):
 def sign_table():
     """Per sign: the legs of each dataset that show it, by kind (transit or car), and whether its held-out car share
     keeps it deciding."""
-    datasets = sorted({d for d, _, _ in SIGNS})
+    datasets = sorted({d for d, _, _, _ in SIGNS})
     result = []
     for sign, fitted in FITTED_ON.items():
         entry = {"sign": sign, "fittedOn": sorted(fitted), "datasets": {}}
-        held_out_cars = held_out_car_signs = 0
+        held_out_cars = held_out_car_signs = held_out_could = 0
         for dataset in datasets:
             for kind, labels in (("transit", TRANSIT), ("car", {"car"})):
-                legs = [signs for d, label, signs in SIGNS if d == dataset and label in labels]
+                legs = [(signs, after) for d, label, signs, after in SIGNS if d == dataset and label in labels]
                 if not legs:
                     continue
-                shown = sum(sign in signs for signs in legs)
+                shown = sum(sign in signs for signs, _ in legs)
                 entry["datasets"].setdefault(dataset, {})[kind] = {"legs": len(legs), "showing": shown}
                 if kind == "car" and family(dataset) not in fitted:
                     held_out_cars += len(legs)
                     held_out_car_signs += shown
+                    held_out_could += sum(after for _, after in legs)
         entry["heldOutCarDrives"] = held_out_cars
         entry["heldOutCarShowing"] = held_out_car_signs
+        if sign in AFTER_A_DRIVE:
+            # The held-out drives it could have shown on at all (with a driving trip before them that day).
+            entry["heldOutCarDrivesAfterADrive"] = held_out_could
         entry["deciding"] = held_out_cars == 0 or held_out_car_signs <= HELD_OUT_CAR_LIMIT * held_out_cars
         # What the engine did with rides whose first sign this was: decided by it, or not.
         firsts = [reason == sign for reason, signs in VERDICTS if signs and signs[0] == sign]
@@ -387,6 +399,10 @@ def print_sign_table(signs):
         fitted = ", ".join(e["fittedOn"]) or "none"
         print(f"{e['sign']:<22}{fitted:<16}" + "".join(f"{c:>{cell}}" for c in cells)
               + f"{e['heldOutCarShowing']:>9}/{e['heldOutCarDrives']:<5}  {'yes' if e['deciding'] else 'no'}")
+    for e in signs:
+        if "heldOutCarDrivesAfterADrive" in e:
+            print(f"{e['sign']} can show only after a driving trip the same day: {e['heldOutCarDrivesAfterADrive']} of "
+                  f"the {e['heldOutCarDrives']} held-out car drives had one")
     for e in signs:
         if e["engineDecides"] is not None and e["engineDecides"] != e["deciding"]:
             print(f"quality: the engine {'lets' if e['engineDecides'] else 'does not let'} {e['sign']} decide, "
