@@ -155,6 +155,20 @@ import RoadSaveModel
         #expect(DrivingBehaviour.turn(from: 359, to: 1) == 2 && DrivingBehaviour.turn(from: 1, to: 359) == -2)
     }
 
+    @Test func aCourseSwingingNearRestBreaksNoBrake() {
+        // From 8 m/s at −4 to 1.5 m/s, the course turning round on the last pair (2.75 m/s on average: 8.6 m/s²
+        // "lateral" if it counted): one hard brake, not a glitch that cuts it to one pair.
+        let judged = Self.drive { d in
+            d.change(from: 15, to: 8, rate: -1)
+            d.fix(speed: 4, course: 90)
+            d.fix(speed: 1.5, course: 270)
+            d.fix(speed: 0, course: 270)
+            d.cruise(10, at: 0)
+            d.change(from: 0, to: 15, rate: 1)
+        }.judged()
+        #expect(judged.events.map(\.kind) == [.hardBraking])
+    }
+
     @Test func aRightAngleTakenFastIsSharpCornering() {
         // 90° in 3 s at 11 m/s: 11 × (π/6) ≈ 5.8 m/s² lateral, severe.
         let judged = Self.drive { d in

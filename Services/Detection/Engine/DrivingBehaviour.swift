@@ -64,8 +64,10 @@ struct DrivingBehaviour: Sendable, Equatable, Codable {
             return
         }
         let acceleration = (point.speed - previous.speed) / elapsed
-        let turn = previous.course.flatMap { from in point.course.map { Self.turn(from: from, to: $0) } }
         let meanSpeed = (point.speed + previous.speed) / 2
+        // Courses of a car nearly at rest swing anyhow: turns count from the speed gate up.
+        let turn = meanSpeed < settings.longitudinalSpeedGate ? nil
+            : previous.course.flatMap { from in point.course.map { Self.turn(from: from, to: $0) } }
         let lateral = turn.map { meanSpeed * ($0 * .pi / 180) / elapsed }
         if abs(acceleration) > settings.glitchAcceleration || abs(lateral ?? 0) > settings.glitchAcceleration {
             finishRuns(settings: settings)
@@ -74,7 +76,7 @@ struct DrivingBehaviour: Sendable, Equatable, Codable {
         }
         usableSeconds += elapsed
         longitudinalSquares += acceleration * acceleration * elapsed
-        if let lateral, meanSpeed >= settings.longitudinalSpeedGate {
+        if let lateral {
             lateralSquares += lateral * lateral * elapsed
             lateralSeconds += elapsed
         }
