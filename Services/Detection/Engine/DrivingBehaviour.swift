@@ -25,8 +25,9 @@ struct DrivingBehaviour: Sendable, Equatable, Codable {
         var turned = 0.0
     }
 
-    /// The last two usable fixes, waiting for their neighbour to take the median of.
-    private var window: [Point] = []
+    /// The last two usable fixes, the newer waiting for its next neighbour to take the median of.
+    private var older: Point?
+    private var newer: Point?
     /// The last fix judged (its speed the median).
     private var previous: Point?
     private var longitudinal: Run?
@@ -42,16 +43,20 @@ struct DrivingBehaviour: Sendable, Equatable, Codable {
     mutating func add(_ fix: AcceptedFix, settings: BehaviourSettings) {
         guard fix.accuracy <= settings.maximumAccuracy, let speed = fix.speed, speed >= 0 else { return }
         // A repeated or earlier time says nothing about how the speed changed.
-        if let last = window.last, fix.t <= last.t { return }
-        window.append(Point(t: fix.t, latitude: fix.latitude, longitude: fix.longitude, speed: speed, course: fix.course))
-        guard window.count == 3 else { return }
-        var middle = window[1]
-        middle.speed = [window[0].speed, window[1].speed, window[2].speed].sorted()[1]
-        window.removeFirst()
-        judge(middle, settings: settings)
+        if let newer, fix.t <= newer.t { return }
+        let point = Point(t: fix.t, latitude: fix.latitude, longitude: fix.longitude, speed: speed, course: fix.course)
+        defer {
+            older = newer
+            newer = point
+        }
+        guard let older, var middle = newer else { return }
+        // The median of three, without sorting an array per fix.
+        middle.speed = max(min(older.speed, middle.speed), min(max(older.speed, middle.speed), point.speed))
+        take(middle, settings: settings)
     }
 
-    private mutating func judge(_ point: Point, settings: BehaviourSettings) {
+    /// A fix with its median speed: the pair it ends with the one before is judged.
+    private mutating func take(_ point: Point, settings: BehaviourSettings) {
         guard let previous else {
             self.previous = point
             return
