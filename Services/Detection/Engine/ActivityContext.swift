@@ -15,12 +15,12 @@ struct ActivityContext: Sendable, Equatable, Codable {
     private(set) var mode: Mode = .none
     /// A `high` automotive report was seen in the current in-vehicle episode: only that can start a trip.
     private(set) var highAutomotiveSeen = false
-    /// The in-vehicle episode began straight after cycling, and how many automotive reports it has had (they come
-    /// in a row: any other mode ends the episode). Bytes that fit beside `mode` in the state's padding.
-    private(set) var episodeAfterCycling = false
+    /// How many automotive reports the in-vehicle episode has had (they come in a row: any other mode ends the
+    /// episode). A byte that fits beside `mode` in the state's padding, as `cyclingLast` does.
     private(set) var automotiveReports: UInt8 = 0
     /// Cycling was reported since the last sure (`high`) walking or running: a cyclist's phone says "walking,
-    /// medium" now and then, and "stationary" at lights.
+    /// medium" now and then, and "stationary" at lights. Only those reports change it, and they end an in-vehicle
+    /// episode, so during one it says whether the episode came after cycling.
     private(set) var cyclingLast = false
     private(set) var lastAutomotive: Double?
     /// The latest report of anything but automotive (stationary included), at `medium` or better.
@@ -33,7 +33,6 @@ struct ActivityContext: Sendable, Equatable, Codable {
         case .automotive:
             if mode != .inVehicle {
                 highAutomotiveSeen = false
-                episodeAfterCycling = cyclingLast
                 automotiveReports = 0
             }
             mode = .inVehicle
@@ -67,7 +66,7 @@ struct ActivityContext: Sendable, Equatable, Codable {
     /// a confirmed episode.
     func allowsTripStart(at t: Double) -> Bool {
         guard mode == .inVehicle, highAutomotiveSeen else { return false }
-        guard episodeAfterCycling, automotiveReports < 2, let lastAutomotive else { return true }
+        guard cyclingLast, automotiveReports < 2, let lastAutomotive else { return true }
         return t - lastAutomotive >= Self.afterCyclingConfirmation
     }
 
@@ -82,14 +81,13 @@ struct ActivityContext: Sendable, Equatable, Codable {
 // not after cycling, as it did then.
 extension ActivityContext {
     private enum CodingKeys: String, CodingKey {
-        case mode, highAutomotiveSeen, episodeAfterCycling, automotiveReports, cyclingLast, lastAutomotive, lastOther
+        case mode, highAutomotiveSeen, automotiveReports, cyclingLast, lastAutomotive, lastOther
     }
 
     init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         mode = try container.decode(Mode.self, forKey: .mode)
         highAutomotiveSeen = try container.decode(Bool.self, forKey: .highAutomotiveSeen)
-        episodeAfterCycling = try container.decodeIfPresent(Bool.self, forKey: .episodeAfterCycling) ?? false
         automotiveReports = try container.decodeIfPresent(UInt8.self, forKey: .automotiveReports) ?? 0
         cyclingLast = try container.decodeIfPresent(Bool.self, forKey: .cyclingLast) ?? false
         lastAutomotive = try container.decodeIfPresent(Double.self, forKey: .lastAutomotive)

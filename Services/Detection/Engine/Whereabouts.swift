@@ -58,9 +58,18 @@ struct Whereabouts: Sendable, Equatable, Codable {
     /// says nothing of where it boarded (the place it lay before its silence may be far from a car it walked to).
     func distanceFromCar(_ car: Sample, departure: Double, firstMoving: AcceptedFix) -> Double? {
         guard departure >= car.t, departure - car.t <= RideProfile.parkedCarValidity,
-              let before = samples.last(where: { $0.t <= departure - 20 }) else { return nil }
+              let before = placeIndex(before: departure).map({ samples[$0] }) else { return nil }
         let first = Sample(t: firstMoving.t, latitude: firstMoving.latitude, longitude: firstMoving.longitude)
         return min(car.distance(to: before), car.distance(to: first))
+    }
+
+    /// Speeds estimated from positions lag by ten seconds or more: where the device was before a departure is its
+    /// last sample at least this long before it.
+    static let departureLag = 20.0
+
+    /// The index of the last sample from before the vehicle got going at `departure`.
+    private func placeIndex(before departure: Double) -> Int? {
+        samples.lastIndex(where: { $0.t <= departure - Self.departureLag })
     }
 
     /// A vehicle that left while the phone's GPS slept averaged no less than this, stops included: the departure
@@ -70,10 +79,11 @@ struct Whereabouts: Sendable, Equatable, Codable {
     /// How long the device had waited where it was before moving off at `departure`, if it came there on foot from
     /// further away; nil when it did not (it was there all along, or came too fast to have walked). The place is the
     /// last sample from before the vehicle got going (speeds estimated from positions lag by ten seconds or more).
-    /// `silentlyFrom`: the fixes either side of a silence the phone woke from away (`TripEngine.WakeUp`): a phone
-    /// stops its GPS while it lies still, so it stayed where it went silent until it could have left, at the latest.
+    /// `silentlyFrom`: the fixes either side of a silence of `TripEngine.WakeUp.silence` or more before the ride: a
+    /// phone stops its GPS (or its fixes) while it lies still, so it stayed where it went silent until it could have
+    /// left, at the latest.
     func waitAfterWalking(departure: Double, silentlyFrom silence: (before: AcceptedFix, after: AcceptedFix)? = nil) -> Double? {
-        guard let placeIndex = samples.lastIndex(where: { $0.t <= departure - 20 }) else { return nil }
+        guard let placeIndex = placeIndex(before: departure) else { return nil }
         let place = samples[placeIndex]
         var arrivedIndex = placeIndex
         while arrivedIndex > 0, samples[arrivedIndex - 1].distance(to: place) <= Self.stayRadius { arrivedIndex -= 1 }
