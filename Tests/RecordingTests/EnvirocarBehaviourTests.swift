@@ -11,9 +11,7 @@ import Testing
                 "../shared/data/envirocar-car-tracks is absent: the enviroCar behaviour tests skipped"))
 struct EnvirocarBehaviourTests {
     static func tracks() throws -> [EnvirocarConverter.Track] {
-        let files = SharedData.files(in: "envirocar-car-tracks/zembrzuski_envirocar_data_input", suffix: ".json.gz")
-            + SharedData.files(in: "envirocar-car-tracks/tarun215_EnviroCar_c1", suffix: ".json.gz")
-        return try files.map { try EnvirocarConverter.parse(Array(try RecordingFile.data(of: $0)), fileName: $0.lastPathComponent) }
+        try EnvirocarDriveTests.files.map { try EnvirocarConverter.parse(Array(try RecordingFile.data(of: $0)), fileName: $0.lastPathComponent) }
     }
 
     /// The drive's behaviour from one of its speeds: the phone's GPS (with its accuracy), or the car's OBD speed

@@ -11,10 +11,14 @@ import Testing
                 "../shared/data/envirocar-car-tracks is absent: the enviroCar drive tests skipped"))
 struct EnvirocarDriveTests {
     static let movingSpeed = 2.0
+    /// The 112 tracks' files, both folders.
+    static var files: [URL] {
+        SharedData.files(in: "envirocar-car-tracks/zembrzuski_envirocar_data_input", suffix: ".json.gz")
+            + SharedData.files(in: "envirocar-car-tracks/tarun215_EnviroCar_c1", suffix: ".json.gz")
+    }
 
     @Test func theDrivesStayDrivingTripsCoveringTheirMovingTime() async throws {
-        let files = SharedData.files(in: "envirocar-car-tracks/zembrzuski_envirocar_data_input", suffix: ".json.gz")
-            + SharedData.files(in: "envirocar-car-tracks/tarun215_EnviroCar_c1", suffix: ".json.gz")
+        let files = Self.files
         #expect(files.count == 112)
         var covered = 0, judgedTransit = 0, startErrors: [Double] = []
         for file in files {

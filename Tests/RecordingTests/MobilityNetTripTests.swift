@@ -7,9 +7,8 @@ import Testing
 /// scores them (README "MobilityNet whole journeys"): a leg is taken for driving when driving trips (car or
 /// unknown) cover at least half of it. The figures are today's, as floors and ceilings: a change that does worse
 /// fails here and has to say why.
-@Suite(.enabled(if: SharedData.directory.map {
-    FileManager.default.fileExists(atPath: $0.appendingPathComponent("mobilitynet-whole-journeys").path)
-} ?? false, "../shared/data/mobilitynet-whole-journeys is absent (a clone outside the RoadSave workspace): skipped"))
+@Suite(.enabled(if: SharedData.has(.mobilitynet),
+                "../shared/data/mobilitynet-whole-journeys is absent (a clone outside the RoadSave workspace): skipped"))
 struct MobilityNetTripTests {
     static let transit: Set<String> = ["BUS", "TRAIN", "SUBWAY", "LIGHT_RAIL"]
     static let twoWheels: Set<String> = ["BICYCLING", "E_BIKE", "ESCOOTER"]
@@ -25,7 +24,7 @@ struct MobilityNetTripTests {
 
     /// Every leg of every phone run that has readings, scored on that phone's trips.
     static func scoredLegs() async throws -> [Scored] {
-        let folder = try #require(SharedData.directory).appendingPathComponent("mobilitynet-whole-journeys")
+        let folder = try #require(SharedData.url(Dataset.mobilitynet.folder))
         let (recordings, _) = try RecordingConverter.mobilitynet(folder)
         let phoneRuns = try MobilityNetConverter.phoneRuns(in: folder)
         let legs = try MobilityNetConverter.legs(in: folder)

@@ -168,9 +168,7 @@ struct RealRecordingTests {
     func carDrivesAndPhoneDaysPassValidationWithoutACrash() async throws {
         // enviroCar tracks (Contains enviroCar data (enviroCar.org), ODbL) and e-mission days have no accelerometer,
         // so nothing may reach the crash path; the replay checks every converted record against the service's rules.
-        let tracks = ["tarun215_EnviroCar_c1", "zembrzuski_envirocar_data_input"].flatMap {
-            SharedData.files(in: "envirocar-car-tracks/\($0)", suffix: ".json.gz")
-        }
+        let tracks = EnvirocarDriveTests.files
         let days = SharedData.files(in: "emission-activity-traces", suffix: ".json.gz")
             .filter { !$0.lastPathComponent.contains("ground_truth") }
         #expect(tracks.count == 112 && days.count == 5)
