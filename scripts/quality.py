@@ -205,6 +205,11 @@ MOBILITYNET_MODES = {"CAR": "car", "BUS": "bus", "TRAIN": "train", "SUBWAY": "me
                      "WALKING": "walk", "BICYCLING": "bike", "E_BIKE": "e-bike", "ESCOOTER": "e-scooter"}
 # A car leg is scored only on a phone with this many fixes during it (two phones' car legs have none).
 MOBILITYNET_CAR_FIXES = 5
+# The engine's GPS filter (DetectionSettings.maximumHorizontalAccuracy): a fix less accurate is no use to a trip.
+USABLE_ACCURACY = 50.0
+# Where a found car leg's start error goes, per dataset: (seconds from the leg's start to the phone's first usable
+# fix in it, seconds from that fix to the trip's start).
+START_LATENCY = collections.defaultdict(list)
 
 
 def mobilitynet_group(os_name, config):
@@ -217,14 +222,16 @@ def mobilitynet_group(os_name, config):
 
 
 def fix_times(records):
-    """The times of each device's location records in an NDJSON file, by user."""
-    times = collections.defaultdict(list)
+    """The times of each device's location records in an NDJSON file, by user, and of those the engine can use."""
+    times, usable = collections.defaultdict(list), collections.defaultdict(list)
     with open(records) as f:
         for line in f:
             record = json.loads(line)
             if record["kind"] == "location":
                 times[record["user"]].append(record["t"])
-    return times
+                if 0 <= record.get("hacc", 0) <= USABLE_ACCURACY:
+                    usable[record["user"]].append(record["t"])
+    return times, usable
 
 
 def mobilitynet_legs(roadsave, data, work):
@@ -238,7 +245,7 @@ def mobilitynet_legs(roadsave, data, work):
     trips = collections.defaultdict(list)
     for user, trip in replayed_trips(roadsave, records):
         trips[user].append(trip)
-    fixes = fix_times(records)
+    fixes, usable_fixes = fix_times(records)
     rows = []
     by_user = collections.defaultdict(list)
     if FEATURES is not None:
@@ -257,6 +264,10 @@ def mobilitynet_legs(roadsave, data, work):
         dataset = mobilitynet_group(leg["os"], leg["config"])
         name = f"{leg['user']} {leg['leg_id']}"
         rows.append((dataset, mode, name) + match(trips[leg["user"]], start, end))
+        start_error = rows[-1][5]
+        first_fix = next((t for t in usable_fixes[leg["user"]] if start <= t <= end), None)
+        if mode == "car" and start_error is not None and first_fix is not None:
+            START_LATENCY[dataset].append((first_fix - start, start + start_error - first_fix))
         leg_signs(dataset, mode, trips[leg["user"]], start, end)
         legs_of[leg["user"]].append((dataset, mode, name, start, end))
     for user, legs in legs_of.items():
@@ -409,6 +420,18 @@ def print_sign_table(signs):
                   f"against this table: RideProfile.weakSigns needs changing", file=sys.stderr)
 
 
+def print_start_latency():
+    """Where the start error of the car legs found goes: the phone's GPS waking, then the engine's own wait."""
+    print("\nMobilityNet car legs found: where the start error goes (medians, s; usable fix = accuracy <= "
+          f"{USABLE_ACCURACY:.0f} m)")
+    print(f"{'dataset':<32}{'found':>6}{'leg start to 1st usable fix':>29}{'that fix to trip start':>24}")
+    everything = [pair for pairs in START_LATENCY.values() for pair in pairs]
+    for dataset, pairs in sorted(START_LATENCY.items()) + [("all phones", everything)]:
+        waking = statistics.median(p[0] for p in pairs)
+        engine = statistics.median(p[1] for p in pairs)
+        print(f"{dataset:<32}{len(pairs):>6}{waking:>+29.0f}{engine:>+24.0f}")
+
+
 def table(rows):
     groups = {}
     for dataset, mode, _, taken, anything, start_error, end_error in rows:
@@ -484,6 +507,8 @@ def main():
         anything = sum(g["any"] for g in transit)
         if legs:
             print(f"{dataset:<{width}}{'transit':<10}{legs:>6}{f'{taken} ({100 * taken / legs:.0f} %)':>19}{anything:>10}")
+    if START_LATENCY:
+        print_start_latency()
     if drives:
         figures = envirocar_summary(drives)
         print_envirocar(figures)
