@@ -48,8 +48,9 @@ public enum TailCommand {
                               4.3.5 (its live socket refuses such keys); works with any key and any libzmq
           --show-position     print {"position":P,"event":{…}} per line instead of the bare event, so that a script
                               can resume with --since P (the last position it handled)
-          --event NAME        only this event: tripDidStart, tripDidEnd, crashDetected or crashFollowUp; repeat it
-                              (or separate names with commas) for several (default: every event)
+          --event NAME        only this event: tripDidStart, tripDidEnd, crashDetected, crashFollowUp or
+                              tripBehaviour; repeat it (or separate names with commas) for several (default: every
+                              event)
           --app ID            only the devices of this application (a credential: never echoed)
           --user ID           only this clientUserID
           --topic PREFIX      subscribe to a raw topic prefix instead (not with --event, --app or --user)

@@ -86,6 +86,15 @@ public enum EventFileReader {
                 secondsOfData: try fields.number("secondsOfData"), distanceMoved: try fields.optionalNumber("distanceMoved"),
                 steps: try fields.count("steps"), maxSpeedAfter: try fields.optionalNumber("maxSpeedAfter"),
                 latitude: position?.latitude, longitude: position?.longitude)))
+        case "tripBehaviour":
+            return RoadSaveEvent(device: device, body: .tripBehaviour(TripBehaviour(
+                tripID: try fields.identifier("tripID"), endDate: try fields.date("endDate"),
+                unscored: try fields.optionalChoice("unscoredReason", UnscoredReason.self),
+                events: try fields.drivingEvents(), distanceMetres: try fields.number("distanceMetres"),
+                eventsPer100Kilometres: try fields.optionalNumber("eventsPer100Kilometres"),
+                longitudinalRMS: try fields.optionalNumber("longitudinalRMS"),
+                lateralRMS: try fields.optionalNumber("lateralRMS"), eventsScore: try fields.optionalNumber("eventsScore"),
+                smoothnessScore: try fields.optionalNumber("smoothnessScore"), score: try fields.optionalNumber("score"))))
         default:
             throw fail("event", "unknown event \"\(name)\"; expected \(RoadSaveEvent.names.joined(separator: ", "))")
         }
@@ -182,6 +191,29 @@ public enum EventFileReader {
                 positionAccuracy: try optionalNumber("positionAccuracy"), positionAge: try optionalNumber("positionAge"),
                 positionTrusted: try optionalBool("positionTrusted") ?? false, recentPositions: positions,
                 inTrip: try optionalBool("inTrip") ?? false, tripID: tripID)
+        }
+
+        /// `tripBehaviour`'s events (the counts beside them are derived, so not read); an error names `events[i].member`.
+        func drivingEvents() throws(ReportInputError) -> [DrivingEvent] {
+            guard let list = value["events"], list != .null else { return [] }
+            guard case let .array(items) = list else { throw fail("events", "expected an array, found \(list.typeName)") }
+            var events: [DrivingEvent] = []
+            for (index, item) in items.enumerated() {
+                guard case .object = item else { throw fail("events[\(index)]", "expected an object, found \(item.typeName)") }
+                let entry = Fields(value: item, fail: { field, reason in
+                    fail("events[\(index)]" + (field.map { ".\($0)" } ?? ""), reason)
+                })
+                guard let position = try entry.position("latitude", "longitude") else {
+                    throw fail("events[\(index)].latitude", "missing")
+                }
+                events.append(DrivingEvent(
+                    kind: try entry.choice("kind", DrivingEventKind.self, legacy: EventFileReader.legacy),
+                    severity: try entry.choice("severity", DrivingEventSeverity.self, legacy: EventFileReader.legacy),
+                    start: try entry.date("start"), end: try entry.date("end"), peak: try entry.number("peak"),
+                    startSpeed: try entry.number("startSpeed"), endSpeed: try entry.number("endSpeed"),
+                    latitude: position.latitude, longitude: position.longitude, fixes: try entry.count("fixes")))
+            }
+            return events
         }
 
         func optionalBool(_ name: String) throws(ReportInputError) -> Bool? {

@@ -15,6 +15,8 @@ public final class ReportCollector {
         var trips: [String: ReportTrip] = [:]
         var crashes: [String: CrashInfo] = [:]
         var followUps: [String: CrashFollowUpInfo] = [:]
+        /// By trip: attached to the trips when the report is made (its trip's events may come after it).
+        var behaviours: [String: TripBehaviour] = [:]
         var dismissals: [DismissedCrash] = []
 
         mutating func saw(_ t: Double) {
@@ -54,7 +56,7 @@ public final class ReportCollector {
     }
 
     /// A trip event opens or completes its trip (events of one trip may come in any order); a crash and its
-    /// follow-up are kept once per crashID.
+    /// follow-up are kept once per crashID, and a trip's behaviour once per tripID.
     public func add(_ event: RoadSaveEvent) {
         guard keeps(event.device) else { return }
         var device = devices[event.device] ?? Device()
@@ -72,6 +74,8 @@ public final class ReportCollector {
             device.crashes[info.crashID] = info
         case let .crashFollowUp(info):
             device.followUps[info.crashID] = info
+        case let .tripBehaviour(info):
+            device.behaviours[info.tripID] = info
         }
         devices[event.device] = device
     }
@@ -97,9 +101,11 @@ public final class ReportCollector {
             activities.sort { $0.t < $1.t }
             let first = device.first.isFinite ? device.first : 0
             let last = device.last.isFinite ? device.last : first
+            var trips = device.trips
+            for (tripID, behaviour) in device.behaviours { trips[tripID]?.behaviour = behaviour }
             return DeviceReport(
                 device: id, track: unique, activities: ActivitySpan.spans(from: activities, until: last),
-                trips: device.trips.values.sorted { ($0.startDate, $0.tripID) < ($1.startDate, $1.tripID) },
+                trips: trips.values.sorted { ($0.startDate, $0.tripID) < ($1.startDate, $1.tripID) },
                 crashes: device.crashes.values.sorted { ($0.detectedAt, $0.crashID) < ($1.detectedAt, $1.crashID) },
                 followUps: device.followUps,
                 dismissals: device.dismissals.sorted { ($0.time, $0.crashID) < ($1.time, $1.crashID) },

@@ -8,8 +8,11 @@ public protocol RoadSaveDelegate: AnyObject {
     /// What happened after a reported crash, once per crash, `crashFollowUpDelay` after it: an extension of the
     /// brief's delegate, so a default that does nothing keeps delegates written for the brief compiling.
     func crashDidFollowUp(_ followUp: CrashFollowUpInfo)
+    /// How a trip was driven, once per trip, after its `tripDidEnd`: an extension of the brief's delegate too.
+    func tripWasScored(_ behaviour: TripBehaviour)
 }
 
 extension RoadSaveDelegate {
     public func crashDidFollowUp(_ followUp: CrashFollowUpInfo) {}
+    public func tripWasScored(_ behaviour: TripBehaviour) {}
 }

@@ -6,6 +6,8 @@ public struct RoadSaveEvent: Sendable, Equatable {
         case crashDetected(CrashInfo)
         /// What happened after a reported crash (an extension of the brief's delegate: `crashDidFollowUp`).
         case crashFollowUp(CrashFollowUpInfo)
+        /// How a trip was driven, after its `tripDidEnd` (an extension of the brief's delegate: `tripWasScored`).
+        case tripBehaviour(TripBehaviour)
     }
 
     public var device: DeviceID
@@ -17,7 +19,7 @@ public struct RoadSaveEvent: Sendable, Equatable {
     }
 
     /// Every event's name, in the order of `Body`.
-    public static let names = ["tripDidStart", "tripDidEnd", "crashDetected", "crashFollowUp"]
+    public static let names = ["tripDidStart", "tripDidEnd", "crashDetected", "crashFollowUp", "tripBehaviour"]
 
     /// The event's name, as the delegate method.
     public var name: String {
@@ -26,6 +28,7 @@ public struct RoadSaveEvent: Sendable, Equatable {
         case .tripDidEnd: "tripDidEnd"
         case .crashDetected: "crashDetected"
         case .crashFollowUp: "crashFollowUp"
+        case .tripBehaviour: "tripBehaviour"
         }
     }
 
@@ -36,17 +39,19 @@ public struct RoadSaveEvent: Sendable, Equatable {
         case let .tripDidEnd(info): StableID.make("event", name, device.app, device.user, info.tripID)
         case let .crashDetected(info): StableID.make("event", name, device.app, device.user, info.crashID)
         case let .crashFollowUp(info): StableID.make("event", name, device.app, device.user, info.crashID)
+        case let .tripBehaviour(info): StableID.make("event", name, device.app, device.user, info.tripID)
         }
     }
 
     /// When the event happened in the device's time: the trip's start or end, the impact, or the end of the time a
-    /// follow-up watched.
+    /// follow-up watched, or the end of the trip a behaviour judges.
     public var time: Double {
         switch body {
         case let .tripDidStart(info): info.startDate
         case let .tripDidEnd(info): info.endDate
         case let .crashDetected(info): info.detectedAt
         case let .crashFollowUp(info): info.observedUntil
+        case let .tripBehaviour(info): info.endDate
         }
     }
 
@@ -57,6 +62,7 @@ public struct RoadSaveEvent: Sendable, Equatable {
         case let .tripDidEnd(info): delegate.tripDidEnd(info)
         case let .crashDetected(info): delegate.crashDetected(info)
         case let .crashFollowUp(info): delegate.crashDidFollowUp(info)
+        case let .tripBehaviour(info): delegate.tripWasScored(info)
         }
     }
 }
@@ -139,6 +145,9 @@ extension RoadSaveEvent {
             writer.add("maxSpeedAfter", info.maxSpeedAfter, decimals: 2)
             writer.add("latitude", info.latitude, decimals: 7)
             writer.add("longitude", info.longitude, decimals: 7)
+        case let (.tripBehaviour(info), _):
+            // No 3.x counterpart: both formats carry the same fields.
+            info.write(to: &writer)
         }
         return writer.finish()
     }
@@ -172,5 +181,43 @@ extension CrashDetails {
     static func shownHeading(_ degrees: Double) -> Double {
         let tenths = (degrees * 10).rounded()
         return tenths >= 3600 ? 0 : tenths / 10
+    }
+}
+
+extension TripBehaviour {
+    /// The members of `tripBehaviour` (PROTOCOL §3): the verdict, the counts per kind and severity (derived from the
+    /// events), then every event. A scored trip has its figures; an unscored one its reason instead.
+    func write(to writer: inout JSONObjectWriter) {
+        writer.add("tripID", tripID)
+        writer.add("endDate", ISO8601.string(fromSeconds: endDate))
+        writer.add("distanceMetres", distanceMetres, decimals: 1)
+        writer.add("scored", unscored == nil)
+        if let unscored { writer.add("unscoredReason", unscored.rawValue) }
+        for (key, value) in [("score", score), ("eventsScore", eventsScore), ("smoothnessScore", smoothnessScore),
+                             ("eventsPer100Kilometres", eventsPer100Kilometres),
+                             ("longitudinalRMS", longitudinalRMS), ("lateralRMS", lateralRMS)] {
+            if let value { writer.add(key, value, decimals: 2) }
+        }
+        var counts = JSONObjectWriter()
+        for kind in DrivingEventKind.allCases {
+            var bySeverity = JSONObjectWriter()
+            for severity in DrivingEventSeverity.allCases { bySeverity.add(severity.rawValue, count(of: kind, severity: severity)) }
+            counts.add(kind.rawValue, raw: bySeverity.finish())
+        }
+        writer.add("counts", raw: counts.finish())
+        writer.add("events", raw: "[" + events.map { event in
+            var item = JSONObjectWriter()
+            item.add("kind", event.kind.rawValue)
+            item.add("severity", event.severity.rawValue)
+            item.add("start", ISO8601.string(fromSeconds: event.start))
+            item.add("end", ISO8601.string(fromSeconds: event.end))
+            item.add("peak", event.peak, decimals: 2)
+            item.add("startSpeed", event.startSpeed, decimals: 2)
+            item.add("endSpeed", event.endSpeed, decimals: 2)
+            item.add("latitude", event.latitude, decimals: 7)
+            item.add("longitude", event.longitude, decimals: 7)
+            item.add("fixes", event.fixes)
+            return item.finish()
+        }.joined(separator: ",") + "]")
     }
 }

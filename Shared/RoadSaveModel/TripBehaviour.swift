@@ -1,12 +1,15 @@
 /// How a trip was driven (issue 31): the manoeuvres that crossed a threshold, a continuous measure of how smoothly
-/// the car was driven, and a 0–100 score; or why the trip was not scored. What `tripBehaviour` will carry.
+/// the car was driven, and a 0–100 score; or why the trip was not scored. What `tripBehaviour` carries, after the
+/// trip's `tripDidEnd`.
 public struct TripBehaviour: Sendable, Equatable, Codable {
     public var tripID: String
+    /// The trip's end (its `tripDidEnd`'s `endDate`): the event's time.
+    public var endDate: Double
     /// Nil when scored.
     public var unscored: UnscoredReason?
     public var events: [DrivingEvent]
-    /// Kilometres the score was judged over (the trip's distance).
-    public var distanceKilometres: Double
+    /// The distance the score was judged over (the trip's).
+    public var distanceMetres: Double
     /// Threshold events per 100 km (the distance floored at `BehaviourSettings.scoreFloorDistance`).
     public var eventsPer100Kilometres: Double?
     /// The root mean square of the longitudinal and lateral acceleration over the usable pairs (m/s²): how hard
@@ -18,13 +21,15 @@ public struct TripBehaviour: Sendable, Equatable, Codable {
     public var smoothnessScore: Double?
     public var score: Double?
 
-    public init(tripID: String, unscored: UnscoredReason? = nil, events: [DrivingEvent] = [], distanceKilometres: Double,
+    public init(tripID: String, endDate: Double, unscored: UnscoredReason? = nil, events: [DrivingEvent] = [],
+                distanceMetres: Double,
                 eventsPer100Kilometres: Double? = nil, longitudinalRMS: Double? = nil, lateralRMS: Double? = nil,
                 eventsScore: Double? = nil, smoothnessScore: Double? = nil, score: Double? = nil) {
         self.tripID = tripID
+        self.endDate = endDate
         self.unscored = unscored
         self.events = events
-        self.distanceKilometres = distanceKilometres
+        self.distanceMetres = distanceMetres
         self.eventsPer100Kilometres = eventsPer100Kilometres
         self.longitudinalRMS = longitudinalRMS
         self.lateralRMS = lateralRMS

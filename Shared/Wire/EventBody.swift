@@ -5,7 +5,7 @@ import RoadSaveModel
 ///
 /// | key | events | value |
 /// | --- | --- | --- |
-/// | `event` | all | the event's name: `tripDidStart`, `tripDidEnd`, `crashDetected` or `crashFollowUp` |
+/// | `event` | all | the event's name: `tripDidStart`, `tripDidEnd`, `crashDetected`, `crashFollowUp` or `tripBehaviour` |
 /// | `app`, `user` | all | the device, strings of 1…256 bytes |
 /// | `tripID`, `startDate` | `tripDidStart`, `tripDidEnd` | string; float64 Unix seconds |
 /// | `endDate`, `distanceMetres`, `endReason` | `tripDidEnd` | float64 Unix seconds; float64; a `TripEndReason` name |
@@ -20,9 +20,13 @@ import RoadSaveModel
 /// | `crashID`, `confidence`, `detectedAt`, `observedUntil`, `outcome` | `crashFollowUp` | string; names; float64 Unix seconds; a `CrashFollowUpOutcome` name |
 /// | `records`, `secondsOfData`, `steps` | `crashFollowUp` | integer; float64; integer |
 /// | `distanceMoved`, `maxSpeedAfter`, `latitude`, `longitude` | `crashFollowUp` | float64, each only when known |
+/// | `tripID`, `endDate`, `distanceMetres` | `tripBehaviour` | string; float64 Unix seconds; float64 |
+/// | `unscoredReason` | `tripBehaviour` | an `UnscoredReason` name, only when the trip was not scored |
+/// | `score`, `eventsScore`, `smoothnessScore`, `eventsPer100Kilometres`, `longitudinalRMS`, `lateralRMS` | `tripBehaviour` | float64, each only when known |
+/// | `events` | `tripBehaviour` | array of maps: `kind`, `severity` (names), `start`, `end`, `peak`, `startSpeed`, `endSpeed`, `latitude`, `longitude` (float64), `fixes` (integer) |
 ///
 /// The names are PROTOCOL §3's; dates travel as float64, so every field round-trips exactly. `eventID`, `duration`
-/// and `averageSpeed` are derived, so they are not written. A reader ignores keys it does not know.
+/// and `averageSpeed` are derived, so they are not written, nor are `tripBehaviour`'s counts (the events give them). A reader ignores keys it does not know.
 public enum EventBody {
     /// The map of `event`, its keys in the order of the table.
     public static func encode(_ event: RoadSaveEvent) -> [UInt8] {
@@ -137,8 +141,51 @@ public enum EventBody {
                     packer.pack(key)
                     packer.pack(double: value)
                 }
+            case let .tripBehaviour(info):
+                let figures = behaviourFigures(info)
+                packer.packMapHeader(7 + (info.unscored == nil ? 0 : 1) + figures.count)
+                packEventHead(event, packer)
+                packer.pack("tripID")
+                packer.pack(info.tripID)
+                packer.pack("endDate")
+                packer.pack(double: info.endDate)
+                packer.pack("distanceMetres")
+                packer.pack(double: info.distanceMetres)
+                if let unscored = info.unscored {
+                    packer.pack("unscoredReason")
+                    packer.pack(unscored.rawValue)
+                }
+                for (key, value) in figures {
+                    packer.pack(key)
+                    packer.pack(double: value)
+                }
+                packer.pack("events")
+                packer.packArrayHeader(info.events.count)
+                for item in info.events {
+                    packer.packMapHeader(10)
+                    packer.pack("kind")
+                    packer.pack(item.kind.rawValue)
+                    packer.pack("severity")
+                    packer.pack(item.severity.rawValue)
+                    for (key, value) in [("start", item.start), ("end", item.end), ("peak", item.peak),
+                                         ("startSpeed", item.startSpeed), ("endSpeed", item.endSpeed),
+                                         ("latitude", item.latitude), ("longitude", item.longitude)] {
+                        packer.pack(key)
+                        packer.pack(double: value)
+                    }
+                    packer.pack("fixes")
+                    packer.pack(Int64(item.fixes))
+                }
             }
         }
+    }
+
+    /// A behaviour's figures that are known (a scored trip's), by key.
+    private static func behaviourFigures(_ info: TripBehaviour) -> [(String, Double)] {
+        [("score", info.score), ("eventsScore", info.eventsScore), ("smoothnessScore", info.smoothnessScore),
+         ("eventsPer100Kilometres", info.eventsPer100Kilometres), ("longitudinalRMS", info.longitudinalRMS),
+         ("lateralRMS", info.lateralRMS)]
+            .compactMap { key, value in value.map { (key, $0) } }
     }
 
     /// The crash details' numbers that are known, by key.
@@ -224,6 +271,24 @@ public enum EventBody {
                                   maxSpeedAfter: try fields.numberIfPresent("maxSpeedAfter"),
                                   latitude: try fields.numberIfPresent("latitude"),
                                   longitude: try fields.numberIfPresent("longitude"))))
+        case "tripBehaviour":
+            let reasonName = try fields.optionalString("unscoredReason")
+            let unscored = try reasonName.map { name throws(WireError) in
+                guard let reason = UnscoredReason(rawValue: name) else {
+                    throw WireError(.invalidEvent, "unknown reason \"\(name)\"", path: "unscoredReason")
+                }
+                return reason
+            }
+            return RoadSaveEvent(device: device, body: .tripBehaviour(
+                TripBehaviour(tripID: try fields.identifier("tripID"), endDate: try fields.number("endDate"),
+                              unscored: unscored, events: try fields.drivingEvents(),
+                              distanceMetres: try fields.number("distanceMetres"),
+                              eventsPer100Kilometres: try fields.numberIfPresent("eventsPer100Kilometres"),
+                              longitudinalRMS: try fields.numberIfPresent("longitudinalRMS"),
+                              lateralRMS: try fields.numberIfPresent("lateralRMS"),
+                              eventsScore: try fields.numberIfPresent("eventsScore"),
+                              smoothnessScore: try fields.numberIfPresent("smoothnessScore"),
+                              score: try fields.numberIfPresent("score"))))
         default:
             throw WireError(.invalidEvent, "unknown event \"\(name)\"; expected \(RoadSaveEvent.names.joined(separator: ", "))",
                             path: "event")
@@ -331,6 +396,42 @@ private struct EventFields {
             heading: try numberIfPresent("heading"), positionAccuracy: try numberIfPresent("positionAccuracy"),
             positionAge: try numberIfPresent("positionAge"), positionTrusted: try bool("positionTrusted"),
             recentPositions: positions, inTrip: try bool("inTrip"), tripID: try optionalString("tripID"))
+    }
+
+    /// `tripBehaviour`'s events: an array of maps, each member checked (an error names `events[i].member`).
+    func drivingEvents() throws(WireError) -> [DrivingEvent] {
+        guard let member = value["events"], member != .null else { return [] }
+        guard case let .array(items) = member else {
+            throw WireError(.invalidEvent, "expected an array, found \(member.typeName)", path: "events")
+        }
+        var events: [DrivingEvent] = []
+        for (index, item) in items.enumerated() {
+            let path = "events[\(index)]"
+            guard case .object = item else {
+                throw WireError(.invalidEvent, "expected a map, found \(item.typeName)", path: path)
+            }
+            // The members' errors name them inside the event: events[2].peak.
+            let fields = EventFields(value: item)
+            do throws(WireError) {
+                let kindName = try fields.string("kind")
+                guard let kind = DrivingEventKind(rawValue: kindName) else {
+                    throw WireError(.invalidEvent, "unknown kind \"\(kindName)\"", path: "kind")
+                }
+                let severityName = try fields.string("severity")
+                guard let severity = DrivingEventSeverity(rawValue: severityName) else {
+                    throw WireError(.invalidEvent, "unknown severity \"\(severityName)\"", path: "severity")
+                }
+                events.append(DrivingEvent(kind: kind, severity: severity, start: try fields.number("start"),
+                                           end: try fields.number("end"), peak: try fields.number("peak"),
+                                           startSpeed: try fields.number("startSpeed"),
+                                           endSpeed: try fields.number("endSpeed"),
+                                           latitude: try fields.number("latitude"),
+                                           longitude: try fields.number("longitude"), fixes: try fields.count("fixes")))
+            } catch {
+                throw error.inside(path)
+            }
+        }
+        return events
     }
 
     func bool(_ name: String) throws(WireError) -> Bool {

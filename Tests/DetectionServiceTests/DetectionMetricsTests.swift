@@ -19,7 +19,7 @@ struct DetectionMetricsTests {
             positionsBehind: 0, lagSeconds: nil, devicesInMemory: 0, devicesOutOfMemory: 0, tripsInProgress: 0,
             outbox: nil, platformCallsInFlight: 0, checkpoints: 0, streams: 0))
         let events = families.first { $0.name == "roadsave_detection_events_total" }
-        #expect(events?.samples.map { $0.labels[0].value } == ["crashDetected", "crashFollowUp", "tripDidEnd", "tripDidStart"])
+        #expect(events?.samples.map { $0.labels[0].value } == ["crashDetected", "crashFollowUp", "tripBehaviour", "tripDidEnd", "tripDidStart"])
         let dismissals = families.first { $0.name == "roadsave_detection_crash_dismissals_total" }
         #expect(dismissals?.samples.count == 7)
         #expect(!families.contains { $0.name == "roadsave_detection_lag_seconds" })

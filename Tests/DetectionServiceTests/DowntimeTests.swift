@@ -27,7 +27,7 @@ import Testing
         var records = first + second.dropFirst()
         for index in records.indices { records[index].seq = UInt64(index) }
         let expected = Streams.replay(records, settings: Self.settings)
-        #expect(expected.map(\.name) == ["tripDidStart", "tripDidEnd"], "the premise: one trip")
+        #expect(expected.map(\.name) == ["tripDidStart", "tripDidEnd", "tripBehaviour"], "the premise: one trip")
         let batches = Streams.batches(records, cuttingAt: [first.last!.t - Streams.start + 0.5])
         #expect(batches.count == 2)
         return (records, batches, expected)

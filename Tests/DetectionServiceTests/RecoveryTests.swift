@@ -38,8 +38,9 @@ import Testing
         let reference = Streams.replay(records)
         // The premise: every event of the stream comes from its records (none needs the clock to run on after them).
         #expect(Streams.replay(records, finishing: false).map(\.eventID) == reference.map(\.eventID))
-        #expect(reference.count == 12 && reference.filter { $0.name == "crashDetected" }.count == 2
-                && reference.filter { $0.name == "crashFollowUp" }.count == 2)
+        #expect(reference.count == 16 && reference.filter { $0.name == "crashDetected" }.count == 2
+                && reference.filter { $0.name == "crashFollowUp" }.count == 2
+                && reference.filter { $0.name == "tripBehaviour" }.count == 4)
         let batches = Streams.batches(records, cuttingAt: Self.batchCuts)
         #expect(batches.count == 6 && batches.map(\.count).reduce(0, +) == records.count)
 

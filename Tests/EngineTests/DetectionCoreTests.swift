@@ -155,7 +155,7 @@ import Testing
         outOfOrder.run(2)
         #expect(outOfOrder.unapplied.isEmpty)
         #expect(outOfOrder.events.map(\.eventID) == inOrder.events.map(\.eventID))
-        #expect(outOfOrder.events.map(\.name) == ["tripDidStart", "tripDidEnd"], "the end of the stream ends the trip")
+        #expect(outOfOrder.events.map(\.name) == ["tripDidStart", "tripDidEnd", "tripBehaviour"], "the end of the stream ends the trip")
     }
 
     /// A silent device beside an active one of the same gateway is decided as soon as the gateway's watermark

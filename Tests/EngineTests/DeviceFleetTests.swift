@@ -288,7 +288,7 @@ import RoadSaveModel
             ended += fleet.tick(now: now).events.map { (now, $0) }
         }
         let end = try #require(ended.first)
-        #expect(ended.count == 1)
+        #expect(ended.map(\.event.name) == ["tripDidEnd", "tripBehaviour"], "the end, then how the trip was driven")
         guard case let .tripDidEnd(info) = end.event.body else {
             Issue.record("expected tripDidEnd")
             return
@@ -379,15 +379,15 @@ import RoadSaveModel
         #expect(fleet.dueDevices(now: stopBob, limit: 1) == [Self.alice])
         var whole = fleet
         let all = whole.tick(now: stopBob)
-        #expect(all.events.map(\.name) == ["tripDidEnd", "tripDidEnd"])
+        #expect(all.events.map(\.name) == ["tripDidEnd", "tripBehaviour", "tripDidEnd", "tripBehaviour"])
         // Bob alone (his records all read, alice's not yet): his trip ends, alice's goes on.
         let bobAlone = fleet.tick(now: stopBob, only: [Self.bob, DeviceID(app: FleetStreams.app, user: "unknown")])
-        #expect(bobAlone.events.map(\.device) == [Self.bob] && fleet.lastTickChangedState)
+        #expect(bobAlone.events.map(\.device) == [Self.bob, Self.bob] && fleet.lastTickChangedState)
         #expect(fleet.dueDevices(now: stopBob, limit: 10) == [Self.alice])
         #expect(fleet.tick(now: stopBob, only: [Self.bob]).isEmpty, "nothing left due for bob")
         // Then the full tick: alice's end, and together exactly the events of the full tick.
         let rest = fleet.tick(now: stopBob)
-        #expect(rest.events.map(\.device) == [Self.alice])
+        #expect(rest.events.map(\.device) == [Self.alice, Self.alice])
         #expect(Set((bobAlone + rest).events.map { $0.json() }) == Set(all.events.map { $0.json() }))
         #expect(fleet.dueDevices(now: stopBob + 1000, limit: 10).isEmpty)
     }
@@ -409,11 +409,17 @@ import RoadSaveModel
         #expect(FleetDriver.snapshot(first.fleet) == FleetDriver.snapshot(second.fleet))
         // The story happened: both trips and the crash (and its follow-up), the silent driver's trip ended on the clock, the test crash.
         let names = Dictionary(grouping: first.events, by: \.device.user).mapValues { $0.map(\.name) }
-        #expect(names["crash"] == ["tripDidStart", "crashDetected", "crashFollowUp", "tripDidEnd"])
+        #expect(names["crash"] == ["tripDidStart", "crashDetected", "crashFollowUp", "tripDidEnd", "tripBehaviour"])
+        // A trip with a crash in it is not scored: its last seconds are the crash.
+        let crashTripBehaviour = first.events.compactMap { event -> TripBehaviour? in
+            guard event.device.user == "crash", case let .tripBehaviour(behaviour) = event.body else { return nil }
+            return behaviour
+        }
+        #expect(crashTripBehaviour.map(\.unscored) == [.crash])
         #expect(names["commuter"]?.filter { $0 == "crashDetected" }.count == 1)
         #expect(names["commuter"]?.filter { $0 == "tripDidEnd" }.count == 1)
-        #expect(names["silent"] == ["tripDidStart", "tripDidEnd"])
-        #expect(names["other"] == ["tripDidStart", "tripDidEnd"])
+        #expect(names["silent"] == ["tripDidStart", "tripDidEnd", "tripBehaviour"])
+        #expect(names["other"] == ["tripDidStart", "tripDidEnd", "tripBehaviour"])
         #expect(first.fleet.statistics.duplicates == 1)
     }
 

@@ -48,8 +48,9 @@ import RoadSaveModel
             -> TripBehaviour {
             let duration = (fixes.last?.t ?? t) - (fixes.first?.t ?? t)
             let distance = zip(fixes, fixes.dropFirst()).reduce(0.0) { $0 + $1.0.distance(to: $1.1) }
-            return behaviour(settings: settings).judge(tripID: "trip-1", distance: distance, duration: duration,
-                                                       mode: mode, crashed: crashed, settings: settings)
+            return behaviour(settings: settings).judge(tripID: "trip-1", endDate: fixes.last?.t ?? t, distance: distance,
+                                                       duration: duration, mode: mode, crashed: crashed,
+                                                       settings: settings)
         }
     }
 

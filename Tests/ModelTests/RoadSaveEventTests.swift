@@ -180,6 +180,41 @@ struct RoadSaveEventCurrentTests {
         #expect(event.time == followUp.observedUntil && event.name == "crashFollowUp")
     }
 
+    @Test(arguments: EventFormat.allCases)
+    func tripBehaviourFields(format: EventFormat) throws {
+        let brake = DrivingEvent(kind: .hardBraking, severity: .severe, start: 1_709_164_700.25, end: 1_709_164_702.5,
+                                 peak: -4.75, startSpeed: 16.5, endSpeed: 6.25, latitude: -33.92336, longitude: 18.4258,
+                                 fixes: 4)
+        let behaviour = TripBehaviour(tripID: "trip-1", endDate: 1_709_164_800.5, events: [brake], distanceMetres: 12_500.25,
+                                      eventsPer100Kilometres: 20, longitudinalRMS: 0.75, lateralRMS: 0.5,
+                                      eventsScore: 33.333, smoothnessScore: 54.5, score: 43.9165)
+        let event = RoadSaveEvent(device: SampleEvents.device, body: .tripBehaviour(behaviour))
+        let line = try parseEvent(event.json(format))
+        #expect(keys(of: line) == ["event", "eventID", "app", "user", "tripID", "endDate", "distanceMetres", "scored",
+                                   "score", "eventsScore", "smoothnessScore", "eventsPer100Kilometres", "longitudinalRMS",
+                                   "lateralRMS", "counts", "events"])
+        #expect(line["scored"] == .bool(true) && line["score"] == .number(43.92) && line["eventsScore"] == .number(33.33))
+        #expect(line["endDate"] == .string("2024-02-29T00:00:00.500Z"))
+        #expect(line["counts"]?["hardBraking"]?["severe"] == .number(1) && line["counts"]?["hardBraking"]?["harsh"] == .number(0))
+        #expect(line["counts"]?["excessiveSpeed"]?["harsh"] == .number(0))
+        guard case let .array(items)? = line["events"], let first = items.first else {
+            Issue.record("events is not an array")
+            return
+        }
+        #expect(first["kind"] == .string("hardBraking") && first["severity"] == .string("severe"))
+        #expect(first["peak"] == .number(-4.75) && first["fixes"] == .number(4))
+        #expect(first["start"] == .string("2024-02-28T23:58:20.250Z"))
+        // Its own stable event ID, not the trip end's; its time is the trip's end.
+        #expect(event.eventID == RoadSaveEvent(device: SampleEvents.device, body: .tripBehaviour(behaviour)).eventID)
+        #expect(event.eventID != SampleEvents.ended.eventID)
+        #expect(event.time == behaviour.endDate && event.name == "tripBehaviour")
+        // Unscored: the reason, and no figures.
+        let unscored = try parseEvent(RoadSaveEvent(device: SampleEvents.device, body: .tripBehaviour(TripBehaviour(
+            tripID: "trip-2", endDate: 1_709_164_800.5, unscored: .sparseGPS, distanceMetres: 4_000))).json(format))
+        #expect(unscored["scored"] == .bool(false) && unscored["unscoredReason"] == .string("sparseGPS"))
+        #expect(unscored["score"] == nil && unscored["events"] == .array([]))
+    }
+
     @Test func theDelegateHearsTheFollowUpThroughItsExtension() {
         final class Dispatcher: RoadSaveDelegate {
             var heard: [String] = []
@@ -187,6 +222,7 @@ struct RoadSaveEventCurrentTests {
             func tripDidEnd(_ tripInfo: TripInfo) {}
             func crashDetected(_ crashInfo: CrashInfo) { heard.append("crash \(crashInfo.crashID)") }
             func crashDidFollowUp(_ followUp: CrashFollowUpInfo) { heard.append("\(followUp.outcome.rawValue) \(followUp.crashID)") }
+            func tripWasScored(_ behaviour: TripBehaviour) { heard.append("scored \(behaviour.tripID)") }
         }
         /// Written for the brief: no follow-up method, and it still compiles and takes every event.
         final class BriefDelegate: RoadSaveDelegate {
@@ -198,13 +234,17 @@ struct RoadSaveEventCurrentTests {
         let followUp = RoadSaveEvent(device: SampleEvents.device, body: .crashFollowUp(CrashFollowUpInfo(
             crashID: "crash-1", confidence: .high, detectedAt: 1, observedUntil: 141, outcome: .deviceSilent, isTest: false,
             records: 0, secondsOfData: 0, distanceMoved: nil, steps: 0, maxSpeedAfter: nil, latitude: nil, longitude: nil)))
+        let scored = RoadSaveEvent(device: SampleEvents.device, body: .tripBehaviour(TripBehaviour(
+            tripID: "trip-1", endDate: 1, unscored: .tooShort, distanceMetres: 10)))
         let dispatcher = Dispatcher()
         SampleEvents.crashed.deliver(to: dispatcher)
         followUp.deliver(to: dispatcher)
-        #expect(dispatcher.heard == ["crash crash-1", "deviceSilent crash-1"])
+        scored.deliver(to: dispatcher)
+        #expect(dispatcher.heard == ["crash crash-1", "deviceSilent crash-1", "scored trip-1"])
         let brief = BriefDelegate()
         SampleEvents.crashed.deliver(to: brief)
         followUp.deliver(to: brief)
+        scored.deliver(to: brief)
         #expect(brief.crashes == 1)
     }
 

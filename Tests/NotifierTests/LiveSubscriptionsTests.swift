@@ -31,13 +31,16 @@ import ZeroMQ
                       RoadSaveEvent(device: DeviceID(app: "a", user: "u"), body: .crashFollowUp(CrashFollowUpInfo(
                         crashID: "c", confidence: .high, detectedAt: 0, observedUntil: 140, outcome: .stationary,
                         isTest: false, records: 1, secondsOfData: 1, distanceMoved: nil, steps: 0, maxSpeedAfter: nil,
-                        latitude: nil, longitude: nil)))]
+                        latitude: nil, longitude: nil))),
+                      RoadSaveEvent(device: DeviceID(app: "a", user: "u"), body: .tripBehaviour(TripBehaviour(
+                        tripID: "t", endDate: 1, unscored: .tooShort, distanceMetres: 1)))]
         #expect(Set(events.map(\.name)) == Set(LivePrefixes.eventNames))
         #expect(LivePrefixes.eventNames.allSatisfy { !$0.contains(".") })
     }
 
     @Test func aLimitedKeyGetsOnlyItsApplicationsWhateverItAsks() {
-        #expect(applied("", ["app-1"]) == ["crashDetected.app-1.", "crashFollowUp.app-1.", "tripDidEnd.app-1.", "tripDidStart.app-1."])
+        #expect(applied("", ["app-1"]) == ["crashDetected.app-1.", "crashFollowUp.app-1.", "tripBehaviour.app-1.", "tripDidEnd.app-1.",
+                 "tripDidStart.app-1."])
         #expect(applied("crashDetected", ["app-1"]) == ["crashDetected.app-1."])
         #expect(applied("tripDidStart.app-", ["app-1"]) == ["tripDidStart.app-1."])
         #expect(applied("tripDidStart.app-1", ["app-1"]) == ["tripDidStart.app-1."])
@@ -47,8 +50,8 @@ import ZeroMQ
         #expect(applied("tripDidStart.app-10.", ["app-1"]) == [])
         #expect(applied("crashDetected.app-2.", ["app-1"]) == [])
         #expect(applied("x", ["app-1"]) == [])
-        #expect(applied("trip", ["app-1", "app-2"]) == ["tripDidEnd.app-1.", "tripDidEnd.app-2.", "tripDidStart.app-1.",
-                                                         "tripDidStart.app-2."])
+        #expect(applied("trip", ["app-1", "app-2"]) == ["tripBehaviour.app-1.", "tripBehaviour.app-2.", "tripDidEnd.app-1.",
+                                                         "tripDidEnd.app-2.", "tripDidStart.app-1.", "tripDidStart.app-2."])
         #expect(applied("", []) == [])
         // Every application: as asked.
         #expect(applied("tripDidStart.app-", nil) == ["tripDidStart.app-"])
@@ -70,7 +73,8 @@ import ZeroMQ
 
     @Test func anApplicationWhoseIDHasADotGetsNoLivePrefixForALimitedKey() {
         #expect(applied("", ["app.1"]) == [])
-        #expect(applied("", ["app.1", "app-2"]) == ["crashDetected.app-2.", "crashFollowUp.app-2.", "tripDidEnd.app-2.", "tripDidStart.app-2."])
+        #expect(applied("", ["app.1", "app-2"]) == ["crashDetected.app-2.", "crashFollowUp.app-2.", "tripBehaviour.app-2.", "tripDidEnd.app-2.",
+                 "tripDidStart.app-2."])
         #expect(!LivePrefixes.separable("a.b") && !LivePrefixes.separable("") && LivePrefixes.separable("app-1"))
     }
 
@@ -78,14 +82,16 @@ import ZeroMQ
         var book = LiveSubscriptions()
         let dash = key("dash", ["app-1"])
         let all = book.subscribe(connection: "1", key: dash, requested: b(""))
-        #expect(texts(all.subscribe) == ["crashDetected.app-1.", "crashFollowUp.app-1.", "tripDidEnd.app-1.", "tripDidStart.app-1."])
+        #expect(texts(all.subscribe) == ["crashDetected.app-1.", "crashFollowUp.app-1.", "tripBehaviour.app-1.", "tripDidEnd.app-1.",
+                 "tripDidStart.app-1."])
         #expect(texts(book.subscribe(connection: "1", key: dash, requested: b("crash")).subscribe) == ["crashDetected.app-1.", "crashFollowUp.app-1."])
         // Another connection of the same key is its own.
         _ = book.subscribe(connection: "2", key: dash, requested: b("crash"))
         // "crash" goes; "" still needs crashDetected.app-1. and crashFollowUp.app-1.
         #expect(book.unsubscribe(connection: "1", key: dash, requested: b("crash")) == LiveSubscriptions.Change())
         #expect(texts(book.unsubscribe(connection: "1", key: dash, requested: b("")).unsubscribe)
-                == ["crashDetected.app-1.", "crashFollowUp.app-1.", "tripDidEnd.app-1.", "tripDidStart.app-1."])
+                == ["crashDetected.app-1.", "crashFollowUp.app-1.", "tripBehaviour.app-1.", "tripDidEnd.app-1.",
+                 "tripDidStart.app-1."])
         #expect(texts(book.unsubscribe(connection: "2", key: dash, requested: b("crash")).unsubscribe) == ["crashDetected.app-1.", "crashFollowUp.app-1."])
         #expect(book.connectionCount == 0)
     }

@@ -32,7 +32,8 @@ struct EnvirocarBehaviourTests {
             engine.add(fix, settings: settings)
         }
         let duration = (track.points.last?.t ?? 0) - (track.points.first?.t ?? 0)
-        return engine.judge(tripID: track.id ?? "?", distance: distance, duration: duration, mode: .car, crashed: false,
+        return engine.judge(tripID: track.id ?? "?", endDate: track.points.last?.t ?? 0, distance: distance, duration: duration,
+                            mode: .car, crashed: false,
                             settings: settings)
     }
 

@@ -31,6 +31,28 @@ struct EventFileReaderTests {
         #expect(try read(events.map { $0.json(.current) }) == events)
     }
 
+    @Test func readsATripsBehaviourAndNamesABadEvent() throws {
+        let brake = DrivingEvent(kind: .hardBraking, severity: .harsh, start: Fixture.t0 + 700.25, end: Fixture.t0 + 702.5,
+                                 peak: -3.25, startSpeed: 14.5, endSpeed: 7.75, latitude: -33.92, longitude: 18.42, fixes: 3)
+        let scored = RoadSaveEvent(device: Fixture.device, body: .tripBehaviour(TripBehaviour(
+            tripID: "trip-A", endDate: Fixture.t0 + 1200.5, events: [brake], distanceMetres: 9_000.5,
+            eventsPer100Kilometres: 10, longitudinalRMS: 0.5, lateralRMS: 0.25, eventsScore: 50, smoothnessScore: 76.25,
+            score: 63.125 + 0.005)))
+        let unscored = RoadSaveEvent(device: Fixture.device, body: .tripBehaviour(TripBehaviour(
+            tripID: "trip-B", endDate: Fixture.t0 + 2000, unscored: .notCar, distanceMetres: 4_000)))
+        let read = try read([scored.json(.current), unscored.json(.current)])
+        guard case let .tripBehaviour(first)? = read.first?.body, case let .tripBehaviour(second)? = read.last?.body else {
+            Issue.record("not read as tripBehaviour: \(read)")
+            return
+        }
+        #expect(first.events == [brake] && first.score == 63.13 && first.unscored == nil && first.tripID == "trip-A")
+        #expect(second == TripBehaviour(tripID: "trip-B", endDate: Fixture.t0 + 2000, unscored: .notCar, distanceMetres: 4_000))
+        let bad = scored.json(.current).replacingOccurrences(of: "\"hardBraking\",\"severity\"", with: "\"wheelie\",\"severity\"")
+        #expect(error([bad])?.field == "events[0].kind")
+        let badReason = unscored.json(.current).replacingOccurrences(of: "\"notCar\"", with: "\"bored\"")
+        #expect(error([badReason])?.field == "unscoredReason")
+    }
+
     @Test func readsTheTransportSignsAndNamesABadOne() throws {
         guard case var .tripDidEnd(info) = events[1].body else {
             Issue.record("not a tripDidEnd")

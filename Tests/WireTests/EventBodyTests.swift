@@ -37,6 +37,17 @@ struct EventBodyTests {
             #expect(a.records == b.records && a.secondsOfData == b.secondsOfData && a.distanceMoved == b.distanceMoved)
             #expect(a.steps == b.steps && a.maxSpeedAfter == b.maxSpeedAfter)
             #expect(a.latitude == b.latitude && a.longitude == b.longitude)
+        case let (.tripBehaviour(a), .tripBehaviour(b)):
+            #expect(a.tripID == b.tripID && a.endDate == b.endDate && a.distanceMetres == b.distanceMetres)
+            #expect(a.unscored == b.unscored && a.score == b.score && a.eventsScore == b.eventsScore)
+            #expect(a.smoothnessScore == b.smoothnessScore && a.eventsPer100Kilometres == b.eventsPer100Kilometres)
+            #expect(a.longitudinalRMS == b.longitudinalRMS && a.lateralRMS == b.lateralRMS)
+            #expect(a.events.count == b.events.count)
+            for (x, y) in zip(a.events, b.events) {
+                #expect(x.kind == y.kind && x.severity == y.severity && x.start == y.start && x.end == y.end)
+                #expect(x.peak == y.peak && x.startSpeed == y.startSpeed && x.endSpeed == y.endSpeed)
+                #expect(x.latitude == y.latitude && x.longitude == y.longitude && x.fixes == y.fixes)
+            }
         default:
             Issue.record("kind changed: \(read.name) ≠ \(event.name)")
         }
@@ -176,6 +187,54 @@ struct EventBodyTests {
                 #expect(error.path == path, "\(error)")
             }
         }
+    }
+
+    @Test func tripBehaviourIsTheDocumentedMap() throws {
+        func keys(_ value: JSONValue) -> [String] {
+            guard case let .object(members) = value else { return [] }
+            return members.map(\.0)
+        }
+        let scored = try #require(Fixtures.events.first { if case let .tripBehaviour(info) = $0.body { info.unscored == nil } else { false } })
+        let value = try MessagePack.decode(EventBody.encode(scored))
+        #expect(keys(value) == ["event", "app", "user", "tripID", "endDate", "distanceMetres", "score", "eventsScore",
+                                "smoothnessScore", "eventsPer100Kilometres", "longitudinalRMS", "lateralRMS", "events"])
+        guard case let .array(items)? = value["events"], let first = items.first else {
+            Issue.record("events is not an array")
+            return
+        }
+        #expect(keys(first) == ["kind", "severity", "start", "end", "peak", "startSpeed", "endSpeed", "latitude",
+                                "longitude", "fixes"])
+        // Unscored: the reason instead of the figures.
+        let unscored = RoadSaveEvent(device: DeviceID(app: "a", user: "u"), body: .tripBehaviour(TripBehaviour(
+            tripID: "t", endDate: 2, unscored: .notCar, distanceMetres: 3)))
+        #expect(keys(try MessagePack.decode(EventBody.encode(unscored)))
+                == ["event", "app", "user", "tripID", "endDate", "distanceMetres", "unscoredReason", "events"])
+        // Errors name the member, inside an event too.
+        let head: [(String, JSONValue)] = [("event", .string("tripBehaviour")), ("app", .string("a")), ("user", .string("u")),
+                                           ("tripID", .string("t")), ("endDate", .number(2)), ("distanceMetres", .number(3))]
+        let goodEvent: [(String, JSONValue)] = [
+            ("kind", .string("hardBraking")), ("severity", .string("harsh")), ("start", .number(1)), ("end", .number(2)),
+            ("peak", .number(-3.5)), ("startSpeed", .number(15)), ("endSpeed", .number(8)), ("latitude", .number(1)),
+            ("longitude", .number(2)), ("fixes", .number(3))]
+        for (members, path) in [
+            (head + [("unscoredReason", .string("bored"))], "unscoredReason"),
+            (head + [("events", .string("none"))], "events"),
+            (head + [("events", .array([.number(1)]))], "events[0]"),
+            (head + [("events", .array([.object(goodEvent), .object(goodEvent.map { $0.0 == "kind" ? ($0.0, .string("x")) : $0 })]))],
+             "events[1].kind"),
+            (head + [("events", .array([.object(goodEvent.filter { $0.0 != "peak" })]))], "events[0].peak"),
+            (head + [("events", .array([.object(goodEvent.map { $0.0 == "fixes" ? ($0.0, .number(-1)) : $0 })]))],
+             "events[0].fixes"),
+        ] as [([(String, JSONValue)], String)] {
+            do {
+                _ = try EventBody.decode(MessagePack.encode(.object(members)))
+                Issue.record("read a body whose \(path) is wrong")
+            } catch {
+                #expect(error.path == path, "\(error)")
+            }
+        }
+        #expect(try EventBody.decode(MessagePack.encode(.object(head + [("events", .array([.object(goodEvent)]))])))
+                .name == "tripBehaviour")
     }
 
     @Test func eventBodyErrorsNameTheField() {

@@ -52,7 +52,8 @@ enum Fixtures {
     ]
 
     /// Every event shape: each trip end reason, each crash confidence with and without `isTest`, crashes with
-    /// details, each follow-up outcome.
+    /// details, each follow-up outcome, a scored trip's behaviour with every kind of driving event and each reason
+    /// for an unscored one.
     static let events: [RoadSaveEvent] = {
         var events = [RoadSaveEvent(device: device, body: .tripDidStart(
             TripStartInfo(tripID: "trip-1", startDate: 1_718_708_242.123_456_7)))]
@@ -91,6 +92,24 @@ enum Fixtures {
                 secondsOfData: silent ? 0 : 139.5, distanceMoved: silent ? nil : 12.5 * Double(offset),
                 steps: 40 * offset, maxSpeedAfter: outcome == .vehicleMovedOn ? 13.75 : nil,
                 latitude: offset == 1 ? nil : -33.91, longitude: offset == 1 ? nil : 18.43))))
+        }
+        // A scored trip with an event of every kind and severity, and each reason a trip is not scored.
+        let drivingEvents = DrivingEventKind.allCases.enumerated().flatMap { offset, kind in
+            DrivingEventSeverity.allCases.map { severity in
+                DrivingEvent(kind: kind, severity: severity, start: 1_718_708_600.25 + Double(offset) * 30,
+                             end: 1_718_708_602.75 + Double(offset) * 30, peak: kind == .hardBraking ? -4.625 : 3.875,
+                             startSpeed: 17.25, endSpeed: 11.5, latitude: -33.924_868_5, longitude: 18.424_055_3,
+                             fixes: 3 + offset)
+            }
+        }
+        events.append(RoadSaveEvent(device: device, body: .tripBehaviour(TripBehaviour(
+            tripID: "trip-scored", endDate: 1_718_709_999.987_654_3, events: drivingEvents, distanceMetres: 12_345.678_9,
+            eventsPer100Kilometres: 97.25, longitudinalRMS: 0.875, lateralRMS: 0.625, eventsScore: 9.3125,
+            smoothnessScore: 46.75, score: 28.03125))))
+        for reason in UnscoredReason.allCases {
+            events.append(RoadSaveEvent(device: device, body: .tripBehaviour(TripBehaviour(
+                tripID: "trip-\(reason.rawValue)", endDate: 1_718_709_000.5, unscored: reason,
+                events: reason == .crash ? [drivingEvents[0]] : [], distanceMetres: 850.25))))
         }
         return events
     }()

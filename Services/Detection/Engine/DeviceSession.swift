@@ -78,8 +78,11 @@ public struct DeviceSession: Sendable, Codable {
         guard lifecycle != .unconfigured else { throw .notConfigured }
         var actions = advance(to: t)
         guard monitoring else { return actions }
+        // Decided before the trip ends, so that a crash in it leaves it unscored; reported after its end, as before.
+        let decided = crashes.decideAll(context: crashContext)
+        noteSuspectedCrashes(decided)
         actions += endTrip(reason: .monitoringStopped)
-        actions += crashes.decideAll(context: crashContext)
+        actions += decided
         // No record will come: the follow-ups of reported crashes go now, with what came until the stop.
         crashes.closeFollowUps(at: t)
         actions += crashes.advance(to: t, context: crashContext)
@@ -174,9 +177,10 @@ public struct DeviceSession: Sendable, Codable {
             // Without a pedometer only the stop delay ends trips.
             guard capabilities.pedometerAvailable else { break }
             newSteps = steps.update(cumulative: count)
-            if tripsActive, let event = trips.stepsCounted(newSteps, at: record.t, stepsSinceMovement: steps.sinceMovement,
-                                                           context: tripContext) {
-                actions.append(.emit(event))
+            if tripsActive {
+                let events = trips.stepsCounted(newSteps, at: record.t, stepsSinceMovement: steps.sinceMovement,
+                                                context: tripContext)
+                if !events.isEmpty { actions += events.map(DetectionAction.emit) }
             }
         case let .impact(observation):
             if crashesActive { crashes.impact(observation, at: record.t, context: crashContext) }
@@ -262,6 +266,7 @@ public struct DeviceSession: Sendable, Codable {
         // The crash context (settings, GPS history) is built only when a decision may be due.
         var actions = crashes.hasPending ? crashes.advance(to: now, context: crashContext) : []
         guard tripsActive, trips.isDriving else { return actions }
+        if !actions.isEmpty { noteSuspectedCrashes(actions) }
         if let silence = silenceDeadline, silence <= now {
             actions += endTrip(reason: .deviceSilent)
         } else if byRecord, let deadline = trips.stopDeadline(context: tripContext), deadline <= now {
@@ -282,7 +287,15 @@ public struct DeviceSession: Sendable, Codable {
     }
 
     private mutating func endTrip(reason: TripEndReason) -> [DetectionAction] {
-        trips.end(reason: reason).map { [.emit($0)] } ?? []
+        trips.end(reason: reason, settings: settings.behaviour).map(DetectionAction.emit)
+    }
+
+    /// A crash sent for evaluation in the trip in progress leaves that trip unscored (`TripEngine.crashSuspected`).
+    private mutating func noteSuspectedCrashes(_ actions: [DetectionAction]) {
+        guard trips.isDriving else { return }
+        for case let .evaluateCrash(candidate) in actions where !candidate.isTest {
+            if let tripID = candidate.tripID { trips.crashSuspected(tripID: tripID) }
+        }
     }
 
     private mutating func applyStartupGuard(at t: Double, fetch: SettingsFetch) throws(RoadSaveError) {

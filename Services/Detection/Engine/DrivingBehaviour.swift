@@ -199,12 +199,11 @@ struct DrivingBehaviour: Sendable, Equatable, Codable {
 
     /// The verdict on the trip that ended: `mode` what it was judged to be taken in, `crashed` whether a crash was
     /// detected in it.
-    func judge(tripID: String, distance: Double, duration: Double, mode: TransportMode, crashed: Bool,
+    func judge(tripID: String, endDate: Double, distance: Double, duration: Double, mode: TransportMode, crashed: Bool,
                settings: BehaviourSettings) -> TripBehaviour {
         var finished = self
         finished.finishRuns(settings: settings)
         finished.finishSpeeding(settings: settings)
-        let kilometres = distance / 1_000
         let unscored: UnscoredReason? =
             if crashed { .crash }
             else if mode == .bus || mode == .rail { .notCar }
@@ -212,7 +211,8 @@ struct DrivingBehaviour: Sendable, Equatable, Codable {
             else if finished.usableSeconds < settings.minimumUsableShare * duration { .sparseGPS }
             else { nil }
         guard unscored == nil else {
-            return TripBehaviour(tripID: tripID, unscored: unscored, events: finished.events, distanceKilometres: kilometres)
+            return TripBehaviour(tripID: tripID, endDate: endDate, unscored: unscored, events: finished.events,
+                                 distanceMetres: distance)
         }
         // Severe events weigh twice; the rate is taken over the floor distance at least.
         let weighted = finished.events.reduce(0.0) { $0 + ($1.severity == .severe ? 2 : 1) }
@@ -224,7 +224,7 @@ struct DrivingBehaviour: Sendable, Equatable, Codable {
         let eventsScore = 100 / (1 + rate / 10)
         let spread = longitudinalRMS * longitudinalRMS + lateralRMS * lateralRMS
         let smoothnessScore = 100 / (1 + spread)
-        return TripBehaviour(tripID: tripID, events: finished.events, distanceKilometres: kilometres,
+        return TripBehaviour(tripID: tripID, endDate: endDate, events: finished.events, distanceMetres: distance,
                              eventsPer100Kilometres: rate, longitudinalRMS: longitudinalRMS, lateralRMS: lateralRMS,
                              eventsScore: eventsScore, smoothnessScore: smoothnessScore,
                              score: (eventsScore + smoothnessScore) / 2)

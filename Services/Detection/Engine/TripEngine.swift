@@ -25,6 +25,8 @@ struct TripEngine: Sendable, Codable {
         /// The fix of `lastMovement` and the speed held so far (optional: checkpoints before them have neither).
         var lastMovingFix: AcceptedFix?
         var heldSpeed: HeldSpeed?
+        /// How the run was driven, should it become a trip: its first seconds are the trip's too.
+        var behaviour = DrivingBehaviour()
         /// Faster than any road vehicle speeds up (about 0.5 g).
         static let maximumAcceleration = 5.0
         /// A run this far (counted movement) at vehicle speed is a drive's beginning, not GPS jitter or a stroll.
@@ -122,6 +124,9 @@ struct TripEngine: Sendable, Codable {
         var startPosition: Position?
         var lastMovingFix: AcceptedFix?
         var heldSpeed: HeldSpeed?
+        /// How it is being driven, judged at its end (`tripBehaviour`); and whether a crash was suspected in it.
+        var behaviour = DrivingBehaviour()
+        var crashSuspected = false
     }
 
     /// A latitude and longitude.
@@ -189,6 +194,7 @@ struct TripEngine: Sendable, Codable {
                 trip.odometer.add(fix, measurement: measurement)
                 trip.ride.add(fix)
                 trip.heldSpeed?.add(fix.speed)
+                trip.behaviour.add(fix, settings: context.settings.behaviour)
                 if fix.isMovement {
                     trip.lastMovement = fix.t
                     trip.lastMovingFix = fix
@@ -211,6 +217,7 @@ struct TripEngine: Sendable, Codable {
                     run.maximumSpeed = max(run.maximumSpeed, fix.speed ?? 0)
                     run.odometer.add(fix, measurement: measurement)
                     run.ride.add(fix)
+                    run.behaviour.add(fix, settings: settings.behaviour)
                     run.noteHeld(fix, after: previous, settings: settings)
                 }
             } else {
@@ -220,6 +227,7 @@ struct TripEngine: Sendable, Codable {
                 started.heldSpeed = HeldSpeed()
                 started.heldSpeed?.add(fix.speed)
                 started.ride.add(fix)
+                started.behaviour.add(fix, settings: settings.behaviour)
                 started.noteHeld(fix, after: previousIdleFix, settings: settings)
                 started.wakeUp = WakeUp(before: previousIdleFix, first: fix)
                 // A phone that fell silent where it waited (iOS stops its fixes while it stands) waited on until it
@@ -241,6 +249,7 @@ struct TripEngine: Sendable, Codable {
                     run.heldSpeed?.add(fix.speed)
                     run.odometer.add(fix, measurement: measurement)
                     run.ride.add(fix)
+                    run.behaviour.add(fix, settings: settings.behaviour)
                     run.noteHeld(fix, after: previous, settings: settings)
                 }
             }
@@ -256,14 +265,14 @@ struct TripEngine: Sendable, Codable {
 
     /// The pedometer counted `newSteps` at `t`, `stepsSinceMovement` since the last movement. Past the threshold the
     /// user walked away, so the trip ends at once; steps while the vehicle moves mark a passenger.
-    mutating func stepsCounted(_ newSteps: Int, at t: Double, stepsSinceMovement: Int, context: TripContext) -> RoadSaveEvent? {
+    mutating func stepsCounted(_ newSteps: Int, at t: Double, stepsSinceMovement: Int, context: TripContext) -> [RoadSaveEvent] {
         if trip != nil {
             trip!.modify { $0.ride.stepsCounted(newSteps, at: t) }
         } else if run != nil {
             run!.modify { $0.ride.stepsCounted(newSteps, at: t) }
         }
-        guard stepsSinceMovement > context.settings.stepThreshold else { return nil }
-        return end(reason: .steps)
+        guard stepsSinceMovement > context.settings.stepThreshold else { return [] }
+        return end(reason: .steps, settings: context.settings.behaviour)
     }
 
     /// The time at which the stop delay ends the trip in progress, if nothing moves before then.
@@ -281,9 +290,17 @@ struct TripEngine: Sendable, Codable {
         return from + settings.stopDelay
     }
 
-    /// Ends the trip in progress, if any; its end date is its last movement.
-    mutating func end(reason: TripEndReason) -> RoadSaveEvent? {
-        guard let trip = self.trip?.value else { return nil }
+    /// A crash was suspected in the trip in progress (sent for the platform's evaluation): its last seconds are the
+    /// crash, not the driving, so the trip is not scored.
+    mutating func crashSuspected(tripID: String) {
+        guard self.tripID == tripID else { return }
+        trip!.modify { $0.crashSuspected = true }
+    }
+
+    /// Ends the trip in progress, if any: its `tripDidEnd` (its end date is its last movement), then its
+    /// `tripBehaviour`.
+    mutating func end(reason: TripEndReason, settings behaviourSettings: BehaviourSettings) -> [RoadSaveEvent] {
+        guard let trip = self.trip?.value else { return [] }
         self.trip = nil
         run = nil
         brokenRun = nil
@@ -305,7 +322,12 @@ struct TripEngine: Sendable, Codable {
                             startLatitude: trip.startPosition?.latitude, startLongitude: trip.startPosition?.longitude,
                             endLatitude: trip.lastMovingFix?.latitude, endLongitude: trip.lastMovingFix?.longitude,
                             maxSpeed: trip.heldSpeed?.maximum)
-        return RoadSaveEvent(device: device, body: .tripDidEnd(info))
+        let behaviour = trip.behaviour.judge(tripID: trip.tripID, endDate: trip.lastMovement,
+                                             distance: trip.odometer.distance,
+                                             duration: trip.lastMovement - trip.startDate, mode: verdict.mode,
+                                             crashed: trip.crashSuspected, settings: behaviourSettings)
+        return [RoadSaveEvent(device: device, body: .tripDidEnd(info)),
+                RoadSaveEvent(device: device, body: .tripBehaviour(behaviour))]
     }
 
     /// Forgets evidence gathered so far (detection paused or resumed: the startup guard runs again).
@@ -375,7 +397,7 @@ struct TripEngine: Sendable, Codable {
         trip = OutOfLine(ActiveTrip(tripID: tripID, startDate: startDate, lastMovement: run.lastMovement,
                                     odometer: odometer, ride: ride, startPosition: Position(startFix),
                                     lastMovingFix: run.lastMovingFix ?? run.odometer.last ?? run.start,
-                                    heldSpeed: heldSpeed))
+                                    heldSpeed: heldSpeed, behaviour: run.behaviour))
         self.run = nil
         return RoadSaveEvent(device: device, body: .tripDidStart(TripStartInfo(tripID: tripID, startDate: startDate)))
     }
@@ -451,7 +473,7 @@ extension TripEngine {
 extension TripEngine.MovementRun {
     private enum CodingKeys: String, CodingKey {
         case start, lastMovement, maximumSpeed, odometer, ride, heldFastFrom, heldFast, heldFastLeapt, leadIn, wakeUp
-        case lastMovingFix, heldSpeed
+        case lastMovingFix, heldSpeed, behaviour
     }
 
     init(from decoder: any Decoder) throws {
@@ -468,12 +490,14 @@ extension TripEngine.MovementRun {
         wakeUp = try container.decodeIfPresent(TripEngine.WakeUp.self, forKey: .wakeUp)
         lastMovingFix = try container.decodeIfPresent(AcceptedFix.self, forKey: .lastMovingFix)
         heldSpeed = try container.decodeIfPresent(HeldSpeed.self, forKey: .heldSpeed)
+        behaviour = try container.decodeIfPresent(DrivingBehaviour.self, forKey: .behaviour) ?? DrivingBehaviour()
     }
 }
 
 extension TripEngine.ActiveTrip {
     private enum CodingKeys: String, CodingKey {
-        case tripID, startDate, lastMovement, odometer, ride, startPosition, lastMovingFix, heldSpeed
+        case tripID, startDate, lastMovement, odometer, ride, startPosition, lastMovingFix, heldSpeed, behaviour
+        case crashSuspected
     }
 
     init(from decoder: any Decoder) throws {
@@ -486,5 +510,7 @@ extension TripEngine.ActiveTrip {
         startPosition = try container.decodeIfPresent(TripEngine.Position.self, forKey: .startPosition)
         lastMovingFix = try container.decodeIfPresent(AcceptedFix.self, forKey: .lastMovingFix)
         heldSpeed = try container.decodeIfPresent(HeldSpeed.self, forKey: .heldSpeed)
+        behaviour = try container.decodeIfPresent(DrivingBehaviour.self, forKey: .behaviour) ?? DrivingBehaviour()
+        crashSuspected = try container.decodeIfPresent(Bool.self, forKey: .crashSuspected) ?? false
     }
 }

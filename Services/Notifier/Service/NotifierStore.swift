@@ -26,7 +26,7 @@ public final class NotifierStore {
         CREATE TABLE IF NOT EXISTS events(
             position  INTEGER PRIMARY KEY AUTOINCREMENT,
             event_id  TEXT NOT NULL UNIQUE,  -- the event's eventID: a second copy is dropped
-            name      TEXT NOT NULL,         -- tripDidStart, tripDidEnd, crashDetected or crashFollowUp
+            name      TEXT NOT NULL,         -- an event name (RoadSaveEvent.names)
             app       TEXT NOT NULL,
             user      TEXT NOT NULL,
             topic     TEXT NOT NULL,         -- <event>.<app>.<user>, for catch-up's prefix
