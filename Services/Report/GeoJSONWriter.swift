@@ -4,6 +4,8 @@ import RoadSaveModel
 /// - a trip is a `LineString` of its recorded positions (every one, not thinned: this is data, not a drawing), its
 ///   properties the fields of its event (`tripDidEnd`, or `tripDidStart` while it is open) exactly as `roadsave
 ///   replay` writes them;
+/// - a trip's driving event (from its `tripBehaviour`) is a `Point` where it began, its properties
+///   `"kind": "drivingEvent"`, the trip's ID and the event's fields as the event writes them;
 /// - a crash is a `Point`, its properties the `crashDetected` event's fields;
 /// - a crash's follow-up is a `Point` where the device was last known, its properties the `crashFollowUp` event's;
 /// - a dismissed crash candidate is a `Point` whose properties say `"kind": "dismissedCrash"` with its reason (it
@@ -26,6 +28,16 @@ public enum GeoJSONWriter {
                     ? "{\"type\":\"LineString\",\"coordinates\":[" + coordinates.joined(separator: ",") + "]}"
                     : "null"
                 features.append(feature(geometry: geometry, properties: trip.event.json(.current)))
+                for event in trip.behaviour?.events ?? [] {
+                    var properties = JSONObjectWriter()
+                    properties.add("kind", "drivingEvent")
+                    properties.add("app", report.device.app)
+                    properties.add("user", report.device.user)
+                    properties.add("tripID", trip.tripID)
+                    event.write(to: &properties, kindKey: "eventKind")
+                    features.append(feature(geometry: point(latitude: event.latitude, longitude: event.longitude),
+                                            properties: properties.finish()))
+                }
             }
             for crash in report.crashes {
                 let event = RoadSaveEvent(device: report.device, body: .crashDetected(crash))

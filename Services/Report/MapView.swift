@@ -2,12 +2,13 @@ import RoadSaveModel
 
 /// A device's map as SVG: its track, each trip in its own colour with its start (an open circle) and end (a filled
 /// square), positions outside trips in grey, crashes (red, with their confidence) and dismissed crash candidates
-/// (grey crosses, with the reason), a scale bar. Tracks are thinned to half a pixel (`PolylineThinning`); markers
+/// (grey crosses, with the reason), driving events of the trips' `tripBehaviour` (small diamonds in the trip's colour),
+/// a scale bar. Tracks are thinned to half a pixel (`PolylineThinning`); markers
 /// sit at their exact positions.
 ///
 /// What tests and scripts can count: `.trip-track` (one per trip, `data-trip-id`), `.trip-start`, `.trip-end`,
 /// `.crash-marker` (one per crash with a position, `data-crash-id`, `data-confidence`), `.dismissed-marker`
-/// (`data-reason`).
+/// (`data-reason`), `.driving-event` (one per driving event, `data-trip-id`, `data-kind`, `data-severity`).
 public struct MapView {
     public static let width = 960.0
     public static let height = 520.0
@@ -90,6 +91,7 @@ public struct MapView {
             }
         }
         svg += endpoints
+        svg += drivingEvents()
 
         // Markers last, labelled, the labels kept apart: crashes' labels are placed first (they matter most) and
         // their markers drawn last (on top).
@@ -120,6 +122,29 @@ public struct MapView {
         svg += dismissals + crashes
         if hasPositions { svg += scaleBar() }
         svg += "</svg>"
+        return svg
+    }
+
+    /// Each trip's driving events (`tripBehaviour`) where they began: a diamond in the trip's colour, outlined darker
+    /// when severe, with the kind, severity and peak as its title. Unlabelled: a drive may have dozens.
+    func drivingEvents() -> String {
+        var svg = ""
+        for (index, trip) in report.trips.enumerated() {
+            guard let behaviour = trip.behaviour else { continue }
+            for event in behaviour.events {
+                let p = projection.point(latitude: event.latitude, longitude: event.longitude)
+                let severe = event.severity == .severe
+                let unit = event.kind == .excessiveSpeed ? "m/s" : "m/s²"
+                svg += "<path class=\"driving-event\" data-trip-id=\"\(Markup.escape(trip.tripID))\" "
+                    + "data-kind=\"\(event.kind.rawValue)\" data-severity=\"\(event.severity.rawValue)\" "
+                    + "d=\"M\(Markup.number(p.x)),\(Markup.number(p.y - 6))l6,6l-6,6l-6,-6z\" "
+                    + "fill=\"\(ReportPalette.trip(index))\" stroke=\"\(severe ? "#000" : "#fff")\">"
+                    + "<title>\(event.kind.rawValue) (\(event.severity.rawValue)) at \(Markup.dateTime(event.start)) UTC, "
+                    + "peak \(JSONObjectWriter.number(event.peak, decimals: 1)) \(unit), "
+                    + "\(JSONObjectWriter.number(event.startSpeed * 3.6, decimals: 0)) → "
+                    + "\(JSONObjectWriter.number(event.endSpeed * 3.6, decimals: 0)) km/h</title></path>\n"
+            }
+        }
         return svg
     }
 

@@ -17,9 +17,11 @@ public enum ReportCommand {
 
         Writes one self-contained HTML page (inline SVG and CSS; no script, nothing fetched: it opens offline in any
         browser) with, per device: a map of its track, each trip in its own colour with its start (○) and end (■),
-        positions outside trips dashed grey, crashes (red, with their confidence) and dismissed crash candidates
-        (✕, with the reason); beneath it a timeline of GPS speed with the trips as spans and the motion classifier's
-        reports as a band; then tables of the trips, crashes and dismissed candidates. Times are UTC; applicationIDs
+        positions outside trips dashed grey, crashes (red, with their confidence), dismissed crash candidates (✕,
+        with the reason) and the trips' driving events (◆: hard braking, acceleration, cornering, speeding; outlined
+        black when severe); beneath it a timeline of GPS speed with the trips as spans and the motion classifier's
+        reports as a band; then tables of the trips (each with its driving score, or why it has none), crashes and
+        dismissed candidates. Times are UTC; applicationIDs
         are masked, as in the logs. Tracks are thinned for drawing (to half a pixel); starts, ends and markers sit at
         their exact positions. A crash without a position is listed and marked on the timeline, not on the map.
 
@@ -35,7 +37,8 @@ public enum ReportCommand {
         Options:
           --output FILE         the HTML page (- for standard output)
           --geojson FILE        also write the trips (LineString, with their event's fields as properties), crashes
-                                (Point) and dismissed candidates (Point, "kind": "dismissedCrash") as a GeoJSON
+                                (Point), driving events (Point, "kind": "drivingEvent", with the trip's ID) and
+                                dismissed candidates (Point, "kind": "dismissedCrash") as a GeoJSON
                                 FeatureCollection (RFC 7946: [longitude, latitude], WGS 84) for QGIS, kepler.gl or
                                 geojson.io; - for standard output
           --events FILE         trips and crashes from this events file (above)

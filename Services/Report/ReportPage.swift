@@ -140,7 +140,7 @@ public struct ReportPage {
         guard !report.trips.isEmpty else { return "<h3>Trips</h3>\n<p class=\"muted\">No trips.</p>\n" }
         var html = "<h3>Trips</h3>\n<table class=\"trips\"><thead><tr><th>#</th><th>trip ID</th><th>start (UTC)</th><th>end</th>"
             + "<th>duration</th><th>distance (km)</th><th>average (km/h)</th><th>max (km/h)</th><th>from → to</th><th>end reason</th>"
-            + "<th>transport</th></tr></thead><tbody>\n"
+            + "<th>transport</th><th>driving</th></tr></thead><tbody>\n"
         for (index, trip) in report.trips.enumerated() {
             html += "<tr data-trip-id=\"\(Markup.escape(trip.tripID))\"><td><span class=\"swatch\" "
                 + "style=\"background:\(ReportPalette.trip(index))\"></span>\(index + 1)</td>"
@@ -154,12 +154,31 @@ public struct ReportPage {
                     + "<td>\(info.endReason.rawValue)</td><td>\(info.transportMode.rawValue) (\(info.transportReason.rawValue))"
                     + (info.transportSigns.contains { $0 != info.transportReason }
                         ? "; signs: " + info.transportSigns.map(\.rawValue).joined(separator: ", ") : "") + "</td>"
+                    + Self.drivingCell(trip.behaviour)
             } else {
-                html += "<td>open</td><td></td><td></td><td></td><td></td><td></td><td></td><td></td>"
+                html += "<td>open</td><td></td><td></td><td></td><td></td><td></td><td></td><td></td><td></td>"
             }
             html += "</tr>\n"
         }
         return html + "</tbody></table>\n"
+    }
+
+    /// The trip's `tripBehaviour`: its score and events per kind, or why it was not scored.
+    static func drivingCell(_ behaviour: TripBehaviour?) -> String {
+        guard let behaviour else { return "<td class=\"driving muted\">–</td>" }
+        let counts = DrivingEventKind.allCases.compactMap { kind -> String? in
+            let count = behaviour.count(of: kind)
+            guard count > 0 else { return nil }
+            let severe = behaviour.count(of: kind, severity: .severe)
+            return "\(count) \(kind.rawValue)" + (severe > 0 ? " (\(severe) severe)" : "")
+        }
+        guard let score = behaviour.score else {
+            let reason = behaviour.unscored?.rawValue ?? "unscored"
+            return "<td class=\"driving\" data-unscored=\"\(reason)\">unscored: \(reason)</td>"
+        }
+        return "<td class=\"driving\" data-score=\"\(JSONObjectWriter.fixedNumber(score, decimals: 0))\"><strong>"
+            + JSONObjectWriter.fixedNumber(score, decimals: 0) + "</strong>"
+            + (counts.isEmpty ? "; no events" : "; " + counts.joined(separator: ", ")) + "</td>"
     }
 
     /// Where a trip began and ended, as the event gives them (empty for events written before they were kept).

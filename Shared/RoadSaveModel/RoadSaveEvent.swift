@@ -207,17 +207,25 @@ extension TripBehaviour {
         writer.add("counts", raw: counts.finish())
         writer.add("events", raw: "[" + events.map { event in
             var item = JSONObjectWriter()
-            item.add("kind", event.kind.rawValue)
-            item.add("severity", event.severity.rawValue)
-            item.add("start", ISO8601.string(fromSeconds: event.start))
-            item.add("end", ISO8601.string(fromSeconds: event.end))
-            item.add("peak", event.peak, decimals: 2)
-            item.add("startSpeed", event.startSpeed, decimals: 2)
-            item.add("endSpeed", event.endSpeed, decimals: 2)
-            item.add("latitude", event.latitude, decimals: 7)
-            item.add("longitude", event.longitude, decimals: 7)
-            item.add("fixes", event.fixes)
+            event.write(to: &item)
             return item.finish()
         }.joined(separator: ",") + "]")
+    }
+}
+
+extension DrivingEvent {
+    /// Its members as `tripBehaviour`'s `events` write them; `kindKey` names the kind's member (the report's GeoJSON
+    /// has a `kind` of its own).
+    public func write(to writer: inout JSONObjectWriter, kindKey: String = "kind") {
+        writer.add(kindKey, kind.rawValue)
+        writer.add("severity", severity.rawValue)
+        writer.add("start", ISO8601.string(fromSeconds: start))
+        writer.add("end", ISO8601.string(fromSeconds: end))
+        writer.add("peak", peak, decimals: 2)
+        writer.add("startSpeed", startSpeed, decimals: 2)
+        writer.add("endSpeed", endSpeed, decimals: 2)
+        writer.add("latitude", latitude, decimals: 7)
+        writer.add("longitude", longitude, decimals: 7)
+        writer.add("fixes", fixes)
     }
 }

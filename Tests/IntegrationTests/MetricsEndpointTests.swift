@@ -25,7 +25,7 @@ struct MetricsEndpointTests {
             let settled = try await eventually(timeout: 30, interval: 0.5) {
                 let detect = try Scrape.metrics(ports[1]), notify = try Scrape.metrics(ports[2])
                 let started = detect.value("roadsave_detection_events_total", ["event": "tripDidStart"])
-                let events = ["tripDidStart", "tripDidEnd", "crashDetected", "crashFollowUp"].map {
+                let events = ["tripDidStart", "tripDidEnd", "crashDetected", "crashFollowUp", "tripBehaviour"].map {
                     detect.value("roadsave_detection_events_total", ["event": $0])
                 }.reduce(0, +)
                 return started >= 1 && detect.value("roadsave_detection_events_total", ["event": "tripDidEnd"]) == started
@@ -38,7 +38,7 @@ struct MetricsEndpointTests {
             let notifyBefore = try Scrape.metrics(ports[2])
 
             // The recorded crash (tripDidStart, crashDetected, its crashFollowUp, whose watch ends within the records
-            // with the test's settings, and tripDidEnd) and three bad records after it.
+            // with the test's settings, tripDidEnd and tripBehaviour) and three bad records after it.
             let crash = try String(contentsOf: RecordedCrash.file(), encoding: .utf8)
             let good = crash.split(separator: "\n").count
             let bad = [
@@ -59,7 +59,7 @@ struct MetricsEndpointTests {
             // Detection and the notifier post every half second: wait until they show the events.
             let shown = try await eventually(timeout: 10) {
                 try Scrape.metrics(ports[2]).value("roadsave_notifier_events_stored_total")
-                    - notifyBefore.value("roadsave_notifier_events_stored_total") == 4
+                    - notifyBefore.value("roadsave_notifier_events_stored_total") == 5
             }
             #expect(shown)
 
@@ -82,7 +82,7 @@ struct MetricsEndpointTests {
             #expect(ingest.value("roadsave_ingest_journal_head_position") >= 1)
 
             let detect = try Scrape.metrics(ports[1])
-            for event in ["tripDidStart", "crashDetected", "crashFollowUp", "tripDidEnd"] {
+            for event in ["tripDidStart", "crashDetected", "crashFollowUp", "tripDidEnd", "tripBehaviour"] {
                 #expect(detect.value("roadsave_detection_events_total", ["event": event])
                         - detectBefore.value("roadsave_detection_events_total", ["event": event]) == 1, "\(event)")
             }
@@ -98,12 +98,12 @@ struct MetricsEndpointTests {
 
             let notify = try Scrape.metrics(ports[2])
             #expect(notify.value("roadsave_notifier_deliveries_total", ["sink": "pub"])
-                    - notifyBefore.value("roadsave_notifier_deliveries_total", ["sink": "pub"]) == 4)
+                    - notifyBefore.value("roadsave_notifier_deliveries_total", ["sink": "pub"]) == 5)
             #expect(notify.value("roadsave_notifier_duplicates_dropped_total") == 0)
             // The webhook's figures come from its sink a post later: wait for them.
             let webhookDelivered = try await eventually(timeout: 10) {
                 try Scrape.metrics(ports[2]).total("roadsave_notifier_webhook_deliveries_total", ["outcome": "delivered"])
-                    - notifyBefore.total("roadsave_notifier_webhook_deliveries_total", ["outcome": "delivered"]) == 4
+                    - notifyBefore.total("roadsave_notifier_webhook_deliveries_total", ["outcome": "delivered"]) == 5
             }
             #expect(webhookDelivered)
             let after = try Scrape.metrics(ports[2])

@@ -38,6 +38,17 @@ enum Fixture {
                        activity: "inVehicle", tripInProgress: true, isTest: false, samples: [])
     }
 
+    /// trip-A's `tripBehaviour`: scored, a severe hard brake and a harsh sharp turn.
+    static func behaviour(_ device: DeviceID = device) -> RoadSaveEvent {
+        let brake = DrivingEvent(kind: .hardBraking, severity: .severe, start: t0 + 700, end: t0 + 702.5, peak: -4.75,
+                                 startSpeed: 15, endSpeed: 5, latitude: -33.948, longitude: 18.403, fixes: 4)
+        let turn = DrivingEvent(kind: .sharpCornering, severity: .harsh, start: t0 + 900, end: t0 + 902, peak: 3.75,
+                                startSpeed: 10, endSpeed: 10, latitude: -33.944, longitude: 18.409, fixes: 3)
+        return RoadSaveEvent(device: device, body: .tripBehaviour(TripBehaviour(
+            tripID: "trip-A", endDate: t0 + 1200, events: [brake, turn], distanceMetres: 6000, eventsPer100Kilometres: 30,
+            longitudinalRMS: 0.8, lateralRMS: 0.4, eventsScore: 25, smoothnessScore: 60.98, score: 42.99)))
+    }
+
     /// Records every 10 s from t0 to t0 + 3000 moving north-east; trips 600…1200 and 1800…2400 (ended), a crash at
     /// 2400, a dismissal at 900, automotive during the trips and stationary between.
     static func collector(device: DeviceID = device) -> ReportCollector {

@@ -45,6 +45,18 @@ struct GeoJSONWriterTests {
         }
     }
 
+    @Test func drivingEventsArePointsNamingTheirTrip() throws {
+        let collector = Fixture.collector()
+        collector.add(Fixture.behaviour())
+        let points = try features(collector.reports()).filter { $0["properties"]?["kind"] == .string("drivingEvent") }
+        #expect(points.count == 2)
+        let brake = try #require(points.first)
+        #expect(brake["geometry"]?["type"] == .string("Point"))
+        #expect(brake["geometry"]?["coordinates"] == .array([.number(18.403), .number(-33.948)]))
+        #expect(brake["properties"]?["tripID"] == .string("trip-A") && brake["properties"]?["eventKind"] == .string("hardBraking"))
+        #expect(brake["properties"]?["severity"] == .string("severe") && brake["properties"]?["peak"] == .number(-4.75))
+    }
+
     @Test func crashesAndDismissalsArePoints() throws {
         let features = try features(Fixture.collector().reports())
         let points = features.filter { $0["geometry"]?["type"] == .string("Point") }

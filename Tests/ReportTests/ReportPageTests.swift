@@ -40,6 +40,22 @@ struct ReportPageTests {
         #expect(html.contains("<td>car (noTransitEvidence)</td>"), "a trip with no signs names none")
     }
 
+    @Test func aTripsDrivingIsOnTheMapAndInItsRow() {
+        let collector = Fixture.collector()
+        // Before its trip's events would do as well: a behaviour is attached when the report is made.
+        collector.add(Fixture.behaviour())
+        collector.add(RoadSaveEvent(device: Fixture.device, body: .tripBehaviour(TripBehaviour(
+            tripID: "trip-B", endDate: Fixture.t0 + 2400, unscored: .crash, distanceMetres: 6000))))
+        let html = page(collector.reports())
+        #expect(count("class=\"driving-event\"", in: html) == 2)
+        #expect(count("class=\"driving-event\" data-trip-id=\"trip-A\" data-kind=\"hardBraking\" data-severity=\"severe\"", in: html) == 1)
+        #expect(html.contains("<th>transport</th><th>driving</th>"))
+        #expect(html.contains("<td class=\"driving\" data-score=\"43\"><strong>43</strong>; 1 hardBraking (1 severe), 1 sharpCornering</td>"))
+        #expect(html.contains("<td class=\"driving\" data-unscored=\"crash\">unscored: crash</td>"))
+        // A report of events without behaviour says nothing of it.
+        #expect(page(Fixture.collector().reports()).contains("<td class=\"driving muted\">–</td>"))
+    }
+
     @Test func aTripsTableRowSaysWhereTheTripWentAndItsHeldMaximum() {
         let collector = Fixture.collector()
         collector.add(RoadSaveEvent(device: Fixture.device, body: .tripDidStart(TripStartInfo(tripID: "drive-1",
