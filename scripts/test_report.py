@@ -81,9 +81,10 @@ def truth(roadsave, records, work):
                 trips[key] = event
     crashes = [e for e in events if e["event"] == "crashDetected"]
     follow_ups = {e["crashID"]: e for e in events if e["event"] == "crashFollowUp"}
+    behaviours = {(e["app"], e["user"], e["tripID"]): e for e in events if e["event"] == "tripBehaviour"}
     dismissed = len(re.findall(r'msg="suspected crash dismissed"', result.stderr))
     return {"events_path": events_path, "trips": trips, "crashes": crashes, "follow_ups": follow_ups,
-            "dismissed": dismissed}
+            "behaviours": behaviours, "dismissed": dismissed}
 
 
 def report(roadsave, records, work, name, *extra):
@@ -145,6 +146,22 @@ def check_page(driver, html, expected, label):
     want_outcomes = {c["crashID"]: expected["follow_ups"][c["crashID"]]["outcome"] if c["crashID"] in expected["follow_ups"] else None
                      for c in expected["crashes"]}
     check(cells == want_outcomes, f"{label}: follow-up outcomes in the crashes table {cells}, replay gave {want_outcomes}")
+    # Each trip's driving: one diamond per driving event, and the score (or the reason there is none) in its row.
+    want_events = sum(len(b["events"]) for b in expected["behaviours"].values())
+    diamonds = driver.find_elements(By.CSS_SELECTOR, "svg.map path.driving-event")
+    check(len(diamonds) == want_events, f"{label}: {len(diamonds)} driving-event markers, replay gave {want_events} events")
+    driving = {row.get_attribute("data-trip-id"): row.find_element(By.CSS_SELECTOR, "td.driving")
+               for row in driver.find_elements(By.CSS_SELECTOR, "table.trips tbody tr")}
+    for (_, _, trip_id), behaviour in expected["behaviours"].items():
+        cell = driving.get(trip_id)
+        if cell is None:
+            continue  # the user's trips are in another device's table: looked for there
+        if behaviour["scored"]:
+            check(cell.get_attribute("data-score") == f"{behaviour['score']:.0f}",
+                  f"{label}: trip {trip_id} score {cell.get_attribute('data-score')}, replay gave {behaviour['score']}")
+        else:
+            check(cell.get_attribute("data-unscored") == behaviour["unscoredReason"],
+                  f"{label}: trip {trip_id} unscored {cell.get_attribute('data-unscored')}, replay gave {behaviour['unscoredReason']}")
     dismissed = driver.find_elements(By.CSS_SELECTOR, "svg.timeline path.dismissed-tick")
     check(len(dismissed) == expected["dismissed"],
           f"{label}: {len(dismissed)} dismissed marks, replay logged {expected['dismissed']} dismissals")
@@ -180,7 +197,7 @@ def check_geojson(path, expected, label):
     check(parsed.is_valid, f"{label}: geojson says invalid: {parsed.errors()}")
     check(data.get("type") == "FeatureCollection", f"{label}: not a FeatureCollection")
     check(set(data) <= {"type", "features", "bbox"}, f"{label}: foreign members on the collection: {set(data)}")
-    lines, crash_points, follow_up_points = {}, {}, {}
+    lines, crash_points, follow_up_points, driving_points = {}, {}, {}, collections.Counter()
     for index, feature in enumerate(data["features"]):
         where = f"{label}: feature {index}"
         check(feature.get("type") == "Feature", f"{where}: type {feature.get('type')}")
@@ -206,8 +223,12 @@ def check_geojson(path, expected, label):
         elif properties.get("event") == "crashFollowUp":
             check(geometry is None or geometry["type"] == "Point", f"{where}: a follow-up that is not a Point")
             follow_up_points[properties["crashID"]] = properties
+        elif properties.get("kind") == "drivingEvent":
+            check(geometry is not None and geometry["type"] == "Point", f"{where}: a driving event that is not a Point")
+            driving_points[(properties["app"], properties["user"], properties["tripID"])] += 1
         else:
-            check(properties.get("kind") == "dismissedCrash", f"{where}: neither a trip, a crash nor a dismissal")
+            check(properties.get("kind") == "dismissedCrash",
+                  f"{where}: neither a trip, a crash, a driving event nor a dismissal")
     check(lines == expected["trips"], f"{label}: trip features' properties differ from replay's trip events")
     check(len(crash_points) == len(expected["crashes"]), f"{label}: {len(crash_points)} crash points")
     for crash in expected["crashes"]:
@@ -216,6 +237,8 @@ def check_geojson(path, expected, label):
         if crash.get("latitude") is not None and geometry:
             check(geometry["coordinates"] == [crash["longitude"], crash["latitude"]],
                   f"{label}: crash {crash['crashID']} at {geometry['coordinates']}, replay says lon {crash['longitude']}, lat {crash['latitude']}")
+    want_points = collections.Counter({key: len(b["events"]) for key, b in expected["behaviours"].items() if b["events"]})
+    check(driving_points == want_points, f"{label}: driving-event points {dict(driving_points)}, replay gave {dict(want_points)}")
     check(follow_up_points == expected["follow_ups"], f"{label}: follow-up features' properties differ from replay's crashFollowUp events")
     return len(data["features"])
 
