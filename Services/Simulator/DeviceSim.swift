@@ -29,6 +29,8 @@ struct DeviceSim {
     private var pedometer: Pedometer?
     private var records: [SimRecord] = []
     var truth: ScenarioTruth
+    /// How its owner drives (the truth names it too).
+    var drivingStyle: DrivingStyle { DrivingStyle(rawValue: truth.drivingStyle) ?? .normal }
     /// How the phone sits in the car and in the hand (fixed per device: people keep their habits).
     let vehicleMount: Rotation
     let hand: Rotation

@@ -109,7 +109,7 @@ extension DeviceSim {
             route.highway = (at: start + seconds * rng.uniform(0.2, 0.35), length: rng.uniform(3000, 10000))
         }
         gps.environment = .urban
-        return travel(.car, profile: .driver(rng: &rng), route: &route, events: events)
+        return travel(.car, profile: .driver(rng: &rng, style: drivingStyle), route: &route, events: events)
     }
 
     /// Walk to the car, drive with red lights and bumps (and maybe emergency stops), park, walk away, stay.

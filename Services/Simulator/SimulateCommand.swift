@@ -30,6 +30,10 @@ public enum SimulateCommand {
                              commute, walk, run, cycle, bus, parked, crash, phoneDrop, pothole, hardBrake,
                              noPedometer, noActivity
           --crashes K        the first K devices (user-001 …) run the crash scenario (default 0)
+          --driving-style S  how the drivers drive: normal (default), calm, aggressive, or mixed (calm, normal,
+                             aggressive device by device); a style changes only the driving, so the same seed
+                             gives each device the same roads and story in every style. The truth lists each
+                             car's true manoeuvres beyond −3.0 m/s² braking or +2.5 m/s² acceleration
           --app ID           applicationID of every record (default demo-app)
           --user-prefix P    users are P001, P002, … (default user-)
           --origin LAT,LON   centre of the simulated area (default -33.9249,18.4241, Cape Town)
@@ -138,7 +142,7 @@ public enum SimulateCommand {
             case ProgressMeter.flag:
                 parsed.progress = false
             case "--devices", "--seed", "--start", "--duration", "--scenario", "--crashes", "--app", "--user-prefix",
-                 "--origin", "--output", "--output-format", "--truth", "--idle-devices":
+                 "--origin", "--output", "--output-format", "--truth", "--idle-devices", "--driving-style":
                 let text: String
                 switch value() {
                 case let .success(found): text = found
@@ -163,6 +167,8 @@ public enum SimulateCommand {
                     parsed.options.durationMinutes = minutes
                 case "--scenario":
                     parsed.options.scenario = text
+                case "--driving-style":
+                    parsed.options.drivingStyleName = text
                 case "--idle-devices":
                     guard let number = Int(text) else { return fail("expected a whole number, got '\(text)'") }
                     parsed.idle.count = number

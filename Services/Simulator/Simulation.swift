@@ -36,6 +36,7 @@ func simulateDevices(_ options: SimulationOptions, progress: inout ProgressMeter
         home.move(3000 * rng.unit().squareRoot(), heading: rng.uniform(0, 2 * Double.pi))
         let user = options.user(index)
         let truth = ScenarioTruth(app: options.app, user: user, device: index, scenario: scenario.rawValue,
+                                  drivingStyle: options.drivingStyle(index),
                                   activityAvailable: scenario.activityAvailable,
                                   pedometerAvailable: scenario.pedometerAvailable)
         var device = DeviceSim(index: index, frame: LocalFrame(origin: area.coordinate(of: home)), startMs: deviceStart,

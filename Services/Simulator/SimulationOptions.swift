@@ -40,10 +40,15 @@ public struct SimulationOptions: Sendable, Equatable {
     public var origin: Coordinate
     /// Emulate a gateway: records of a device up to 3 s out of order, ~1% sent twice.
     public var disorder: Bool
+    /// `calm`, `normal` or `aggressive` for every driver, or `mixed`: device by device in that order.
+    public var drivingStyleName: String
+    /// Every name `drivingStyleName` accepts.
+    public static let drivingStyleNames = DrivingStyle.allCases.map(\.rawValue) + ["mixed"]
 
     public init(devices: Int = 3, seed: UInt64 = 1, start: Double = SimulationOptions.defaultStart,
                 durationMinutes: Double = 45, scenario: String = "mix", crashes: Int = 0, app: String = "demo-app",
-                userPrefix: String = "user-", origin: Coordinate = .capeTown, disorder: Bool = false) {
+                userPrefix: String = "user-", origin: Coordinate = .capeTown, disorder: Bool = false,
+                drivingStyleName: String = "normal") {
         self.devices = devices
         self.seed = seed
         self.start = start
@@ -54,6 +59,12 @@ public struct SimulationOptions: Sendable, Equatable {
         self.userPrefix = userPrefix
         self.origin = origin
         self.disorder = disorder
+        self.drivingStyleName = drivingStyleName
+    }
+
+    /// The driving style of device `index` (0-based).
+    func drivingStyle(_ index: Int) -> DrivingStyle {
+        DrivingStyle(rawValue: drivingStyleName) ?? DrivingStyle.allCases[index % DrivingStyle.allCases.count]
     }
 
     /// The first problem with these options, if any (option names as on the command line).
@@ -73,6 +84,10 @@ public struct SimulationOptions: Sendable, Equatable {
         }
         if crashes < 0 || crashes > devices {
             return SimulationError(option: "--crashes", reason: "must be between 0 and the number of devices (\(devices)), got \(crashes)")
+        }
+        if !Self.drivingStyleNames.contains(drivingStyleName) {
+            return SimulationError(option: "--driving-style", reason: "unknown style '\(drivingStyleName)'; expected one of "
+                                   + Self.drivingStyleNames.joined(separator: ", "))
         }
         if app.isEmpty { return SimulationError(option: "--app", reason: "must not be empty") }
         if !(-85...85).contains(origin.latitude) || !(-180...180).contains(origin.longitude) {

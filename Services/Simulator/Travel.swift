@@ -51,9 +51,13 @@ struct MotionProfile {
 
     func acceleration(at speed: Double) -> Double { max(0.5, maxAccel - accelFalloff * speed) }
 
-    static func driver(rng: inout RandomSource) -> MotionProfile {
-        MotionProfile(maxAccel: rng.uniform(2.3, 3.0), accelFalloff: 0.045, planDecel: rng.uniform(1.6, 2.4),
-                      maxDecel: 4.5, speedFactor: rng.uniform(0.92, 1.0), fluctuationSigma: 0.7, fluctuationTau: 12)
+    /// A car driver of `style`: three draws whatever the style, so that the rest of the device's story is the same.
+    static func driver(rng: inout RandomSource, style: DrivingStyle = .normal) -> MotionProfile {
+        let maxAccel = rng.uniform(style.maxAccel.lowerBound, style.maxAccel.upperBound)
+        let planDecel = rng.uniform(style.planDecel.lowerBound, style.planDecel.upperBound)
+        let speedFactor = rng.uniform(style.speedFactor.lowerBound, style.speedFactor.upperBound)
+        return MotionProfile(maxAccel: maxAccel, accelFalloff: 0.045, planDecel: planDecel, maxDecel: style.maxDecel,
+                             speedFactor: speedFactor, fluctuationSigma: 0.7, fluctuationTau: 12)
     }
 
     static func busDriver(rng: inout RandomSource) -> MotionProfile {
@@ -129,6 +133,8 @@ extension DeviceSim {
         var fluctuation = 0.0
         var speedOverride: SpeedOverride?
         var leg = LegTracker(mode: mode)
+        // The car's manoeuvres beyond the harsh thresholds, for the truth (only a car's: its driver is the user).
+        var manoeuvres = ManoeuvreTracker()
         let phi = exp(-1 / profile.fluctuationTau)
         let innovation = (1 - phi * phi).squareRoot() * profile.fluctuationSigma
         let dt = DeviceSim.tickSeconds
@@ -142,7 +148,13 @@ extension DeviceSim {
         case .walking, .running: lookahead = 60
         }
         var wrappedUp = false
-        defer { finishLeg(leg) }
+        defer {
+            finishLeg(leg)
+            if mode == .car {
+                manoeuvres.close()
+                truth.manoeuvres += manoeuvres.found
+            }
+        }
 
         while true {
             if timeUp {
@@ -309,6 +321,10 @@ extension DeviceSim {
                 }
             }
             let moved = step - left
+            if mode == .car {
+                manoeuvres.note(acceleration: (newSpeed - speed) / dt, from: speed, to: newSpeed, at: now,
+                                until: seconds(nowMs + 100))
+            }
             speed = newSpeed
             setContext(speed > movingThreshold || moved > movingThreshold * dt ? mode.movingContext
                                                                               : mode.stoppedContext)

@@ -84,6 +84,8 @@ public struct ScenarioTruth: Sendable, Codable, Equatable {
     /// 0-based device index (user-001 is 0).
     public var device: Int
     public var scenario: String
+    /// How the device's owner drives (`DrivingStyle`): calm, normal or aggressive.
+    public var drivingStyle: String
     public var activityAvailable: Bool
     public var pedometerAvailable: Bool
     /// Time of the device's first and last record.
@@ -97,6 +99,8 @@ public struct ScenarioTruth: Sendable, Codable, Equatable {
     public var drops: [DropTruth]
     public var bumps: [BumpTruth]
     public var hardBrakes: [HardBrakeTruth]
+    /// The car's manoeuvres beyond the published harsh thresholds, from its true speed (the emergency stops too).
+    public var manoeuvres: [ManoeuvreTruth]
     public var impacts: [ImpactTruth]
     /// Times of the deliberately broken fixes: ~300 m outliers that still claim a good `hacc`, and invalid fixes
     /// (`hacc` -1, stale position).
@@ -105,11 +109,13 @@ public struct ScenarioTruth: Sendable, Codable, Equatable {
     /// Final cumulative step count (0 without a pedometer).
     public var totalSteps: Int
 
-    init(app: String, user: String, device: Int, scenario: String, activityAvailable: Bool, pedometerAvailable: Bool) {
+    init(app: String, user: String, device: Int, scenario: String, drivingStyle: DrivingStyle = .normal,
+         activityAvailable: Bool, pedometerAvailable: Bool) {
         self.app = app
         self.user = user
         self.device = device
         self.scenario = scenario
+        self.drivingStyle = drivingStyle.rawValue
         self.activityAvailable = activityAvailable
         self.pedometerAvailable = pedometerAvailable
         firstRecordT = 0
@@ -120,6 +126,7 @@ public struct ScenarioTruth: Sendable, Codable, Equatable {
         drops = []
         bumps = []
         hardBrakes = []
+        manoeuvres = []
         impacts = []
         gpsOutliers = []
         invalidFixes = []

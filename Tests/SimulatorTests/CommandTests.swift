@@ -9,7 +9,7 @@ import Testing
         #expect(SimulateCommand.run(["--help"]) == 0)
         #expect(SimulateCommand.run(["-h"]) == 0)
         for flag in ["--devices", "--seed", "--start", "--duration", "--scenario", "--crashes", "--app", "--origin",
-                     "--disorder", "--output", "--truth"] {
+                     "--disorder", "--output", "--truth", "--driving-style"] {
             #expect(SimulateCommand.usage.contains(flag))
         }
     }
@@ -18,6 +18,7 @@ import Testing
         ["--devices", "0"], ["--devices", "many"], ["--devices"], ["--bogus"], ["extra"], ["--scenario", "flying"],
         ["--devices", "2", "--crashes", "3"], ["--crashes", "-1"], ["--origin", "200,0"], ["--origin", "12"],
         ["--start", "yesterday"], ["--duration", "0"], ["--duration", "soon"], ["--seed", "-4"], ["--app", ""],
+        ["--driving-style", "reckless"], ["--driving-style"],
     ])
     func badOptionsExitTwo(arguments: [String]) {
         #expect(SimulateCommand.run(arguments) == 2)
@@ -46,11 +47,41 @@ import Testing
         #expect(expected.lines.first?.contains("\"app\":\"fleet-7\"") == true)
     }
 
+    @Test func aDrivingStyleChangesOnlyTheDriving() throws {
+        let options = SimulationOptions(devices: 4, seed: 3, durationMinutes: 20, scenario: "commute")
+        var named = options
+        named.drivingStyleName = "normal"
+        #expect(simulate(named) == simulate(options), "normal is the default, byte for byte")
+        var calm = options
+        calm.drivingStyleName = "calm"
+        var mixed = options
+        mixed.drivingStyleName = "mixed"
+        let (calmLines, calmTruth) = simulate(calm)
+        #expect(calmLines != simulate(options).lines)
+        #expect(calmTruth.map(\.drivingStyle) == ["calm", "calm", "calm", "calm"])
+        #expect(simulate(mixed).truth.map(\.drivingStyle) == ["calm", "normal", "aggressive", "calm"])
+        // The same device walks to its car from the same place and drives off the same way: only the driving differs.
+        let normalTruth = simulate(options).truth
+        for (a, b) in zip(calmTruth, normalTruth) {
+            #expect(a.drives.first?.startLatitude == b.drives.first?.startLatitude)
+            #expect(a.drives.first?.startLongitude == b.drives.first?.startLongitude)
+        }
+        // Every true manoeuvre is beyond its threshold for at least a second.
+        var aggressive = options
+        aggressive.drivingStyleName = "aggressive"
+        let manoeuvres = simulate(aggressive).truth.flatMap(\.manoeuvres)
+        #expect(!manoeuvres.isEmpty)
+        for manoeuvre in manoeuvres {
+            #expect(manoeuvre.end - manoeuvre.start >= 0.999)
+            #expect(manoeuvre.kind == "hardBraking" ? manoeuvre.peak <= -3 : manoeuvre.peak >= 2.5)
+        }
+    }
+
     @Test func truthJSONHasTheDocumentedShape() throws {
         let truth = Fixture.crashes.truth
         let object = try #require(try JSONSerialization.jsonObject(with: truthJSON(truth)) as? [[String: Any]])
         let first = try #require(object.first)
-        for key in ["app", "user", "device", "scenario", "activityAvailable", "pedometerAvailable", "firstRecordT",
+        for key in ["app", "user", "device", "scenario", "drivingStyle", "manoeuvres", "activityAvailable", "pedometerAvailable", "firstRecordT",
                     "lastRecordT", "drives", "otherLegs", "crashes", "drops", "bumps", "hardBrakes", "impacts",
                     "gpsOutliers", "invalidFixes", "totalSteps"] {
             #expect(first[key] != nil, "missing \(key)")
