@@ -40,6 +40,8 @@ test: deps
 	$(SWIFT) test --skip-build --skip '$(PROCESS_TESTS)'
 	$(SWIFT) test --skip-build --no-parallel --filter '$(PROCESS_TESTS)'
 	python3 scripts/test_report.py --roadsave $(BIN)
+	python3 scripts/bench_services.py --bin $(dir $(BIN)) --records 3000 --devices 50 --batch 200 --probes 5 \
+		--flood-seconds 1 --skip-shards --skip-restart --client send --check
 
 ## The Dockerfile and docker-compose.yml for real, offline (scripts/container-test.sh; root, a few minutes, not part of
 ## `make test`): a debootstrap base image (cached in .build/container), the executables built on the host, the image;

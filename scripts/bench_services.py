@@ -510,6 +510,11 @@ def print_shards(shards, records):
 
 # MARK: Main
 
+def build_name(binaries):
+    """What the figures are of: a debug build's are no speed to quote."""
+    return "release build" if "release" in binaries else "debug build: figures for the check only"
+
+
 def main():
     parser = argparse.ArgumentParser(description="records a second through the services, against a bare server")
     parser.add_argument("--bin", default=os.path.join(ROOT, ".build", "release"))
@@ -531,6 +536,9 @@ def main():
                         help="only detection catching up with 1, 2 and 3 shards (each on a journal of as many shards)")
     parser.add_argument("--skip-restart", action="store_true")
     parser.add_argument("--json", default=None, help="write the figures to this file")
+    parser.add_argument("--check", action="store_true",
+                        help="exit 1 unless every figure was measured (a number, never a speed judged): "
+                             "`make test` runs a short flood with it so that the benchmark cannot rot unseen")
     # Kept for older callers: the Python flood's length.
     parser.add_argument("--seconds", type=float, default=None, help=argparse.SUPPRESS)
     options = parser.parse_args()
@@ -557,7 +565,8 @@ def main():
             keys_dir = service_keys(tools, os.path.join(directory, "shard-keys")) if keys_on else None
             shards = detection_shards(binaries, tools, directory, files["main"], options, keys_dir)
             loads["shards"] = load_average()
-            print("shards benchmark: %d devices, %s (release build)" % (options.devices, "keys" if keys_on else "no keys"))
+            print("shards benchmark: %d devices, %s (%s)" % (options.devices, "keys" if keys_on else "no keys",
+                                                             build_name(binaries)))
             print_shards(shards, files["main"][1])
             add_shard_figures(figure, shards)
             print("load      1-minute load average after the shards: %.1f" % (loads["shards"] or float("nan")))
@@ -663,9 +672,9 @@ def main():
 
         # Report.
         keys_text = "keys" if keys_on else "no keys"
-        print("services benchmark: %d devices, batches of %d, %d in flight, %s, client %s (release build)"
+        print("services benchmark: %d devices, batches of %d, %d in flight, %s, client %s (%s)"
               % (options.devices, options.batch, options.window, keys_text,
-                 "roadsave send" if client == "send" else "python flood"))
+                 "roadsave send" if client == "send" else "python flood", build_name(binaries)))
         for name, result in clients.items():
             label = "roadsave send (MessagePack file)" if name == "send" else "python flood gateway"
             print("client    %-36s %8.0f records/s into the bare server" % (label, result["rate"]))
@@ -717,6 +726,16 @@ def main():
         if options.json:
             with open(options.json, "w") as handle:
                 json.dump(figures, handle, indent=1)
+        if options.check:
+            unmeasured = [f["figure"] for f in figures if f["value"] is None]
+            expected = ["services bare ack-server", "services acknowledged", "services end to end",
+                        "cpu a record, bare path", "cpu a record, services path", "cpu a record, ingest",
+                        "cpu a record, detect", "cpu a record, notify", "crash alert latency p99 (half load)"]
+            absent = [name for name in expected if not any(f["figure"].startswith(name) for f in figures)]
+            if unmeasured or absent:
+                print("bench check: not measured: %s" % ", ".join(unmeasured + absent), file=sys.stderr)
+                sys.exit(1)
+            print("bench check: all %d figures measured" % len(figures))
     finally:
         for process in started:
             if process.poll() is None:
