@@ -2,8 +2,8 @@ import Testing
 @testable import DetectionEngine
 import RoadSaveModel
 
-/// The session's `tripBehaviour`: after every `tripDidEnd`, of the same trip, judged on the whole drive; a crash in the
-/// trip leaves it unscored unless the platform dismisses it while the trip goes on (issue 31).
+/// The session's `tripBehaviour`: after every `tripDidEnd`, of the same trip, judged on the whole drive; a crash sent
+/// for evaluation in the trip leaves it unscored (issue 31).
 @Suite struct TripBehaviourScenarioTests {
     static func behaviours(_ harness: Harness) -> [TripBehaviour] {
         harness.events.compactMap { if case let .tripBehaviour(behaviour) = $0.body { behaviour } else { nil } }
@@ -55,13 +55,14 @@ import RoadSaveModel
         #expect(behaviour.unscored == .crash && behaviour.score == nil)
     }
 
-    @Test func aCrashThePlatformDismissesWhileTheTripGoesOnDoesNot() throws {
+    /// The verdict does not change it: the services ask the platform asynchronously, so whether its answer came before
+    /// the trip's end would depend on the platform's speed and outages, and `tripBehaviour` must be what replay gives.
+    @Test func aCrashSentForEvaluationLeavesItUnscoredWhateverThePlatformSays() throws {
         var harness = Harness()
         harness.verdict = { _ in .verdict(.none) }
         harness.run(Self.drive(crashAtEnd: true).records)
         #expect(harness.candidates.count == 1 && harness.crashes.isEmpty)
-        let behaviour = try #require(Self.behaviours(harness).first)
-        #expect(behaviour.unscored == nil, "\(String(describing: behaviour.unscored))")
+        #expect(Self.behaviours(harness).first?.unscored == .crash)
     }
 
     @Test func aTestCrashDoesNotUnscoreTheTrip() throws {

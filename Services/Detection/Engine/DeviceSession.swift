@@ -134,8 +134,7 @@ public struct DeviceSession: Sendable, Codable {
     /// The platform's evaluation of a candidate from `.evaluateCrash` ended: the crash event, and its follow-up
     /// too when the session's time has passed the end of its watch.
     public mutating func crashEvaluated(crashID: String, outcome: CrashEvaluationOutcome) -> [DetectionAction] {
-        if outcome == .verdict(.none) { trips.crashDismissed(crashID: crashID) }
-        return crashes.evaluated(crashID: crashID, outcome: outcome, now: clock, settings: settings)
+        crashes.evaluated(crashID: crashID, outcome: outcome, now: clock, settings: settings)
     }
 
     // MARK: Records and time
@@ -291,12 +290,11 @@ public struct DeviceSession: Sendable, Codable {
         trips.end(reason: reason, settings: settings.behaviour).map(DetectionAction.emit)
     }
 
-    /// A crash sent for evaluation in the trip in progress leaves that trip unscored (`TripEngine.crashSuspected`),
-    /// unless the platform dismisses it before the trip ends.
+    /// A crash sent for evaluation in the trip in progress leaves that trip unscored (`TripEngine.crashSuspected`).
     private mutating func noteSuspectedCrashes(_ actions: [DetectionAction]) {
         guard trips.isDriving else { return }
         for case let .evaluateCrash(candidate) in actions where !candidate.isTest {
-            if let tripID = candidate.tripID { trips.crashSuspected(crashID: candidate.crashID, tripID: tripID) }
+            if let tripID = candidate.tripID { trips.crashSuspected(tripID: tripID) }
         }
     }
 

@@ -124,10 +124,9 @@ struct TripEngine: Sendable, Codable {
         var startPosition: Position?
         var lastMovingFix: AcceptedFix?
         var heldSpeed: HeldSpeed?
-        /// How it is being driven, judged at its end (`tripBehaviour`); and the crashes sent for evaluation in it
-        /// that the platform has not dismissed (a verdict of `none`) so far.
+        /// How it is being driven, judged at its end (`tripBehaviour`); and whether a crash was suspected in it.
         var behaviour = DrivingBehaviour()
-        var suspectedCrashes: [String] = []
+        var crashSuspected = false
     }
 
     /// A latitude and longitude.
@@ -292,16 +291,10 @@ struct TripEngine: Sendable, Codable {
     }
 
     /// A crash was suspected in the trip in progress (sent for the platform's evaluation): its last seconds are the
-    /// crash, not the driving, so the trip is not scored, unless the platform dismisses it while the trip goes on.
-    mutating func crashSuspected(crashID: String, tripID: String) {
+    /// crash, not the driving, so the trip is not scored.
+    mutating func crashSuspected(tripID: String) {
         guard self.tripID == tripID else { return }
-        trip!.modify { $0.suspectedCrashes.append(crashID) }
-    }
-
-    /// The platform's verdict on `crashID` was `none`: no crash, so it no longer keeps the trip from a score.
-    mutating func crashDismissed(crashID: String) {
-        guard trip?.read({ $0.suspectedCrashes.contains(crashID) }) == true else { return }
-        trip!.modify { $0.suspectedCrashes.removeAll { $0 == crashID } }
+        trip!.modify { $0.crashSuspected = true }
     }
 
     /// Ends the trip in progress, if any: its `tripDidEnd` (its end date is its last movement), then its
@@ -332,7 +325,7 @@ struct TripEngine: Sendable, Codable {
         let behaviour = trip.behaviour.judge(tripID: trip.tripID, endDate: trip.lastMovement,
                                              distance: trip.odometer.distance,
                                              duration: trip.lastMovement - trip.startDate, mode: verdict.mode,
-                                             crashed: !trip.suspectedCrashes.isEmpty, settings: behaviourSettings)
+                                             crashed: trip.crashSuspected, settings: behaviourSettings)
         return [RoadSaveEvent(device: device, body: .tripDidEnd(info)),
                 RoadSaveEvent(device: device, body: .tripBehaviour(behaviour))]
     }
@@ -504,7 +497,7 @@ extension TripEngine.MovementRun {
 extension TripEngine.ActiveTrip {
     private enum CodingKeys: String, CodingKey {
         case tripID, startDate, lastMovement, odometer, ride, startPosition, lastMovingFix, heldSpeed, behaviour
-        case suspectedCrashes
+        case crashSuspected
     }
 
     init(from decoder: any Decoder) throws {
@@ -518,6 +511,6 @@ extension TripEngine.ActiveTrip {
         lastMovingFix = try container.decodeIfPresent(AcceptedFix.self, forKey: .lastMovingFix)
         heldSpeed = try container.decodeIfPresent(HeldSpeed.self, forKey: .heldSpeed)
         behaviour = try container.decodeIfPresent(DrivingBehaviour.self, forKey: .behaviour) ?? DrivingBehaviour()
-        suspectedCrashes = try container.decodeIfPresent([String].self, forKey: .suspectedCrashes) ?? []
+        crashSuspected = try container.decodeIfPresent(Bool.self, forKey: .crashSuspected) ?? false
     }
 }
