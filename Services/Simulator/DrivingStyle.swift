@@ -36,28 +36,35 @@ public enum DrivingStyle: String, Sendable, CaseIterable {
 
     /// Hardest braking the controller uses when something ahead demands it.
     var maxDecel: Double { self == .aggressive ? 6.0 : 4.5 }
+
+    /// Speed through bends over the road's comfortable speed (2.5 m/s² lateral): aggressive 1.3×, so 4.2 m/s².
+    var cornerSpeedFactor: Double { self == .aggressive ? 1.3 : 1.0 }
 }
 
 /// A manoeuvre of a simulated car beyond a published harsh threshold, from the true speed (not the phone's GPS):
 /// what a behaviour engine should find.
 public struct ManoeuvreTruth: Sendable, Codable, Equatable {
-    /// `hardBraking` or `hardAcceleration`.
+    /// `hardBraking`, `hardAcceleration` or `sharpCornering`.
     public var kind: String
     public var start: Double
     public var end: Double
-    /// The strongest true acceleration in it, m/s² (braking negative).
+    /// The strongest true acceleration in it, m/s² (braking negative; cornering: the lateral, unsigned).
     public var peak: Double
     public var startSpeed: Double
     public var endSpeed: Double
 
-    /// Sentiance's −3.0 m/s² braking and Teltonika's +2.5 m/s² acceleration, held this long (a tenth-second spike
-    /// of the controller is no manoeuvre).
+    /// Sentiance's −3.0 m/s² braking and 3.5 m/s² lateral, Teltonika's +2.5 m/s² acceleration, held this long (a
+    /// tenth-second spike of the controller is no manoeuvre).
     static let brakingThreshold = -3.0
     static let accelerationThreshold = 2.5
+    static let corneringThreshold = 3.5
+    /// Teltonika's 30 km/h gate for cornering: slower, a tight turn is parking, not driving.
+    static let corneringSpeedGate = 8.3
     static let minimumSeconds = 1.0
 }
 
-/// Follows a car's true acceleration tick by tick and notes each stretch beyond a threshold.
+/// Follows a car's true acceleration tick by tick and notes each stretch beyond a threshold: one tracker for the
+/// longitudinal acceleration, another for the lateral (a car may brake in a bend).
 struct ManoeuvreTracker {
     private var current: ManoeuvreTruth?
     private(set) var found: [ManoeuvreTruth] = []
@@ -65,6 +72,18 @@ struct ManoeuvreTracker {
     mutating func note(acceleration: Double, from speed: Double, to newSpeed: Double, at start: Double, until end: Double) {
         let kind = acceleration <= ManoeuvreTruth.brakingThreshold ? "hardBraking"
             : acceleration >= ManoeuvreTruth.accelerationThreshold ? "hardAcceleration" : nil
+        note(kind, acceleration, from: speed, to: newSpeed, at: start, until: end)
+    }
+
+    /// `lateral`: speed × rate of turn, m/s², unsigned.
+    mutating func note(lateral: Double, from speed: Double, to newSpeed: Double, at start: Double, until end: Double) {
+        let kind = lateral >= ManoeuvreTruth.corneringThreshold && min(speed, newSpeed) >= ManoeuvreTruth.corneringSpeedGate
+            ? "sharpCornering" : nil
+        note(kind, lateral, from: speed, to: newSpeed, at: start, until: end)
+    }
+
+    private mutating func note(_ kind: String?, _ acceleration: Double, from speed: Double, to newSpeed: Double,
+                               at start: Double, until end: Double) {
         if var ongoing = current, ongoing.kind == kind {
             ongoing.end = end
             ongoing.endSpeed = newSpeed

@@ -33,7 +33,8 @@ public enum SimulateCommand {
           --driving-style S  how the drivers drive: normal (default), calm, aggressive, or mixed (calm, normal,
                              aggressive device by device); a style changes only the driving, so the same seed
                              gives each device the same roads and story in every style. The truth lists each
-                             car's true manoeuvres beyond −3.0 m/s² braking or +2.5 m/s² acceleration
+                             car's true manoeuvres beyond −3.0 m/s² braking, +2.5 m/s² acceleration or 3.5 m/s²
+                             lateral
           --app ID           applicationID of every record (default demo-app)
           --user-prefix P    users are P001, P002, … (default user-)
           --origin LAT,LON   centre of the simulated area (default -33.9249,18.4241, Cape Town)

@@ -48,6 +48,8 @@ struct MotionProfile {
     var speedFactor: Double
     var fluctuationSigma: Double
     var fluctuationTau: Double
+    /// Speed through bends over their comfortable speed (1: as the road allows).
+    var cornerSpeedFactor = 1.0
 
     func acceleration(at speed: Double) -> Double { max(0.5, maxAccel - accelFalloff * speed) }
 
@@ -57,7 +59,8 @@ struct MotionProfile {
         let planDecel = rng.uniform(style.planDecel.lowerBound, style.planDecel.upperBound)
         let speedFactor = rng.uniform(style.speedFactor.lowerBound, style.speedFactor.upperBound)
         return MotionProfile(maxAccel: maxAccel, accelFalloff: 0.045, planDecel: planDecel, maxDecel: style.maxDecel,
-                             speedFactor: speedFactor, fluctuationSigma: 0.7, fluctuationTau: 12)
+                             speedFactor: speedFactor, fluctuationSigma: 0.7, fluctuationTau: 12,
+                             cornerSpeedFactor: style.cornerSpeedFactor)
     }
 
     static func busDriver(rng: inout RandomSource) -> MotionProfile {
@@ -135,6 +138,7 @@ extension DeviceSim {
         var leg = LegTracker(mode: mode)
         // The car's manoeuvres beyond the harsh thresholds, for the truth (only a car's: its driver is the user).
         var manoeuvres = ManoeuvreTracker()
+        var corners = ManoeuvreTracker()
         let phi = exp(-1 / profile.fluctuationTau)
         let innovation = (1 - phi * phi).squareRoot() * profile.fluctuationSigma
         let dt = DeviceSim.tickSeconds
@@ -152,7 +156,8 @@ extension DeviceSim {
             finishLeg(leg)
             if mode == .car {
                 manoeuvres.close()
-                truth.manoeuvres += manoeuvres.found
+                corners.close()
+                truth.manoeuvres += (manoeuvres.found + corners.found).sorted { $0.start < $1.start }
             }
         }
 
@@ -264,7 +269,7 @@ extension DeviceSim {
                 }
             } else {
                 // The controller: the element's cruise speed, lowered by whatever lies ahead within braking range.
-                var target = element.limit
+                var target = element.isStraight ? element.limit : element.limit * profile.cornerSpeedFactor
                 if element.isStraight {
                     target = max(0.5, min(element.limit, element.limit * profile.speedFactor + fluctuation))
                 }
@@ -272,7 +277,8 @@ extension DeviceSim {
                 var j = head + 1
                 while j < queue.count, distance < lookahead {
                     let next = queue[j]
-                    let constraint = next.isStop ? 0 : (next.isStraight ? next.limit * profile.speedFactor : next.limit)
+                    let constraint = next.isStop ? 0
+                        : (next.isStraight ? next.limit * profile.speedFactor : next.limit * profile.cornerSpeedFactor)
                     let margin = next.isStop ? 0.3 : 0
                     target = min(target, (constraint * constraint
                                           + 2 * profile.planDecel * max(0, distance - margin)).squareRoot())
@@ -297,6 +303,7 @@ extension DeviceSim {
                 newSpeed = 0
             }
             let before = position
+            let headingBefore = heading
             var left = step
             while left > 1e-9, head < queue.count {
                 let current = queue[head]
@@ -324,6 +331,8 @@ extension DeviceSim {
             if mode == .car {
                 manoeuvres.note(acceleration: (newSpeed - speed) / dt, from: speed, to: newSpeed, at: now,
                                 until: seconds(nowMs + 100))
+                corners.note(lateral: (speed + newSpeed) / 2 * abs(heading - headingBefore) / dt, from: speed,
+                             to: newSpeed, at: now, until: seconds(nowMs + 100))
             }
             speed = newSpeed
             setContext(speed > movingThreshold || moved > movingThreshold * dt ? mode.movingContext
