@@ -52,7 +52,7 @@ struct EnvirocarBehaviourTests {
         var gentle = 0, sparse = 0
         var gpsByKind: [DrivingEventKind: Int] = [:], obdByKind: [DrivingEventKind: Int] = [:]
         var matchedByKind: [DrivingEventKind: Int] = [:]
-        var smoothness: [(gps: Double, obd: Double)] = []
+        var smoothness: [(gps: Double, obd: Double)] = [], scores: [(gps: Double, obd: Double)] = []
         for track in tracks {
             let gps = Self.judged(track, obd: false)
             let obd = Self.judged(track, obd: true)
@@ -71,12 +71,15 @@ struct EnvirocarBehaviourTests {
             }
             for event in obd.events { obdByKind[event.kind, default: 0] += 1 }
             if let fromGPS = gps.longitudinalRMS, let fromOBD = obd.longitudinalRMS { smoothness.append((fromGPS, fromOBD)) }
+            if let fromGPS = gps.score, let fromOBD = obd.score { scores.append((fromGPS, fromOBD)) }
         }
         let kinds = DrivingEventKind.allCases.map {
             "\($0.rawValue) GPS \(gpsByKind[$0] ?? 0), OBD \(obdByKind[$0] ?? 0), matched \(matchedByKind[$0] ?? 0)"
         }
-        print("enviroCar behaviour: \(gentle) drives never braking harder than 2 m/s² by OBD; \(sparse) of \(tracks.count) sparseGPS; \(kinds.joined(separator: "; ")); longitudinal RMS, GPS against OBD, rank correlation \(Self.rankCorrelation(smoothness)) over \(smoothness.count) drives scored both ways")
+        print("enviroCar behaviour: \(gentle) drives never braking harder than 2 m/s² by OBD; \(sparse) of \(tracks.count) sparseGPS; \(kinds.joined(separator: "; ")); longitudinal RMS, GPS against OBD, rank correlation \(Self.rankCorrelation(smoothness)) over \(smoothness.count) drives scored both ways; score, GPS against OBD, rank correlation \(Self.rankCorrelation(scores)) over \(scores.count)")
         #expect(gentle > 0)
+        // The phone's GPS ranks the drives by how smoothly they were driven as the car's own speed does.
+        #expect(smoothness.count >= 10 && Self.rankCorrelation(smoothness) >= 0.7)
     }
 
     /// Spearman's rank correlation of the pairs (no ties expected in measured values).
