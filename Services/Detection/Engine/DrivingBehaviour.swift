@@ -100,11 +100,11 @@ struct DrivingBehaviour: Sendable, Equatable, Codable {
     }
 
     private mutating func noteLongitudinal(_ acceleration: Double, from: Point, to: Point, settings: BehaviourSettings) {
-        if var run = longitudinal, (run.peak < 0) == (acceleration < 0), acceleration != 0 {
-            run.end = to
-            run.pairs += 1
-            run.peak = acceleration < 0 ? min(run.peak, acceleration) : max(run.peak, acceleration)
-            longitudinal = run
+        // Changed where it is: a run is two points and more, not worth a copy per fix.
+        if let peak = longitudinal?.peak, (peak < 0) == (acceleration < 0), acceleration != 0 {
+            longitudinal!.end = to
+            longitudinal!.pairs += 1
+            longitudinal!.peak = acceleration < 0 ? min(peak, acceleration) : max(peak, acceleration)
             return
         }
         finishLongitudinal(settings: settings)
@@ -118,12 +118,11 @@ struct DrivingBehaviour: Sendable, Equatable, Codable {
             finishCornering(settings: settings)
             return
         }
-        if var run = cornering, (run.peak < 0) == (lateral < 0) {
-            run.end = to
-            run.pairs += 1
-            run.turned += turn
-            run.peak = lateral < 0 ? min(run.peak, lateral) : max(run.peak, lateral)
-            cornering = run
+        if let peak = cornering?.peak, (peak < 0) == (lateral < 0) {
+            cornering!.end = to
+            cornering!.pairs += 1
+            cornering!.turned += turn
+            cornering!.peak = lateral < 0 ? min(peak, lateral) : max(peak, lateral)
             return
         }
         finishCornering(settings: settings)
@@ -133,15 +132,14 @@ struct DrivingBehaviour: Sendable, Equatable, Codable {
     private mutating func noteSpeed(_ point: Point, settings: BehaviourSettings) {
         guard let limit = settings.speedLimit else { return }
         if point.speed > limit {
-            if var run = speeding {
-                run.end = point
-                run.pairs += 1
-                run.peak = max(run.peak, point.speed)
-                speeding = run
+            if let peak = speeding?.peak {
+                speeding!.end = point
+                speeding!.pairs += 1
+                speeding!.peak = max(peak, point.speed)
             } else {
                 speeding = Run(start: point, end: point, peak: point.speed, pairs: 1)
             }
-        } else if let run = speeding, point.t - run.end.t > settings.speedingMerge {
+        } else if let end = speeding?.end.t, point.t - end > settings.speedingMerge {
             finishSpeeding(settings: settings)
         }
     }
