@@ -25,7 +25,9 @@ enum AckServer {
         try socket.bind(endpoint)
         FileHandle.standardOutput.write(Data("ack-server \(socket.lastEndpoint)\n".utf8))
         while true {
-            guard let frames = try socket.receive(), let message = GatewayMessage(frames) else { continue }
+            guard let frames = try socket.receive() else { continue }
+            let message = GatewayFrames(message: frames)
+            guard message.isWellFormed else { continue }
             var acknowledgement = Acknowledgement(accepted: 0, rejected: [])
             if let contentType = ContentType(frame: message.contentType),
                let batch = try? RecordBatch.decodeBatch(message.body, contentType: contentType) {
@@ -36,33 +38,6 @@ enum AckServer {
                 }
             }
             _ = try socket.send(message.replyPrefix + [message.batchID, acknowledgement.encode(as: .msgpack)])
-        }
-    }
-
-    /// A gateway batch as sensor-ingest's ROUTER receives it (PROTOCOL §7): [identity, (empty delimiter,) batchID,
-    /// contentType, body (, header)], the header frame carrying the gateway's watermark since gateways send one.
-    struct GatewayMessage {
-        var replyPrefix: [[UInt8]]
-        var batchID: [UInt8]
-        var contentType: [UInt8]
-        var body: [UInt8]
-        var header: [UInt8]?
-
-        init?(_ frames: [[UInt8]]) {
-            guard let identity = frames.first else { return nil }
-            var rest = frames.dropFirst()
-            replyPrefix = [identity]
-            // A REQ client's empty delimiter; a DEALER sends none (and four frames from it are a batch with a header).
-            if rest.count == 5 || rest.count == 4, rest.first?.isEmpty == true {
-                replyPrefix.append([])
-                rest = rest.dropFirst()
-            }
-            guard rest.count == 3 || rest.count == 4 else { return nil }
-            let parts = Array(rest)
-            batchID = parts[0]
-            contentType = parts[1]
-            body = parts[2]
-            header = parts.count == 4 ? parts[3] : nil
         }
     }
 }

@@ -44,24 +44,18 @@ struct GatewayBatch {
          identifiers: IdentifierCache? = nil,
          devices: (admit: (DeviceID) -> Bool, refusal: (String) -> String)? = nil,
          rateLimit: ((_ records: Int) -> Acknowledgement?)? = nil) {
-        replyPrefix = Array(message.prefix(1))
-        var rest = Array(message.dropFirst())
-        // A REQ client's empty delimiter: [delimiter, batchID, contentType, body (, header)]. A DEALER sends none, and
-        // four frames from it are a batch with a header.
-        if rest.count == 5 || (rest.count == 4 && rest[0].isEmpty), rest[0].isEmpty {
-            replyPrefix.append([])
-            rest.removeFirst()
-        }
-        batchID = rest.first ?? []
+        let frames = GatewayFrames(message: message)
+        replyPrefix = frames.replyPrefix
+        batchID = frames.batchID
         contentType = .json
         acknowledgement = Acknowledgement(accepted: 0)
         records = []
-        guard rest.count == 3 || rest.count == 4 else {
-            refuse("expected the frames [batchID, contentType, body] or [batchID, contentType, body, header], got \(rest.count) frames")
+        guard frames.isWellFormed else {
+            refuse("expected the frames [batchID, contentType, body] or [batchID, contentType, body, header], got \(frames.parts.count) frames")
             return
         }
-        guard let contentType = ContentType(frame: rest[1]) else {
-            let text = String(decoding: rest[1].prefix(100), as: UTF8.self)
+        guard let contentType = ContentType(frame: frames.contentType) else {
+            let text = String(decoding: frames.contentType.prefix(100), as: UTF8.self)
             refuse("unsupported content type \"\(text)\"; use application/msgpack or application/json")
             return
         }
@@ -78,16 +72,16 @@ struct GatewayBatch {
             acknowledgement = .unreadable(field: Self.keyField, reason: refusal.message)
             return
         }
-        if rest.count == 4, !rest[3].isEmpty {
+        if let frame = frames.header {
             do {
-                header = try GatewayBatchHeader.decode(rest[3], contentType: contentType)
+                header = try GatewayBatchHeader.decode(frame, contentType: contentType)
             } catch {
                 refuse(field: error.field, error.reason)
                 return
             }
         }
         // The rate limit first, on a count read without decoding: a flood is refused at the cost of a peek.
-        if let rateLimit, let refusal = rateLimit(Self.recordCount(rest[2], contentType: contentType) ?? 1) {
+        if let rateLimit, let refusal = rateLimit(Self.recordCount(frames.body, contentType: contentType) ?? 1) {
             acknowledgement = refusal
             rateLimited = true
             header = nil
@@ -95,7 +89,7 @@ struct GatewayBatch {
         }
         let decoded: DecodedBatch
         do {
-            decoded = try RecordBatch.decodeBatch(rest[2], contentType: contentType, identifiers: identifiers)
+            decoded = try RecordBatch.decodeBatch(frames.body, contentType: contentType, identifiers: identifiers)
         } catch {
             refuse("\(error)")
             return
@@ -106,7 +100,7 @@ struct GatewayBatch {
         }
         records.reserveCapacity(decoded.records.count)
         // The element boundaries cost a pass over the bytes without decoding; nil (re-encode) if they do not add up.
-        let elementRanges = contentType == .msgpack ? MessagePackFraming.elementRanges(of: rest[2]) : nil
+        let elementRanges = contentType == .msgpack ? MessagePackFraming.elementRanges(of: frames.body) : nil
         let ranges = elementRanges?.count == decoded.records.count ? elementRanges : nil
         var acceptedRanges: [Range<Int>] = []
         if ranges != nil { acceptedRanges.reserveCapacity(decoded.records.count) }
@@ -142,7 +136,7 @@ struct GatewayBatch {
         }
         acknowledgement.accepted = records.count
         if ranges != nil, !records.isEmpty {
-            encoded = GatewayBody(body: rest[2], ranges: acceptedRanges, isWholeBody: records.count == decoded.records.count)
+            encoded = GatewayBody(body: frames.body, ranges: acceptedRanges, isWholeBody: records.count == decoded.records.count)
         }
     }
 
