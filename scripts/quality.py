@@ -264,10 +264,11 @@ def mobilitynet_legs(roadsave, data, work):
         dataset = mobilitynet_group(leg["os"], leg["config"])
         name = f"{leg['user']} {leg['leg_id']}"
         rows.append((dataset, mode, name) + match(trips[leg["user"]], start, end))
-        start_error = rows[-1][5]
-        first_fix = next((t for t in usable_fixes[leg["user"]] if start <= t <= end), None)
-        if mode == "car" and start_error is not None and first_fix is not None:
-            START_LATENCY[dataset].append((first_fix - start, start + start_error - first_fix))
+        if mode == "car":
+            start_error = rows[-1][5]
+            first_fix = next((t for t in usable_fixes[leg["user"]] if start <= t <= end), None)
+            if start_error is not None and first_fix is not None:
+                START_LATENCY[dataset].append((first_fix - start, start + start_error - first_fix))
         leg_signs(dataset, mode, trips[leg["user"]], start, end)
         legs_of[leg["user"]].append((dataset, mode, name, start, end))
     for user, legs in legs_of.items():

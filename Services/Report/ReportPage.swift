@@ -166,15 +166,15 @@ public struct ReportPage {
     /// The trip's `tripBehaviour`: its score and events per kind, or why it was not scored.
     static func drivingCell(_ behaviour: TripBehaviour?) -> String {
         guard let behaviour else { return "<td class=\"driving muted\">–</td>" }
+        guard let score = behaviour.score else {
+            let reason = behaviour.unscored?.rawValue ?? "unscored"
+            return "<td class=\"driving\" data-unscored=\"\(reason)\">unscored: \(reason)</td>"
+        }
         let counts = DrivingEventKind.allCases.compactMap { kind -> String? in
             let count = behaviour.count(of: kind)
             guard count > 0 else { return nil }
             let severe = behaviour.count(of: kind, severity: .severe)
             return "\(count) \(kind.rawValue)" + (severe > 0 ? " (\(severe) severe)" : "")
-        }
-        guard let score = behaviour.score else {
-            let reason = behaviour.unscored?.rawValue ?? "unscored"
-            return "<td class=\"driving\" data-unscored=\"\(reason)\">unscored: \(reason)</td>"
         }
         return "<td class=\"driving\" data-score=\"\(JSONObjectWriter.fixedNumber(score, decimals: 0))\"><strong>"
             + JSONObjectWriter.fixedNumber(score, decimals: 0) + "</strong>"
