@@ -42,6 +42,17 @@ public struct BehaviourSettings: Sendable, Equatable, Codable {
     public var scoreFloorDistance = 10_000.0
     /// A trip whose usable pairs cover less than this share of its duration is `sparseGPS`.
     public var minimumUsableShare = 0.5
+    /// The score's shape (README "How they drove": fitted on enviroCar drives of nine cars, checked on two others).
+    /// Weighted events per 100 km at which the events subscore is 50: GPS events disagree with the car's own speed
+    /// often enough that they should move the score less than the spread does.
+    public var eventsHalvingRate = 80.0
+    /// The longitudinal acceleration spread (RMS, m/s²) at which the smoothness subscore is 50: the fit drives' median
+    /// spread then scores 75.
+    public var smoothnessHalvingRMS = 0.7
+    /// How much of the lateral spread (squared, beside the longitudinal's) enters the smoothness subscore. None by
+    /// default: lateral acceleration from GPS course follows the road's bends and the course's noise at speed more
+    /// than the driving, and with it the score no longer ranks drives as the car's own speed does.
+    public var lateralWeight = 0.0
 
     public init() {}
 
@@ -75,6 +86,9 @@ public struct BehaviourSettings: Sendable, Equatable, Codable {
         try take(.minimumDuration, \.minimumDuration)
         try take(.scoreFloorDistance, \.scoreFloorDistance)
         try take(.minimumUsableShare, \.minimumUsableShare)
+        try take(.eventsHalvingRate, \.eventsHalvingRate)
+        try take(.smoothnessHalvingRMS, \.smoothnessHalvingRMS)
+        try take(.lateralWeight, \.lateralWeight)
         self = settings
         try validate()
     }
@@ -89,6 +103,7 @@ public struct BehaviourSettings: Sendable, Equatable, Codable {
             ("maximumAccuracy", maximumAccuracy), ("minimumPairInterval", minimumPairInterval),
             ("glitchAcceleration", glitchAcceleration), ("accelerationThreshold", accelerationThreshold),
             ("corneringThreshold", corneringThreshold), ("scoreFloorDistance", scoreFloorDistance),
+            ("eventsHalvingRate", eventsHalvingRate), ("smoothnessHalvingRMS", smoothnessHalvingRMS),
         ]
         for (name, value) in positive where !(value > 0 && value.isFinite) {
             throw fail(name, "must be a positive number, got \(value)")
@@ -98,7 +113,7 @@ public struct BehaviourSettings: Sendable, Equatable, Codable {
             ("corneringSpeedGate", corneringSpeedGate), ("speedingDuration", speedingDuration),
             ("speedingMerge", speedingMerge), ("severeSpeedingMargin", severeSpeedingMargin),
             ("sameEventWindow", sameEventWindow), ("minimumDistance", minimumDistance),
-            ("minimumDuration", minimumDuration),
+            ("minimumDuration", minimumDuration), ("lateralWeight", lateralWeight),
         ]
         for (name, value) in nonNegative where !(value >= 0 && value.isFinite) {
             throw fail(name, "must be a number ≥ 0, got \(value)")

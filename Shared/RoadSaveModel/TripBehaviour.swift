@@ -16,7 +16,7 @@ public struct TripBehaviour: Sendable, Equatable, Codable {
     /// the car was driven between events too, so drives without a single event still differ.
     public var longitudinalRMS: Double?
     public var lateralRMS: Double?
-    /// 0–100, 100 the smoothest: the events subscore and the smoothness subscore, averaged.
+    /// 0–100, 100 the smoothest: the events subscore times the smoothness subscore, over 100.
     public var eventsScore: Double?
     public var smoothnessScore: Double?
     public var score: Double?

@@ -229,6 +229,36 @@ import RoadSaveModel
         #expect(try #require(harsh.longitudinalRMS) > #require(calm.longitudinalRMS))
     }
 
+    @Test func eachSubscoreHalvesAtItsSettingAndTheScoreIsTheirProduct() throws {
+        let drive = Self.drive { d in
+            for _ in 0..<3 { d.change(from: 15, to: 8, rate: -3.5); d.change(from: 8, to: 15, rate: 1) }
+        }
+        let judged = drive.judged()
+        let rate = try #require(judged.eventsPer100Kilometres), spread = try #require(judged.longitudinalRMS)
+        #expect(judged.count(of: .hardBraking) == 3 && rate > 0 && spread > 0)
+        var settings = BehaviourSettings()
+        settings.eventsHalvingRate = rate
+        settings.smoothnessHalvingRMS = spread
+        let halved = drive.judged(settings: settings)
+        let eventsScore = try #require(halved.eventsScore), smoothnessScore = try #require(halved.smoothnessScore)
+        #expect(abs(eventsScore - 50) < 1e-9 && abs(smoothnessScore - 50) < 1e-9)
+        #expect(abs(try #require(halved.score) - 25) < 1e-9)
+    }
+
+    @Test func lateralSpreadCountsOnlyWhereItsWeightSaysSo() throws {
+        let weaving = Self.drive { d in
+            for turn in 0..<20 { d.fix(speed: 15, course: turn.isMultiple(of: 2) ? 80 : 100) }
+        }
+        let straight = Self.drive { d in d.cruise(20, at: 15) }
+        var settings = BehaviourSettings()
+        settings.lateralWeight = 1
+        let ignored = weaving.judged(), counted = weaving.judged(settings: settings)
+        #expect(try #require(ignored.lateralRMS) > 0.5)
+        // By default the weaving drive is as smooth as the straight one; weighed in, its lateral spread costs.
+        #expect(ignored.smoothnessScore == straight.judged().smoothnessScore)
+        #expect(try #require(counted.smoothnessScore) < #require(ignored.smoothnessScore))
+    }
+
     @Test func aCheckpointInTheMiddleOfATripChangesNothing() throws {
         let drive = Self.drive { d in
             d.change(from: 15, to: 0, rate: -5)

@@ -37,6 +37,9 @@ import Testing
         (#"{"speedLimit": -30}"#, "behaviour.speedLimit"),
         (#"{"minimumUsableShare": 1.5}"#, "behaviour.minimumUsableShare"),
         (#"{"sameEventWindow": -1}"#, "behaviour.sameEventWindow"),
+        (#"{"eventsHalvingRate": 0}"#, "behaviour.eventsHalvingRate"),
+        (#"{"smoothnessHalvingRMS": -0.7}"#, "behaviour.smoothnessHalvingRMS"),
+        (#"{"lateralWeight": -1}"#, "behaviour.lateralWeight"),
     ])
     func aThresholdOutOfItsRangeIsRejectedByName(behaviour: String, field: String) {
         do {

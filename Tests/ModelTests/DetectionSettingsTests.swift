@@ -146,7 +146,7 @@ struct DetectionSettingsTests {
         let object = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
         #expect(object.count == 38)
         // The behaviour thresholds nested, every one named (speedLimit only when set).
-        #expect((object["behaviour"] as? [String: Any])?.count == 22)
+        #expect((object["behaviour"] as? [String: Any])?.count == 25)
         #expect((object["stopDelay"] as? NSNumber)?.doubleValue == 240)
         #expect((object["tripOfflineGrace"] as? NSNumber)?.doubleValue == 1800)
         #expect((object["stepThreshold"] as? NSNumber)?.intValue == 25)

@@ -16,8 +16,8 @@ struct EnvirocarBehaviourTests {
 
     /// The drive's behaviour from one of its speeds: the phone's GPS (with its accuracy), or the car's OBD speed
     /// at the same points (accuracy taken as 5 m: the car's speedometer is no GPS estimate).
-    static func judged(_ track: EnvirocarConverter.Track, obd: Bool) -> TripBehaviour {
-        let settings = BehaviourSettings()
+    static func judged(_ track: EnvirocarConverter.Track, obd: Bool, settings: BehaviourSettings = BehaviourSettings())
+        -> TripBehaviour {
         var engine = DrivingBehaviour()
         var distance = 0.0
         var last: AcceptedFix?
@@ -80,6 +80,79 @@ struct EnvirocarBehaviourTests {
         #expect(gentle > 0)
         // The phone's GPS ranks the drives by how smoothly they were driven as the car's own speed does.
         #expect(smoothness.count >= 10 && Self.rankCorrelation(smoothness) >= 0.7)
+    }
+
+    /// The score's shape, fitted on the drives of the cars whose fixes come every 5 s (judged with pairs up to 6.5 s
+    /// for the fit only: by default they are `sparseGPS`) and checked on the drives of the cars with 2 s fixes, scored
+    /// as the product scores them. The reference is the car's own OBD speed: its longitudinal spread (how hard the
+    /// speed changed), and the score judged from it.
+    @Test func theScoreIsFittedOnSomeCarsAndChecksOnTheOthers() throws {
+        var seen = Set<String>()
+        let tracks = try Self.tracks().filter { track in
+            // The dataset holds some drives twice under two track IDs.
+            seen.insert("\(track.vehicle ?? "?")@\(track.points.first?.t ?? 0)/\(track.points.count)").inserted
+        }
+        var wide = BehaviourSettings()
+        wide.maximumPairInterval = 6.5
+        let check = tracks.filter { Self.judged($0, obd: false).unscored == nil }
+        let checkCars = Set(check.compactMap(\.vehicle))
+        let fit = tracks.filter {
+            !checkCars.contains($0.vehicle ?? "?") && Self.judged($0, obd: false, settings: wide).unscored == nil
+        }
+        let fitCars = Set(fit.compactMap(\.vehicle))
+        #expect(checkCars.count >= 2 && fitCars.count >= 8 && fit.count >= 50 && check.count >= 10)
+
+        /// Rank agreement of the GPS score with the car's own spread (negated: more spread, lower score), and with
+        /// the score judged from the car's speed.
+        func agreement(_ drives: [EnvirocarConverter.Track], _ settings: BehaviourSettings) -> (spread: Double, score: Double) {
+            var bySpread: [(gps: Double, obd: Double)] = [], byScore: [(gps: Double, obd: Double)] = []
+            for drive in drives {
+                let gps = Self.judged(drive, obd: false, settings: settings)
+                let obd = Self.judged(drive, obd: true, settings: settings)
+                guard let score = gps.score, let obdScore = obd.score, let obdSpread = obd.longitudinalRMS else { continue }
+                bySpread.append((score, -obdSpread))
+                byScore.append((score, obdScore))
+            }
+            return (Self.rankCorrelation(bySpread), Self.rankCorrelation(byScore))
+        }
+        let defaults = BehaviourSettings()
+        func onFitDrives(_ change: (inout BehaviourSettings) -> Void) -> (spread: Double, score: Double) {
+            var settings = wide
+            change(&settings)
+            return agreement(fit, settings)
+        }
+        // The lateral spread's weight is chosen by agreement with the car's own spread; how much events weigh, by
+        // agreement with the score the car's own speed gives.
+        let lateral = [0.0, 0.25, 0.5, 1].map { weight in (weight, onFitDrives { $0.lateralWeight = weight }.spread) }
+        let rates = [10.0, 20, 40, 80, 160, 320].map { rate in (rate, onFitDrives { $0.eventsHalvingRate = rate }.score) }
+        func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
+        let medianSpread = median(fit.compactMap { Self.judged($0, obd: false, settings: wide).longitudinalRMS })
+        let onFit = agreement(fit, wide), onCheck = agreement(check, defaults)
+        // Drivers: each fit car's median score against its median spread by the car's own speed.
+        let byCar = fitCars.map { car in
+            let drives = fit.filter { $0.vehicle == car }
+            return (gps: median(drives.compactMap { Self.judged($0, obd: false, settings: wide).score }),
+                    obd: -median(drives.compactMap { Self.judged($0, obd: true, settings: wide).longitudinalRMS }))
+        }
+        let carsAgreement = Self.rankCorrelation(byCar)
+        func shown(_ choices: [(Double, Double)]) -> String {
+            choices.map { "\($0.0): \(String(format: "%.3f", $0.1))" }.joined(separator: ", ")
+        }
+        print("enviroCar score fit on \(fit.count) drives of \(fitCars.count) cars, checked on \(check.count) drives of "
+              + "\(checkCars.count): lateral weight \(shown(lateral)); events halving rate \(shown(rates)); median spread "
+              + String(format: "%.3f", medianSpread) + "; rank agreement with the car's own spread / score: fit "
+              + String(format: "%.3f / %.3f, check %.3f / %.3f", onFit.spread, onFit.score, onCheck.spread, onCheck.score)
+              + "; the fit cars' medians against their own spread " + String(format: "%.3f", carsAgreement))
+        let bestLateral = lateral.map(\.1).max() ?? .nan, bestRate = rates.map(\.1).max() ?? .nan
+        #expect(lateral.first { $0.0 == defaults.lateralWeight }?.1 == bestLateral, "lateralWeight is the fit's best")
+        #expect((rates.first { $0.0 == defaults.eventsHalvingRate }?.1 ?? 0) >= bestRate - 0.01,
+                "eventsHalvingRate is within 0.01 of the fit's best")
+        // The fit drives' median spread scores 75: 1 + (spread / halving)² = 4/3.
+        #expect(abs(defaults.smoothnessHalvingRMS - medianSpread * 3.0.squareRoot()) < 0.05)
+        // On cars it was not fitted on, at their own 2 s fixes, it still ranks drives as the car's speed does.
+        #expect(onFit.spread >= 0.85 && onCheck.spread >= 0.5 && onCheck.score >= 0.5)
+        // And it tells the cars (drivers) apart as their own speed does.
+        #expect(carsAgreement >= 0.8)
     }
 
     /// Spearman's rank correlation of the pairs (no ties expected in measured values).

@@ -217,14 +217,14 @@ struct DrivingBehaviour: Sendable, Equatable, Codable {
         let rate = weighted / max(distance, settings.scoreFloorDistance) * 100_000
         let longitudinalRMS = (finished.longitudinalSquares / finished.usableSeconds).squareRoot()
         let lateralRMS = finished.lateralSeconds > 0 ? (finished.lateralSquares / finished.lateralSeconds).squareRoot() : 0
-        // Own choices, to be fitted on recorded drives: 10 weighted events per 100 km halve the events subscore;
-        // an acceleration spread of 1 m/s² (longitudinal and lateral together) halves the smoothness subscore.
-        let eventsScore = 100 / (1 + rate / 10)
-        let spread = longitudinalRMS * longitudinalRMS + lateralRMS * lateralRMS
+        // Each subscore halves at its setting; the score is their product, so either can only lower it.
+        let eventsScore = 100 / (1 + rate / settings.eventsHalvingRate)
+        let spread = (longitudinalRMS * longitudinalRMS + settings.lateralWeight * lateralRMS * lateralRMS)
+            / (settings.smoothnessHalvingRMS * settings.smoothnessHalvingRMS)
         let smoothnessScore = 100 / (1 + spread)
         return TripBehaviour(tripID: tripID, endDate: endDate, events: finished.events, distanceMetres: distance,
                              eventsPer100Kilometres: rate, longitudinalRMS: longitudinalRMS, lateralRMS: lateralRMS,
                              eventsScore: eventsScore, smoothnessScore: smoothnessScore,
-                             score: (eventsScore + smoothnessScore) / 2)
+                             score: eventsScore * smoothnessScore / 100)
     }
 }
