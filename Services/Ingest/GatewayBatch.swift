@@ -14,6 +14,8 @@ struct GatewayBatch {
     var acknowledgement: Acknowledgement
     /// The accepted records, in batch order.
     var records: [SensorRecord]
+    /// Each accepted record's device's slot number, from `devices.admit` (nil without `devices`).
+    var slots: [Int]?
     /// A MessagePack body and where each accepted record is in it, so the journal stores the gateway's bytes as they
     /// came (nil for JSON, or when the body's elements could not be measured: the records are then encoded).
     var encoded: GatewayBody?
@@ -42,7 +44,7 @@ struct GatewayBatch {
     init(message: [[UInt8]], applications: Set<String>, maximumBatch: Int,
          key: Result<CurveAllowList.Entry, CurveKeyRefusal>? = nil,
          identifiers: IdentifierCache? = nil,
-         devices: (admit: (DeviceID) -> Bool, refusal: (String) -> String)? = nil,
+         devices: (admit: (DeviceID) -> Int?, refusal: (String) -> String)? = nil,
          rateLimit: ((_ records: Int) -> Acknowledgement?)? = nil) {
         let frames = GatewayFrames(message: message)
         replyPrefix = frames.replyPrefix
@@ -104,31 +106,46 @@ struct GatewayBatch {
         let ranges = elementRanges?.count == decoded.records.count ? elementRanges : nil
         var acceptedRanges: [Range<Int>] = []
         if ranges != nil { acceptedRanges.reserveCapacity(decoded.records.count) }
+        if devices != nil {
+            slots = []
+            slots?.reserveCapacity(decoded.records.count)
+        }
         // Validation is the same for both content types (RecordDecoding), so the rejections read the same.
-        var lastAdmitted: DeviceID?
+        // A batch's records are mostly of one application and often several of one device in a row: what was
+        // allowed or admitted for the record before is not asked again.
+        var allowedApplication: String?
+        var lastAdmitted: (device: DeviceID, slot: Int)?
         for (index, result) in decoded.records {
             switch result {
             case let .failure(error):
                 acknowledgement.rejected.append(Rejection(index: index, field: error.field, reason: error.reason))
             case let .success(record):
-                // The key's limit first, so a limited key learns nothing about other applications.
-                if let entry, !entry.allows(application: record.device.app) {
-                    acknowledgement.rejected.append(Rejection(
-                        index: index, field: "app",
-                        reason: "gateway key \"\(entry.name)\" is not allowed to send records of this application"))
-                    continue
-                }
-                guard applications.contains(record.device.app) else {
-                    acknowledgement.rejected.append(Rejection(index: index, field: "app", reason: "unknown application"))
-                    continue
-                }
-                if let devices, record.device != lastAdmitted {
-                    guard devices.admit(record.device) else {
-                        acknowledgement.rejected.append(Rejection(index: index, field: "user",
-                                                                  reason: devices.refusal(record.device.app)))
+                if record.device.app != allowedApplication {
+                    // The key's limit first, so a limited key learns nothing about other applications.
+                    if let entry, !entry.allows(application: record.device.app) {
+                        acknowledgement.rejected.append(Rejection(
+                            index: index, field: "app",
+                            reason: "gateway key \"\(entry.name)\" is not allowed to send records of this application"))
                         continue
                     }
-                    lastAdmitted = record.device
+                    guard applications.contains(record.device.app) else {
+                        acknowledgement.rejected.append(Rejection(index: index, field: "app", reason: "unknown application"))
+                        continue
+                    }
+                    allowedApplication = record.device.app
+                }
+                if let devices {
+                    if let lastAdmitted, lastAdmitted.device == record.device {
+                        slots?.append(lastAdmitted.slot)
+                    } else {
+                        guard let slot = devices.admit(record.device) else {
+                            acknowledgement.rejected.append(Rejection(index: index, field: "user",
+                                                                      reason: devices.refusal(record.device.app)))
+                            continue
+                        }
+                        slots?.append(slot)
+                        lastAdmitted = (record.device, slot)
+                    }
                 }
                 records.append(record)
                 if let ranges { acceptedRanges.append(ranges[index]) }
@@ -215,6 +232,7 @@ struct GatewayBatch {
         acknowledgement = .unreadable(reason: "the journal could not store the batch (\(reason)); nothing of it was accepted, send it again later")
         records = []
         encoded = nil
+        slots = nil
         header = nil
     }
 }

@@ -122,9 +122,10 @@ final class IngestServing {
         socket.drain(limit: Self.groupBatches, failed: { log.error("gateway socket failed", ["error": "\($0)"]) }) { message in
             // The key's entry in force now: one removed or replaced since the handshake is refused from its next batch.
             let key = zap?.entry(for: socket.lastPeer, role: .gateway)
+            let now = journal.now
             let batch = GatewayBatch(message: message, applications: configuration.applications,
-                                     maximumBatch: configuration.maximumBatch, key: key,
-                                     identifiers: identifiers, devices: (journal.admit, journal.refusal(forNewDeviceOf:)),
+                                     maximumBatch: configuration.maximumBatch, key: key, identifiers: identifiers,
+                                     devices: ({ journal.admit($0, at: now) }, journal.refusal(forNewDeviceOf:)),
                                      rateLimit: rateLimiter == nil ? nil : { [self] count in
                                          chargeRate(count, keyName: try? key?.get().name)
                                      })
@@ -142,7 +143,8 @@ final class IngestServing {
         statistics.largestGroup = max(statistics.largestGroup, group.count)
         do {
             try journal.append(group.map {
-                Journal.Batch(id: $0.batchText, records: $0.records, encoded: $0.encoded, header: $0.header)
+                Journal.Batch(id: $0.batchText, records: $0.records, encoded: $0.encoded, header: $0.header,
+                              slots: $0.slots)
             })
         } catch {
             // Nothing of the group is stored (the transaction rolled back): every batch of it is refused.

@@ -78,6 +78,10 @@ public final class Journal: FeedSource {
     private var lastDeviceSweep: Double?
     /// Seconds between looks for idle devices (each look visits every known device).
     static let deviceSweepInterval = 60.0
+    /// The page size of a new journal: a chunk of a gateway batch is tens of KiB, and SQLite writes (to the log, then
+    /// to the file) and reads a page per system call, so large pages cut those calls; a journal made with 4 KiB pages
+    /// keeps them.
+    static let pageSize = 65_536
 
     /// Opens (creating if needed) the journal of `directory`. Throws a `JournalError` when the journal was created with
     /// another shard count, a `StorageError` when SQLite cannot open it. One process per data directory is the
@@ -96,7 +100,7 @@ public final class Journal: FeedSource {
         self.clock = clock
         let path = DataDirectory.file(Self.fileName, in: directory)
         self.path = path
-        let database = try SQLiteDatabase(path: path, synchronous: .full)
+        let database = try SQLiteDatabase(path: path, synchronous: .full, pageSize: Self.pageSize)
         let meta = try Self.prepare(database, shards: shards, now: clock())
         guard meta.format == Self.format else {
             throw JournalError("\(path) has format \(meta.format); this ingest reads format \(Self.format)")
@@ -124,7 +128,7 @@ public final class Journal: FeedSource {
         self.deletedThrough = deletedThrough
         let unread = try Self.unreadChunks(database, acknowledged: consumers.values.map(\.acknowledged).min() ?? 0,
                                            records: positionScanRecords)
-        var devices = KnownDevices(limit: maximumDevicesPerApplication, idleAge: deviceIdleAge)
+        var devices = KnownDevices(limit: maximumDevicesPerApplication, idleAge: deviceIdleAge, shards: shards)
         // A device saved before last_seen existed counts as seen now: its idle time starts with this version.
         try database.statement("SELECT app, user, coalesce(last_seen, ?) FROM devices").query([clock()]) { row in
             devices.load(DeviceID(app: row.text(0), user: row.text(1)), lastSeen: row.double(2), head: unread)
@@ -157,10 +161,17 @@ public final class Journal: FeedSource {
 
     // MARK: Devices
 
-    /// Whether records of `device` may be accepted: it is known, or its application has fewer than
-    /// `maximumDevicesPerApplication` devices (it is then known, tentatively until the next `append` stores it with its
-    /// records; if that fails it is forgotten again).
-    public func admit(_ device: DeviceID) -> Bool { devices.admit(device, now: clock(), head: head) }
+    /// Whether records of `device` may be accepted: its slot number if it is known, or if its application has fewer
+    /// than `maximumDevicesPerApplication` devices (it is then known, tentatively until the next `append` stores it
+    /// with its records; if that fails it is forgotten again); nil if not. `now`: when its records came (Unix
+    /// seconds; nil reads the journal's clock). The number goes with the record to `append` (`Batch.slots`).
+    @discardableResult
+    public func admit(_ device: DeviceID, at now: Double? = nil) -> Int? {
+        devices.admit(device, now: now ?? clock(), head: head)
+    }
+
+    /// The journal's clock (Unix seconds): a gateway batch's records all came at one time.
+    public var now: Double { clock() }
 
     /// Whether `device` holds a slot.
     public func knows(_ device: DeviceID) -> Bool { devices.contains(device) }
@@ -184,19 +195,24 @@ public final class Journal: FeedSource {
         public var encoded: GatewayBody?
         /// The gateway's stream and watermark, when the batch had a header.
         public var header: GatewayBatchHeader?
+        /// Each record's device's slot number from `admit` (nil: found by device here).
+        public var slots: [Int]?
 
-        public init(id: String?, records: [SensorRecord], encoded: GatewayBody? = nil, header: GatewayBatchHeader? = nil) {
+        public init(id: String?, records: [SensorRecord], encoded: GatewayBody? = nil, header: GatewayBatchHeader? = nil,
+                    slots: [Int]? = nil) {
             precondition(encoded.map { $0.ranges.count == records.count } ?? true, "a range per record")
+            precondition(slots.map { $0.count == records.count } ?? true, "a slot per record")
             self.id = id
             self.records = records
             self.encoded = encoded
             self.header = header
+            self.slots = slots
         }
 
-        /// `chunks(shards:)`, with an empty chunk for every shard the records left out when the batch has a header:
-        /// a gateway's watermark concerns every shard.
-        func chunksWithHeader(shards: Int) -> [(shard: Int, count: Int, body: [UInt8], indexes: [Int]?)] {
-            let filled = chunks(shards: shards)
+        /// `chunks(shards:shard:)`, with an empty chunk for every shard the records left out when the batch has a
+        /// header: a gateway's watermark concerns every shard.
+        func chunksWithHeader(shards: Int, shard: (Int) -> Int) -> [(shard: Int, count: Int, body: [UInt8], indexes: [Int]?)] {
+            let filled = chunks(shards: shards, shard: shard)
             guard header != nil, filled.count < shards else { return filled }
             var byShard: [Int: (shard: Int, count: Int, body: [UInt8], indexes: [Int]?)] = [:]
             for chunk in filled { byShard[chunk.shard] = chunk }
@@ -204,22 +220,12 @@ public final class Journal: FeedSource {
         }
 
         /// The chunk bodies of this batch, one per shard it has records of, in shard order: (shard, records, body,
-        /// the indexes of its records in `records`, nil for all of them).
-        func chunks(shards: Int) -> [(shard: Int, count: Int, body: [UInt8], indexes: [Int]?)] {
+        /// the indexes of its records in `records`, nil for all of them). `shard` gives the shard of the record at
+        /// an index.
+        func chunks(shards: Int, shard: (Int) -> Int) -> [(shard: Int, count: Int, body: [UInt8], indexes: [Int]?)] {
             guard !records.isEmpty else { return [] }
-            var firstShard = 0
-            var oneShard = true
-            if shards > 1 {
-                firstShard = DeviceShard.of(records[0].device, shards: shards)
-                var previous = records[0].device
-                for record in records.dropFirst() where record.device != previous {
-                    previous = record.device
-                    if DeviceShard.of(record.device, shards: shards) != firstShard {
-                        oneShard = false
-                        break
-                    }
-                }
-            }
+            let firstShard = shards > 1 ? shard(0) : 0
+            let oneShard = shards == 1 || records.indices.dropFirst().allSatisfy { shard($0) == firstShard }
             if oneShard {
                 let body: [UInt8]
                 if let encoded {
@@ -229,19 +235,11 @@ public final class Journal: FeedSource {
                 }
                 return [(firstShard, records.count, body, nil)]
             }
-            // Several shards: each gets the records of its devices, in batch order (a device's shard is computed
-            // once per run of its records; gateways usually interleave devices, so that is about once a record).
+            // Several shards: each gets the records of its devices, in batch order.
             var byShard = [[Int]](repeating: [], count: shards)
             var used: [Int] = []
-            var previous: (device: DeviceID, shard: Int)?
-            for (index, record) in records.enumerated() {
-                let shard: Int
-                if let previous, previous.device == record.device {
-                    shard = previous.shard
-                } else {
-                    shard = DeviceShard.of(record.device, shards: shards)
-                    previous = (record.device, shard)
-                }
+            for index in records.indices {
+                let shard = shard(index)
                 if byShard[shard].isEmpty { used.append(shard) }
                 byShard[shard].append(index)
             }
@@ -286,7 +284,7 @@ public final class Journal: FeedSource {
                     let watermark = batch.header.flatMap { header -> Double? in
                         if case let .watermark(time) = header.progress { time } else { nil }
                     }
-                    for chunk in batch.chunksWithHeader(shards: shards) {
+                    for chunk in batch.chunksWithHeader(shards: shards, shard: shardFinder(batch)) {
                         try insert.run(chunk.shard, chunk.count, receivedAt, batch.id, chunk.body, batch.header?.gateway,
                                        watermark)
                         stored.append((number, UInt64(database.lastInsertRowID), chunk.indexes))
@@ -301,15 +299,18 @@ public final class Journal: FeedSource {
         }
         _ = devices.commit()
         for (number, position, indexes) in stored {
-            let records = batches[number].records
-            var previous: DeviceID?
-            // A run of one device's records (gateways often send several together) is noted once.
-            func note(_ device: DeviceID) {
-                guard device != previous else { return }
-                previous = device
-                devices.noteStored(device, at: position)
+            let batch = batches[number]
+            if let slots = batch.slots {
+                if let indexes { for index in indexes { devices.noteStored(slot: slots[index], at: position) } }
+                else { for slot in slots { devices.noteStored(slot: slot, at: position) } }
+            } else {
+                var previous: DeviceID?
+                // A run of one device's records (gateways often send several together) is noted once.
+                for index in indexes ?? Array(batch.records.indices) where batch.records[index].device != previous {
+                    previous = batch.records[index].device
+                    devices.noteStored(batch.records[index].device, at: position)
+                }
             }
-            if let indexes { for index in indexes { note(records[index].device) } } else { for record in records { note(record.device) } }
         }
         guard chunks > 0 else { return nil }
         let last = UInt64(database.lastInsertRowID)
@@ -318,6 +319,13 @@ public final class Journal: FeedSource {
         statistics.appendedChunks += chunks
         statistics.appendedRecords += records
         return (last - UInt64(chunks) + 1)...last
+    }
+
+    /// The shard of each of `batch`'s records, by index: from their slots, else worked out from their devices.
+    private func shardFinder(_ batch: Batch) -> (Int) -> Int {
+        if shards == 1 { return { _ in 0 } }
+        if let slots = batch.slots { return { self.devices.shard(ofSlot: slots[$0]) } }
+        return { [shards] in DeviceShard.of(batch.records[$0].device, shards: shards) }
     }
 
     // MARK: FeedSource

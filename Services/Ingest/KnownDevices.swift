@@ -1,4 +1,5 @@
 import RoadSaveModel
+import Wire
 
 /// The devices (clientUserIDs) of each application that ingest has accepted records of, at most `limit` per
 /// application: a flood of new users cannot grow ingest's memory, the journal or detection's fleet without bound.
@@ -16,13 +17,24 @@ struct KnownDevices {
     let limit: Int
     /// Seconds without records after which a device's slot is freed; nil: never.
     let idleAge: Double?
-    private(set) var byApplication: [String: [String: Slot]] = [:]
-    /// Devices admitted since the last commit or roll-back, in order.
-    private(set) var pending: [DeviceID] = []
+    /// The journal's shard count: a device's shard is worked out once, when it takes its slot.
+    let shards: Int
+    /// Each device's slot number: the one hash of a device per record ingest accepts (`admit`). What follows for the
+    /// record (its shard, the position it was stored at) goes by number.
+    private var numbers: [DeviceID: Int] = [:]
+    /// By number; nil where a slot was freed (its number is reused).
+    private var slots: [Slot?] = []
+    private var freeNumbers: [Int] = []
+    private var counts: [String: Int] = [:]
+    /// Devices admitted since the last commit or roll-back, in order, by number.
+    private var pendingNumbers: [Int] = []
     /// Known devices seen again long enough after the time saved for them that it must be saved again.
-    private(set) var seenAgain: Set<DeviceID> = []
+    private var seenAgain: Set<Int> = []
 
     struct Slot: Equatable {
+        var device: DeviceID
+        /// `DeviceShard.of(device, shards:)`.
+        var shard: Int
         /// When records of the device last came (Unix seconds).
         var lastSeen: Double
         /// `lastSeen` as the store has it.
@@ -40,103 +52,137 @@ struct KnownDevices {
         }
     }
 
-    init(limit: Int, idleAge: Double? = nil) {
+    init(limit: Int, idleAge: Double? = nil, shards: Int = 1) {
         self.limit = max(1, limit)
         self.idleAge = idleAge.flatMap { $0 > 0 ? $0 : nil }
+        self.shards = max(1, shards)
     }
 
     /// How stale the saved time of a device may get: a tenth of the idle age, at most an hour.
     var saveInterval: Double { idleAge.map { min(3600, $0 / 10) } ?? .infinity }
 
+    /// Devices admitted since the last commit or roll-back, in order.
+    var pending: [DeviceID] { pendingNumbers.compactMap { slots[$0]?.device } }
+
     /// A device known from the store (at open): known whatever the limit is now.
     /// `head`: the journal's newest position.
     mutating func load(_ device: DeviceID, lastSeen: Double = 0, head: UInt64 = 0) {
-        byApplication[device.app, default: [:]][device.user] = Slot(lastSeen: lastSeen, savedLastSeen: lastSeen,
-                                                                     lastPosition: head)
+        if let number = numbers[device] {
+            slots[number]?.lastSeen = lastSeen
+            slots[number]?.savedLastSeen = lastSeen
+            slots[number]?.lastPosition = head
+            return
+        }
+        take(device, lastSeen: lastSeen, savedLastSeen: lastSeen, head: head)
     }
 
-    /// True if the device is known, or new and its application still has room (it then becomes known, tentatively).
-    /// `now` (Unix seconds) is when its records came; a clock that went back never makes a device older. `head`:
-    /// the journal's newest position (a device forgotten and admitted again may have records up to there).
-    mutating func admit(_ device: DeviceID, now: Double = 0, head: UInt64 = 0) -> Bool {
-        // Changed in place (one lookup: this runs for every record ingest accepts).
-        let interval = saveInterval
-        if let mustSave = byApplication[device.app]?[device.user]?.seen(at: now, saveInterval: interval) {
-            if mustSave { seenAgain.insert(device) }
-            return true
+    /// The device's slot number if it is known, or new and its application still has room (it then becomes known,
+    /// tentatively); nil when refused. `now` (Unix seconds) is when its records came; a clock that went back never
+    /// makes a device older. `head`: the journal's newest position (a device forgotten and admitted again may have
+    /// records up to there). The number stands until the next `forgetIdle` or `rollBack`.
+    @discardableResult
+    mutating func admit(_ device: DeviceID, now: Double = 0, head: UInt64 = 0) -> Int? {
+        if let number = numbers[device] {
+            // Changed in place: this runs for every record ingest accepts.
+            if slots[number]!.seen(at: now, saveInterval: saveInterval) { seenAgain.insert(number) }
+            return number
         }
-        guard count(of: device.app) < limit else { return false }
-        byApplication[device.app, default: [:]][device.user] = Slot(lastSeen: now, savedLastSeen: now, lastPosition: head)
-        pending.append(device)
-        return true
+        guard count(of: device.app) < limit else { return nil }
+        let number = take(device, lastSeen: now, savedLastSeen: now, head: head)
+        pendingNumbers.append(number)
+        return number
+    }
+
+    @discardableResult
+    private mutating func take(_ device: DeviceID, lastSeen: Double, savedLastSeen: Double, head: UInt64) -> Int {
+        let slot = Slot(device: device, shard: shards == 1 ? 0 : DeviceShard.of(device, shards: shards),
+                        lastSeen: lastSeen, savedLastSeen: savedLastSeen, lastPosition: head)
+        let number: Int
+        if let free = freeNumbers.popLast() {
+            number = free
+            slots[number] = slot
+        } else {
+            number = slots.count
+            slots.append(slot)
+        }
+        numbers[device] = number
+        counts[device.app, default: 0] += 1
+        return number
+    }
+
+    private mutating func free(_ number: Int) {
+        guard let device = slots[number]?.device else { return }
+        slots[number] = nil
+        numbers[device] = nil
+        freeNumbers.append(number)
+        counts[device.app, default: 0] -= 1
+        if counts[device.app] == 0 { counts[device.app] = nil }
     }
 
     /// What the next store transaction must write: the new devices (`pending`) and those seen again, each with the
     /// time it was last seen.
     var unsaved: [(device: DeviceID, lastSeen: Double)] {
-        (pending + seenAgain.sorted { ($0.app, $0.user) < ($1.app, $1.user) }).compactMap { device in
-            byApplication[device.app]?[device.user].map { (device, $0.lastSeen) }
-        }
+        let again = seenAgain.compactMap { slots[$0] }.sorted { ($0.device.app, $0.device.user) < ($1.device.app, $1.device.user) }
+        return pendingNumbers.compactMap { slots[$0] }.map { ($0.device, $0.lastSeen) } + again.map { ($0.device, $0.lastSeen) }
     }
 
     /// The devices admitted since the last commit, now stored (with everything in `unsaved`): returns them and
     /// forgets that they were tentative.
     mutating func commit() -> [DeviceID] {
-        for device in pending + seenAgain {
-            if let slot = byApplication[device.app]?[device.user] {
-                byApplication[device.app]![device.user]!.savedLastSeen = slot.lastSeen
-            }
+        for number in pendingNumbers + seenAgain where slots[number] != nil {
+            slots[number]!.savedLastSeen = slots[number]!.lastSeen
         }
         seenAgain = []
-        defer { pending = [] }
+        defer { pendingNumbers = [] }
         return pending
     }
 
     /// The records of the tentative admissions were not stored: the devices are unknown again. (Devices seen again
     /// stay to be saved with the next commit.)
     mutating func rollBack() {
-        for device in pending {
-            byApplication[device.app]?[device.user] = nil
-            if byApplication[device.app]?.isEmpty == true { byApplication[device.app] = nil }
-        }
-        pending = []
+        for number in pendingNumbers { free(number) }
+        pendingNumbers = []
     }
 
     /// Forgets the devices that have sent nothing for `idleAge` seconds before `now` and returns them (for the store
     /// to delete): their slots are free. Tentative admissions are never forgotten. Nothing without an idle age.
     mutating func forgetIdle(now: Double) -> [DeviceID] {
         guard let idleAge else { return [] }
-        let pendingNow = Set(pending)
-        var forgotten: [DeviceID] = []
-        for (application, slots) in byApplication {
-            for (user, slot) in slots where now - slot.lastSeen > idleAge {
-                let device = DeviceID(app: application, user: user)
-                guard !pendingNow.contains(device) else { continue }
-                forgotten.append(device)
-            }
+        let pendingNow = Set(pendingNumbers)
+        var forgotten: [(number: Int, device: DeviceID)] = []
+        for (number, slot) in slots.enumerated() {
+            guard let slot, now - slot.lastSeen > idleAge, !pendingNow.contains(number) else { continue }
+            forgotten.append((number, slot.device))
         }
-        for device in forgotten {
-            byApplication[device.app]?[device.user] = nil
-            if byApplication[device.app]?.isEmpty == true { byApplication[device.app] = nil }
-            seenAgain.remove(device)
+        for (number, _) in forgotten {
+            free(number)
+            seenAgain.remove(number)
         }
-        return forgotten.sorted { ($0.app, $0.user) < ($1.app, $1.user) }
+        return forgotten.map(\.device).sorted { ($0.app, $0.user) < ($1.app, $1.user) }
+    }
+
+    /// Records of the device in slot `number` were stored in the chunk at `position`.
+    mutating func noteStored(slot number: Int, at position: UInt64) {
+        slots[number]?.lastPosition = position
     }
 
     /// Records of a known device were stored in the chunk at `position`.
     mutating func noteStored(_ device: DeviceID, at position: UInt64) {
-        byApplication[device.app]?[device.user]?.lastPosition = position
+        if let number = numbers[device] { noteStored(slot: number, at: position) }
     }
 
+    /// The shard of the device in slot `number`.
+    func shard(ofSlot number: Int) -> Int { slots[number]?.shard ?? 0 }
+
     /// No chunk after this position holds the device's records (`Slot.lastPosition`); nil for a device not known.
-    func lastPosition(_ device: DeviceID) -> UInt64? { byApplication[device.app]?[device.user]?.lastPosition }
+    func lastPosition(_ device: DeviceID) -> UInt64? { numbers[device].flatMap { slots[$0]?.lastPosition } }
 
-    func count(of application: String) -> Int { byApplication[application]?.count ?? 0 }
+    func count(of application: String) -> Int { counts[application] ?? 0 }
 
-    func contains(_ device: DeviceID) -> Bool { byApplication[device.app]?[device.user] != nil }
+    func contains(_ device: DeviceID) -> Bool { numbers[device] != nil }
 
     /// When records of a known device last came.
-    func lastSeen(_ device: DeviceID) -> Double? { byApplication[device.app]?[device.user]?.lastSeen }
+    func lastSeen(_ device: DeviceID) -> Double? { numbers[device].flatMap { slots[$0]?.lastSeen } }
 
     /// The rejection reason for a record of a device refused by `admit`.
     func refusal(for application: String) -> String {

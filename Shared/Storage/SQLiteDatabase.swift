@@ -21,8 +21,10 @@ public final class SQLiteDatabase {
     /// `SQLITE_TRANSIENT`: SQLite copies bound values before the call returns.
     static let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
 
-    /// Opens (creating if needed) the database at `path`.
-    public init(path: String, synchronous: Synchronous = .full, busyTimeoutMilliseconds: Int32 = 5000) throws(StorageError) {
+    /// Opens (creating if needed) the database at `path`. `pageSize` (bytes, a power of two from 512 to 65536) is
+    /// taken by a database created here; one that exists keeps the size it was made with.
+    public init(path: String, synchronous: Synchronous = .full, busyTimeoutMilliseconds: Int32 = 5000,
+                pageSize: Int? = nil) throws(StorageError) {
         self.path = path
         var opened: OpaquePointer?
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
@@ -35,6 +37,8 @@ public final class SQLiteDatabase {
         handle = opened
         sqlite3_extended_result_codes(opened, 1)
         sqlite3_busy_timeout(opened, busyTimeoutMilliseconds)
+        // Only an empty database takes a page size, and only before WAL mode: for any other it changes nothing.
+        if let pageSize { try execute("PRAGMA page_size=\(pageSize)") }
         let mode = try text("PRAGMA journal_mode=WAL")
         guard mode.lowercased() == "wal" else {
             throw StorageError(code: -1, message: "\(path): the file system does not support WAL mode (journal_mode=\(mode))")

@@ -11,29 +11,29 @@ struct DeviceSlotTests {
 
     @Test func anIdleDeviceFreesItsSlotForANewOne() {
         var devices = KnownDevices(limit: 2, idleAge: 1000)
-        let admitted1 = devices.admit(Self.device("a"), now: 0)
+        let admitted1 = devices.admit(Self.device("a"), now: 0) != nil
         #expect(admitted1)
-        let admitted2 = devices.admit(Self.device("b"), now: 0)
+        let admitted2 = devices.admit(Self.device("b"), now: 0) != nil
         #expect(admitted2)
         _ = devices.commit()
-        let admitted3 = devices.admit(Self.device("c"), now: 500)
+        let admitted3 = devices.admit(Self.device("c"), now: 500) != nil
         #expect(!admitted3, "full")
-        let admitted4 = devices.admit(Self.device("b"), now: 600)
+        let admitted4 = devices.admit(Self.device("b"), now: 600) != nil
         #expect(admitted4, "b sends again")
         let forgotten5 = devices.forgetIdle(now: 1000)
         #expect(forgotten5 == [], "nobody idle for more than 1000 s yet")
         let forgotten6 = devices.forgetIdle(now: 1001)
         #expect(forgotten6 == [Self.device("a")], "a has sent nothing since 0")
-        let admitted7 = devices.admit(Self.device("c"), now: 1001)
+        let admitted7 = devices.admit(Self.device("c"), now: 1001) != nil
         #expect(admitted7, "a's slot went to c")
-        let admitted8 = devices.admit(Self.device("a"), now: 1002)
+        let admitted8 = devices.admit(Self.device("a"), now: 1002) != nil
         #expect(!admitted8, "a coming back is a new device, and there is no room")
         #expect(devices.refusal(for: "app-1").contains("--device-idle-age"))
     }
 
     @Test func withoutAnIdleAgeSlotsAreNeverFreed() {
         var devices = KnownDevices(limit: 1, idleAge: 0)
-        let admitted9 = devices.admit(Self.device("a"), now: 0)
+        let admitted9 = devices.admit(Self.device("a"), now: 0) != nil
         #expect(admitted9)
         _ = devices.commit()
         let forgotten10 = devices.forgetIdle(now: 1e9)
@@ -44,9 +44,9 @@ struct DeviceSlotTests {
 
     @Test func tentativeAdmissionsAreNotForgottenAndAClockStepBackMakesNobodyOlder() {
         var devices = KnownDevices(limit: 5, idleAge: 100)
-        let admitted11 = devices.admit(Self.device("a"), now: 1000)
+        let admitted11 = devices.admit(Self.device("a"), now: 1000) != nil
         #expect(admitted11)
-        let admitted12 = devices.admit(Self.device("a"), now: 10)
+        let admitted12 = devices.admit(Self.device("a"), now: 10) != nil
         #expect(admitted12, "a step back of the wall clock")
         #expect(devices.lastSeen(Self.device("a")) == 1000)
         let forgotten13 = devices.forgetIdle(now: 5000)
@@ -81,12 +81,12 @@ struct DeviceSlotTests {
         }
         do {
             let journal = try open()
-            #expect(journal.admit(Self.device("a")) && journal.admit(Self.device("b")))
+            #expect(journal.admit(Self.device("a")) != nil && journal.admit(Self.device("b")) != nil)
             try journal.append([.init(id: "1", records: Records.drive(user: "a", count: 1) + Records.drive(user: "b", count: 1))])
             clock.now += 3000
-            #expect(journal.admit(Self.device("b")), "b sends again")
+            #expect(journal.admit(Self.device("b")) != nil, "b sends again")
             try journal.append([.init(id: "2", records: Records.drive(user: "b", count: 1, start: 1_772_434_000))])
-            #expect(!journal.admit(Self.device("c")))
+            #expect(journal.admit(Self.device("c")) == nil)
             clock.now += 1000
             try journal.enforceRetention()
             #expect(!journal.knows(Self.device("a")) && journal.knows(Self.device("b")), "a idle for 4000 s, b for 1000 s")
@@ -101,8 +101,8 @@ struct DeviceSlotTests {
         let journal = try open()
         defer { journal.close() }
         #expect(journal.deviceCount(of: "app-1") == 1, "the slot is still free after a restart")
-        #expect(journal.admit(Self.device("c")))
-        #expect(!journal.admit(Self.device("d")))
+        #expect(journal.admit(Self.device("c")) != nil)
+        #expect(journal.admit(Self.device("d")) == nil)
     }
 
     @Test func aJournalFromBeforeLastSeenIsUpgradedAndItsDevicesCountAsSeenAtOpen() throws {
@@ -111,7 +111,7 @@ struct DeviceSlotTests {
         let clock = TestClock(1_000_000)
         do {
             let journal = try Journal(directory: directory.path, shards: 4, log: Records.quiet, clock: { clock.now })
-            #expect(journal.admit(Self.device("old")))
+            #expect(journal.admit(Self.device("old")) != nil)
             try journal.append([.init(id: "1", records: Records.drive(user: "old", count: 1))])
             journal.close()
             let database = try SQLiteDatabase(path: journal.path)

@@ -24,7 +24,8 @@ import Wire
     }
 
     static func chunks(_ batch: GatewayBatch, shards: Int) throws -> [(shard: Int, count: Int, body: [UInt8])] {
-        Journal.Batch(id: batch.batchText, records: batch.records, encoded: batch.encoded).chunks(shards: shards)
+        Journal.Batch(id: batch.batchText, records: batch.records, encoded: batch.encoded)
+            .chunks(shards: shards) { DeviceShard.of(batch.records[$0].device, shards: shards) }
             .map { ($0.shard, $0.count, $0.body) }
     }
 

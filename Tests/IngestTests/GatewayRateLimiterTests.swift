@@ -100,7 +100,7 @@ struct GatewayRateLimiterTests {
             var asked: [Int] = []
             let message = [Array("gw".utf8), Array("b1".utf8), type.frame, RecordBatch.encodeBatch(records, as: type)]
             let refused = GatewayBatch(message: message, applications: ["app-1"], maximumBatch: 100,
-                                       devices: ({ _ in Issue.record("a refused batch admitted a device"); return true }, { _ in "" }),
+                                       devices: ({ _ in Issue.record("a refused batch admitted a device"); return 0 }, { _ in "" }),
                                        rateLimit: { count in
                                            asked.append(count)
                                            return .rateLimited(reason: "slow down", retryAfterMs: 40)

@@ -16,16 +16,22 @@ import Testing
 
     func device(_ user: String) -> DeviceID { DeviceID(app: "app-1", user: user) }
 
-    /// Appends one batch after admitting its devices, as ingest does.
-    func append(_ journal: Journal, _ records: [SensorRecord]) throws {
-        for record in records { #expect(journal.admit(record.device)) }
-        try journal.append([Journal.Batch(id: nil, records: records)])
+    /// Appends one batch after admitting its devices, as ingest does (`withSlots`: the batch carries their slot
+    /// numbers, as ingest's do; else the journal finds each record's device itself).
+    func append(_ journal: Journal, _ records: [SensorRecord], withSlots: Bool = false) throws {
+        let slots = records.compactMap { journal.admit($0.device) }
+        #expect(slots.count == records.count)
+        try journal.append([Journal.Batch(id: nil, records: records, slots: withSlots ? slots : nil)])
     }
 
-    @Test func eachDeviceEndsAtTheLastChunkHoldingItsRecords() throws {
+    @Test(arguments: [false, true])
+    func eachDeviceEndsAtTheLastChunkHoldingItsRecords(withSlots: Bool) throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let journal = try open(directory)
+        func append(_ journal: Journal, _ records: [SensorRecord]) throws {
+            try self.append(journal, records, withSlots: withSlots)
+        }
         let a = Records.drive(user: userA, count: 6), b = Records.drive(user: userB, count: 4)
         // Batch 1 holds both devices: a chunk per shard, A's (shard 0) at 1 and B's (shard 2) at 2.
         try append(journal, [a[0], b[0], a[1], b[1]])
@@ -87,7 +93,7 @@ import Testing
         let journal = try open(directory)
         try append(journal, Records.drive(user: userA, count: 2))
         // Admitted (its batch is being validated), not stored: a device forgotten and back may have older chunks.
-        #expect(journal.admit(device(userB)))
+        #expect(journal.admit(device(userB)) != nil)
         #expect(journal.lastPositions(of: [device(userB)]) == [1])
     }
 }

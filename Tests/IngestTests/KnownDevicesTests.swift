@@ -1,5 +1,6 @@
 @testable import IngestService
 import RoadSaveModel
+import Wire
 import Testing
 
 /// The per-application device limit as a value: tentative admissions, commit, roll-back.
@@ -8,7 +9,7 @@ struct KnownDevicesTests {
 
     /// Which of `users` (of `app`) are admitted, in order (`#expect` cannot take a mutating call).
     static func admitted(_ users: [String], app: String = "app-1", into devices: inout KnownDevices) -> [Bool] {
-        users.map { devices.admit(device($0, app: app)) }
+        users.map { devices.admit(device($0, app: app)) != nil }
     }
 
     @Test func admitsUpToTheLimitPerApplicationAndKnownDevicesAlways() {
@@ -43,5 +44,22 @@ struct KnownDevicesTests {
         let answers = Self.admitted(["b", "c"], into: &devices)
         #expect(answers == [true, false])
         #expect(devices.pending.isEmpty, "loaded devices are stored already")
+    }
+
+    @Test func aDeviceKeepsItsSlotNumberAndItsShardAndAFreedNumberIsTakenAgain() {
+        var devices = KnownDevices(limit: 10, idleAge: 100, shards: 4)
+        let a = devices.admit(Self.device("a"), now: 0), b = devices.admit(Self.device("b"), now: 50)
+        #expect(a != nil && b != nil && a != b)
+        #expect(devices.admit(Self.device("a"), now: 60) == a, "the same device, the same number")
+        for (device, number) in [(Self.device("a"), a), (Self.device("b"), b)] {
+            #expect(devices.shard(ofSlot: number ?? -1) == DeviceShard.of(device, shards: 4))
+        }
+        _ = devices.commit()
+        #expect(devices.forgetIdle(now: 155) == [Self.device("b")])
+        let c = devices.admit(Self.device("c"), now: 155)
+        #expect(c == b, "b's number went to c")
+        #expect(devices.shard(ofSlot: c ?? -1) == DeviceShard.of(Self.device("c"), shards: 4))
+        devices.noteStored(slot: c ?? -1, at: 7)
+        #expect(devices.lastPosition(Self.device("c")) == 7 && devices.lastPosition(Self.device("b")) == nil)
     }
 }
