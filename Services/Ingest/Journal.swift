@@ -74,6 +74,11 @@ public final class Journal: FeedSource {
     private var unsavedConsumers: Set<String> = []
     private var isOpen = true
     private var devices: KnownDevices
+    /// The newest chunks, served to the feed from memory (`JournalTail`).
+    private var tail = JournalTail(maximumBytes: Journal.tailBytes)
+    /// Bytes of feed items `tail` keeps: a few hundred thousand records, what detection has not read yet when it
+    /// keeps up.
+    static let tailBytes = 16 << 20
     /// When idle devices were last looked for (Unix seconds).
     private var lastDeviceSweep: Double?
     /// Seconds between looks for idle devices (each look visits every known device).
@@ -269,8 +274,10 @@ public final class Journal: FeedSource {
         let insert = try database.statement(
             "INSERT INTO chunks (shard, records, received_at, batch, body, gateway, watermark) VALUES (?, ?, ?, ?, ?, ?, ?)")
         var chunks = 0, records = 0
-        // Where each batch's devices' records went: (batch, the chunk's position, its record indexes or nil for all).
+        // Where each batch's devices' records went: (batch, the chunk's position, its record indexes or nil for all),
+        // and the chunk for the tail.
         var stored: [(batch: Int, position: UInt64, indexes: [Int]?)] = []
+        var added: [JournalTail.Chunk] = []
         let saveDevice = try database.statement("""
             INSERT INTO devices (app, user, first_seen, last_seen) VALUES (?, ?, ?, ?)
             ON CONFLICT (app, user) DO UPDATE SET last_seen = max(coalesce(last_seen, 0), excluded.last_seen)
@@ -287,7 +294,11 @@ public final class Journal: FeedSource {
                     for chunk in batch.chunksWithHeader(shards: shards, shard: shardFinder(batch)) {
                         try insert.run(chunk.shard, chunk.count, receivedAt, batch.id, chunk.body, batch.header?.gateway,
                                        watermark)
-                        stored.append((number, UInt64(database.lastInsertRowID), chunk.indexes))
+                        let position = UInt64(database.lastInsertRowID)
+                        stored.append((number, position, chunk.indexes))
+                        let item = batch.header.map { JournalChunk(records: chunk.body, header: $0, shard: chunk.shard).item }
+                        added.append(JournalTail.Chunk(position: position, shard: chunk.shard, size: chunk.body.count,
+                                                       item: item ?? chunk.body))
                         chunks += 1
                         records += chunk.count
                     }
@@ -298,6 +309,7 @@ public final class Journal: FeedSource {
             throw error
         }
         _ = devices.commit()
+        for chunk in added { tail.add(chunk) }
         for (number, position, indexes) in stored {
             let batch = batches[number]
             if let slots = batch.slots {
@@ -347,6 +359,10 @@ public final class Journal: FeedSource {
         }
         let through = min(request.through ?? head, head)
         guard request.after < through else { return FeedBatch(items: [], to: request.after) }
+        if let (items, last, full) = tail.read(shard: request.shard, after: request.after, through: through,
+                                               maxItems: request.maxItems, maxBytes: request.maxBytes) {
+            return Self.batch(items: items, last: last, full: full, request: request, through: through)
+        }
         let statement: SQLiteStatement
         var parameters: [SQLiteBindable] = []
         if let shard = request.shard {
@@ -385,6 +401,12 @@ public final class Journal: FeedSource {
             full = true
         }
         if items.count >= request.maxItems { full = true }
+        return Self.batch(items: items, last: last, full: full, request: request, through: through)
+    }
+
+    /// A reply of `items`, the last at `last`: it reaches `through` when the request gave one and was not cut short.
+    private static func batch(items: [[UInt8]], last: UInt64?, full: Bool, request: FeedRequest, through: UInt64)
+        -> FeedBatch {
         var to = last ?? request.after
         if request.through != nil, !full { to = max(to, through) }
         return FeedBatch(items: items, to: to)
@@ -453,6 +475,7 @@ public final class Journal: FeedSource {
         }
         // Taken only once the deletion is committed: a rolled-back one deleted nothing.
         deletedThrough = deleted
+        tail.forget(through: deleted.max() ?? 0)
         statistics.expiredChunks += outcome.expiredChunks
         try freeIdleDevices(now: now)
         if maximumBytes > 0 {
@@ -507,6 +530,7 @@ public final class Journal: FeedSource {
             try saveDeletedThrough(deleted)
         }
         deletedThrough = deleted
+        tail.forget(through: deleted.max() ?? 0)
         outcome.trimmedChunks += cut.positions.count - cut.unreadChunks
         outcome.droppedUnreadChunks += cut.unreadChunks
         outcome.droppedUnreadRecords.merge(cut.unreadRecords, uniquingKeysWith: +)
