@@ -96,22 +96,34 @@ def generate(path, devices, first_round, rounds, prefix="flood"):
     os.rename(temporary, path)
 
 
-def input_files(options):
-    """The three parts of the input (main flood, half-load background, restart flood), generated once and cached."""
+def input_file(options, name, first, rounds):
+    """Records of rounds [first, first + rounds) of every device, generated once and cached: (path, records)."""
     cache = os.path.join(tempfile.gettempdir(), "roadsave-bench-cache")
     os.makedirs(cache, exist_ok=True)
-    rounds = max(1, options.records // options.devices)
-    parts = [("main", 0, rounds), ("background", rounds, rounds), ("restart", 2 * rounds, rounds // 2)]
-    files = {}
-    for name, first, count in parts:
-        path = os.path.join(cache, "%s-%d-%d-%d.msgpack" % (name, options.devices, first, count))
-        if not os.path.exists(path):
-            started = time.monotonic()
-            generate(path, options.devices, first, count)
-            print("generated %s (%d records) in %.1f s" % (path, count * options.devices, time.monotonic() - started),
-                  file=sys.stderr)
-        files[name] = (path, count * options.devices)
-    return files
+    path = os.path.join(cache, "%s-%d-%d-%d.msgpack" % (name, options.devices, first, rounds))
+    if not os.path.exists(path):
+        started = time.monotonic()
+        generate(path, options.devices, first, rounds)
+        print("generated %s (%d records) in %.1f s" % (path, rounds * options.devices, time.monotonic() - started),
+              file=sys.stderr)
+    return path, rounds * options.devices
+
+
+def input_files(options):
+    """The main flood; the half-load background and the restart flood follow it in event time, once the rate the
+    background must hold is known (`later_files`)."""
+    return {"main": input_file(options, "main", 0, max(1, options.records // options.devices))}
+
+
+def later_files(options, files, rate, probes, spacing):
+    """The background, long enough at `rate` to outlast the probes with a margin (its end is a stream's end, which
+    releases every device of it at once: thousands of events that would queue before a probe's alert), in rounds of
+    500 so that runs at similar rates share the cache; then the restart flood after it."""
+    main_rounds = files["main"][1] // options.devices
+    seconds = 2 + probes * (spacing + 0.1) + 5
+    rounds = max(main_rounds, int(math.ceil(rate * seconds / options.devices / 500.0)) * 500)
+    files["background"] = input_file(options, "background", main_rounds, rounds)
+    files["restart"] = input_file(options, "restart", main_rounds + rounds, max(1, main_rounds // 2))
 
 
 # MARK: Clients
@@ -332,9 +344,10 @@ def probe_records(user, impact_at):
     return first, decide
 
 
-def measure_latency(endpoint, keys, subscriber, probes, spacing=0.3):
+def measure_latency(endpoint, keys, subscriber, probes, spacing, background):
     """Sends each probe's two batches (waiting for each acknowledgement) and returns the latencies in ms from the
-    second acknowledgement to the crashDetected event, and how many probes saw no event (or one before the ack)."""
+    second acknowledgement to the crashDetected event, and how many probes saw no event (or one before the ack).
+    Fails if the `background` load ended before the last probe: the figure would not be at that load."""
     context = zmq.Context.instance()
     dealer = context.socket(zmq.DEALER)
     dealer.setsockopt(zmq.LINGER, 0)
@@ -363,6 +376,8 @@ def measure_latency(endpoint, keys, subscriber, probes, spacing=0.3):
         send_and_ack(("%s-a" % user).encode(), first)
         time.sleep(spacing)
         acked[user] = send_and_ack(("%s-b" % user).encode(), decide)
+        if background.poll() is not None:
+            raise RuntimeError("the background load ended after %d of %d probes" % (index + 1, probes))
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline and any(user not in subscriber.crashes for user in acked):
         time.sleep(0.05)
@@ -383,6 +398,8 @@ def percentile(values, fraction):
     index = min(len(values) - 1, max(0, int(math.ceil(fraction * len(values))) - 1))
     return values[index]
 
+
+PROBE_SPACING = 0.3
 
 # MARK: Detection shards
 
@@ -632,10 +649,12 @@ def main():
 
         # Crash alert latency at half the end-to-end capacity.
         half = max(1000.0, end_to_end / 2) if end_to_end == end_to_end else 1000.0
+        later_files(options, files, half, options.probes, PROBE_SPACING)
         background = run_send(tools, up.endpoint["gateway"], files["background"][0], options, up.gateway,
                               rate=half, background=True)
         time.sleep(2)
-        latencies, missing = measure_latency(up.endpoint["gateway"], up.gateway, subscriber, options.probes)
+        latencies, missing = measure_latency(up.endpoint["gateway"], up.gateway, subscriber, options.probes,
+                                             PROBE_SPACING, background)
         background.send_signal(signal.SIGTERM)
         background.wait()
         loads["latency"] = load_average()

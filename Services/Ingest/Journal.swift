@@ -76,9 +76,9 @@ public final class Journal: FeedSource {
     private var devices: KnownDevices
     /// The newest chunks, served to the feed from memory (`JournalTail`).
     private var tail = JournalTail(maximumBytes: Journal.tailBytes)
-    /// Bytes of feed items `tail` keeps: a few hundred thousand records, what detection has not read yet when it
-    /// keeps up.
-    static let tailBytes = 16 << 20
+    /// Bytes of feed items `tail` keeps: some 80,000 records, far more than detection has not read when it keeps up
+    /// (about a hundred chunks under the benchmark's load); one further behind reads from the store.
+    static let tailBytes = 8 << 20
     /// When idle devices were last looked for (Unix seconds).
     private var lastDeviceSweep: Double?
     /// Seconds between looks for idle devices (each look visits every known device).

@@ -36,10 +36,7 @@ struct JournalTail {
         if let newest, chunk.position != newest + 1 { removeAll() }
         chunks.append(chunk)
         bytes += chunk.item.count
-        while bytes > maximumBytes, start < chunks.count {
-            bytes -= chunks[start].item.count
-            start += 1
-        }
+        while bytes > maximumBytes, start < chunks.count { dropOldest() }
         // Dropped chunks are removed in bulk, not one by one from the front.
         if start > 1024, start * 2 > chunks.count {
             chunks.removeFirst(start)
@@ -52,8 +49,14 @@ struct JournalTail {
         guard let oldest, position >= oldest else { return }
         guard let newest, position < newest else { return removeAll() }
         let end = start + Int(position - oldest) + 1
-        for index in start..<end { bytes -= chunks[index].item.count }
-        start = end
+        while start < end { dropOldest() }
+    }
+
+    /// The oldest chunk is no longer held; its bytes are freed now, its place in `chunks` with the next compaction.
+    private mutating func dropOldest() {
+        bytes -= chunks[start].item.count
+        chunks[start].item = []
+        start += 1
     }
 
     mutating func removeAll() {

@@ -45,7 +45,14 @@ public final class SQLiteDatabase {
         }
         try execute("PRAGMA synchronous=\(synchronous.rawValue)")
         try execute("PRAGMA foreign_keys=ON")
+        // SQLite folds the log into the file every 1000 pages, 4 MB of 4 KiB pages but 64 MB of 64 KiB ones: one fold
+        // of that size would hold up the owning thread for tens of milliseconds. About 4 MiB, whatever the pages.
+        let size = try integer("PRAGMA page_size") ?? 4096
+        try execute("PRAGMA wal_autocheckpoint=\(max(1, Self.logFoldBytes / max(512, size)))")
     }
+
+    /// Bytes of log after which a commit folds it into the file.
+    static let logFoldBytes: Int64 = 4 << 20
 
     deinit {
         close()

@@ -19,6 +19,10 @@ import Testing
         let journal = try Journal(directory: directory.path, shards: 1, log: Records.quiet)
         journal.close()
         #expect(try Self.pageSize(journal.path) == Int64(Journal.pageSize))
+        // The log is still folded into the file every 4 MiB, not every 1000 pages (64 MB of these).
+        let database = try SQLiteDatabase(path: journal.path)
+        defer { database.close() }
+        #expect(try database.integer("PRAGMA wal_autocheckpoint") == 64)
     }
 
     @Test func aJournalWithSmallPagesKeepsThemAndItsRecords() throws {
