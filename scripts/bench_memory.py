@@ -185,10 +185,10 @@ def main():
         figures = [
             {"figure": "detection memory peak, " + shape, "value": round(evicting["peak"] / MiB, 1), "unit": "MiB",
              "baseline": "without eviction" + scaled if baseline else None,
-             "baselineValue": round(baseline["peakExtrapolated"] / MiB, 1) if baseline else None, "target": "<= 1 GiB"},
+             "baselineValue": round(baseline["peakExtrapolated"] / MiB, 1) if baseline else None, "target": "<= 1024"},
             {"figure": "detection memory settled, " + shape, "value": round(evicting["settled"] / MiB, 1), "unit": "MiB",
              "baseline": "without eviction" + scaled if baseline else None,
-             "baselineValue": round(baseline["extrapolated"] / MiB, 1) if baseline else None, "target": "<= 1 GiB"},
+             "baselineValue": round(baseline["extrapolated"] / MiB, 1) if baseline else None, "target": "<= 1024"},
         ]
         if options.json:
             with open(options.json, "w") as handle:
