@@ -65,7 +65,10 @@ public final class Journal: FeedSource {
     public private(set) var head: UInt64
     public private(set) var statistics = JournalStatistics()
     /// Per shard, the highest position retention has deleted (0: nothing of it yet).
-    public private(set) var deletedThrough: [UInt64]
+    public private(set) var deletedThrough: [UInt64] {
+        // Whatever retention deletes, by age or by size, the tail must not serve any more.
+        didSet { tail.forget(through: deletedThrough.max() ?? 0) }
+    }
 
     private let database: SQLiteDatabase
     private let log: Log
@@ -475,7 +478,6 @@ public final class Journal: FeedSource {
         }
         // Taken only once the deletion is committed: a rolled-back one deleted nothing.
         deletedThrough = deleted
-        tail.forget(through: deleted.max() ?? 0)
         statistics.expiredChunks += outcome.expiredChunks
         try freeIdleDevices(now: now)
         if maximumBytes > 0 {
@@ -530,7 +532,6 @@ public final class Journal: FeedSource {
             try saveDeletedThrough(deleted)
         }
         deletedThrough = deleted
-        tail.forget(through: deleted.max() ?? 0)
         outcome.trimmedChunks += cut.positions.count - cut.unreadChunks
         outcome.droppedUnreadChunks += cut.unreadChunks
         outcome.droppedUnreadRecords.merge(cut.unreadRecords, uniquingKeysWith: +)

@@ -86,4 +86,25 @@ import Wire
                     "after \(request.after) shard \(request.shard.map(String.init) ?? "all")")
         }
     }
+
+    /// Chunks retention deletes (by age here: the size rule records its deletions the same way) are not served from
+    /// memory afterwards.
+    @Test func whatRetentionDeletedIsNotServedFromMemory() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let clock = TestClock(1_000_000)
+        let journal = try Journal(directory: directory.path, shards: 1, retentionAge: 600, log: Records.quiet,
+                                  clock: { clock.now })
+        defer { journal.close() }
+        for round in 0..<3 {
+            if round == 2 { clock.now += 1000 }
+            let records = Records.drive(user: "u1", count: 2, start: 1_772_433_000 + Double(round * 10))
+            try journal.append([Journal.Batch(id: "\(round)", records: records, slots: records.compactMap { journal.admit($0.device) })])
+        }
+        #expect(try journal.read(Requests.request(after: 0)).items.count == 3)
+        journal.acknowledged(Requests.request(after: 3, acknowledged: 3, consumer: "detection"))
+        #expect(try journal.enforceRetention().expiredChunks == 2, "1 and 2 are old and read")
+        let read = try journal.read(Requests.request(after: 0))
+        #expect(read.items.count == 1 && read.to == 3, "only 3 is left")
+    }
 }
