@@ -344,10 +344,11 @@ def probe_records(user, impact_at):
     return first, decide
 
 
-def measure_latency(endpoint, keys, subscriber, probes, spacing, background):
+def measure_latency(endpoint, keys, subscriber, probes, spacing, background, strict=True):
     """Sends each probe's two batches (waiting for each acknowledgement) and returns the latencies in ms from the
     second acknowledgement to the crashDetected event, and how many probes saw no event (or one before the ack).
-    Fails if the `background` load ended before the last probe: the figure would not be at that load."""
+    If the `background` load ended before the last probe the figure is not at that load: an error when `strict`,
+    else a warning (`--check` judges no speed, and how long the background lasts depends on the machine's)."""
     context = zmq.Context.instance()
     dealer = context.socket(zmq.DEALER)
     dealer.setsockopt(zmq.LINGER, 0)
@@ -369,6 +370,7 @@ def measure_latency(endpoint, keys, subscriber, probes, spacing, background):
         return acknowledged
 
     acked = {}
+    ended_early = False
     run = "%x" % int(time.time())
     for index in range(probes):
         user = "probe-%s-%03d" % (run, index)
@@ -376,8 +378,11 @@ def measure_latency(endpoint, keys, subscriber, probes, spacing, background):
         send_and_ack(("%s-a" % user).encode(), first)
         time.sleep(spacing)
         acked[user] = send_and_ack(("%s-b" % user).encode(), decide)
-        if background.poll() is not None:
-            raise RuntimeError("the background load ended after %d of %d probes" % (index + 1, probes))
+        if background.poll() is not None and index + 1 < probes and not ended_early:
+            ended_early = True
+            if strict:
+                raise RuntimeError("the background load ended after %d of %d probes" % (index + 1, probes))
+            print("warning: the background load ended after %d of %d probes" % (index + 1, probes), file=sys.stderr)
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline and any(user not in subscriber.crashes for user in acked):
         time.sleep(0.05)
@@ -654,7 +659,7 @@ def main():
                               rate=half, background=True)
         time.sleep(2)
         latencies, missing = measure_latency(up.endpoint["gateway"], up.gateway, subscriber, options.probes,
-                                             PROBE_SPACING, background)
+                                             PROBE_SPACING, background, strict=not options.check)
         background.send_signal(signal.SIGTERM)
         background.wait()
         loads["latency"] = load_average()
