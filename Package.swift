@@ -4,7 +4,7 @@ import PackageDescription
 
 let package = Package(
     name: "RoadSave",
-    platforms: [.macOS(.v15)],  // Synchronization's Atomic (SystemKit's signal counter)
+    platforms: [.macOS(.v15)], // Synchronization's Atomic (SystemKit's signal counter)
     products: [
         .executable(name: "roadsave", targets: ["roadsave"]),
         .executable(name: "roadsave-ingest", targets: ["roadsave-ingest"]),
@@ -50,109 +50,166 @@ let package = Package(
         // Detection: the pure, deterministic trip and crash engines and the per-device session.
         .target(name: "DetectionEngine", dependencies: ["RoadSaveModel"], path: "Services/Detection/Engine"),
         // The RoadSave platform over HTTP (settings and crash evaluation), for the service shells.
-        .target(name: "PlatformHTTP", dependencies: ["RoadSaveModel", "DetectionEngine"],
-                path: "Services/Detection/PlatformHTTP"),
+        .target(
+            name: "PlatformHTTP", dependencies: ["RoadSaveModel", "DetectionEngine"],
+            path: "Services/Detection/PlatformHTTP"),
 
         // What every service process shares: configuration, signals, the run loop of a service.
-        .target(name: "ServiceKit", dependencies: ["RoadSaveModel", "ZeroMQ", "Metrics", "Feeds", "SystemKit"], path: "Shared/ServiceKit"),
+        .target(
+            name: "ServiceKit", dependencies: ["RoadSaveModel", "ZeroMQ", "Metrics", "Feeds", "SystemKit"],
+            path: "Shared/ServiceKit"),
         // sensor-ingest: validates, acknowledges and publishes gateways' records.
-        .target(name: "IngestService", dependencies: ["RoadSaveModel", "ServiceKit", "Metrics", "Wire", "ZeroMQ", "Storage", "Feeds", "SystemKit"],
-                path: "Services/Ingest"),
+        .target(
+            name: "IngestService",
+            dependencies: [
+                "RoadSaveModel", "ServiceKit", "Metrics", "Wire", "ZeroMQ", "Storage", "Feeds", "SystemKit",
+            ],
+            path: "Services/Ingest"),
         // detection's service shell around the engines.
-        .target(name: "DetectionService",
-                dependencies: ["DetectionEngine", "PlatformHTTP", "RoadSaveModel", "ServiceKit", "Metrics", "Wire", "ZeroMQ", "Storage",
-                               "Feeds", "CZstd", "SystemKit"],
-                path: "Services/Detection/Service"),
+        .target(
+            name: "DetectionService",
+            dependencies: [
+                "DetectionEngine", "PlatformHTTP", "RoadSaveModel", "ServiceKit", "Metrics", "Wire", "ZeroMQ",
+                "Storage",
+                "Feeds", "CZstd", "SystemKit",
+            ],
+            path: "Services/Detection/Service"),
         // notifier's service shell around the sinks.
-        .target(name: "NotifierService",
-                dependencies: ["NotifierSinks", "RoadSaveModel", "ServiceKit", "Metrics", "Wire", "ZeroMQ", "Storage", "Feeds",
-                               "SystemKit"],
-                path: "Services/Notifier/Service"),
+        .target(
+            name: "NotifierService",
+            dependencies: [
+                "NotifierSinks", "RoadSaveModel", "ServiceKit", "Metrics", "Wire", "ZeroMQ", "Storage", "Feeds",
+                "SystemKit",
+            ],
+            path: "Services/Notifier/Service"),
         // The service commands and the gateway/subscriber/control clients (roadsave ingest|detect|notify|up|send|tail|ctl).
-        .target(name: "ServiceCommands",
-                dependencies: ["IngestService", "DetectionService", "NotifierService", "ServiceKit", "Metrics", "Wire", "ZeroMQ",
-                               "RoadSaveModel", "CProcessControl", "Storage", "TerminalProgress", "GatewayKit", "SystemKit"],
-                path: "Services/Commands"),
-        .executableTarget(name: "roadsave-ingest", dependencies: ["ServiceCommands"], path: "Services/Executables/Ingest"),
-        .executableTarget(name: "roadsave-detect", dependencies: ["ServiceCommands"], path: "Services/Executables/Detect"),
-        .executableTarget(name: "roadsave-notify", dependencies: ["ServiceCommands"], path: "Services/Executables/Notify"),
+        .target(
+            name: "ServiceCommands",
+            dependencies: [
+                "IngestService", "DetectionService", "NotifierService", "ServiceKit", "Metrics", "Wire", "ZeroMQ",
+                "RoadSaveModel", "CProcessControl", "Storage", "TerminalProgress", "GatewayKit", "SystemKit",
+            ],
+            path: "Services/Commands"),
+        .executableTarget(
+            name: "roadsave-ingest", dependencies: ["ServiceCommands"], path: "Services/Executables/Ingest"),
+        .executableTarget(
+            name: "roadsave-detect", dependencies: ["ServiceCommands"], path: "Services/Executables/Detect"),
+        .executableTarget(
+            name: "roadsave-notify", dependencies: ["ServiceCommands"], path: "Services/Executables/Notify"),
 
         // Notifier: the sinks that deliver events (ZeroMQ PUB, webhooks, NDJSON).
-        .target(name: "NotifierSinks", dependencies: ["RoadSaveModel", "CSodium", "ZeroMQ", "Wire", "SystemKit"],
-                path: "Services/Notifier/Sinks"),
+        .target(
+            name: "NotifierSinks", dependencies: ["RoadSaveModel", "CSodium", "ZeroMQ", "Wire", "SystemKit"],
+            path: "Services/Notifier/Sinks"),
 
         // Replay: the engines over a recorded file (NDJSON or MessagePack), in one process.
-        .target(name: "Replay", dependencies: ["RoadSaveModel", "DetectionEngine", "PlatformHTTP", "Wire", "TerminalProgress"],
-                path: "Services/Replay"),
+        .target(
+            name: "Replay",
+            dependencies: ["RoadSaveModel", "DetectionEngine", "PlatformHTTP", "Wire", "TerminalProgress"],
+            path: "Services/Replay"),
         // Reports: the engines over a recording, drawn (HTML with inline SVG) and as GeoJSON.
-        .target(name: "Report", dependencies: ["RoadSaveModel", "DetectionEngine", "PlatformHTTP", "Replay", "Wire"],
-                path: "Services/Report"),
+        .target(
+            name: "Report", dependencies: ["RoadSaveModel", "DetectionEngine", "PlatformHTTP", "Replay", "Wire"],
+            path: "Services/Report"),
         // Simulation: realistic record streams from a seed.
         .target(name: "Simulator", dependencies: ["GatewayKit", "TerminalProgress"], path: "Services/Simulator"),
         // Converters from the real recordings in ../shared/data to NDJSON records.
-        .target(name: "Recordings", dependencies: ["GatewayKit", "RoadSaveModel", "Wire", "TerminalProgress"],
-                path: "Services/Recordings"),
+        .target(
+            name: "Recordings", dependencies: ["GatewayKit", "RoadSaveModel", "Wire", "TerminalProgress"],
+            path: "Services/Recordings"),
 
-        .executableTarget(name: "roadsave",
-                          dependencies: ["RoadSaveModel", "DetectionEngine", "PlatformHTTP", "Replay", "Report", "Simulator",
-                                         "Recordings", "ServiceCommands"],
-                          path: "Services/CLI"),
+        .executableTarget(
+            name: "roadsave",
+            dependencies: [
+                "RoadSaveModel", "DetectionEngine", "PlatformHTTP", "Replay", "Report", "Simulator",
+                "Recordings", "ServiceCommands",
+            ],
+            path: "Services/CLI"),
 
         // The benchmark behind `make bench`.
-        .executableTarget(name: "roadsave-bench",
-                          dependencies: ["RoadSaveModel", "DetectionEngine", "Replay", "Wire", "ZeroMQ", "CMessagePack"],
-                          path: "Services/Bench"),
+        .executableTarget(
+            name: "roadsave-bench",
+            dependencies: ["RoadSaveModel", "DetectionEngine", "Replay", "Wire", "ZeroMQ", "CMessagePack"],
+            path: "Services/Bench"),
 
         // What the test targets share: child processes with their outputs, free ports, the built executables, waits
         // with a hang bound, key folders made by `roadsave keygen`, a test's seed. A library for test targets only.
         .target(name: "RoadSaveTestKit", dependencies: ["SystemKit"], path: "Tests/RoadSaveTestKit"),
 
         .testTarget(name: "SystemKitTests", dependencies: ["SystemKit"], path: "Tests/SystemKitTests"),
-        .testTarget(name: "TerminalProgressTests", dependencies: ["TerminalProgress"], path: "Tests/TerminalProgressTests"),
-        .testTarget(name: "GatewayKitTests", dependencies: ["GatewayKit", "RoadSaveModel"], path: "Tests/GatewayKitTests"),
+        .testTarget(
+            name: "TerminalProgressTests", dependencies: ["TerminalProgress"], path: "Tests/TerminalProgressTests"),
+        .testTarget(
+            name: "GatewayKitTests", dependencies: ["GatewayKit", "RoadSaveModel"], path: "Tests/GatewayKitTests"),
         .testTarget(name: "MetricsTests", dependencies: ["Metrics"], path: "Tests/MetricsTests"),
-        .testTarget(name: "ServiceKitTests", dependencies: ["ServiceKit", "RoadSaveModel"], path: "Tests/ServiceKitTests"),
-        .testTarget(name: "DetectionServiceTests",
-                    dependencies: ["DetectionService", "DetectionEngine", "IngestService", "RoadSaveModel", "Wire", "ZeroMQ",
-                                   "Storage", "Feeds", "SystemKit"],
-                    path: "Tests/DetectionServiceTests"),
+        .testTarget(
+            name: "ServiceKitTests", dependencies: ["ServiceKit", "RoadSaveModel"], path: "Tests/ServiceKitTests"),
+        .testTarget(
+            name: "DetectionServiceTests",
+            dependencies: [
+                "DetectionService", "DetectionEngine", "IngestService", "RoadSaveModel", "Wire", "ZeroMQ",
+                "Storage", "Feeds", "SystemKit",
+            ],
+            path: "Tests/DetectionServiceTests"),
         .testTarget(name: "StorageTests", dependencies: ["Storage"], path: "Tests/StorageTests"),
-        .testTarget(name: "FeedTests", dependencies: ["Feeds", "Wire", "ZeroMQ", "RoadSaveModel"], path: "Tests/FeedTests"),
-        .testTarget(name: "IngestTests", dependencies: ["IngestService", "Storage", "Feeds", "Wire", "ZeroMQ", "RoadSaveModel", "SystemKit"],
-                    path: "Tests/IngestTests"),
-        .testTarget(name: "NotifierTests",
-                    dependencies: ["NotifierService", "NotifierSinks", "Storage", "Feeds", "Wire", "ZeroMQ", "RoadSaveModel",
-                                   "ServiceKit", "SystemKit", "RoadSaveTestKit"],
-                    path: "Tests/NotifierTests"),
-        .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ", "SystemKit", "RoadSaveTestKit"], path: "Tests/ZeroMQTests"),
+        .testTarget(
+            name: "FeedTests", dependencies: ["Feeds", "Wire", "ZeroMQ", "RoadSaveModel"], path: "Tests/FeedTests"),
+        .testTarget(
+            name: "IngestTests",
+            dependencies: ["IngestService", "Storage", "Feeds", "Wire", "ZeroMQ", "RoadSaveModel", "SystemKit"],
+            path: "Tests/IngestTests"),
+        .testTarget(
+            name: "NotifierTests",
+            dependencies: [
+                "NotifierService", "NotifierSinks", "Storage", "Feeds", "Wire", "ZeroMQ", "RoadSaveModel",
+                "ServiceKit", "SystemKit", "RoadSaveTestKit",
+            ],
+            path: "Tests/NotifierTests"),
+        .testTarget(
+            name: "ZeroMQTests", dependencies: ["ZeroMQ", "SystemKit", "RoadSaveTestKit"], path: "Tests/ZeroMQTests"),
         .testTarget(name: "WireTests", dependencies: ["Wire", "RoadSaveModel"], path: "Tests/WireTests"),
-        .testTarget(name: "NotifierSinkTests", dependencies: ["NotifierSinks", "RoadSaveModel", "ZeroMQ", "Wire"],
-                    path: "Tests/NotifierSinkTests", exclude: ["Support/webhook_receiver.py"]),
+        .testTarget(
+            name: "NotifierSinkTests", dependencies: ["NotifierSinks", "RoadSaveModel", "ZeroMQ", "Wire"],
+            path: "Tests/NotifierSinkTests", exclude: ["Support/webhook_receiver.py"]),
         .testTarget(name: "ModelTests", dependencies: ["RoadSaveModel", "GatewayKit"], path: "Tests/ModelTests"),
-        .testTarget(name: "EngineTests", dependencies: ["RoadSaveModel", "DetectionEngine", "GatewayKit"],
-                    path: "Tests/EngineTests"),
+        .testTarget(
+            name: "EngineTests", dependencies: ["RoadSaveModel", "DetectionEngine", "GatewayKit"],
+            path: "Tests/EngineTests"),
         .testTarget(name: "SimulatorTests", dependencies: ["Simulator"], path: "Tests/SimulatorTests"),
-        .testTarget(name: "RecordingConverterTests", dependencies: ["Recordings"], path: "Tests/RecordingConverterTests"),
-        .testTarget(name: "RecordingTests", dependencies: ["Recordings", "RoadSaveModel", "DetectionEngine", "Replay", "GatewayKit"],
-                    path: "Tests/RecordingTests"),
+        .testTarget(
+            name: "RecordingConverterTests", dependencies: ["Recordings"], path: "Tests/RecordingConverterTests"),
+        .testTarget(
+            name: "RecordingTests",
+            dependencies: ["Recordings", "RoadSaveModel", "DetectionEngine", "Replay", "GatewayKit"],
+            path: "Tests/RecordingTests"),
         // The report's pieces: projection, thinning, escaping, the events file, GeoJSON, what is counted and drawn.
-        .testTarget(name: "ReportTests", dependencies: ["Report", "RoadSaveModel", "DetectionEngine", "GatewayKit"],
-                    path: "Tests/ReportTests"),
+        .testTarget(
+            name: "ReportTests", dependencies: ["Report", "RoadSaveModel", "DetectionEngine", "GatewayKit"],
+            path: "Tests/ReportTests"),
         // The replay path over simulated fleets, against the simulator's ground truth.
-        .testTarget(name: "PipelineTests", dependencies: ["Simulator", "Replay", "DetectionEngine", "RoadSaveModel", "Wire"],
-                    path: "Tests/PipelineTests"),
+        .testTarget(
+            name: "PipelineTests", dependencies: ["Simulator", "Replay", "DetectionEngine", "RoadSaveModel", "Wire"],
+            path: "Tests/PipelineTests"),
         // The gateway, subscriber, control and supervisor commands against real services.
-        .testTarget(name: "CommandTests", dependencies: ["roadsave", "ServiceCommands", "Wire", "RoadSaveModel", "Storage", "Recordings", "RoadSaveTestKit"],
-                    path: "Tests/CommandTests"),
+        .testTarget(
+            name: "CommandTests",
+            dependencies: [
+                "roadsave", "ServiceCommands", "Wire", "RoadSaveModel", "Storage", "Recordings", "RoadSaveTestKit",
+            ],
+            path: "Tests/CommandTests"),
         // The three services as separate processes on loopback, driven by clients that are not the project's code
         // (Python with pyzmq and msgpack); also the container files checked against the executables.
-        .testTarget(name: "IntegrationTests",
-                    dependencies: ["roadsave", "roadsave-ingest", "roadsave-detect", "roadsave-notify", "RoadSaveTestKit",
-                                   "GatewayKit"],
-                    path: "Tests/IntegrationTests", exclude: ["Support"]),
+        .testTarget(
+            name: "IntegrationTests",
+            dependencies: [
+                "roadsave", "roadsave-ingest", "roadsave-detect", "roadsave-notify", "RoadSaveTestKit",
+                "GatewayKit",
+            ],
+            path: "Tests/IntegrationTests", exclude: ["Support"]),
         // End-to-end tests run the built `roadsave` as a separate process (the dependency makes SwiftPM build it).
-        .testTarget(name: "CLITests", dependencies: ["roadsave", "RoadSaveTestKit"], path: "Tests/CLITests",
-                    exclude: ["Fixtures", "Support/stub_platform.py"]),
+        .testTarget(
+            name: "CLITests", dependencies: ["roadsave", "RoadSaveTestKit"], path: "Tests/CLITests",
+            exclude: ["Fixtures", "Support/stub_platform.py"]),
     ],
     swiftLanguageModes: [.v6]
 )

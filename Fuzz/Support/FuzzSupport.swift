@@ -1,8 +1,10 @@
 // What every fuzz target shares: the property check, and a way to read several frames out of one input.
 
 /// Stops the run when a property that must hold does not: libFuzzer saves the input that broke it.
-func require(_ condition: @autoclosure () -> Bool, _ message: @autoclosure () -> String,
-             file: StaticString = #fileID, line: UInt = #line) {
+func require(
+    _ condition: @autoclosure () -> Bool, _ message: @autoclosure () -> String,
+    file: StaticString = #fileID, line: UInt = #line
+) {
     if !condition() { fatalError("fuzz requirement failed: \(message())", file: file, line: line) }
 }
 

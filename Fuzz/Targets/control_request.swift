@@ -12,7 +12,9 @@ public func fuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     require(!request.app.isEmpty, "a request without an app was accepted")
     require(request.user.map { !$0.isEmpty } ?? true, "an empty user was accepted")
     if request.command == .setDetectionMode { require(request.detectionMode != nil, "setDetectionMode without a mode") }
-    if request.command == .setAutoTripDetection { require(request.enabled != nil, "setAutoTripDetection without enabled") }
+    if request.command == .setAutoTripDetection {
+        require(request.enabled != nil, "setAutoTripDetection without enabled")
+    }
     do {
         let stored = try JSONEncoder().encode(request)
         let again = try JSONDecoder().decode(ControlRequest.self, from: stored)

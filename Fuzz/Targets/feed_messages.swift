@@ -12,7 +12,9 @@ public func fuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     if first & 1 == 0 {
         guard let request = try? FeedRequest(frames: [FeedRequest.frame, map]) else { return 0 }
         require(request.maxItems >= 1 && request.maxBytes >= 1, "a request for nothing was accepted")
-        if let shard = request.shard, let shards = request.shards { require(shard < shards, "shard \(shard) of \(shards)") }
+        if let shard = request.shard, let shards = request.shards {
+            require(shard < shards, "shard \(shard) of \(shards)")
+        }
         let again = try? FeedRequest(frames: request.frames())
         require(again == request, "feed request round trip changed \(request) into \(String(describing: again))")
     } else {

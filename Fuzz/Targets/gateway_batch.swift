@@ -14,13 +14,20 @@ let applications: Set<String> = ["app-1", "a"]
 public func fuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     let message = frames(bytes(data, size)[...])
     var charged: Int?
-    let batch = GatewayBatch(message: message, applications: applications, maximumBatch: 1000,
-                             rateLimit: { count in charged = count; return nil })
-    require(batch.records.allSatisfy { applications.contains($0.device.app) }, "a record of an unknown application was kept")
+    let batch = GatewayBatch(
+        message: message, applications: applications, maximumBatch: 1000,
+        rateLimit: { count in
+            charged = count
+            return nil
+        })
+    require(
+        batch.records.allSatisfy { applications.contains($0.device.app) }, "a record of an unknown application was kept"
+    )
     require(batch.acknowledgement.accepted == batch.records.count, "accepted is not the number of records kept")
     require(batch.records.count <= 1000, "more than maximumBatch records kept")
     if batch.unreadable != nil {
-        require(batch.records.isEmpty && batch.acknowledgement.rejected.count == 1
+        require(
+            batch.records.isEmpty && batch.acknowledgement.rejected.count == 1
                 && batch.acknowledgement.rejected[0].index == -1, "an unreadable batch is not answered as one")
     }
     if let header = batch.header {
@@ -30,7 +37,8 @@ public func fuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     }
     if batch.unreadable == nil {
         let elements = batch.records.count + batch.acknowledgement.rejected.count
-        require(charged == elements, "the rate limit was charged \(String(describing: charged)) for \(elements) records")
+        require(
+            charged == elements, "the rate limit was charged \(String(describing: charged)) for \(elements) records")
     }
     let reply = batch.reply
     if message.isEmpty {

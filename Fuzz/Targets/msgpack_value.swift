@@ -16,7 +16,7 @@ public func fuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     let parsed = try? JSONText.decode(Array(text.utf8))
     require(parsed == value, "JSON text \(text) of a MessagePack value does not parse back to it")
 
-    if case let .array(elements) = value {
+    if case .array(let elements) = value {
         guard let records else {
             require(false, "decode read an array of \(elements.count) that decodeRecords refused")
             return 0
@@ -25,7 +25,7 @@ public func fuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
         for (element, result) in zip(elements, records) {
             let direct = Result { () throws(RecordError) -> SensorRecord in try RecordDecoding.record(from: element) }
             switch (direct, result) {
-            case let (.success(a), .success(b)): require(a == b, "decodeRecords made \(b), RecordDecoding \(a)")
+            case (.success(let a), .success(let b)): require(a == b, "decodeRecords made \(b), RecordDecoding \(a)")
             case (.failure, .failure): break
             default: require(false, "decodeRecords and RecordDecoding disagree on \(element): \(result) vs \(direct)")
             }

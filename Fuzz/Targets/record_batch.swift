@@ -13,7 +13,8 @@ public func fuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     guard let batch = try? RecordBatch.decodeBatch(Array(input.dropFirst()), contentType: contentType) else { return 0 }
 
     let ack = batch.acknowledgement
-    require(ack.accepted + ack.rejected.count == batch.records.count, "the acknowledgement does not count every element")
+    require(
+        ack.accepted + ack.rejected.count == batch.records.count, "the acknowledgement does not count every element")
     require(batch.records.map(\.index) == Array(0..<batch.records.count), "slots are not numbered in order")
     let accepted = batch.accepted
     guard !accepted.isEmpty else { return 0 }

@@ -16,8 +16,9 @@ public func fuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
         require(false, "the JSON of a valid record does not read back: \(error) in \(line)")
         return 0
     }
-    require(again.kind == record.kind && again.device == record.device && again.seq == record.seq,
-            "round trip changed kind, device or seq: \(line)")
+    require(
+        again.kind == record.kind && again.device == record.device && again.seq == record.seq,
+        "round trip changed kind, device or seq: \(line)")
     require(abs(again.t - record.t) <= 0.0005 + 1e-9 * abs(record.t), "round trip moved t: \(record.t) → \(again.t)")
     require(again.json() == line, "the JSON of a record read from JSON is not stable: \(line) → \(again.json())")
     return 0

@@ -30,10 +30,13 @@ enum AckServer {
             guard message.isWellFormed else { continue }
             var acknowledgement = Acknowledgement(accepted: 0, rejected: [])
             if let contentType = ContentType(frame: message.contentType),
-               let batch = try? RecordBatch.decodeBatch(message.body, contentType: contentType) {
+                let batch = try? RecordBatch.decodeBatch(message.body, contentType: contentType)
+            {
                 acknowledgement = batch.acknowledgement
                 // The gateway's watermark, read as ingest reads it (it stores it with the records).
-                if let header = message.header, (try? GatewayBatchHeader.decode(header, contentType: contentType)) == nil {
+                if let header = message.header,
+                    (try? GatewayBatchHeader.decode(header, contentType: contentType)) == nil
+                {
                     acknowledgement = Acknowledgement(accepted: 0, rejected: [])
                 }
             }

@@ -101,8 +101,9 @@ struct Bench {
         let messagePackPath = NSTemporaryDirectory() + "roadsave-bench-\(getpid()).msgpack"
         defer { unlink(messagePackPath) }
         let (records, fileBytes) = convert(path, to: messagePackPath)
-        print("file: \(path), \(records) records, \(fileBytes / 1_048_576) MiB (MessagePack copy: "
-              + "\(fileSize(messagePackPath) / 1_048_576) MiB)")
+        print(
+            "file: \(path), \(records) records, \(fileBytes / 1_048_576) MiB (MessagePack copy: "
+                + "\(fileSize(messagePackPath) / 1_048_576) MiB)")
 
         func best(_ name: String, _ body: () async -> Double) async -> Double {
             guard only == nil || only == name else { return .nan }
@@ -117,7 +118,9 @@ struct Bench {
         let decodeMessagePackRate = await best("decode-msgpack") { decode(messagePackPath, .msgpack) }
         var events = 0
         var devices = 0
-        let replayJSONRate = await best("replay-ndjson") { await replay(path, .ndjson, events: &events, devices: &devices) }
+        let replayJSONRate = await best("replay-ndjson") {
+            await replay(path, .ndjson, events: &events, devices: &devices)
+        }
         let replayMessagePackRate = await best("replay-msgpack") {
             await replay(messagePackPath, .msgpack, events: &events, devices: &devices)
         }
@@ -125,28 +128,43 @@ struct Bench {
 
         func ratio(_ value: Double, _ base: Double) -> String { String(format: "%.1fx", value / base) }
         func perRecord(_ rate: Double) -> String { String(format: "%.0f ns/record", 1e9 / rate) }
-        print("baseline  Foundation JSONDecoder:       \(format(foundationRate)) records/s (\(min(baselineLines, records)) records)")
+        print(
+            "baseline  Foundation JSONDecoder:       \(format(foundationRate)) records/s (\(min(baselineLines, records)) records)"
+        )
         print("baseline  msgpack-c bare unpack:        \(format(bareRate)) records/s")
-        print("decode    NDJSON (read+scan+validate):  \(format(decodeJSONRate)) records/s, \(perRecord(decodeJSONRate)) (\(ratio(decodeJSONRate, foundationRate)) JSONDecoder)")
-        print("decode    msgpack (read+scan+validate): \(format(decodeMessagePackRate)) records/s, \(perRecord(decodeMessagePackRate)) (\(ratio(decodeMessagePackRate, bareRate)) bare unpack)")
-        print("replay    from NDJSON:                  \(format(replayJSONRate)) records/s (\(ratio(replayJSONRate, foundationRate)) JSONDecoder; target >= 500000), \(events) events, \(devices) devices")
-        print("replay    from msgpack:                 \(format(replayMessagePackRate)) records/s (\(ratio(replayMessagePackRate, bareRate)) bare unpack; target >= 1000000)")
+        print(
+            "decode    NDJSON (read+scan+validate):  \(format(decodeJSONRate)) records/s, \(perRecord(decodeJSONRate)) (\(ratio(decodeJSONRate, foundationRate)) JSONDecoder)"
+        )
+        print(
+            "decode    msgpack (read+scan+validate): \(format(decodeMessagePackRate)) records/s, \(perRecord(decodeMessagePackRate)) (\(ratio(decodeMessagePackRate, bareRate)) bare unpack)"
+        )
+        print(
+            "replay    from NDJSON:                  \(format(replayJSONRate)) records/s (\(ratio(replayJSONRate, foundationRate)) JSONDecoder; target >= 500000), \(events) events, \(devices) devices"
+        )
+        print(
+            "replay    from msgpack:                 \(format(replayMessagePackRate)) records/s (\(ratio(replayMessagePackRate, bareRate)) bare unpack; target >= 1000000)"
+        )
         print("peak RSS: \(format(peak)) MiB")
 
         if let jsonPath {
             let figures = [
                 BenchFigure(figure: "decode Foundation JSONDecoder", value: foundationRate, unit: "records/s"),
                 BenchFigure(figure: "decode msgpack-c bare unpack", value: bareRate, unit: "records/s"),
-                BenchFigure(figure: "decode ndjson", value: decodeJSONRate, unit: "records/s",
-                            baseline: "Foundation JSONDecoder", baselineValue: foundationRate),
-                BenchFigure(figure: "decode msgpack", value: decodeMessagePackRate, unit: "records/s",
-                            baseline: "msgpack-c bare unpack", baselineValue: bareRate),
-                BenchFigure(figure: "replay ndjson", value: replayJSONRate, unit: "records/s",
-                            baseline: "Foundation JSONDecoder", baselineValue: foundationRate, target: ">= 500000"),
-                BenchFigure(figure: "replay msgpack", value: replayMessagePackRate, unit: "records/s",
-                            baseline: "msgpack-c bare unpack", baselineValue: bareRate, target: ">= 1000000"),
-                BenchFigure(figure: "replay peak RSS", value: peak, unit: "MiB",
-                            target: "independent of file size"),
+                BenchFigure(
+                    figure: "decode ndjson", value: decodeJSONRate, unit: "records/s",
+                    baseline: "Foundation JSONDecoder", baselineValue: foundationRate),
+                BenchFigure(
+                    figure: "decode msgpack", value: decodeMessagePackRate, unit: "records/s",
+                    baseline: "msgpack-c bare unpack", baselineValue: bareRate),
+                BenchFigure(
+                    figure: "replay ndjson", value: replayJSONRate, unit: "records/s",
+                    baseline: "Foundation JSONDecoder", baselineValue: foundationRate, target: ">= 500000"),
+                BenchFigure(
+                    figure: "replay msgpack", value: replayMessagePackRate, unit: "records/s",
+                    baseline: "msgpack-c bare unpack", baselineValue: bareRate, target: ">= 1000000"),
+                BenchFigure(
+                    figure: "replay peak RSS", value: peak, unit: "MiB",
+                    target: "independent of file size"),
             ]
             do {
                 try BenchFigure.write(figures, to: jsonPath)
@@ -176,7 +194,7 @@ struct Bench {
         var records = 0
         do {
             while let (_, item) = reader.next() {
-                guard case let .record(record) = item else { continue }
+                guard case .record(let record) = item else { continue }
                 try writer.write(record)
                 records += 1
             }
@@ -197,10 +215,11 @@ struct Bench {
             failBench(error.description)
         }
         var sample: [Data] = []
-        reader.forEachLineUntil({ line, _ in
-            sample.append(Data(line))
-            return sample.count < lines
-        }, ended: { _ in })
+        reader.forEachLineUntil(
+            { line, _ in
+                sample.append(Data(line))
+                return sample.count < lines
+            }, ended: { _ in })
         let decoder = JSONDecoder()
         var count = 0
         let time = seconds {
@@ -256,7 +275,9 @@ struct Bench {
     }
 
     /// The whole replay: read, decode, order per device, engines, events encoded (and discarded).
-    static func replay(_ path: String, _ format: RecordFileFormat, events: inout Int, devices: inout Int) async -> Double {
+    static func replay(_ path: String, _ format: RecordFileFormat, events: inout Int, devices: inout Int) async
+        -> Double
+    {
         let reader: RecordFileReader
         do {
             reader = try RecordFileReader(path: path, format: format)
@@ -264,7 +285,8 @@ struct Bench {
             failBench("\(error)")
         }
         var eventCount = 0
-        let replayer = Replayer(platform: EmbeddedPlatform(), log: Log(category: "bench", minimumLevel: .error)) { event in
+        let replayer = Replayer(platform: EmbeddedPlatform(), log: Log(category: "bench", minimumLevel: .error)) {
+            event in
             eventCount += event.json().utf8.count > 0 ? 1 : 0
         }
         let start = DispatchTime.now().uptimeNanoseconds

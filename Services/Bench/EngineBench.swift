@@ -42,7 +42,11 @@ enum EngineBench {
         var records: [SensorRecord] = []
         var invalid = 0
         for line in data.split(separator: 0x0A) {
-            if let record = try? RecordDecoding.record(fromJSON: [UInt8](line)) { records.append(record) } else { invalid += 1 }
+            if let record = try? RecordDecoding.record(fromJSON: [UInt8](line)) {
+                records.append(record)
+            } else {
+                invalid += 1
+            }
         }
         print("file: \(path), \(records.count) records decoded (\(invalid) invalid lines), not timed")
 
@@ -59,32 +63,50 @@ enum EngineBench {
             eventCount = events
             baselineBest = baselineBest.best(baseline)
             fleetBest = fleetBest.best(fleetTime)
-            print("run \(run): fleet \(nanos(fleetTime.wall, records.count)) ns/record (CPU \(nanos(fleetTime.cpu, records.count))), baseline \(nanos(baseline.wall, records.count)) ns/record (CPU \(nanos(baseline.cpu, records.count)))")
+            print(
+                "run \(run): fleet \(nanos(fleetTime.wall, records.count)) ns/record (CPU \(nanos(fleetTime.cpu, records.count))), baseline \(nanos(baseline.wall, records.count)) ns/record (CPU \(nanos(baseline.cpu, records.count)))"
+            )
         }
         let perRecord = 1e9 / Double(records.count)
         let (fleetNs, fleetCPU) = (fleetBest.wall * perRecord, fleetBest.cpu * perRecord)
         let (baselineNs, baselineCPU) = (baselineBest.wall * perRecord, baselineBest.cpu * perRecord)
-        print("baseline  device hashed into a dictionary: \(String(format: "%.1f", baselineNs)) ns/record (CPU \(String(format: "%.1f", baselineCPU))), \(formatted(1e9 / baselineNs)) records/s")
-        print("engines   DeviceFleet.receive+finish:      \(String(format: "%.1f", fleetNs)) ns/record (CPU \(String(format: "%.1f", fleetCPU))), \(formatted(1e9 / fleetNs)) records/s (\(String(format: "%.1f", fleetNs / baselineNs))x baseline), \(eventCount) events; target <= 300 ns/record")
-        figures.append(BenchFigure(figure: "engines", value: fleetNs, unit: "ns/record", baseline: "device hashed into a dictionary",
-                              baselineValue: baselineNs, target: "<= 300"))
-        figures.append(BenchFigure(figure: "engines (thread CPU time)", value: fleetCPU, unit: "ns/record",
-                              baseline: "device hashed into a dictionary", baselineValue: baselineCPU, target: "<= 300"))
-        figures.append(BenchFigure(figure: "engines rate", value: 1e9 / fleetNs, unit: "records/s",
-                              baseline: "device hashed into a dictionary", baselineValue: 1e9 / baselineNs, target: nil))
+        print(
+            "baseline  device hashed into a dictionary: \(String(format: "%.1f", baselineNs)) ns/record (CPU \(String(format: "%.1f", baselineCPU))), \(formatted(1e9 / baselineNs)) records/s"
+        )
+        print(
+            "engines   DeviceFleet.receive+finish:      \(String(format: "%.1f", fleetNs)) ns/record (CPU \(String(format: "%.1f", fleetCPU))), \(formatted(1e9 / fleetNs)) records/s (\(String(format: "%.1f", fleetNs / baselineNs))x baseline), \(eventCount) events; target <= 300 ns/record"
+        )
+        figures.append(
+            BenchFigure(
+                figure: "engines", value: fleetNs, unit: "ns/record", baseline: "device hashed into a dictionary",
+                baselineValue: baselineNs, target: "<= 300"))
+        figures.append(
+            BenchFigure(
+                figure: "engines (thread CPU time)", value: fleetCPU, unit: "ns/record",
+                baseline: "device hashed into a dictionary", baselineValue: baselineCPU, target: "<= 300"))
+        figures.append(
+            BenchFigure(
+                figure: "engines rate", value: 1e9 / fleetNs, unit: "records/s",
+                baseline: "device hashed into a dictionary", baselineValue: 1e9 / baselineNs, target: nil))
 
         let floor = bytesPerDevice(deviceCount) { devices in
             var index: [DeviceID: Int] = [:]
             for number in 0..<devices { index[scriptDevice(number)] = number }
             return index
         }
-        print("memory    inline per device: FleetDeviceState \(MemoryLayout<FleetDeviceState>.stride) bytes, SensorRecord \(MemoryLayout<SensorRecord>.stride), AcceptedFix \(MemoryLayout<AcceptedFix>.stride)")
+        print(
+            "memory    inline per device: FleetDeviceState \(MemoryLayout<FleetDeviceState>.stride) bytes, SensorRecord \(MemoryLayout<SensorRecord>.stride), AcceptedFix \(MemoryLayout<AcceptedFix>.stride)"
+        )
         for state in DeviceScript.allCases {
             let (bytes, check) = memoryPerDevice(state, devices: deviceCount)
             let target = state == .midTrip ? 16_384 : 4_096
-            print("memory    \(state.title): \(formatted(bytes)) bytes/device (\(check)); dictionary entry alone \(formatted(floor)); target <= \(target)")
-            figures.append(BenchFigure(figure: "device memory \(state.title)", value: bytes, unit: "bytes/device",
-                                  baseline: "DeviceID in a dictionary", baselineValue: floor, target: "<= \(target)"))
+            print(
+                "memory    \(state.title): \(formatted(bytes)) bytes/device (\(check)); dictionary entry alone \(formatted(floor)); target <= \(target)"
+            )
+            figures.append(
+                BenchFigure(
+                    figure: "device memory \(state.title)", value: bytes, unit: "bytes/device",
+                    baseline: "DeviceID in a dictionary", baselineValue: floor, target: "<= \(target)"))
         }
 
         if let jsonPath {
@@ -157,7 +179,8 @@ enum EngineBench {
                 // Each device a little apart, so the fleet's state is not the same number everywhere.
                 let latitude0 = -33.9 + Double(number % 100) * 0.001
                 let longitude0 = 18.4 + Double(number / 100) * 0.001
-                driver.receive(SensorRecord(device: device, seq: 0, t: start, payload: .capabilities(.full)), now: start)
+                driver.receive(
+                    SensorRecord(device: device, seq: 0, t: start, payload: .capabilities(.full)), now: start)
                 var seq: UInt64 = 1
                 for second in 0..<600 {
                     let t = start + Double(second) + 0.125
@@ -173,17 +196,23 @@ enum EngineBench {
                         let walked = Double(min(second, 180)) * 1.4
                         if second == 0 { send(.activity(ActivityObservation(.walking, .high))) }
                         if second == 180 { send(.activity(ActivityObservation(.stationary, .high))) }
-                        send(.location(LocationFix(latitude: latitude0 + (walked + jitter * 0.3) / 111_320,
-                                                   longitude: longitude0, speed: second < 180 ? 1.4 : 0,
-                                                   horizontalAccuracy: 5)))
+                        send(
+                            .location(
+                                LocationFix(
+                                    latitude: latitude0 + (walked + jitter * 0.3) / 111_320,
+                                    longitude: longitude0, speed: second < 180 ? 1.4 : 0,
+                                    horizontalAccuracy: 5)))
                         if second % 10 == 0 { send(.steps(min(second, 180) * 2)) }
                     case .midTrip:
                         // A minute at rest, then driving at 14 m/s for nine minutes: a trip in progress.
                         let driven = Double(max(0, second - 60)) * 14
                         if second == 55 { send(.activity(ActivityObservation(.automotive, .high))) }
-                        send(.location(LocationFix(latitude: latitude0 + jitter * 0.3 / 111_320,
-                                                   longitude: longitude0 + driven / 92_300, speed: second < 60 ? 0 : 14,
-                                                   horizontalAccuracy: 5)))
+                        send(
+                            .location(
+                                LocationFix(
+                                    latitude: latitude0 + jitter * 0.3 / 111_320,
+                                    longitude: longitude0 + driven / 92_300, speed: second < 60 ? 0 : 14,
+                                    horizontalAccuracy: 5)))
                         if second % 10 == 0 { send(.steps(40)) }
                     }
                 }
@@ -198,7 +227,10 @@ enum EngineBench {
             _ = driver.fleet.takeChangedDevices()
             return driver
         }
-        return (bytes, "\(inTrip) of \(devices) in a trip, \(buffered / devices) records buffered each, \(pendingCalls) platform calls pending")
+        return (
+            bytes,
+            "\(inTrip) of \(devices) in a trip, \(buffered / devices) records buffered each, \(pendingCalls) platform calls pending"
+        )
     }
 
     // MARK: Helpers
@@ -216,7 +248,9 @@ enum EngineBench {
         }
     }
 
-    static func nanos(_ seconds: Double, _ count: Int) -> String { String(format: "%.1f", seconds * 1e9 / Double(count)) }
+    static func nanos(_ seconds: Double, _ count: Int) -> String {
+        String(format: "%.1f", seconds * 1e9 / Double(count))
+    }
 
     static func formatted(_ value: Double) -> String { String(format: "%.0f", value) }
 
@@ -274,9 +308,9 @@ struct EngineBenchShell {
             switch action {
             case .emit:
                 events += 1
-            case let .fetchSettings(app):
+            case .fetchSettings(let app):
                 perform(fleet.settingsFetched(app: app, .fetched(platform.defaultSettings), now: nil))
-            case let .evaluateCrash(device, candidate):
+            case .evaluateCrash(let device, let candidate):
                 let outcome = CrashEvaluationOutcome.verdict(platform.evaluator.verdict(for: candidate))
                 perform(fleet.crashEvaluated(device: device, crashID: candidate.crashID, outcome: outcome))
             case .crashDismissed, .recordRejected, .deviceNotMonitored, .watermarkHoldExpired:

@@ -1,8 +1,8 @@
 import Foundation
-import RoadSaveModel
 import Recordings
 import Replay
 import Report
+import RoadSaveModel
 import ServiceCommands
 import Simulator
 

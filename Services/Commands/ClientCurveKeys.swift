@@ -32,12 +32,13 @@ struct ClientCurveKeys: Sendable, Equatable {
             throw .usage("--key needs --server-key FILE (the service's public key file)")
         case (nil, .some):
             throw .usage("--server-key needs --key FILE (this client's secret key file)")
-        case let (keyPath?, serverKeyPath?):
+        case (let keyPath?, let serverKeyPath?):
             do {
                 let pair = try CurveKeyPair.readSecret(keyPath)
                 let server = try CurveKeyPair.readPublic(serverKeyPath)
-                return ClientCurveKeys(name: pair.name, publicKey: pair.publicKey, secretKey: pair.secretKey!,
-                                       serverPublicKey: server.publicKey)
+                return ClientCurveKeys(
+                    name: pair.name, publicKey: pair.publicKey, secretKey: pair.secretKey!,
+                    serverPublicKey: server.publicKey)
             } catch {
                 throw .usage("\(error)")
             }
@@ -46,7 +47,8 @@ struct ClientCurveKeys: Sendable, Equatable {
 
     /// Makes `socket` a CURVE client of the service. Call before `connect`.
     func apply(to socket: ZMQSocket) throws(ZMQError) {
-        try socket.setCurveClient(serverPublicKey: Array(serverPublicKey.utf8), publicKey: Array(publicKey.utf8),
-                                  secretKey: Array(secretKey.utf8))
+        try socket.setCurveClient(
+            serverPublicKey: Array(serverPublicKey.utf8), publicKey: Array(publicKey.utf8),
+            secretKey: Array(secretKey.utf8))
     }
 }

@@ -1,15 +1,16 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import RoadSaveModel
 import ServiceKit
 import SystemKit
 import TerminalProgress
 import ZeroMQ
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 // What the client commands (send, tail, ctl, up) share: plain output without buffering, usage errors, and a
 // signal flag that a synchronous loop can check between short waits.
@@ -67,7 +68,7 @@ enum SignalFlag {
     private static let received = SignalCounter()
 
     static func install(_ signals: [Int32] = [SIGTERM, SIGINT]) {
-        _ = received.signal  // the static is made here, not in the handler
+        _ = received.signal // the static is made here, not in the handler
         var set = sigset_t()
         sigemptyset(&set)
         for signal in signals { sigaddset(&set, signal) }
@@ -76,13 +77,13 @@ enum SignalFlag {
         for signal in signals {
             var action = sigaction()
             #if canImport(Glibc)
-            action.__sigaction_handler.sa_handler = { number in
-                SignalFlag.received.record(number)
-            }
+                action.__sigaction_handler.sa_handler = { number in
+                    SignalFlag.received.record(number)
+                }
             #else
-            action.sa_handler = { number in
-                SignalFlag.received.record(number)
-            }
+                action.sa_handler = { number in
+                    SignalFlag.received.record(number)
+                }
             #endif
             sigemptyset(&action.sa_mask)
             action.sa_flags = SA_RESTART
@@ -127,7 +128,9 @@ func sleepUnlessSignalled(_ seconds: Double) -> Bool {
 /// Options shared by the clients' parsing: numbers with their ranges, in seconds and milliseconds.
 extension CommandLineOptions {
     /// A timeout in seconds as libzmq milliseconds.
-    func milliseconds(_ name: String, default value: Double, range: ClosedRange<Double>) throws(UsageError) -> (Double, Int32) {
+    func milliseconds(_ name: String, default value: Double, range: ClosedRange<Double>) throws(UsageError) -> (
+        Double, Int32
+    ) {
         let seconds = try double(name, range: range) ?? value
         return (seconds, Int32(max(1, (seconds * 1000).rounded())))
     }

@@ -1,15 +1,16 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Foundation
 import RoadSaveModel
 import ServiceKit
 import Wire
 import ZeroMQ
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// `roadsave ctl COMMAND`: one control command to detection (PROTOCOL §7, control: REQ → ROUTER, one JSON frame
 /// each way). Synchronous: a REQ socket with send and receive timeouts and linger 0, closed on timeout (a REQ that
@@ -55,10 +56,14 @@ public enum ControlCommand {
         or no reply came within the timeout, 2 for bad options.
         """
 
-    public static func run(_ arguments: [String],
-                           environment: [String: String] = ProcessInfo.processInfo.environment) -> Int32 {
+    public static func run(
+        _ arguments: [String],
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) -> Int32 {
         // No signal flag: ctl waits in one receive with a timeout, and SIGINT or SIGTERM ends it at once, as by default.
-        ClientCommand.run("ctl", usage: usage, signals: nil, options: { try Options(arguments, environment: environment) }) {
+        ClientCommand.run(
+            "ctl", usage: usage, signals: nil, options: { try Options(arguments, environment: environment) }
+        ) {
             (options: Options, log: Log) throws(CommandExit) -> Int32 in
             try answer(exchange(options.request, options: options, log: log), options: options, log: log)
         }
@@ -73,15 +78,20 @@ public enum ControlCommand {
             return Console.fail("ctl", CommandExit(1, "the reply is not a JSON object"))
         }
         if case .bool(true)? = value["ok"] {
-            log.info("done", ["command": options.command.rawValue, "app": options.app.isEmpty ? "*" : Secret.mask(options.app)])
+            log.info(
+                "done",
+                ["command": options.command.rawValue, "app": options.app.isEmpty ? "*" : Secret.mask(options.app)])
             return 0
         }
         var error = "unknown error"
-        if case let .string(code)? = value["error"] { error = code }
+        if case .string(let code)? = value["error"] { error = code }
         var message = ""
-        if case let .string(text)? = value["message"] {
+        if case .string(let text)? = value["message"] {
             // Detection's messages may start with the code already ("notConfigured: call configure …").
-            message = ": " + (text.hasPrefix(error + ":") ? String(text.dropFirst(error.count + 1)).trimmingCharacters(in: .whitespaces) : text)
+            message =
+                ": "
+                + (text.hasPrefix(error + ":")
+                    ? String(text.dropFirst(error.count + 1)).trimmingCharacters(in: .whitespaces) : text)
         }
         Console.err("roadsave ctl: \(options.command.rawValue) refused: \(error)\(message)")
         return 1
@@ -105,15 +115,19 @@ public enum ControlCommand {
         init(_ arguments: [String], environment: [String: String]) throws {
             let parsed = try CommandLineOptions(
                 arguments,
-                valued: (["--app", "--user", "--mode", "--auto-trips", "--enabled", "--endpoint", "--timeout",
-                         "--log-level"] as Set<String>).union(ClientCurveKeys.flags),
+                valued: ([
+                    "--app", "--user", "--mode", "--auto-trips", "--enabled", "--endpoint", "--timeout",
+                    "--log-level",
+                ] as Set<String>).union(ClientCurveKeys.flags),
                 flags: CommandLineOptions.helpSwitches.union(["--follow-up"]))
             if parsed.asksForHelp {
                 help = true
                 return
             }
             let names = Command.allCases.map(\.rawValue).joined(separator: ", ")
-            guard let name = parsed.positional.first else { throw CommandExit.usage("COMMAND missing; one of \(names)") }
+            guard let name = parsed.positional.first else {
+                throw CommandExit.usage("COMMAND missing; one of \(names)")
+            }
             guard let command = Command(rawValue: name) else {
                 throw CommandExit.usage("unknown command \"\(name)\"; expected one of \(names)")
             }
@@ -123,8 +137,10 @@ public enum ControlCommand {
             self.command = command
             if command == .acknowledgeJournalGaps {
                 // Of the shard, not of an application (ROADSAVE_APP, set for other commands, is not an error).
-                for flag in ["--app", "--user", "--mode", "--auto-trips", "--enabled"] where parsed.string(flag) != nil {
-                    throw CommandExit.usage("\(flag) does not apply to acknowledgeJournalGaps (it concerns every application)")
+                for flag in ["--app", "--user", "--mode", "--auto-trips", "--enabled"] where parsed.string(flag) != nil
+                {
+                    throw CommandExit.usage(
+                        "\(flag) does not apply to acknowledgeJournalGaps (it concerns every application)")
                 }
             } else {
                 guard let app = parsed.string("--app") ?? environment["ROADSAVE_APP"], !app.isEmpty else {
@@ -136,7 +152,9 @@ public enum ControlCommand {
             if user?.isEmpty == true { throw CommandExit.usage("--user needs a non-empty ID") }
             if let text = parsed.string("--mode") {
                 guard CrashDetectionMode(rawValue: text) != nil else {
-                    throw CommandExit.usage("--mode must be one of \(CrashDetectionMode.allCases.map(\.rawValue).joined(separator: ", ")), got \"\(text)\"")
+                    throw CommandExit.usage(
+                        "--mode must be one of \(CrashDetectionMode.allCases.map(\.rawValue).joined(separator: ", ")), got \"\(text)\""
+                    )
                 }
                 guard command == .configure || command == .setDetectionMode else {
                     throw CommandExit.usage("--mode applies to configure and setDetectionMode, not \(command.rawValue)")
@@ -226,13 +244,20 @@ public enum ControlCommand {
             throw CommandExit(1, "cannot connect to detection at \(options.endpoint): \(error)")
         }
         defer { socket.close() }
-        log.debug("request", ["command": options.command.rawValue, "app": options.app.isEmpty ? "*" : Secret.mask(options.app),
-                              "user": options.user ?? "(every device)", "endpoint": options.endpoint])
-        let noReply = CommandExit(1, "no reply from detection at \(options.endpoint) within \(JSONText.number(options.timeout)) s")
+        log.debug(
+            "request",
+            [
+                "command": options.command.rawValue, "app": options.app.isEmpty ? "*" : Secret.mask(options.app),
+                "user": options.user ?? "(every device)", "endpoint": options.endpoint,
+            ])
+        let noReply = CommandExit(
+            1, "no reply from detection at \(options.endpoint) within \(JSONText.number(options.timeout)) s")
         do {
             guard try socket.send([Array(request.utf8)]) else { throw noReply }
             guard let reply = try socket.receive() else { throw noReply }
-            guard let body = reply.last else { throw CommandExit(1, "empty reply from detection at \(options.endpoint)") }
+            guard let body = reply.last else {
+                throw CommandExit(1, "empty reply from detection at \(options.endpoint)")
+            }
             return body
         } catch let error as CommandExit {
             throw error

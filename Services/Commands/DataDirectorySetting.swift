@@ -7,8 +7,11 @@ import Storage
 /// which refuses an empty one), locked for the life of the process.
 enum DataDirectorySetting {
     /// Creates the directory if needed and takes its lock, waiting up to `wait` seconds for a predecessor.
-    static func lock(_ source: ServiceConfiguration, _ setting: Setting<String>, wait: Double = DataDirectoryLock.defaultWait)
-        throws(ServiceRunner.StartFailure) -> DataDirectoryLock {
+    static func lock(
+        _ source: ServiceConfiguration, _ setting: Setting<String>, wait: Double = DataDirectoryLock.defaultWait
+    )
+        throws(ServiceRunner.StartFailure) -> DataDirectoryLock
+    {
         let path: String
         do {
             path = try source.value(setting)

@@ -25,7 +25,8 @@ public enum KeygenCommand {
     public static func run(_ arguments: [String]) -> Int32 {
         let parsed: CommandLineOptions
         do {
-            parsed = try CommandLineOptions(arguments, valued: ["--directory", "--role", "--apps"], flags: ["--help", "-h"])
+            parsed = try CommandLineOptions(
+                arguments, valued: ["--directory", "--role", "--apps"], flags: ["--help", "-h"])
         } catch {
             return Console.fail("keygen", .usage(error.message))
         }
@@ -37,12 +38,18 @@ public enum KeygenCommand {
             return Console.fail("keygen", .usage(parsed.positional.isEmpty ? "NAME missing" : "one NAME only"))
         }
         guard !name.isEmpty, !name.contains("/"), !name.hasPrefix("."),
-              name.allSatisfy({ !$0.isWhitespace && $0 != "#" }) else {
-            return Console.fail("keygen", .usage("NAME \"\(name)\" must be a file name without /, spaces or #, not starting with ."))
+            name.allSatisfy({ !$0.isWhitespace && $0 != "#" })
+        else {
+            return Console.fail(
+                "keygen", .usage("NAME \"\(name)\" must be a file name without /, spaces or #, not starting with ."))
         }
         let roleText = parsed.string("--role") ?? CurveRole.gateway.rawValue
         guard let role = CurveRole(rawValue: roleText) else {
-            return Console.fail("keygen", .usage("--role must be one of \(CurveRole.allCases.map(\.rawValue).joined(separator: ", ")), got \"\(roleText)\""))
+            return Console.fail(
+                "keygen",
+                .usage(
+                    "--role must be one of \(CurveRole.allCases.map(\.rawValue).joined(separator: ", ")), got \"\(roleText)\""
+                ))
         }
         let apps = parsed.string("--apps")
         if let apps, apps.isEmpty || apps.contains(where: \.isWhitespace) {
@@ -62,9 +69,12 @@ public enum KeygenCommand {
 
     /// A new key pair `name` written in `directory` (made with mode 0700 if missing); never overwrites a file.
     /// `roadsave up --keys` makes its keys with it too.
-    static func generate(name: String, directory: String) throws -> (pair: CurveKeyPair, paths: (secret: String, public: String)) {
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
-                                                attributes: [.posixPermissions: 0o700])
+    static func generate(name: String, directory: String) throws -> (
+        pair: CurveKeyPair, paths: (secret: String, public: String)
+    ) {
+        try FileManager.default.createDirectory(
+            atPath: directory, withIntermediateDirectories: true,
+            attributes: [.posixPermissions: 0o700])
         let pair = try CurveKeyPair.generate(name: name)
         return (pair, try pair.write(directory: directory))
     }

@@ -1,10 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import GatewayKit
 import RoadSaveModel
 import ServiceKit
@@ -12,6 +5,14 @@ import SystemKit
 import TerminalProgress
 import Wire
 import ZeroMQ
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 extension SendCommand {
     /// The gateway's links to the ingests of --endpoint (one with a single endpoint), and the batches on their way.
@@ -40,8 +41,10 @@ extension SendCommand {
             }
             for (index, endpoint) in options.endpoints.enumerated() {
                 do {
-                    links.append(try IngestLink(endpoint: endpoint, index: index, context: context, runID: runID,
-                                                options: options, log: log))
+                    links.append(
+                        try IngestLink(
+                            endpoint: endpoint, index: index, context: context, runID: runID,
+                            options: options, log: log))
                 } catch {
                     for link in links { link.close() }
                     throw CommandExit(1, "cannot connect to \(endpoint): \(error)")
@@ -143,7 +146,8 @@ extension SendCommand {
         }
 
         private func interrupted(_ batch: Batch) -> CommandExit {
-            CommandExit(1, "interrupted by \(SignalFlag.name(SignalFlag.signal)) before \(batch.lineRange) were acknowledged")
+            CommandExit(
+                1, "interrupted by \(SignalFlag.name(SignalFlag.signal)) before \(batch.lineRange) were acknowledged")
         }
     }
 }

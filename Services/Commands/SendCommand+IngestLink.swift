@@ -1,16 +1,17 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import GatewayKit
 import RoadSaveModel
 import ServiceKit
 import SystemKit
 import Wire
 import ZeroMQ
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 extension SendCommand {
     /// The link to one sensor-ingest of --endpoint: its DEALER socket, the batches awaiting its acknowledgement (at
@@ -78,8 +79,12 @@ extension SendCommand {
             try socket.connect(endpoint)
             gatewayName = options.gatewayName ?? runID
             lastTransmit = MonotonicClock.now()
-            log.info("connecting", ["endpoint": endpoint, "format": options.format.rawValue,
-                                    "batch": String(options.batch), "window": String(options.window)])
+            log.info(
+                "connecting",
+                [
+                    "endpoint": endpoint, "format": options.format.rawValue,
+                    "batch": String(options.batch), "window": String(options.window),
+                ])
         }
 
         func close() {
@@ -161,9 +166,13 @@ extension SendCommand {
                     entry.answerDue = nil
                     guard entry.attempt <= options.attempts else { throw outOfAttempts(entry) }
                     entry.resendAt = now
-                    note(.warning, "the connection to sensor-ingest ended before the batch was acknowledged: sending it again",
-                         ["batch": entry.batchID, "lines": entry.batch.lineRange,
-                          "attempt": "\(entry.attempt)/\(options.attempts)"])
+                    note(
+                        .warning,
+                        "the connection to sensor-ingest ended before the batch was acknowledged: sending it again",
+                        [
+                            "batch": entry.batchID, "lines": entry.batch.lineRange,
+                            "attempt": "\(entry.attempt)/\(options.attempts)",
+                        ])
                 }
                 inFlight[id] = entry
             }
@@ -185,10 +194,13 @@ extension SendCommand {
         /// tells detection how far the stream has come, so devices that fell silent are decided.
         private func sendHeaderAloneIfDue(now: Double) {
             guard let socket, watermark != nil, now - lastTransmit >= Self.headerInterval,
-                  let header = header(for: nil, last: false) else { return }
+                let header = header(for: nil, last: false)
+            else { return }
             headersAlone += 1
-            let frames = [Array("\(runID)-h\(headersAlone)".utf8), options.format.frame,
-                          RecordBatch.encodeBatch([], as: options.format), header]
+            let frames = [
+                Array("\(runID)-h\(headersAlone)".utf8), options.format.frame,
+                RecordBatch.encodeBatch([], as: options.format), header,
+            ]
             // Never blocks: an ingest that takes nothing now gets the next one.
             _ = try? socket.send(frames, dontWait: true)
             lastTransmit = now
@@ -253,15 +265,17 @@ extension SendCommand {
                 }
                 guard var entry = inFlight[message[0]] else {
                     // A late answer to a send already answered (the batch was sent again meanwhile).
-                    note(.debug, "acknowledgement of an earlier send skipped",
-                         ["batch": String(decoding: message[0].prefix(64), as: UTF8.self)])
+                    note(
+                        .debug, "acknowledgement of an earlier send skipped",
+                        ["batch": String(decoding: message[0].prefix(64), as: UTF8.self)])
                     continue
                 }
                 let ack: Acknowledgement
                 do {
                     ack = try Acknowledgement.decode(message[1], contentType: options.format)
                 } catch {
-                    throw CommandExit(1, "batch \(entry.batchID) (\(entry.batch.lineRange)): unreadable acknowledgement: \(error)")
+                    throw CommandExit(
+                        1, "batch \(entry.batchID) (\(entry.batch.lineRange)): unreadable acknowledgement: \(error)")
                 }
                 if let retryAfterMs = ack.rateLimitRetryAfterMs {
                     // An answer, not a verdict: the same batch goes again after the pause, using up no attempt.
@@ -276,8 +290,10 @@ extension SendCommand {
                 order.removeAll { $0 == message[0] }
                 // Answered: stored, or given up on (what was refused is not sent again), so not still to come.
                 if let number = entry.number { watermark?.acknowledged(batch: number) }
-                completed.append(Completion(batch: entry.batch, batchID: entry.batchID, acknowledgement: ack,
-                                            attempts: entry.attempt, ingest: index))
+                completed.append(
+                    Completion(
+                        batch: entry.batch, batchID: entry.batchID, acknowledgement: ack,
+                        attempts: entry.attempt, ingest: index))
             }
         }
 
@@ -296,14 +312,20 @@ extension SendCommand {
             guard entry.attempt <= options.attempts else { throw outOfAttempts(entry) }
             let pause = Self.backoff(before: entry.attempt)
             entry.resendAt = now + pause
-            note(.warning, "no acknowledgement, sending the batch again",
-                 ["batch": entry.batchID, "lines": entry.batch.lineRange,
-                  "attempt": "\(entry.attempt)/\(options.attempts)", "pause": JSONText.number(pause)])
+            note(
+                .warning, "no acknowledgement, sending the batch again",
+                [
+                    "batch": entry.batchID, "lines": entry.batch.lineRange,
+                    "attempt": "\(entry.attempt)/\(options.attempts)", "pause": JSONText.number(pause),
+                ])
         }
 
         private func outOfAttempts(_ entry: InFlight) -> CommandExit {
             let batch = entry.batch
-            return CommandExit(1, "batch \(entry.batchID) (\(batch.lineRange), \(batch.records.count) record\(batch.records.count == 1 ? "" : "s")) not acknowledged by \(endpoint) after \(options.attempts) attempt\(options.attempts == 1 ? "" : "s") of \(JSONText.number(options.timeout)) s")
+            return CommandExit(
+                1,
+                "batch \(entry.batchID) (\(batch.lineRange), \(batch.records.count) record\(batch.records.count == 1 ? "" : "s")) not acknowledged by \(endpoint) after \(options.attempts) attempt\(options.attempts == 1 ? "" : "s") of \(JSONText.number(options.timeout)) s"
+            )
         }
 
         /// One send of the batch, with a header of the watermark as it is now; a send that cannot be queued within
@@ -323,8 +345,9 @@ extension SendCommand {
             }
             let now = MonotonicClock.now()
             guard queued else {
-                log.warning("batch not queued within the timeout (sensor-ingest gone or full)",
-                            ["batch": entry.batchID, "endpoint": endpoint])
+                log.warning(
+                    "batch not queued within the timeout (sensor-ingest gone or full)",
+                    ["batch": entry.batchID, "endpoint": endpoint])
                 try failedAttempt(&entry, now: now)
                 return
             }
@@ -335,11 +358,13 @@ extension SendCommand {
             rateRefusals += 1
             let reason = ack.rejected.first?.reason ?? ""
             if rateRefusals == 1 {
-                note(.warning, "sensor-ingest limits this gateway's rate: batches wait and are sent again as it asks",
-                     ["batch": batchID, "pause": JSONText.number(pause), "reason": reason])
+                note(
+                    .warning, "sensor-ingest limits this gateway's rate: batches wait and are sent again as it asks",
+                    ["batch": batchID, "pause": JSONText.number(pause), "reason": reason])
             } else {
-                note(.debug, "rate limited, sending the batch again after the pause",
-                     ["batch": batchID, "pause": JSONText.number(pause)])
+                note(
+                    .debug, "rate limited, sending the batch again after the pause",
+                    ["batch": batchID, "pause": JSONText.number(pause)])
             }
         }
 

@@ -1,16 +1,17 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import GatewayKit
 import RoadSaveModel
 import ServiceKit
 import TerminalProgress
 import Wire
 import ZeroMQ
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 extension SendCommand {
     struct Options: ClientCommandOptions {
@@ -43,10 +44,14 @@ extension SendCommand {
         init(_ arguments: [String]) throws {
             let parsed = try CommandLineOptions(
                 arguments,
-                valued: Set(["--endpoint", "--format", "--input-format", "--batch", "--window", "--timeout",
-                             "--attempts", "--rate", "--log-level", "--max-disorder", "--gateway"])
-                    .union(ClientCurveKeys.flags),
-                flags: CommandLineOptions.helpSwitches.union(["--realtime", ProgressMeter.flag, "--no-end", "--no-watermark"]))
+                valued: Set([
+                    "--endpoint", "--format", "--input-format", "--batch", "--window", "--timeout",
+                    "--attempts", "--rate", "--log-level", "--max-disorder", "--gateway",
+                ])
+                .union(ClientCurveKeys.flags),
+                flags: CommandLineOptions.helpSwitches.union([
+                    "--realtime", ProgressMeter.flag, "--no-end", "--no-watermark",
+                ]))
             if parsed.asksForHelp {
                 help = true
                 return
@@ -60,7 +65,9 @@ extension SendCommand {
             path = file
             let given = parsed.strings("--endpoint")
             if !given.isEmpty {
-                endpoints = try given.map { text throws(CommandExit) in try validateConnectEndpoint(text, flag: "--endpoint") }
+                endpoints = try given.map { text throws(CommandExit) in
+                    try validateConnectEndpoint(text, flag: "--endpoint")
+                }
                 do {
                     route = try IngestRoute(endpoints: endpoints)
                 } catch {
@@ -96,7 +103,8 @@ extension SendCommand {
                 gatewayName = name
             }
             if !watermarks, parsed.has("--no-end") || parsed.string("--max-disorder") != nil || gatewayName != nil {
-                throw CommandExit.usage("--no-watermark sends no header: --no-end, --max-disorder and --gateway need one")
+                throw CommandExit.usage(
+                    "--no-watermark sends no header: --no-end, --max-disorder and --gateway need one")
             }
             if rate != nil, realtime {
                 throw CommandExit.usage("--rate and --realtime exclude each other: pick one pace")

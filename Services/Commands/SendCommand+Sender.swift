@@ -1,10 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import GatewayKit
 import RoadSaveModel
 import ServiceKit
@@ -12,6 +5,14 @@ import SystemKit
 import TerminalProgress
 import Wire
 import ZeroMQ
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 extension SendCommand {
     /// Reads records into batches, one being built for each ingest (a record goes to its device's, `IngestRoute`),
@@ -66,7 +67,9 @@ extension SendCommand {
             if !gateway.noteRead(record.t, for: ingest) {
                 totals.behindWatermark += 1
                 if totals.behindWatermark <= Self.behindWatermarkReports {
-                    Console.err("\(options.numberName) \(number): t: \(ISO8601.string(fromSeconds: record.t)) is behind the watermark already sent (the input is more out of order than --max-disorder \(JSONText.number(options.maximumDisorder)) s): applied if its device sent nothing newer before it (a phone's uploaded buffer), else too late")
+                    Console.err(
+                        "\(options.numberName) \(number): t: \(ISO8601.string(fromSeconds: record.t)) is behind the watermark already sent (the input is more out of order than --max-disorder \(JSONText.number(options.maximumDisorder)) s): applied if its device sent nothing newer before it (a phone's uploaded buffer), else too late"
+                    )
                 }
             }
             batches[ingest].devices.insert(record.device)
@@ -90,7 +93,9 @@ extension SendCommand {
             }
             countCompleted()
             if totals.behindWatermark > Self.behindWatermarkReports {
-                Console.err("roadsave send: \(totals.behindWatermark) \(options.numberName)s behind the watermark already sent (--max-disorder)")
+                Console.err(
+                    "roadsave send: \(totals.behindWatermark) \(options.numberName)s behind the watermark already sent (--max-disorder)"
+                )
             }
         }
 
@@ -122,7 +127,9 @@ extension SendCommand {
             gateway.seal(number, for: ingest)
             if let due = current.lastDue {
                 let wait = start + due - MonotonicClock.now()
-                if wait > 5 { log.info("waiting for the records' time", ["seconds": JSONText.number((wait * 10).rounded() / 10)]) }
+                if wait > 5 {
+                    log.info("waiting for the records' time", ["seconds": JSONText.number((wait * 10).rounded() / 10)])
+                }
                 // Acknowledgements are taken while waiting.
                 do {
                     try gateway.wait(until: start + due, before: current)
@@ -161,25 +168,37 @@ extension SendCommand {
             for rejection in ack.rejected {
                 if rejection.index == -1 {
                     // The batch could not be read at all: every record of it is refused.
-                    Console.err("\(batch.lineRange): batch \(batchID) refused: \(rejection.field): \(rejection.reason) (rejected by sensor-ingest)")
+                    Console.err(
+                        "\(batch.lineRange): batch \(batchID) refused: \(rejection.field): \(rejection.reason) (rejected by sensor-ingest)"
+                    )
                     rejectedIndexes.formUnion(batch.records.indices)
                 } else if batch.lines.indices.contains(rejection.index) {
-                    Console.err("\(batch.noun) \(batch.lines[rejection.index]): \(rejection.field): \(rejection.reason) (rejected by sensor-ingest)")
+                    Console.err(
+                        "\(batch.noun) \(batch.lines[rejection.index]): \(rejection.field): \(rejection.reason) (rejected by sensor-ingest)"
+                    )
                     rejectedIndexes.insert(rejection.index)
                 } else {
-                    log.warning("acknowledgement names a record the batch does not have",
-                                ["batch": batchID, "index": String(rejection.index), "records": String(batch.records.count)])
+                    log.warning(
+                        "acknowledgement names a record the batch does not have",
+                        ["batch": batchID, "index": String(rejection.index), "records": String(batch.records.count)])
                 }
             }
             totals.rejected += rejectedIndexes.count
             totalsByIngest[completion.ingest].rejected += rejectedIndexes.count
             if ack.accepted + rejectedIndexes.count != batch.records.count {
-                log.warning("acknowledgement does not add up",
-                            ["batch": batchID, "records": String(batch.records.count), "accepted": String(ack.accepted),
-                             "rejected": String(rejectedIndexes.count)])
+                log.warning(
+                    "acknowledgement does not add up",
+                    [
+                        "batch": batchID, "records": String(batch.records.count), "accepted": String(ack.accepted),
+                        "rejected": String(rejectedIndexes.count),
+                    ])
             }
-            log.debug("batch acknowledged", ["batch": batchID, "lines": batch.lineRange, "accepted": String(ack.accepted),
-                                             "rejected": String(rejectedIndexes.count)])
+            log.debug(
+                "batch acknowledged",
+                [
+                    "batch": batchID, "lines": batch.lineRange, "accepted": String(ack.accepted),
+                    "rejected": String(rejectedIndexes.count),
+                ])
         }
     }
 }

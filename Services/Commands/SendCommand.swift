@@ -1,16 +1,17 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import GatewayKit
 import RoadSaveModel
 import ServiceKit
 import TerminalProgress
 import Wire
 import ZeroMQ
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// `roadsave send FILE.ndjson`: a device gateway on the command line (PROTOCOL §7, gateway batch).
 ///
@@ -104,8 +105,9 @@ public enum SendCommand {
         do {
             // Opened before connecting, so an unreadable file is exit 2 without a socket.
             let input = try Input(options: options)
-            progress = ProgressMeter.standardError(label: "send", total: input.size, turnedOff: !options.progress,
-                                                   writesStandardOutput: false)
+            progress = ProgressMeter.standardError(
+                label: "send", total: input.size, turnedOff: !options.progress,
+                writesStandardOutput: false)
             let connected = try Gateway(options: options, log: log)
             gateway = connected
             var running = Sender(options: options, gateway: connected, log: log)
@@ -127,20 +129,29 @@ public enum SendCommand {
         progress.finish()
         gateway?.close()
         let totals = sender?.totals ?? Totals()
-        Console.out("sent \(totals.sent), accepted \(totals.accepted), rejected \(totals.rejected), batches \(totals.batches)")
+        Console.out(
+            "sent \(totals.sent), accepted \(totals.accepted), rejected \(totals.rejected), batches \(totals.batches)")
         if let gateway, let sender, gateway.links.count > 1 {
             for link in gateway.links {
                 let own = sender.totalsByIngest[link.index]
-                log.info("finished with ingest", ["endpoint": link.endpoint, "sent": String(own.sent),
-                                                  "accepted": String(own.accepted), "rejected": String(own.rejected),
-                                                  "batches": String(own.batches), "resent": String(own.resent),
-                                                  "rateLimited": String(link.rateRefusals)])
+                log.info(
+                    "finished with ingest",
+                    [
+                        "endpoint": link.endpoint, "sent": String(own.sent),
+                        "accepted": String(own.accepted), "rejected": String(own.rejected),
+                        "batches": String(own.batches), "resent": String(own.resent),
+                        "rateLimited": String(link.rateRefusals),
+                    ])
             }
         }
-        log.info("finished", ["sent": String(totals.sent), "accepted": String(totals.accepted),
-                              "rejected": String(totals.rejected), "batches": String(totals.batches),
-                              "invalid": String(totals.invalid), "resent": String(totals.resent),
-                              "rateLimited": String(gateway?.rateRefusals ?? 0)])
+        log.info(
+            "finished",
+            [
+                "sent": String(totals.sent), "accepted": String(totals.accepted),
+                "rejected": String(totals.rejected), "batches": String(totals.batches),
+                "invalid": String(totals.invalid), "resent": String(totals.resent),
+                "rateLimited": String(gateway?.rateRefusals ?? 0),
+            ])
         if totals.invalid > 0 {
             let noun = options.numberName
             Console.err("roadsave send: \(totals.invalid) \(noun)\(totals.invalid == 1 ? "" : "s") not sent (invalid)")
@@ -170,14 +181,16 @@ public enum SendCommand {
         /// line or record number; each invalid one's error. Returns why the file could not be read to its end, if
         /// so (a MessagePack file truncated, or with bytes that start no record: the reason names record and byte).
         /// Each record read is counted on `progress`, with the bytes of the file it has reached.
-        func forEach(progress: inout ProgressMeter,
-                     _ body: (SensorRecord, UnsafeBufferPointer<UInt8>?, Int) throws(CommandExit) -> Void,
-                     invalid: (RecordError, Int) -> Void) throws(CommandExit) -> RecordFileReader.Failure? {
+        func forEach(
+            progress: inout ProgressMeter,
+            _ body: (SensorRecord, UnsafeBufferPointer<UInt8>?, Int) throws(CommandExit) -> Void,
+            invalid: (RecordError, Int) -> Void
+        ) throws(CommandExit) -> RecordFileReader.Failure? {
             while let (number, item) = reader.next() {
                 progress.advance(at: reader.position)
                 switch item {
-                case let .record(record): try body(record, reader.lastRecordBytes, number)
-                case let .invalid(error): invalid(error, number)
+                case .record(let record): try body(record, reader.lastRecordBytes, number)
+                case .invalid(let error): invalid(error, number)
                 }
             }
             return reader.failure

@@ -15,8 +15,10 @@ public enum IngestCommand {
     public static func run(_ arguments: [String]) -> Int32 {
         ServiceProcess.run(
             name: "ingest",
-            summary: "sensor-ingest: takes batches of records from gateways (ZeroMQ ROUTER), validates each record, stores the valid\nones in its journal (SQLite in --data-dir, fsync'd) and only then acknowledges the batch; detection pulls them by\nposition from --records-endpoint.",
-            arguments: arguments, specs: IngestConfiguration.specs, dataDirectory: IngestConfiguration.Settings.dataDirectory,
+            summary:
+                "sensor-ingest: takes batches of records from gateways (ZeroMQ ROUTER), validates each record, stores the valid\nones in its journal (SQLite in --data-dir, fsync'd) and only then acknowledges the batch; detection pulls them by\nposition from --records-endpoint.",
+            arguments: arguments, specs: IngestConfiguration.specs,
+            dataDirectory: IngestConfiguration.Settings.dataDirectory,
             load: IngestConfiguration.load,
             make: { try IngestService(configuration: $0) })
     }
@@ -27,8 +29,10 @@ public enum DetectCommand {
     public static func run(_ arguments: [String]) -> Int32 {
         ServiceProcess.run(
             name: "detect",
-            summary: "detection: reads sensor-ingest's journals by position and runs the trip and crash engines per device, takes\ncontrol commands and calls the platform off its socket thread. Its store in --data-dir holds a checkpoint of every\ndevice, the inputs since (journal ranges, platform answers, commands, clock ticks) and an outbox of events kept until\nthe notifier has stored them; a restart re-runs the inputs after the checkpoint and gives the same events again.",
-            arguments: arguments, specs: DetectionConfiguration.specs, dataDirectory: DetectionConfiguration.Settings.dataDirectory,
+            summary:
+                "detection: reads sensor-ingest's journals by position and runs the trip and crash engines per device, takes\ncontrol commands and calls the platform off its socket thread. Its store in --data-dir holds a checkpoint of every\ndevice, the inputs since (journal ranges, platform answers, commands, clock ticks) and an outbox of events kept until\nthe notifier has stored them; a restart re-runs the inputs after the checkpoint and gives the same events again.",
+            arguments: arguments, specs: DetectionConfiguration.specs,
+            dataDirectory: DetectionConfiguration.Settings.dataDirectory,
             load: DetectionConfiguration.load,
             make: { try DetectionService(configuration: $0) })
     }
@@ -39,8 +43,10 @@ public enum NotifyCommand {
     public static func run(_ arguments: [String]) -> Int32 {
         ServiceProcess.run(
             name: "notify",
-            summary: "notifier: pulls detection's events, stores each once (by eventID) in --data-dir and delivers them to alerting\nsystems: a ZeroMQ PUB socket (topics <event>.<app>.<user>, with catch-up from --catch-up-endpoint), HMAC-signed\nwebhooks and NDJSON, each in the current or the legacy 3.x format.",
-            arguments: arguments, specs: NotifierConfiguration.specs, dataDirectory: NotifierConfiguration.Settings.dataDirectory,
+            summary:
+                "notifier: pulls detection's events, stores each once (by eventID) in --data-dir and delivers them to alerting\nsystems: a ZeroMQ PUB socket (topics <event>.<app>.<user>, with catch-up from --catch-up-endpoint), HMAC-signed\nwebhooks and NDJSON, each in the current or the legacy 3.x format.",
+            arguments: arguments, specs: NotifierConfiguration.specs,
+            dataDirectory: NotifierConfiguration.Settings.dataDirectory,
             load: NotifierConfiguration.load,
             make: { try NotifierService(configuration: $0) })
     }

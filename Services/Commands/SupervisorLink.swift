@@ -1,12 +1,13 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import CProcessControl
 import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// Ties a service to the `roadsave up` that started it, so that no service outlives its supervisor, even one killed
 /// with SIGKILL (which it cannot catch to stop its children). `up` puts its pid in `ROADSAVE_SUPERVISOR_PID`.
@@ -41,7 +42,10 @@ enum SupervisorLink {
         }
         let parent = getppid()
         guard parent == supervisor else {
-            throw CommandExit(1, "the supervising roadsave up (pid \(supervisor), from \(environmentVariable)) is gone or is not this process's parent (pid \(parent)); not starting")
+            throw CommandExit(
+                1,
+                "the supervising roadsave up (pid \(supervisor), from \(environmentVariable)) is gone or is not this process's parent (pid \(parent)); not starting"
+            )
         }
         return supervisor
     }

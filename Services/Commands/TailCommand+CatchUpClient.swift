@@ -1,16 +1,17 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import NotifierService
 import RoadSaveModel
 import ServiceKit
 import SystemKit
 import Wire
 import ZeroMQ
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 extension TailCommand {
     /// A DEALER to the notifier's catch-up endpoint, one request at a time.
@@ -36,12 +37,16 @@ extension TailCommand {
         /// Prints the events after `start` (and before `before`, when given), page by page, until the reply reaches
         /// the head (or `before`). False when tail should end (a signal, the count reached, standard output closed).
         /// With `waitMilliseconds`, each request is a long-poll: a reply with nothing new comes when the wait ends.
-        func read(after start: CatchUpRequest.Start, before: UInt64?, into printer: inout Printer, options: Options,
-                  log: Log, waitMilliseconds: Int? = nil) throws(CommandExit) -> Bool {
+        func read(
+            after start: CatchUpRequest.Start, before: UInt64?, into printer: inout Printer, options: Options,
+            log: Log, waitMilliseconds: Int? = nil
+        ) throws(CommandExit) -> Bool {
             var start = start
             while true {
-                let reply = try request(CatchUpRequest(start: start, prefix: options.catchUpPrefix,
-                                                       waitMilliseconds: waitMilliseconds))
+                let reply = try request(
+                    CatchUpRequest(
+                        start: start, prefix: options.catchUpPrefix,
+                        waitMilliseconds: waitMilliseconds))
                 for entry in reply.events {
                     if let before, entry.position >= before { return true }
                     if let seen = printer.seen, entry.position <= seen { continue }
@@ -49,7 +54,9 @@ extension TailCommand {
                         printer.skip(entry.position)
                         continue
                     }
-                    guard printer.print(position: entry.position, body: JSONText.encode(entry.event)) else { return false }
+                    guard printer.print(position: entry.position, body: JSONText.encode(entry.event)) else {
+                        return false
+                    }
                 }
                 // Everything up to `next` was examined.
                 if let before { printer.skip(min(reply.next, before - 1)) } else { printer.skip(reply.next) }
@@ -74,7 +81,8 @@ extension TailCommand {
                     if SignalFlag.signal != 0 { throw CommandExit(0, "") }
                     let ready = try ZMQPoller.poll([ZMQPollItem(socket)], timeoutMilliseconds: 100)
                     guard ready.first?.contains(.readable) == true, let frames = try socket.receive(dontWait: true),
-                          let last = frames.last else { continue }
+                        let last = frames.last
+                    else { continue }
                     return try CatchUpReply(json: last)
                 }
             } catch let exit as CommandExit {
@@ -84,8 +92,10 @@ extension TailCommand {
             } catch {
                 throw CommandExit(1, "catch-up from \(endpoint) failed: \(error)")
             }
-            throw CommandExit(1, "no answer from the catch-up endpoint \(endpoint) within "
-                              + "\(Int(Self.patience) + (request.waitMilliseconds ?? 0) / 1000) s")
+            throw CommandExit(
+                1,
+                "no answer from the catch-up endpoint \(endpoint) within "
+                    + "\(Int(Self.patience) + (request.waitMilliseconds ?? 0) / 1000) s")
         }
     }
 }

@@ -1,15 +1,16 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import NotifierService
 import RoadSaveModel
 import ServiceKit
 import Wire
 import ZeroMQ
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 extension TailCommand {
     struct Options: ClientCommandOptions {
@@ -50,19 +51,25 @@ extension TailCommand {
                 }
             }
             let parsed = try CommandLineOptions(
-                rest, valued: (["--endpoint", "--app", "--user", "--topic", "--count", "--timeout", "--log-level", "--since",
-                               "--catch-up-endpoint"] as Set<String>).union(ClientCurveKeys.flags),
+                rest,
+                valued: ([
+                    "--endpoint", "--app", "--user", "--topic", "--count", "--timeout", "--log-level", "--since",
+                    "--catch-up-endpoint",
+                ] as Set<String>).union(ClientCurveKeys.flags),
                 flags: CommandLineOptions.helpSwitches.union(["--show-position", "--via-catch-up"]))
             if parsed.asksForHelp {
                 help = true
                 return
             }
-            guard parsed.positional.isEmpty else { throw CommandExit.usage("unexpected argument \"\(parsed.positional[0])\"") }
+            guard parsed.positional.isEmpty else {
+                throw CommandExit.usage("unexpected argument \"\(parsed.positional[0])\"")
+            }
             if let text = parsed.string("--endpoint") {
                 endpoint = try validateConnectEndpoint(text, flag: "--endpoint")
             }
             for name in events where !TailCommand.eventNames.contains(name) {
-                throw CommandExit.usage("--event: unknown event \"\(name)\"; expected \(TailCommand.eventNames.joined(separator: ", "))")
+                throw CommandExit.usage(
+                    "--event: unknown event \"\(name)\"; expected \(TailCommand.eventNames.joined(separator: ", "))")
             }
             app = parsed.string("--app")
             user = parsed.string("--user")
@@ -70,7 +77,8 @@ extension TailCommand {
             if user?.isEmpty == true { throw CommandExit.usage("--user needs a non-empty ID") }
             topic = parsed.string("--topic")
             if topic != nil, !events.isEmpty || app != nil || user != nil {
-                throw CommandExit.usage("--topic is a raw prefix: use it instead of --event, --app and --user, not with them")
+                throw CommandExit.usage(
+                    "--topic is a raw prefix: use it instead of --event, --app and --user, not with them")
             }
             count = try parsed.integer("--count", range: 1...Int(Int32.max))
             timeout = try parsed.double("--timeout", range: 0.001...31_536_000)
@@ -117,9 +125,9 @@ extension TailCommand {
             let names = events.isEmpty ? TailCommand.eventNames : events
             return names.contains { name in
                 switch (app, user) {
-                case let (app?, user?): topic == "\(name).\(app).\(user)"
-                case let (app?, nil): topic.hasPrefix("\(name).\(app).")
-                case let (nil, user?): topic.hasPrefix(name + ".") && topic.hasSuffix("." + user)
+                case (let app?, let user?): topic == "\(name).\(app).\(user)"
+                case (let app?, nil): topic.hasPrefix("\(name).\(app).")
+                case (nil, let user?): topic.hasPrefix(name + ".") && topic.hasSuffix("." + user)
                 case (nil, nil): topic.hasPrefix(name + ".")
                 }
             }

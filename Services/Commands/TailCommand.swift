@@ -1,16 +1,17 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import NotifierService
 import RoadSaveModel
 import ServiceKit
 import SystemKit
 import Wire
 import ZeroMQ
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// `roadsave tail`: subscribes to the notifier (PROTOCOL §7, events: frames `[<event>.<app>.<user>, JSON, position]`)
 /// and prints each event body as one NDJSON line. With `--since` it first catches up from the notifier's catch-up
@@ -70,7 +71,7 @@ public enum TailCommand {
             (options: Options, log: Log) throws(CommandExit) -> Int32 in
             do throws(CommandExit) {
                 try follow(options, log: log)
-            } catch where error.status == 0 {
+            } catch  where error.status == 0 {
                 // a signal during a catch-up request
             }
             return 0
@@ -102,10 +103,15 @@ public enum TailCommand {
             socket.close()
             context.terminate()
         }
-        log.info("subscribed", ["endpoint": options.endpoint,
-                                "topics": options.topic == nil ? (options.events.isEmpty ? "every event" : options.events.joined(separator: ","))
-                                    : "raw prefix",
-                                "user": options.user ?? "any"])
+        log.info(
+            "subscribed",
+            [
+                "endpoint": options.endpoint,
+                "topics": options.topic == nil
+                    ? (options.events.isEmpty ? "every event" : options.events.joined(separator: ","))
+                    : "raw prefix",
+                "user": options.user ?? "any",
+            ])
         let deadline = options.timeout.map { MonotonicClock.now() + $0 }
         var printer = Printer(options: options)
         if let since = options.since {
@@ -115,18 +121,22 @@ public enum TailCommand {
                 throw CommandExit(1, "cannot connect to the catch-up endpoint \(options.catchUpEndpoint): \(error)")
             }
             // Subscribed first: whatever is published from now on waits in the socket while the past is read.
-            guard try catchUp!.read(after: since, before: nil, into: &printer, options: options, log: log) else { return }
+            guard try catchUp!.read(after: since, before: nil, into: &printer, options: options, log: log) else {
+                return
+            }
         }
         var firstLive = true
         var reconnects = ReconnectCatchUp(known: options.since == nil ? nil : printer.seen)
         while true {
-            guard let wait = waitOrStop(upTo: 0.1, deadline: deadline, printer: printer, options: options, log: log) else {
+            guard let wait = waitOrStop(upTo: 0.1, deadline: deadline, printer: printer, options: options, log: log)
+            else {
                 return
             }
             let ready: [ZMQPollEvents]
             do {
-                ready = try ZMQPoller.poll([ZMQPollItem(socket), ZMQPollItem(watch.reader)],
-                                           timeoutMilliseconds: max(1, Int((wait * 1000).rounded(.up))))
+                ready = try ZMQPoller.poll(
+                    [ZMQPollItem(socket), ZMQPollItem(watch.reader)],
+                    timeoutMilliseconds: max(1, Int((wait * 1000).rounded(.up))))
             } catch {
                 throw CommandExit(1, "subscription to \(options.endpoint) failed: \(error)")
             }
@@ -134,8 +144,11 @@ public enum TailCommand {
                 reconnects.connected(at: MonotonicClock.now())
             }
             if let due = reconnects.due(at: MonotonicClock.now(), seen: printer.seen) {
-                guard try catchUpAfterReconnect(due, client: &catchUp, context: context, reconnects: &reconnects,
-                                                printer: &printer, options: options, log: log) else { return }
+                guard
+                    try catchUpAfterReconnect(
+                        due, client: &catchUp, context: context, reconnects: &reconnects,
+                        printer: &printer, options: options, log: log)
+                else { return }
             }
             guard ready.first?.contains(.readable) == true else { continue }
             while let message = try receive(socket, endpoint: options.endpoint) {
@@ -150,8 +163,11 @@ public enum TailCommand {
                     // A jump: events between may have been missed (published before the subscription took effect,
                     // or lost with a notifier that crashed): the catch-up endpoint has them.
                     if let catchUp, let seen = printer.seen, position > seen + 1, firstLive || options.takesEverything {
-                        guard try catchUp.read(after: .position(seen), before: position, into: &printer, options: options,
-                                               log: log) else { return }
+                        guard
+                            try catchUp.read(
+                                after: .position(seen), before: position, into: &printer, options: options,
+                                log: log)
+                        else { return }
                     }
                     firstLive = false
                 }
@@ -167,9 +183,11 @@ public enum TailCommand {
     /// What `ReconnectCatchUp` asked for: the head at the first connection, or what came after a position (a
     /// reconnect). A catch-up that fails (the endpoint does not answer, or refuses) is said once and not tried
     /// again: tail goes on live. False when tail should end.
-    static func catchUpAfterReconnect(_ due: ReconnectCatchUp.Request, client: inout CatchUpClient?, context: ZMQContext,
-                                      reconnects: inout ReconnectCatchUp, printer: inout Printer, options: Options,
-                                      log: Log) throws(CommandExit) -> Bool {
+    static func catchUpAfterReconnect(
+        _ due: ReconnectCatchUp.Request, client: inout CatchUpClient?, context: ZMQContext,
+        reconnects: inout ReconnectCatchUp, printer: inout Printer, options: Options,
+        log: Log
+    ) throws(CommandExit) -> Bool {
         do throws(CommandExit) {
             if client == nil {
                 do {
@@ -182,15 +200,17 @@ public enum TailCommand {
             case .head:
                 reconnects.started(fromHead: try client!.head())
                 return true
-            case let .after(position):
+            case .after(let position):
                 log.info("reconnected: catching up", ["after": String(position)])
-                return try client!.read(after: .position(position), before: nil, into: &printer, options: options, log: log)
+                return try client!.read(
+                    after: .position(position), before: nil, into: &printer, options: options, log: log)
             }
-        } catch where error.status == 0 {
-            return false  // a signal during the request
+        } catch  where error.status == 0 {
+            return false // a signal during the request
         } catch {
-            log.warning("catching up after a reconnect failed: events published while tail reconnects may be missed "
-                        + "(not tried again)", ["endpoint": options.catchUpEndpoint, "error": error.message])
+            log.warning(
+                "catching up after a reconnect failed: events published while tail reconnects may be missed "
+                    + "(not tried again)", ["endpoint": options.catchUpEndpoint, "error": error.message])
             reconnects.giveUp()
             return true
         }
@@ -223,18 +243,26 @@ public enum TailCommand {
         }
         log.info("following by catch-up", ["endpoint": options.catchUpEndpoint, "after": "\(start)"])
         while true {
-            guard let wait = waitOrStop(upTo: Double(CatchUpClient.longPollMilliseconds) / 1000, deadline: deadline,
-                                        printer: printer, options: options, log: log) else { return }
-            guard try catchUp.read(after: start, before: nil, into: &printer, options: options, log: log,
-                                   waitMilliseconds: max(1, Int((wait * 1000).rounded(.up)))) else { return }
+            guard
+                let wait = waitOrStop(
+                    upTo: Double(CatchUpClient.longPollMilliseconds) / 1000, deadline: deadline,
+                    printer: printer, options: options, log: log)
+            else { return }
+            guard
+                try catchUp.read(
+                    after: start, before: nil, into: &printer, options: options, log: log,
+                    waitMilliseconds: max(1, Int((wait * 1000).rounded(.up))))
+            else { return }
             start = .position(printer.seen ?? 0)
         }
     }
 
     /// How long the next wait may be (`maximum`, less when the deadline is nearer), or nil when tail must stop: a
     /// signal came or the --timeout deadline has passed (each logged). Both ways of following ask it every round.
-    static func waitOrStop(upTo maximum: Double, deadline: Double?, printer: Printer, options: Options,
-                           log: Log) -> Double? {
+    static func waitOrStop(
+        upTo maximum: Double, deadline: Double?, printer: Printer, options: Options,
+        log: Log
+    ) -> Double? {
         if SignalFlag.signal != 0 {
             log.info("stopping", ["signal": SignalFlag.name(SignalFlag.signal), "events": String(printer.printed)])
             return nil
@@ -243,7 +271,8 @@ public enum TailCommand {
         let left = deadline - MonotonicClock.now()
         if left <= 0 {
             if let count = options.count {
-                log.info("timeout before the count was reached", ["events": String(printer.printed), "count": String(count)])
+                log.info(
+                    "timeout before the count was reached", ["events": String(printer.printed), "count": String(count)])
             }
             return nil
         }
@@ -259,7 +288,8 @@ public enum TailCommand {
         /// Prints one event; false when tail should end (standard output closed, or the count reached).
         mutating func print(position: UInt64?, body: String) -> Bool {
             if let position { skip(position) }
-            let text = options.showPosition ? "{\"position\":\(position.map(String.init) ?? "null"),\"event\":\(body)}" : body
+            let text =
+                options.showPosition ? "{\"position\":\(position.map(String.init) ?? "null"),\"event\":\(body)}" : body
             // Standard output closed (`tail | head -1`): nobody is reading any more.
             guard Console.out(text) else { return false }
             printed += 1

@@ -1,16 +1,17 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Foundation
 import Metrics
 import RoadSaveModel
 import ServiceKit
 import Storage
 import ZeroMQ
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// `roadsave up`: sensor-ingest, detection and notifier as three child processes of this executable, on consecutive
 /// ports, supervised.
@@ -88,10 +89,14 @@ public enum UpCommand {
     /// sinks up to 10 s).
     static let stopTimeout = 20.0
 
-    public static func run(_ arguments: [String],
-                           environment: [String: String] = ProcessInfo.processInfo.environment) -> Int32 {
+    public static func run(
+        _ arguments: [String],
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) -> Int32 {
         // Its signals are installed later, once the services can be started and stopped.
-        ClientCommand.run("up", usage: usage, signals: nil, options: { try Options(arguments, environment: environment) }) {
+        ClientCommand.run(
+            "up", usage: usage, signals: nil, options: { try Options(arguments, environment: environment) }
+        ) {
             options, _ in supervise(options, environment: environment)
         }
     }
@@ -102,8 +107,9 @@ public enum UpCommand {
             return Console.fail("up", CommandExit(1, "cannot find this executable (/proc/self/exe)"))
         }
         if options.dryRun {
-            let supervisor = Supervisor(executable: executable, options: options, environment: environment,
-                                        log: Log(category: "up"))
+            let supervisor = Supervisor(
+                executable: executable, options: options, environment: environment,
+                log: Log(category: "up"))
             for child in supervisor.children {
                 print(([child.name + ":", executable] + child.arguments).joined(separator: " "))
             }
@@ -137,8 +143,9 @@ public enum UpCommand {
         // The parent-death signal is sent when the thread that spawned a child ends: only the main thread lives as
         // long as this process (a thread of Swift's pool may be retired while idle).
         precondition(Thread.isMainThread, "roadsave up must supervise from the main thread")
-        var supervisor = Supervisor(executable: executable, options: options, environment: environment,
-                                    log: Log(category: "up"))
+        var supervisor = Supervisor(
+            executable: executable, options: options, environment: environment,
+            log: Log(category: "up"))
         supervisor.keys = keys
         return withExtendedLifetime(lock) { supervisor.run() }
     }
@@ -174,21 +181,26 @@ public enum UpCommand {
         init(_ arguments: [String], environment: [String: String]) throws {
             let parsed = try CommandLineOptions(
                 arguments,
-                valued: ["--applications", "--applications-file", "--platform", "--settings", "--ndjson", "--webhooks",
-                         "--webhook-secret-file", "--base-port", "--bind-host", "--log-level", "--data-dir",
-                         "--metrics-port"],
+                valued: [
+                    "--applications", "--applications-file", "--platform", "--settings", "--ndjson", "--webhooks",
+                    "--webhook-secret-file", "--base-port", "--bind-host", "--log-level", "--data-dir",
+                    "--metrics-port",
+                ],
                 flags: CommandLineOptions.helpSwitches.union(["--dry-run", "--insecure", "--keys"]))
             if parsed.asksForHelp {
                 help = true
                 return
             }
-            guard parsed.positional.isEmpty else { throw CommandExit.usage("unexpected argument \"\(parsed.positional[0])\"") }
+            guard parsed.positional.isEmpty else {
+                throw CommandExit.usage("unexpected argument \"\(parsed.positional[0])\"")
+            }
             dryRun = parsed.has("--dry-run")
             insecure = parsed.has("--insecure")
             keys = parsed.has("--keys")
             let directory = parsed.string("--data-dir") ?? environment["ROADSAVE_DATA_DIR"] ?? "roadsave-data"
             guard !directory.isEmpty else {
-                throw CommandExit.usage("--data-dir (or ROADSAVE_DATA_DIR) is empty: give the directory for the services' state")
+                throw CommandExit.usage(
+                    "--data-dir (or ROADSAVE_DATA_DIR) is empty: give the directory for the services' state")
             }
             dataDirectory = URL(fileURLWithPath: directory).standardizedFileURL.path
             applications = parsed.string("--applications")
@@ -196,15 +208,21 @@ public enum UpCommand {
             if let path = applicationsFile, !FileManager.default.isReadableFile(atPath: path) {
                 throw CommandExit.usage("--applications-file: cannot read \(path)")
             }
-            let fromEnvironment = environment["ROADSAVE_APPLICATIONS"].map { !$0.isEmpty } ?? false
+            let fromEnvironment =
+                environment["ROADSAVE_APPLICATIONS"].map { !$0.isEmpty } ?? false
                 || environment["ROADSAVE_APPLICATIONS_FILE"] != nil
-            if applications?.split(separator: ",").contains(where: { !$0.trimmingCharacters(in: .whitespaces).isEmpty }) != true,
-               applicationsFile == nil, !fromEnvironment {
-                throw CommandExit.usage("no applications: give --applications, ROADSAVE_APPLICATIONS or --applications-file (ingest would refuse every record)")
+            if applications?.split(separator: ",").contains(where: { !$0.trimmingCharacters(in: .whitespaces).isEmpty })
+                != true,
+                applicationsFile == nil, !fromEnvironment
+            {
+                throw CommandExit.usage(
+                    "no applications: give --applications, ROADSAVE_APPLICATIONS or --applications-file (ingest would refuse every record)"
+                )
             }
             if let text = parsed.string("--platform") {
                 guard let url = URL(string: text), let scheme = url.scheme, ["http", "https"].contains(scheme),
-                      url.host != nil else {
+                    url.host != nil
+                else {
                     throw CommandExit.usage("--platform: \"\(text)\" is not an http:// or https:// URL")
                 }
                 platform = text
@@ -223,7 +241,8 @@ public enum UpCommand {
             metricsPort = try parsed.integer("--metrics-port", range: 1...65533)
             if let host = parsed.string("--bind-host") {
                 guard !host.isEmpty, !host.contains("/"), host.rangeOfCharacter(from: .whitespaces) == nil else {
-                    throw CommandExit.usage("--bind-host: \"\(host)\" is not a host address (an IP address, an interface or *)")
+                    throw CommandExit.usage(
+                        "--bind-host: \"\(host)\" is not a host address (an IP address, an interface or *)")
                 }
                 bindHost = host
             }
@@ -242,8 +261,9 @@ public enum UpCommand {
             }
             if let metricsPort {
                 guard metricsPort + 2 < basePort || metricsPort > basePort + 5 else {
-                    throw CommandExit.usage("--metrics-port \(metricsPort): its ports \(metricsPort)-\(metricsPort + 2) overlap "
-                                            + "the services' \(basePort)-\(basePort + 5) (--base-port)")
+                    throw CommandExit.usage(
+                        "--metrics-port \(metricsPort): its ports \(metricsPort)-\(metricsPort + 2) overlap "
+                            + "the services' \(basePort)-\(basePort + 5) (--base-port)")
                 }
                 do {
                     _ = try MetricsEndpoint(parsing: metricsEndpoint(0)!)
@@ -253,9 +273,10 @@ public enum UpCommand {
             }
             // The services would refuse it one by one; say it once, with what to do.
             if !insecure, !keys, !CurveServerKeys.isLoopback(bind(basePort)) {
-                throw CommandExit.usage("--bind-host \(bindHost) makes the services reachable from other machines, but up "
-                    + "passes them no CurveZMQ keys: pass --keys to run with keys, --insecure to accept plaintext, "
-                    + "unauthenticated connections, or bind 127.0.0.1 (the default)")
+                throw CommandExit.usage(
+                    "--bind-host \(bindHost) makes the services reachable from other machines, but up "
+                        + "passes them no CurveZMQ keys: pass --keys to run with keys, --insecure to accept plaintext, "
+                        + "unauthenticated connections, or bind 127.0.0.1 (the default)")
             }
         }
 
@@ -285,7 +306,6 @@ public enum UpCommand {
         var keysDirectory: String { UpKeys.directory(in: dataDirectory) }
     }
 
-
     enum SpawnResult {
         case success(pid_t)
         case failure(String)
@@ -305,16 +325,19 @@ public enum UpCommand {
         for signal in [SIGTERM, SIGINT, SIGPIPE, SIGCHLD, SIGHUP, SIGQUIT] { sigaddset(&defaults, signal) }
         posix_spawnattr_setsigdefault(&attributes, &defaults)
         posix_spawnattr_setpgroup(&attributes, 0)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP))
+        posix_spawnattr_setflags(
+            &attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP))
 
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
 
-        let argv: [UnsafeMutablePointer<CChar>?] = ([path.split(separator: "/").last.map(String.init) ?? path] + arguments)
+        let argv: [UnsafeMutablePointer<CChar>?] =
+            ([path.split(separator: "/").last.map(String.init) ?? path] + arguments)
             .map { strdup($0) } + [nil]
-        let envp: [UnsafeMutablePointer<CChar>?] = environment.sorted { $0.key < $1.key }
+        let envp: [UnsafeMutablePointer<CChar>?] =
+            environment.sorted { $0.key < $1.key }
             .map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer {
             for pointer in argv { free(pointer) }

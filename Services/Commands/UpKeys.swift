@@ -37,32 +37,38 @@ struct UpKeys {
         var pairs: [String: CurveKeyPair] = [:]
         for name in Self.services + Self.clients.map(\.name) {
             let (secret, publicPath) = (secretFile(name), publicFile(name))
-            switch (FileManager.default.fileExists(atPath: secret), FileManager.default.fileExists(atPath: publicPath)) {
+            switch (FileManager.default.fileExists(atPath: secret), FileManager.default.fileExists(atPath: publicPath))
+            {
             case (false, false):
                 pairs[name] = try KeygenCommand.generate(name: name, directory: directory).pair
                 made.append(name)
             case (true, true):
                 pairs[name] = try CurveKeyPair.readSecret(secret)
                 if try CurveKeyPair.readPublic(publicPath).publicKey != pairs[name]!.publicKey {
-                    throw CurveKeyError("\(publicPath) does not hold the public key of \(secret); remove both to make a new pair")
+                    throw CurveKeyError(
+                        "\(publicPath) does not hold the public key of \(secret); remove both to make a new pair")
                 }
             case (true, false), (false, true):
                 let missing = FileManager.default.fileExists(atPath: secret) ? publicPath : secret
-                throw CurveKeyError("\(missing) is missing (the other file of the \(name) key pair is there); remove "
-                                    + "both to make a new pair, or put it back")
+                throw CurveKeyError(
+                    "\(missing) is missing (the other file of the \(name) key pair is there); remove "
+                        + "both to make a new pair, or put it back")
             }
         }
         if !FileManager.default.fileExists(atPath: allowList) {
-            var lines = ["# Written by roadsave up --keys; edit freely (up leaves it alone once it exists).",
-                         "# role        public key (Z85)                            name"]
+            var lines = [
+                "# Written by roadsave up --keys; edit freely (up leaves it alone once it exists).",
+                "# role        public key (Z85)                            name",
+            ]
             lines += Self.clients.map { KeygenCommand.allowListLine(role: $0.role, pair: pairs[$0.name]!) }
             lines += Self.services.map { KeygenCommand.allowListLine(role: .service, pair: pairs[$0]!) }
             try (lines.joined(separator: "\n") + "\n").write(toFile: allowList, atomically: true, encoding: .utf8)
         } else if !made.isEmpty {
             // Keys made now cannot be in a list written before: say so rather than let every connection be refused.
-            throw CurveKeyError("made new keys (\(made.joined(separator: ", "))) but \(allowList) exists from an earlier "
-                                + "run and does not list them: add their lines (roadsave keygen prints the form) or "
-                                + "remove it so up writes it again")
+            throw CurveKeyError(
+                "made new keys (\(made.joined(separator: ", "))) but \(allowList) exists from an earlier "
+                    + "run and does not list them: add their lines (roadsave keygen prints the form) or "
+                    + "remove it so up writes it again")
         }
     }
 

@@ -1,10 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Foundation
 import Metrics
 import RoadSaveModel
@@ -12,6 +5,14 @@ import ServiceKit
 import Storage
 import SystemKit
 import ZeroMQ
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// `roadsave up`'s supervision: each service a child process, started, watched, restarted by its `RestartPolicy` and
 /// stopped in pipeline order.
@@ -59,8 +60,10 @@ extension UpCommand {
             // Ties each service to this process: it stops when this process ends, however it ends.
             common[SupervisorLink.environmentVariable] = String(getpid())
             // Secrets go only to the service that needs them.
-            let secrets = ["ROADSAVE_APPLICATIONS", "ROADSAVE_APPLICATIONS_FILE", "ROADSAVE_WEBHOOK_SECRET",
-                           "ROADSAVE_WEBHOOK_SECRET_FILE", "ROADSAVE_WEBHOOKS", "ROADSAVE_PLATFORM_URL"]
+            let secrets = [
+                "ROADSAVE_APPLICATIONS", "ROADSAVE_APPLICATIONS_FILE", "ROADSAVE_WEBHOOK_SECRET",
+                "ROADSAVE_WEBHOOK_SECRET_FILE", "ROADSAVE_WEBHOOKS", "ROADSAVE_PLATFORM_URL",
+            ]
             func only(_ keep: [String], _ extra: [String: String]) -> [String: String] {
                 var result = common
                 for key in secrets where !keep.contains(key) { result[key] = nil }
@@ -73,56 +76,83 @@ extension UpCommand {
             if options.insecure { sharedFlags.append("--insecure") }
             let keys = UpKeys(directory: options.keysDirectory)
             func keyFlags(_ service: String) -> [String] { options.keys ? keys.arguments(of: service) : [] }
-            func metricsFlags(_ offset: Int) -> [String] { options.metricsEndpoint(offset).map { ["--metrics-endpoint", $0] } ?? [] }
+            func metricsFlags(_ offset: Int) -> [String] {
+                options.metricsEndpoint(offset).map { ["--metrics-endpoint", $0] } ?? []
+            }
 
             var ingestEnvironment: [String: String] = [:]
             if let applications = options.applications { ingestEnvironment["ROADSAVE_APPLICATIONS"] = applications }
             if let file = options.applicationsFile { ingestEnvironment["ROADSAVE_APPLICATIONS_FILE"] = file }
             var detectEnvironment: [String: String] = [:]
             if let platform = options.platform { detectEnvironment["ROADSAVE_PLATFORM_URL"] = platform }
-            var detectArguments = ["detect", "--records-endpoint", options.connect(options.records),
-                                   "--control-endpoint", options.bind(options.control),
-                                   "--events-endpoint", options.bind(options.events),
-                                   "--data-dir", options.dataDirectory(of: "detect")]
+            var detectArguments = [
+                "detect", "--records-endpoint", options.connect(options.records),
+                "--control-endpoint", options.bind(options.control),
+                "--events-endpoint", options.bind(options.events),
+                "--data-dir", options.dataDirectory(of: "detect"),
+            ]
             if let settings = options.settings { detectArguments += ["--settings", settings] }
             var notifyEnvironment: [String: String] = [:]
             if let webhooks = options.webhooks { notifyEnvironment["ROADSAVE_WEBHOOKS"] = webhooks }
             if let file = options.webhookSecretFile { notifyEnvironment["ROADSAVE_WEBHOOK_SECRET_FILE"] = file }
-            var notifyArguments = ["notify", "--events-endpoint", options.connect(options.events),
-                                   "--publish-endpoint", options.bind(options.subscribers),
-                                   "--catch-up-endpoint", options.bind(options.catchUp),
-                                   "--data-dir", options.dataDirectory(of: "notify")]
+            var notifyArguments = [
+                "notify", "--events-endpoint", options.connect(options.events),
+                "--publish-endpoint", options.bind(options.subscribers),
+                "--catch-up-endpoint", options.bind(options.catchUp),
+                "--data-dir", options.dataDirectory(of: "notify"),
+            ]
             if let ndjson = options.ndjson { notifyArguments += ["--ndjson", ndjson] }
 
             // Downstream first, so that the earliest events find their subscriber.
             children = [
-                Child(name: "notify", arguments: notifyArguments + keyFlags("notify") + metricsFlags(2) + sharedFlags,
-                      environment: only(["ROADSAVE_WEBHOOK_SECRET", "ROADSAVE_WEBHOOK_SECRET_FILE", "ROADSAVE_WEBHOOKS"],
-                                        notifyEnvironment)),
-                Child(name: "detect", arguments: detectArguments + keyFlags("detect") + metricsFlags(1) + sharedFlags,
-                      environment: only(["ROADSAVE_PLATFORM_URL"], detectEnvironment)),
-                Child(name: "ingest", arguments: ["ingest", "--gateway-endpoint", options.bind(options.gateways),
-                                                  "--records-endpoint", options.bind(options.records),
-                                                  "--data-dir", options.dataDirectory(of: "ingest")]
-                                  + keyFlags("ingest") + metricsFlags(0) + sharedFlags,
-                      environment: only(["ROADSAVE_APPLICATIONS", "ROADSAVE_APPLICATIONS_FILE"], ingestEnvironment)),
+                Child(
+                    name: "notify", arguments: notifyArguments + keyFlags("notify") + metricsFlags(2) + sharedFlags,
+                    environment: only(
+                        ["ROADSAVE_WEBHOOK_SECRET", "ROADSAVE_WEBHOOK_SECRET_FILE", "ROADSAVE_WEBHOOKS"],
+                        notifyEnvironment)),
+                Child(
+                    name: "detect", arguments: detectArguments + keyFlags("detect") + metricsFlags(1) + sharedFlags,
+                    environment: only(["ROADSAVE_PLATFORM_URL"], detectEnvironment)),
+                Child(
+                    name: "ingest",
+                    arguments: [
+                        "ingest", "--gateway-endpoint", options.bind(options.gateways),
+                        "--records-endpoint", options.bind(options.records),
+                        "--data-dir", options.dataDirectory(of: "ingest"),
+                    ]
+                        + keyFlags("ingest") + metricsFlags(0) + sharedFlags,
+                    environment: only(["ROADSAVE_APPLICATIONS", "ROADSAVE_APPLICATIONS_FILE"], ingestEnvironment)),
             ]
         }
 
         mutating func run() -> Int32 {
-            log.info("starting", ["executable": executable, "basePort": String(options.basePort), "bindHost": options.bindHost,
-                                  "platform": options.platform == nil ? "embedded" : "given"])
+            log.info(
+                "starting",
+                [
+                    "executable": executable, "basePort": String(options.basePort), "bindHost": options.bindHost,
+                    "platform": options.platform == nil ? "embedded" : "given",
+                ])
             if let keys {
-                log.info("CurveZMQ keys", ["directory": keys.directory, "made": keys.made.isEmpty ? "none" : keys.made.joined(separator: ",")])
-                Console.out("keys \(keys.directory) (\(keys.made.isEmpty ? "reused" : "made")); allow-list \(keys.allowList)")
+                log.info(
+                    "CurveZMQ keys",
+                    [
+                        "directory": keys.directory,
+                        "made": keys.made.isEmpty ? "none" : keys.made.joined(separator: ","),
+                    ])
+                Console.out(
+                    "keys \(keys.directory) (\(keys.made.isEmpty ? "reused" : "made")); allow-list \(keys.allowList)")
                 for client in UpKeys.clients {
-                    Console.out("\(client.name) key \(keys.secretFile(client.name)), server key \(keys.publicFile(client.server))")
+                    Console.out(
+                        "\(client.name) key \(keys.secretFile(client.name)), server key \(keys.publicFile(client.server))"
+                    )
                 }
             } else {
                 // Without --keys: say so (a non-loopback --bind-host makes the services refuse to start).
-                Console.err(options.insecure && !CurveServerKeys.isLoopback(options.bind(options.basePort))
-                    ? "roadsave up: --insecure: no CurveZMQ keys, every socket is plaintext and unauthenticated, and reachable from other machines"
-                    : "roadsave up: no CurveZMQ keys: every socket is plaintext and unauthenticated (loopback only; --keys for keys)")
+                Console.err(
+                    options.insecure && !CurveServerKeys.isLoopback(options.bind(options.basePort))
+                        ? "roadsave up: --insecure: no CurveZMQ keys, every socket is plaintext and unauthenticated, and reachable from other machines"
+                        : "roadsave up: no CurveZMQ keys: every socket is plaintext and unauthenticated (loopback only; --keys for keys)"
+                )
             }
             for index in children.indices {
                 guard start(index) else {
@@ -139,8 +169,9 @@ extension UpCommand {
             Console.out("events \(options.connect(options.events)) (internal)")
             if let port = options.metricsPort {
                 let host = ["*", "0.0.0.0"].contains(options.bindHost) ? "127.0.0.1" : options.bindAddress
-                Console.out("metrics http://\(host):\(port) (ingest), :\(port + 1) (detection), :\(port + 2) (notifier): "
-                            + "/metrics /healthz /readyz")
+                Console.out(
+                    "metrics http://\(host):\(port) (ingest), :\(port + 1) (detection), :\(port + 2) (notifier): "
+                        + "/metrics /healthz /readyz")
             }
             if options.bindHost != "127.0.0.1" {
                 Console.out("bound on \(options.bindHost), ports \(options.basePort)-\(options.basePort + 5)")
@@ -169,11 +200,11 @@ extension UpCommand {
             var child = children[index]
             let result = spawn(executable, child.arguments, environment: child.environment)
             switch result {
-            case let .failure(message):
+            case .failure(let message):
                 log.error("cannot start service", ["service": child.name, "error": message])
                 Console.err("roadsave up: cannot start \(child.name): \(message)")
                 return false
-            case let .success(pid):
+            case .success(let pid):
                 child.pid = pid
                 child.startedAt = MonotonicClock.now()
                 child.starts += 1
@@ -213,16 +244,22 @@ extension UpCommand {
                 return
             }
             switch child.restarts.ended(exitCode: exitCode, ranFor: ranFor, starts: child.starts) {
-            case let .failedAtStart(exitCode):
+            case .failedAtStart(let exitCode):
                 log.error("service failed at start", ["service": child.name, "status": description])
                 Console.err("roadsave up: \(child.name) failed at start (\(description)); see its log above")
                 failure = exitCode == 2 ? 2 : 1
                 return
-            case let .restart(after: pause):
+            case .restart(after: let pause):
                 child.restartAt = MonotonicClock.now() + pause
-                log.error("service died; restarting", ["service": child.name, "status": description,
-                                                       "in": JSONObjectWriter.number(pause, decimals: 1)])
-                Console.out("\(child.name) ended unexpectedly (\(description)); restarting in \(JSONObjectWriter.number(pause, decimals: 1)) s")
+                log.error(
+                    "service died; restarting",
+                    [
+                        "service": child.name, "status": description,
+                        "in": JSONObjectWriter.number(pause, decimals: 1),
+                    ])
+                Console.out(
+                    "\(child.name) ended unexpectedly (\(description)); restarting in \(JSONObjectWriter.number(pause, decimals: 1)) s"
+                )
             }
         }
 
@@ -246,10 +283,14 @@ extension UpCommand {
             if ports.allSatisfy({ Self.accepts(host: probeHost, port: $0) }) {
                 ready = true
                 Console.out("ready")
-                log.info("ready", ["gateways": options.connect(options.gateways),
-                                   "control": options.connect(options.control),
-                                   "subscribers": options.connect(options.subscribers),
-                                   "catchUp": options.connect(options.catchUp)])
+                log.info(
+                    "ready",
+                    [
+                        "gateways": options.connect(options.gateways),
+                        "control": options.connect(options.control),
+                        "subscribers": options.connect(options.subscribers),
+                        "catchUp": options.connect(options.catchUp),
+                    ])
             } else if MonotonicClock.now() - readySince > 30 {
                 log.warning("services not accepting connections after 30 s")
                 readySince = MonotonicClock.now()
@@ -327,9 +368,9 @@ extension UpCommand {
         /// Whether something accepts TCP connections at host:port (connect, then close at once).
         static func accepts(host: String, port: Int) -> Bool {
             #if canImport(Glibc)
-            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+                let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
             #else
-            let fd = socket(AF_INET, SOCK_STREAM, 0)
+                let fd = socket(AF_INET, SOCK_STREAM, 0)
             #endif
             guard fd >= 0 else { return false }
             defer { close(fd) }

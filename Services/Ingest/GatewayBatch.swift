@@ -41,11 +41,13 @@ struct GatewayBatch {
     /// Before any of that, `rateLimit` (nil: no limit) is asked about the batch's record count (`recordCount`; 1 for
     /// a body that is not an array) and may refuse the batch whole with its acknowledgement (field `rate`).
     /// `identifiers`: the caller's cache of app and user strings (`MessagePack.decodeRecords`).
-    init(message: [[UInt8]], applications: Set<String>, maximumBatch: Int,
-         key: Result<CurveAllowList.Entry, CurveKeyRefusal>? = nil,
-         identifiers: IdentifierCache? = nil,
-         devices: (admit: (DeviceID) -> Int?, refusal: (String) -> String)? = nil,
-         rateLimit: ((_ records: Int) -> Acknowledgement?)? = nil) {
+    init(
+        message: [[UInt8]], applications: Set<String>, maximumBatch: Int,
+        key: Result<CurveAllowList.Entry, CurveKeyRefusal>? = nil,
+        identifiers: IdentifierCache? = nil,
+        devices: (admit: (DeviceID) -> Int?, refusal: (String) -> String)? = nil,
+        rateLimit: ((_ records: Int) -> Acknowledgement?)? = nil
+    ) {
         let frames = GatewayFrames(message: message)
         replyPrefix = frames.replyPrefix
         batchID = frames.batchID
@@ -53,7 +55,9 @@ struct GatewayBatch {
         acknowledgement = Acknowledgement(accepted: 0)
         records = []
         guard frames.isWellFormed else {
-            refuse("expected the frames [batchID, contentType, body] or [batchID, contentType, body, header], got \(frames.parts.count) frames")
+            refuse(
+                "expected the frames [batchID, contentType, body] or [batchID, contentType, body, header], got \(frames.parts.count) frames"
+            )
             return
         }
         guard let contentType = ContentType(frame: frames.contentType) else {
@@ -66,9 +70,9 @@ struct GatewayBatch {
         switch key {
         case nil:
             entry = nil
-        case let .success(listed):
+        case .success(let listed):
             entry = listed
-        case let .failure(refusal):
+        case .failure(let refusal):
             // Before the rate limit: a key no longer listed must not spend the bucket of the name's new key.
             keyRefused = refusal
             acknowledgement = .unreadable(field: Self.keyField, reason: refusal.message)
@@ -117,19 +121,22 @@ struct GatewayBatch {
         var lastAdmitted: (device: DeviceID, slot: Int)?
         for (index, result) in decoded.records {
             switch result {
-            case let .failure(error):
+            case .failure(let error):
                 acknowledgement.rejected.append(Rejection(index: index, field: error.field, reason: error.reason))
-            case let .success(record):
+            case .success(let record):
                 if record.device.app != allowedApplication {
                     // The key's limit first, so a limited key learns nothing about other applications.
                     if let entry, !entry.allows(application: record.device.app) {
-                        acknowledgement.rejected.append(Rejection(
-                            index: index, field: "app",
-                            reason: "gateway key \"\(entry.name)\" is not allowed to send records of this application"))
+                        acknowledgement.rejected.append(
+                            Rejection(
+                                index: index, field: "app",
+                                reason:
+                                    "gateway key \"\(entry.name)\" is not allowed to send records of this application"))
                         continue
                     }
                     guard applications.contains(record.device.app) else {
-                        acknowledgement.rejected.append(Rejection(index: index, field: "app", reason: "unknown application"))
+                        acknowledgement.rejected.append(
+                            Rejection(index: index, field: "app", reason: "unknown application"))
                         continue
                     }
                     allowedApplication = record.device.app
@@ -139,8 +146,10 @@ struct GatewayBatch {
                         slots?.append(lastAdmitted.slot)
                     } else {
                         guard let slot = devices.admit(record.device) else {
-                            acknowledgement.rejected.append(Rejection(index: index, field: "user",
-                                                                      reason: devices.refusal(record.device.app)))
+                            acknowledgement.rejected.append(
+                                Rejection(
+                                    index: index, field: "user",
+                                    reason: devices.refusal(record.device.app)))
                             continue
                         }
                         slots?.append(slot)
@@ -153,7 +162,8 @@ struct GatewayBatch {
         }
         acknowledgement.accepted = records.count
         if ranges != nil, !records.isEmpty {
-            encoded = GatewayBody(body: frames.body, ranges: acceptedRanges, isWholeBody: records.count == decoded.records.count)
+            encoded = GatewayBody(
+                body: frames.body, ranges: acceptedRanges, isWholeBody: records.count == decoded.records.count)
         }
     }
 
@@ -177,7 +187,11 @@ struct GatewayBatch {
             var index = 0
             while index < body.count, [0x20, 0x09, 0x0a, 0x0d].contains(body[index]) { index += 1 }
             guard index < body.count, body[index] == UInt8(ascii: "[") else { return nil }
-            var depth = 0, commas = 0, inString = false, escaped = false, sawElement = false
+            var depth = 0
+            var commas = 0
+            var inString = false
+            var escaped = false
+            var sawElement = false
             for byte in body[index...] {
                 if inString {
                     if escaped {
@@ -229,7 +243,9 @@ struct GatewayBatch {
     /// The store failed: nothing of this batch is kept, and the gateway is told so (it keeps the batch and may send
     /// it again).
     mutating func storeFailed(_ reason: String) {
-        acknowledgement = .unreadable(reason: "the journal could not store the batch (\(reason)); nothing of it was accepted, send it again later")
+        acknowledgement = .unreadable(
+            reason: "the journal could not store the batch (\(reason)); nothing of it was accepted, send it again later"
+        )
         records = []
         encoded = nil
         slots = nil

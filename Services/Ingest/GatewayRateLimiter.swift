@@ -39,7 +39,7 @@ struct GatewayRateLimiter {
 
         /// `retryAfter` in whole milliseconds, rounded up (at least 1), for the acknowledgement.
         var retryAfterMilliseconds: Int? {
-            guard case let .refused(seconds) = self else { return nil }
+            guard case .refused(let seconds) = self else { return nil }
             // Less a hair, so that 0.1 s computed as 0.10000000000000071 is 100 ms, not 101.
             return max(1, Int((seconds * 1000 - 1e-6).rounded(.up)))
         }
@@ -81,13 +81,16 @@ struct GatewayRateLimiter {
 
     /// The acknowledgement of a batch of `records` refused by `admit` for `key` (see `key(forGateway:)`).
     func refusal(key: String, records: Int, retryAfterMs: Int) -> Acknowledgement {
-        let who = key.isEmpty ? "plaintext gateways (no CurveZMQ key; they share one limit)"
+        let who =
+            key.isEmpty
+            ? "plaintext gateways (no CurveZMQ key; they share one limit)"
             : "gateway key \"\(key)\""
-        return .rateLimited(reason: """
-            rate limit exceeded by \(who): at most \(Self.text(rate)) records/s with bursts of \(Self.text(burst)) \
-            (--rate-limit, --rate-burst); the batch of \(records) records is refused whole and nothing of it is stored; send it \
-            again after retryAfterMs (\(retryAfterMs) ms)
-            """, retryAfterMs: retryAfterMs)
+        return .rateLimited(
+            reason: """
+                rate limit exceeded by \(who): at most \(Self.text(rate)) records/s with bursts of \(Self.text(burst)) \
+                (--rate-limit, --rate-burst); the batch of \(records) records is refused whole and nothing of it is stored; send it \
+                again after retryAfterMs (\(retryAfterMs) ms)
+                """, retryAfterMs: retryAfterMs)
     }
 
     private static func text(_ number: Double) -> String {

@@ -60,7 +60,8 @@ public struct IngestConfiguration: Sendable {
             flag: "--records-endpoint", environment: "ROADSAVE_RECORDS_ENDPOINT", key: "recordsEndpoint",
             default: "tcp://*:5551", help: "ZeroMQ endpoint detection pulls the journal's records from (ROUTER)")
         public static let dataDirectory = ServiceSettings.dataDirectory(
-            key: "dataDirectory", default: "roadsave-data/ingest", help: "data directory; the journal is journal.sqlite in it")
+            key: "dataDirectory", default: "roadsave-data/ingest",
+            help: "data directory; the journal is journal.sqlite in it")
         public static let retentionAge = Setting<Double>(
             flag: "--retention-age", environment: "ROADSAVE_RETENTION_AGE", key: "retentionAge", default: 86_400,
             range: 0...(10 * 365 * 86_400),
@@ -76,29 +77,39 @@ public struct IngestConfiguration: Sendable {
             flag: "--applications-file", environment: "ROADSAVE_APPLICATIONS_FILE", key: "applicationsFile",
             help: "file of accepted applicationIDs, one a line (# comments allowed)")
         public static let maximumBatch = Setting<Int>(
-            flag: "--max-batch", environment: "ROADSAVE_MAX_BATCH", key: "maxBatch", default: 50_000, range: 1...10_000_000,
+            flag: "--max-batch", environment: "ROADSAVE_MAX_BATCH", key: "maxBatch", default: 50_000,
+            range: 1...10_000_000,
             help: "largest batch accepted, in records")
         public static let maximumMessageBytes = Setting<Int>(
             flag: "--max-message-bytes", environment: "ROADSAVE_MAX_MESSAGE_BYTES", key: "maxMessageBytes",
             default: MessagePack.Limits.maximumBytes, range: 1024...(1 << 31),
-            help: "largest frame a gateway may send, in bytes; a gateway sending a larger one is disconnected unanswered")
+            help:
+                "largest frame a gateway may send, in bytes; a gateway sending a larger one is disconnected unanswered")
         public static let maximumDevicesPerApplication = Setting<Int>(
             flag: "--max-devices-per-app", environment: "ROADSAVE_MAX_DEVICES_PER_APP", key: "maxDevicesPerApp",
             default: 100_000, range: 1...100_000_000,
-            help: "most devices (clientUserIDs) per application; records of further new devices are refused in the ack (field user), known devices go on")
+            help:
+                "most devices (clientUserIDs) per application; records of further new devices are refused in the ack (field user), known devices go on"
+        )
         public static let deviceIdleAge = Setting<Double>(
             flag: "--device-idle-age", environment: "ROADSAVE_DEVICE_IDLE_AGE", key: "deviceIdleAge",
             default: 30 * 86_400, range: 0...(100 * 365 * 86_400),
-            help: "seconds a device may send nothing before its --max-devices-per-app slot is freed (it is admitted again if there is room), 0 never")
+            help:
+                "seconds a device may send nothing before its --max-devices-per-app slot is freed (it is admitted again if there is room), 0 never"
+        )
         public static let rateLimit = Setting<Double?>(
             flag: "--rate-limit", environment: "ROADSAVE_RATE_LIMIT", key: "rateLimit",
-            help: "records a second each gateway key may send (plaintext gateways share one limit), 0 for none; a batch over it is refused whole in the ack (field rate, retryAfterMs) (default: 0 on a loopback --gateway-endpoint, \(SettingText.number(defaultRateLimit)) otherwise)") {
+            help:
+                "records a second each gateway key may send (plaintext gateways share one limit), 0 for none; a batch over it is refused whole in the ack (field rate, retryAfterMs) (default: 0 on a loopback --gateway-endpoint, \(SettingText.number(defaultRateLimit)) otherwise)"
+        ) {
             text, flag throws(CommandLineOptions.UsageError) in try SettingText.number(text, flag: flag, range: 0...1e9)
         }
         public static let rateBurst = Setting<Double?>(
             flag: "--rate-burst", environment: "ROADSAVE_RATE_BURST", key: "rateBurst",
-            help: "records a gateway key may send at once after a pause (default: one second's worth of --rate-limit)") {
-            text, flag throws(CommandLineOptions.UsageError) in try SettingText.number(text, flag: flag, range: 1...1e12)
+            help: "records a gateway key may send at once after a pause (default: one second's worth of --rate-limit)"
+        ) {
+            text, flag throws(CommandLineOptions.UsageError) in
+            try SettingText.number(text, flag: flag, range: 1...1e12)
         }
         public static let shards = Setting<Int>(
             flag: "--shards", environment: "ROADSAVE_SHARDS", key: "shards", default: 16, range: 1...1024,
@@ -106,22 +117,27 @@ public struct IngestConfiguration: Sendable {
     }
 
     public static let specs: [any AnySetting] =
-        [Settings.gatewayEndpoint, Settings.recordsEndpoint, Settings.dataDirectory, Settings.retentionAge,
-         Settings.journalMaximumBytes, Settings.applications, Settings.applicationsFile, Settings.maximumBatch,
-         Settings.maximumMessageBytes, Settings.maximumDevicesPerApplication, Settings.deviceIdleAge, Settings.rateLimit,
-         Settings.rateBurst, Settings.shards, ServiceSettings.logLevel, ServiceMetrics.spec]
+        [
+            Settings.gatewayEndpoint, Settings.recordsEndpoint, Settings.dataDirectory, Settings.retentionAge,
+            Settings.journalMaximumBytes, Settings.applications, Settings.applicationsFile, Settings.maximumBatch,
+            Settings.maximumMessageBytes, Settings.maximumDevicesPerApplication, Settings.deviceIdleAge,
+            Settings.rateLimit,
+            Settings.rateBurst, Settings.shards, ServiceSettings.logLevel, ServiceMetrics.spec,
+        ]
         + CurveSettings.specs
 
     /// Reads and validates the settings; the error says which one is wrong and why.
-    public static func load(_ source: ServiceConfiguration) throws(CommandLineOptions.UsageError) -> IngestConfiguration {
+    public static func load(_ source: ServiceConfiguration) throws(CommandLineOptions.UsageError) -> IngestConfiguration
+    {
         var configuration = IngestConfiguration()
         configuration.gatewayEndpoint = try source.value(Settings.gatewayEndpoint)
         configuration.recordsEndpoint = try source.value(Settings.recordsEndpoint)
         configuration.dataDirectory = try source.value(Settings.dataDirectory)
         configuration.retentionAge = try source.value(Settings.retentionAge)
         configuration.journalMaximumBytes = Int64(try source.value(Settings.journalMaximumBytes))
-        var applications = Set((try source.value(Settings.applications) ?? "").split(separator: ",")
-            .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty })
+        var applications = Set(
+            (try source.value(Settings.applications) ?? "").split(separator: ",")
+                .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty })
         if let path = try source.value(Settings.applicationsFile) {
             guard let data = FileManager.default.contents(atPath: path) else {
                 throw .init("--applications-file: cannot read \(path)")
@@ -134,7 +150,9 @@ public struct IngestConfiguration: Sendable {
             }
         }
         guard !applications.isEmpty else {
-            throw .init("no applications configured: set --applications, ROADSAVE_APPLICATIONS or --applications-file (every record of an unknown application would be refused)")
+            throw .init(
+                "no applications configured: set --applications, ROADSAVE_APPLICATIONS or --applications-file (every record of an unknown application would be refused)"
+            )
         }
         configuration.applications = applications
         configuration.maximumBatch = try source.value(Settings.maximumBatch)
@@ -154,8 +172,12 @@ public struct IngestConfiguration: Sendable {
         configuration.shards = try source.value(Settings.shards)
         configuration.logLevel = try source.value(ServiceSettings.logLevel)
         configuration.metricsEndpoint = try ServiceMetrics.endpoint(source)
-        configuration.curve = try CurveSettings.serverKeys(source, endpoints: [("--gateway-endpoint", configuration.gatewayEndpoint),
-                                                                              ("--records-endpoint", configuration.recordsEndpoint)])
+        configuration.curve = try CurveSettings.serverKeys(
+            source,
+            endpoints: [
+                ("--gateway-endpoint", configuration.gatewayEndpoint),
+                ("--records-endpoint", configuration.recordsEndpoint),
+            ])
         return configuration
     }
 }

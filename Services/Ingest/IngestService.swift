@@ -26,8 +26,9 @@ public final class IngestService: Sendable {
         log = Log(category: "ingest", minimumLevel: configuration.logLevel)
         context = try ZMQContext()
         reactor = Reactor(name: "ingest", context: context)
-        serving = ReactorBound(handingOver: IngestServing(configuration: configuration, log: log, reactor: reactor),
-                               to: reactor)
+        serving = ReactorBound(
+            handingOver: IngestServing(configuration: configuration, log: log, reactor: reactor),
+            to: reactor)
     }
 
     /// Opens the journal, binds the sockets and serves until `stop()`; throws if the journal or a socket cannot be

@@ -73,27 +73,30 @@ final class IngestServing {
     func setUp(_ loop: ReactorLoop, metrics: ServiceMetrics) throws {
         self.metrics = metrics
         let directory = try DataDirectory.prepare(configuration.dataDirectory)
-        let journal = try Journal(directory: directory, shards: configuration.shards,
-                                  retentionAge: configuration.retentionAge,
-                                  maximumBytes: configuration.journalMaximumBytes,
-                                  maximumDevicesPerApplication: configuration.maximumDevicesPerApplication,
-                                  deviceIdleAge: configuration.deviceIdleAge, log: log)
+        let journal = try Journal(
+            directory: directory, shards: configuration.shards,
+            retentionAge: configuration.retentionAge,
+            maximumBytes: configuration.journalMaximumBytes,
+            maximumDevicesPerApplication: configuration.maximumDevicesPerApplication,
+            deviceIdleAge: configuration.deviceIdleAge, log: log)
         self.journal = journal
         loop.onStop { [self] in close() }
 
         let gateways = try loop.socket(.router)
         // With keys, the ZAP handler answers for the gateways; SIGHUP re-reads its allow-list.
-        try ServiceZAP.secure(gateways, role: .gateway, keys: configuration.curve, handler: &zap, loop: loop,
-                              reactor: reactor, log: log, clients: "gateways",
-                              fields: ["gateways": configuration.gatewayEndpoint])
+        try ServiceZAP.secure(
+            gateways, role: .gateway, keys: configuration.curve, handler: &zap, loop: loop,
+            reactor: reactor, log: log, clients: "gateways",
+            fields: ["gateways": configuration.gatewayEndpoint])
         try gateways.setReceiveHighWaterMark(Self.gatewayQueueLimit)
         try gateways.setSendTimeout(milliseconds: 1000)
         try gateways.setMaximumMessageSize(configuration.maximumMessageBytes)
         try OutsideSockets.watch(gateways, name: "gateway", loop: loop, log: log)
         try gateways.bind(configuration.gatewayEndpoint)
         // The journal feed is for detection only.
-        let feedServer = try FeedServer.bound(to: configuration.recordsEndpoint, loop: loop, source: journal, zap: zap,
-                                              secretKey: configuration.curve?.secretKey, sendTimeoutMilliseconds: 0, log: log)
+        let feedServer = try FeedServer.bound(
+            to: configuration.recordsEndpoint, loop: loop, source: journal, zap: zap,
+            secretKey: configuration.curve?.secretKey, sendTimeoutMilliseconds: 0, log: log)
         self.feedServer = feedServer
         loop.onReadable(gateways) { [self] socket in serveBatches(socket) }
         loop.every(Self.retentionInterval) { [self] in enforceRetention() }
@@ -102,16 +105,24 @@ final class IngestServing {
         listening = true
         // Posting starts once the journal is open (it may read many chunks): until then /healthz says "starting".
         self.metrics?.start(on: loop) { [self] in (metricFamilies(), notReady()) }
-        log.info("journal opened", ["path": journal.path, "feed": journal.feedID, "shards": String(journal.shards),
-                                    "chunks": String(summary.chunks), "records": String(summary.records),
-                                    "oldest": summary.oldest.map(String.init) ?? "-", "head": String(summary.head),
-                                    "bytes": String(summary.bytes)])
-        log.info("listening", ["gateways": gateways.lastEndpoint, "records": feedServer.endpoint,
-                               "applications": String(configuration.applications.count),
-                               "maxMessageBytes": String(configuration.maximumMessageBytes),
-                               "maxDevicesPerApp": String(configuration.maximumDevicesPerApplication),
-                               "deviceIdleAge": String(Int(configuration.deviceIdleAge)),
-                               "rateLimit": rateLimiter.map { "\(Int($0.rate))/s burst \(Int($0.burst))" } ?? "none"])
+        log.info(
+            "journal opened",
+            [
+                "path": journal.path, "feed": journal.feedID, "shards": String(journal.shards),
+                "chunks": String(summary.chunks), "records": String(summary.records),
+                "oldest": summary.oldest.map(String.init) ?? "-", "head": String(summary.head),
+                "bytes": String(summary.bytes),
+            ])
+        log.info(
+            "listening",
+            [
+                "gateways": gateways.lastEndpoint, "records": feedServer.endpoint,
+                "applications": String(configuration.applications.count),
+                "maxMessageBytes": String(configuration.maximumMessageBytes),
+                "maxDevicesPerApp": String(configuration.maximumDevicesPerApplication),
+                "deviceIdleAge": String(Int(configuration.deviceIdleAge)),
+                "rateLimit": rateLimiter.map { "\(Int($0.rate))/s burst \(Int($0.burst))" } ?? "none",
+            ])
     }
 
     private func serveBatches(_ socket: ZMQSocket) {
@@ -119,16 +130,20 @@ final class IngestServing {
         // Take every batch there is now (up to a bound; the reactor calls again while more wait).
         var group: [GatewayBatch] = []
         var records = 0
-        socket.drain(limit: Self.groupBatches, failed: { log.error("gateway socket failed", ["error": "\($0)"]) }) { message in
+        socket.drain(limit: Self.groupBatches, failed: { log.error("gateway socket failed", ["error": "\($0)"]) }) {
+            message in
             // The key's entry in force now: one removed or replaced since the handshake is refused from its next batch.
             let key = zap?.entry(for: socket.lastPeer, role: .gateway)
             let now = journal.now
-            let batch = GatewayBatch(message: message, applications: configuration.applications,
-                                     maximumBatch: configuration.maximumBatch, key: key, identifiers: identifiers,
-                                     devices: ({ journal.admit($0, at: now) }, journal.refusal(forNewDeviceOf:)),
-                                     rateLimit: rateLimiter == nil ? nil : { [self] count in
-                                         chargeRate(count, keyName: try? key?.get().name)
-                                     })
+            let batch = GatewayBatch(
+                message: message, applications: configuration.applications,
+                maximumBatch: configuration.maximumBatch, key: key, identifiers: identifiers,
+                devices: ({ journal.admit($0, at: now) }, journal.refusal(forNewDeviceOf:)),
+                rateLimit: rateLimiter == nil
+                    ? nil
+                    : { [self] count in
+                        chargeRate(count, keyName: try? key?.get().name)
+                    })
             record(batch)
             if batch.records.isEmpty && batch.header == nil {
                 // Nothing to store: the answer can go now.
@@ -142,15 +157,18 @@ final class IngestServing {
         guard !group.isEmpty else { return }
         statistics.largestGroup = max(statistics.largestGroup, group.count)
         do {
-            try journal.append(group.map {
-                Journal.Batch(id: $0.batchText, records: $0.records, encoded: $0.encoded, header: $0.header,
-                              slots: $0.slots)
-            })
+            try journal.append(
+                group.map {
+                    Journal.Batch(
+                        id: $0.batchText, records: $0.records, encoded: $0.encoded, header: $0.header,
+                        slots: $0.slots)
+                })
         } catch {
             // Nothing of the group is stored (the transaction rolled back): every batch of it is refused.
             let reason = (error as? StorageError)?.message ?? "\(error)"
-            log.error("journal could not store a group of batches; they are refused",
-                      ["batches": String(group.count), "records": String(records), "error": "\(error)"])
+            log.error(
+                "journal could not store a group of batches; they are refused",
+                ["batches": String(group.count), "records": String(records), "error": "\(error)"])
             statistics.unstoredBatches += group.count
             statistics.accepted -= records
             for index in group.indices { group[index].storeFailed(reason) }
@@ -178,8 +196,12 @@ final class IngestServing {
         statistics.accepted += batch.acknowledgement.accepted
         if let refusal = batch.keyRefused {
             statistics.keyRefusedBatches += 1
-            log.warning("batch refused: gateway key no longer listed", ["key": refusal.name, "batch": batch.batchText,
-                                                                         "reason": refusal.message])
+            log.warning(
+                "batch refused: gateway key no longer listed",
+                [
+                    "key": refusal.name, "batch": batch.batchText,
+                    "reason": refusal.message,
+                ])
             return
         }
         if batch.rateLimited {
@@ -188,8 +210,12 @@ final class IngestServing {
             rateRefusedSinceLog += 1
             let now = MonotonicClock.now()
             if lastRateLog.map({ now - $0 >= Self.rateLogInterval }) ?? true {
-                log.warning("batches refused for the gateway rate limit",
-                            ["batches": String(rateRefusedSinceLog), "last": batch.acknowledgement.rejected.first?.reason ?? ""])
+                log.warning(
+                    "batches refused for the gateway rate limit",
+                    [
+                        "batches": String(rateRefusedSinceLog),
+                        "last": batch.acknowledgement.rejected.first?.reason ?? "",
+                    ])
                 lastRateLog = now
                 rateRefusedSinceLog = 0
             }
@@ -204,10 +230,14 @@ final class IngestServing {
         statistics.batchSizes.observe(Double(batch.acknowledgement.accepted + batch.acknowledgement.rejected.count))
         for rejection in batch.acknowledgement.rejected { statistics.rejections.count(rejection) }
         if let first = batch.acknowledgement.rejected.first {
-            log.info("batch with rejected records", ["batch": String(batch.batchText.prefix(64)),
-                                                     "accepted": String(batch.acknowledgement.accepted),
-                                                     "rejected": String(batch.acknowledgement.rejected.count),
-                                                     "first": "\(first.index) \(first.field): \(first.reason)"])
+            log.info(
+                "batch with rejected records",
+                [
+                    "batch": String(batch.batchText.prefix(64)),
+                    "accepted": String(batch.acknowledgement.accepted),
+                    "rejected": String(batch.acknowledgement.rejected.count),
+                    "first": "\(first.index) \(first.field): \(first.reason)",
+                ])
         }
     }
 
@@ -228,7 +258,8 @@ final class IngestServing {
         do {
             let outcome = try journal.enforceRetention()
             if outcome.expiredChunks + outcome.trimmedChunks > 0 {
-                log.debug("retention", ["expired": String(outcome.expiredChunks), "trimmed": String(outcome.trimmedChunks)])
+                log.debug(
+                    "retention", ["expired": String(outcome.expiredChunks), "trimmed": String(outcome.trimmedChunks)])
             }
         } catch {
             log.error("journal retention failed", ["error": "\(error)"])
@@ -238,41 +269,57 @@ final class IngestServing {
     /// What /metrics shows of ingest (posted by `ServiceMetrics` from the loop).
     private func metricFamilies() -> [MetricFamily] {
         var families: [MetricFamily] = [
-            .labelled("roadsave_ingest_batches_total", .counter, "Gateway batches answered, by outcome.", label: "outcome", [
-                "acknowledged": statistics.batches - statistics.unreadableBatches - statistics.rateLimitedBatches
-                    - statistics.unstoredBatches - statistics.keyRefusedBatches,
-                "unreadable": statistics.unreadableBatches, "rate_limited": statistics.rateLimitedBatches,
-                "unstored": statistics.unstoredBatches, "key_refused": statistics.keyRefusedBatches,
-            ]),
+            .labelled(
+                "roadsave_ingest_batches_total", .counter, "Gateway batches answered, by outcome.", label: "outcome",
+                [
+                    "acknowledged": statistics.batches - statistics.unreadableBatches - statistics.rateLimitedBatches
+                        - statistics.unstoredBatches - statistics.keyRefusedBatches,
+                    "unreadable": statistics.unreadableBatches, "rate_limited": statistics.rateLimitedBatches,
+                    "unstored": statistics.unstoredBatches, "key_refused": statistics.keyRefusedBatches,
+                ]),
             statistics.batchSizes.family("roadsave_ingest_batch_records", help: "Records per readable gateway batch."),
-            .single("roadsave_ingest_records_accepted_total", .counter, "Records stored in the journal and acknowledged.",
-                    statistics.accepted),
+            .single(
+                "roadsave_ingest_records_accepted_total", .counter, "Records stored in the journal and acknowledged.",
+                statistics.accepted),
             statistics.rejections.family,
         ]
         if let journal {
             let stored = journal.statistics
             families += [
-                .single("roadsave_ingest_journal_commits_total", .counter, "Journal transactions (one fsync each).", stored.commits),
-                .single("roadsave_ingest_journal_head_position", .gauge, "Position of the newest chunk in the journal.",
-                        Double(journal.head)),
-                .single("roadsave_ingest_journal_dropped_unread_records_total", .counter,
-                        "Records deleted by --journal-max-bytes before detection read them.", stored.droppedUnreadRecordsTotal),
-                .single("roadsave_ingest_devices_freed_total", .counter, "Device slots freed after --device-idle-age.",
-                        stored.freedDevices),
-                .labelled("roadsave_ingest_journal_deleted_through_position", .gauge,
-                          "Highest position retention has deleted, by shard (0: none): a detection shard starting from "
-                              + "an earlier position has lost records.", label: "shard",
-                          Dictionary(uniqueKeysWithValues: journal.deletedThrough.enumerated().map { (String($0.offset), Int($0.element)) })),
+                .single(
+                    "roadsave_ingest_journal_commits_total", .counter, "Journal transactions (one fsync each).",
+                    stored.commits),
+                .single(
+                    "roadsave_ingest_journal_head_position", .gauge, "Position of the newest chunk in the journal.",
+                    Double(journal.head)),
+                .single(
+                    "roadsave_ingest_journal_dropped_unread_records_total", .counter,
+                    "Records deleted by --journal-max-bytes before detection read them.",
+                    stored.droppedUnreadRecordsTotal),
+                .single(
+                    "roadsave_ingest_devices_freed_total", .counter, "Device slots freed after --device-idle-age.",
+                    stored.freedDevices),
+                .labelled(
+                    "roadsave_ingest_journal_deleted_through_position", .gauge,
+                    "Highest position retention has deleted, by shard (0: none): a detection shard starting from "
+                        + "an earlier position has lost records.", label: "shard",
+                    Dictionary(
+                        uniqueKeysWithValues: journal.deletedThrough.enumerated().map {
+                            (String($0.offset), Int($0.element))
+                        })),
             ]
         }
         if let (oldest, bytes) = try? journal?.oldestChunkAndBytes() {
             families += [
-                .single("roadsave_ingest_journal_bytes", .gauge, "Bytes of the journal's database in use.", Double(bytes)),
-                .single("roadsave_ingest_journal_oldest_position", .gauge, "Position of the oldest chunk kept (0: empty).",
-                        Double(oldest?.position ?? 0)),
-                .single("roadsave_ingest_journal_oldest_age_seconds", .gauge,
-                        "Age of the oldest chunk kept, from when it was stored (0: empty).",
-                        oldest.map { max(0, Date().timeIntervalSince1970 - $0.receivedAt) } ?? 0),
+                .single(
+                    "roadsave_ingest_journal_bytes", .gauge, "Bytes of the journal's database in use.", Double(bytes)),
+                .single(
+                    "roadsave_ingest_journal_oldest_position", .gauge, "Position of the oldest chunk kept (0: empty).",
+                    Double(oldest?.position ?? 0)),
+                .single(
+                    "roadsave_ingest_journal_oldest_age_seconds", .gauge,
+                    "Age of the oldest chunk kept, from when it was stored (0: empty).",
+                    oldest.map { max(0, Date().timeIntervalSince1970 - $0.receivedAt) } ?? 0),
             ]
         }
         return families
@@ -290,17 +337,21 @@ final class IngestServing {
         guard let journal else { return }
         let summary = try? journal.summary()
         let stored = journal.statistics
-        log.info("stopping", ["batches": String(statistics.batches), "accepted": String(statistics.accepted),
-                              "rejected": String(statistics.rejected), "unreadable": String(statistics.unreadableBatches),
-                              "unstored": String(statistics.unstoredBatches),
-                              "rateLimited": String(statistics.rateLimitedBatches),
-                              "keyRefused": String(statistics.keyRefusedBatches),
-                              "freedDevices": String(stored.freedDevices), "commits": String(stored.commits),
-                              "largestGroup": String(statistics.largestGroup),
-                              "droppedUnread": String(stored.droppedUnreadRecordsTotal),
-                              "journalChunks": summary.map { String($0.chunks) } ?? "?",
-                              "journalBytes": summary.map { String($0.bytes) } ?? "?",
-                              "oldest": summary?.oldest.map(String.init) ?? "-", "head": String(journal.head)])
+        log.info(
+            "stopping",
+            [
+                "batches": String(statistics.batches), "accepted": String(statistics.accepted),
+                "rejected": String(statistics.rejected), "unreadable": String(statistics.unreadableBatches),
+                "unstored": String(statistics.unstoredBatches),
+                "rateLimited": String(statistics.rateLimitedBatches),
+                "keyRefused": String(statistics.keyRefusedBatches),
+                "freedDevices": String(stored.freedDevices), "commits": String(stored.commits),
+                "largestGroup": String(statistics.largestGroup),
+                "droppedUnread": String(stored.droppedUnreadRecordsTotal),
+                "journalChunks": summary.map { String($0.chunks) } ?? "?",
+                "journalBytes": summary.map { String($0.bytes) } ?? "?",
+                "oldest": summary?.oldest.map(String.init) ?? "-", "head": String(journal.head),
+            ])
         journal.close()
         self.journal = nil
         feedServer = nil

@@ -3,8 +3,9 @@ import Foundation
 import RoadSaveModel
 import Storage
 import Wire
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// sensor-ingest's journal: every accepted record, stored durably before its batch is acknowledged, in
@@ -96,10 +97,12 @@ public final class Journal: FeedSource {
     /// service command's business (`DataDirectoryLock`), not the journal's.
     /// `clock` gives Unix seconds (tests set it).
     /// `deviceIdleAge`: seconds without records after which a device's slot is freed (0: never).
-    public init(directory: String, shards: Int, retentionAge: Double = 86_400, maximumBytes: Int64 = 0,
-                maximumDevicesPerApplication: Int = 100_000, deviceIdleAge: Double = 0,
-                positionScanRecords: Int = Journal.positionScanRecords, log: Log,
-                clock: @escaping () -> Double = { Date().timeIntervalSince1970 }) throws {
+    public init(
+        directory: String, shards: Int, retentionAge: Double = 86_400, maximumBytes: Int64 = 0,
+        maximumDevicesPerApplication: Int = 100_000, deviceIdleAge: Double = 0,
+        positionScanRecords: Int = Journal.positionScanRecords, log: Log,
+        clock: @escaping () -> Double = { Date().timeIntervalSince1970 }
+    ) throws {
         precondition(shards > 0, "a journal needs at least one shard")
         self.shards = shards
         self.retentionAge = retentionAge
@@ -114,7 +117,8 @@ public final class Journal: FeedSource {
             throw JournalError("\(path) has format \(meta.format); this ingest reads format \(Self.format)")
         }
         guard meta.shards == shards else {
-            throw JournalError("""
+            throw JournalError(
+                """
                 \(path) was created with --shards \(meta.shards), and this ingest has --shards \(shards). Positions are \
                 per shard, so a journal's shard count cannot change: run with --shards \(meta.shards), or give a new \
                 --data-dir (detection then reads the new journal from its start)
@@ -122,9 +126,10 @@ public final class Journal: FeedSource {
         }
         var consumers: [String: JournalConsumer] = [:]
         try database.statement("SELECT consumer, shard, shards, acknowledged, seen_at FROM consumers").query { row in
-            let consumer = JournalConsumer(name: row.text(0), shard: row.isNull(1) ? nil : Int(row.integer(1)),
-                                           shards: row.isNull(2) ? nil : Int(row.integer(2)),
-                                           acknowledged: row.unsigned(3), seenAt: row.double(4))
+            let consumer = JournalConsumer(
+                name: row.text(0), shard: row.isNull(1) ? nil : Int(row.integer(1)),
+                shards: row.isNull(2) ? nil : Int(row.integer(2)),
+                acknowledged: row.unsigned(3), seenAt: row.double(4))
             consumers[consumer.name] = consumer
         }
         let head = UInt64(try database.integer("SELECT seq FROM sqlite_sequence WHERE name = 'chunks'") ?? 0)
@@ -134,8 +139,9 @@ public final class Journal: FeedSource {
             if deletedThrough.indices.contains(shard) { deletedThrough[shard] = row.unsigned(1) }
         }
         self.deletedThrough = deletedThrough
-        let unread = try Self.unreadChunks(database, acknowledged: consumers.values.map(\.acknowledged).min() ?? 0,
-                                           records: positionScanRecords)
+        let unread = try Self.unreadChunks(
+            database, acknowledged: consumers.values.map(\.acknowledged).min() ?? 0,
+            records: positionScanRecords)
         var devices = KnownDevices(limit: maximumDevicesPerApplication, idleAge: deviceIdleAge, shards: shards)
         // A device saved before last_seen existed counts as seen now: its idle time starts with this version.
         try database.statement("SELECT app, user, coalesce(last_seen, ?) FROM devices").query([clock()]) { row in
@@ -206,8 +212,10 @@ public final class Journal: FeedSource {
         /// Each record's device's slot number from `admit` (nil: found by device here).
         public var slots: [Int]?
 
-        public init(id: String?, records: [SensorRecord], encoded: GatewayBody? = nil, header: GatewayBatchHeader? = nil,
-                    slots: [Int]? = nil) {
+        public init(
+            id: String?, records: [SensorRecord], encoded: GatewayBody? = nil, header: GatewayBatchHeader? = nil,
+            slots: [Int]? = nil
+        ) {
             precondition(encoded.map { $0.ranges.count == records.count } ?? true, "a range per record")
             precondition(slots.map { $0.count == records.count } ?? true, "a slot per record")
             self.id = id
@@ -219,7 +227,9 @@ public final class Journal: FeedSource {
 
         /// `chunks(shards:shard:)`, with an empty chunk for every shard the records left out when the batch has a
         /// header: a gateway's watermark concerns every shard.
-        func chunksWithHeader(shards: Int, shard: (Int) -> Int) -> [(shard: Int, count: Int, body: [UInt8], indexes: [Int]?)] {
+        func chunksWithHeader(shards: Int, shard: (Int) -> Int) -> [(
+            shard: Int, count: Int, body: [UInt8], indexes: [Int]?
+        )] {
             let filled = chunks(shards: shards, shard: shard)
             guard header != nil, filled.count < shards else { return filled }
             var byShard: [Int: (shard: Int, count: Int, body: [UInt8], indexes: [Int]?)] = [:]
@@ -237,7 +247,9 @@ public final class Journal: FeedSource {
             if oneShard {
                 let body: [UInt8]
                 if let encoded {
-                    body = encoded.isWholeBody ? encoded.body : MessagePackFraming.array(of: encoded.ranges, in: encoded.body)
+                    body =
+                        encoded.isWholeBody
+                        ? encoded.body : MessagePackFraming.array(of: encoded.ranges, in: encoded.body)
                 } else {
                     body = RecordBatch.encodeBatch(records, as: .msgpack)
                 }
@@ -275,13 +287,16 @@ public final class Journal: FeedSource {
     public func append(_ batches: [Batch]) throws -> ClosedRange<UInt64>? {
         let receivedAt = clock()
         let insert = try database.statement(
-            "INSERT INTO chunks (shard, records, received_at, batch, body, gateway, watermark) VALUES (?, ?, ?, ?, ?, ?, ?)")
-        var chunks = 0, records = 0
+            "INSERT INTO chunks (shard, records, received_at, batch, body, gateway, watermark) VALUES (?, ?, ?, ?, ?, ?, ?)"
+        )
+        var chunks = 0
+        var records = 0
         // Where each batch's devices' records went: (batch, the chunk's position, its record indexes or nil for all),
         // and the chunk for the tail.
         var stored: [(batch: Int, position: UInt64, indexes: [Int]?)] = []
         var added: [JournalTail.Chunk] = []
-        let saveDevice = try database.statement("""
+        let saveDevice = try database.statement(
+            """
             INSERT INTO devices (app, user, first_seen, last_seen) VALUES (?, ?, ?, ?)
             ON CONFLICT (app, user) DO UPDATE SET last_seen = max(coalesce(last_seen, 0), excluded.last_seen)
             """)
@@ -292,16 +307,21 @@ public final class Journal: FeedSource {
                 }
                 for (number, batch) in batches.enumerated() {
                     let watermark = batch.header.flatMap { header -> Double? in
-                        if case let .watermark(time) = header.progress { time } else { nil }
+                        if case .watermark(let time) = header.progress { time } else { nil }
                     }
                     for chunk in batch.chunksWithHeader(shards: shards, shard: shardFinder(batch)) {
-                        try insert.run(chunk.shard, chunk.count, receivedAt, batch.id, chunk.body, batch.header?.gateway,
-                                       watermark)
+                        try insert.run(
+                            chunk.shard, chunk.count, receivedAt, batch.id, chunk.body, batch.header?.gateway,
+                            watermark)
                         let position = UInt64(database.lastInsertRowID)
                         stored.append((number, position, chunk.indexes))
-                        let item = batch.header.map { JournalChunk(records: chunk.body, header: $0, shard: chunk.shard).item }
-                        added.append(JournalTail.Chunk(position: position, shard: chunk.shard, size: chunk.body.count,
-                                                       item: item ?? chunk.body))
+                        let item = batch.header.map {
+                            JournalChunk(records: chunk.body, header: $0, shard: chunk.shard).item
+                        }
+                        added.append(
+                            JournalTail.Chunk(
+                                position: position, shard: chunk.shard, size: chunk.body.count,
+                                item: item ?? chunk.body))
                         chunks += 1
                         records += chunk.count
                     }
@@ -316,8 +336,11 @@ public final class Journal: FeedSource {
         for (number, position, indexes) in stored {
             let batch = batches[number]
             if let slots = batch.slots {
-                if let indexes { for index in indexes { devices.noteStored(slot: slots[index], at: position) } }
-                else { for slot in slots { devices.noteStored(slot: slot, at: position) } }
+                if let indexes {
+                    for index in indexes { devices.noteStored(slot: slots[index], at: position) }
+                } else {
+                    for slot in slots { devices.noteStored(slot: slot, at: position) }
+                }
             } else {
                 var previous: DeviceID?
                 // A run of one device's records (gateways often send several together) is noted once.
@@ -355,27 +378,32 @@ public final class Journal: FeedSource {
     /// `through` (or the head, if lower), so a consumer re-reading a range learns that it has it all.
     public func read(_ request: FeedRequest) throws -> FeedBatch {
         if let requested = request.shards, requested != shards {
-            throw JournalError("""
+            throw JournalError(
+                """
                 this journal has \(shards) shards; the request is for shard \(request.shard ?? 0) of \(requested) \
                 (detection's --shard I/N must count the shards as ingest's --shards does)
                 """)
         }
         let through = min(request.through ?? head, head)
         guard request.after < through else { return FeedBatch(items: [], to: request.after) }
-        if let (items, last, full) = tail.read(shard: request.shard, after: request.after, through: through,
-                                               maxItems: request.maxItems, maxBytes: request.maxBytes) {
+        if let (items, last, full) = tail.read(
+            shard: request.shard, after: request.after, through: through,
+            maxItems: request.maxItems, maxBytes: request.maxBytes)
+        {
             return Self.batch(items: items, last: last, full: full, request: request, through: through)
         }
         let statement: SQLiteStatement
         var parameters: [SQLiteBindable] = []
         if let shard = request.shard {
-            statement = try database.statement("""
+            statement = try database.statement(
+                """
                 SELECT position, length(body), body, gateway, watermark, shard FROM chunks
                 WHERE shard = ? AND position > ? AND position <= ? ORDER BY position LIMIT ?
                 """)
             parameters.append(shard)
         } else {
-            statement = try database.statement("""
+            statement = try database.statement(
+                """
                 SELECT position, length(body), body, gateway, watermark, shard FROM chunks
                 WHERE position > ? AND position <= ? ORDER BY position LIMIT ?
                 """)
@@ -393,9 +421,12 @@ public final class Journal: FeedSource {
                     items.append(row.blob(2))
                 } else {
                     let progress: GatewayBatchHeader.Progress = row.isNull(4) ? .end : .watermark(row.double(4))
-                    items.append(JournalChunk(records: row.blob(2),
-                                              header: GatewayBatchHeader(gateway: row.text(3), progress: progress),
-                                              shard: Int(row.integer(5))).item)
+                    items.append(
+                        JournalChunk(
+                            records: row.blob(2),
+                            header: GatewayBatchHeader(gateway: row.text(3), progress: progress),
+                            shard: Int(row.integer(5))
+                        ).item)
                 }
                 bytes += size
                 last = row.unsigned(0)
@@ -409,7 +440,8 @@ public final class Journal: FeedSource {
 
     /// A reply of `items`, the last at `last`: it reaches `through` when the request gave one and was not cut short.
     private static func batch(items: [[UInt8]], last: UInt64?, full: Bool, request: FeedRequest, through: UInt64)
-        -> FeedBatch {
+        -> FeedBatch
+    {
         var to = last ?? request.after
         if request.through != nil, !full { to = max(to, through) }
         return FeedBatch(items: items, to: to)
@@ -427,8 +459,9 @@ public final class Journal: FeedSource {
     /// reads fail, and it protects nothing.
     public func acknowledged(_ request: FeedRequest) {
         if let requested = request.shards, requested != shards { return }
-        let consumer = JournalConsumer(name: request.consumer, shard: request.shard, shards: request.shards,
-                                       acknowledged: min(request.acknowledged, head), seenAt: clock())
+        let consumer = JournalConsumer(
+            name: request.consumer, shard: request.shard, shards: request.shards,
+            acknowledged: min(request.acknowledged, head), seenAt: clock())
         consumers[request.consumer] = consumer
         unsavedConsumers.insert(request.consumer)
     }
@@ -461,8 +494,10 @@ public final class Journal: FeedSource {
             try saveConsumers()
             // Chunks from position `young` on are within the retention age (positions follow arrival order; after a
             // step of the wall clock the boundary is approximate).
-            let young = try database.statement(
-                "SELECT position FROM chunks WHERE received_at >= ? ORDER BY received_at LIMIT 1").integer(now - retentionAge)
+            let young =
+                try database.statement(
+                    "SELECT position FROM chunks WHERE received_at >= ? ORDER BY received_at LIMIT 1"
+                ).integer(now - retentionAge)
                 ?? Int64(bitPattern: head) + 1
             let highest = try database.statement("SELECT max(position) FROM chunks WHERE shard = ? AND position <= ?")
             let delete = try database.statement("DELETE FROM chunks WHERE shard = ? AND position <= ?")
@@ -484,7 +519,8 @@ public final class Journal: FeedSource {
             // The size of a chunk is estimated, and pages free up in whole: a few rounds settle under the limit.
             for _ in 0..<4 {
                 let used = try database.bytesInUse()
-                guard used > maximumBytes, try trim(excess: used - maximumBytes, through: through, into: &outcome) else {
+                guard used > maximumBytes, try trim(excess: used - maximumBytes, through: through, into: &outcome)
+                else {
                     break
                 }
             }
@@ -496,9 +532,12 @@ public final class Journal: FeedSource {
             let total = outcome.droppedUnreadRecords.values.reduce(0, +)
             let byShard = outcome.droppedUnreadRecords.sorted { $0.key < $1.key }.map { "\($0.key):\($0.value)" }
                 .joined(separator: ",")
-            log.warning("journal over --journal-max-bytes: records dropped before detection read them",
-                        ["records": String(total), "chunks": String(outcome.droppedUnreadChunks),
-                         "recordsByShard": byShard, "limit": String(maximumBytes)])
+            log.warning(
+                "journal over --journal-max-bytes: records dropped before detection read them",
+                [
+                    "records": String(total), "chunks": String(outcome.droppedUnreadChunks),
+                    "recordsByShard": byShard, "limit": String(maximumBytes),
+                ])
         }
         return outcome
     }
@@ -506,14 +545,16 @@ public final class Journal: FeedSource {
     /// Deletes chunks to free about `excess` bytes; false when there was nothing left to delete.
     private func trim(excess: Int64, through: [UInt64?], into outcome: inout RetentionOutcome) throws -> Bool {
         var cut = JournalRetention.SizeCut(excess: excess, acknowledgedThrough: through)
-        let chunks = try database.statement("SELECT position, shard, records, length(body) FROM chunks ORDER BY position")
+        let chunks = try database.statement(
+            "SELECT position, shard, records, length(body) FROM chunks ORDER BY position")
         func scan(_ consider: (inout JournalRetention.SizeCut, JournalRetention.Chunk) -> Void) throws {
             guard !cut.isEnough else { return }
             do {
                 try chunks.query { row in
-                    let chunk = JournalRetention.Chunk(position: row.integer(0), shard: Int(row.integer(1)),
-                                                       records: Int(row.integer(2)),
-                                                       bytes: row.integer(3) + JournalRetention.rowOverhead)
+                    let chunk = JournalRetention.Chunk(
+                        position: row.integer(0), shard: Int(row.integer(1)),
+                        records: Int(row.integer(2)),
+                        bytes: row.integer(3) + JournalRetention.rowOverhead)
                     consider(&cut, chunk)
                     if cut.isEnough { throw StopReading() }
                 }
@@ -551,13 +592,15 @@ public final class Journal: FeedSource {
             for device in idle { try delete.run(device.app, device.user) }
         }
         statistics.freedDevices += idle.count
-        log.info("device slots freed (no records for --device-idle-age)",
-                 ["devices": String(idle.count), "idleAge": String(Int(devices.idleAge ?? 0))])
+        log.info(
+            "device slots freed (no records for --device-idle-age)",
+            ["devices": String(idle.count), "idleAge": String(Int(devices.idleAge ?? 0))])
     }
 
     /// Writes the shards whose highest deleted position moved (inside the deleting transaction).
     private func saveDeletedThrough(_ deleted: [UInt64]) throws {
-        let upsert = try database.statement("""
+        let upsert = try database.statement(
+            """
             INSERT INTO deleted_through (shard, position) VALUES (?, ?)
             ON CONFLICT (shard) DO UPDATE SET position = excluded.position
             """)
@@ -581,7 +624,8 @@ public final class Journal: FeedSource {
 
     private func saveConsumers() throws {
         guard !unsavedConsumers.isEmpty else { return }
-        let upsert = try database.statement("""
+        let upsert = try database.statement(
+            """
             INSERT INTO consumers (consumer, shard, shards, acknowledged, seen_at) VALUES (?, ?, ?, ?, ?)
             ON CONFLICT (consumer) DO UPDATE SET shard = excluded.shard, shards = excluded.shards,
                 acknowledged = excluded.acknowledged, seen_at = excluded.seen_at
@@ -631,7 +675,9 @@ public final class Journal: FeedSource {
 
     /// Where the chunks consumers may still have to read begin (positions after the one returned): after the
     /// oldest position a consumer acknowledged, and no more than the newest `records` records.
-    private static func unreadChunks(_ database: SQLiteDatabase, acknowledged: UInt64, records limit: Int) throws -> UInt64 {
+    private static func unreadChunks(_ database: SQLiteDatabase, acknowledged: UInt64, records limit: Int) throws
+        -> UInt64
+    {
         var start = acknowledged
         var records = 0
         do {
@@ -650,16 +696,21 @@ public final class Journal: FeedSource {
     /// Positions are not stored (`KnownDevices.Slot.lastPosition`): at opening, the chunks after `start` are read
     /// again for their devices, so a detection far behind learns where each device's records end as exactly as
     /// before the restart. Devices not in them end no later than `start`.
-    private static func findLastPositions(_ database: SQLiteDatabase, after start: UInt64,
-                                          in devices: inout KnownDevices) throws {
+    private static func findLastPositions(
+        _ database: SQLiteDatabase, after start: UInt64,
+        in devices: inout KnownDevices
+    ) throws {
         let identifiers = IdentifierCache()
         try database.statement("SELECT position, body FROM chunks WHERE position > ? ORDER BY position")
             .query([start]) { row in
                 let position = row.unsigned(0)
-                guard let batch = try? RecordBatch.decodeBatch(row.blob(1), contentType: .msgpack,
-                                                               identifiers: identifiers) else { return }
+                guard
+                    let batch = try? RecordBatch.decodeBatch(
+                        row.blob(1), contentType: .msgpack,
+                        identifiers: identifiers)
+                else { return }
                 var previous: DeviceID?
-                for case let (_, .success(record)) in batch.records where record.device != previous {
+                for case (_, .success(let record)) in batch.records where record.device != previous {
                     previous = record.device
                     devices.noteStored(record.device, at: position)
                 }
@@ -680,9 +731,11 @@ public final class Journal: FeedSource {
         guard head > 0 else { return }
         var consumers: [JournalConsumer] = []
         try database.statement("SELECT consumer, shard, shards, acknowledged FROM consumers").query { row in
-            consumers.append(JournalConsumer(name: row.text(0), shard: row.isNull(1) ? nil : Int(row.integer(1)),
-                                             shards: row.isNull(2) ? nil : Int(row.integer(2)),
-                                             acknowledged: row.unsigned(3), seenAt: 0))
+            consumers.append(
+                JournalConsumer(
+                    name: row.text(0), shard: row.isNull(1) ? nil : Int(row.integer(1)),
+                    shards: row.isNull(2) ? nil : Int(row.integer(2)),
+                    acknowledged: row.unsigned(3), seenAt: 0))
         }
         let acknowledged = JournalRetention.acknowledgedThrough(consumers, shards: shards)
         let oldest = try database.statement("SELECT min(position) FROM chunks WHERE shard = ?")
@@ -700,7 +753,8 @@ public final class Journal: FeedSource {
     /// Creates the tables on first use and reads (or, the first time, writes) `meta`, in one transaction.
     private static func prepare(_ database: SQLiteDatabase, shards: Int, now: Double) throws -> Meta {
         try database.transaction {
-            try database.execute("""
+            try database.execute(
+                """
                 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
                 CREATE TABLE IF NOT EXISTS chunks (
                     position INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -729,9 +783,11 @@ public final class Journal: FeedSource {
                     PRIMARY KEY (app, user)
                 ) WITHOUT ROWID;
                 """)
-            let knewDeletions = try database.integer(
-                "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'deleted_through'") == 1
-            try database.execute("CREATE TABLE IF NOT EXISTS deleted_through (shard INTEGER PRIMARY KEY, position INTEGER NOT NULL)")
+            let knewDeletions =
+                try database.integer(
+                    "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'deleted_through'") == 1
+            try database.execute(
+                "CREATE TABLE IF NOT EXISTS deleted_through (shard INTEGER PRIMARY KEY, position INTEGER NOT NULL)")
             // A journal made before devices had last_seen: add the column (NULL reads as "seen at open").
             var deviceColumns: Set<String> = []
             try database.statement("PRAGMA table_info(devices)").query { row in deviceColumns.insert(row.text(1)) }
@@ -742,13 +798,16 @@ public final class Journal: FeedSource {
             var chunkColumns: Set<String> = []
             try database.statement("PRAGMA table_info(chunks)").query { row in chunkColumns.insert(row.text(1)) }
             if !chunkColumns.contains("gateway") {
-                try database.execute("ALTER TABLE chunks ADD COLUMN gateway TEXT; ALTER TABLE chunks ADD COLUMN watermark REAL")
+                try database.execute(
+                    "ALTER TABLE chunks ADD COLUMN gateway TEXT; ALTER TABLE chunks ADD COLUMN watermark REAL")
             }
             var values: [String: String] = [:]
             try database.statement("SELECT key, value FROM meta").query { row in values[row.text(0)] = row.text(1) }
             if values["journal_id"] == nil {
-                values = ["journal_id": UUID().uuidString.lowercased(), "shards": String(shards),
-                          "created_at": String(now), "format": format]
+                values = [
+                    "journal_id": UUID().uuidString.lowercased(), "shards": String(shards),
+                    "created_at": String(now), "format": format,
+                ]
                 let insert = try database.statement("INSERT INTO meta (key, value) VALUES (?, ?)")
                 for (key, value) in values.sorted(by: { $0.key < $1.key }) { try insert.run(key, value) }
             }
@@ -756,8 +815,9 @@ public final class Journal: FeedSource {
                 throw JournalError("\(database.path): the meta table lacks journal_id or shards; this is not a journal")
             }
             if !knewDeletions { try estimateDeletedThrough(database, shards: storedShards) }
-            return Meta(journalID: id, shards: storedShards, createdAt: values["created_at"].flatMap { Double($0) } ?? 0,
-                        format: values["format"] ?? format)
+            return Meta(
+                journalID: id, shards: storedShards, createdAt: values["created_at"].flatMap { Double($0) } ?? 0,
+                format: values["format"] ?? format)
         }
     }
 }

@@ -51,7 +51,8 @@ enum JournalRetention {
 
         func isAcknowledged(_ chunk: Chunk) -> Bool {
             guard chunk.shard >= 0, chunk.shard < acknowledgedThrough.count,
-                  let through = acknowledgedThrough[chunk.shard] else { return false }
+                let through = acknowledgedThrough[chunk.shard]
+            else { return false }
             return UInt64(chunk.position) <= through
         }
 

@@ -69,7 +69,8 @@ struct JournalTail {
     /// from the store: at most `maxItems`, and no more than `maxBytes` of bodies unless the first alone is more. Nil
     /// unless every position from `after + 1` through `through` is held.
     func read(shard: Int?, after: UInt64, through: UInt64, maxItems: Int, maxBytes: Int)
-        -> (items: [[UInt8]], last: UInt64?, full: Bool)? {
+        -> (items: [[UInt8]], last: UInt64?, full: Bool)?
+    {
         guard let oldest, let newest, after + 1 >= oldest, through <= newest else { return nil }
         var items: [[UInt8]] = []
         var bytes = 0

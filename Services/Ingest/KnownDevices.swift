@@ -95,8 +95,9 @@ struct KnownDevices {
 
     @discardableResult
     private mutating func take(_ device: DeviceID, lastSeen: Double, savedLastSeen: Double, head: UInt64) -> Int {
-        let slot = Slot(device: device, shard: shards == 1 ? 0 : DeviceShard.of(device, shards: shards),
-                        lastSeen: lastSeen, savedLastSeen: savedLastSeen, lastPosition: head)
+        let slot = Slot(
+            device: device, shard: shards == 1 ? 0 : DeviceShard.of(device, shards: shards),
+            lastSeen: lastSeen, savedLastSeen: savedLastSeen, lastPosition: head)
         let number: Int
         if let free = freeNumbers.popLast() {
             number = free
@@ -122,8 +123,11 @@ struct KnownDevices {
     /// What the next store transaction must write: the new devices (`pending`) and those seen again, each with the
     /// time it was last seen.
     var unsaved: [(device: DeviceID, lastSeen: Double)] {
-        let again = seenAgain.compactMap { slots[$0] }.sorted { ($0.device.app, $0.device.user) < ($1.device.app, $1.device.user) }
-        return pendingNumbers.compactMap { slots[$0] }.map { ($0.device, $0.lastSeen) } + again.map { ($0.device, $0.lastSeen) }
+        let again = seenAgain.compactMap { slots[$0] }.sorted {
+            ($0.device.app, $0.device.user) < ($1.device.app, $1.device.user)
+        }
+        return pendingNumbers.compactMap { slots[$0] }.map { ($0.device, $0.lastSeen) }
+            + again.map { ($0.device, $0.lastSeen) }
     }
 
     /// The devices admitted since the last commit, now stored (with everything in `unsaved`): returns them and
@@ -186,7 +190,8 @@ struct KnownDevices {
 
     /// The rejection reason for a record of a device refused by `admit`.
     func refusal(for application: String) -> String {
-        let freeing = idleAge.map { "a device's slot is freed after \(Int($0)) s without records (--device-idle-age)" }
+        let freeing =
+            idleAge.map { "a device's slot is freed after \(Int($0)) s without records (--device-idle-age)" }
             ?? "slots are never freed (--device-idle-age 0)"
         return "a new device of an application that already has \(count(of: application)) devices (at most \(limit), "
             + "--max-devices-per-app): not accepted; records of known devices still are, and \(freeing)"

@@ -26,8 +26,12 @@ struct RejectionTally {
         var inIndex = false
         for character in field {
             switch character {
-            case "[": inIndex = true; result.append(character)
-            case "]": inIndex = false; result.append(character)
+            case "[":
+                inIndex = true
+                result.append(character)
+            case "]":
+                inIndex = false
+                result.append(character)
             default: if !inIndex { result.append(character) }
             }
         }
@@ -44,17 +48,28 @@ struct RejectionTally {
         if text.contains("devices") && (text.contains("limit") || text.contains("at most")) { return "device_limit" }
         if text.hasPrefix("expected") { return "wrong_type" }
         if text.hasPrefix("unknown") { return "unknown_value" }
-        if text.contains("outside") || text.hasPrefix("must be") || text.contains("at most") || text.contains("longer than")
-            || text.contains("is not a time") || text.contains("must not be empty") { return "out_of_range" }
+        if text.contains("outside") || text.hasPrefix("must be") || text.contains("at most")
+            || text.contains("longer than")
+            || text.contains("is not a time") || text.contains("must not be empty")
+        {
+            return "out_of_range"
+        }
         if text.contains("utf-8") || text.contains("control characters") || text.contains("not valid json")
-            || text.contains("not messagepack") || text.contains("out of memory") { return "malformed" }
+            || text.contains("not messagepack") || text.contains("out of memory")
+        {
+            return "malformed"
+        }
         return "invalid"
     }
 
     var family: MetricFamily {
-        MetricFamily(name: "roadsave_ingest_records_rejected_total", help: "Records rejected in acknowledgements, by field and kind of reason.",
-                     kind: .counter, samples: counts.sorted { ($0.key.field, $0.key.reason) < ($1.key.field, $1.key.reason) }.map {
-                         MetricFamily.Sample(labels: [("field", $0.key.field), ("reason", $0.key.reason)], value: Double($0.value))
-                     })
+        MetricFamily(
+            name: "roadsave_ingest_records_rejected_total",
+            help: "Records rejected in acknowledgements, by field and kind of reason.",
+            kind: .counter,
+            samples: counts.sorted { ($0.key.field, $0.key.reason) < ($1.key.field, $1.key.reason) }.map {
+                MetricFamily.Sample(
+                    labels: [("field", $0.key.field), ("reason", $0.key.reason)], value: Double($0.value))
+            })
     }
 }

@@ -44,10 +44,12 @@ public enum CBSConverter {
         guard let header = lines.first else { return log }
         let names = fields(header).map { $0.lowercased() }
         guard let timeColumn = names.firstIndex(of: "timestamp"), let latColumn = names.firstIndex(of: "latitude"),
-              let lonColumn = names.firstIndex(of: "longitude"), let stopColumn = names.firstIndex(of: "stop"),
-              let modeColumn = names.firstIndex(of: "mode") else {
-            throw RecordingError.malformed(file: "CBS file",
-                                           reason: "the header must name timestamp, latitude, longitude, stop and mode")
+            let lonColumn = names.firstIndex(of: "longitude"), let stopColumn = names.firstIndex(of: "stop"),
+            let modeColumn = names.firstIndex(of: "mode")
+        else {
+            throw RecordingError.malformed(
+                file: "CBS file",
+                reason: "the header must name timestamp, latitude, longitude, stop and mode")
         }
         let userColumn = names.firstIndex(of: "user_id")
         lines = lines.dropFirst()
@@ -55,13 +57,19 @@ public enum CBSConverter {
         for line in lines {
             let parts = fields(line)
             guard parts.count >= width, let t = parseTimestamp(parts[timeColumn]),
-                  let lat = Double(parts[latColumn]), let lon = Double(parts[lonColumn]),
-                  (-90...90).contains(lat), (-180...180).contains(lon) else { log.malformedLines += 1; continue }
+                let lat = Double(parts[latColumn]), let lon = Double(parts[lonColumn]),
+                (-90...90).contains(lat), (-180...180).contains(lon)
+            else {
+                log.malformedLines += 1
+                continue
+            }
             let stop: Bool
             switch parts[stopColumn].uppercased() {
             case "TRUE": stop = true
             case "FALSE": stop = false
-            default: log.malformedLines += 1; continue
+            default:
+                log.malformedLines += 1
+                continue
             }
             if log.userID == nil, let userColumn, userColumn < parts.count { log.userID = String(parts[userColumn]) }
             if let previous = log.fixes.last {
@@ -77,8 +85,9 @@ public enum CBSConverter {
     public static func parseTimestamp(_ text: Substring) -> Double? {
         let chars = Array(text.utf8)
         guard chars.count >= 19, chars[4] == UInt8(ascii: "-"), chars[7] == UInt8(ascii: "-"),
-              chars[10] == UInt8(ascii: "T") || chars[10] == UInt8(ascii: " "),
-              chars[13] == UInt8(ascii: ":"), chars[16] == UInt8(ascii: ":") else { return nil }
+            chars[10] == UInt8(ascii: "T") || chars[10] == UInt8(ascii: " "),
+            chars[13] == UInt8(ascii: ":"), chars[16] == UInt8(ascii: ":")
+        else { return nil }
         func digits(_ range: Range<Int>) -> Int? {
             var value = 0
             for index in range {
@@ -89,8 +98,9 @@ public enum CBSConverter {
             return value
         }
         guard let year = digits(0..<4), let month = digits(5..<7), let day = digits(8..<10),
-              let hour = digits(11..<13), let minute = digits(14..<16), let second = digits(17..<19),
-              (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 61 else { return nil }
+            let hour = digits(11..<13), let minute = digits(14..<16), let second = digits(17..<19),
+            (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 61
+        else { return nil }
         var index = 19
         var fraction = 0.0
         if index < chars.count, chars[index] == UInt8(ascii: ".") {
@@ -107,14 +117,16 @@ public enum CBSConverter {
             if chars[index] == UInt8(ascii: "Z"), index + 1 == chars.count {
                 offset = 0
             } else if chars[index] == UInt8(ascii: "+") || chars[index] == UInt8(ascii: "-"), chars.count == index + 6,
-                      chars[index + 3] == UInt8(ascii: ":"), let hours = digits((index + 1)..<(index + 3)),
-                      let minutes = digits((index + 4)..<(index + 6)) {
+                chars[index + 3] == UInt8(ascii: ":"), let hours = digits((index + 1)..<(index + 3)),
+                let minutes = digits((index + 4)..<(index + 6))
+            {
                 offset = (hours * 3600 + minutes * 60) * (chars[index] == UInt8(ascii: "+") ? 1 : -1)
             } else {
                 return nil
             }
         }
-        let seconds = daysFromCivil(year: year, month: month, day: day) * 86400 + hour * 3600 + minute * 60 + second - offset
+        let seconds =
+            daysFromCivil(year: year, month: month, day: day) * 86400 + hour * 3600 + minute * 60 + second - offset
         return Double(seconds) + fraction
     }
 
@@ -156,14 +168,19 @@ public enum CBSConverter {
         }
     }
 
-    public static func convert(file: URL, app: String = "recorded", user: String? = nil, deriveActivity: Bool = false) throws
-        -> ConvertedRecording {
+    public static func convert(file: URL, app: String = "recorded", user: String? = nil, deriveActivity: Bool = false)
+        throws
+        -> ConvertedRecording
+    {
         let text = try RecordingFile.text(of: file)
-        return try convert(text: text, fileName: file.lastPathComponent, app: app, user: user, deriveActivity: deriveActivity)
+        return try convert(
+            text: text, fileName: file.lastPathComponent, app: app, user: user, deriveActivity: deriveActivity)
     }
 
-    public static func convert(text: String, fileName: String, app: String = "recorded", user: String? = nil,
-                               deriveActivity: Bool = false) throws -> ConvertedRecording {
+    public static func convert(
+        text: String, fileName: String, app: String = "recorded", user: String? = nil,
+        deriveActivity: Bool = false
+    ) throws -> ConvertedRecording {
         let log: Log
         do { log = try parse(text) } catch RecordingError.malformed(_, let reason) {
             throw RecordingError.malformed(file: fileName, reason: reason)
@@ -177,40 +194,57 @@ public enum CBSConverter {
         var derived: [String] = []
         var notes: [String] = []
 
-        records.append(SensorRecord(device: device, t: first.t, payload: .capabilities(
-            DeviceCapabilities(activityAvailable: deriveActivity, pedometerAvailable: false))))
-        derived.append("capabilities: activityAvailable \(deriveActivity) ("
-            + (deriveActivity ? "activity derived from the diary" : "the recording has no activity classifier output")
-            + "), pedometerAvailable false (no step data)")
+        records.append(
+            SensorRecord(
+                device: device, t: first.t,
+                payload: .capabilities(
+                    DeviceCapabilities(activityAvailable: deriveActivity, pedometerAvailable: false))))
+        derived.append(
+            "capabilities: activityAvailable \(deriveActivity) ("
+                + (deriveActivity
+                    ? "activity derived from the diary" : "the recording has no activity classifier output")
+                + "), pedometerAvailable false (no step data)")
 
         // Activity first, so a label change sorts before the GPS point taken at the same second.
         if deriveActivity {
             for segment in segments {
                 let (kind, confidence) = Self.activity(for: segment)
-                records.append(SensorRecord(device: device, t: segment.start, payload: .activity(ActivityObservation(kind, confidence))))
+                records.append(
+                    SensorRecord(
+                        device: device, t: segment.start, payload: .activity(ActivityObservation(kind, confidence))))
             }
-            derived.append("activity records derived from the travel-diary labels, one at each label change "
-                + "(\(segments.count) segments): Walk→walking high, Bike→cycling high, Bus/Tram/Car→automotive high, "
-                + "Metro/Train/Ferry→automotive medium, stop→stationary high; the diary is minute-resolution, so changes "
-                + "can be off by up to a minute")
+            derived.append(
+                "activity records derived from the travel-diary labels, one at each label change "
+                    + "(\(segments.count) segments): Walk→walking high, Bike→cycling high, Bus/Tram/Car→automotive high, "
+                    + "Metro/Train/Ferry→automotive medium, stop→stationary high; the diary is minute-resolution, so changes "
+                    + "can be off by up to a minute")
         }
 
         for fix in log.fixes {
-            records.append(SensorRecord(device: device, t: fix.t, payload: .location(LocationFix(latitude: fix.lat, longitude: fix.lon))))
+            records.append(
+                SensorRecord(
+                    device: device, t: fix.t, payload: .location(LocationFix(latitude: fix.lat, longitude: fix.lon))))
         }
-        notes.append("location: the 1 Hz GPS positions as recorded; no speed (unknown) because the recording has none, "
-            + "no hacc or course")
+        notes.append(
+            "location: the 1 Hz GPS positions as recorded; no speed (unknown) because the recording has none, "
+                + "no hacc or course")
 
         let modes = Dictionary(grouping: segments.filter { !$0.stop }, by: \.mode).mapValues(\.count)
-        notes.append("diary: \(segments.count) segments (\(segments.filter(\.stop).count) stops; "
-            + modes.keys.sorted().map { "\(modes[$0]!) \($0)" }.joined(separator: ", ") + ")")
+        notes.append(
+            "diary: \(segments.count) segments (\(segments.filter(\.stop).count) stops; "
+                + modes.keys.sorted().map { "\(modes[$0]!) \($0)" }.joined(separator: ", ") + ")")
         if log.duplicateTimestamps > 0 {
-            notes.append("\(log.duplicateTimestamps) rows repeat the previous row's timestamp: kept as separate records")
+            notes.append(
+                "\(log.duplicateTimestamps) rows repeat the previous row's timestamp: kept as separate records")
         }
         if log.malformedLines > 0 { notes.append("skipped \(log.malformedLines) unreadable rows") }
-        if log.outOfOrderLines > 0 { notes.append("\(log.outOfOrderLines) rows earlier than the row before: records sorted by time") }
+        if log.outOfOrderLines > 0 {
+            notes.append("\(log.outOfOrderLines) rows earlier than the row before: records sorted by time")
+        }
 
-        return ConvertedRecording(dataset: .cbs, sourceFile: fileName, device: device, records: records, label: log.userID, diarySegments: segments, derived: derived, notes: notes)
+        return ConvertedRecording(
+            dataset: .cbs, sourceFile: fileName, device: device, records: records, label: log.userID,
+            diarySegments: segments, derived: derived, notes: notes)
     }
 
     /// `ssi_open_geodata-Utrecht1-2024-06-02.csv.gz` → `Utrecht1-2024-06-02`: one device per user-day, so day files of

@@ -74,17 +74,21 @@ public enum ConvertCommand {
         """
 
     /// "tmd, cbs, phone-drops, escooter, envirocar or emission", for the errors.
-    static let datasetNames = Dataset.allCases.dropLast().map(\.rawValue).joined(separator: ", ")
+    static let datasetNames =
+        Dataset.allCases.dropLast().map(\.rawValue).joined(separator: ", ")
         + " or " + Dataset.allCases.last!.rawValue
 
     /// `arguments` are those after `convert` (a leading "convert" is skipped). Writes to the process's stdout/stderr.
     public static func run(_ arguments: [String]) -> Int32 {
-        run(arguments, standardOutput: { FileHandle.standardOutput.write(Data($0.utf8)) },
+        run(
+            arguments, standardOutput: { FileHandle.standardOutput.write(Data($0.utf8)) },
             standardError: { FileHandle.standardError.write(Data($0.utf8)) })
     }
 
     /// The same, with the two output streams supplied by the caller (for tests).
-    public static func run(_ arguments: [String], standardOutput: (String) -> Void, standardError: (String) -> Void) -> Int32 {
+    public static func run(_ arguments: [String], standardOutput: (String) -> Void, standardError: (String) -> Void)
+        -> Int32
+    {
         func fail(_ message: String) -> Int32 {
             standardError("roadsave convert: \(message)\nRun 'roadsave convert --help' for usage.\n")
             return 2
@@ -97,8 +101,14 @@ public enum ConvertCommand {
         }
 
         var positional: [String] = []
-        var app = "recorded", user: String?, trial: String?, output: String?, deriveActivity = false
-        var run: String?, phone: String?, legsOutput: String?
+        var app = "recorded"
+        var user: String?
+        var trial: String?
+        var output: String?
+        var deriveActivity = false
+        var run: String?
+        var phone: String?
+        var legsOutput: String?
         var outputFormatOption: String?
         var showProgress = true
         var index = arguments.startIndex
@@ -152,13 +162,16 @@ public enum ConvertCommand {
         guard positional.count >= 2 else { return fail("missing FILE for dataset \(datasetName)") }
         guard positional.count == 2 else { return fail("unexpected argument '\(positional[2])'") }
         if deriveActivity, dataset != .cbs { return fail("option --derive-activity applies only to the cbs dataset") }
-        if trial != nil, dataset != .phoneDrops { return fail("option --trial applies only to the phone-drops dataset") }
+        if trial != nil, dataset != .phoneDrops {
+            return fail("option --trial applies only to the phone-drops dataset")
+        }
         for (option, given) in [("--run", run), ("--phone", phone), ("--legs", legsOutput)]
-            where given != nil && dataset != .mobilitynet {
+        where given != nil && dataset != .mobilitynet {
             return fail("option \(option) applies only to the mobilitynet dataset")
         }
         if user != nil, dataset == .mobilitynet {
-            return fail("option --user does not apply to mobilitynet: each phone's run is its own device (<phone>.<run>)")
+            return fail(
+                "option --user does not apply to mobilitynet: each phone's run is its own device (<phone>.<run>)")
         }
 
         let outputFormat: RecordFileFormat
@@ -171,13 +184,16 @@ public enum ConvertCommand {
         let file = URL(fileURLWithPath: positional[1])
         let recordings: [ConvertedRecording]
         // Written to the terminal's status line directly; cleared before any output or report.
-        var progress = ProgressMeter.standardError(label: "convert", noun: "trials", turnedOff: !showProgress,
-                                                   writesStandardOutput: false)
+        var progress = ProgressMeter.standardError(
+            label: "convert", noun: "trials", turnedOff: !showProgress,
+            writesStandardOutput: false)
         var skipped: [String] = []
         do {
             if dataset == .mobilitynet {
                 var isDirectory: ObjCBool = false
-                guard FileManager.default.fileExists(atPath: file.path, isDirectory: &isDirectory), isDirectory.boolValue else {
+                guard FileManager.default.fileExists(atPath: file.path, isDirectory: &isDirectory),
+                    isDirectory.boolValue
+                else {
                     return fail("\(file.path): mobilitynet takes the dataset's folder (mobilitynet-whole-journeys/)")
                 }
             } else {
@@ -185,9 +201,11 @@ public enum ConvertCommand {
             }
             switch dataset {
             case .tmd: recordings = [try RecordingConverter.tmd(file, app: app, user: user)]
-            case .cbs: recordings = [try RecordingConverter.cbs(file, app: app, user: user, deriveActivity: deriveActivity)]
+            case .cbs:
+                recordings = [try RecordingConverter.cbs(file, app: app, user: user, deriveActivity: deriveActivity)]
             case .phoneDrops:
-                recordings = try RecordingConverter.phoneDrops(file, app: app, user: user, trial: trial) { done, total in
+                recordings = try RecordingConverter.phoneDrops(file, app: app, user: user, trial: trial) {
+                    done, total in
                     if done == 0 { progress.startPhase(noun: "trials", total: total) } else { progress.advance() }
                 }
             case .escooter: recordings = [try RecordingConverter.escooter(file, app: app, user: user)]

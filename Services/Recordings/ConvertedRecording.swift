@@ -58,9 +58,11 @@ public struct ConvertedRecording: Sendable {
 
     /// Orders the records (all of `device`), numbers them (`seq` 0, 1, 2, …) and writes the lines and the record
     /// counts of the report.
-    init(dataset: Dataset, sourceFile: String, device: DeviceID, records: [SensorRecord],
-         label: String?, impacts: [TriggeredImpact] = [], accelerometer: AccelerometerSummary? = nil,
-         diarySegments: [DiarySegment] = [], derived: [String], notes: [String]) {
+    init(
+        dataset: Dataset, sourceFile: String, device: DeviceID, records: [SensorRecord],
+        label: String?, impacts: [TriggeredImpact] = [], accelerometer: AccelerometerSummary? = nil,
+        diarySegments: [DiarySegment] = [], derived: [String], notes: [String]
+    ) {
         assert(records.allSatisfy { $0.device == device }, "a converted recording is one device")
         self.dataset = dataset
         self.sourceFile = sourceFile
@@ -76,8 +78,9 @@ public struct ConvertedRecording: Sendable {
         self.diarySegments = diarySegments
         var counts: [RecordKind: Int] = [:]
         for record in self.records { counts[record.kind, default: 0] += 1 }
-        self.report = ConversionReport(dataset: dataset, source: sourceFile, app: app, user: user, label: label,
-                                       countsByKind: counts, derived: derived, notes: notes)
+        self.report = ConversionReport(
+            dataset: dataset, source: sourceFile, app: app, user: user, label: label,
+            countsByKind: counts, derived: derived, notes: notes)
     }
 }
 
@@ -96,7 +99,9 @@ public struct ConversionReport: Sendable, Equatable {
 
     /// The report as a few lines of text (what `roadsave convert` prints on stderr).
     public var text: String {
-        var lines = ["\(dataset.rawValue) \(source) -> app \(app), user \(user)" + (label.map { " (label \($0))" } ?? "")]
+        var lines = [
+            "\(dataset.rawValue) \(source) -> app \(app), user \(user)" + (label.map { " (label \($0))" } ?? "")
+        ]
         let counts = Self.kindOrder.map { "\(countsByKind[$0] ?? 0) \($0.rawValue)" }.joined(separator: ", ")
         lines.append("  records: \(counts); \(countsByKind.values.reduce(0, +)) in all")
         lines += derived.map { "  derived: \($0)" }
@@ -150,10 +155,12 @@ func decimal(_ value: Double, _ decimals: Int, fixed: Bool = false) -> String {
 
 /// Cuts impacts with the gateway's trigger and describes the result for the report; the impact records are `device`'s.
 func cutImpacts(_ samples: [AccelerationSample], device: DeviceID, rateRemark: String? = nil)
-    -> (impacts: [TriggeredImpact], records: [SensorRecord], summary: AccelerometerSummary, derived: String) {
+    -> (impacts: [TriggeredImpact], records: [SensorRecord], summary: AccelerometerSummary, derived: String)
+{
     let impacts = ImpactTrigger().impacts(in: samples)
     let summary = AccelerometerSummary(samples)
-    var derived = "impact records cut from the accelerometer stream (m/s² divided by \(standardGravity) to g) "
+    var derived =
+        "impact records cut from the accelerometer stream (m/s² divided by \(standardGravity) to g) "
         + "with the gateway's ImpactTrigger (|a| > 2 g, window -1 s..+2 s around the peak): "
         + (impacts.count == 1 ? "1 impact" : "\(impacts.count) impacts")
     if let low = impacts.map(\.peakG).min(), let high = impacts.map(\.peakG).max() {
@@ -168,8 +175,9 @@ func cutImpacts(_ samples: [AccelerationSample], device: DeviceID, rateRemark: S
 extension ImpactObservation {
     /// What the gateway's trigger cut, as the record's payload (sample times relative to the peak, as in the record).
     init(_ impact: TriggeredImpact) {
-        self.init(peakG: impact.peakG, durationMs: impact.durationMs,
-                  samples: impact.samples.map { ImpactSample(dt: $0.t, x: $0.x, y: $0.y, z: $0.z) })
+        self.init(
+            peakG: impact.peakG, durationMs: impact.durationMs,
+            samples: impact.samples.map { ImpactSample(dt: $0.t, x: $0.x, y: $0.y, z: $0.z) })
     }
 }
 

@@ -71,11 +71,11 @@ public enum EmissionConverter: RecordingBytesConverter {
     /// define give nil (written as unknown, with a note).
     public static func activity(forType type: Int) -> ActivityType? {
         switch type {
-        case 0: return .automotive   // IN_VEHICLE
-        case 1: return .cycling      // BICYCLING
-        case 2, 7: return .walking   // ON_FOOT, WALKING
-        case 8: return .running      // RUNNING
-        case 3: return .stationary   // STILL
+        case 0: return .automotive // IN_VEHICLE
+        case 1: return .cycling // BICYCLING
+        case 2, 7: return .walking // ON_FOOT, WALKING
+        case 8: return .running // RUNNING
+        case 3: return .stationary // STILL
         case 4, 5, 9: return .unknown // UNKNOWN, TILTING, NONE (iOS: every flag false)
         // STOPPED_WHILE_IN_VEHICLE is iOS saying automotive and stationary at once: a car standing at lights or in a
         // queue. The phone still says it is in a vehicle, which is what keeps the engine's stop delay running from
@@ -125,9 +125,11 @@ public enum EmissionConverter: RecordingBytesConverter {
             throw root.mismatch(reason)
         }
         var day = Day()
-        var seenFixes = Set<Fix>(), seenActivities = Set<MotionReading>()
+        var seenFixes = Set<Fix>()
+        var seenActivities = Set<MotionReading>()
         var platformCounts: [Platform: Int] = [:]
-        var lastFixT = -Double.infinity, lastActivityT = -Double.infinity
+        var lastFixT = -Double.infinity
+        var lastActivityT = -Double.infinity
         for entry in try root.elements() {
             day.entryCount += 1
             let metadata = try entry.required("metadata")
@@ -146,41 +148,62 @@ public enum EmissionConverter: RecordingBytesConverter {
             let data = try entry.required("data")
 
             if key == "background/location" {
-                guard let t = try data.number("ts") else { day.fixesWithoutTime += 1; continue }
-                var lat = try data.number("latitude"), lon = try data.number("longitude")
+                guard let t = try data.number("ts") else {
+                    day.fixesWithoutTime += 1
+                    continue
+                }
+                var lat = try data.number("latitude")
+                var lon = try data.number("longitude")
                 if lat == nil || lon == nil, let coordinates = try data.member("loc")?.member("coordinates") {
                     // The GeoJSON copy of the position, [longitude, latitude].
                     let position = try coordinates.elements()
-                    if position.count >= 2 { lon = try position[0].number(); lat = try position[1].number() }
+                    if position.count >= 2 {
+                        lon = try position[0].number()
+                        lat = try position[1].number()
+                    }
                 }
-                guard let lat, let lon else { day.fixesWithoutPosition += 1; continue }
-                guard (-90...90).contains(lat) else { throw try data.required("latitude").mismatch("\(lat) is outside -90…90") }
+                guard let lat, let lon else {
+                    day.fixesWithoutPosition += 1
+                    continue
+                }
+                guard (-90...90).contains(lat) else {
+                    throw try data.required("latitude").mismatch("\(lat) is outside -90…90")
+                }
                 guard (-180...180).contains(lon) else {
                     throw try data.required("longitude").mismatch("\(lon) is outside -180…180")
                 }
                 // The course: `heading` in the e-mission days, `bearing` in the MobilityNet dumps.
                 let heading = try data.number("heading") ?? data.number("bearing")
-                let fix = Fix(t: t, lat: lat, lon: lon, sensedSpeed: try data.number("sensed_speed"),
-                              heading: heading, accuracy: try data.number("accuracy"), platform: platform)
-                guard seenFixes.insert(fix).inserted else { day.repeatedFixes += 1; continue }
+                let fix = Fix(
+                    t: t, lat: lat, lon: lon, sensedSpeed: try data.number("sensed_speed"),
+                    heading: heading, accuracy: try data.number("accuracy"), platform: platform)
+                guard seenFixes.insert(fix).inserted else {
+                    day.repeatedFixes += 1
+                    continue
+                }
                 if t < lastFixT { day.outOfOrderFixes += 1 }
                 lastFixT = t
                 day.fixes.append(fix)
             } else {
                 let fields = try activityFields(data, platform: platform)
                 let t = fields.t
-                let reading = MotionReading(t: t, type: fields.type, confidence: fields.confidence,
-                                            confidenceLevel: fields.confidenceLevel, platform: platform)
+                let reading = MotionReading(
+                    t: t, type: fields.type, confidence: fields.confidence,
+                    confidenceLevel: fields.confidenceLevel, platform: platform)
                 guard confidence(of: reading) != nil else {
                     // The field to blame: the iOS level if there is one, else the number, else the missing number.
                     if platform == .ios, let level = try data.member("confidence_level") {
                         throw level.mismatch("expected low, medium or high")
                     }
-                    throw try data.required("confidence").mismatch(platform == .ios
-                        ? "an iOS confidence without confidence_level is 50, 75 or 100 (or 0, 1, 2)"
-                        : "expected a percentage")
+                    throw try data.required("confidence").mismatch(
+                        platform == .ios
+                            ? "an iOS confidence without confidence_level is 50, 75 or 100 (or 0, 1, 2)"
+                            : "expected a percentage")
                 }
-                guard seenActivities.insert(reading).inserted else { day.repeatedActivities += 1; continue }
+                guard seenActivities.insert(reading).inserted else {
+                    day.repeatedActivities += 1
+                    continue
+                }
                 if t < lastActivityT { day.outOfOrderActivities += 1 }
                 lastActivityT = t
                 day.activities.append(reading)
@@ -196,27 +219,34 @@ public enum EmissionConverter: RecordingBytesConverter {
     /// app writes each detection as it comes); on iOS there the CMMotionActivity flags `{automotive, cycling,
     /// running, walking, stationary, unknown, confidence: "high"}`.
     static func activityFields(_ data: JSONField, platform: Platform) throws
-        -> (t: Double, type: Int, confidence: Double?, confidenceLevel: String?) {
+        -> (t: Double, type: Int, confidence: Double?, confidenceLevel: String?)
+    {
         func code(_ field: JSONField) throws -> Int {
             let value = try field.number()
-            guard value == value.rounded(), abs(value) < 1000 else { throw field.mismatch("\(value) is not a MotionType code") }
+            guard value == value.rounded(), abs(value) < 1000 else {
+                throw field.mismatch("\(value) is not a MotionType code")
+            }
             return Int(value)
         }
         if let type = try data.member("type") {
-            return (try data.required("ts").number(), try code(type), try data.number("confidence"),
-                    try data.string("confidence_level"))
+            return (
+                try data.required("ts").number(), try code(type), try data.number("confidence"),
+                try data.string("confidence_level")
+            )
         }
         if let type = try data.member("zzbhB") {
             let t = try data.number("ts") ?? data.required("write_ts").number()
             return (t, try code(type), try data.required("zzbhC").number(), nil)
         }
         guard try data.member("automotive") != nil else {
-            throw RecordingError.malformed(file: data.file, reason: "\(data.name): an activity with neither type, "
-                + "zzbhB (Android's DetectedActivity) nor the CMMotionActivity flags (automotive, walking, …)")
+            throw RecordingError.malformed(
+                file: data.file,
+                reason: "\(data.name): an activity with neither type, "
+                    + "zzbhB (Android's DetectedActivity) nor the CMMotionActivity flags (automotive, walking, …)")
         }
         func flag(_ name: String) throws -> Bool {
             guard let field = try data.member(name) else { return false }
-            guard case let .bool(value) = field.value else { throw field.mismatch("expected true or false") }
+            guard case .bool(let value) = field.value else { throw field.mismatch("expected true or false") }
             return value
         }
         // As e-mission's iOS app maps the flags to a MotionType (automotive with stationary: stopped in a vehicle).
@@ -237,7 +267,7 @@ public enum EmissionConverter: RecordingBytesConverter {
             type = 9
         }
         let level = try data.required("confidence")
-        guard case let .string(text) = level.value else {
+        guard case .string(let text) = level.value else {
             throw level.mismatch("expected low, medium or high, found \(level.value.typeName)")
         }
         return (try data.required("ts").number(), type, nil, text)
@@ -266,31 +296,43 @@ public enum EmissionConverter: RecordingBytesConverter {
     }
 
     public static func convert(bytes: [UInt8], fileName: String, app: String = "recorded", user: String? = nil) throws
-        -> ConvertedRecording {
+        -> ConvertedRecording
+    {
         let day = try parse(bytes, fileName: fileName)
         let device = DeviceID(app: app, user: user ?? userID(from: "emission-" + fileStem(fileName)))
-        return try recording(of: day, device: device, dataset: .emission, sourceFile: fileName, label: day.platform?.rawValue)
+        return try recording(
+            of: day, device: device, dataset: .emission, sourceFile: fileName, label: day.platform?.rawValue)
     }
 
     /// The records of a parsed trace (a day file, or the files of one MobilityNet phone and run merged), with the
     /// report of what was taken and derived.
-    static func recording(of day: Day, device: DeviceID, dataset: Dataset, sourceFile fileName: String, label: String?,
-                          notes extraNotes: [String] = []) throws -> ConvertedRecording {
+    static func recording(
+        of day: Day, device: DeviceID, dataset: Dataset, sourceFile fileName: String, label: String?,
+        notes extraNotes: [String] = []
+    ) throws -> ConvertedRecording {
         let times = day.fixes.map(\.t) + day.activities.map(\.t)
         guard let start = times.min(), let end = times.max() else {
-            throw RecordingError.malformed(file: fileName, reason: "no background/location or background/motion_activity "
-                + "entries (\(day.entryCount) entries)")
+            throw RecordingError.malformed(
+                file: fileName,
+                reason: "no background/location or background/motion_activity "
+                    + "entries (\(day.entryCount) entries)")
         }
         var records: [SensorRecord] = []
         var derived: [String] = []
         var notes: [String] = []
 
         let hasClassifier = !day.activities.isEmpty
-        records.append(SensorRecord(device: device, t: start, payload: .capabilities(
-            DeviceCapabilities(activityAvailable: hasClassifier, pedometerAvailable: false))))
-        derived.append("capabilities: activityAvailable \(hasClassifier) (" + (hasClassifier
-            ? "the phone's own activity recognition is in the trace" : "the trace has no background/motion_activity")
-            + "), pedometerAvailable false (e-mission records no steps)")
+        records.append(
+            SensorRecord(
+                device: device, t: start,
+                payload: .capabilities(
+                    DeviceCapabilities(activityAvailable: hasClassifier, pedometerAvailable: false))))
+        derived.append(
+            "capabilities: activityAvailable \(hasClassifier) ("
+                + (hasClassifier
+                    ? "the phone's own activity recognition is in the trace"
+                    : "the trace has no background/motion_activity")
+                + "), pedometerAvailable false (e-mission records no steps)")
 
         // Activity first, so a report sorts before a fix taken at the same instant.
         var typeCounts: [Int: Int] = [:]
@@ -301,68 +343,90 @@ public enum EmissionConverter: RecordingBytesConverter {
             if activity(forType: reading.type) == nil { undefinedTypes.insert(reading.type) }
             // parse() refused readings without a confidence known here.
             let level = confidence(of: reading) ?? .low
-            records.append(SensorRecord(device: device, t: reading.t, payload: .activity(ActivityObservation(kind, level))))
+            records.append(
+                SensorRecord(device: device, t: reading.t, payload: .activity(ActivityObservation(kind, level))))
         }
         if hasClassifier {
             let counts = typeCounts.keys.sorted().map { "\(typeNames[$0] ?? "type \($0)") \(typeCounts[$0]!)" }
-            derived.append("activity: one per background/motion_activity reading (\(day.activities.count): "
-                + counts.joined(separator: ", ") + "), mapped IN_VEHICLE→automotive, BICYCLING→cycling, "
-                + "ON_FOOT/WALKING→walking, RUNNING→running, STILL→stationary, UNKNOWN/TILTING/NONE→unknown, "
-                + "STOPPED_WHILE_IN_VEHICLE→automotive (iOS saying automotive and stationary at once: a car standing "
-                + "in traffic), AIR_OR_HSR→unknown (a pipeline inference for flights and high-speed rail, not a car)")
-            derived.append("confidence: Android's percentage ≥ 75 high, ≥ 50 medium, else low (as for TMD's Google "
-                + "activity recognition); iOS's own level (confidence_level low/medium/high, written by e-mission as "
-                + "50/75/100)")
+            derived.append(
+                "activity: one per background/motion_activity reading (\(day.activities.count): "
+                    + counts.joined(separator: ", ") + "), mapped IN_VEHICLE→automotive, BICYCLING→cycling, "
+                    + "ON_FOOT/WALKING→walking, RUNNING→running, STILL→stationary, UNKNOWN/TILTING/NONE→unknown, "
+                    + "STOPPED_WHILE_IN_VEHICLE→automotive (iOS saying automotive and stationary at once: a car standing "
+                    + "in traffic), AIR_OR_HSR→unknown (a pipeline inference for flights and high-speed rail, not a car)"
+            )
+            derived.append(
+                "confidence: Android's percentage ≥ 75 high, ≥ 50 medium, else low (as for TMD's Google "
+                    + "activity recognition); iOS's own level (confidence_level low/medium/high, written by e-mission as "
+                    + "50/75/100)")
         }
         if !undefinedTypes.isEmpty {
             notes.append("MotionType codes e-mission does not define, written as unknown: \(undefinedTypes.sorted())")
         }
 
-        var speedsUnknown = 0, coarse = 0
+        var speedsUnknown = 0
+        var coarse = 0
         for fix in day.fixes {
             let (speed, course) = motion(of: fix)
             if speed == nil { speedsUnknown += 1 }
             if let accuracy = fix.accuracy, accuracy > 50 { coarse += 1 }
-            records.append(SensorRecord(device: device, t: fix.t, payload: .location(LocationFix(
-                latitude: fix.lat, longitude: fix.lon, speed: speed, course: course, horizontalAccuracy: fix.accuracy))))
+            records.append(
+                SensorRecord(
+                    device: device, t: fix.t,
+                    payload: .location(
+                        LocationFix(
+                            latitude: fix.lat, longitude: fix.lon, speed: speed, course: course,
+                            horizontalAccuracy: fix.accuracy))))
         }
-        derived.append("location: one per background/location entry with a position and ts (\(day.fixes.count)): "
-            + "lat/lon and t (ts) as recorded, hacc = accuracy (metres), speed = sensed_speed (m/s) and course = "
-            + "heading, except iOS's -1 and Android's 0, which mean the phone had none (Android's Location reports 0.0 "
-            + "for a missing speed or bearing): written as unknown (\(speedsUnknown) fixes without a speed)")
+        derived.append(
+            "location: one per background/location entry with a position and ts (\(day.fixes.count)): "
+                + "lat/lon and t (ts) as recorded, hacc = accuracy (metres), speed = sensed_speed (m/s) and course = "
+                + "heading, except iOS's -1 and Android's 0, which mean the phone had none (Android's Location reports 0.0 "
+                + "for a missing speed or bearing): written as unknown (\(speedsUnknown) fixes without a speed)")
         if let filtered = day.otherKeys["background/filtered_location"] {
-            notes.append("background/filtered_location (\(filtered)) not used: it is e-mission's filtered copy of "
-                + "background/location")
+            notes.append(
+                "background/filtered_location (\(filtered)) not used: it is e-mission's filtered copy of "
+                    + "background/location")
         }
         if coarse > 0 {
-            notes.append("\(coarse) of \(day.fixes.count) fixes report an accuracy over 50 m (cell or Wi-Fi positions), "
-                + "which the engines' GPS filter does not use")
+            notes.append(
+                "\(coarse) of \(day.fixes.count) fixes report an accuracy over 50 m (cell or Wi-Fi positions), "
+                    + "which the engines' GPS filter does not use")
         }
         if day.repeatedFixes + day.repeatedActivities > 0 {
-            notes.append("dropped \(day.repeatedFixes) locations and \(day.repeatedActivities) activity readings identical "
-                + "to one before (the same reading uploaded twice)")
+            notes.append(
+                "dropped \(day.repeatedFixes) locations and \(day.repeatedActivities) activity readings identical "
+                    + "to one before (the same reading uploaded twice)")
         }
         if day.fixesWithoutTime + day.fixesWithoutPosition > 0 {
-            notes.append("skipped \(day.fixesWithoutTime) locations without ts and \(day.fixesWithoutPosition) without a position")
+            notes.append(
+                "skipped \(day.fixesWithoutTime) locations without ts and \(day.fixesWithoutPosition) without a position"
+            )
         }
         if day.outOfOrderFixes + day.outOfOrderActivities > 0 {
-            notes.append("\(day.outOfOrderFixes) locations and \(day.outOfOrderActivities) activity readings earlier than "
-                + "the one before (uploaded in batches): records sorted by time")
+            notes.append(
+                "\(day.outOfOrderFixes) locations and \(day.outOfOrderActivities) activity readings earlier than "
+                    + "the one before (uploaded in batches): records sorted by time")
         }
         let fixTimes = day.fixes.map(\.t).sorted()
         let gaps = zip(fixTimes.dropFirst(), fixTimes).map { $0 - $1 }.sorted()
         if let longest = gaps.last {
-            notes.append("location interval: median \(decimal(gaps[gaps.count / 2], 1)) s, longest "
-                + "\(decimal(longest / 60, 1)) min")
+            notes.append(
+                "location interval: median \(decimal(gaps[gaps.count / 2], 1)) s, longest "
+                    + "\(decimal(longest / 60, 1)) min")
         }
         let ignored = day.otherKeys.keys.sorted().map { "\($0) \(day.otherKeys[$0]!)" }
-        if !ignored.isEmpty { notes.append("ignored entries the records do not carry: " + ignored.joined(separator: ", ")) }
-        notes.append("day: \(day.platform?.rawValue ?? "unknown platform"), \(day.entryCount) entries from "
-            + "\(ISO8601.string(fromSeconds: start)) to \(ISO8601.string(fromSeconds: end)) "
-            + "(\(decimal((end - start) / 3600, 1)) h" + (day.timeZone.map { ", phone in \($0)" } ?? "") + ")")
+        if !ignored.isEmpty {
+            notes.append("ignored entries the records do not carry: " + ignored.joined(separator: ", "))
+        }
+        notes.append(
+            "day: \(day.platform?.rawValue ?? "unknown platform"), \(day.entryCount) entries from "
+                + "\(ISO8601.string(fromSeconds: start)) to \(ISO8601.string(fromSeconds: end)) "
+                + "(\(decimal((end - start) / 3600, 1)) h" + (day.timeZone.map { ", phone in \($0)" } ?? "") + ")")
 
-        return ConvertedRecording(dataset: dataset, sourceFile: fileName, device: device, records: records,
-                                  label: label, derived: derived, notes: extraNotes + notes)
+        return ConvertedRecording(
+            dataset: dataset, sourceFile: fileName, device: device, records: records,
+            label: label, derived: derived, notes: extraNotes + notes)
     }
 }
 

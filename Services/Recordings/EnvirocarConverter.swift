@@ -53,15 +53,18 @@ public enum EnvirocarConverter: RecordingBytesConverter {
     public static func parse(_ bytes: [UInt8], fileName: String) throws -> Track {
         let root = try JSONField.document(bytes, file: fileName)
         guard case .object = root.value else {
-            throw root.mismatch("expected a GeoJSON FeatureCollection (an object with \"features\"), found \(root.value.typeName)")
+            throw root.mismatch(
+                "expected a GeoJSON FeatureCollection (an object with \"features\"), found \(root.value.typeName)")
         }
         var track = Track()
         if let properties = try root.member("properties") {
             track.id = try properties.string("id")
             track.lengthKm = try properties.number("length")
             if let car = try properties.member("sensor")?.member("properties") {
-                let parts = try ["manufacturer", "model"].compactMap { try car.string($0) }
-                    + [try car.number("constructionYear").map { decimal($0, 0) }, try car.string("fuelType")].compactMap { $0 }
+                let parts =
+                    try ["manufacturer", "model"].compactMap { try car.string($0) }
+                    + [try car.number("constructionYear").map { decimal($0, 0) }, try car.string("fuelType")].compactMap
+                { $0 }
                 track.vehicle = parts.isEmpty ? nil : parts.joined(separator: " ")
             }
         }
@@ -69,7 +72,10 @@ public enum EnvirocarConverter: RecordingBytesConverter {
         for feature in try root.required("features").elements() {
             track.featureCount += 1
             let properties = try feature.member("properties")
-            guard let timeField = try properties?.member("time") else { track.withoutTime += 1; continue }
+            guard let timeField = try properties?.member("time") else {
+                track.withoutTime += 1
+                continue
+            }
             let timeText = try timeField.string()
             guard let t = ISO8601.seconds(from: timeText) else {
                 throw timeField.mismatch("\"\(timeText)\" is not an ISO 8601 time")
@@ -80,13 +86,14 @@ public enum EnvirocarConverter: RecordingBytesConverter {
             }
             let position = try coordinates.elements()
             guard position.count >= 2 else { throw coordinates.mismatch("expected [longitude, latitude]") }
-            let lon = try position[0].number(), lat = try position[1].number()
+            let lon = try position[0].number()
+            let lat = try position[1].number()
             guard (-180...180).contains(lon) else { throw position[0].mismatch("longitude \(lon) is outside -180…180") }
             guard (-90...90).contains(lat) else { throw position[1].mismatch("latitude \(lat) is outside -90…90") }
 
             var point = Point(t: t, lat: lat, lon: lon)
             if let phenomena = try properties?.member("phenomenons") {
-                guard case let .object(members) = phenomena.value else {
+                guard case .object(let members) = phenomena.value else {
                     throw phenomena.mismatch("expected an object, found \(phenomena.value.typeName)")
                 }
                 for (name, _) in members {
@@ -116,23 +123,34 @@ public enum EnvirocarConverter: RecordingBytesConverter {
     }
 
     public static func convert(bytes: [UInt8], fileName: String, app: String = "recorded", user: String? = nil) throws
-        -> ConvertedRecording {
+        -> ConvertedRecording
+    {
         let track = try parse(bytes, fileName: fileName)
         guard let first = track.points.min(by: { $0.t < $1.t }), let last = track.points.max(by: { $0.t < $1.t }) else {
-            throw RecordingError.malformed(file: fileName, reason: "no feature with geometry coordinates and properties.time "
-                + "(\(track.featureCount) features)")
+            throw RecordingError.malformed(
+                file: fileName,
+                reason: "no feature with geometry coordinates and properties.time "
+                    + "(\(track.featureCount) features)")
         }
         let device = DeviceID(app: app, user: user ?? userID(from: "envirocar-" + fileStem(fileName)))
         var records: [SensorRecord] = []
         var derived: [String] = []
         var notes: [String] = []
 
-        records.append(SensorRecord(device: device, t: first.t, payload: .capabilities(
-            DeviceCapabilities(activityAvailable: false, pedometerAvailable: false))))
-        derived.append("capabilities: activityAvailable false, pedometerAvailable false (the enviroCar app records no "
-            + "activity classifier output and no steps), so trips start on GPS alone")
+        records.append(
+            SensorRecord(
+                device: device, t: first.t,
+                payload: .capabilities(
+                    DeviceCapabilities(activityAvailable: false, pedometerAvailable: false))))
+        derived.append(
+            "capabilities: activityAvailable false, pedometerAvailable false (the enviroCar app records no "
+                + "activity classifier output and no steps), so trips start on GPS alone")
 
-        var negativeSpeeds = 0, withoutSpeed = 0, withoutAccuracy = 0, withoutBearing = 0, bearingsOutOfRange = 0
+        var negativeSpeeds = 0
+        var withoutSpeed = 0
+        var withoutAccuracy = 0
+        var withoutBearing = 0
+        var bearingsOutOfRange = 0
         var withOBDSpeed = 0
         for point in track.points {
             // Negative speed is the record's "unknown" (PROTOCOL §2), and so is a bearing outside 0…360: both are the
@@ -151,27 +169,36 @@ public enum EnvirocarConverter: RecordingBytesConverter {
             }
             if point.gpsAccuracy == nil { withoutAccuracy += 1 }
             if point.obdSpeedKmh != nil { withOBDSpeed += 1 }
-            records.append(SensorRecord(device: device, t: point.t, payload: .location(LocationFix(
-                latitude: point.lat, longitude: point.lon, speed: speed, course: course,
-                horizontalAccuracy: point.gpsAccuracy))))
+            records.append(
+                SensorRecord(
+                    device: device, t: point.t,
+                    payload: .location(
+                        LocationFix(
+                            latitude: point.lat, longitude: point.lon, speed: speed, course: course,
+                            horizontalAccuracy: point.gpsAccuracy))))
         }
-        derived.append("location: one per feature with geometry coordinates and properties.time (\(track.points.count) "
-            + "of \(track.featureCount)): lat/lon from the Point's [longitude, latitude], t from properties.time (UTC); "
-            + "speed = GPS Speed (km/h) / 3.6 in m/s; hacc = GPS Accuracy as metres (the app stores the Android fix's "
-            + "accuracy radius in metres although the track labels its unit \"%\"); course = GPS Bearing (degrees)")
-        notes.append("OBD-II Speed (the car's own speed, in \(withOBDSpeed) points) not used: a phone running RoadSave "
-            + "has its GPS speed only")
+        derived.append(
+            "location: one per feature with geometry coordinates and properties.time (\(track.points.count) "
+                + "of \(track.featureCount)): lat/lon from the Point's [longitude, latitude], t from properties.time (UTC); "
+                + "speed = GPS Speed (km/h) / 3.6 in m/s; hacc = GPS Accuracy as metres (the app stores the Android fix's "
+                + "accuracy radius in metres although the track labels its unit \"%\"); course = GPS Bearing (degrees)")
+        notes.append(
+            "OBD-II Speed (the car's own speed, in \(withOBDSpeed) points) not used: a phone running RoadSave "
+                + "has its GPS speed only")
         if withoutBearing > 0 {
-            notes.append("\(withoutBearing) points without GPS Bearing (the app writes one only when the fix has a bearing, "
-                + "which a phone standing still mostly has not): no course")
+            notes.append(
+                "\(withoutBearing) points without GPS Bearing (the app writes one only when the fix has a bearing, "
+                    + "which a phone standing still mostly has not): no course")
         }
         if bearingsOutOfRange > 0 {
-            notes.append("\(bearingsOutOfRange) points with GPS Bearing outside 0…360° (the app's interpolation "
-                + "overshooting): no course")
+            notes.append(
+                "\(bearingsOutOfRange) points with GPS Bearing outside 0…360° (the app's interpolation "
+                    + "overshooting): no course")
         }
         if negativeSpeeds > 0 {
-            notes.append("\(negativeSpeeds) points with a negative GPS Speed (the app's interpolation overshooting): "
-                + "speed unknown")
+            notes.append(
+                "\(negativeSpeeds) points with a negative GPS Speed (the app's interpolation overshooting): "
+                    + "speed unknown")
         }
         if withoutSpeed > 0 { notes.append("\(withoutSpeed) points without GPS Speed: speed unknown") }
         if withoutAccuracy > 0 { notes.append("\(withoutAccuracy) points without GPS Accuracy: no hacc") }
@@ -180,25 +207,31 @@ public enum EnvirocarConverter: RecordingBytesConverter {
             notes.append("skipped \(track.withoutCoordinates) features without geometry coordinates")
         }
         if track.repeatedTimes > 0 {
-            notes.append("\(track.repeatedTimes) points repeat the previous point's time (times are whole seconds): "
-                + "kept as separate records")
+            notes.append(
+                "\(track.repeatedTimes) points repeat the previous point's time (times are whole seconds): "
+                    + "kept as separate records")
         }
-        if track.outOfOrder > 0 { notes.append("\(track.outOfOrder) points earlier than the point before: sorted by time") }
+        if track.outOfOrder > 0 {
+            notes.append("\(track.outOfOrder) points earlier than the point before: sorted by time")
+        }
 
         let times = track.points.map(\.t).sorted()
         let intervals = zip(times.dropFirst(), times).map { $0 - $1 }.sorted()
         let median = intervals.isEmpty ? 0 : intervals[intervals.count / 2]
-        notes.append("track \(track.id ?? "without an id")" + (track.vehicle.map { ", car \($0)" } ?? "")
-            + (track.lengthKm.map { ", \(decimal($0, 2)) km by enviroCar's figure" } ?? "")
-            + ": \(decimal((last.t - first.t) / 60, 1)) min from \(ISO8601.string(fromSeconds: first.t)), "
-            + "median interval \(decimal(median, 1)) s (longest \(decimal(intervals.last ?? 0, 0)) s)")
+        notes.append(
+            "track \(track.id ?? "without an id")" + (track.vehicle.map { ", car \($0)" } ?? "")
+                + (track.lengthKm.map { ", \(decimal($0, 2)) km by enviroCar's figure" } ?? "")
+                + ": \(decimal((last.t - first.t) / 60, 1)) min from \(ISO8601.string(fromSeconds: first.t)), "
+                + "median interval \(decimal(median, 1)) s (longest \(decimal(intervals.last ?? 0, 0)) s)")
         if !track.otherPhenomena.isEmpty {
-            notes.append("ignored engine and GPS readings the records do not carry: "
-                + track.otherPhenomena.keys.sorted().joined(separator: ", "))
+            notes.append(
+                "ignored engine and GPS readings the records do not carry: "
+                    + track.otherPhenomena.keys.sorted().joined(separator: ", "))
         }
         notes.append("Contains enviroCar data (enviroCar.org), ODbL")
 
-        return ConvertedRecording(dataset: .envirocar, sourceFile: fileName, device: device, records: records,
-                                  label: track.vehicle, derived: derived, notes: notes)
+        return ConvertedRecording(
+            dataset: .envirocar, sourceFile: fileName, device: device, records: records,
+            label: track.vehicle, derived: derived, notes: notes)
     }
 }

@@ -25,7 +25,8 @@ public enum EscooterConverter {
         for line in textLines(text) {
             let parts = fields(line, separator: "\t")
             guard parts.count >= 5, let ms = Double(parts[1]), let x = Double(parts[2]), let y = Double(parts[3]),
-                  let z = Double(parts[4]), ms > 0, x.isFinite, y.isFinite, z.isFinite else {
+                let z = Double(parts[4]), ms > 0, x.isFinite, y.isFinite, z.isFinite
+            else {
                 log.malformedLines += 1
                 continue
             }
@@ -33,7 +34,8 @@ public enum EscooterConverter {
             let t = ms / 1000
             if t < previous { log.outOfOrderLines += 1 } else if t == previous { log.repeatedTimes += 1 }
             previous = t
-            log.samples.append(AccelerationSample(t: t, x: x / standardGravity, y: y / standardGravity, z: z / standardGravity))
+            log.samples.append(
+                AccelerationSample(t: t, x: x / standardGravity, y: y / standardGravity, z: z / standardGravity))
         }
         if log.outOfOrderLines > 0 { log.samples.sort { $0.t < $1.t } }
         return log
@@ -48,16 +50,19 @@ public enum EscooterConverter {
     /// activity class nearest to riding an e-scooter, and it neither starts nor stops a trip (PROTOCOL §4), so the
     /// impacts reach the crash path without a made-up trip around them. No GPS is invented.
     public static func convert(text: String, fileName: String, app: String = "recorded", user: String? = nil) throws
-        -> ConvertedRecording {
+        -> ConvertedRecording
+    {
         let log = parse(text)
         guard let first = log.samples.first else {
-            throw RecordingError.malformed(file: fileName, reason: "no readable rows (index, unix ms, ax, ay, az, tag; tab-separated)")
+            throw RecordingError.malformed(
+                file: fileName, reason: "no readable rows (index, unix ms, ax, ay, az, tag; tab-separated)")
         }
         let device = DeviceID(app: app, user: user ?? userID(from: "escooter-" + fileStem(fileName)))
         let cut = cutImpacts(log.samples, device: device)
         var records = [
-            SensorRecord(device: device, t: first.t,
-                         payload: .capabilities(DeviceCapabilities(activityAvailable: true, pedometerAvailable: false))),
+            SensorRecord(
+                device: device, t: first.t,
+                payload: .capabilities(DeviceCapabilities(activityAvailable: true, pedometerAvailable: false))),
             SensorRecord(device: device, t: first.t, payload: .activity(ActivityObservation(.cycling, .high))),
         ]
         records += cut.records
@@ -69,14 +74,20 @@ public enum EscooterConverter {
         ]
         var notes = [cut.summary.sentence]
         if fileName.lowercased().contains("crash") {
-            notes.append("weak labels: the authors say this file holds two staged accidents plus disturbances (steps, "
-                + "violent shaking) and give no event times")
+            notes.append(
+                "weak labels: the authors say this file holds two staged accidents plus disturbances (steps, "
+                    + "violent shaking) and give no event times")
         }
-        if log.repeatedTimes > 0 { notes.append("\(log.repeatedTimes) samples share the previous sample's millisecond") }
+        if log.repeatedTimes > 0 {
+            notes.append("\(log.repeatedTimes) samples share the previous sample's millisecond")
+        }
         if log.malformedLines > 0 { notes.append("skipped \(log.malformedLines) unreadable rows") }
-        if log.outOfOrderLines > 0 { notes.append("\(log.outOfOrderLines) rows earlier than the row before: sorted by time") }
-        return ConvertedRecording(dataset: .escooter, sourceFile: fileName, device: device, records: records,
-                                  label: log.tag, impacts: cut.impacts, accelerometer: cut.summary,
-                                  derived: derived, notes: notes)
+        if log.outOfOrderLines > 0 {
+            notes.append("\(log.outOfOrderLines) rows earlier than the row before: sorted by time")
+        }
+        return ConvertedRecording(
+            dataset: .escooter, sourceFile: fileName, device: device, records: records,
+            label: log.tag, impacts: cut.impacts, accelerometer: cut.summary,
+            derived: derived, notes: notes)
     }
 }

@@ -16,10 +16,10 @@ public enum RecordingError: Error, CustomStringConvertible, Equatable {
 
     public var description: String {
         switch self {
-        case let .unreadable(file, reason): return "cannot read \(file): \(reason)"
-        case let .toolFailed(tool, file, message): return "\(tool) failed on \(file): \(message)"
-        case let .malformed(file, reason): return "\(file) is not in the expected format: \(reason)"
-        case let .unknownTrial(name, available):
+        case .unreadable(let file, let reason): return "cannot read \(file): \(reason)"
+        case .toolFailed(let tool, let file, let message): return "\(tool) failed on \(file): \(message)"
+        case .malformed(let file, let reason): return "\(file) is not in the expected format: \(reason)"
+        case .unknownTrial(let name, let available):
             return "no trial named \(name) in the archive (available: \(available.joined(separator: ", ")))"
         }
     }
@@ -49,8 +49,9 @@ enum ExternalTool {
         process.waitUntilExit()
         guard process.terminationStatus == 0 else {
             let message = errorText.trimmingCharacters(in: .whitespacesAndNewlines)
-            throw RecordingError.toolFailed(tool: tool, file: file,
-                                            message: message.isEmpty ? "exit status \(process.terminationStatus)" : message)
+            throw RecordingError.toolFailed(
+                tool: tool, file: file,
+                message: message.isEmpty ? "exit status \(process.terminationStatus)" : message)
         }
         return data
     }

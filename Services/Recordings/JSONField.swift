@@ -17,13 +17,15 @@ struct JSONField {
             return JSONField(value: try JSONParser.parse(bytes), path: "", file: file)
         } catch {
             let offset = min(max(error.column - 1, 0), bytes.count)
-            var line = 1, lineStart = 0
+            var line = 1
+            var lineStart = 0
             for index in 0..<offset where bytes[index] == UInt8(ascii: "\n") {
                 line += 1
                 lineStart = index + 1
             }
-            throw RecordingError.malformed(file: file,
-                                           reason: "not valid JSON at line \(line), column \(offset - lineStart + 1): \(error.reason)")
+            throw RecordingError.malformed(
+                file: file,
+                reason: "not valid JSON at line \(line), column \(offset - lineStart + 1): \(error.reason)")
         }
     }
 
@@ -44,7 +46,7 @@ struct JSONField {
     /// The member `key`; nil when it is absent or null (the recordings leave out what they did not measure). Asking a
     /// value that is not an object for a member is a format error.
     func member(_ key: String) throws -> JSONField? {
-        guard case let .object(members) = value else { throw mismatch("expected an object, found \(value.typeName)") }
+        guard case .object(let members) = value else { throw mismatch("expected an object, found \(value.typeName)") }
         guard let found = members.first(where: { $0.0 == key })?.1, found != .null else { return nil }
         return JSONField(value: found, path: child(key), file: file)
     }
@@ -58,17 +60,17 @@ struct JSONField {
     }
 
     func elements() throws -> [JSONField] {
-        guard case let .array(items) = value else { throw mismatch("expected an array, found \(value.typeName)") }
+        guard case .array(let items) = value else { throw mismatch("expected an array, found \(value.typeName)") }
         return items.enumerated().map { JSONField(value: $0.element, path: "\(path)[\($0.offset)]", file: file) }
     }
 
     func number() throws -> Double {
-        guard case let .number(number) = value else { throw mismatch("expected a number, found \(value.typeName)") }
+        guard case .number(let number) = value else { throw mismatch("expected a number, found \(value.typeName)") }
         return number
     }
 
     func string() throws -> String {
-        guard case let .string(text) = value else { throw mismatch("expected a string, found \(value.typeName)") }
+        guard case .string(let text) = value else { throw mismatch("expected a string, found \(value.typeName)") }
         return text
     }
 

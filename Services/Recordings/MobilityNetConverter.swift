@@ -65,8 +65,10 @@ public enum MobilityNetConverter {
         return try lines.dropFirst().enumerated().map { offset, line in
             let values = fields(line).map(String.init)
             guard values.count == names.count else {
-                throw RecordingError.malformed(file: file.path, reason: "line \(offset + 2): \(values.count) fields, "
-                    + "the header has \(names.count)")
+                throw RecordingError.malformed(
+                    file: file.path,
+                    reason: "line \(offset + 2): \(values.count) fields, "
+                        + "the header has \(names.count)")
             }
             return (offset + 2, Dictionary(uniqueKeysWithValues: zip(names, values)))
         }
@@ -76,8 +78,9 @@ public enum MobilityNetConverter {
     public static func phoneRuns(in folder: URL) throws -> [PhoneRun] {
         let file = folder.appendingPathComponent(runsFile)
         return try table(file, columns: ["spec", "run", "phone", "role", "sensing_config", "file"]).map { _, row in
-            PhoneRun(spec: row["spec"]!, run: row["run"]!, phone: row["phone"]!, role: row["role"]!,
-                     sensingConfig: row["sensing_config"]!, file: row["file"]!)
+            PhoneRun(
+                spec: row["spec"]!, run: row["run"]!, phone: row["phone"]!, role: row["role"]!,
+                sensingConfig: row["sensing_config"]!, file: row["file"]!)
         }
     }
 
@@ -87,17 +90,21 @@ public enum MobilityNetConverter {
         return try table(file, columns: ["spec", "run", "trip_id", "leg_id", "leg_type", "mode", "start_ts", "end_ts"])
             .map { line, row in
                 guard let start = Double(row["start_ts"]!), let end = Double(row["end_ts"]!), end >= start else {
-                    throw RecordingError.malformed(file: file.path, reason: "line \(line): start_ts and end_ts must be "
-                        + "times in seconds, the end not before the start (\(row["start_ts"]!), \(row["end_ts"]!))")
+                    throw RecordingError.malformed(
+                        file: file.path,
+                        reason: "line \(line): start_ts and end_ts must be "
+                            + "times in seconds, the end not before the start (\(row["start_ts"]!), \(row["end_ts"]!))")
                 }
-                return Leg(spec: row["spec"]!, run: row["run"]!, tripID: row["trip_id"]!, legID: row["leg_id"]!,
-                           legType: row["leg_type"]!, mode: row["mode"]!, start: start, end: end)
+                return Leg(
+                    spec: row["spec"]!, run: row["run"]!, tripID: row["trip_id"]!, legID: row["leg_id"]!,
+                    legType: row["leg_type"]!, mode: row["mode"]!, start: start, end: end)
             }
     }
 
     /// The recording of one phone's run: its locations and activity readings (either may be absent, as on the phones
     /// whose location sensing was off or duty cycled); nil when it has neither.
-    public static func convert(folder: URL, phoneRun: PhoneRun, app: String = "recorded") throws -> ConvertedRecording? {
+    public static func convert(folder: URL, phoneRun: PhoneRun, app: String = "recorded") throws -> ConvertedRecording?
+    {
         let base = folder.appendingPathComponent(phoneRun.phone).appendingPathComponent(phoneRun.spec)
         var day: EmissionConverter.Day?
         var missing: [String] = []
@@ -107,38 +114,46 @@ public enum MobilityNetConverter {
                 missing.append(key)
                 continue
             }
-            let parsed = try EmissionConverter.parse([UInt8](try RecordingFile.data(of: file)),
-                                                     fileName: "\(phoneRun.phone)/\(phoneRun.spec)/\(key)/\(file.lastPathComponent)")
+            let parsed = try EmissionConverter.parse(
+                [UInt8](try RecordingFile.data(of: file)),
+                fileName: "\(phoneRun.phone)/\(phoneRun.spec)/\(key)/\(file.lastPathComponent)")
             day = day.map { $0.merged(with: parsed) } ?? parsed
         }
         guard let day, !(day.fixes.isEmpty && day.activities.isEmpty) else { return nil }
-        var notes = ["MobilityNet \(phoneRun.spec), run \(phoneRun.run), \(phoneRun.phone) (\(phoneRun.os), "
-            + "\(phoneRun.role), sensing \(phoneRun.config))",
-                     phoneRun.os == "ios"
-                         ? "iOS activity: CMMotionActivity's flags as e-mission maps them (automotive with stationary: "
-                           + "STOPPED_WHILE_IN_VEHICLE; no flag set: NONE) with its confidence low/medium/high"
-                         : "Android activity: Google's DetectedActivity as dumped (zzbhB: the type, zzbhC: the "
-                           + "percentage), timed by write_ts (the app writes each detection as it comes)",
-                     "course: the fixes' bearing (-1 on iOS, 0 on Android when the phone had none: unknown)"]
+        var notes = [
+            "MobilityNet \(phoneRun.spec), run \(phoneRun.run), \(phoneRun.phone) (\(phoneRun.os), "
+                + "\(phoneRun.role), sensing \(phoneRun.config))",
+            phoneRun.os == "ios"
+                ? "iOS activity: CMMotionActivity's flags as e-mission maps them (automotive with stationary: "
+                    + "STOPPED_WHILE_IN_VEHICLE; no flag set: NONE) with its confidence low/medium/high"
+                : "Android activity: Google's DetectedActivity as dumped (zzbhB: the type, zzbhC: the "
+                    + "percentage), timed by write_ts (the app writes each detection as it comes)",
+            "course: the fixes' bearing (-1 on iOS, 0 on Android when the phone had none: unknown)",
+        ]
         if !missing.isEmpty { notes.append("no \(missing.joined(separator: " or ")) file for this phone and run") }
         return try EmissionConverter.recording(
             of: day, device: DeviceID(app: app, user: phoneRun.user), dataset: .mobilitynet,
-            sourceFile: "\(phoneRun.phone)/\(phoneRun.spec)/\(phoneRun.file)", label: "\(phoneRun.os) \(phoneRun.config)",
+            sourceFile: "\(phoneRun.phone)/\(phoneRun.spec)/\(phoneRun.file)",
+            label: "\(phoneRun.os) \(phoneRun.config)",
             notes: notes)
     }
 
     /// Every phone's run in `folder` (or those of `run` and `phone` when given: a run's name or a phone's, e.g.
     /// `ucb-sdb-ios-2`), each as its own device; the phone runs with no readings are named in `skipped`.
-    public static func convert(folder: URL, app: String = "recorded", run: String? = nil, phone: String? = nil,
-                               phoneRead: (_ done: Int, _ total: Int) -> Void = { _, _ in }) throws
-        -> (recordings: [ConvertedRecording], skipped: [String]) {
+    public static func convert(
+        folder: URL, app: String = "recorded", run: String? = nil, phone: String? = nil,
+        phoneRead: (_ done: Int, _ total: Int) -> Void = { _, _ in }
+    ) throws
+        -> (recordings: [ConvertedRecording], skipped: [String])
+    {
         let chosen = try phoneRuns(in: folder).filter { entry in
             (run == nil || entry.run == run) && (phone == nil || entry.phone == phone)
         }
         guard !chosen.isEmpty else {
-            throw RecordingError.malformed(file: folder.appendingPathComponent(runsFile).path,
-                                           reason: "no phone run matches" + (run.map { " run \($0)" } ?? "")
-                                           + (phone.map { " phone \($0)" } ?? ""))
+            throw RecordingError.malformed(
+                file: folder.appendingPathComponent(runsFile).path,
+                reason: "no phone run matches" + (run.map { " run \($0)" } ?? "")
+                    + (phone.map { " phone \($0)" } ?? ""))
         }
         var recordings: [ConvertedRecording] = []
         var skipped: [String] = []
@@ -160,8 +175,11 @@ public enum MobilityNetConverter {
         var lines = ["user,os,role,config,spec,run,trip_id,leg_id,leg_type,mode,start_ts,end_ts"]
         for entry in phoneRuns {
             for leg in legs where leg.spec == entry.spec && leg.run == entry.run {
-                lines.append([entry.user, entry.os, entry.role, entry.config, leg.spec, leg.run, leg.tripID, leg.legID,
-                              leg.legType, leg.mode, String(format: "%.3f", leg.start), String(format: "%.3f", leg.end)]
+                lines.append(
+                    [
+                        entry.user, entry.os, entry.role, entry.config, leg.spec, leg.run, leg.tripID, leg.legID,
+                        leg.legType, leg.mode, String(format: "%.3f", leg.start), String(format: "%.3f", leg.end),
+                    ]
                     .joined(separator: ","))
             }
         }

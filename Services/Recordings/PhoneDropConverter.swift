@@ -47,29 +47,35 @@ public enum PhoneDropConverter {
 
     /// The context around a trial, in seconds.
     static let walkBefore = 60.0, standBefore = 20.0, standAfter = 10.0, walkAfter = 50.0
-    static let cadence = 1.8          // steps per second while walking
+    static let cadence = 1.8 // steps per second while walking
     static let stepRecordEvery = 10.0 // seconds between pedometer records
 
     /// Reads a phyphox "Raw Data.csv": columns are found by their names, values converted from m/s² to g.
-    public static func parseAccelerometerCSV(_ text: String, file: String = "Raw Data.csv") throws -> [AccelerationSample] {
+    public static func parseAccelerometerCSV(_ text: String, file: String = "Raw Data.csv") throws
+        -> [AccelerationSample]
+    {
         let lines = textLines(text)
         guard let header = lines.first else { throw RecordingError.malformed(file: file, reason: "empty") }
         let names = fields(header).map { $0.lowercased() }
         func column(_ prefix: String) -> Int? { names.firstIndex { $0.hasPrefix(prefix) } }
         guard let tColumn = column("time"), let xColumn = column("acceleration x"),
-              let yColumn = column("acceleration y"), let zColumn = column("acceleration z") else {
-            throw RecordingError.malformed(file: file,
-                                           reason: "expected columns \"Time (s)\" and \"Acceleration x/y/z (m/s^2)\"")
+            let yColumn = column("acceleration y"), let zColumn = column("acceleration z")
+        else {
+            throw RecordingError.malformed(
+                file: file,
+                reason: "expected columns \"Time (s)\" and \"Acceleration x/y/z (m/s^2)\"")
         }
         var samples: [AccelerationSample] = []
         samples.reserveCapacity(lines.count)
         for line in lines.dropFirst() {
             let parts = fields(line)
             guard parts.count > max(tColumn, xColumn, yColumn, zColumn),
-                  let t = Double(parts[tColumn]), let x = Double(parts[xColumn]),
-                  let y = Double(parts[yColumn]), let z = Double(parts[zColumn]),
-                  t.isFinite, x.isFinite, y.isFinite, z.isFinite else { continue } // phyphox leaves gaps as empty cells
-            samples.append(AccelerationSample(t: t, x: x / standardGravity, y: y / standardGravity, z: z / standardGravity))
+                let t = Double(parts[tColumn]), let x = Double(parts[xColumn]),
+                let y = Double(parts[yColumn]), let z = Double(parts[zColumn]),
+                t.isFinite, x.isFinite, y.isFinite, z.isFinite
+            else { continue } // phyphox leaves gaps as empty cells
+            samples.append(
+                AccelerationSample(t: t, x: x / standardGravity, y: y / standardGravity, z: z / standardGravity))
         }
         return samples.sorted { $0.t < $1.t }
     }
@@ -83,7 +89,9 @@ public enum PhoneDropConverter {
         else { return nil }
         for line in lines.dropFirst() {
             let parts = fields(line)
-            if parts.count > max(eventColumn, timeColumn), parts[eventColumn] == "START" { return Double(parts[timeColumn]) }
+            if parts.count > max(eventColumn, timeColumn), parts[eventColumn] == "START" {
+                return Double(parts[timeColumn])
+            }
         }
         return nil
     }
@@ -97,8 +105,10 @@ public enum PhoneDropConverter {
     /// (fall_1, fall_2, …, fall_22, up_and_down_2, …). `only` reads one trial. `trialRead(done, total)` is called
     /// with 0 done before the first trial and after each trial read (unpacking a trial is what takes the time: a
     /// progress line counts them).
-    public static func readTrials(archive: URL, only: String? = nil,
-                                  trialRead: (_ done: Int, _ total: Int) -> Void = { _, _ in }) throws -> [PhoneDropTrial] {
+    public static func readTrials(
+        archive: URL, only: String? = nil,
+        trialRead: (_ done: Int, _ total: Int) -> Void = { _, _ in }
+    ) throws -> [PhoneDropTrial] {
         try RecordingFile.checkReadable(archive)
         return try ScratchDirectory.with { folder in
             _ = try ExternalTool.run("tar", ["-xzf", archive.path, "-C", folder.path], file: archive.path)
@@ -124,13 +134,16 @@ public enum PhoneDropConverter {
                 try extractZip(zip, into: target)
                 let dataFile = target.appendingPathComponent("Raw Data.csv")
                 guard let data = FileManager.default.contents(atPath: dataFile.path) else {
-                    throw RecordingError.malformed(file: "\(archive.lastPathComponent)/\(name).zip", reason: "no Raw Data.csv")
+                    throw RecordingError.malformed(
+                        file: "\(archive.lastPathComponent)/\(name).zip", reason: "no Raw Data.csv")
                 }
-                let samples = try parseAccelerometerCSV(String(decoding: data, as: UTF8.self),
-                                                        file: "\(archive.lastPathComponent)/\(name).zip/Raw Data.csv")
+                let samples = try parseAccelerometerCSV(
+                    String(decoding: data, as: UTF8.self),
+                    file: "\(archive.lastPathComponent)/\(name).zip/Raw Data.csv")
                 let start = FileManager.default.contents(atPath: target.appendingPathComponent("meta/time.csv").path)
                     .flatMap { parseStartTime(String(decoding: $0, as: UTF8.self)) }
-                let trial = PhoneDropTrial(name: name, kind: kind(ofTrial: name) ?? .drop, recordedStart: start, samples: samples)
+                let trial = PhoneDropTrial(
+                    name: name, kind: kind(ofTrial: name) ?? .drop, recordedStart: start, samples: samples)
                 trialRead(index + 1, names.count)
                 return trial
             }
@@ -156,13 +169,17 @@ public enum PhoneDropConverter {
             let digits = s.reversed().prefix { $0.isNumber }
             return (String(s.dropLast(digits.count)), Int(String(digits.reversed())) ?? -1)
         }
-        let (pa, na) = split(a), (pb, nb) = split(b)
+        let (pa, na) = split(a)
+        let (pb, nb) = split(b)
         return pa != pb ? pa < pb : na < nb
     }
 
-    public static func convert(archive: URL, app: String = "recorded", user: String? = nil, trial: String? = nil,
-                               trialRead: (_ done: Int, _ total: Int) -> Void = { _, _ in }) throws
-        -> [ConvertedRecording] {
+    public static func convert(
+        archive: URL, app: String = "recorded", user: String? = nil, trial: String? = nil,
+        trialRead: (_ done: Int, _ total: Int) -> Void = { _, _ in }
+    ) throws
+        -> [ConvertedRecording]
+    {
         let trials = try readTrials(archive: archive, only: trial, trialRead: trialRead)
         return trials.map { trial in
             // With several trials a chosen user is a prefix, so each trial stays its own device.
@@ -173,8 +190,10 @@ public enum PhoneDropConverter {
 
     /// One trial spliced into its context. `startTime` (Unix seconds) is where the trial's time 0 goes; by default
     /// the trial's own recorded START, so trials keep their real spacing.
-    public static func convert(trial: PhoneDropTrial, app: String = "recorded", user: String? = nil,
-                               startTime: Double? = nil, source: String? = nil) -> ConvertedRecording {
+    public static func convert(
+        trial: PhoneDropTrial, app: String = "recorded", user: String? = nil,
+        startTime: Double? = nil, source: String? = nil
+    ) -> ConvertedRecording {
         let t0 = startTime ?? trial.recordedStart ?? fallbackStart
         let trialEnd = t0 + (trial.samples.last?.t ?? 0)
         let contextStart = t0 - walkBefore - standBefore
@@ -184,7 +203,9 @@ public enum PhoneDropConverter {
         var random = SplitMix64(name: trial.name)
         let device = DeviceID(app: app, user: user ?? userID(from: trial.name))
         var records: [SensorRecord] = []
-        func record(_ t: Double, _ payload: SensorRecord.Payload) { records.append(SensorRecord(device: device, t: t, payload: payload)) }
+        func record(_ t: Double, _ payload: SensorRecord.Payload) {
+            records.append(SensorRecord(device: device, t: t, payload: payload))
+        }
 
         record(contextStart, .capabilities(.full))
         record(contextStart, .activity(ActivityObservation(.walking, .high)))
@@ -207,10 +228,14 @@ public enum PhoneDropConverter {
         while t <= contextEnd + 1e-9 {
             let walking = t < standStart || t >= walkAgain
             let speed = walking ? random.uniform(1.1, 1.4) : random.uniform(0, 0.2)
-            let north = random.uniform(-3, 3), east = random.uniform(-3, 3)
+            let north = random.uniform(-3, 3)
+            let east = random.uniform(-3, 3)
             let lat = place.lat + north / 111_320
             let lon = place.lon + east / (111_320 * cos(place.lat * .pi / 180))
-            record(t, .location(LocationFix(latitude: lat, longitude: lon, speed: speed, horizontalAccuracy: random.uniform(4, 8))))
+            record(
+                t,
+                .location(
+                    LocationFix(latitude: lat, longitude: lon, speed: speed, horizontalAccuracy: random.uniform(4, 8))))
             t += 1
         }
 
@@ -218,7 +243,9 @@ public enum PhoneDropConverter {
         let cut = cutImpacts(samples, device: device)
         records += cut.records
 
-        let startSource = startTime != nil ? "the chosen start time"
+        let startSource =
+            startTime != nil
+            ? "the chosen start time"
             : trial.recordedStart != nil ? "the trial's recorded phyphox START time" : "a fixed default start time"
         let derived = [
             "\(trial.kind == .drop ? "drop" : "toss") spliced into a chosen non-driving context (the recording is accelerometer "
@@ -232,10 +259,10 @@ public enum PhoneDropConverter {
             "steps: synthetic pedometer, \(cadence) steps/s while walking, a record every \(Int(stepRecordEvery)) s",
             cut.derived,
         ]
-        return ConvertedRecording(dataset: .phoneDrops, sourceFile: source ?? trial.name, device: device, records: records,
-                                  label: trial.name,
-                                  impacts: cut.impacts, accelerometer: cut.summary, derived: derived,
-                                  notes: [cut.summary.sentence])
+        return ConvertedRecording(
+            dataset: .phoneDrops, sourceFile: source ?? trial.name, device: device, records: records,
+            label: trial.name,
+            impacts: cut.impacts, accelerometer: cut.summary, derived: derived,
+            notes: [cut.summary.sentence])
     }
 }
-

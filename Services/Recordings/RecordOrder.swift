@@ -9,7 +9,8 @@ public enum RecordOrder {
     public static func deviceOrder(_ records: [SensorRecord]) -> [SensorRecord] {
         let indexed = records.enumerated().map { (offset: $0.offset, record: $0.element) }
         return indexed.sorted { a, b in
-            let aFirst = a.record.kind == .capabilities, bFirst = b.record.kind == .capabilities
+            let aFirst = a.record.kind == .capabilities
+            let bFirst = b.record.kind == .capabilities
             if aFirst != bFirst { return aFirst }
             if a.record.t != b.record.t { return a.record.t < b.record.t }
             return a.offset < b.offset

@@ -12,7 +12,8 @@ extension RecordingBytesConverter {
     }
 
     public static func convert(text: String, fileName: String, app: String = "recorded", user: String? = nil) throws
-        -> ConvertedRecording {
+        -> ConvertedRecording
+    {
         try convert(bytes: Array(text.utf8), fileName: fileName, app: app, user: user)
     }
 }

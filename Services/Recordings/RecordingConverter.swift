@@ -11,42 +11,54 @@ public enum RecordingConverter {
     }
 
     /// cbs-smart-survey-gps/split-by-day/ssi_open_geodata-<user>-<date>.csv.gz; user defaults to `<user>-<date>`.
-    public static func cbs(_ file: URL, app: String = "recorded", user: String? = nil, deriveActivity: Bool = false) throws
-        -> ConvertedRecording {
+    public static func cbs(_ file: URL, app: String = "recorded", user: String? = nil, deriveActivity: Bool = false)
+        throws
+        -> ConvertedRecording
+    {
         try CBSConverter.convert(file: file, app: app, user: user, deriveActivity: deriveActivity)
     }
 
     /// phone-drops/raw_data.tar.gz: every trial (or the one named) as its own device; user defaults to the trial name,
     /// a given user becomes a prefix (`<user>-fall_3`) when several trials are converted. `trialRead(done, total)`
     /// is called with 0 done before the first trial and after each trial read from the archive.
-    public static func phoneDrops(_ archive: URL, app: String = "recorded", user: String? = nil, trial: String? = nil,
-                                  trialRead: (_ done: Int, _ total: Int) -> Void = { _, _ in }) throws
-        -> [ConvertedRecording] {
+    public static func phoneDrops(
+        _ archive: URL, app: String = "recorded", user: String? = nil, trial: String? = nil,
+        trialRead: (_ done: Int, _ total: Int) -> Void = { _, _ in }
+    ) throws
+        -> [ConvertedRecording]
+    {
         try PhoneDropConverter.convert(archive: archive, app: app, user: user, trial: trial, trialRead: trialRead)
     }
 
     /// escooter-impacts/data/<name>.tsv.gz; user defaults to `escooter-<name>`.
-    public static func escooter(_ file: URL, app: String = "recorded", user: String? = nil) throws -> ConvertedRecording {
+    public static func escooter(_ file: URL, app: String = "recorded", user: String? = nil) throws -> ConvertedRecording
+    {
         try EscooterConverter.convert(file: file, app: app, user: user)
     }
 
     /// envirocar-car-tracks/<source>/<track>.json.gz (one enviroCar track, .json or .json.gz); user defaults to
     /// `envirocar-<track>`.
-    public static func envirocar(_ file: URL, app: String = "recorded", user: String? = nil) throws -> ConvertedRecording {
+    public static func envirocar(_ file: URL, app: String = "recorded", user: String? = nil) throws
+        -> ConvertedRecording
+    {
         try EnvirocarConverter.convert(file: file, app: app, user: user)
     }
 
     /// emission-activity-traces/<day>.json.gz (one e-mission day, .json or .json.gz); user defaults to `emission-<day>`.
-    public static func emission(_ file: URL, app: String = "recorded", user: String? = nil) throws -> ConvertedRecording {
+    public static func emission(_ file: URL, app: String = "recorded", user: String? = nil) throws -> ConvertedRecording
+    {
         try EmissionConverter.convert(file: file, app: app, user: user)
     }
 
     /// mobilitynet-whole-journeys/ (the folder): every phone's run (or those of `run` and `phone`) as its own device,
     /// user `<phone>.<run start>`; the phone runs with no readings are named in `skipped`. `phoneRead(done, total)` is
     /// called with 0 done before the first and after each phone run read.
-    public static func mobilitynet(_ folder: URL, app: String = "recorded", run: String? = nil, phone: String? = nil,
-                                   phoneRead: (_ done: Int, _ total: Int) -> Void = { _, _ in }) throws
-        -> (recordings: [ConvertedRecording], skipped: [String]) {
+    public static func mobilitynet(
+        _ folder: URL, app: String = "recorded", run: String? = nil, phone: String? = nil,
+        phoneRead: (_ done: Int, _ total: Int) -> Void = { _, _ in }
+    ) throws
+        -> (recordings: [ConvertedRecording], skipped: [String])
+    {
         try MobilityNetConverter.convert(folder: folder, app: app, run: run, phone: phone, phoneRead: phoneRead)
     }
 }

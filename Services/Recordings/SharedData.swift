@@ -49,7 +49,8 @@ public enum SharedData {
     /// The files of one dataset folder whose names end with `suffix`, sorted by name (empty when absent).
     public static func files(in relativeFolder: String, suffix: String) -> [URL] {
         guard let folder = url(relativeFolder),
-              let names = try? FileManager.default.contentsOfDirectory(atPath: folder.path) else { return [] }
+            let names = try? FileManager.default.contentsOfDirectory(atPath: folder.path)
+        else { return [] }
         return names.filter { $0.hasSuffix(suffix) }.sorted().map { folder.appendingPathComponent($0) }
     }
 

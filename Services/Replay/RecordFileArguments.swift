@@ -14,14 +14,17 @@ public enum RecordFileArguments {
     public static func read(_ arguments: [String], valued: Set<String>, flags: Set<String>, verb: String) -> Outcome {
         let options: CommandLineOptions
         do {
-            options = try CommandLineOptions(arguments, valued: SettingValues.valued(ReplayCommand.settings).union(valued),
-                                             flags: flags.union(["--help", "-h"]))
+            options = try CommandLineOptions(
+                arguments, valued: SettingValues.valued(ReplayCommand.settings).union(valued),
+                flags: flags.union(["--help", "-h"]))
         } catch {
             return .problem(error.message)
         }
         if options.has("--help") || options.has("-h") { return .help }
         guard options.positional.count == 1, let path = options.positional.first else {
-            return .problem(options.positional.isEmpty ? "a record file is needed" : "only one record file can be \(verb) at a time")
+            return .problem(
+                options.positional.isEmpty ? "a record file is needed" : "only one record file can be \(verb) at a time"
+            )
         }
         return .file(options, path: path)
     }

@@ -39,14 +39,17 @@ public enum ReplayCommand {
         """
 
     public static func run(_ arguments: [String]) async -> Int32 {
-        let options: CommandLineOptions, path: String
-        switch RecordFileArguments.read(arguments, valued: ["--input-format", "--format"], flags: ["--quiet", ProgressMeter.flag],
-                                        verb: "replayed") {
+        let options: CommandLineOptions
+        let path: String
+        switch RecordFileArguments.read(
+            arguments, valued: ["--input-format", "--format"], flags: ["--quiet", ProgressMeter.flag],
+            verb: "replayed")
+        {
         case .help:
             print(usage)
             return 0
-        case let .problem(message): return fail(message)
-        case let .file(parsed, file): (options, path) = (parsed, file)
+        case .problem(let message): return fail(message)
+        case .file(let parsed, let file): (options, path) = (parsed, file)
         }
         let platform: any Platform
         let format: EventFormat
@@ -77,20 +80,23 @@ public enum ReplayCommand {
             output.write(line: event.json(format))
         }
         replayer.numberName = reader.numberName
-        var progress = ProgressMeter.standardError(label: "replay", total: reader.size,
-                                                   turnedOff: options.has(ProgressMeter.flag), writesStandardOutput: true)
+        var progress = ProgressMeter.standardError(
+            label: "replay", total: reader.size,
+            turnedOff: options.has(ProgressMeter.flag), writesStandardOutput: true)
         await replay(reader, into: replayer, progress: &progress)
         await replayer.finish()
         progress.finish()
         output.flush()
         if let failure = reader.failure { log.error("input ended early", ["reason": failure.description]) }
         let s = replayer.summary
-        log.info("replay finished", [
-            "lines": String(s.lines), "applied": String(s.applied), "invalid": String(s.invalid),
-            "duplicates": String(s.duplicates), "late": String(s.late), "farInFuture": String(s.farInFuture),
-            "notMonitored": String(s.notMonitored), "devices": String(s.devices), "events": String(s.events),
-            "crashesDismissed": String(s.crashesDismissed),
-        ])
+        log.info(
+            "replay finished",
+            [
+                "lines": String(s.lines), "applied": String(s.applied), "invalid": String(s.invalid),
+                "duplicates": String(s.duplicates), "late": String(s.late), "farInFuture": String(s.farInFuture),
+                "notMonitored": String(s.notMonitored), "devices": String(s.devices), "events": String(s.events),
+                "crashesDismissed": String(s.crashesDismissed),
+            ])
         return reader.failure == nil ? 0 : 1
     }
 
@@ -101,20 +107,22 @@ public enum ReplayCommand {
     }
 
     /// The same, counting on `progress` each record read and the bytes of the file it has reached.
-    public static func replay(_ reader: RecordFileReader, into replayer: Replayer, progress: inout ProgressMeter) async {
+    public static func replay(_ reader: RecordFileReader, into replayer: Replayer, progress: inout ProgressMeter) async
+    {
         while let (number, item) = reader.next() {
             progress.advance(at: reader.position)
             switch item {
-            case let .record(record):
+            case .record(let record):
                 if !replayer.feedNow(record, number: number) { await replayer.settle() }
-            case let .invalid(error):
+            case .invalid(let error):
                 replayer.reject(error, number: number)
             }
         }
     }
 
     private static func fail(_ message: String) -> Int32 {
-        FileHandle.standardError.write(Data("roadsave replay: \(message)\nRun 'roadsave replay --help' for usage.\n".utf8))
+        FileHandle.standardError.write(
+            Data("roadsave replay: \(message)\nRun 'roadsave replay --help' for usage.\n".utf8))
         return 2
     }
 }

@@ -47,8 +47,10 @@ public final class Replayer {
     }
 
     /// `options.autoMonitor` is always on in replay: nothing else would start a device.
-    public init(platform: any Platform, options: DeviceFleet.Options = .init(), log: Log,
-                emit: @escaping (RoadSaveEvent) -> Void) {
+    public init(
+        platform: any Platform, options: DeviceFleet.Options = .init(), log: Log,
+        emit: @escaping (RoadSaveEvent) -> Void
+    ) {
         var options = options
         options.autoMonitor = true
         self.platform = platform
@@ -57,8 +59,10 @@ public final class Replayer {
         fleet = DeviceFleet(options: options)
     }
 
-    public convenience init(platform: any Platform, ordering: RecordOrdering.Options, log: Log,
-                            emit: @escaping (RoadSaveEvent) -> Void) {
+    public convenience init(
+        platform: any Platform, ordering: RecordOrdering.Options, log: Log,
+        emit: @escaping (RoadSaveEvent) -> Void
+    ) {
         self.init(platform: platform, options: DeviceFleet.Options(ordering: ordering), log: log, emit: emit)
     }
 
@@ -144,14 +148,15 @@ public final class Replayer {
     private func perform(_ actions: [FleetAction]) async {
         for action in actions {
             switch action {
-            case let .fetchSettings(app):
+            case .fetchSettings(let app):
                 let fetch = await platform.fetchSettings(applicationID: app)
                 await perform(fleet.settingsFetched(app: app, fetch, now: nil))
-            case let .evaluateCrash(device, candidate):
+            case .evaluateCrash(let device, let candidate):
                 let outcome = await platform.evaluation(of: candidate)
                 if outcome == .unreachable {
-                    log.warning("platform unreachable: crash reported with confidence unknown",
-                                ["device": device.description, "crashID": candidate.crashID])
+                    log.warning(
+                        "platform unreachable: crash reported with confidence unknown",
+                        ["device": device.description, "crashID": candidate.crashID])
                 }
                 await perform(fleet.crashEvaluated(device: device, crashID: candidate.crashID, outcome: outcome))
             default:
@@ -163,25 +168,32 @@ public final class Replayer {
     /// An action that needs no platform call.
     private func performLocal(_ action: FleetAction) {
         switch action {
-        case let .emit(event):
+        case .emit(let event):
             emit(event)
-        case let .crashDismissed(device, candidate, reason):
+        case .crashDismissed(let device, let candidate, let reason):
             dismissed?(device, candidate, reason)
-            log.info("suspected crash dismissed", [
-                "device": device.description, "crashID": candidate.crashID,
-                "at": ISO8601.string(fromSeconds: candidate.time), "reason": reason.rawValue,
-                "peakG": JSONObjectWriter.number(candidate.peakG, decimals: 1),
-            ])
-        case let .recordRejected(record, reason):
+            log.info(
+                "suspected crash dismissed",
+                [
+                    "device": device.description, "crashID": candidate.crashID,
+                    "at": ISO8601.string(fromSeconds: candidate.time), "reason": reason.rawValue,
+                    "peakG": JSONObjectWriter.number(candidate.peakG, decimals: 1),
+                ])
+        case .recordRejected(let record, let reason):
             if case .duplicate = reason { return }
             // A held record (far in the future) is rejected when a later line disproves it.
             let lineNumber = current.flatMap { $0.record == record ? $0.line.map(String.init) : "earlier" } ?? "-"
-            log.warning("record not applied", [numberName: lineNumber, "device": record.device.description,
-                                                "field": "t", "t": ISO8601.string(fromSeconds: record.t),
-                                                "reason": reason.description])
-        case let .deviceNotMonitored(device, error):
-            log.error("device not monitored: its records are skipped",
-                      ["device": device.description, "error": error.code, "reason": error.description])
+            log.warning(
+                "record not applied",
+                [
+                    numberName: lineNumber, "device": record.device.description,
+                    "field": "t", "t": ISO8601.string(fromSeconds: record.t),
+                    "reason": reason.description,
+                ])
+        case .deviceNotMonitored(let device, let error):
+            log.error(
+                "device not monitored: its records are skipped",
+                ["device": device.description, "error": error.code, "reason": error.description])
         case .watermarkHoldExpired:
             preconditionFailure("replay reads no gateway's stream")
         case .fetchSettings, .evaluateCrash:

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Buffered lines to a file descriptor (standard output by default): one `write(2)` per 64 KiB, not per event.

@@ -20,10 +20,12 @@ public struct DeviceReport: Sendable, Equatable {
     public var firstSeen: Double
     public var lastSeen: Double
 
-    public init(device: DeviceID, track: [TrackPoint] = [], activities: [ActivitySpan] = [], trips: [ReportTrip] = [],
-                crashes: [CrashInfo] = [], followUps: [String: CrashFollowUpInfo] = [:],
-                dismissals: [DismissedCrash] = [], records: Int = 0,
-                firstSeen: Double, lastSeen: Double) {
+    public init(
+        device: DeviceID, track: [TrackPoint] = [], activities: [ActivitySpan] = [], trips: [ReportTrip] = [],
+        crashes: [CrashInfo] = [], followUps: [String: CrashFollowUpInfo] = [:],
+        dismissals: [DismissedCrash] = [], records: Int = 0,
+        firstSeen: Double, lastSeen: Double
+    ) {
         self.device = device
         self.track = track
         self.activities = activities
@@ -69,7 +71,9 @@ public struct DeviceReport: Sendable, Equatable {
 
     /// Crashes with a position (the others can only be listed).
     public var crashesWithPosition: [CrashInfo] { crashes.filter { $0.latitude != nil && $0.longitude != nil } }
-    public var dismissalsWithPosition: [DismissedCrash] { dismissals.filter { $0.latitude != nil && $0.longitude != nil } }
+    public var dismissalsWithPosition: [DismissedCrash] {
+        dismissals.filter { $0.latitude != nil && $0.longitude != nil }
+    }
 
     private func firstIndex(atOrAfter t: Double) -> Int {
         var low = 0

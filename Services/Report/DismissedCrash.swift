@@ -13,8 +13,10 @@ public struct DismissedCrash: Sendable, Equatable {
     public var speedBefore: Double?
     public var speedAfter: Double?
 
-    public init(crashID: String, time: Double, latitude: Double?, longitude: Double?, reason: FalsePositiveReason,
-                peakG: Double, speedBefore: Double? = nil, speedAfter: Double? = nil) {
+    public init(
+        crashID: String, time: Double, latitude: Double?, longitude: Double?, reason: FalsePositiveReason,
+        peakG: Double, speedBefore: Double? = nil, speedAfter: Double? = nil
+    ) {
         self.crashID = crashID
         self.time = time
         self.latitude = latitude
@@ -26,8 +28,9 @@ public struct DismissedCrash: Sendable, Equatable {
     }
 
     public init(_ candidate: CrashCandidate, reason: FalsePositiveReason) {
-        self.init(crashID: candidate.crashID, time: candidate.time, latitude: candidate.latitude,
-                  longitude: candidate.longitude, reason: reason, peakG: candidate.peakG,
-                  speedBefore: candidate.speedBefore, speedAfter: candidate.speedAfter)
+        self.init(
+            crashID: candidate.crashID, time: candidate.time, latitude: candidate.latitude,
+            longitude: candidate.longitude, reason: reason, peakG: candidate.peakG,
+            speedBefore: candidate.speedBefore, speedAfter: candidate.speedAfter)
     }
 }

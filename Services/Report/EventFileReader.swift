@@ -17,21 +17,24 @@ public enum EventFileReader {
         }
         var events: [RoadSaveEvent] = []
         var failure: ReportInputError?
-        reader.forEachLineUntil({ line, number in
-            do throws(ReportInputError) {
-                events.append(try event(fromJSON: line, path: path, line: number))
-                return true
-            } catch {
-                failure = error
-                return false
-            }
-        }, ended: { _ in })
+        reader.forEachLineUntil(
+            { line, number in
+                do throws(ReportInputError) {
+                    events.append(try event(fromJSON: line, path: path, line: number))
+                    return true
+                } catch {
+                    failure = error
+                    return false
+                }
+            }, ended: { _ in })
         if let failure { throw failure }
         return events
     }
 
     /// One line's event.
-    public static func event(fromJSON line: some Collection<UInt8>, path: String, line number: Int) throws(ReportInputError) -> RoadSaveEvent {
+    public static func event(fromJSON line: some Collection<UInt8>, path: String, line number: Int)
+        throws(ReportInputError) -> RoadSaveEvent
+    {
         func fail(_ field: String?, _ reason: String) -> ReportInputError {
             ReportInputError(path: path, number: number, field: field, reason: reason)
         }
@@ -51,50 +54,73 @@ public enum EventFileReader {
         let device = DeviceID(app: try fields.identifier("app"), user: try fields.identifier("user"))
         switch name {
         case "tripDidStart":
-            return RoadSaveEvent(device: device, body: .tripDidStart(
-                TripStartInfo(tripID: try fields.identifier("tripID"), startDate: try fields.date("startDate"))))
+            return RoadSaveEvent(
+                device: device,
+                body: .tripDidStart(
+                    TripStartInfo(tripID: try fields.identifier("tripID"), startDate: try fields.date("startDate"))))
         case "tripDidEnd":
-            let endReason = try fields.choice("endReason", TripEndReason.self,
-                                              legacy: Self.legacy)
+            let endReason = try fields.choice(
+                "endReason", TripEndReason.self,
+                legacy: Self.legacy)
             let mode = try fields.optionalChoice("transportMode", TransportMode.self) ?? .unknown
             let modeReason = try fields.optionalChoice("transportReason", TransportReason.self) ?? .notClassified
             let start = try fields.position("startLatitude", "startLongitude")
             let end = try fields.position("endLatitude", "endLongitude")
-            return RoadSaveEvent(device: device, body: .tripDidEnd(TripInfo(
-                tripID: try fields.identifier("tripID"), startDate: try fields.date("startDate"),
-                endDate: try fields.date("endDate"), distanceMetres: try fields.number("distanceMetres"),
-                endReason: endReason, transportMode: mode, transportReason: modeReason,
-                transportSigns: try fields.choices("transportSigns", TransportReason.self),
-                startLatitude: start?.latitude, startLongitude: start?.longitude,
-                endLatitude: end?.latitude, endLongitude: end?.longitude, maxSpeed: try fields.optionalNumber("maxSpeed"))))
+            return RoadSaveEvent(
+                device: device,
+                body: .tripDidEnd(
+                    TripInfo(
+                        tripID: try fields.identifier("tripID"), startDate: try fields.date("startDate"),
+                        endDate: try fields.date("endDate"), distanceMetres: try fields.number("distanceMetres"),
+                        endReason: endReason, transportMode: mode, transportReason: modeReason,
+                        transportSigns: try fields.choices("transportSigns", TransportReason.self),
+                        startLatitude: start?.latitude, startLongitude: start?.longitude,
+                        endLatitude: end?.latitude, endLongitude: end?.longitude,
+                        maxSpeed: try fields.optionalNumber("maxSpeed"))))
         case "crashDetected":
-            let confidence = try fields.choice("confidence", CrashConfidence.self,
-                                               legacy: Self.legacy)
+            let confidence = try fields.choice(
+                "confidence", CrashConfidence.self,
+                legacy: Self.legacy)
             let position = try fields.position("latitude", "longitude")
-            return RoadSaveEvent(device: device, body: .crashDetected(CrashInfo(
-                crashID: try fields.identifier("crashID"), confidence: confidence, detectedAt: try fields.date("detectedAt"),
-                latitude: position?.latitude, longitude: position?.longitude,
-                isTest: try fields.optionalBool("isTest") ?? false, details: try fields.crashDetails())))
+            return RoadSaveEvent(
+                device: device,
+                body: .crashDetected(
+                    CrashInfo(
+                        crashID: try fields.identifier("crashID"), confidence: confidence,
+                        detectedAt: try fields.date("detectedAt"),
+                        latitude: position?.latitude, longitude: position?.longitude,
+                        isTest: try fields.optionalBool("isTest") ?? false, details: try fields.crashDetails())))
         case "crashFollowUp":
             let position = try fields.position("latitude", "longitude")
-            return RoadSaveEvent(device: device, body: .crashFollowUp(CrashFollowUpInfo(
-                crashID: try fields.identifier("crashID"), confidence: try fields.choice("confidence", CrashConfidence.self,
-                                                                                         legacy: Self.legacy),
-                detectedAt: try fields.date("detectedAt"), observedUntil: try fields.date("observedUntil"),
-                outcome: try fields.choice("outcome", CrashFollowUpOutcome.self, legacy: Self.legacy),
-                isTest: try fields.optionalBool("isTest") ?? false, records: try fields.count("records"),
-                secondsOfData: try fields.number("secondsOfData"), distanceMoved: try fields.optionalNumber("distanceMoved"),
-                steps: try fields.count("steps"), maxSpeedAfter: try fields.optionalNumber("maxSpeedAfter"),
-                latitude: position?.latitude, longitude: position?.longitude)))
+            return RoadSaveEvent(
+                device: device,
+                body: .crashFollowUp(
+                    CrashFollowUpInfo(
+                        crashID: try fields.identifier("crashID"),
+                        confidence: try fields.choice(
+                            "confidence", CrashConfidence.self,
+                            legacy: Self.legacy),
+                        detectedAt: try fields.date("detectedAt"), observedUntil: try fields.date("observedUntil"),
+                        outcome: try fields.choice("outcome", CrashFollowUpOutcome.self, legacy: Self.legacy),
+                        isTest: try fields.optionalBool("isTest") ?? false, records: try fields.count("records"),
+                        secondsOfData: try fields.number("secondsOfData"),
+                        distanceMoved: try fields.optionalNumber("distanceMoved"),
+                        steps: try fields.count("steps"), maxSpeedAfter: try fields.optionalNumber("maxSpeedAfter"),
+                        latitude: position?.latitude, longitude: position?.longitude)))
         case "tripBehaviour":
-            return RoadSaveEvent(device: device, body: .tripBehaviour(TripBehaviour(
-                tripID: try fields.identifier("tripID"), endDate: try fields.date("endDate"),
-                unscored: try fields.optionalChoice("unscoredReason", UnscoredReason.self),
-                events: try fields.drivingEvents(), distanceMetres: try fields.number("distanceMetres"),
-                eventsPer100Kilometres: try fields.optionalNumber("eventsPer100Kilometres"),
-                longitudinalRMS: try fields.optionalNumber("longitudinalRMS"),
-                lateralRMS: try fields.optionalNumber("lateralRMS"), eventsScore: try fields.optionalNumber("eventsScore"),
-                smoothnessScore: try fields.optionalNumber("smoothnessScore"), score: try fields.optionalNumber("score"))))
+            return RoadSaveEvent(
+                device: device,
+                body: .tripBehaviour(
+                    TripBehaviour(
+                        tripID: try fields.identifier("tripID"), endDate: try fields.date("endDate"),
+                        unscored: try fields.optionalChoice("unscoredReason", UnscoredReason.self),
+                        events: try fields.drivingEvents(), distanceMetres: try fields.number("distanceMetres"),
+                        eventsPer100Kilometres: try fields.optionalNumber("eventsPer100Kilometres"),
+                        longitudinalRMS: try fields.optionalNumber("longitudinalRMS"),
+                        lateralRMS: try fields.optionalNumber("lateralRMS"),
+                        eventsScore: try fields.optionalNumber("eventsScore"),
+                        smoothnessScore: try fields.optionalNumber("smoothnessScore"),
+                        score: try fields.optionalNumber("score"))))
         default:
             throw fail("event", "unknown event \"\(name)\"; expected \(RoadSaveEvent.names.joined(separator: ", "))")
         }
@@ -112,7 +138,9 @@ public enum EventFileReader {
 
         func string(_ name: String) throws(ReportInputError) -> String {
             let member = try required(name)
-            guard case let .string(text) = member else { throw fail(name, "expected a string, found \(member.typeName)") }
+            guard case .string(let text) = member else {
+                throw fail(name, "expected a string, found \(member.typeName)")
+            }
             return text
         }
 
@@ -126,7 +154,7 @@ public enum EventFileReader {
 
         func number(_ name: String) throws(ReportInputError) -> Double {
             let member = try required(name)
-            guard case let .number(number) = member, number.isFinite else {
+            guard case .number(let number) = member, number.isFinite else {
                 throw fail(name, "expected a number, found \(member.typeName)")
             }
             return number
@@ -140,16 +168,20 @@ public enum EventFileReader {
         /// A position given as two members, or nil when both are absent or null; a coordinate out of range, or one
         /// without the other, is an error naming it.
         func position(_ latitudeName: String, _ longitudeName: String) throws(ReportInputError)
-            -> (latitude: Double, longitude: Double)? {
+            -> (latitude: Double, longitude: Double)?
+        {
             let latitude = try optionalNumber(latitudeName)
             let longitude = try optionalNumber(longitudeName)
-            if let latitude, !(-90...90).contains(latitude) { throw fail(latitudeName, "must be within ±90, got \(latitude)") }
+            if let latitude, !(-90...90).contains(latitude) {
+                throw fail(latitudeName, "must be within ±90, got \(latitude)")
+            }
             if let longitude, !(-180...180).contains(longitude) {
                 throw fail(longitudeName, "must be within ±180, got \(longitude)")
             }
             guard let latitude, let longitude else {
                 if latitude == nil && longitude == nil { return nil }
-                throw fail(latitude == nil ? latitudeName : longitudeName, "missing while the other coordinate is given")
+                throw fail(
+                    latitude == nil ? latitudeName : longitudeName, "missing while the other coordinate is given")
             }
             return (latitude, longitude)
         }
@@ -168,18 +200,22 @@ public enum EventFileReader {
             guard let member = value["peakG"], member != .null else { return nil }
             var positions: [TimedPosition] = []
             if let list = value["recentPositions"], list != .null {
-                guard case let .array(items) = list else {
+                guard case .array(let items) = list else {
                     throw fail("recentPositions", "expected an array, found \(list.typeName)")
                 }
                 for (index, item) in items.enumerated() {
-                    let entry = Fields(value: item, fail: { field, reason in
-                        fail("recentPositions[\(index)]" + (field.map { ".\($0)" } ?? ""), reason)
-                    })
+                    let entry = Fields(
+                        value: item,
+                        fail: { field, reason in
+                            fail("recentPositions[\(index)]" + (field.map { ".\($0)" } ?? ""), reason)
+                        })
                     guard case .object = item, let position = try entry.position("latitude", "longitude") else {
                         throw fail("recentPositions[\(index)]", "expected {\"latitude\", \"longitude\", \"time\"}")
                     }
-                    positions.append(TimedPosition(latitude: position.latitude, longitude: position.longitude,
-                                                   time: try entry.date("time")))
+                    positions.append(
+                        TimedPosition(
+                            latitude: position.latitude, longitude: position.longitude,
+                            time: try entry.date("time")))
                 }
             }
             let tripID: String? = value["tripID"] == nil || value["tripID"] == .null ? nil : try identifier("tripID")
@@ -188,7 +224,8 @@ public enum EventFileReader {
                 speedAfterImpact: try optionalNumber("speedAfterImpact"), deltaV: try optionalNumber("deltaV"),
                 peakG: try number("peakG"), impactDurationMs: try optionalNumber("impactDurationMs"),
                 impacts: try count("impacts"), heading: try optionalNumber("heading"),
-                positionAccuracy: try optionalNumber("positionAccuracy"), positionAge: try optionalNumber("positionAge"),
+                positionAccuracy: try optionalNumber("positionAccuracy"),
+                positionAge: try optionalNumber("positionAge"),
                 positionTrusted: try optionalBool("positionTrusted") ?? false, recentPositions: positions,
                 inTrip: try optionalBool("inTrip") ?? false, tripID: tripID)
         }
@@ -196,29 +233,39 @@ public enum EventFileReader {
         /// `tripBehaviour`'s events (the counts beside them are derived, so not read); an error names `events[i].member`.
         func drivingEvents() throws(ReportInputError) -> [DrivingEvent] {
             guard let list = value["events"], list != .null else { return [] }
-            guard case let .array(items) = list else { throw fail("events", "expected an array, found \(list.typeName)") }
+            guard case .array(let items) = list else {
+                throw fail("events", "expected an array, found \(list.typeName)")
+            }
             var events: [DrivingEvent] = []
             for (index, item) in items.enumerated() {
-                guard case .object = item else { throw fail("events[\(index)]", "expected an object, found \(item.typeName)") }
-                let entry = Fields(value: item, fail: { field, reason in
-                    fail("events[\(index)]" + (field.map { ".\($0)" } ?? ""), reason)
-                })
+                guard case .object = item else {
+                    throw fail("events[\(index)]", "expected an object, found \(item.typeName)")
+                }
+                let entry = Fields(
+                    value: item,
+                    fail: { field, reason in
+                        fail("events[\(index)]" + (field.map { ".\($0)" } ?? ""), reason)
+                    })
                 guard let position = try entry.position("latitude", "longitude") else {
                     throw fail("events[\(index)].latitude", "missing")
                 }
-                events.append(DrivingEvent(
-                    kind: try entry.choice("kind", DrivingEventKind.self, legacy: EventFileReader.legacy),
-                    severity: try entry.choice("severity", DrivingEventSeverity.self, legacy: EventFileReader.legacy),
-                    start: try entry.date("start"), end: try entry.date("end"), peak: try entry.number("peak"),
-                    startSpeed: try entry.number("startSpeed"), endSpeed: try entry.number("endSpeed"),
-                    latitude: position.latitude, longitude: position.longitude, fixes: try entry.count("fixes")))
+                events.append(
+                    DrivingEvent(
+                        kind: try entry.choice("kind", DrivingEventKind.self, legacy: EventFileReader.legacy),
+                        severity: try entry.choice(
+                            "severity", DrivingEventSeverity.self, legacy: EventFileReader.legacy),
+                        start: try entry.date("start"), end: try entry.date("end"), peak: try entry.number("peak"),
+                        startSpeed: try entry.number("startSpeed"), endSpeed: try entry.number("endSpeed"),
+                        latitude: position.latitude, longitude: position.longitude, fixes: try entry.count("fixes")))
             }
             return events
         }
 
         func optionalBool(_ name: String) throws(ReportInputError) -> Bool? {
             guard let member = value[name], member != .null else { return nil }
-            guard case let .bool(flag) = member else { throw fail(name, "expected true or false, found \(member.typeName)") }
+            guard case .bool(let flag) = member else {
+                throw fail(name, "expected true or false, found \(member.typeName)")
+            }
             return flag
         }
 
@@ -226,12 +273,12 @@ public enum EventFileReader {
         func date(_ name: String) throws(ReportInputError) -> Double {
             let member = try required(name)
             switch member {
-            case let .string(text):
+            case .string(let text):
                 guard let seconds = ISO8601.seconds(from: text) else {
                     throw fail(name, "\"\(text)\" is not an ISO 8601 date (2026-03-02T06:31:05.123Z)")
                 }
                 return seconds
-            case let .number(seconds) where seconds.isFinite:
+            case .number(let seconds) where seconds.isFinite:
                 return seconds
             default:
                 throw fail(name, "expected an ISO 8601 date, found \(member.typeName)")
@@ -239,14 +286,17 @@ public enum EventFileReader {
         }
 
         /// One of `T`'s names. `legacy` is said when the member is missing or capitalised, as in the legacy format.
-        func choice<T: RawRepresentable & CaseIterable>(_ name: String, _ type: T.Type, legacy: String) throws(ReportInputError) -> T
+        func choice<T: RawRepresentable & CaseIterable>(_ name: String, _ type: T.Type, legacy: String)
+            throws(ReportInputError) -> T
         where T.RawValue == String {
             guard value[name] != nil else { throw fail(name, "missing (\(legacy))") }
             let text = try string(name)
             guard let choice = T(rawValue: text) else {
                 let capitalised = T(rawValue: text.lowercased()) != nil
-                throw fail(name, "\"\(text)\" is not one of \(T.allCases.map(\.rawValue).joined(separator: ", "))"
-                           + (capitalised ? " (\(legacy))" : ""))
+                throw fail(
+                    name,
+                    "\"\(text)\" is not one of \(T.allCases.map(\.rawValue).joined(separator: ", "))"
+                        + (capitalised ? " (\(legacy))" : ""))
             }
             return choice
         }
@@ -255,10 +305,12 @@ public enum EventFileReader {
         func choices<T: RawRepresentable & CaseIterable>(_ name: String, _ type: T.Type) throws(ReportInputError) -> [T]
         where T.RawValue == String {
             guard let member = value[name], member != .null else { return [] }
-            guard case let .array(items) = member else { throw fail(name, "expected an array, found \(member.typeName)") }
+            guard case .array(let items) = member else {
+                throw fail(name, "expected an array, found \(member.typeName)")
+            }
             var chosen: [T] = []
             for item in items {
-                guard case let .string(text) = item, let choice = T(rawValue: text) else {
+                guard case .string(let text) = item, let choice = T(rawValue: text) else {
                     throw fail(name, "holds something not one of \(T.allCases.map(\.rawValue).joined(separator: ", "))")
                 }
                 chosen.append(choice)
@@ -266,7 +318,8 @@ public enum EventFileReader {
             return chosen
         }
 
-        func optionalChoice<T: RawRepresentable & CaseIterable>(_ name: String, _ type: T.Type) throws(ReportInputError) -> T?
+        func optionalChoice<T: RawRepresentable & CaseIterable>(_ name: String, _ type: T.Type) throws(ReportInputError)
+            -> T?
         where T.RawValue == String {
             guard let member = value[name], member != .null else { return nil }
             let text = try string(name)

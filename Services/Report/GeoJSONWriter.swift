@@ -24,7 +24,8 @@ public enum GeoJSONWriter {
                     let text = position(latitude: point.latitude, longitude: point.longitude)
                     if coordinates.last != text { coordinates.append(text) }
                 }
-                let geometry = coordinates.count >= 2
+                let geometry =
+                    coordinates.count >= 2
                     ? "{\"type\":\"LineString\",\"coordinates\":[" + coordinates.joined(separator: ",") + "]}"
                     : "null"
                 features.append(feature(geometry: geometry, properties: trip.event.json(.current)))
@@ -35,18 +36,24 @@ public enum GeoJSONWriter {
                     properties.add("user", report.device.user)
                     properties.add("tripID", trip.tripID)
                     event.write(to: &properties, kindKey: "eventKind")
-                    features.append(feature(geometry: point(latitude: event.latitude, longitude: event.longitude),
-                                            properties: properties.finish()))
+                    features.append(
+                        feature(
+                            geometry: point(latitude: event.latitude, longitude: event.longitude),
+                            properties: properties.finish()))
                 }
             }
             for crash in report.crashes {
                 let event = RoadSaveEvent(device: report.device, body: .crashDetected(crash))
-                features.append(feature(geometry: point(latitude: crash.latitude, longitude: crash.longitude),
-                                        properties: event.json(.current)))
+                features.append(
+                    feature(
+                        geometry: point(latitude: crash.latitude, longitude: crash.longitude),
+                        properties: event.json(.current)))
                 if let followUp = report.followUps[crash.crashID] {
                     let event = RoadSaveEvent(device: report.device, body: .crashFollowUp(followUp))
-                    features.append(feature(geometry: point(latitude: followUp.latitude, longitude: followUp.longitude),
-                                            properties: event.json(.current)))
+                    features.append(
+                        feature(
+                            geometry: point(latitude: followUp.latitude, longitude: followUp.longitude),
+                            properties: event.json(.current)))
                 }
             }
             for dismissal in report.dismissals {
@@ -60,8 +67,10 @@ public enum GeoJSONWriter {
                 properties.add("peakG", dismissal.peakG, decimals: 2)
                 properties.add("speedBefore", dismissal.speedBefore, decimals: 2)
                 properties.add("speedAfter", dismissal.speedAfter, decimals: 2)
-                features.append(feature(geometry: point(latitude: dismissal.latitude, longitude: dismissal.longitude),
-                                        properties: properties.finish()))
+                features.append(
+                    feature(
+                        geometry: point(latitude: dismissal.latitude, longitude: dismissal.longitude),
+                        properties: properties.finish()))
             }
         }
         return "{\"type\":\"FeatureCollection\",\"features\":[\n" + features.joined(separator: ",\n") + "\n]}\n"
@@ -78,6 +87,7 @@ public enum GeoJSONWriter {
 
     /// `[longitude,latitude]`: RFC 7946 puts longitude first.
     static func position(latitude: Double, longitude: Double) -> String {
-        "[" + JSONObjectWriter.number(longitude, decimals: 7) + "," + JSONObjectWriter.number(latitude, decimals: 7) + "]"
+        "[" + JSONObjectWriter.number(longitude, decimals: 7) + "," + JSONObjectWriter.number(latitude, decimals: 7)
+            + "]"
     }
 }

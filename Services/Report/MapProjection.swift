@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// The smallest box of latitudes and longitudes holding every point added.
@@ -52,7 +52,8 @@ public struct MapProjection: Sendable, Equatable {
         }
         cosine = max(cos(centreLatitude * .pi / 180), 0.01)
         let minimumSpan = minimumSpanMetres / Self.metresPerDegree
-        let spanX = bounds.isEmpty ? minimumSpan : max((bounds.maxLongitude - bounds.minLongitude) * cosine, minimumSpan)
+        let spanX =
+            bounds.isEmpty ? minimumSpan : max((bounds.maxLongitude - bounds.minLongitude) * cosine, minimumSpan)
         let spanY = bounds.isEmpty ? minimumSpan : max(bounds.maxLatitude - bounds.minLatitude, minimumSpan)
         pixelsPerDegree = min(max(width - 2 * padding, 1) / spanX, max(height - 2 * padding, 1) / spanY)
     }

@@ -45,13 +45,16 @@ public struct MapView {
     public func svg() -> String {
         let w = Markup.number(Self.width)
         let h = Markup.number(Self.height)
-        var svg = "<svg class=\"map\" xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 \(w) \(h)\" width=\"\(w)\" "
+        var svg =
+            "<svg class=\"map\" xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 \(w) \(h)\" width=\"\(w)\" "
             + "height=\"\(h)\" role=\"img\" aria-label=\"Map of \(Markup.escape(ReportPage.name(of: report.device)))\">\n"
         svg += "<rect class=\"map-background\" x=\"0\" y=\"0\" width=\"\(w)\" height=\"\(h)\"/>\n"
-        let hasPositions = !report.track.isEmpty || !report.crashesWithPosition.isEmpty
+        let hasPositions =
+            !report.track.isEmpty || !report.crashesWithPosition.isEmpty
             || !report.dismissalsWithPosition.isEmpty
         if !hasPositions {
-            svg += "<text class=\"map-empty\" x=\"\(Markup.number(Self.width / 2))\" y=\"\(Markup.number(Self.height / 2))\" "
+            svg +=
+                "<text class=\"map-empty\" x=\"\(Markup.number(Self.width / 2))\" y=\"\(Markup.number(Self.height / 2))\" "
                 + "text-anchor=\"middle\">No positions in the records of this device</text>\n"
         }
 
@@ -75,17 +78,20 @@ public struct MapView {
             let id = Markup.escape(trip.tripID)
             let track = report.track(of: trip)
             let points = screenPoints(track)
-            svg += "<polyline class=\"trip-track\" data-trip-id=\"\(id)\" stroke=\"\(colour)\" "
+            svg +=
+                "<polyline class=\"trip-track\" data-trip-id=\"\(id)\" stroke=\"\(colour)\" "
                 + "points=\"\(Markup.points(points))\"><title>\(Markup.escape(ReportPage.tripTitle(trip, number: index + 1)))</title></polyline>\n"
             if let first = track.first {
                 let p = projection.point(latitude: first.latitude, longitude: first.longitude)
-                endpoints += "<circle class=\"trip-start\" data-trip-id=\"\(id)\" cx=\"\(Markup.number(p.x))\" "
+                endpoints +=
+                    "<circle class=\"trip-start\" data-trip-id=\"\(id)\" cx=\"\(Markup.number(p.x))\" "
                     + "cy=\"\(Markup.number(p.y))\" r=\"5\" stroke=\"\(colour)\"><title>Trip \(index + 1) starts "
                     + "\(Markup.dateTime(trip.startDate)) UTC</title></circle>\n"
             }
             if let info = trip.info, let last = track.last {
                 let p = projection.point(latitude: last.latitude, longitude: last.longitude)
-                endpoints += "<rect class=\"trip-end\" data-trip-id=\"\(id)\" x=\"\(Markup.number(p.x - 4.5))\" "
+                endpoints +=
+                    "<rect class=\"trip-end\" data-trip-id=\"\(id)\" x=\"\(Markup.number(p.x - 4.5))\" "
                     + "y=\"\(Markup.number(p.y - 4.5))\" width=\"9\" height=\"9\" fill=\"\(colour)\"><title>Trip \(index + 1) "
                     + "ends \(Markup.dateTime(info.endDate)) UTC (\(Markup.escape(info.endReason.rawValue)))</title></rect>\n"
             }
@@ -100,7 +106,8 @@ public struct MapView {
         for crash in report.crashesWithPosition {
             let p = projection.point(latitude: crash.latitude!, longitude: crash.longitude!)
             let text = "crash: " + crash.confidence.rawValue + (crash.isTest ? " (test)" : "")
-            crashes += "<g class=\"crash-marker\" data-crash-id=\"\(Markup.escape(crash.crashID))\" "
+            crashes +=
+                "<g class=\"crash-marker\" data-crash-id=\"\(Markup.escape(crash.crashID))\" "
                 + "data-confidence=\"\(crash.confidence.rawValue)\">"
                 + "<circle cx=\"\(Markup.number(p.x))\" cy=\"\(Markup.number(p.y))\" r=\"7\" fill=\"\(ReportPalette.crash)\"/>"
                 + label(text, at: p, placer: &labels)
@@ -111,7 +118,8 @@ public struct MapView {
         for dismissal in report.dismissalsWithPosition {
             let p = projection.point(latitude: dismissal.latitude!, longitude: dismissal.longitude!)
             let text = "dismissed: " + dismissal.reason.rawValue
-            dismissals += "<g class=\"dismissed-marker\" data-crash-id=\"\(Markup.escape(dismissal.crashID))\" "
+            dismissals +=
+                "<g class=\"dismissed-marker\" data-crash-id=\"\(Markup.escape(dismissal.crashID))\" "
                 + "data-reason=\"\(Markup.escape(dismissal.reason.rawValue))\">"
                 + "<path d=\"M\(Markup.number(p.x - 5)),\(Markup.number(p.y - 5))l10,10m0,-10l-10,10\" "
                 + "stroke=\"\(ReportPalette.dismissed)\"/>"
@@ -135,7 +143,8 @@ public struct MapView {
                 let p = projection.point(latitude: event.latitude, longitude: event.longitude)
                 let severe = event.severity == .severe
                 let unit = event.kind == .excessiveSpeed ? "m/s" : "m/s²"
-                svg += "<path class=\"driving-event\" data-trip-id=\"\(Markup.escape(trip.tripID))\" "
+                svg +=
+                    "<path class=\"driving-event\" data-trip-id=\"\(Markup.escape(trip.tripID))\" "
                     + "data-kind=\"\(event.kind.rawValue)\" data-severity=\"\(event.severity.rawValue)\" "
                     + "d=\"M\(Markup.number(p.x)),\(Markup.number(p.y - 6))l6,6l-6,6l-6,-6z\" "
                     + "fill=\"\(ReportPalette.trip(index))\" stroke=\"\(severe ? "#000" : "#fff")\">"
@@ -173,9 +182,12 @@ public struct MapView {
         let pixels = length / metresPerPixel
         let x = 16.0
         let y = Self.height - 16
-        let text = length >= 1000 ? JSONObjectWriter.number(length / 1000, decimals: 1) + " km"
+        let text =
+            length >= 1000
+            ? JSONObjectWriter.number(length / 1000, decimals: 1) + " km"
             : JSONObjectWriter.number(length, decimals: 0) + " m"
-        return "<g class=\"scale-bar\"><path d=\"M\(Markup.number(x)),\(Markup.number(y - 5))v5h\(Markup.number(pixels))v-5\"/>"
+        return
+            "<g class=\"scale-bar\"><path d=\"M\(Markup.number(x)),\(Markup.number(y - 5))v5h\(Markup.number(pixels))v-5\"/>"
             + "<text x=\"\(Markup.number(x + pixels + 6))\" y=\"\(Markup.number(y))\">\(text) · north up</text></g>\n"
     }
 }

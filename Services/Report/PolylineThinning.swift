@@ -37,8 +37,10 @@ public enum PolylineThinning {
         kept(points, tolerance: tolerance).map { points[$0] }
     }
 
-    static func squaredDistance(_ p: (x: Double, y: Double), toSegment a: (x: Double, y: Double),
-                                _ b: (x: Double, y: Double)) -> Double {
+    static func squaredDistance(
+        _ p: (x: Double, y: Double), toSegment a: (x: Double, y: Double),
+        _ b: (x: Double, y: Double)
+    ) -> Double {
         let dx = b.x - a.x
         let dy = b.y - a.y
         let length = dx * dx + dy * dy

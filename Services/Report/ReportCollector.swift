@@ -28,11 +28,12 @@ public final class ReportCollector {
             records += 1
             saw(record.t)
             switch record.payload {
-            case let .location(fix):
+            case .location(let fix):
                 // A negative accuracy marks an invalid fix (`LocationFix`): not a place the device was.
                 if let accuracy = fix.horizontalAccuracy, accuracy < 0 { return }
-                track.append(TrackPoint(t: record.t, latitude: fix.latitude, longitude: fix.longitude, speed: fix.speed))
-            case let .activity(observation):
+                track.append(
+                    TrackPoint(t: record.t, latitude: fix.latitude, longitude: fix.longitude, speed: fix.speed))
+            case .activity(let observation):
                 activities.append((record.t, observation))
             case .steps, .impact, .capabilities:
                 break
@@ -62,19 +63,21 @@ public final class ReportCollector {
         var device = devices[event.device] ?? Device()
         device.saw(event.time)
         switch event.body {
-        case let .tripDidStart(start):
+        case .tripDidStart(let start):
             if device.trips[start.tripID] == nil {
-                device.trips[start.tripID] = ReportTrip(tripID: start.tripID, startDate: start.startDate, info: nil,
-                                                         event: event)
+                device.trips[start.tripID] = ReportTrip(
+                    tripID: start.tripID, startDate: start.startDate, info: nil,
+                    event: event)
             }
-        case let .tripDidEnd(info):
+        case .tripDidEnd(let info):
             device.saw(info.startDate)
-            device.trips[info.tripID] = ReportTrip(tripID: info.tripID, startDate: info.startDate, info: info, event: event)
-        case let .crashDetected(info):
+            device.trips[info.tripID] = ReportTrip(
+                tripID: info.tripID, startDate: info.startDate, info: info, event: event)
+        case .crashDetected(let info):
             device.crashes[info.crashID] = info
-        case let .crashFollowUp(info):
+        case .crashFollowUp(let info):
             device.followUps[info.crashID] = info
-        case let .tripBehaviour(info):
+        case .tripBehaviour(let info):
             device.behaviours[info.tripID] = info
         }
         devices[event.device] = device

@@ -1,12 +1,13 @@
 import DetectionEngine
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
 import PlatformHTTP
-import RoadSaveModel
 import Replay
+import RoadSaveModel
 import Wire
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// `roadsave report RECORDS --output report.html [--geojson trips.geojson]`: the engines over a recording (the same
 /// `Replayer` as `roadsave replay`), drawn: per device a map, a timeline and tables in one HTML page, and the trips
@@ -58,19 +59,26 @@ public enum ReportCommand {
         """
 
     public static func run(_ arguments: [String]) async -> Int32 {
-        let options: CommandLineOptions, path: String
-        switch RecordFileArguments.read(arguments, valued: ["--output", "--geojson", "--events", "--user", "--title", "--input-format"],
-                                        flags: ["--skip-invalid"], verb: "reported") {
+        let options: CommandLineOptions
+        let path: String
+        switch RecordFileArguments.read(
+            arguments, valued: ["--output", "--geojson", "--events", "--user", "--title", "--input-format"],
+            flags: ["--skip-invalid"], verb: "reported")
+        {
         case .help:
             print(usage)
             return 0
-        case let .problem(message): return fail(message)
-        case let .file(parsed, file): (options, path) = (parsed, file)
+        case .problem(let message): return fail(message)
+        case .file(let parsed, let file): (options, path) = (parsed, file)
         }
         let output = options.string("--output")
         let geojson = options.string("--geojson")
-        guard output != nil || geojson != nil else { return fail("--output FILE or --geojson FILE (or both) is needed") }
-        guard !(output == "-" && geojson == "-") else { return fail("--output and --geojson cannot both be standard output") }
+        guard output != nil || geojson != nil else {
+            return fail("--output FILE or --geojson FILE (or both) is needed")
+        }
+        guard !(output == "-" && geojson == "-") else {
+            return fail("--output and --geojson cannot both be standard output")
+        }
         var users: Set<String>?
         if options.string("--user") != nil {
             // CommandLineOptions keeps the last value of a repeated option: take every occurrence from the arguments.
@@ -119,14 +127,17 @@ public enum ReportCommand {
         let skipInvalid = options.has("--skip-invalid")
         while let (number, item) = reader.next() {
             switch item {
-            case let .record(record):
+            case .record(let record):
                 collector.add(record)
                 if !replayer.feedNow(record, number: number) { await replayer.settle() }
-            case let .invalid(error):
+            case .invalid(let error):
                 guard skipInvalid else {
-                    return fail(ReportInputError(path: path, numberName: reader.numberName, number: number,
-                                                 field: error.field, reason: error.reason).description
-                                + " (--skip-invalid goes on without it)")
+                    return fail(
+                        ReportInputError(
+                            path: path, numberName: reader.numberName, number: number,
+                            field: error.field, reason: error.reason
+                        ).description
+                            + " (--skip-invalid goes on without it)")
                 }
                 replayer.reject(error, number: number)
             }
@@ -137,9 +148,10 @@ public enum ReportCommand {
 
         let reports = collector.reports()
         let engines = options.string("--platform").map { "platform \($0)" } ?? "the embedded platform"
-        let sources = ReportPage.Sources(records: (path as NSString).lastPathComponent,
-                                         events: options.string("--events").map { ($0 as NSString).lastPathComponent },
-                                         engines: engines)
+        let sources = ReportPage.Sources(
+            records: (path as NSString).lastPathComponent,
+            events: options.string("--events").map { ($0 as NSString).lastPathComponent },
+            engines: engines)
         var written: [String] = []
         if let output {
             let page = ReportPage(reports: reports, sources: sources, title: options.string("--title")).html()
@@ -154,11 +166,13 @@ public enum ReportCommand {
         let trips = reports.reduce(0) { $0 + $1.trips.count }
         let crashes = reports.reduce(0) { $0 + $1.crashes.count }
         let dismissed = reports.reduce(0) { $0 + $1.dismissals.count }
-        Log(category: "report").info("report written", [
-            "devices": String(reports.count), "trips": String(trips), "crashes": String(crashes),
-            "dismissed": String(dismissed), "invalid": String(replayer.summary.invalid),
-            "wrote": written.joined(separator: ", "),
-        ])
+        Log(category: "report").info(
+            "report written",
+            [
+                "devices": String(reports.count), "trips": String(trips), "crashes": String(crashes),
+                "dismissed": String(dismissed), "invalid": String(replayer.summary.invalid),
+                "wrote": written.joined(separator: ", "),
+            ])
         return 0
     }
 
@@ -222,7 +236,8 @@ public enum ReportCommand {
     }
 
     private static func fail(_ message: String) -> Int32 {
-        FileHandle.standardError.write(Data("roadsave report: \(message)\nRun 'roadsave report --help' for usage.\n".utf8))
+        FileHandle.standardError.write(
+            Data("roadsave report: \(message)\nRun 'roadsave report --help' for usage.\n".utf8))
         return 2
     }
 }

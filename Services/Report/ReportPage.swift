@@ -39,7 +39,8 @@ public struct ReportPage {
     static func tripTitle(_ trip: ReportTrip, number: Int) -> String {
         var text = "Trip \(number) (\(trip.tripID)): \(Markup.dateTime(trip.startDate))"
         if let info = trip.info {
-            text += " – \(Markup.clock(info.endDate, seconds: true)) UTC, "
+            text +=
+                " – \(Markup.clock(info.endDate, seconds: true)) UTC, "
                 + "\(JSONObjectWriter.fixedNumber(info.distanceMetres / 1000, decimals: 2)) km, \(info.endReason.rawValue)"
         } else {
             text += " UTC, still open"
@@ -96,38 +97,47 @@ public struct ReportPage {
             """
         page += "<p class=\"muted\">Records: \(Markup.escape(sources.records)). "
         if let events = sources.events {
-            page += "Trips and crashes: the events in \(Markup.escape(events)). Dismissed candidates: the engines over the records "
+            page +=
+                "Trips and crashes: the events in \(Markup.escape(events)). Dismissed candidates: the engines over the records "
                 + "(\(Markup.escape(sources.engines))), which may differ from what made those events."
         } else {
-            page += "Trips, crashes and dismissed candidates: the engines over the records (\(Markup.escape(sources.engines)))."
+            page +=
+                "Trips, crashes and dismissed candidates: the engines over the records (\(Markup.escape(sources.engines)))."
         }
         page += " Times are UTC; applicationIDs are masked.</p>\n"
         if reports.count > 1 {
-            page += "<nav>" + reports.enumerated().map { index, report in
-                "<a href=\"#device-\(index + 1)\">\(Markup.escape(report.device.user))</a>"
-            }.joined(separator: " ") + "</nav>\n"
+            page +=
+                "<nav>"
+                + reports.enumerated().map { index, report in
+                    "<a href=\"#device-\(index + 1)\">\(Markup.escape(report.device.user))</a>"
+                }.joined(separator: " ") + "</nav>\n"
         }
         page += "</header>\n"
         for (index, report) in reports.enumerated() { page += section(report, number: index + 1) }
-        page += "<footer class=\"muted\"><p>Made by <code>roadsave report</code>. Map: equirectangular, north up; "
+        page +=
+            "<footer class=\"muted\"><p>Made by <code>roadsave report</code>. Map: equirectangular, north up; "
             + "tracks drawn within half a pixel of every recorded position; markers at their exact positions.</p></footer>\n"
         page += "</body>\n</html>\n"
         return page
     }
 
     func section(_ report: DeviceReport, number: Int) -> String {
-        var html = "<section class=\"device\" id=\"device-\(number)\" data-user=\"\(Markup.escape(report.device.user))\">\n"
+        var html =
+            "<section class=\"device\" id=\"device-\(number)\" data-user=\"\(Markup.escape(report.device.user))\">\n"
         html += "<h2>\(Markup.escape(Self.name(of: report.device)))</h2>\n"
-        html += "<p class=\"muted\">\(report.records) records, \(report.track.count) positions, "
+        html +=
+            "<p class=\"muted\">\(report.records) records, \(report.track.count) positions, "
             + "\(Markup.dateTime(report.firstSeen)) – \(Markup.dateTime(report.lastSeen)) UTC; "
             + "\(report.trips.count) \(report.trips.count == 1 ? "trip" : "trips"), \(report.crashes.count) "
             + "\(report.crashes.count == 1 ? "crash" : "crashes"), \(report.dismissals.count) dismissed.</p>\n"
         html += MapView(report).svg() + "\n"
-        html += "<p class=\"legend\"><span>○ trip start</span><span>■ trip end</span>"
+        html +=
+            "<p class=\"legend\"><span>○ trip start</span><span>■ trip end</span>"
             + "<span><span class=\"swatch\" style=\"background:\(ReportPalette.crash)\"></span>crash (confidence)</span>"
             + "<span>✕ dismissed candidate (reason)</span><span>- - - positions outside trips</span></p>\n"
         html += TimelineView(report).svg() + "\n"
-        html += "<p class=\"legend\">Activity (the classifier's reports; paler: lower confidence): "
+        html +=
+            "<p class=\"legend\">Activity (the classifier's reports; paler: lower confidence): "
             + ActivityType.allCases.map {
                 "<span><span class=\"swatch\" style=\"background:\(ReportPalette.activity($0))\"></span>\($0.rawValue)</span>"
             }.joined() + "</p>\n"
@@ -138,15 +148,18 @@ public struct ReportPage {
 
     func tripTable(_ report: DeviceReport) -> String {
         guard !report.trips.isEmpty else { return "<h3>Trips</h3>\n<p class=\"muted\">No trips.</p>\n" }
-        var html = "<h3>Trips</h3>\n<table class=\"trips\"><thead><tr><th>#</th><th>trip ID</th><th>start (UTC)</th><th>end</th>"
+        var html =
+            "<h3>Trips</h3>\n<table class=\"trips\"><thead><tr><th>#</th><th>trip ID</th><th>start (UTC)</th><th>end</th>"
             + "<th>duration</th><th>distance (km)</th><th>average (km/h)</th><th>max (km/h)</th><th>from → to</th><th>end reason</th>"
             + "<th>transport</th><th>driving</th></tr></thead><tbody>\n"
         for (index, trip) in report.trips.enumerated() {
-            html += "<tr data-trip-id=\"\(Markup.escape(trip.tripID))\"><td><span class=\"swatch\" "
+            html +=
+                "<tr data-trip-id=\"\(Markup.escape(trip.tripID))\"><td><span class=\"swatch\" "
                 + "style=\"background:\(ReportPalette.trip(index))\"></span>\(index + 1)</td>"
                 + "<td><code>\(Markup.escape(trip.tripID))</code></td><td>\(Markup.dateTime(trip.startDate))</td>"
             if let info = trip.info {
-                html += "<td>\(Markup.clock(info.endDate, seconds: true))</td><td>\(Markup.duration(info.duration))</td>"
+                html +=
+                    "<td>\(Markup.clock(info.endDate, seconds: true))</td><td>\(Markup.duration(info.duration))</td>"
                     + "<td class=\"n\">\(JSONObjectWriter.fixedNumber(info.distanceMetres / 1000, decimals: 2))</td>"
                     + "<td class=\"n\">\(JSONObjectWriter.fixedNumber(info.averageSpeed * 3.6, decimals: 1))</td>"
                     + "<td class=\"n\">\(info.maxSpeed.map { JSONObjectWriter.fixedNumber($0 * 3.6, decimals: 1) } ?? "")</td>"
@@ -185,21 +198,25 @@ public struct ReportPage {
     static func fromTo(_ info: TripInfo) -> String {
         func place(_ latitude: Double?, _ longitude: Double?) -> String? {
             guard let latitude, let longitude else { return nil }
-            return JSONObjectWriter.fixedNumber(latitude, decimals: 5) + ", " + JSONObjectWriter.fixedNumber(longitude, decimals: 5)
+            return JSONObjectWriter.fixedNumber(latitude, decimals: 5) + ", "
+                + JSONObjectWriter.fixedNumber(longitude, decimals: 5)
         }
-        guard let from = place(info.startLatitude, info.startLongitude), let to = place(info.endLatitude, info.endLongitude)
+        guard let from = place(info.startLatitude, info.startLongitude),
+            let to = place(info.endLatitude, info.endLongitude)
         else { return "" }
         return "\(from) → \(to)"
     }
 
     func crashTable(_ report: DeviceReport) -> String {
         guard !report.crashes.isEmpty else { return "<h3>Crashes</h3>\n<p class=\"muted\">No crashes.</p>\n" }
-        var html = "<h3>Crashes</h3>\n<table class=\"crashes\"><thead><tr><th>crash ID</th><th>detected (UTC)</th>"
+        var html =
+            "<h3>Crashes</h3>\n<table class=\"crashes\"><thead><tr><th>crash ID</th><th>detected (UTC)</th>"
             + "<th>confidence</th><th>latitude</th><th>longitude</th><th>position</th><th>speed before (km/h)</th>"
             + "<th>peak (g)</th><th>test</th><th>after</th></tr></thead><tbody>\n"
         for crash in report.crashes {
             let details = crash.details
-            html += "<tr data-crash-id=\"\(Markup.escape(crash.crashID))\"><td><code>\(Markup.escape(crash.crashID))</code></td>"
+            html +=
+                "<tr data-crash-id=\"\(Markup.escape(crash.crashID))\"><td><code>\(Markup.escape(crash.crashID))</code></td>"
                 + "<td>\(Markup.dateTime(crash.detectedAt))</td><td>\(crash.confidence.rawValue)</td>"
                 + "<td class=\"n\">\(Self.coordinate(crash.latitude))</td><td class=\"n\">\(Self.coordinate(crash.longitude))</td>"
                 + "<td>\(details.map(Self.positionQuality) ?? "–")</td>"
@@ -215,21 +232,27 @@ public struct ReportPage {
     static func positionQuality(_ details: CrashDetails) -> String {
         guard let age = details.positionAge, let accuracy = details.positionAccuracy else { return "none" }
         return (details.positionTrusted ? "trusted" : "not trusted") + ", "
-            + JSONObjectWriter.fixedNumber(age, decimals: 1) + " s old, ±" + JSONObjectWriter.fixedNumber(accuracy, decimals: 0) + " m"
+            + JSONObjectWriter.fixedNumber(age, decimals: 1) + " s old, ±"
+            + JSONObjectWriter.fixedNumber(accuracy, decimals: 0) + " m"
     }
 
     /// The crash's follow-up: its outcome, the end of its watch and the evidence ("personWalking (…): 118 records
     /// in 118 s, 212 steps, moved 150 m").
     static func followUpCell(_ followUp: CrashFollowUpInfo?) -> String {
         guard let followUp else { return "<td class=\"follow-up muted\">–</td>" }
-        var evidence = ["\(followUp.records) \(followUp.records == 1 ? "record" : "records") in "
-                        + JSONObjectWriter.fixedNumber(followUp.secondsOfData, decimals: 0) + " s"]
+        var evidence = [
+            "\(followUp.records) \(followUp.records == 1 ? "record" : "records") in "
+                + JSONObjectWriter.fixedNumber(followUp.secondsOfData, decimals: 0) + " s"
+        ]
         if followUp.steps > 0 { evidence.append("\(followUp.steps) steps") }
-        if let moved = followUp.distanceMoved { evidence.append("moved " + JSONObjectWriter.fixedNumber(moved, decimals: 0) + " m") }
+        if let moved = followUp.distanceMoved {
+            evidence.append("moved " + JSONObjectWriter.fixedNumber(moved, decimals: 0) + " m")
+        }
         if let speed = followUp.maxSpeedAfter {
             evidence.append("up to " + JSONObjectWriter.fixedNumber(speed * 3.6, decimals: 0) + " km/h")
         }
-        return "<td class=\"follow-up\" data-outcome=\"\(followUp.outcome.rawValue)\"><strong>\(followUp.outcome.rawValue)</strong>"
+        return
+            "<td class=\"follow-up\" data-outcome=\"\(followUp.outcome.rawValue)\"><strong>\(followUp.outcome.rawValue)</strong>"
             + " (\(Markup.dateTime(followUp.observedUntil))): " + evidence.joined(separator: ", ") + "</td>"
     }
 
@@ -237,11 +260,13 @@ public struct ReportPage {
         guard !report.dismissals.isEmpty else {
             return "<h3>Dismissed crash candidates</h3>\n<p class=\"muted\">None.</p>\n"
         }
-        var html = "<h3>Dismissed crash candidates</h3>\n<table class=\"dismissed\"><thead><tr><th>candidate ID</th>"
+        var html =
+            "<h3>Dismissed crash candidates</h3>\n<table class=\"dismissed\"><thead><tr><th>candidate ID</th>"
             + "<th>impact (UTC)</th><th>reason</th><th>peak (g)</th><th>speed before (km/h)</th><th>speed after (km/h)</th>"
             + "<th>latitude</th><th>longitude</th></tr></thead><tbody>\n"
         for dismissal in report.dismissals {
-            html += "<tr data-crash-id=\"\(Markup.escape(dismissal.crashID))\"><td><code>\(Markup.escape(dismissal.crashID))</code></td>"
+            html +=
+                "<tr data-crash-id=\"\(Markup.escape(dismissal.crashID))\"><td><code>\(Markup.escape(dismissal.crashID))</code></td>"
                 + "<td>\(Markup.dateTime(dismissal.time))</td><td>\(dismissal.reason.rawValue)</td>"
                 + "<td class=\"n\">\(JSONObjectWriter.fixedNumber(dismissal.peakG, decimals: 1))</td>"
                 + "<td class=\"n\">\(dismissal.speedBefore.map { JSONObjectWriter.fixedNumber($0 * 3.6, decimals: 1) } ?? "–")</td>"

@@ -3,8 +3,10 @@ import RoadSaveModel
 /// The colours of the report: one per trip (cycling through ten that stay apart from each other and from the crash
 /// red), one per activity, and the markers'.
 public enum ReportPalette {
-    static let trips = ["#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2", "#bcbd22",
-                        "#393b79", "#637939"]
+    static let trips = [
+        "#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2", "#bcbd22",
+        "#393b79", "#637939",
+    ]
     public static let crash = "#d62728"
     public static let dismissed = "#7f7f7f"
     public static let outsideTrips = "#9a9a9a"

@@ -12,7 +12,9 @@ public struct ReportTrip: Sendable, Equatable {
     /// How it was driven (its `tripBehaviour`), once the trip has ended and been judged.
     public var behaviour: TripBehaviour?
 
-    public init(tripID: String, startDate: Double, info: TripInfo?, event: RoadSaveEvent, behaviour: TripBehaviour? = nil) {
+    public init(
+        tripID: String, startDate: Double, info: TripInfo?, event: RoadSaveEvent, behaviour: TripBehaviour? = nil
+    ) {
         self.tripID = tripID
         self.startDate = startDate
         self.info = info

@@ -72,7 +72,8 @@ public struct TimelineView {
     public func svg() -> String {
         let w = Markup.number(Self.width)
         let h = Markup.number(Self.height)
-        var svg = "<svg class=\"timeline\" xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 \(w) \(h)\" width=\"\(w)\" "
+        var svg =
+            "<svg class=\"timeline\" xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 \(w) \(h)\" width=\"\(w)\" "
             + "height=\"\(h)\" role=\"img\" aria-label=\"Timeline of \(Markup.escape(ReportPage.name(of: report.device)))\">\n"
         let plotLeft = Markup.number(Self.left)
         let plotWidth = Markup.number(Self.width - Self.left - Self.right)
@@ -83,9 +84,11 @@ public struct TimelineView {
             let to = max(x(trip.endDate(lastSeen: report.lastSeen)), from + 1)
             let colour = ReportPalette.trip(index)
             let id = Markup.escape(trip.tripID)
-            svg += "<rect class=\"trip-shade\" x=\"\(Markup.number(from))\" y=\"\(Markup.number(Self.speedTop))\" "
+            svg +=
+                "<rect class=\"trip-shade\" x=\"\(Markup.number(from))\" y=\"\(Markup.number(Self.speedTop))\" "
                 + "width=\"\(Markup.number(to - from))\" height=\"\(Markup.number(Self.speedBottom - Self.speedTop))\" fill=\"\(colour)\"/>\n"
-            svg += "<rect class=\"trip-span\" data-trip-id=\"\(id)\" x=\"\(Markup.number(from))\" "
+            svg +=
+                "<rect class=\"trip-span\" data-trip-id=\"\(id)\" x=\"\(Markup.number(from))\" "
                 + "y=\"\(Markup.number(Self.tripRow.top))\" width=\"\(Markup.number(to - from))\" "
                 + "height=\"\(Markup.number(Self.tripRow.height))\" fill=\"\(colour)\">"
                 + "<title>\(Markup.escape(ReportPage.tripTitle(trip, number: index + 1)))</title></rect>\n"
@@ -97,7 +100,8 @@ public struct TimelineView {
         var speed = 0.0
         while speed <= top {
             let yy = Markup.number(y(speedKmh: speed))
-            svg += "<path class=\"grid\" d=\"M\(plotLeft),\(yy)h\(plotWidth)\"/>"
+            svg +=
+                "<path class=\"grid\" d=\"M\(plotLeft),\(yy)h\(plotWidth)\"/>"
                 + "<text class=\"axis\" x=\"\(Markup.number(Self.left - 6))\" y=\"\(Markup.number(y(speedKmh: speed) + 4))\" "
                 + "text-anchor=\"end\">\(JSONObjectWriter.number(speed, decimals: 0))</text>\n"
             speed += step
@@ -113,7 +117,8 @@ public struct TimelineView {
         for span in report.activities {
             let from = x(span.start)
             let to = max(x(span.end), from + 0.5)
-            svg += "<rect class=\"activity-span\" data-activity=\"\(span.activity.rawValue)\" "
+            svg +=
+                "<rect class=\"activity-span\" data-activity=\"\(span.activity.rawValue)\" "
                 + "data-confidence=\"\(span.confidence.rawValue)\" x=\"\(Markup.number(from))\" "
                 + "y=\"\(Markup.number(Self.activityRow.top))\" width=\"\(Markup.number(to - from))\" "
                 + "height=\"\(Markup.number(Self.activityRow.height))\" fill=\"\(ReportPalette.activity(span.activity))\" "
@@ -125,12 +130,14 @@ public struct TimelineView {
         let markTop = Markup.number(Self.speedTop)
         let markHeight = Markup.number(Self.activityRow.top + Self.activityRow.height - Self.speedTop)
         for dismissal in report.dismissals {
-            svg += "<path class=\"dismissed-tick\" data-reason=\"\(dismissal.reason.rawValue)\" "
+            svg +=
+                "<path class=\"dismissed-tick\" data-reason=\"\(dismissal.reason.rawValue)\" "
                 + "d=\"M\(Markup.number(x(dismissal.time))),\(markTop)v\(markHeight)\" stroke=\"\(ReportPalette.dismissed)\">"
                 + "<title>Dismissed at \(Markup.clock(dismissal.time, seconds: true)): \(dismissal.reason.rawValue)</title></path>\n"
         }
         for crash in report.crashes {
-            svg += "<path class=\"crash-tick\" data-confidence=\"\(crash.confidence.rawValue)\" "
+            svg +=
+                "<path class=\"crash-tick\" data-confidence=\"\(crash.confidence.rawValue)\" "
                 + "d=\"M\(Markup.number(x(crash.detectedAt))),\(markTop)v\(markHeight)\" stroke=\"\(ReportPalette.crash)\">"
                 + "<title>Crash at \(Markup.clock(crash.detectedAt, seconds: true)), confidence \(crash.confidence.rawValue)</title></path>\n"
         }
@@ -140,12 +147,14 @@ public struct TimelineView {
         var tick = (start / tickStep).rounded(.up) * tickStep
         while tick <= end {
             let xx = x(tick)
-            svg += "<path class=\"tick\" d=\"M\(Markup.number(xx)),\(Markup.number(Self.activityRow.top + Self.activityRow.height))v5\"/>"
+            svg +=
+                "<path class=\"tick\" d=\"M\(Markup.number(xx)),\(Markup.number(Self.activityRow.top + Self.activityRow.height))v5\"/>"
                 + "<text class=\"axis\" x=\"\(Markup.number(xx))\" y=\"\(Markup.number(Self.axisBaseline))\" "
                 + "text-anchor=\"middle\">\(Markup.clock(tick, seconds: tickStep < 60))</text>\n"
             tick += tickStep
         }
-        svg += "<text class=\"axis\" x=\"\(Markup.number(Self.width - Self.right))\" y=\"\(Markup.number(Self.axisBaseline + 18))\" "
+        svg +=
+            "<text class=\"axis\" x=\"\(Markup.number(Self.width - Self.right))\" y=\"\(Markup.number(Self.axisBaseline + 18))\" "
             + "text-anchor=\"end\">UTC, \(String(ISO8601.string(fromSeconds: start).prefix(10)))</text>\n"
         svg += "</svg>"
         return svg

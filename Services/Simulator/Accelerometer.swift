@@ -43,27 +43,31 @@ struct Rotation {
     /// Z-Y-X Euler angles, radians.
     static func euler(yaw: Double, pitch: Double, roll: Double) -> Rotation {
         let (cy, sy, cp, sp, cr, sr) = (cos(yaw), sin(yaw), cos(pitch), sin(pitch), cos(roll), sin(roll))
-        return Rotation(r0: Vec3(x: cy * cp, y: cy * sp * sr - sy * cr, z: cy * sp * cr + sy * sr),
-                        r1: Vec3(x: sy * cp, y: sy * sp * sr + cy * cr, z: sy * sp * cr - cy * sr),
-                        r2: Vec3(x: -sp, y: cp * sr, z: cp * cr))
+        return Rotation(
+            r0: Vec3(x: cy * cp, y: cy * sp * sr - sy * cr, z: cy * sp * cr + sy * sr),
+            r1: Vec3(x: sy * cp, y: sy * sp * sr + cy * cr, z: sy * sp * cr - cy * sr),
+            r2: Vec3(x: -sp, y: cp * sr, z: cp * cr))
     }
 
     /// A phone in a dash mount or cup holder: steeply pitched, any yaw.
     static func vehicleMount(rng: inout RandomSource) -> Rotation {
-        euler(yaw: rng.uniform(0, 2 * Double.pi), pitch: rng.uniform(50, 80) * degreesToRadians,
-              roll: rng.uniform(-10, 10) * degreesToRadians)
+        euler(
+            yaw: rng.uniform(0, 2 * Double.pi), pitch: rng.uniform(50, 80) * degreesToRadians,
+            roll: rng.uniform(-10, 10) * degreesToRadians)
     }
 
     /// A phone held in the hand, screen towards the face.
     static func hand(rng: inout RandomSource) -> Rotation {
-        euler(yaw: rng.uniform(-20, 20) * degreesToRadians, pitch: rng.uniform(20, 50) * degreesToRadians,
-              roll: rng.uniform(-15, 15) * degreesToRadians)
+        euler(
+            yaw: rng.uniform(-20, 20) * degreesToRadians, pitch: rng.uniform(20, 50) * degreesToRadians,
+            roll: rng.uniform(-15, 15) * degreesToRadians)
     }
 
     /// Lying flat (face up or down, slightly tilted): on the floor after a drop, or knocked off its mount.
     static func lyingFlat(rng: inout RandomSource) -> Rotation {
-        euler(yaw: rng.uniform(0, 2 * Double.pi), pitch: rng.uniform(-5, 5) * degreesToRadians,
-              roll: (rng.chance(0.5) ? 0 : 180 + rng.uniform(-5, 5)) * degreesToRadians)
+        euler(
+            yaw: rng.uniform(0, 2 * Double.pi), pitch: rng.uniform(-5, 5) * degreesToRadians,
+            roll: (rng.chance(0.5) ? 0 : 180 + rng.uniform(-5, 5)) * degreesToRadians)
     }
 }
 
@@ -79,8 +83,10 @@ enum ImpactSynthesis {
 
     /// A pothole or speed bump at speed: a sharp vertical wheel hit (half-sine of `width` seconds centred on t = 0),
     /// the suspension's rebound and a decaying body bounce. The car's speed is unaffected.
-    static func bump(peakG: Double, width: Double, longitudinalG: Double, mount: Rotation,
-                     rng: inout RandomSource) -> [AccelerationSample] {
+    static func bump(
+        peakG: Double, width: Double, longitudinalG: Double, mount: Rotation,
+        rng: inout RandomSource
+    ) -> [AccelerationSample] {
         let amplitude = peakG - 1
         var trace: [AccelerationSample] = []
         trace.reserveCapacity(451)
@@ -113,9 +119,11 @@ enum ImpactSynthesis {
     /// A vehicle crash pulse: a half-sine of `peakG` and `width` along `direction` (vehicle frame) centred on t = 0,
     /// then the rebound being braked (`reboundG` forward for `reboundSeconds`), an optional secondary hit, and the
     /// phone possibly knocked out of its mount (`after`).
-    static func crash(peakG: Double, width: Double, direction: Vec3, reboundG: Double, reboundSeconds: Double,
-                      secondary: SecondaryHit?, mount: Rotation, after: Rotation,
-                      rng: inout RandomSource) -> [AccelerationSample] {
+    static func crash(
+        peakG: Double, width: Double, direction: Vec3, reboundG: Double, reboundSeconds: Double,
+        secondary: SecondaryHit?, mount: Rotation, after: Rotation,
+        rng: inout RandomSource
+    ) -> [AccelerationSample] {
         let last = Int(((secondary?.delay ?? 0) + 2.5) / sampleInterval)
         var trace: [AccelerationSample] = []
         trace.reserveCapacity(last + 151)
@@ -142,9 +150,11 @@ enum ImpactSynthesis {
 
     /// A phone drop from the hand: held (with the gait when walking), released, `freeFall` seconds at ~0 g
     /// (tumbling adds up to ~0.15 g), a 16–28 g spike of one or two samples at t = 0, maybe a bounce, then lying still.
-    static func drop(freeFall: Double, spikeG: Double, spikeWidth: Double, bounce: (delay: Double, peakG: Double)?,
-                     cadence: Double?, hand: Rotation, ground: Rotation,
-                     rng: inout RandomSource) -> [AccelerationSample] {
+    static func drop(
+        freeFall: Double, spikeG: Double, spikeWidth: Double, bounce: (delay: Double, peakG: Double)?,
+        cadence: Double?, hand: Rotation, ground: Rotation,
+        rng: inout RandomSource
+    ) -> [AccelerationSample] {
         let release = 0.08
         let spin = rng.uniform(8, 20)
         let tumble = rng.uniform(0.03, 0.15)
@@ -168,7 +178,8 @@ enum ImpactSynthesis {
                 let support = t < -freeFall - release ? 1 : (-freeFall - t) / release
                 phone = hand.apply(held) * support + Vec3.noise(0.02, rng: &rng)
             } else if k < 0 {
-                phone = Vec3(x: tumble * cos(spin * t), y: tumble * sin(spin * t), z: 0.4 * tumble)
+                phone =
+                    Vec3(x: tumble * cos(spin * t), y: tumble * sin(spin * t), z: 0.4 * tumble)
                     + Vec3.noise(0.01, rng: &rng)
             } else if k == 0 {
                 phone = impactDirection * spikeG
@@ -187,8 +198,10 @@ enum ImpactSynthesis {
 
     /// An emergency stop: deceleration ramping to `decelerationG` in 0.25 s and held until the car stops after
     /// `stopSeconds`, then the body rocking back. |a| stays near 1.35 g, well under the 2 g trigger.
-    static func hardBrake(decelerationG: Double, stopSeconds: Double, mount: Rotation,
-                          rng: inout RandomSource) -> [AccelerationSample] {
+    static func hardBrake(
+        decelerationG: Double, stopSeconds: Double, mount: Rotation,
+        rng: inout RandomSource
+    ) -> [AccelerationSample] {
         let last = Int((stopSeconds + 2) / sampleInterval)
         var trace: [AccelerationSample] = []
         trace.reserveCapacity(last + 101)

@@ -62,8 +62,12 @@ struct DeviceSim {
 
     /// The stream opens with the device's capabilities, a first fix and the classifier's current activity.
     mutating func begin() {
-        records.append(SimRecord(tMs: nowMs, body: .capabilities(activityAvailable: classifier != nil,
-                                                                   pedometerAvailable: pedometer != nil)))
+        records.append(
+            SimRecord(
+                tMs: nowMs,
+                body: .capabilities(
+                    activityAvailable: classifier != nil,
+                    pedometerAvailable: pedometer != nil)))
         emitFix()
         evaluateClassifier()
     }
@@ -112,8 +116,9 @@ struct DeviceSim {
             let ms = nowMs + Int64((impact.t * 1000).rounded())
             records.append(SimRecord(tMs: ms, body: .impact(impact)))
             // Rounded as written, so the truth matches the records exactly.
-            let entry = ImpactTruth(t: seconds(ms), peakG: (impact.peakG * 1000).rounded() / 1000,
-                                    durationMs: impact.durationMs.rounded(), cause: cause(i))
+            let entry = ImpactTruth(
+                t: seconds(ms), peakG: (impact.peakG * 1000).rounded() / 1000,
+                durationMs: impact.durationMs.rounded(), cause: cause(i))
             emitted.append(entry)
             truth.impacts.append(entry)
         }
@@ -122,9 +127,13 @@ struct DeviceSim {
 
     private mutating func emitFix() {
         let fix = gps.fix(position: position, frame: frame, speed: speed, heading: heading, rng: &rng)
-        records.append(SimRecord(tMs: nowMs, body: .location(latitude: fix.coordinate.latitude,
-                                                             longitude: fix.coordinate.longitude,
-                                                             speed: fix.speed, course: fix.course, hacc: fix.hacc)))
+        records.append(
+            SimRecord(
+                tMs: nowMs,
+                body: .location(
+                    latitude: fix.coordinate.latitude,
+                    longitude: fix.coordinate.longitude,
+                    speed: fix.speed, course: fix.course, hacc: fix.hacc)))
         switch fix.quality {
         case .good: break
         case .outlier: truth.gpsOutliers.append(now)

@@ -69,21 +69,28 @@ struct ManoeuvreTracker {
     private var current: ManoeuvreTruth?
     private(set) var found: [ManoeuvreTruth] = []
 
-    mutating func note(acceleration: Double, from speed: Double, to newSpeed: Double, at start: Double, until end: Double) {
-        let kind = acceleration <= ManoeuvreTruth.brakingThreshold ? "hardBraking"
+    mutating func note(
+        acceleration: Double, from speed: Double, to newSpeed: Double, at start: Double, until end: Double
+    ) {
+        let kind =
+            acceleration <= ManoeuvreTruth.brakingThreshold
+            ? "hardBraking"
             : acceleration >= ManoeuvreTruth.accelerationThreshold ? "hardAcceleration" : nil
         note(kind, acceleration, from: speed, to: newSpeed, at: start, until: end)
     }
 
     /// `lateral`: speed × rate of turn, m/s², unsigned.
     mutating func note(lateral: Double, from speed: Double, to newSpeed: Double, at start: Double, until end: Double) {
-        let kind = lateral >= ManoeuvreTruth.corneringThreshold && min(speed, newSpeed) >= ManoeuvreTruth.corneringSpeedGate
+        let kind =
+            lateral >= ManoeuvreTruth.corneringThreshold && min(speed, newSpeed) >= ManoeuvreTruth.corneringSpeedGate
             ? "sharpCornering" : nil
         note(kind, lateral, from: speed, to: newSpeed, at: start, until: end)
     }
 
-    private mutating func note(_ kind: String?, _ acceleration: Double, from speed: Double, to newSpeed: Double,
-                               at start: Double, until end: Double) {
+    private mutating func note(
+        _ kind: String?, _ acceleration: Double, from speed: Double, to newSpeed: Double,
+        at start: Double, until end: Double
+    ) {
         if var ongoing = current, ongoing.kind == kind {
             ongoing.end = end
             ongoing.endSpeed = newSpeed
@@ -93,17 +100,20 @@ struct ManoeuvreTracker {
         }
         close()
         if let kind {
-            current = ManoeuvreTruth(kind: kind, start: start, end: end, peak: acceleration, startSpeed: speed,
-                                     endSpeed: newSpeed)
+            current = ManoeuvreTruth(
+                kind: kind, start: start, end: end, peak: acceleration, startSpeed: speed,
+                endSpeed: newSpeed)
         }
     }
 
     mutating func close() {
         if let done = current, done.end - done.start >= ManoeuvreTruth.minimumSeconds - 1e-9 {
-            found.append(ManoeuvreTruth(kind: done.kind, start: done.start, end: done.end,
-                                        peak: (done.peak * 100).rounded() / 100,
-                                        startSpeed: (done.startSpeed * 100).rounded() / 100,
-                                        endSpeed: (done.endSpeed * 100).rounded() / 100))
+            found.append(
+                ManoeuvreTruth(
+                    kind: done.kind, start: done.start, end: done.end,
+                    peak: (done.peak * 100).rounded() / 100,
+                    startSpeed: (done.startSpeed * 100).rounded() / 100,
+                    endSpeed: (done.endSpeed * 100).rounded() / 100))
         }
         current = nil
     }

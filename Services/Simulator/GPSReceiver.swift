@@ -62,8 +62,10 @@ struct GPSReceiver {
     }
 
     /// The fix for the true state (`position` in `frame`, ground speed m/s, heading radians).
-    mutating func fix(position: Point, frame: LocalFrame, speed: Double, heading: Double,
-                      rng: inout RandomSource) -> GPSFix {
+    mutating func fix(
+        position: Point, frame: LocalFrame, speed: Double, heading: Double,
+        rng: inout RandomSource
+    ) -> GPSFix {
         let phi = exp(-1 / Self.correlationSeconds)
         let innovation = (1 - phi * phi).squareRoot()
 
@@ -97,7 +99,8 @@ struct GPSReceiver {
             dopplerSpeed = max(0, speed + error)
             let courseSigma = speed > 5 ? 2.0 : 6.0
             // Rounded as written (one decimal), so 359.96° becomes 0.0 rather than 360.0.
-            let degrees = (compassDegrees(heading + courseSigma * rng.gaussian() * degreesToRadians) * 10).rounded() / 10
+            let degrees =
+                (compassDegrees(heading + courseSigma * rng.gaussian() * degreesToRadians) * 10).rounded() / 10
             course = degrees >= 360 ? 0 : degrees
         }
 
@@ -110,8 +113,9 @@ struct GPSReceiver {
             lastWasBroken = true
             var jumped = reported
             jumped.move(rng.uniform(250, 350), heading: rng.uniform(0, 2 * Double.pi))
-            return GPSFix(coordinate: frame.coordinate(of: jumped), speed: dopplerSpeed, course: course,
-                          hacc: hacc, quality: .outlier)
+            return GPSFix(
+                coordinate: frame.coordinate(of: jumped), speed: dopplerSpeed, course: course,
+                hacc: hacc, quality: .outlier)
         }
         lastWasBroken = false
         let coordinate = frame.coordinate(of: reported)

@@ -51,8 +51,9 @@ struct LocalFrame {
     }
 
     func coordinate(of point: Point) -> Coordinate {
-        Coordinate(latitude: origin.latitude + point.north / metresPerDegreeLatitude,
-                   longitude: origin.longitude + point.east / metresPerDegreeLongitude)
+        Coordinate(
+            latitude: origin.latitude + point.north / metresPerDegreeLatitude,
+            longitude: origin.longitude + point.east / metresPerDegreeLongitude)
     }
 }
 

@@ -28,7 +28,8 @@ public struct IdleDeviceOptions: Sendable, Equatable {
 
     public func validationError(active: SimulationOptions) -> SimulationError? {
         if count < 0 || count > Self.maximumCount {
-            return SimulationError(option: "--idle-devices", reason: "must be between 0 and \(Self.maximumCount), got \(count)")
+            return SimulationError(
+                option: "--idle-devices", reason: "must be between 0 and \(Self.maximumCount), got \(count)")
         }
         if count > 0, active.disorder {
             return SimulationError(option: "--idle-devices", reason: "does not combine with --disorder")
@@ -72,9 +73,9 @@ struct IdleRecordSource {
         let announce = nextDevice < options.count ? announceMs(nextDevice) : nil
         let fix = fixHead < fixes.count ? announceMs(fixes[fixHead]) + Self.fixDelayMs : nil
         switch (announce, fix) {
-        case let (a?, f?): return min(a, f)
-        case let (a?, nil): return a
-        case let (nil, f?): return f
+        case (let a?, let f?): return min(a, f)
+        case (let a?, nil): return a
+        case (nil, let f?): return f
         case (nil, nil): return nil
         }
     }
@@ -94,32 +95,39 @@ struct IdleRecordSource {
             // Parked within about 5 km of the origin.
             let latitude = origin.latitude + random.uniform(-0.045, 0.045)
             let longitude = origin.longitude + random.uniform(-0.055, 0.055)
-            let record = SimRecord(tMs: announceMs(fixDevice) + Self.fixDelayMs,
-                                   body: .location(latitude: latitude, longitude: longitude, speed: 0, course: nil,
-                                                   hacc: 10 + random.uniform(0, 20).rounded()))
+            let record = SimRecord(
+                tMs: announceMs(fixDevice) + Self.fixDelayMs,
+                body: .location(
+                    latitude: latitude, longitude: longitude, speed: 0, course: nil,
+                    hacc: 10 + random.uniform(0, 20).rounded()))
             return (fixDevice, 1, record)
         }
         guard let announce else { return nil }
         let device = nextDevice
         nextDevice += 1
         fixes.append(device)
-        return (device, 0, SimRecord(tMs: announce, body: .capabilities(activityAvailable: true, pedometerAvailable: true)))
+        return (
+            device, 0, SimRecord(tMs: announce, body: .capabilities(activityAvailable: true, pedometerAvailable: true))
+        )
     }
 }
 
 /// Writes the active devices' records (no disorder: by time, device, seq) merged by time with the idle devices'
 /// (active first at the same millisecond). Returns the active devices' truth.
-func writeWithIdleDevices(_ options: SimulationOptions, idle: IdleDeviceOptions,
-                          to writer: inout NDJSONWriter, progress: inout ProgressMeter) throws -> [ScenarioTruth] {
+func writeWithIdleDevices(
+    _ options: SimulationOptions, idle: IdleDeviceOptions,
+    to writer: inout NDJSONWriter, progress: inout ProgressMeter
+) throws -> [ScenarioTruth] {
     precondition(idle.validationError(active: options) == nil)
     progress.startPhase(noun: "devices", total: options.devices)
     let streams = simulateDevices(options, progress: &progress)
     let startMs = Int64((options.start * 1000).rounded())
     progress.startPhase(noun: "records", total: Int((options.durationMinutes * 60_000).rounded()))
     var cursors = [Int](repeating: 0, count: streams.count)
-    var heap = DeviceHeap(streams.enumerated().compactMap { device, stream in
-        stream.records.first.map { ($0.tMs, device) }
-    })
+    var heap = DeviceHeap(
+        streams.enumerated().compactMap { device, stream in
+            stream.records.first.map { ($0.tMs, device) }
+        })
 
     var source = IdleRecordSource(options: idle, simulation: options)
     var idleHeads: (device: Int, heads: RecordHeads)?
@@ -152,16 +160,20 @@ func writeWithIdleDevices(_ options: SimulationOptions, idle: IdleDeviceOptions,
 
 /// Runs a simulation with idle devices and streams the NDJSON to a file descriptor; returns the active devices'
 /// ground truth.
-public func simulate(_ options: SimulationOptions, idle: IdleDeviceOptions, toFileDescriptor fileDescriptor: Int32,
-                     format: RecordOutputFormat = .ndjson) throws -> [ScenarioTruth] {
+public func simulate(
+    _ options: SimulationOptions, idle: IdleDeviceOptions, toFileDescriptor fileDescriptor: Int32,
+    format: RecordOutputFormat = .ndjson
+) throws -> [ScenarioTruth] {
     var progress = ProgressMeter.off()
     return try simulate(options, idle: idle, toFileDescriptor: fileDescriptor, format: format, progress: &progress)
 }
 
 /// The same, with progress in two phases: the active devices simulated, then the records written (up to the
 /// simulated duration).
-public func simulate(_ options: SimulationOptions, idle: IdleDeviceOptions, toFileDescriptor fileDescriptor: Int32,
-                     format: RecordOutputFormat, progress: inout ProgressMeter) throws -> [ScenarioTruth] {
+public func simulate(
+    _ options: SimulationOptions, idle: IdleDeviceOptions, toFileDescriptor fileDescriptor: Int32,
+    format: RecordOutputFormat, progress: inout ProgressMeter
+) throws -> [ScenarioTruth] {
     var writer = NDJSONWriter(fileDescriptor: fileDescriptor, format: format)
     let truth = try writeWithIdleDevices(options, idle: idle, to: &writer, progress: &progress)
     try writer.flush()
@@ -169,7 +181,8 @@ public func simulate(_ options: SimulationOptions, idle: IdleDeviceOptions, toFi
 }
 
 /// The same in memory: the NDJSON lines (without newlines) and the active devices' truth.
-public func simulate(_ options: SimulationOptions, idle: IdleDeviceOptions) -> (lines: [String], truth: [ScenarioTruth]) {
+public func simulate(_ options: SimulationOptions, idle: IdleDeviceOptions) -> (lines: [String], truth: [ScenarioTruth])
+{
     var writer = NDJSONWriter(fileDescriptor: nil)
     var progress = ProgressMeter.off()
     // In memory nothing can fail to write.

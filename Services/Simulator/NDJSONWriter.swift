@@ -4,11 +4,11 @@
 // large chunks.
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// How `roadsave simulate` writes records: NDJSON, or MessagePack (the same records as maps, one after another).
@@ -94,13 +94,13 @@ struct NDJSONWriter {
             return
         }
         switch record.body {
-        case let .capabilities(activityAvailable, pedometerAvailable):
+        case .capabilities(let activityAvailable, let pedometerAvailable):
             start(heads.capabilities, seq: seq, tMs: record.tMs)
             literal(",\"activityAvailable\":")
             literal(activityAvailable ? "true" : "false")
             literal(",\"pedometerAvailable\":")
             literal(pedometerAvailable ? "true" : "false")
-        case let .location(latitude, longitude, speed, course, hacc):
+        case .location(let latitude, let longitude, let speed, let course, let hacc):
             start(heads.location, seq: seq, tMs: record.tMs)
             literal(",\"lat\":")
             fixed(latitude, digits: 7)
@@ -114,18 +114,18 @@ struct NDJSONWriter {
             }
             literal(",\"hacc\":")
             if hacc < 0 { literal("-1") } else { fixed(hacc, digits: 1) }
-        case let .activity(report):
+        case .activity(let report):
             start(heads.activity, seq: seq, tMs: record.tMs)
             literal(",\"activity\":\"")
             literal(report.activity.rawValue)
             literal("\",\"confidence\":\"")
             literal(report.confidence.rawValue)
             buffer.append(UInt8(ascii: "\""))
-        case let .steps(count):
+        case .steps(let count):
             start(heads.steps, seq: seq, tMs: record.tMs)
             literal(",\"steps\":")
             integer(Int64(count))
-        case let .impact(impact):
+        case .impact(let impact):
             start(heads.impact, seq: seq, tMs: record.tMs)
             literal(",\"peakG\":")
             fixed(impact.peakG, digits: 3)
@@ -183,7 +183,7 @@ struct NDJSONWriter {
         var members = 5
         switch record.body {
         case .capabilities: (kind, members) = ("capabilities", members + 2)
-        case let .location(_, _, _, course, _): (kind, members) = ("location", members + (course == nil ? 4 : 5))
+        case .location(_, _, _, let course, _): (kind, members) = ("location", members + (course == nil ? 4 : 5))
         case .activity: (kind, members) = ("activity", members + 2)
         case .steps: (kind, members) = ("steps", members + 1)
         case .impact: (kind, members) = ("impact", members + 3)
@@ -197,12 +197,12 @@ struct NDJSONWriter {
         key("t")
         MessagePackBytes.double(Double(record.tMs) / 1000, into: &buffer)
         switch record.body {
-        case let .capabilities(activityAvailable, pedometerAvailable):
+        case .capabilities(let activityAvailable, let pedometerAvailable):
             key("activityAvailable")
             buffer.append(activityAvailable ? 0xC3 : 0xC2)
             key("pedometerAvailable")
             buffer.append(pedometerAvailable ? 0xC3 : 0xC2)
-        case let .location(latitude, longitude, speed, course, hacc):
+        case .location(let latitude, let longitude, let speed, let course, let hacc):
             key("lat")
             MessagePackBytes.double(Self.decimal(latitude, digits: 7), into: &buffer)
             key("lon")
@@ -215,15 +215,15 @@ struct NDJSONWriter {
             }
             key("hacc")
             MessagePackBytes.double(hacc < 0 ? -1 : Self.decimal(hacc, digits: 1), into: &buffer)
-        case let .activity(report):
+        case .activity(let report):
             key("activity")
             MessagePackBytes.string(report.activity.rawValue, into: &buffer)
             key("confidence")
             MessagePackBytes.string(report.confidence.rawValue, into: &buffer)
-        case let .steps(count):
+        case .steps(let count):
             key("steps")
             MessagePackBytes.integer(Int64(count), into: &buffer)
-        case let .impact(impact):
+        case .impact(let impact):
             key("peakG")
             MessagePackBytes.double(Self.decimal(impact.peakG, digits: 3), into: &buffer)
             key("durationMs")
@@ -333,7 +333,10 @@ enum MessagePackBytes {
         case 0..<32: buffer.append(0xA0 | UInt8(count))
         case 0..<256: buffer += [0xD9, UInt8(count)]
         case 0..<65536: buffer += [0xDA, UInt8(count >> 8), UInt8(count & 0xFF)]
-        default: buffer += [0xDB, UInt8(count >> 24), UInt8((count >> 16) & 0xFF), UInt8((count >> 8) & 0xFF), UInt8(count & 0xFF)]
+        default:
+            buffer += [
+                0xDB, UInt8(count >> 24), UInt8((count >> 16) & 0xFF), UInt8((count >> 8) & 0xFF), UInt8(count & 0xFF),
+            ]
         }
         buffer.append(contentsOf: text.utf8)
     }
@@ -358,7 +361,9 @@ enum MessagePackBytes {
         } else if count < 65536 {
             buffer += [0xDC, UInt8(count >> 8), UInt8(count & 0xFF)]
         } else {
-            buffer += [0xDD, UInt8(count >> 24), UInt8((count >> 16) & 0xFF), UInt8((count >> 8) & 0xFF), UInt8(count & 0xFF)]
+            buffer += [
+                0xDD, UInt8(count >> 24), UInt8((count >> 16) & 0xFF), UInt8((count >> 8) & 0xFF), UInt8(count & 0xFF),
+            ]
         }
     }
 }

@@ -11,17 +11,21 @@ extension DeviceSim {
         let freeFall = rng.uniform(0.6, 1.0)
         let spikeG = rng.uniform(16, 28)
         let spikeWidth = rng.uniform(0.005, 0.02)
-        let bounce: (delay: Double, peakG: Double)? = rng.chance(0.5)
+        let bounce: (delay: Double, peakG: Double)? =
+            rng.chance(0.5)
             ? ((rng.uniform(0.1, 0.35) * 100).rounded() / 100, rng.uniform(3, 8)) : nil
         let ground = Rotation.lyingFlat(rng: &rng)
         let cadence = walkingCadence.flatMap { $0 > 0 ? $0 : nil }
-        let trace = ImpactSynthesis.drop(freeFall: freeFall, spikeG: spikeG, spikeWidth: spikeWidth, bounce: bounce,
-                                         cadence: cadence, hand: hand, ground: ground, rng: &rng)
+        let trace = ImpactSynthesis.drop(
+            freeFall: freeFall, spikeG: spikeG, spikeWidth: spikeWidth, bounce: bounce,
+            cadence: cadence, hand: hand, ground: ground, rng: &rng)
         let impacts = emitImpacts(ImpactSynthesis.trigger(trace)) { _ in "drop" }
         if let first = impacts.first {
-            truth.drops.append(DropTruth(t: first.t, freeFallStart: ((first.t - freeFall) * 1000).rounded() / 1000,
-                                         freeFallSeconds: (freeFall * 1000).rounded() / 1000, peakG: first.peakG,
-                                         whileWalking: cadence != nil))
+            truth.drops.append(
+                DropTruth(
+                    t: first.t, freeFallStart: ((first.t - freeFall) * 1000).rounded() / 1000,
+                    freeFallSeconds: (freeFall * 1000).rounded() / 1000, peakG: first.peakG,
+                    whileWalking: cadence != nil))
         }
     }
 }

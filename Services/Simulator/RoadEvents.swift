@@ -9,12 +9,15 @@ extension DeviceSim {
     /// A pothole or speed bump hit at the current speed.
     mutating func hitBump(peakG: ClosedRange<Double>, cause: String) {
         let peak = rng.uniform(peakG.lowerBound, peakG.upperBound)
-        let trace = ImpactSynthesis.bump(peakG: peak, width: rng.uniform(0.03, 0.06), longitudinalG: 0,
-                                         mount: vehicleMount, rng: &rng)
+        let trace = ImpactSynthesis.bump(
+            peakG: peak, width: rng.uniform(0.03, 0.06), longitudinalG: 0,
+            mount: vehicleMount, rng: &rng)
         let impacts = emitImpacts(ImpactSynthesis.trigger(trace)) { _ in cause }
         for impact in impacts {
-            truth.bumps.append(BumpTruth(t: impact.t, peakG: impact.peakG, durationMs: impact.durationMs,
-                                         speed: (speed * 100).rounded() / 100))
+            truth.bumps.append(
+                BumpTruth(
+                    t: impact.t, peakG: impact.peakG, durationMs: impact.durationMs,
+                    speed: (speed * 100).rounded() / 100))
         }
         // The jolt sometimes fools the pedometer into one step.
         if rng.chance(0.3) { spuriousStep() }
@@ -24,15 +27,19 @@ extension DeviceSim {
     mutating func startHardBrake() -> SpeedOverride {
         let deceleration = rng.uniform(0.8, 0.9) * standardGravity
         let stopSeconds = speed / deceleration + 0.125
-        let trace = ImpactSynthesis.hardBrake(decelerationG: deceleration / standardGravity, stopSeconds: stopSeconds,
-                                              mount: vehicleMount, rng: &rng)
+        let trace = ImpactSynthesis.hardBrake(
+            decelerationG: deceleration / standardGravity, stopSeconds: stopSeconds,
+            mount: vehicleMount, rng: &rng)
         // Run through the trigger like everything else: at about 1.35 g nothing should come out.
         emitImpacts(ImpactSynthesis.trigger(trace)) { _ in "hardBrake" }
-        truth.hardBrakes.append(HardBrakeTruth(start: now, end: seconds(nowMs + Int64(stopSeconds * 1000)),
-                                               fromSpeed: (speed * 100).rounded() / 100,
-                                               deceleration: (deceleration * 100).rounded() / 100))
-        return SpeedOverride(deceleration: deceleration, rampFrom: now, holdSeconds: rng.uniform(2, 6),
-                             stoppedAt: nil, dropAfterStop: nil, hardBrakeIndex: truth.hardBrakes.count - 1)
+        truth.hardBrakes.append(
+            HardBrakeTruth(
+                start: now, end: seconds(nowMs + Int64(stopSeconds * 1000)),
+                fromSpeed: (speed * 100).rounded() / 100,
+                deceleration: (deceleration * 100).rounded() / 100))
+        return SpeedOverride(
+            deceleration: deceleration, rampFrom: now, holdSeconds: rng.uniform(2, 6),
+            stoppedAt: nil, dropAfterStop: nil, hardBrakeIndex: truth.hardBrakes.count - 1)
     }
 
     /// A frontal crash at the current speed (50–70 km/h), then the car at rest.
@@ -51,14 +58,16 @@ extension DeviceSim {
         if rng.chance(0.4) {
             // Hit again 0.5–3 s later by the car behind, which pushes the wreck against the obstacle it already
             // rests on: a jolt for the phone, no movement the GPS could see.
-            secondary = ImpactSynthesis.SecondaryHit(delay: (rng.uniform(0.5, 3.0) * 100).rounded() / 100,
-                                                     peakG: rng.uniform(5, 20), width: rng.uniform(0.04, 0.08),
-                                                     direction: Vec3(x: 1, y: rng.uniform(-0.3, 0.3), z: 0).normalized)
+            secondary = ImpactSynthesis.SecondaryHit(
+                delay: (rng.uniform(0.5, 3.0) * 100).rounded() / 100,
+                peakG: rng.uniform(5, 20), width: rng.uniform(0.04, 0.08),
+                direction: Vec3(x: 1, y: rng.uniform(-0.3, 0.3), z: 0).normalized)
         }
         let after = rng.chance(0.5) ? Rotation.lyingFlat(rng: &rng) : vehicleMount
-        let trace = ImpactSynthesis.crash(peakG: peakG, width: width, direction: direction,
-                                          reboundG: reboundDecel / standardGravity, reboundSeconds: reboundSeconds,
-                                          secondary: secondary, mount: vehicleMount, after: after, rng: &rng)
+        let trace = ImpactSynthesis.crash(
+            peakG: peakG, width: width, direction: direction,
+            reboundG: reboundDecel / standardGravity, reboundSeconds: reboundSeconds,
+            secondary: secondary, mount: vehicleMount, after: after, rng: &rng)
         let crashMs = nowMs
         let crashCoordinate = coordinate
         let impacts = emitImpacts(ImpactSynthesis.trigger(trace)) { $0 == 0 ? "crash" : "crashSecondary" }
@@ -85,11 +94,13 @@ extension DeviceSim {
         speed = 0
 
         let primary = impacts.first
-        truth.crashes.append(CrashTruth(t: primary?.t ?? seconds(crashMs), latitude: crashCoordinate.latitude,
-                                        longitude: crashCoordinate.longitude,
-                                        speedBefore: (before * 100).rounded() / 100, peakG: primary?.peakG ?? 0,
-                                        durationMs: primary?.durationMs ?? 0,
-                                        secondaryHitT: secondary.map { seconds(crashMs + Int64(($0.delay * 1000).rounded())) },
-                                        secondaryRecorded: impacts.count > 1, standstillAt: seconds(standstillMs)))
+        truth.crashes.append(
+            CrashTruth(
+                t: primary?.t ?? seconds(crashMs), latitude: crashCoordinate.latitude,
+                longitude: crashCoordinate.longitude,
+                speedBefore: (before * 100).rounded() / 100, peakG: primary?.peakG ?? 0,
+                durationMs: primary?.durationMs ?? 0,
+                secondaryHitT: secondary.map { seconds(crashMs + Int64(($0.delay * 1000).rounded())) },
+                secondaryRecorded: impacts.count > 1, standstillAt: seconds(standstillMs)))
     }
 }

@@ -26,8 +26,9 @@ struct PathElement {
     }
 
     static func arc(radius: Double, turn: Double, lateralAccel: Double, limit: Double) -> PathElement {
-        PathElement(shape: .arc(turn: turn), length: radius * abs(turn),
-                    limit: min(limit, (lateralAccel * radius).squareRoot()))
+        PathElement(
+            shape: .arc(turn: turn), length: radius * abs(turn),
+            limit: min(limit, (lateralAccel * radius).squareRoot()))
     }
 
     static func stop(_ kind: StopKind, wait: Double) -> PathElement {
@@ -90,8 +91,10 @@ struct RouteGenerator {
                 queue.append(.stop(.crossing, wait: running ? rng.uniform(5, 20) : rng.uniform(5, 40)))
             }
             if rng.chance(0.5) {
-                queue.append(.arc(radius: running ? rng.uniform(3, 6) : rng.uniform(2, 4), turn: turn(&rng),
-                                  lateralAccel: running ? 2 : 1, limit: pace))
+                queue.append(
+                    .arc(
+                        radius: running ? rng.uniform(3, 6) : rng.uniform(2, 4), turn: turn(&rng),
+                        lateralAccel: running ? 2 : 1, limit: pace))
             }
         case .cycling:
             if now >= finishAfter {
@@ -151,8 +154,9 @@ struct RouteGenerator {
                 let first = spacing * rng.uniform(0.3, 0.7)
                 queue.append(.straight(first, limit: limit))
                 if rng.chance(0.3) { queue.append(.stop(.redLight, wait: rng.uniform(20, 60))) }
-                let corner = PathElement.arc(radius: rng.uniform(12, 18), turn: turn(&rng), lateralAccel: 1.5,
-                                             limit: limit)
+                let corner = PathElement.arc(
+                    radius: rng.uniform(12, 18), turn: turn(&rng), lateralAccel: 1.5,
+                    limit: limit)
                 queue.append(corner)
                 queue.append(.straight(max(20, spacing - first - corner.length), limit: limit))
             } else {
@@ -175,8 +179,9 @@ struct RouteGenerator {
         while covered < length {
             let stretch = rng.uniform(800, 2500)
             queue.append(.straight(stretch, limit: rng.uniform(100, 120) / 3.6))
-            let curve = PathElement.arc(radius: 1500, turn: rng.sign() * rng.uniform(5, 15) * degreesToRadians,
-                                        lateralAccel: 2.5, limit: 120 / 3.6)
+            let curve = PathElement.arc(
+                radius: 1500, turn: rng.sign() * rng.uniform(5, 15) * degreesToRadians,
+                lateralAccel: 2.5, limit: 120 / 3.6)
             queue.append(curve)
             covered += stretch + curve.length
         }

@@ -80,8 +80,9 @@ extension DeviceSim {
         let cadence = running ? rng.uniform(2.6, 3.0) : rng.uniform(1.7, 2.0)
         var route = RouteGenerator(style: running ? .running : .walking, pace: pace, finishAfter: now + seconds)
         gps.environment = .urban
-        _ = travel(running ? .running : .walking, profile: running ? .runner : .walker, route: &route, events: events,
-                   pace: pace, cadence: cadence)
+        _ = travel(
+            running ? .running : .walking, profile: running ? .runner : .walker, route: &route, events: events,
+            pace: pace, cadence: cadence)
     }
 
     mutating func cycle(_ seconds: Double) {
@@ -99,12 +100,16 @@ extension DeviceSim {
 
     /// A car drive of about `seconds` (it ends at the first car park after that), with red lights and events.
     @discardableResult
-    mutating func drive(_ seconds: Double, style: RouteGenerator.Style = .city, redLights: Int,
-                        lightsWithin: Double? = nil, events: [PlannedEvent]) -> TravelOutcome {
+    mutating func drive(
+        _ seconds: Double, style: RouteGenerator.Style = .city, redLights: Int,
+        lightsWithin: Double? = nil, events: [PlannedEvent]
+    ) -> TravelOutcome {
         let start = now
         let window = lightsWithin ?? seconds
         var route = RouteGenerator(style: style, finishAfter: start + seconds)
-        route.redLights = (0..<redLights).map { start + window * (Double($0) + rng.uniform(0.2, 0.8)) / Double(redLights) }
+        route.redLights = (0..<redLights).map {
+            start + window * (Double($0) + rng.uniform(0.2, 0.8)) / Double(redLights)
+        }
         if style == .city, seconds >= 900, rng.chance(0.6) {
             route.highway = (at: start + seconds * rng.uniform(0.2, 0.35), length: rng.uniform(3000, 10000))
         }
@@ -123,7 +128,8 @@ extension DeviceSim {
             PlannedEvent(at: start + seconds * rng.uniform(0.1, 0.9), kind: .bump(peakG: bumpPeakG, cause: bumpCause))
         }
         events += (0..<hardBrakes).map { i in
-            PlannedEvent(at: start + seconds * (Double(i) + rng.uniform(0.2, 0.7)) / Double(hardBrakes), kind: .hardBrake)
+            PlannedEvent(
+                at: start + seconds * (Double(i) + rng.uniform(0.2, 0.7)) / Double(hardBrakes), kind: .hardBrake)
         }
         // 2–5 red lights on a 10–25 min drive; fewer when the drive had to be shortened.
         let redLights = min(5, max(seconds >= 600 ? 2 : 1, Int(seconds / 300) + rng.int(0...1)))
@@ -140,8 +146,9 @@ extension DeviceSim {
         walk(fit(rng.uniform(60, 150), reserve: 480))
         stay(rng.uniform(10, 30), environment: .urban)
         let crashAfter = fit(rng.uniform(180, 720), reserve: 180, minimum: 60)
-        let outcome = drive(crashAfter + 3600, style: .arterial, redLights: crashAfter >= 300 ? rng.int(1...2) : 0,
-                            lightsWithin: crashAfter * 0.8, events: [PlannedEvent(at: now + crashAfter, kind: .crash)])
+        let outcome = drive(
+            crashAfter + 3600, style: .arterial, redLights: crashAfter >= 300 ? rng.int(1...2) : 0,
+            lightsWithin: crashAfter * 0.8, events: [PlannedEvent(at: now + crashAfter, kind: .crash)])
         guard outcome == .crashed else {
             stay(.infinity, .vehicleStopped, environment: .urban)
             return

@@ -4,12 +4,13 @@
 
 import Foundation
 import TerminalProgress
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 public enum SimulateCommand {
@@ -58,8 +59,8 @@ public enum SimulateCommand {
     public static func run(_ arguments: [String]) -> Int32 {
         let parsed: Parsed
         switch parse(arguments) {
-        case let .success(value): parsed = value
-        case let .failure(error):
+        case .success(let value): parsed = value
+        case .failure(let error):
             printError("roadsave simulate: \(error.option): \(error.reason)\nTry 'roadsave simulate --help'.\n")
             return 2
         }
@@ -72,19 +73,24 @@ public enum SimulateCommand {
         if let output = parsed.output, output != "-" {
             fileDescriptor = open(output, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
             if fileDescriptor < 0 {
-                printError("roadsave simulate: --output: cannot open '\(output)': \(String(cString: strerror(errno)))\n")
+                printError(
+                    "roadsave simulate: --output: cannot open '\(output)': \(String(cString: strerror(errno)))\n")
                 return 1
             }
         }
         defer { if fileDescriptor != 1 { close(fileDescriptor) } }
-        var progress = ProgressMeter.standardError(label: "simulate", noun: "devices", turnedOff: !parsed.progress,
-                                                   writesStandardOutput: fileDescriptor == 1)
+        var progress = ProgressMeter.standardError(
+            label: "simulate", noun: "devices", turnedOff: !parsed.progress,
+            writesStandardOutput: fileDescriptor == 1)
         do {
-            let truth = parsed.idle.count > 0
-                ? try simulate(parsed.options, idle: parsed.idle, toFileDescriptor: fileDescriptor,
-                               format: parsed.outputFormat, progress: &progress)
-                : try simulate(parsed.options, toFileDescriptor: fileDescriptor, format: parsed.outputFormat,
-                               progress: &progress)
+            let truth =
+                parsed.idle.count > 0
+                ? try simulate(
+                    parsed.options, idle: parsed.idle, toFileDescriptor: fileDescriptor,
+                    format: parsed.outputFormat, progress: &progress)
+                : try simulate(
+                    parsed.options, toFileDescriptor: fileDescriptor, format: parsed.outputFormat,
+                    progress: &progress)
             progress.finish()
             if let truthPath = parsed.truth {
                 try truthJSON(truth).write(to: URL(fileURLWithPath: truthPath))
@@ -143,11 +149,11 @@ public enum SimulateCommand {
             case ProgressMeter.flag:
                 parsed.progress = false
             case "--devices", "--seed", "--start", "--duration", "--scenario", "--crashes", "--app", "--user-prefix",
-                 "--origin", "--output", "--output-format", "--truth", "--idle-devices", "--driving-style":
+                "--origin", "--output", "--output-format", "--truth", "--idle-devices", "--driving-style":
                 let text: String
                 switch value() {
-                case let .success(found): text = found
-                case let .failure(error): return .failure(error)
+                case .success(let found): text = found
+                case .failure(let error): return .failure(error)
                 }
                 switch flag {
                 case "--devices":
@@ -183,8 +189,9 @@ public enum SimulateCommand {
                 case "--origin":
                     let parts = text.split(separator: ",", omittingEmptySubsequences: false)
                     guard parts.count == 2,
-                          let latitude = Double(parts[0].trimmingCharacters(in: .whitespaces)),
-                          let longitude = Double(parts[1].trimmingCharacters(in: .whitespaces)) else {
+                        let latitude = Double(parts[0].trimmingCharacters(in: .whitespaces)),
+                        let longitude = Double(parts[1].trimmingCharacters(in: .whitespaces))
+                    else {
                         return fail("expected LAT,LON in degrees, got '\(text)'")
                     }
                     parsed.options.origin = Coordinate(latitude: latitude, longitude: longitude)
@@ -204,7 +211,9 @@ public enum SimulateCommand {
                 return fail(flag.hasPrefix("-") ? "unknown option" : "unexpected argument")
             }
         }
-        if !parsed.help, let error = parsed.options.validationError() ?? parsed.idle.validationError(active: parsed.options) {
+        if !parsed.help,
+            let error = parsed.options.validationError() ?? parsed.idle.validationError(active: parsed.options)
+        {
             return .failure(error)
         }
         return .success(parsed)

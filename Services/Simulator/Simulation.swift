@@ -35,12 +35,14 @@ func simulateDevices(_ options: SimulationOptions, progress: inout ProgressMeter
         var home = Point(east: 0, north: 0)
         home.move(3000 * rng.unit().squareRoot(), heading: rng.uniform(0, 2 * Double.pi))
         let user = options.user(index)
-        let truth = ScenarioTruth(app: options.app, user: user, device: index, scenario: scenario.rawValue,
-                                  drivingStyle: options.drivingStyle(index),
-                                  activityAvailable: scenario.activityAvailable,
-                                  pedometerAvailable: scenario.pedometerAvailable)
-        var device = DeviceSim(index: index, frame: LocalFrame(origin: area.coordinate(of: home)), startMs: deviceStart,
-                               endMs: endMs, rng: rng, truth: truth)
+        let truth = ScenarioTruth(
+            app: options.app, user: user, device: index, scenario: scenario.rawValue,
+            drivingStyle: options.drivingStyle(index),
+            activityAvailable: scenario.activityAvailable,
+            pedometerAvailable: scenario.pedometerAvailable)
+        var device = DeviceSim(
+            index: index, frame: LocalFrame(origin: area.coordinate(of: home)), startMs: deviceStart,
+            endMs: endMs, rng: rng, truth: truth)
         device.begin()
         device.run(scenario)
         let (records, finalTruth) = device.finish()
@@ -82,8 +84,10 @@ private func outgoing(_ stream: DeviceStream, device: Int, options: SimulationOp
 
 /// Writes the streams merged by sending time (ties: device, then seq) with a min-heap over the devices, counting
 /// each record on `progress` at its time since the start.
-private func writeMerged(_ streams: [DeviceStream], options: SimulationOptions, to writer: inout NDJSONWriter,
-                         progress: inout ProgressMeter) throws {
+private func writeMerged(
+    _ streams: [DeviceStream], options: SimulationOptions, to writer: inout NDJSONWriter,
+    progress: inout ProgressMeter
+) throws {
     let startMs = Int64((options.start * 1000).rounded())
     let queues = streams.enumerated().map { outgoing($1, device: $0, options: options) }
     var cursors = [Int](repeating: 0, count: queues.count)
@@ -118,16 +122,20 @@ public func simulate(_ options: SimulationOptions) -> (lines: [String], truth: [
 
 /// Runs a simulation and streams the records (NDJSON or MessagePack) to a file descriptor; returns the ground truth
 /// per device.
-public func simulate(_ options: SimulationOptions, toFileDescriptor fileDescriptor: Int32,
-                     format: RecordOutputFormat = .ndjson) throws -> [ScenarioTruth] {
+public func simulate(
+    _ options: SimulationOptions, toFileDescriptor fileDescriptor: Int32,
+    format: RecordOutputFormat = .ndjson
+) throws -> [ScenarioTruth] {
     var progress = ProgressMeter.off()
     return try simulate(options, toFileDescriptor: fileDescriptor, format: format, progress: &progress)
 }
 
 /// The same, with progress in two phases: the devices simulated (of `options.devices`), then the records written
 /// (up to the simulated duration).
-public func simulate(_ options: SimulationOptions, toFileDescriptor fileDescriptor: Int32, format: RecordOutputFormat,
-                     progress: inout ProgressMeter) throws -> [ScenarioTruth] {
+public func simulate(
+    _ options: SimulationOptions, toFileDescriptor fileDescriptor: Int32, format: RecordOutputFormat,
+    progress: inout ProgressMeter
+) throws -> [ScenarioTruth] {
     progress.startPhase(noun: "devices", total: options.devices)
     let streams = simulateDevices(options, progress: &progress)
     progress.startPhase(noun: "records", total: Int((options.durationMinutes * 60_000).rounded()))

@@ -45,10 +45,12 @@ public struct SimulationOptions: Sendable, Equatable {
     /// Every name `drivingStyleName` accepts.
     public static let drivingStyleNames = DrivingStyle.allCases.map(\.rawValue) + ["mixed"]
 
-    public init(devices: Int = 3, seed: UInt64 = 1, start: Double = SimulationOptions.defaultStart,
-                durationMinutes: Double = 45, scenario: String = "mix", crashes: Int = 0, app: String = "demo-app",
-                userPrefix: String = "user-", origin: Coordinate = .capeTown, disorder: Bool = false,
-                drivingStyleName: String = "normal") {
+    public init(
+        devices: Int = 3, seed: UInt64 = 1, start: Double = SimulationOptions.defaultStart,
+        durationMinutes: Double = 45, scenario: String = "mix", crashes: Int = 0, app: String = "demo-app",
+        userPrefix: String = "user-", origin: Coordinate = .capeTown, disorder: Bool = false,
+        drivingStyleName: String = "normal"
+    ) {
         self.devices = devices
         self.seed = seed
         self.start = start
@@ -79,15 +81,20 @@ public struct SimulationOptions: Sendable, Equatable {
             return SimulationError(option: "--duration", reason: "must be more than 0 and at most 10080 minutes")
         }
         if scenario != "mix", Scenario(rawValue: scenario) == nil {
-            return SimulationError(option: "--scenario", reason: "unknown scenario '\(scenario)'; expected mix or one of "
-                                   + Self.scenarioNames.joined(separator: ", "))
+            return SimulationError(
+                option: "--scenario",
+                reason: "unknown scenario '\(scenario)'; expected mix or one of "
+                    + Self.scenarioNames.joined(separator: ", "))
         }
         if crashes < 0 || crashes > devices {
-            return SimulationError(option: "--crashes", reason: "must be between 0 and the number of devices (\(devices)), got \(crashes)")
+            return SimulationError(
+                option: "--crashes", reason: "must be between 0 and the number of devices (\(devices)), got \(crashes)")
         }
         if !Self.drivingStyleNames.contains(drivingStyleName) {
-            return SimulationError(option: "--driving-style", reason: "unknown style '\(drivingStyleName)'; expected one of "
-                                   + Self.drivingStyleNames.joined(separator: ", "))
+            return SimulationError(
+                option: "--driving-style",
+                reason: "unknown style '\(drivingStyleName)'; expected one of "
+                    + Self.drivingStyleNames.joined(separator: ", "))
         }
         if app.isEmpty { return SimulationError(option: "--app", reason: "must not be empty") }
         if !(-85...85).contains(origin.latitude) || !(-180...180).contains(origin.longitude) {

@@ -58,22 +58,27 @@ struct MotionProfile {
         let maxAccel = rng.uniform(style.maxAccel.lowerBound, style.maxAccel.upperBound)
         let planDecel = rng.uniform(style.planDecel.lowerBound, style.planDecel.upperBound)
         let speedFactor = rng.uniform(style.speedFactor.lowerBound, style.speedFactor.upperBound)
-        return MotionProfile(maxAccel: maxAccel, accelFalloff: 0.045, planDecel: planDecel, maxDecel: style.maxDecel,
-                             speedFactor: speedFactor, fluctuationSigma: 0.7, fluctuationTau: 12,
-                             cornerSpeedFactor: style.cornerSpeedFactor)
+        return MotionProfile(
+            maxAccel: maxAccel, accelFalloff: 0.045, planDecel: planDecel, maxDecel: style.maxDecel,
+            speedFactor: speedFactor, fluctuationSigma: 0.7, fluctuationTau: 12,
+            cornerSpeedFactor: style.cornerSpeedFactor)
     }
 
     static func busDriver(rng: inout RandomSource) -> MotionProfile {
-        MotionProfile(maxAccel: 1.2, accelFalloff: 0.02, planDecel: 1.3, maxDecel: 3, speedFactor: rng.uniform(0.9, 1.0),
-                      fluctuationSigma: 0.4, fluctuationTau: 15)
+        MotionProfile(
+            maxAccel: 1.2, accelFalloff: 0.02, planDecel: 1.3, maxDecel: 3, speedFactor: rng.uniform(0.9, 1.0),
+            fluctuationSigma: 0.4, fluctuationTau: 15)
     }
 
-    static let walker = MotionProfile(maxAccel: 0.8, accelFalloff: 0, planDecel: 0.8, maxDecel: 1.5, speedFactor: 1,
-                                      fluctuationSigma: 0.05, fluctuationTau: 10)
-    static let runner = MotionProfile(maxAccel: 1.5, accelFalloff: 0, planDecel: 1.5, maxDecel: 2.5, speedFactor: 1,
-                                      fluctuationSigma: 0.1, fluctuationTau: 10)
-    static let cyclist = MotionProfile(maxAccel: 1.0, accelFalloff: 0.05, planDecel: 1.5, maxDecel: 3, speedFactor: 1,
-                                       fluctuationSigma: 0.3, fluctuationTau: 10)
+    static let walker = MotionProfile(
+        maxAccel: 0.8, accelFalloff: 0, planDecel: 0.8, maxDecel: 1.5, speedFactor: 1,
+        fluctuationSigma: 0.05, fluctuationTau: 10)
+    static let runner = MotionProfile(
+        maxAccel: 1.5, accelFalloff: 0, planDecel: 1.5, maxDecel: 2.5, speedFactor: 1,
+        fluctuationSigma: 0.1, fluctuationTau: 10)
+    static let cyclist = MotionProfile(
+        maxAccel: 1.0, accelFalloff: 0.05, planDecel: 1.5, maxDecel: 3, speedFactor: 1,
+        fluctuationSigma: 0.3, fluctuationTau: 10)
 }
 
 struct PlannedEvent {
@@ -125,8 +130,10 @@ struct LegTracker {
 }
 
 extension DeviceSim {
-    mutating func travel(_ mode: TravelMode, profile: MotionProfile, route: inout RouteGenerator,
-                         events: [PlannedEvent] = [], pace: Double = 1, cadence: Double = 0) -> TravelOutcome {
+    mutating func travel(
+        _ mode: TravelMode, profile: MotionProfile, route: inout RouteGenerator,
+        events: [PlannedEvent] = [], pace: Double = 1, cadence: Double = 0
+    ) -> TravelOutcome {
         var queue: [PathElement] = []
         var head = 0
         var offset = 0.0
@@ -189,7 +196,7 @@ extension DeviceSim {
                 return .arrived
             }
             let element = queue[head]
-            if case let .stop(kind, wait) = element.shape {
+            if case .stop(let kind, let wait) = element.shape {
                 speed = 0
                 if kind == .destination {
                     leg.endReason = "arrived"
@@ -200,7 +207,7 @@ extension DeviceSim {
                 offset = 0
                 continue
             }
-            if (mode == .car || mode == .bus), element.limit > 25 {
+            if mode == .car || mode == .bus, element.limit > 25 {
                 gps.environment = .openSky
             } else if gps.environment == .openSky {
                 gps.environment = .urban
@@ -210,7 +217,7 @@ extension DeviceSim {
             if speedOverride == nil, let event = pending.first, now >= event.at {
                 let left = element.length - offset
                 switch event.kind {
-                case let .bump(peakG, cause):
+                case .bump(let peakG, let cause):
                     if speed >= 30 / 3.6 {
                         pending.removeFirst()
                         hitBump(peakG: peakG, cause: cause)
@@ -227,18 +234,20 @@ extension DeviceSim {
                         leg.endReason = "crash"
                         return .crashed
                     }
-                case let .drop(standing):
+                case .drop(let standing):
                     if speed >= 1.0 {
                         pending.removeFirst()
                         if standing {
-                            speedOverride = SpeedOverride(deceleration: 1.2, rampFrom: nil,
-                                                          holdSeconds: rng.uniform(6, 12), stoppedAt: nil,
-                                                          dropAfterStop: rng.uniform(2, 5), hardBrakeIndex: nil)
+                            speedOverride = SpeedOverride(
+                                deceleration: 1.2, rampFrom: nil,
+                                holdSeconds: rng.uniform(6, 12), stoppedAt: nil,
+                                dropAfterStop: rng.uniform(2, 5), hardBrakeIndex: nil)
                         } else {
                             dropPhone(walkingCadence: cadence)
-                            speedOverride = SpeedOverride(deceleration: 1.5, rampFrom: nil,
-                                                          holdSeconds: rng.uniform(3, 8), stoppedAt: nil,
-                                                          dropAfterStop: nil, hardBrakeIndex: nil)
+                            speedOverride = SpeedOverride(
+                                deceleration: 1.5, rampFrom: nil,
+                                holdSeconds: rng.uniform(3, 8), stoppedAt: nil,
+                                dropAfterStop: nil, hardBrakeIndex: nil)
                         }
                     }
                 }
@@ -277,11 +286,15 @@ extension DeviceSim {
                 var j = head + 1
                 while j < queue.count, distance < lookahead {
                     let next = queue[j]
-                    let constraint = next.isStop ? 0
+                    let constraint =
+                        next.isStop
+                        ? 0
                         : (next.isStraight ? next.limit * profile.speedFactor : next.limit * profile.cornerSpeedFactor)
                     let margin = next.isStop ? 0.3 : 0
-                    target = min(target, (constraint * constraint
-                                          + 2 * profile.planDecel * max(0, distance - margin)).squareRoot())
+                    target = min(
+                        target,
+                        (constraint * constraint
+                            + 2 * profile.planDecel * max(0, distance - margin)).squareRoot())
                     if next.isStop {
                         stopDistance = distance
                         break
@@ -312,7 +325,7 @@ extension DeviceSim {
                     break
                 }
                 let piece = min(left, current.length - offset)
-                if case let .arc(turn) = current.shape {
+                if case .arc(let turn) = current.shape {
                     let change = turn * piece / current.length
                     position.move(piece, heading: heading + change / 2)
                     heading += change
@@ -329,14 +342,18 @@ extension DeviceSim {
             }
             let moved = step - left
             if mode == .car {
-                manoeuvres.note(acceleration: (newSpeed - speed) / dt, from: speed, to: newSpeed, at: now,
-                                until: seconds(nowMs + 100))
-                corners.note(lateral: (speed + newSpeed) / 2 * abs(heading - headingBefore) / dt, from: speed,
-                             to: newSpeed, at: now, until: seconds(nowMs + 100))
+                manoeuvres.note(
+                    acceleration: (newSpeed - speed) / dt, from: speed, to: newSpeed, at: now,
+                    until: seconds(nowMs + 100))
+                corners.note(
+                    lateral: (speed + newSpeed) / 2 * abs(heading - headingBefore) / dt, from: speed,
+                    to: newSpeed, at: now, until: seconds(nowMs + 100))
             }
             speed = newSpeed
-            setContext(speed > movingThreshold || moved > movingThreshold * dt ? mode.movingContext
-                                                                              : mode.stoppedContext)
+            setContext(
+                speed > movingThreshold || moved > movingThreshold * dt
+                    ? mode.movingContext
+                    : mode.stoppedContext)
             // Cadence holds at walking/running speed and drops only when slowing right down (stopping, turning).
             stepRate = (mode == .walking || mode == .running) ? cadence * min(1, speed / (0.7 * pace)) : 0
             if moved > 0 {
@@ -355,12 +372,13 @@ extension DeviceSim {
 
     private mutating func finishLeg(_ leg: LegTracker) {
         guard let start = leg.start else { return }
-        let entry = TravelTruth(mode: leg.mode.name, start: seconds(start), end: seconds(leg.lastMove),
-                                distanceMetres: (leg.distance * 10).rounded() / 10,
-                                maxSpeed: (leg.maxSpeed * 100).rounded() / 100, endReason: leg.endReason,
-                                startLatitude: leg.startCoordinate.latitude,
-                                startLongitude: leg.startCoordinate.longitude,
-                                endLatitude: leg.endCoordinate.latitude, endLongitude: leg.endCoordinate.longitude)
+        let entry = TravelTruth(
+            mode: leg.mode.name, start: seconds(start), end: seconds(leg.lastMove),
+            distanceMetres: (leg.distance * 10).rounded() / 10,
+            maxSpeed: (leg.maxSpeed * 100).rounded() / 100, endReason: leg.endReason,
+            startLatitude: leg.startCoordinate.latitude,
+            startLongitude: leg.startCoordinate.longitude,
+            endLatitude: leg.endCoordinate.latitude, endLongitude: leg.endCoordinate.longitude)
         if leg.mode == .car {
             truth.drives.append(entry)
         } else {

@@ -109,8 +109,10 @@ public struct ScenarioTruth: Sendable, Codable, Equatable {
     /// Final cumulative step count (0 without a pedometer).
     public var totalSteps: Int
 
-    init(app: String, user: String, device: Int, scenario: String, drivingStyle: DrivingStyle = .normal,
-         activityAvailable: Bool, pedometerAvailable: Bool) {
+    init(
+        app: String, user: String, device: Int, scenario: String, drivingStyle: DrivingStyle = .normal,
+        activityAvailable: Bool, pedometerAvailable: Bool
+    ) {
         self.app = app
         self.user = user
         self.device = device

@@ -30,9 +30,11 @@ public final class FeedClient {
     /// `maximumFrameBytes` (ZMQ_MAXMSGSIZE, nil for no limit) is the largest frame accepted from the server: a larger
     /// one drops the connection (libzmq reconnects), so it must exceed the largest item the server can send.
     /// With `curve` the link is a CurveZMQ client of the server (encrypted; the server's ZAP handler checks the key).
-    public init(loop: ReactorLoop, endpoint: String, log: Log, maximumFrameBytes: Int64? = nil,
-                curve: CurveClientKeys? = nil,
-                onReply: @escaping (FeedReplyHeader, ArraySlice<[UInt8]>) -> Void) throws {
+    public init(
+        loop: ReactorLoop, endpoint: String, log: Log, maximumFrameBytes: Int64? = nil,
+        curve: CurveClientKeys? = nil,
+        onReply: @escaping (FeedReplyHeader, ArraySlice<[UInt8]>) -> Void
+    ) throws {
         self.endpoint = endpoint
         self.loop = loop
         self.log = log
@@ -76,7 +78,9 @@ public final class FeedClient {
     }
 
     private func receive(_ socket: ZMQSocket) {
-        socket.drain(limit: 1000, failed: { log.error("feed socket failed", ["endpoint": endpoint, "error": "\($0)"]) }) { frames in
+        socket.drain(
+            limit: 1000, failed: { log.error("feed socket failed", ["endpoint": endpoint, "error": "\($0)"]) }
+        ) { frames in
             let parsed: (header: FeedReplyHeader, items: ArraySlice<[UInt8]>)
             do {
                 parsed = try FeedReplyHeader.parse(frames)

@@ -39,8 +39,10 @@ public final class FeedServer {
     /// A feed for the next service alone, on a new ROUTER bound to `endpoint`: with keys (`zap` and the service's
     /// `secretKey`) a CurveZMQ server for `service` keys; a reply waits at most `sendTimeoutMilliseconds` for a
     /// consumer's queue.
-    public static func bound(to endpoint: String, loop: ReactorLoop, source: any FeedSource, zap: ZAPHandler?,
-                             secretKey: String?, sendTimeoutMilliseconds: Int32, log: Log) throws -> FeedServer {
+    public static func bound(
+        to endpoint: String, loop: ReactorLoop, source: any FeedSource, zap: ZAPHandler?,
+        secretKey: String?, sendTimeoutMilliseconds: Int32, log: Log
+    ) throws -> FeedServer {
         let socket = try loop.socket(.router)
         if let zap, let secretKey { try zap.secure(socket, role: .service, secretKey: secretKey) }
         try socket.setSendTimeout(milliseconds: sendTimeoutMilliseconds)
@@ -86,8 +88,10 @@ public final class FeedServer {
 
     /// Answers `request` of the connection of `peer` if there is something to say; true when answered.
     @discardableResult
-    private func serve(identity: [UInt8], _ request: FeedRequest, peer: CurvePeer?, mayHold: Bool,
-                       answerEmpty: Bool) -> Bool {
+    private func serve(
+        identity: [UInt8], _ request: FeedRequest, peer: CurvePeer?, mayHold: Bool,
+        answerEmpty: Bool
+    ) -> Bool {
         let feed = source.feedID
         let head = source.head
         func reply(_ header: FeedReplyHeader, _ items: [[UInt8]] = []) -> Bool {
@@ -101,41 +105,52 @@ public final class FeedServer {
             return true
         }
         // Before anything is read or acknowledged: a key removed or replaced since the handshake learns nothing.
-        if case let .failure(refusal)? = zap?.entry(for: peer, role: .service) {
-            log.warning("feed request refused: service key no longer listed",
-                        ["consumer": request.consumer, "key": refusal.name, "reason": refusal.message])
-            return reply(FeedReplyHeader(id: request.id, feed: feed, after: request.after, to: request.after,
-                                         head: head, error: refusal.message))
+        if case .failure(let refusal)? = zap?.entry(for: peer, role: .service) {
+            log.warning(
+                "feed request refused: service key no longer listed",
+                ["consumer": request.consumer, "key": refusal.name, "reason": refusal.message])
+            return reply(
+                FeedReplyHeader(
+                    id: request.id, feed: feed, after: request.after, to: request.after,
+                    head: head, error: refusal.message))
         }
         guard request.feed == feed else {
             // First contact, or the consumer knew another store: it looks up its position in this one and asks again.
-            return reply(FeedReplyHeader(id: request.id, feed: feed, after: request.after, to: request.after, head: head))
+            return reply(
+                FeedReplyHeader(id: request.id, feed: feed, after: request.after, to: request.after, head: head))
         }
         source.acknowledged(request)
         guard request.after <= head else {
-            return reply(FeedReplyHeader(id: request.id, feed: feed, after: request.after, to: request.after, head: head,
-                                         error: "position \(request.after) is ahead of this feed's newest (\(head))"))
+            return reply(
+                FeedReplyHeader(
+                    id: request.id, feed: feed, after: request.after, to: request.after, head: head,
+                    error: "position \(request.after) is ahead of this feed's newest (\(head))"))
         }
         let batch: FeedBatch
         do {
             batch = try source.read(request)
         } catch {
-            return reply(FeedReplyHeader(id: request.id, feed: feed, after: request.after, to: request.after, head: head,
-                                         error: "\(error)"))
+            return reply(
+                FeedReplyHeader(
+                    id: request.id, feed: feed, after: request.after, to: request.after, head: head,
+                    error: "\(error)"))
         }
         let reachedEnd = request.through.map { batch.to >= $0 } ?? false
         // Items the consumer asked for and will never get: said at once rather than after a held wait.
         let deleted = source.deletedThrough(for: request)
         if batch.items.isEmpty, !reachedEnd, deleted == nil, mayHold, request.waitMilliseconds > 0,
-           held.count < Self.maximumHeld {
+            held.count < Self.maximumHeld
+        {
             held[identity] = (request, peer, now() + Double(request.waitMilliseconds) / 1000)
             return false
         }
         guard !batch.items.isEmpty || answerEmpty || reachedEnd else { return false }
         // Where the watched devices' records end, told with the read so that the two agree.
         let watched = request.watch.isEmpty ? [] : source.lastPositions(of: request.watch)
-        return reply(FeedReplyHeader(id: request.id, feed: feed, after: request.after, to: batch.to, head: head,
-                                     watched: watched, deletedThrough: deleted), batch.items)
+        return reply(
+            FeedReplyHeader(
+                id: request.id, feed: feed, after: request.after, to: batch.to, head: head,
+                watched: watched, deletedThrough: deleted), batch.items)
     }
 
     private func expire() {

@@ -39,7 +39,9 @@ public struct ImpactTrigger: Sendable {
     public var windowBefore: Double
     public var windowAfter: Double
 
-    public init(thresholdG: Double = ImpactTrigger.gatewayThresholdG, windowBefore: Double = 1.0, windowAfter: Double = 2.0) {
+    public init(
+        thresholdG: Double = ImpactTrigger.gatewayThresholdG, windowBefore: Double = 1.0, windowAfter: Double = 2.0
+    ) {
         self.thresholdG = thresholdG
         self.windowBefore = windowBefore
         self.windowAfter = windowAfter
@@ -65,7 +67,9 @@ public struct ImpactTrigger: Sendable {
             var peakIndex = index
             var end = index
             while end < samples.count, samples[end].t <= samples[peakIndex].t + windowAfter {
-                if samples[end].magnitude > samples[peakIndex].magnitude, samples[end].t - samples[index].t <= windowAfter {
+                if samples[end].magnitude > samples[peakIndex].magnitude,
+                    samples[end].t - samples[index].t <= windowAfter
+                {
                     peakIndex = end
                 }
                 end += 1
@@ -74,9 +78,11 @@ public struct ImpactTrigger: Sendable {
             var first = peakIndex
             while first > 0, samples[first - 1].t >= peak.t - windowBefore { first -= 1 }
             let window = samples[first..<end].map { AccelerationSample(t: $0.t - peak.t, x: $0.x, y: $0.y, z: $0.z) }
-            result.append(TriggeredImpact(t: peak.t, peakG: peak.magnitude,
-                                          durationMs: secondsAbove(around: peakIndex, in: samples) * 1000,
-                                          samples: window))
+            result.append(
+                TriggeredImpact(
+                    t: peak.t, peakG: peak.magnitude,
+                    durationMs: secondsAbove(around: peakIndex, in: samples) * 1000,
+                    samples: window))
             index = end
         }
         return result

@@ -17,7 +17,7 @@ public struct IngestRoute: Sendable, Equatable {
         public var description: String {
             switch self {
             case .empty: "no ingest to send to"
-            case let .repeated(endpoint): "\(endpoint) is listed twice (each ingest once)"
+            case .repeated(let endpoint): "\(endpoint) is listed twice (each ingest once)"
             }
         }
     }

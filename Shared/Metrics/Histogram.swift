@@ -43,8 +43,10 @@ public struct Histogram: Sendable, Equatable {
         var cumulative: UInt64 = 0
         for (index, bound) in bounds.enumerated() {
             cumulative += counts[index]
-            result.append(.init(suffix: "_bucket", labels: labels + [("le", PrometheusText.number(bound))],
-                                value: Double(cumulative)))
+            result.append(
+                .init(
+                    suffix: "_bucket", labels: labels + [("le", PrometheusText.number(bound))],
+                    value: Double(cumulative)))
         }
         result.append(.init(suffix: "_bucket", labels: labels + [("le", "+Inf")], value: Double(count)))
         result.append(.init(suffix: "_sum", labels: labels, value: sum))

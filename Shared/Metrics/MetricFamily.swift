@@ -44,10 +44,14 @@ public struct MetricFamily: Sendable, Equatable {
     }
 
     /// A counter or gauge with one label, a sample per value of it (in the label's order, so scrapes are stable).
-    public static func labelled(_ name: String, _ kind: Kind, _ help: String, label: String,
-                                _ values: [String: Int]) -> MetricFamily {
-        MetricFamily(name: name, help: help, kind: kind, samples: values.sorted { $0.key < $1.key }.map {
-            Sample(labels: [(label, $0.key)], value: Double($0.value))
-        })
+    public static func labelled(
+        _ name: String, _ kind: Kind, _ help: String, label: String,
+        _ values: [String: Int]
+    ) -> MetricFamily {
+        MetricFamily(
+            name: name, help: help, kind: kind,
+            samples: values.sorted { $0.key < $1.key }.map {
+                Sample(labels: [(label, $0.key)], value: Double($0.value))
+            })
     }
 }

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #endif
 
 /// Where a service serves /metrics, /healthz and /readyz: `HOST:PORT`, with HOST an IPv4 address, `[IPv6]`,
@@ -50,10 +50,10 @@ public struct MetricsEndpoint: Sendable, Equatable, CustomStringConvertible {
     /// The socket address, for `body` to use while it is valid.
     func withSocketAddress<R>(_ body: (UnsafePointer<sockaddr>) -> R) -> R {
         switch Self.parse(host, family)! {
-        case var .ipv4(address):
+        case .ipv4(var address):
             address.sin_port = port.bigEndian
             return withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1, body) }
-        case var .ipv6(address):
+        case .ipv6(var address):
             address.sin6_port = port.bigEndian
             return withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1, body) }
         }

@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 import CMicroHTTPD
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#endif
 
 /// The services' small HTTP endpoint (libmicrohttpd, on its own thread): GET /metrics, /healthz and /readyz,
 /// answered from a `MetricsBoard`. Anything else is 404; a method other than GET or HEAD is 405.

@@ -12,7 +12,9 @@ public enum PrometheusText {
             for sample in family.samples {
                 text += family.name + sample.suffix
                 if !sample.labels.isEmpty {
-                    text += "{" + sample.labels.map { "\($0.name)=\"\(escapeLabel($0.value))\"" }.joined(separator: ",") + "}"
+                    text +=
+                        "{" + sample.labels.map { "\($0.name)=\"\(escapeLabel($0.value))\"" }.joined(separator: ",")
+                        + "}"
                 }
                 text += " " + number(sample.value) + "\n"
             }

@@ -125,7 +125,8 @@ public struct BehaviourSettings: Sendable, Equatable, Codable {
             throw fail("brakingThreshold", "must be negative and above -glitchAcceleration, got \(brakingThreshold)")
         }
         if !(severeBraking <= brakingThreshold && severeBraking > -glitchAcceleration) {
-            throw fail("severeBraking", "must lie between -glitchAcceleration and brakingThreshold, got \(severeBraking)")
+            throw fail(
+                "severeBraking", "must lie between -glitchAcceleration and brakingThreshold, got \(severeBraking)")
         }
         let severeAbove: [(String, Double, Double)] = [
             ("severeAcceleration", severeAcceleration, accelerationThreshold),

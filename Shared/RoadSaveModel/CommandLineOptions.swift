@@ -64,7 +64,8 @@ public struct CommandLineOptions: Sendable {
     public func double(_ name: String, range: ClosedRange<Double>) throws(UsageError) -> Double? {
         guard let text = values[name] else { return nil }
         guard let value = Double(text), value.isFinite, range.contains(value) else {
-            throw UsageError("\(name) must be a number from \(range.lowerBound) to \(range.upperBound), got \"\(text)\"")
+            throw UsageError(
+                "\(name) must be a number from \(range.lowerBound) to \(range.upperBound), got \"\(text)\"")
         }
         return value
     }
@@ -72,7 +73,8 @@ public struct CommandLineOptions: Sendable {
     public func integer(_ name: String, range: ClosedRange<Int>) throws(UsageError) -> Int? {
         guard let text = values[name] else { return nil }
         guard let value = Int(text), range.contains(value) else {
-            throw UsageError("\(name) must be a whole number from \(range.lowerBound) to \(range.upperBound), got \"\(text)\"")
+            throw UsageError(
+                "\(name) must be a whole number from \(range.lowerBound) to \(range.upperBound), got \"\(text)\"")
         }
         return value
     }
@@ -81,7 +83,8 @@ public struct CommandLineOptions: Sendable {
     where T.RawValue == String {
         guard let text = values[name] else { return nil }
         guard let value = T(rawValue: text) else {
-            throw UsageError("\(name) must be one of \(T.allCases.map(\.rawValue).joined(separator: ", ")), got \"\(text)\"")
+            throw UsageError(
+                "\(name) must be one of \(T.allCases.map(\.rawValue).joined(separator: ", ")), got \"\(text)\"")
         }
         return value
     }

@@ -22,8 +22,10 @@ public struct RoadSaveConfiguration: Sendable, Equatable, Codable {
     public var detectionMode: CrashDetectionMode
     public var shouldAutoDetectTrips: Bool
 
-    public init(applicationID: String, clientUserID: String,
-                detectionMode: CrashDetectionMode = .all, shouldAutoDetectTrips: Bool = true) {
+    public init(
+        applicationID: String, clientUserID: String,
+        detectionMode: CrashDetectionMode = .all, shouldAutoDetectTrips: Bool = true
+    ) {
         self.applicationID = applicationID
         self.clientUserID = clientUserID
         self.detectionMode = detectionMode

@@ -34,8 +34,10 @@ public struct CrashInfo: Sendable, Equatable {
     /// stored before it was computed.
     public var details: CrashDetails?
 
-    public init(crashID: String, confidence: CrashConfidence, detectedAt: Double,
-                latitude: Double?, longitude: Double?, isTest: Bool, details: CrashDetails? = nil) {
+    public init(
+        crashID: String, confidence: CrashConfidence, detectedAt: Double,
+        latitude: Double?, longitude: Double?, isTest: Bool, details: CrashDetails? = nil
+    ) {
         self.crashID = crashID
         self.confidence = confidence
         self.detectedAt = detectedAt

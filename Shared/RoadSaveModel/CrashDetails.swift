@@ -45,10 +45,12 @@ public struct CrashDetails: Sendable, Equatable, Codable {
     public var inTrip: Bool
     public var tripID: String?
 
-    public init(speedBeforeImpact: Double? = nil, speedAfterImpact: Double? = nil, deltaV: Double? = nil,
-                peakG: Double, impactDurationMs: Double? = nil, impacts: Int = 1, heading: Double? = nil,
-                positionAccuracy: Double? = nil, positionAge: Double? = nil, positionTrusted: Bool = false,
-                recentPositions: [TimedPosition] = [], inTrip: Bool = false, tripID: String? = nil) {
+    public init(
+        speedBeforeImpact: Double? = nil, speedAfterImpact: Double? = nil, deltaV: Double? = nil,
+        peakG: Double, impactDurationMs: Double? = nil, impacts: Int = 1, heading: Double? = nil,
+        positionAccuracy: Double? = nil, positionAge: Double? = nil, positionTrusted: Bool = false,
+        recentPositions: [TimedPosition] = [], inTrip: Bool = false, tripID: String? = nil
+    ) {
         self.speedBeforeImpact = speedBeforeImpact
         self.speedAfterImpact = speedAfterImpact
         self.deltaV = deltaV

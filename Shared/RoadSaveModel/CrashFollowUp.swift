@@ -32,9 +32,11 @@ public struct CrashFollowUpInfo: Sendable, Equatable {
     public var latitude: Double?
     public var longitude: Double?
 
-    public init(crashID: String, confidence: CrashConfidence, detectedAt: Double, observedUntil: Double,
-                outcome: CrashFollowUpOutcome, isTest: Bool, records: Int, secondsOfData: Double,
-                distanceMoved: Double?, steps: Int, maxSpeedAfter: Double?, latitude: Double?, longitude: Double?) {
+    public init(
+        crashID: String, confidence: CrashConfidence, detectedAt: Double, observedUntil: Double,
+        outcome: CrashFollowUpOutcome, isTest: Bool, records: Int, secondsOfData: Double,
+        distanceMoved: Double?, steps: Int, maxSpeedAfter: Double?, latitude: Double?, longitude: Double?
+    ) {
         self.crashID = crashID
         self.confidence = confidence
         self.detectedAt = detectedAt

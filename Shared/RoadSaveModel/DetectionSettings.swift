@@ -173,8 +173,9 @@ public struct DetectionSettings: Sendable, Equatable, Codable {
             throw .invalidConfiguration(field: name, reason: "must be a number ≥ 0, got \(value)")
         }
         if crashFollowUpWalkingSteps < 1 {
-            throw .invalidConfiguration(field: "crashFollowUpWalkingSteps",
-                                        reason: "must be at least 1, got \(crashFollowUpWalkingSteps)")
+            throw .invalidConfiguration(
+                field: "crashFollowUpWalkingSteps",
+                reason: "must be at least 1, got \(crashFollowUpWalkingSteps)")
         }
         if stepThreshold < 1 {
             throw .invalidConfiguration(field: "stepThreshold", reason: "must be at least 1, got \(stepThreshold)")

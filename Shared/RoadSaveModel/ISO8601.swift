@@ -16,7 +16,8 @@ public enum ISO8601 {
         let minute = millisecondOfDay / 60_000 % 60
         let second = millisecondOfDay / 1000 % 60
         let millisecond = millisecondOfDay % 1000
-        return "\(pad(year, 4))-\(pad(month, 2))-\(pad(day, 2))T\(pad(hour, 2)):\(pad(minute, 2)):\(pad(second, 2)).\(pad(millisecond, 3))Z"
+        return
+            "\(pad(year, 4))-\(pad(month, 2))-\(pad(day, 2))T\(pad(hour, 2)):\(pad(minute, 2)):\(pad(second, 2)).\(pad(millisecond, 3))Z"
     }
 
     /// Parses `YYYY-MM-DDTHH:MM:SS[.fff]Z` or with a `±HH:MM` offset; `nil` for anything else.
@@ -32,11 +33,11 @@ public enum ISO8601 {
             return value
         }
         guard bytes.count >= 20, bytes[4] == 45, bytes[7] == 45, bytes[10] == 84 || bytes[10] == 32,
-              bytes[13] == 58, bytes[16] == 58,
-              let year = number(0, 4), let month = number(5, 2), let day = number(8, 2),
-              let hour = number(11, 2), let minute = number(14, 2), let second = number(17, 2),
-              (1...12).contains(month), (1...daysIn(month: month, year: year)).contains(day),
-              hour < 24, minute < 60, second < 61
+            bytes[13] == 58, bytes[16] == 58,
+            let year = number(0, 4), let month = number(5, 2), let day = number(8, 2),
+            let hour = number(11, 2), let minute = number(14, 2), let second = number(17, 2),
+            (1...12).contains(month), (1...daysIn(month: month, year: year)).contains(day),
+            hour < 24, minute < 60, second < 61
         else { return nil }
         var index = 19
         var fraction = 0.0
@@ -55,8 +56,9 @@ public enum ISO8601 {
         if index < bytes.count, bytes[index] == 90, index + 1 == bytes.count {
             offsetSeconds = 0
         } else if index + 6 == bytes.count, bytes[index] == 43 || bytes[index] == 45, bytes[index + 3] == 58,
-                  let offsetHours = number(index + 1, 2), let offsetMinutes = number(index + 4, 2),
-                  offsetHours < 24, offsetMinutes < 60 {
+            let offsetHours = number(index + 1, 2), let offsetMinutes = number(index + 4, 2),
+            offsetHours < 24, offsetMinutes < 60
+        {
             offsetSeconds = (offsetHours * 3600 + offsetMinutes * 60) * (bytes[index] == 45 ? -1 : 1)
         } else {
             return nil

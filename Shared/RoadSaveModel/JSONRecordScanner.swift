@@ -92,7 +92,8 @@ public enum JSONRecordScanner {
 
         @inline(__always)
         mutating func scalar(_ first: UInt8, name: RecordFields.Name?, _ identifiers: IdentifierCache?)
-            -> RecordFields.Member? {
+            -> RecordFields.Member?
+        {
             switch first {
             case UInt8(ascii: "\""):
                 index += 1
@@ -183,7 +184,8 @@ public enum JSONRecordScanner {
             }
             // 19 digits always fit in UInt64; 2^53 and 10^22 bound the exact fast path.
             if digits <= 19, units <= 1 << 53, exponent >= -22, exponent <= 22 {
-                let magnitude = exponent < 0
+                let magnitude =
+                    exponent < 0
                     ? Double(units) / exactPowersOfTen[-exponent]
                     : Double(units) * exactPowersOfTen[exponent]
                 return negative ? -magnitude : magnitude

@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import TerminalProgress
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// Structured log lines (logfmt) on standard error, each carrying the subsystem of the SDK's OSLog,
 /// `co.za.roadsave.RoadSaveKit`. One `write(2)` per line, so lines from several threads never interleave.
@@ -28,10 +29,16 @@ public struct Log: Sendable {
         self.timestamps = timestamps
     }
 
-    public func debug(_ message: String, _ fields: KeyValuePairs<String, String> = [:]) { write(.debug, message, fields) }
+    public func debug(_ message: String, _ fields: KeyValuePairs<String, String> = [:]) {
+        write(.debug, message, fields)
+    }
     public func info(_ message: String, _ fields: KeyValuePairs<String, String> = [:]) { write(.info, message, fields) }
-    public func warning(_ message: String, _ fields: KeyValuePairs<String, String> = [:]) { write(.warning, message, fields) }
-    public func error(_ message: String, _ fields: KeyValuePairs<String, String> = [:]) { write(.error, message, fields) }
+    public func warning(_ message: String, _ fields: KeyValuePairs<String, String> = [:]) {
+        write(.warning, message, fields)
+    }
+    public func error(_ message: String, _ fields: KeyValuePairs<String, String> = [:]) {
+        write(.error, message, fields)
+    }
 
     public func write(_ level: Level, _ message: String, _ fields: KeyValuePairs<String, String>) {
         write(level, message, pairs: fields.map { ($0.key, $0.value) })
@@ -58,8 +65,9 @@ public struct Log: Sendable {
     }
 
     static func quote(_ value: String) -> String {
-        let plain = !value.isEmpty && value.unicodeScalars.allSatisfy { $0.value > 0x20 && $0 != "\"" && $0 != "=" && $0.value < 0x7F }
+        let plain =
+            !value.isEmpty
+            && value.unicodeScalars.allSatisfy { $0.value > 0x20 && $0 != "\"" && $0 != "=" && $0.value < 0x7F }
         return plain ? value : JSONObjectWriter.quoted(value)
     }
 }
-

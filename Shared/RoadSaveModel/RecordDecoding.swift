@@ -12,7 +12,8 @@ public enum RecordDecoding {
     /// handle (escapes, non-ASCII, unknown nested members, bad syntax) goes through `JSONParser`, which also gives the
     /// syntax error.
     public static func record(fromJSON bytes: some Collection<UInt8>) throws(RecordError) -> SensorRecord {
-        let scanned = bytes.withContiguousStorageIfAvailable { JSONRecordScanner.scan($0, identifiers: nil) }
+        let scanned =
+            bytes.withContiguousStorageIfAvailable { JSONRecordScanner.scan($0, identifiers: nil) }
             ?? Array(bytes).withUnsafeBufferPointer { JSONRecordScanner.scan($0, identifiers: nil) }
         if let fields = scanned { return try record(from: fields) }
         return try recordThroughParser(fromJSON: bytes)
@@ -30,7 +31,7 @@ public enum RecordDecoding {
     }
 
     public static func record(from value: JSONValue) throws(RecordError) -> SensorRecord {
-        guard case let .object(members) = value else {
+        guard case .object(let members) = value else {
             throw RecordError(field: "(record)", reason: "expected a JSON object, found \(value.typeName)")
         }
         return try record(from: RecordFields(members: members))
@@ -66,8 +67,10 @@ public enum RecordDecoding {
             payload = .steps(Int(steps))
         case .impact: payload = .impact(try impact(fields))
         case .capabilities:
-            payload = .capabilities(DeviceCapabilities(activityAvailable: try bool(fields.activityAvailable, "activityAvailable"),
-                                                       pedometerAvailable: try bool(fields.pedometerAvailable, "pedometerAvailable")))
+            payload = .capabilities(
+                DeviceCapabilities(
+                    activityAvailable: try bool(fields.activityAvailable, "activityAvailable"),
+                    pedometerAvailable: try bool(fields.pedometerAvailable, "pedometerAvailable")))
         }
         return SensorRecord(device: DeviceID(app: app, user: user), seq: seq, t: t, payload: payload)
     }
@@ -82,8 +85,10 @@ public enum RecordDecoding {
         case "impact": return .impact
         case "capabilities": return .capabilities
         default:
-            throw RecordError(field: "kind", reason: "unknown kind \"\(name)\"; expected one of "
-                + RecordKind.allCases.map(\.rawValue).joined(separator: ", "))
+            throw RecordError(
+                field: "kind",
+                reason: "unknown kind \"\(name)\"; expected one of "
+                    + RecordKind.allCases.map(\.rawValue).joined(separator: ", "))
         }
     }
 
@@ -114,8 +119,10 @@ public enum RecordDecoding {
         case "unknown": activity = .unknown
         default:
             guard let other = ActivityType(rawValue: name) else {
-                throw RecordError(field: "activity", reason: "unknown activity \"\(name)\"; expected one of "
-                    + ActivityType.allCases.map(\.rawValue).joined(separator: ", "))
+                throw RecordError(
+                    field: "activity",
+                    reason: "unknown activity \"\(name)\"; expected one of "
+                        + ActivityType.allCases.map(\.rawValue).joined(separator: ", "))
             }
             activity = other
         }
@@ -127,7 +134,9 @@ public enum RecordDecoding {
         case "low": confidence = .low
         default:
             guard let other = ActivityConfidence(rawValue: confidenceName) else {
-                throw RecordError(field: "confidence", reason: "unknown confidence \"\(confidenceName)\"; expected low, medium or high")
+                throw RecordError(
+                    field: "confidence",
+                    reason: "unknown confidence \"\(confidenceName)\"; expected low, medium or high")
             }
             confidence = other
         }
@@ -146,8 +155,8 @@ public enum RecordDecoding {
         }
         switch fields.samples {
         case .absent: return ImpactObservation(peakG: peak, durationMs: duration, samples: [])
-        case let .rows(samples): return ImpactObservation(peakG: peak, durationMs: duration, samples: samples)
-        case let .invalid(error): throw error
+        case .rows(let samples): return ImpactObservation(peakG: peak, durationMs: duration, samples: samples)
+        case .invalid(let error): throw error
         }
     }
 
@@ -155,7 +164,7 @@ public enum RecordDecoding {
 
     private static func string(_ member: RecordFields.Member, _ name: String) throws(RecordError) -> String {
         switch member {
-        case let .string(text): return text
+        case .string(let text): return text
         case .missing: throw RecordError(field: name, reason: "missing")
         default: throw RecordError(field: name, reason: "expected a string, found \(member.typeName)")
         }
@@ -177,7 +186,7 @@ public enum RecordDecoding {
 
     private static func optionalNumber(_ member: RecordFields.Member, _ name: String) throws(RecordError) -> Double? {
         switch member {
-        case let .number(number): return number
+        case .number(let number): return number
         case .missing, .null: return nil
         default: throw RecordError(field: name, reason: "expected a number, found \(member.typeName)")
         }
@@ -185,7 +194,7 @@ public enum RecordDecoding {
 
     private static func bool(_ member: RecordFields.Member, _ name: String) throws(RecordError) -> Bool {
         switch member {
-        case let .bool(flag): return flag
+        case .bool(let flag): return flag
         case .missing: throw RecordError(field: name, reason: "missing")
         default: throw RecordError(field: name, reason: "expected true or false, found \(member.typeName)")
         }

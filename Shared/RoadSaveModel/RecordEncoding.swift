@@ -42,22 +42,22 @@ extension SensorRecord {
         if let seq { writer.add("seq", raw: String(seq)) }
         writer.add("t", t, fixedDecimals: Precision.time)
         switch payload {
-        case let .location(fix):
+        case .location(let fix):
             writer.add("lat", fix.latitude, decimals: Precision.degrees)
             writer.add("lon", fix.longitude, decimals: Precision.degrees)
             if let speed = fix.speed { writer.add("speed", speed, decimals: Precision.speed) }
             if let course = fix.course { writer.add("course", course, decimals: Precision.course) }
             if let hacc = fix.horizontalAccuracy { writer.add("hacc", hacc, decimals: Precision.accuracy) }
-        case let .activity(observation):
+        case .activity(let observation):
             writer.add("activity", observation.activity.rawValue)
             writer.add("confidence", observation.confidence.rawValue)
-        case let .steps(steps):
+        case .steps(let steps):
             writer.add("steps", steps)
-        case let .impact(impact):
+        case .impact(let impact):
             writer.add("peakG", impact.peakG, decimals: Precision.g)
             if let duration = impact.durationMs { writer.add("durationMs", duration, decimals: Precision.durationMs) }
             if !impact.samples.isEmpty { writer.add("samples", raw: Self.samplesJSON(impact.samples)) }
-        case let .capabilities(capabilities):
+        case .capabilities(let capabilities):
             writer.add("activityAvailable", capabilities.activityAvailable)
             writer.add("pedometerAvailable", capabilities.pedometerAvailable)
         }

@@ -20,7 +20,7 @@ public struct RecordFields {
             case .bool: "a boolean"
             case .number: "a number"
             case .string: "a string"
-            case let .other(typeName): typeName.description
+            case .other(let typeName): typeName.description
             }
         }
 
@@ -39,8 +39,10 @@ public struct RecordFields {
         }
 
         public static func tooMany(_ count: Int) -> Samples {
-            .invalid(RecordError(field: "samples",
-                                 reason: "\(count) samples; at most \(RecordDecoding.maximumSamples) are accepted"))
+            .invalid(
+                RecordError(
+                    field: "samples",
+                    reason: "\(count) samples; at most \(RecordDecoding.maximumSamples) are accepted"))
         }
 
         public static func badRow(_ index: Int) -> Samples {
@@ -78,7 +80,7 @@ public struct RecordFields {
     /// The record fields that a reader looks for, by member name.
     public enum Name: UInt8, CaseIterable, Sendable {
         case kind, app, user, seq, t, lat, lon, speed, course, hacc, activity, confidence, steps, peakG, durationMs,
-             samples, activityAvailable, pedometerAvailable
+            samples, activityAvailable, pedometerAvailable
 
         /// The name's bytes match one of the record fields: by length, then by the bytes read as integers (no
         /// `String` is built, no `memcmp` is called: this runs for every member of every record).
@@ -96,33 +98,35 @@ public struct RecordFields {
                 }
             case 4:
                 switch RecordFields.word(bytes, count) {
-                case 0x646e696b: return .kind
-                case 0x72657375: return .user
-                case 0x63636168: return .hacc
+                case 0x646e_696b: return .kind
+                case 0x7265_7375: return .user
+                case 0x6363_6168: return .hacc
                 default: return nil
                 }
             case 5:
                 switch RecordFields.word(bytes, count) {
-                case 0x6465657073: return .speed
-                case 0x7370657473: return .steps
-                case 0x476b616570: return .peakG
+                case 0x64_6565_7073: return .speed
+                case 0x73_7065_7473: return .steps
+                case 0x47_6b61_6570: return .peakG
                 default: return nil
                 }
-            case 6: return RecordFields.word(bytes, count) == 0x657372756f63 ? .course : nil
-            case 7: return RecordFields.word(bytes, count) == 0x73656c706d6173 ? .samples : nil
-            case 8: return RecordFields.word(bytes, count) == 0x7974697669746361 ? .activity : nil
+            case 6: return RecordFields.word(bytes, count) == 0x6573_7275_6f63 ? .course : nil
+            case 7: return RecordFields.word(bytes, count) == 0x73_656c_706d_6173 ? .samples : nil
+            case 8: return RecordFields.word(bytes, count) == 0x7974_6976_6974_6361 ? .activity : nil
             case 10:
                 let tail = RecordFields.word(bytes + 8, 2)
                 switch RecordFields.word(bytes, 8) {
-                case 0x6e656469666e6f63: return tail == 0x6563 ? .confidence : nil
-                case 0x6e6f697461727564: return tail == 0x734d ? .durationMs : nil
+                case 0x6e65_6469_666e_6f63: return tail == 0x6563 ? .confidence : nil
+                case 0x6e6f_6974_6172_7564: return tail == 0x734d ? .durationMs : nil
                 default: return nil
                 }
             case 17:
-                return RecordFields.word(bytes, 8) == 0x7974697669746361 && RecordFields.word(bytes + 8, 8) == 0x6c62616c69617641
+                return RecordFields.word(bytes, 8) == 0x7974_6976_6974_6361
+                    && RecordFields.word(bytes + 8, 8) == 0x6c62_616c_6961_7641
                     && bytes[16] == UInt8(ascii: "e") ? .activityAvailable : nil
             case 18:
-                return RecordFields.word(bytes, 8) == 0x6574656d6f646570 && RecordFields.word(bytes + 8, 8) == 0x62616c6961764172
+                return RecordFields.word(bytes, 8) == 0x6574_656d_6f64_6570
+                    && RecordFields.word(bytes + 8, 8) == 0x6261_6c69_6176_4172
                     && bytes[16] == UInt8(ascii: "l") && bytes[17] == UInt8(ascii: "e") ? .pedometerAvailable : nil
             default: return nil
             }
@@ -144,36 +148,37 @@ public struct RecordFields {
     public static func knownValue(_ bytes: UnsafePointer<UInt8>, _ count: Int) -> String? {
         switch count {
         case 3: return word(bytes, 3) == 0x776f6c ? "low" : nil
-        case 4: return word(bytes, 4) == 0x68676968 ? "high" : nil
-        case 5: return word(bytes, 5) == 0x7370657473 ? "steps" : nil
+        case 4: return word(bytes, 4) == 0x6867_6968 ? "high" : nil
+        case 5: return word(bytes, 5) == 0x73_7065_7473 ? "steps" : nil
         case 6:
             switch word(bytes, 6) {
-            case 0x746361706d69: return "impact"
-            case 0x6d756964656d: return "medium"
+            case 0x7463_6170_6d69: return "impact"
+            case 0x6d75_6964_656d: return "medium"
             default: return nil
             }
         case 7:
             switch word(bytes, 7) {
-            case 0x676e696b6c6177: return "walking"
-            case 0x676e696e6e7572: return "running"
-            case 0x676e696c637963: return "cycling"
-            case 0x6e776f6e6b6e75: return "unknown"
+            case 0x67_6e69_6b6c_6177: return "walking"
+            case 0x67_6e69_6e6e_7572: return "running"
+            case 0x67_6e69_6c63_7963: return "cycling"
+            case 0x6e_776f_6e6b_6e75: return "unknown"
             default: return nil
             }
         case 8:
             switch word(bytes, 8) {
-            case 0x6e6f697461636f6c: return "location"
-            case 0x7974697669746361: return "activity"
+            case 0x6e6f_6974_6163_6f6c: return "location"
+            case 0x7974_6976_6974_6361: return "activity"
             default: return nil
             }
         case 10:
             let tail = word(bytes + 8, 2)
             switch word(bytes, 8) {
-            case 0x69746f6d6f747561: return tail == 0x6576 ? "automotive" : nil
-            case 0x616e6f6974617473: return tail == 0x7972 ? "stationary" : nil
+            case 0x6974_6f6d_6f74_7561: return tail == 0x6576 ? "automotive" : nil
+            case 0x616e_6f69_7461_7473: return tail == 0x7972 ? "stationary" : nil
             default: return nil
             }
-        case 12: return word(bytes, 8) == 0x696c696261706163 && word(bytes + 8, 4) == 0x73656974 ? "capabilities" : nil
+        case 12:
+            return word(bytes, 8) == 0x696c_6962_6170_6163 && word(bytes + 8, 4) == 0x7365_6974 ? "capabilities" : nil
         default: return nil
         }
     }
@@ -181,8 +186,10 @@ public struct RecordFields {
     /// The member for a string value of the field `name`: enumerated values as literals, identifiers through the
     /// reader's cache; nil when the bytes are not UTF-8 (the reader's general path then words the error).
     @inlinable
-    public static func string(for name: Name, _ bytes: UnsafePointer<UInt8>, _ count: Int, ascii: Bool,
-                              identifiers: IdentifierCache?) -> Member? {
+    public static func string(
+        for name: Name, _ bytes: UnsafePointer<UInt8>, _ count: Int, ascii: Bool,
+        identifiers: IdentifierCache?
+    ) -> Member? {
         switch name {
         case .kind, .activity, .confidence:
             if ascii, let known = knownValue(bytes, count) { return .string(known) }
@@ -261,7 +268,8 @@ public struct RecordFields {
     /// The members of a parsed JSON object (or a MessagePack map turned into one).
     public init(members: [(String, JSONValue)]) {
         for (key, value) in members {
-            let name = key.utf8.withContiguousStorageIfAvailable { Name.match($0.baseAddress!, $0.count) }
+            let name =
+                key.utf8.withContiguousStorageIfAvailable { Name.match($0.baseAddress!, $0.count) }
                 ?? Array(key.utf8).withUnsafeBufferPointer { Name.match($0.baseAddress!, $0.count) }
             guard let name else { continue }
             if name == .samples {
@@ -275,9 +283,9 @@ public struct RecordFields {
     static func member(_ value: JSONValue) -> Member {
         switch value {
         case .null: .null
-        case let .bool(flag): .bool(flag)
-        case let .number(number): .number(number)
-        case let .string(text): .string(text)
+        case .bool(let flag): .bool(flag)
+        case .number(let number): .number(number)
+        case .string(let text): .string(text)
         case .array: .other(typeName: "an array")
         case .object: .other(typeName: "an object")
         }
@@ -285,15 +293,15 @@ public struct RecordFields {
 
     static func samples(from value: JSONValue) -> Samples {
         guard value != .null else { return .absent }
-        guard case let .array(rows) = value else { return .notAnArray(value.typeName) }
+        guard case .array(let rows) = value else { return .notAnArray(value.typeName) }
         guard rows.count <= RecordDecoding.maximumSamples else { return .tooMany(rows.count) }
         var samples: [ImpactSample] = []
         samples.reserveCapacity(rows.count)
         for (index, row) in rows.enumerated() {
-            guard case let .array(values) = row, values.count == 4 else { return .badRow(index) }
+            guard case .array(let values) = row, values.count == 4 else { return .badRow(index) }
             var numbers: [Double] = []
             for value in values {
-                guard case let .number(number) = value else { return .notNumbers(index, found: value.typeName) }
+                guard case .number(let number) = value else { return .notNumbers(index, found: value.typeName) }
                 numbers.append(number)
             }
             samples.append(ImpactSample(dt: numbers[0], x: numbers[1], y: numbers[2], z: numbers[3]))

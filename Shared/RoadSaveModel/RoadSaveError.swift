@@ -31,7 +31,7 @@ public enum RoadSaveError: Error, Sendable, Equatable, CustomStringConvertible {
         switch self {
         case .notConfigured:
             "call configure before any other call"
-        case let .offlineLimitExceeded(last, grace):
+        case .offlineLimitExceeded(let last, let grace):
             "the platform cannot be reached and "
                 + (last.map { "the last successful settings fetch (\(ISO8601.string(fromSeconds: $0))) is" }
                     ?? "settings were never fetched, which is")
@@ -40,9 +40,9 @@ public enum RoadSaveError: Error, Sendable, Equatable, CustomStringConvertible {
             "call startMonitoring first"
         case .crashDetectionDisabled:
             "the detection mode or the platform's settings leave crash detection off"
-        case let .invalidConfiguration(field, reason):
+        case .invalidConfiguration(let field, let reason):
             "\(field) \(reason)"
-        case let .invalidRecord(error):
+        case .invalidRecord(let error):
             "\(error)"
         }
     }

@@ -35,11 +35,11 @@ public struct RoadSaveEvent: Sendable, Equatable {
     /// Unique per event and the same on every redelivery or replay: derived from what the event is about.
     public var eventID: String {
         switch body {
-        case let .tripDidStart(info): StableID.make("event", name, device.app, device.user, info.tripID)
-        case let .tripDidEnd(info): StableID.make("event", name, device.app, device.user, info.tripID)
-        case let .crashDetected(info): StableID.make("event", name, device.app, device.user, info.crashID)
-        case let .crashFollowUp(info): StableID.make("event", name, device.app, device.user, info.crashID)
-        case let .tripBehaviour(info): StableID.make("event", name, device.app, device.user, info.tripID)
+        case .tripDidStart(let info): StableID.make("event", name, device.app, device.user, info.tripID)
+        case .tripDidEnd(let info): StableID.make("event", name, device.app, device.user, info.tripID)
+        case .crashDetected(let info): StableID.make("event", name, device.app, device.user, info.crashID)
+        case .crashFollowUp(let info): StableID.make("event", name, device.app, device.user, info.crashID)
+        case .tripBehaviour(let info): StableID.make("event", name, device.app, device.user, info.tripID)
         }
     }
 
@@ -47,22 +47,22 @@ public struct RoadSaveEvent: Sendable, Equatable {
     /// follow-up watched, or the end of the trip a behaviour judges.
     public var time: Double {
         switch body {
-        case let .tripDidStart(info): info.startDate
-        case let .tripDidEnd(info): info.endDate
-        case let .crashDetected(info): info.detectedAt
-        case let .crashFollowUp(info): info.observedUntil
-        case let .tripBehaviour(info): info.endDate
+        case .tripDidStart(let info): info.startDate
+        case .tripDidEnd(let info): info.endDate
+        case .crashDetected(let info): info.detectedAt
+        case .crashFollowUp(let info): info.observedUntil
+        case .tripBehaviour(let info): info.endDate
         }
     }
 
     /// Calls the matching delegate method.
     public func deliver(to delegate: some RoadSaveDelegate) {
         switch body {
-        case let .tripDidStart(info): delegate.tripDidStart(info)
-        case let .tripDidEnd(info): delegate.tripDidEnd(info)
-        case let .crashDetected(info): delegate.crashDetected(info)
-        case let .crashFollowUp(info): delegate.crashDidFollowUp(info)
-        case let .tripBehaviour(info): delegate.tripWasScored(info)
+        case .tripDidStart(let info): delegate.tripDidStart(info)
+        case .tripDidEnd(let info): delegate.tripDidEnd(info)
+        case .crashDetected(let info): delegate.crashDetected(info)
+        case .crashFollowUp(let info): delegate.crashDidFollowUp(info)
+        case .tripBehaviour(let info): delegate.tripWasScored(info)
         }
     }
 }
@@ -84,13 +84,13 @@ extension RoadSaveEvent {
         writer.add("app", device.app)
         writer.add("user", device.user)
         switch (body, format) {
-        case let (.tripDidStart(info), .current):
+        case (.tripDidStart(let info), .current):
             writer.add("tripID", info.tripID)
             writer.add("startDate", ISO8601.string(fromSeconds: info.startDate))
         case (.tripDidStart, .legacy):
             // 3.x's tripDidStart carried no data.
             break
-        case let (.tripDidEnd(info), _):
+        case (.tripDidEnd(let info), _):
             writer.add("tripID", info.tripID)
             writer.add("startDate", ISO8601.string(fromSeconds: info.startDate))
             writer.add("endDate", ISO8601.string(fromSeconds: info.endDate))
@@ -102,17 +102,22 @@ extension RoadSaveEvent {
                 writer.add("transportMode", info.transportMode.rawValue)
                 writer.add("transportReason", info.transportReason.rawValue)
                 if !info.transportSigns.isEmpty {
-                    writer.add("transportSigns", raw: "[" + info.transportSigns.map { "\"\($0.rawValue)\"" }
-                        .joined(separator: ",") + "]")
+                    writer.add(
+                        "transportSigns",
+                        raw: "["
+                            + info.transportSigns.map { "\"\($0.rawValue)\"" }
+                            .joined(separator: ",") + "]")
                 }
                 // Written when known: events kept from before them stay as they were.
-                for (key, value, decimals) in [("startLatitude", info.startLatitude, 7), ("startLongitude", info.startLongitude, 7),
-                                               ("endLatitude", info.endLatitude, 7), ("endLongitude", info.endLongitude, 7),
-                                               ("maxSpeed", info.maxSpeed, 2)] {
+                for (key, value, decimals) in [
+                    ("startLatitude", info.startLatitude, 7), ("startLongitude", info.startLongitude, 7),
+                    ("endLatitude", info.endLatitude, 7), ("endLongitude", info.endLongitude, 7),
+                    ("maxSpeed", info.maxSpeed, 2),
+                ] {
                     if let value { writer.add(key, value, decimals: decimals) }
                 }
             }
-        case let (.crashDetected(info), .current):
+        case (.crashDetected(let info), .current):
             writer.add("crashID", info.crashID)
             writer.add("confidence", info.confidence.rawValue)
             writer.add("detectedAt", ISO8601.string(fromSeconds: info.detectedAt))
@@ -121,16 +126,17 @@ extension RoadSaveEvent {
             writer.add("isTest", info.isTest)
             // Added after 4.0's fields, so that consumers reading only those keep working.
             if let details = info.details { details.write(to: &writer) }
-        case let (.crashDetected(info), .legacy):
+        case (.crashDetected(let info), .legacy):
             writer.add("crashID", info.crashID)
             writer.add("timestamp", ISO8601.string(fromSeconds: info.detectedAt))
             writer.add("latitude", info.latitude, decimals: 7)
             writer.add("longitude", info.longitude, decimals: 7)
             // 3.x spelled confidences capitalised ("None" was the suppressed verdict).
-            writer.add("confidence", info.confidence.rawValue.prefix(1).uppercased() + info.confidence.rawValue.dropFirst())
+            writer.add(
+                "confidence", info.confidence.rawValue.prefix(1).uppercased() + info.confidence.rawValue.dropFirst())
             // Not a 3.x key, but a test crash must never look like a real one to any consumer.
             if info.isTest { writer.add("isTest", true) }
-        case let (.crashFollowUp(info), _):
+        case (.crashFollowUp(let info), _):
             // No 3.x counterpart: both formats carry the same fields.
             writer.add("crashID", info.crashID)
             writer.add("confidence", info.confidence.rawValue)
@@ -145,7 +151,7 @@ extension RoadSaveEvent {
             writer.add("maxSpeedAfter", info.maxSpeedAfter, decimals: 2)
             writer.add("latitude", info.latitude, decimals: 7)
             writer.add("longitude", info.longitude, decimals: 7)
-        case let (.tripBehaviour(info), _):
+        case (.tripBehaviour(let info), _):
             // No 3.x counterpart: both formats carry the same fields.
             info.write(to: &writer)
         }
@@ -166,13 +172,16 @@ extension CrashDetails {
         writer.add("positionAccuracy", positionAccuracy, decimals: 1)
         writer.add("positionAge", positionAge, decimals: 3)
         writer.add("positionTrusted", positionTrusted)
-        writer.add("recentPositions", raw: "[" + recentPositions.map { position in
-            var item = JSONObjectWriter()
-            item.add("latitude", position.latitude, decimals: 7)
-            item.add("longitude", position.longitude, decimals: 7)
-            item.add("time", ISO8601.string(fromSeconds: position.time))
-            return item.finish()
-        }.joined(separator: ",") + "]")
+        writer.add(
+            "recentPositions",
+            raw: "["
+                + recentPositions.map { position in
+                    var item = JSONObjectWriter()
+                    item.add("latitude", position.latitude, decimals: 7)
+                    item.add("longitude", position.longitude, decimals: 7)
+                    item.add("time", ISO8601.string(fromSeconds: position.time))
+                    return item.finish()
+                }.joined(separator: ",") + "]")
         writer.add("inTrip", inTrip)
         if let tripID { writer.add("tripID", tripID) } else { writer.add("tripID", raw: "null") }
     }
@@ -193,23 +202,30 @@ extension TripBehaviour {
         writer.add("distanceMetres", distanceMetres, decimals: 1)
         writer.add("scored", unscored == nil)
         if let unscored { writer.add("unscoredReason", unscored.rawValue) }
-        for (key, value) in [("score", score), ("eventsScore", eventsScore), ("smoothnessScore", smoothnessScore),
-                             ("eventsPer100Kilometres", eventsPer100Kilometres),
-                             ("longitudinalRMS", longitudinalRMS), ("lateralRMS", lateralRMS)] {
+        for (key, value) in [
+            ("score", score), ("eventsScore", eventsScore), ("smoothnessScore", smoothnessScore),
+            ("eventsPer100Kilometres", eventsPer100Kilometres),
+            ("longitudinalRMS", longitudinalRMS), ("lateralRMS", lateralRMS),
+        ] {
             if let value { writer.add(key, value, decimals: 2) }
         }
         var counts = JSONObjectWriter()
         for kind in DrivingEventKind.allCases {
             var bySeverity = JSONObjectWriter()
-            for severity in DrivingEventSeverity.allCases { bySeverity.add(severity.rawValue, count(of: kind, severity: severity)) }
+            for severity in DrivingEventSeverity.allCases {
+                bySeverity.add(severity.rawValue, count(of: kind, severity: severity))
+            }
             counts.add(kind.rawValue, raw: bySeverity.finish())
         }
         writer.add("counts", raw: counts.finish())
-        writer.add("events", raw: "[" + events.map { event in
-            var item = JSONObjectWriter()
-            event.write(to: &item)
-            return item.finish()
-        }.joined(separator: ",") + "]")
+        writer.add(
+            "events",
+            raw: "["
+                + events.map { event in
+                    var item = JSONObjectWriter()
+                    event.write(to: &item)
+                    return item.finish()
+                }.joined(separator: ",") + "]")
     }
 }
 

@@ -48,8 +48,10 @@ public struct LocationFix: Sendable, Equatable, Codable {
     /// Horizontal accuracy radius in metres; negative means an invalid fix; `nil` when not reported.
     public var horizontalAccuracy: Double?
 
-    public init(latitude: Double, longitude: Double, speed: Double? = nil, course: Double? = nil,
-                horizontalAccuracy: Double? = nil) {
+    public init(
+        latitude: Double, longitude: Double, speed: Double? = nil, course: Double? = nil,
+        horizontalAccuracy: Double? = nil
+    ) {
         self.latitude = latitude
         self.longitude = longitude
         self.speed = speed

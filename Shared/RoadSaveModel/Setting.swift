@@ -7,9 +7,9 @@
 public struct Setting<Value: Sendable>: AnySetting {
     public typealias Parse = @Sendable (_ text: String, _ flag: String) throws(CommandLineOptions.UsageError) -> Value
 
-    public let flag: String              // "--gateway-endpoint"
-    public let environment: String       // "ROADSAVE_GATEWAY_ENDPOINT"
-    public let key: String               // key in a JSON config file: "gatewayEndpoint"
+    public let flag: String // "--gateway-endpoint"
+    public let environment: String // "ROADSAVE_GATEWAY_ENDPOINT"
+    public let key: String // key in a JSON config file: "gatewayEndpoint"
     public let help: String
     /// The value's name in a command's usage line (`--platform URL`).
     public let valueName: String
@@ -22,9 +22,11 @@ public struct Setting<Value: Sendable>: AnySetting {
     public let defaultText: String?
     private let parser: Parse
 
-    public init(flag: String, environment: String, key: String, default defaultValue: Value, shown defaultText: String?,
-                valueName: String = "VALUE", help: String, secret: Bool = false, switch isSwitch: Bool = false,
-                parse: @escaping Parse) {
+    public init(
+        flag: String, environment: String, key: String, default defaultValue: Value, shown defaultText: String?,
+        valueName: String = "VALUE", help: String, secret: Bool = false, switch isSwitch: Bool = false,
+        parse: @escaping Parse
+    ) {
         self.flag = flag
         self.environment = environment
         self.key = key
@@ -59,10 +61,14 @@ public protocol AnySetting: Sendable {
 
 extension Setting where Value == String {
     /// Any text; `nonEmpty` refuses an empty one ("--data-dir must not be empty").
-    public init(flag: String, environment: String, key: String, default defaultValue: String, valueName: String = "VALUE",
-                help: String, nonEmpty: Bool = false) {
-        self.init(flag: flag, environment: environment, key: key, default: defaultValue, shown: defaultValue,
-                  valueName: valueName, help: help) { text, flag throws(CommandLineOptions.UsageError) in
+    public init(
+        flag: String, environment: String, key: String, default defaultValue: String, valueName: String = "VALUE",
+        help: String, nonEmpty: Bool = false
+    ) {
+        self.init(
+            flag: flag, environment: environment, key: key, default: defaultValue, shown: defaultValue,
+            valueName: valueName, help: help
+        ) { text, flag throws(CommandLineOptions.UsageError) in
             if nonEmpty, text.isEmpty { throw .init("\(flag) must not be empty") }
             return text
         }
@@ -71,10 +77,15 @@ extension Setting where Value == String {
 
 extension Setting where Value == Double {
     /// A number in `range`.
-    public init(flag: String, environment: String, key: String, default defaultValue: Double, range: ClosedRange<Double>,
-                valueName: String = "S", help: String) {
-        self.init(flag: flag, environment: environment, key: key, default: defaultValue, shown: SettingText.number(defaultValue),
-                  valueName: valueName, help: help) { text, flag throws(CommandLineOptions.UsageError) in
+    public init(
+        flag: String, environment: String, key: String, default defaultValue: Double, range: ClosedRange<Double>,
+        valueName: String = "S", help: String
+    ) {
+        self.init(
+            flag: flag, environment: environment, key: key, default: defaultValue,
+            shown: SettingText.number(defaultValue),
+            valueName: valueName, help: help
+        ) { text, flag throws(CommandLineOptions.UsageError) in
             try SettingText.number(text, flag: flag, range: range)
         }
     }
@@ -82,10 +93,14 @@ extension Setting where Value == Double {
 
 extension Setting where Value == Int {
     /// A whole number in `range`.
-    public init(flag: String, environment: String, key: String, default defaultValue: Int, range: ClosedRange<Int>,
-                valueName: String = "N", help: String) {
-        self.init(flag: flag, environment: environment, key: key, default: defaultValue, shown: String(defaultValue),
-                  valueName: valueName, help: help) { text, flag throws(CommandLineOptions.UsageError) in
+    public init(
+        flag: String, environment: String, key: String, default defaultValue: Int, range: ClosedRange<Int>,
+        valueName: String = "N", help: String
+    ) {
+        self.init(
+            flag: flag, environment: environment, key: key, default: defaultValue, shown: String(defaultValue),
+            valueName: valueName, help: help
+        ) { text, flag throws(CommandLineOptions.UsageError) in
             try SettingText.wholeNumber(text, flag: flag, range: range)
         }
     }
@@ -93,10 +108,14 @@ extension Setting where Value == Int {
 
 extension Setting where Value == Bool {
     /// true or false (also 1/0, yes/no, on/off); a `switch` is given as a bare flag and is off by default.
-    public init(flag: String, environment: String, key: String, default defaultValue: Bool = false, help: String,
-                switch isSwitch: Bool = false) {
-        self.init(flag: flag, environment: environment, key: key, default: defaultValue,
-                  shown: isSwitch ? nil : String(defaultValue), help: help, switch: isSwitch) { text, flag throws(CommandLineOptions.UsageError) in
+    public init(
+        flag: String, environment: String, key: String, default defaultValue: Bool = false, help: String,
+        switch isSwitch: Bool = false
+    ) {
+        self.init(
+            flag: flag, environment: environment, key: key, default: defaultValue,
+            shown: isSwitch ? nil : String(defaultValue), help: help, switch: isSwitch
+        ) { text, flag throws(CommandLineOptions.UsageError) in
             switch text.lowercased() {
             case "true", "1", "yes", "on": return true
             case "false", "0", "no", "off": return false
@@ -108,21 +127,29 @@ extension Setting where Value == Bool {
 
 extension Setting {
     /// A setting without a default: nil unless given.
-    public init<Wrapped: Sendable>(flag: String, environment: String, key: String, valueName: String = "VALUE",
-                                   help: String, secret: Bool = false,
-                                   parse: @escaping @Sendable (_ text: String, _ flag: String) throws(CommandLineOptions.UsageError) -> Wrapped)
+    public init<Wrapped: Sendable>(
+        flag: String, environment: String, key: String, valueName: String = "VALUE",
+        help: String, secret: Bool = false,
+        parse: @escaping @Sendable (_ text: String, _ flag: String) throws(CommandLineOptions.UsageError) -> Wrapped
+    )
     where Value == Wrapped? {
-        self.init(flag: flag, environment: environment, key: key, default: nil, shown: nil, valueName: valueName, help: help,
-                  secret: secret) { text, flag throws(CommandLineOptions.UsageError) in try parse(text, flag) }
+        self.init(
+            flag: flag, environment: environment, key: key, default: nil, shown: nil, valueName: valueName, help: help,
+            secret: secret
+        ) { text, flag throws(CommandLineOptions.UsageError) in try parse(text, flag) }
     }
 }
 
 extension Setting where Value == String? {
     /// Text without a default: nil unless given (and, with `emptyIsUnset`, when given empty).
-    public static func text(flag: String, environment: String, key: String, valueName: String = "VALUE", help: String,
-                            secret: Bool = false, emptyIsUnset: Bool = false) -> Setting<String?> {
-        Setting<String?>(flag: flag, environment: environment, key: key, default: nil, shown: nil, valueName: valueName,
-                         help: help, secret: secret) { text, _ in emptyIsUnset && text.isEmpty ? nil : text }
+    public static func text(
+        flag: String, environment: String, key: String, valueName: String = "VALUE", help: String,
+        secret: Bool = false, emptyIsUnset: Bool = false
+    ) -> Setting<String?> {
+        Setting<String?>(
+            flag: flag, environment: environment, key: key, default: nil, shown: nil, valueName: valueName,
+            help: help, secret: secret
+        ) { text, _ in emptyIsUnset && text.isEmpty ? nil : text }
     }
 }
 
@@ -133,8 +160,10 @@ public enum SettingText {
         value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : String(value)
     }
 
-    public static func number(_ text: String, flag: String, range: ClosedRange<Double>) throws(CommandLineOptions.UsageError)
-        -> Double {
+    public static func number(_ text: String, flag: String, range: ClosedRange<Double>) throws(CommandLineOptions
+        .UsageError)
+        -> Double
+    {
         guard let value = Double(text), value.isFinite, range.contains(value) else {
             throw .init("\(flag) must be a number from \(range.lowerBound) to \(range.upperBound), got \"\(text)\"")
         }
@@ -142,12 +171,16 @@ public enum SettingText {
     }
 
     /// A whole number; written as a number (`1e6`, `3.0`) it is taken if it has no fraction.
-    public static func wholeNumber(_ text: String, flag: String, range: ClosedRange<Int>) throws(CommandLineOptions.UsageError)
-        -> Int {
+    public static func wholeNumber(_ text: String, flag: String, range: ClosedRange<Int>) throws(CommandLineOptions
+        .UsageError)
+        -> Int
+    {
         if let value = Int(text), range.contains(value) { return value }
         guard let value = Double(text), value == value.rounded(), value >= Double(range.lowerBound),
-              value <= Double(range.upperBound) else {
-            throw .init("\(flag) must be a whole number from \(range.lowerBound) to \(range.upperBound), got \"\(text)\"")
+            value <= Double(range.upperBound)
+        else {
+            throw .init(
+                "\(flag) must be a whole number from \(range.lowerBound) to \(range.upperBound), got \"\(text)\"")
         }
         return Int(value)
     }

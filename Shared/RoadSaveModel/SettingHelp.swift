@@ -5,7 +5,8 @@ public enum SettingHelp {
         settings.map { setting in
             let name = setting.isSwitch ? setting.flag : "\(setting.flag) VALUE"
             let padded = name.count < 28 ? name + String(repeating: " ", count: 28 - name.count) : name + " "
-            return "  \(padded)\(setting.help)\(defaultNote(setting))\n  \(String(repeating: " ", count: 28))env \(setting.environment), file key [\(setting.key)]"
+            return
+                "  \(padded)\(setting.help)\(defaultNote(setting))\n  \(String(repeating: " ", count: 28))env \(setting.environment), file key [\(setting.key)]"
         }.joined(separator: "\n")
     }
 

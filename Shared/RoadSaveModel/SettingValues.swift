@@ -9,8 +9,10 @@ public struct SettingValues: Sendable {
     /// The text given for each setting, by key; a setting not here takes its default.
     private var given: [String: (text: String, source: Source)] = [:]
 
-    public init(_ settings: [any AnySetting], options: CommandLineOptions, environment: [String: String] = [:],
-                file: [String: String] = [:]) {
+    public init(
+        _ settings: [any AnySetting], options: CommandLineOptions, environment: [String: String] = [:],
+        file: [String: String] = [:]
+    ) {
         self.settings = settings
         for setting in settings {
             if setting.isSwitch, options.has(setting.flag) {
@@ -26,8 +28,12 @@ public struct SettingValues: Sendable {
     }
 
     /// The options of `settings` for `CommandLineOptions`: those that take a value, and the switches.
-    public static func valued(_ settings: [any AnySetting]) -> Set<String> { Set(settings.filter { !$0.isSwitch }.map(\.flag)) }
-    public static func switches(_ settings: [any AnySetting]) -> Set<String> { Set(settings.filter(\.isSwitch).map(\.flag)) }
+    public static func valued(_ settings: [any AnySetting]) -> Set<String> {
+        Set(settings.filter { !$0.isSwitch }.map(\.flag))
+    }
+    public static func switches(_ settings: [any AnySetting]) -> Set<String> {
+        Set(settings.filter(\.isSwitch).map(\.flag))
+    }
 
     /// The setting's value: the text given, parsed and checked (the error names the flag), or its default.
     public func value<Value>(_ setting: Setting<Value>) throws(CommandLineOptions.UsageError) -> Value {

@@ -152,8 +152,10 @@ final class JSONStreamWriter {
                 case 0x09: append(UInt8(ascii: "t"))
                 default:
                     let hex = Array("0123456789abcdef".utf8)
-                    for escaped in [UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"),
-                                    hex[Int(byte >> 4)], hex[Int(byte & 0xF)]] { append(escaped) }
+                    for escaped in [
+                        UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"),
+                        hex[Int(byte >> 4)], hex[Int(byte & 0xF)],
+                    ] { append(escaped) }
                 }
             }
             append(UnsafeBufferPointer(rebasing: utf8[start...]))
@@ -179,7 +181,8 @@ final class JSONStreamWriter {
         }
         var text = value.description
         text.withUTF8 { utf8 in
-            let whole = utf8.count > 2 && utf8[utf8.count - 2] == UInt8(ascii: ".") && utf8[utf8.count - 1] == UInt8(ascii: "0")
+            let whole =
+                utf8.count > 2 && utf8[utf8.count - 2] == UInt8(ascii: ".") && utf8[utf8.count - 1] == UInt8(ascii: "0")
             append(UnsafeBufferPointer(rebasing: utf8[..<(whole ? utf8.count - 2 : utf8.count)]))
         }
     }
@@ -193,12 +196,15 @@ struct JSONStreamEncoder: Encoder {
     var userInfo: [CodingUserInfoKey: Any] { [:] }
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
-        KeyedEncodingContainer(JSONStreamKeyedContainer<Key>(writer: writer, identity: openContainer(UInt8(ascii: "{"), UInt8(ascii: "}")),
-                                                             index: depth))
+        KeyedEncodingContainer(
+            JSONStreamKeyedContainer<Key>(
+                writer: writer, identity: openContainer(UInt8(ascii: "{"), UInt8(ascii: "}")),
+                index: depth))
     }
 
     func unkeyedContainer() -> any UnkeyedEncodingContainer {
-        JSONStreamUnkeyedContainer(writer: writer, identity: openContainer(UInt8(ascii: "["), UInt8(ascii: "]")), index: depth)
+        JSONStreamUnkeyedContainer(
+            writer: writer, identity: openContainer(UInt8(ascii: "["), UInt8(ascii: "]")), index: depth)
     }
 
     func singleValueContainer() -> any SingleValueEncodingContainer {
@@ -219,7 +225,8 @@ struct JSONStreamEncoder: Encoder {
     /// opening bracket, or nothing at the top).
     func valueStarted() -> Bool {
         guard writer.depth == depth, let last = writer.lastByte else { return writer.depth > depth }
-        return !(last == UInt8(ascii: ":") || last == UInt8(ascii: ",") || last == UInt8(ascii: "[")
+        return
+            !(last == UInt8(ascii: ":") || last == UInt8(ascii: ",") || last == UInt8(ascii: "[")
             || last == UInt8(ascii: "{"))
     }
 
@@ -295,7 +302,9 @@ struct JSONStreamKeyedContainer<Key: CodingKey>: KeyedEncodingContainerProtocol 
         if member(key) { writer.writeLiteral(value ? "true" : "false") }
     }
     mutating func encode(_ value: String, forKey key: Key) throws { if member(key) { writer.writeString(value) } }
-    mutating func encode(_ value: Double, forKey key: Key) throws { if member(key) { writer.writeFloatingPoint(value) } }
+    mutating func encode(_ value: Double, forKey key: Key) throws {
+        if member(key) { writer.writeFloatingPoint(value) }
+    }
     mutating func encode(_ value: Float, forKey key: Key) throws { if member(key) { writer.writeFloatingPoint(value) } }
     mutating func encode(_ value: Int, forKey key: Key) throws { if member(key) { writer.writeInteger(value) } }
     mutating func encode(_ value: Int8, forKey key: Key) throws { if member(key) { writer.writeInteger(value) } }
@@ -313,11 +322,15 @@ struct JSONStreamKeyedContainer<Key: CodingKey>: KeyedEncodingContainerProtocol 
         try JSONStreamEncoder(writer: writer, depth: index + 1).encodeValue(value)
     }
 
-    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type,
-                                                        forKey key: Key) -> KeyedEncodingContainer<NestedKey> {
+    mutating func nestedContainer<NestedKey: CodingKey>(
+        keyedBy keyType: NestedKey.Type,
+        forKey key: Key
+    ) -> KeyedEncodingContainer<NestedKey> {
         let identity = member(key) ? writer.open(UInt8(ascii: "{"), UInt8(ascii: "}")) : -1
-        return KeyedEncodingContainer(JSONStreamKeyedContainer<NestedKey>(writer: writer, identity: identity,
-                                                                          index: index + 1))
+        return KeyedEncodingContainer(
+            JSONStreamKeyedContainer<NestedKey>(
+                writer: writer, identity: identity,
+                index: index + 1))
     }
 
     mutating func nestedUnkeyedContainer(forKey key: Key) -> any UnkeyedEncodingContainer {
@@ -375,10 +388,13 @@ struct JSONStreamUnkeyedContainer: UnkeyedEncodingContainer {
     }
 
     mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type)
-        -> KeyedEncodingContainer<NestedKey> {
+        -> KeyedEncodingContainer<NestedKey>
+    {
         let identity = element() ? writer.open(UInt8(ascii: "{"), UInt8(ascii: "}")) : -1
-        return KeyedEncodingContainer(JSONStreamKeyedContainer<NestedKey>(writer: writer, identity: identity,
-                                                                          index: index + 1))
+        return KeyedEncodingContainer(
+            JSONStreamKeyedContainer<NestedKey>(
+                writer: writer, identity: identity,
+                index: index + 1))
     }
 
     mutating func nestedUnkeyedContainer() -> any UnkeyedEncodingContainer {

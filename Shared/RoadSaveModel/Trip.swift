@@ -94,10 +94,12 @@ public struct TripInfo: Sendable, Equatable {
     /// fixes in a row had a speed, and in events written before it was kept.
     public var maxSpeed: Double?
 
-    public init(tripID: String, startDate: Double, endDate: Double, distanceMetres: Double, endReason: TripEndReason,
-                transportMode: TransportMode = .unknown, transportReason: TransportReason = .notClassified,
-                transportSigns: [TransportReason] = [], startLatitude: Double? = nil, startLongitude: Double? = nil,
-                endLatitude: Double? = nil, endLongitude: Double? = nil, maxSpeed: Double? = nil) {
+    public init(
+        tripID: String, startDate: Double, endDate: Double, distanceMetres: Double, endReason: TripEndReason,
+        transportMode: TransportMode = .unknown, transportReason: TransportReason = .notClassified,
+        transportSigns: [TransportReason] = [], startLatitude: Double? = nil, startLongitude: Double? = nil,
+        endLatitude: Double? = nil, endLongitude: Double? = nil, maxSpeed: Double? = nil
+    ) {
         self.tripID = tripID
         self.startDate = startDate
         self.endDate = endDate

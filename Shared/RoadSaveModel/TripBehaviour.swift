@@ -21,10 +21,12 @@ public struct TripBehaviour: Sendable, Equatable, Codable {
     public var smoothnessScore: Double?
     public var score: Double?
 
-    public init(tripID: String, endDate: Double, unscored: UnscoredReason? = nil, events: [DrivingEvent] = [],
-                distanceMetres: Double,
-                eventsPer100Kilometres: Double? = nil, longitudinalRMS: Double? = nil, lateralRMS: Double? = nil,
-                eventsScore: Double? = nil, smoothnessScore: Double? = nil, score: Double? = nil) {
+    public init(
+        tripID: String, endDate: Double, unscored: UnscoredReason? = nil, events: [DrivingEvent] = [],
+        distanceMetres: Double,
+        eventsPer100Kilometres: Double? = nil, longitudinalRMS: Double? = nil, lateralRMS: Double? = nil,
+        eventsScore: Double? = nil, smoothnessScore: Double? = nil, score: Double? = nil
+    ) {
         self.tripID = tripID
         self.endDate = endDate
         self.unscored = unscored
@@ -82,8 +84,10 @@ public struct DrivingEvent: Sendable, Equatable, Codable {
     /// The fixes it was judged on.
     public var fixes: Int
 
-    public init(kind: DrivingEventKind, severity: DrivingEventSeverity, start: Double, end: Double, peak: Double,
-                startSpeed: Double, endSpeed: Double, latitude: Double, longitude: Double, fixes: Int) {
+    public init(
+        kind: DrivingEventKind, severity: DrivingEventSeverity, start: Double, end: Double, peak: Double,
+        startSpeed: Double, endSpeed: Double, latitude: Double, longitude: Double, fixes: Int
+    ) {
         self.kind = kind
         self.severity = severity
         self.start = start

@@ -4,11 +4,14 @@ import RoadSaveModel
 /// Checks of ZeroMQ endpoints given in configuration, so a typo is reported at start, not as a bind error later.
 public enum Endpoint {
     /// `connecting`: the endpoint is one to connect to, so `*` is no host or port.
-    public static func validate(_ endpoint: String, flag: String,
-                                connecting: Bool = false) throws(CommandLineOptions.UsageError) -> String {
+    public static func validate(
+        _ endpoint: String, flag: String,
+        connecting: Bool = false
+    ) throws(CommandLineOptions.UsageError) -> String {
         let schemes = ["tcp://", "ipc://", "inproc://"]
         guard let scheme = schemes.first(where: { endpoint.hasPrefix($0) }) else {
-            throw .init("\(flag): \"\(endpoint)\" is not a ZeroMQ endpoint (tcp://HOST:PORT, ipc://PATH or inproc://NAME)")
+            throw .init(
+                "\(flag): \"\(endpoint)\" is not a ZeroMQ endpoint (tcp://HOST:PORT, ipc://PATH or inproc://NAME)")
         }
         let rest = endpoint.dropFirst(scheme.count)
         guard !rest.isEmpty else { throw .init("\(flag): \"\(endpoint)\" has no address") }

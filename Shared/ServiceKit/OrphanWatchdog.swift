@@ -1,13 +1,14 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Foundation
 import RoadSaveModel
 import SystemKit
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// Ends a process whose graceful stop takes too long after its supervisor died. While `roadsave up` lives, it kills
 /// a service that does not stop in time; once it is gone nobody would, and a hung stop would keep the data
@@ -25,7 +26,8 @@ enum OrphanWatchdog {
         let thread = Thread {
             Thread.sleep(forTimeInterval: limit)
             log.error("supervisor gone and the stop is taking too long: exiting", ["limit": String(limit)])
-            FileHandle.standardError.write(Data("stop did not finish within \(limit) s of the supervisor's end; exiting\n".utf8))
+            FileHandle.standardError.write(
+                Data("stop did not finish within \(limit) s of the supervisor's end; exiting\n".utf8))
             _exit(1)
         }
         thread.name = "orphan-watchdog"

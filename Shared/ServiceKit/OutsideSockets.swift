@@ -23,12 +23,16 @@ public final class OutsideSockets {
     /// Sets the handshake timeout on `socket` and starts its monitor. Call on the loop's thread, before `bind`.
     public static func watch(_ socket: ZMQSocket, name: String, loop: ReactorLoop, log: Log) throws {
         try socket.setHandshakeTimeout(milliseconds: handshakeTimeoutMilliseconds)
-        let sockets = loop.value(OutsideSockets.self) ?? {
-            let sockets = OutsideSockets(log: log)
-            loop.setValue(sockets)
-            _ = loop.every(sockets.budget.window) { [unowned sockets] in sockets.reportHeldBack(sockets.budget.roll(at: loop.now)) }
-            return sockets
-        }()
+        let sockets =
+            loop.value(OutsideSockets.self)
+            ?? {
+                let sockets = OutsideSockets(log: log)
+                loop.setValue(sockets)
+                _ = loop.every(sockets.budget.window) { [unowned sockets] in
+                    sockets.reportHeldBack(sockets.budget.roll(at: loop.now))
+                }
+                return sockets
+            }()
         let monitor = try SocketMonitor(socket, name: name, loop: loop) { [unowned sockets] closed in
             sockets.logClosed(closed, socket: name, loop: loop)
         }
@@ -59,7 +63,11 @@ public final class OutsideSockets {
 
     private func reportHeldBack(_ count: Int) {
         guard count > 0 else { return }
-        log.warning("connection log lines held back", ["count": String(count), "window": "\(Int(budget.window))s",
-                                                       "limit": String(budget.limit)])
+        log.warning(
+            "connection log lines held back",
+            [
+                "count": String(count), "window": "\(Int(budget.window))s",
+                "limit": String(budget.limit),
+            ])
     }
 }

@@ -8,14 +8,18 @@ public struct ServiceConfiguration: Sendable {
     public let values: SettingValues
     public private(set) var helpRequested = false
 
-    public static let configFlag = Setting<String?>.text(flag: "--config", environment: "ROADSAVE_CONFIG", key: "config",
-                                                         help: "JSON file of settings (keys as shown in brackets)")
+    public static let configFlag = Setting<String?>.text(
+        flag: "--config", environment: "ROADSAVE_CONFIG", key: "config",
+        help: "JSON file of settings (keys as shown in brackets)")
 
-    public init(specs: [any AnySetting], arguments: [String],
-                environment: [String: String] = ProcessInfo.processInfo.environment) throws(CommandLineOptions.UsageError) {
+    public init(
+        specs: [any AnySetting], arguments: [String],
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws(CommandLineOptions.UsageError) {
         let all = specs + [Self.configFlag]
-        let options = try CommandLineOptions(arguments, valued: SettingValues.valued(all),
-                                             flags: SettingValues.switches(all).union(["--help", "-h"]))
+        let options = try CommandLineOptions(
+            arguments, valued: SettingValues.valued(all),
+            flags: SettingValues.switches(all).union(["--help", "-h"]))
         helpRequested = options.has("--help") || options.has("-h")
         guard options.positional.isEmpty else {
             throw .init("unexpected argument \"\(options.positional[0])\"")
@@ -40,29 +44,36 @@ public struct ServiceConfiguration: Sendable {
         SettingHelp.service(specs + [configFlag])
     }
 
-    private static func readFile(_ path: String, known: Set<String>) throws(CommandLineOptions.UsageError) -> [String: String] {
-        guard let data = FileManager.default.contents(atPath: path) else { throw .init("--config: cannot read \(path)") }
+    private static func readFile(_ path: String, known: Set<String>) throws(CommandLineOptions.UsageError) -> [String:
+        String]
+    {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw .init("--config: cannot read \(path)")
+        }
         let value: JSONValue
         do {
             value = try JSONParser.parse([UInt8](data))
         } catch {
             throw .init("--config \(path): not JSON (\(error))")
         }
-        guard case let .object(members) = value else { throw .init("--config \(path): expected a JSON object") }
+        guard case .object(let members) = value else { throw .init("--config \(path): expected a JSON object") }
         var result: [String: String] = [:]
         for (key, member) in members {
             guard known.contains(key) else {
-                throw .init("--config \(path): unknown setting \"\(key)\"; known: \(known.sorted().joined(separator: ", "))")
+                throw .init(
+                    "--config \(path): unknown setting \"\(key)\"; known: \(known.sorted().joined(separator: ", "))")
             }
             switch member {
-            case let .string(text): result[key] = text
-            case let .number(number): result[key] = number == number.rounded() ? String(Int64(number)) : String(number)
-            case let .bool(flag): result[key] = flag ? "true" : "false"
-            case let .array(items):
+            case .string(let text): result[key] = text
+            case .number(let number): result[key] = number == number.rounded() ? String(Int64(number)) : String(number)
+            case .bool(let flag): result[key] = flag ? "true" : "false"
+            case .array(let items):
                 // Lists (applications, webhooks) are kept as comma-separated text.
                 var parts: [String] = []
                 for item in items {
-                    guard case let .string(text) = item else { throw .init("--config \(path): \(key) must hold strings") }
+                    guard case .string(let text) = item else {
+                        throw .init("--config \(path): \(key) must hold strings")
+                    }
                     parts.append(text)
                 }
                 result[key] = parts.joined(separator: ",")

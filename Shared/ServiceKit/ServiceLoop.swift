@@ -6,9 +6,11 @@ import ZeroMQ
 /// /healthz answers while a large store loads) until the loop has ended, `setUp` runs on the reactor's thread, and
 /// the ZeroMQ context is terminated, then `ended` runs, before `run` returns or throws the loop's failure.
 public enum ServiceLoop {
-    public static func run(_ reactor: Reactor, context: ZMQContext, metricsEndpoint: MetricsEndpoint?, log: Log,
-                           ended: () -> Void = {},
-                           setUp: @escaping @Sendable (ReactorLoop, ServiceMetrics) throws -> Void) throws {
+    public static func run(
+        _ reactor: Reactor, context: ZMQContext, metricsEndpoint: MetricsEndpoint?, log: Log,
+        ended: () -> Void = {},
+        setUp: @escaping @Sendable (ReactorLoop, ServiceMetrics) throws -> Void
+    ) throws {
         let metrics = try ServiceMetrics(endpoint: metricsEndpoint, log: log)
         defer { metrics.stop() }
         reactor.start { loop in try setUp(loop, metrics) }

@@ -1,12 +1,13 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 import Foundation
 import Metrics
 import RoadSaveModel
 import ZeroMQ
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#endif
 
 /// A service's /metrics, /healthz and /readyz (`--metrics-endpoint`): the HTTP server, started before the service's
 /// loop so that /healthz answers while a large store loads, and the loop's periodic post of what the service says
@@ -15,8 +16,11 @@ import ZeroMQ
 public final class ServiceMetrics: Sendable {
     /// `--metrics-endpoint`: nil when unset (or empty).
     public static let spec = Setting<MetricsEndpoint?>(
-        flag: "--metrics-endpoint", environment: "ROADSAVE_METRICS_ENDPOINT", key: "metricsEndpoint", default: nil, shown: nil,
-        help: "HOST:PORT to serve /metrics (Prometheus), /healthz and /readyz on over HTTP (127.0.0.1:9550, *:9550); unset: none") {
+        flag: "--metrics-endpoint", environment: "ROADSAVE_METRICS_ENDPOINT", key: "metricsEndpoint", default: nil,
+        shown: nil,
+        help:
+            "HOST:PORT to serve /metrics (Prometheus), /healthz and /readyz on over HTTP (127.0.0.1:9550, *:9550); unset: none"
+    ) {
         text, flag throws(CommandLineOptions.UsageError) in
         guard !text.isEmpty else { return nil }
         do {
@@ -27,7 +31,9 @@ public final class ServiceMetrics: Sendable {
     }
 
     /// The endpoint of `--metrics-endpoint`, nil when unset.
-    public static func endpoint(_ source: ServiceConfiguration) throws(CommandLineOptions.UsageError) -> MetricsEndpoint? {
+    public static func endpoint(_ source: ServiceConfiguration) throws(CommandLineOptions.UsageError)
+        -> MetricsEndpoint?
+    {
         try source.value(spec)
     }
 
@@ -46,12 +52,17 @@ public final class ServiceMetrics: Sendable {
         }
         let server = try MetricsHTTPServer(endpoint: endpoint, board: board)
         self.server = server
-        log.info("metrics listening", ["endpoint": "http://\(endpoint.host):\(server.port)",
-                                       "paths": "/metrics /healthz /readyz"])
+        log.info(
+            "metrics listening",
+            [
+                "endpoint": "http://\(endpoint.host):\(server.port)",
+                "paths": "/metrics /healthz /readyz",
+            ])
         if !endpoint.isLoopback {
             // Counters and endpoint names only, nothing of a device; still, say who can read them.
-            log.warning("the metrics endpoint is plain HTTP without authentication, open to whoever reaches "
-                        + "\(endpoint): keep it on a private network or behind the scraper's proxy")
+            log.warning(
+                "the metrics endpoint is plain HTTP without authentication, open to whoever reaches "
+                    + "\(endpoint): keep it on a private network or behind the scraper's proxy")
         }
     }
 
@@ -78,14 +89,18 @@ enum ProcessMetrics {
     static func families(startedAt: Double) -> [MetricFamily] {
         var usage = rusage()
         getrusage(RUSAGE_SELF.rawValue, &usage)
-        let cpu = Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
+        let cpu =
+            Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
             + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
         var families: [MetricFamily] = [
             .single("process_cpu_seconds_total", .counter, "User and system CPU time spent in seconds.", cpu),
-            .single("process_start_time_seconds", .gauge, "Start time of the process since unix epoch in seconds.", startedAt),
+            .single(
+                "process_start_time_seconds", .gauge, "Start time of the process since unix epoch in seconds.",
+                startedAt),
         ]
         if let resident = residentBytes() {
-            families.append(.single("process_resident_memory_bytes", .gauge, "Resident memory size in bytes.", resident))
+            families.append(
+                .single("process_resident_memory_bytes", .gauge, "Resident memory size in bytes.", resident))
         }
         return families
     }

@@ -1,12 +1,13 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Foundation
 import RoadSaveModel
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// A long-running service: `run()` blocks until `stop()` (from another thread) has shut it down gracefully.
 public protocol RunnableService: AnyObject, Sendable {
@@ -45,8 +46,10 @@ public enum ServiceRunner {
         ShutdownSignals.block()
         // A subscriber or a pipe going away must be an error on that write, not the end of the service.
         signal(SIGPIPE, SIG_IGN)
-        let usage = "Usage: roadsave \(name) [options]\n\n\(summary)\n\nOptions (flag, environment variable, config file key; flags win, then the environment, then the file):\n"
-            + ServiceConfiguration.optionsHelp(specs) + "\n  -h, --help                  this text and the effective configuration"
+        let usage =
+            "Usage: roadsave \(name) [options]\n\n\(summary)\n\nOptions (flag, environment variable, config file key; flags win, then the environment, then the file):\n"
+            + ServiceConfiguration.optionsHelp(specs)
+            + "\n  -h, --help                  this text and the effective configuration"
         let source: ServiceConfiguration
         do {
             source = try ServiceConfiguration(specs: specs, arguments: arguments)
@@ -108,7 +111,8 @@ public enum ServiceRunner {
     }
 
     static func fail(_ name: String, _ message: String) -> Int32 {
-        FileHandle.standardError.write(Data("roadsave \(name): \(message)\nRun 'roadsave \(name) --help' for usage.\n".utf8))
+        FileHandle.standardError.write(
+            Data("roadsave \(name): \(message)\nRun 'roadsave \(name) --help' for usage.\n".utf8))
         return 2
     }
 }

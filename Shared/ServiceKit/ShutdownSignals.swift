@@ -1,7 +1,8 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// SIGTERM and SIGINT as a graceful-shutdown request. The signals are blocked first thing (DESIGN-NOTES pitfall 6:
 /// a SIGTERM before a handler exists would kill the process) and then taken synchronously by one thread with

@@ -13,10 +13,12 @@ public enum DataDirectory {
             }
         } else {
             do {
-                try manager.createDirectory(atPath: path, withIntermediateDirectories: true,
-                                            attributes: [.posixPermissions: 0o700])
+                try manager.createDirectory(
+                    atPath: path, withIntermediateDirectories: true,
+                    attributes: [.posixPermissions: 0o700])
             } catch {
-                throw StorageError(code: -1, message: "cannot create data directory \(path): \(error.localizedDescription)")
+                throw StorageError(
+                    code: -1, message: "cannot create data directory \(path): \(error.localizedDescription)")
             }
         }
         guard manager.isWritableFile(atPath: path) else {

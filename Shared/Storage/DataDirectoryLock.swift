@@ -1,18 +1,19 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// An exclusive hold on a data directory for as long as a service runs, so two processes never share a store: an
 /// advisory `flock` on `DIR/LOCK`, which holds the pid of the process that has it (for the message of the next one).
 ///
 /// `flock` rather than a pid file alone: the kernel drops the lock when the process ends, however it ends (SIGKILL
 /// included), so a stale LOCK file never blocks a restart. The file stays; only the lock on it matters.
-public final class DataDirectoryLock: Sendable {  // immutable after init; the fd is only closed in deinit
+public final class DataDirectoryLock: Sendable { // immutable after init; the fd is only closed in deinit
     /// How long a second process waits by default: a predecessor that was just told to stop (its supervisor died, or
     /// was restarted) may still be finishing its last commit.
     public static let defaultWait = 10.0
@@ -30,7 +31,8 @@ public final class DataDirectoryLock: Sendable {  // immutable after init; the f
         let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else {
             let reason = String(cString: strerror(errno))
-            throw StorageError(code: -1, message: "cannot open the lock file \(path) of data directory \(directory): \(reason)")
+            throw StorageError(
+                code: -1, message: "cannot open the lock file \(path) of data directory \(directory): \(reason)")
         }
         let deadline = Date().addingTimeInterval(wait)
         while flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
@@ -40,10 +42,17 @@ public final class DataDirectoryLock: Sendable {  // immutable after init; the f
                 let holder = Self.readHolder(descriptor)
                 close(descriptor)
                 if failure != EWOULDBLOCK {
-                    throw StorageError(code: -1, message: "cannot lock data directory \(directory) (\(path)): \(String(cString: strerror(failure)))")
+                    throw StorageError(
+                        code: -1,
+                        message:
+                            "cannot lock data directory \(directory) (\(path)): \(String(cString: strerror(failure)))")
                 }
                 let who = holder.map { "process \($0)" } ?? "another process"
-                throw StorageError(code: -1, message: "data directory \(directory) is in use by \(who) (lock \(path) still held after waiting \(Self.seconds(wait)) s); two processes must not share a store: stop the other one or give this one its own --data-dir")
+                throw StorageError(
+                    code: -1,
+                    message:
+                        "data directory \(directory) is in use by \(who) (lock \(path) still held after waiting \(Self.seconds(wait)) s); two processes must not share a store: stop the other one or give this one its own --data-dir"
+                )
             }
             usleep(100_000)
         }

@@ -23,8 +23,10 @@ public final class SQLiteDatabase {
 
     /// Opens (creating if needed) the database at `path`. `pageSize` (bytes, a power of two from 512 to 65536) is
     /// taken by a database created here; one that exists keeps the size it was made with.
-    public init(path: String, synchronous: Synchronous = .full, busyTimeoutMilliseconds: Int32 = 5000,
-                pageSize: Int? = nil) throws(StorageError) {
+    public init(
+        path: String, synchronous: Synchronous = .full, busyTimeoutMilliseconds: Int32 = 5000,
+        pageSize: Int? = nil
+    ) throws(StorageError) {
         self.path = path
         var opened: OpaquePointer?
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
@@ -41,7 +43,8 @@ public final class SQLiteDatabase {
         if let pageSize { try execute("PRAGMA page_size=\(pageSize)") }
         let mode = try text("PRAGMA journal_mode=WAL")
         guard mode.lowercased() == "wal" else {
-            throw StorageError(code: -1, message: "\(path): the file system does not support WAL mode (journal_mode=\(mode))")
+            throw StorageError(
+                code: -1, message: "\(path): the file system does not support WAL mode (journal_mode=\(mode))")
         }
         try execute("PRAGMA synchronous=\(synchronous.rawValue)")
         try execute("PRAGMA foreign_keys=ON")

@@ -56,14 +56,15 @@ public final class SQLiteStatement {
             let index = Int32(offset + 1)
             let result: Int32
             switch parameter.sqliteValue {
-            case let .integer(value): result = sqlite3_bind_int64(handle, index, value)
-            case let .real(value): result = sqlite3_bind_double(handle, index, value)
-            case let .text(value): result = sqlite3_bind_text(handle, index, value, -1, SQLiteDatabase.transient)
-            case let .blob(bytes):
+            case .integer(let value): result = sqlite3_bind_int64(handle, index, value)
+            case .real(let value): result = sqlite3_bind_double(handle, index, value)
+            case .text(let value): result = sqlite3_bind_text(handle, index, value, -1, SQLiteDatabase.transient)
+            case .blob(let bytes):
                 result = bytes.withUnsafeBytes { buffer in
                     // A zero-length blob still needs a non-null pointer, or SQLite stores NULL.
-                    sqlite3_bind_blob(handle, index, buffer.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(buffer.count),
-                                      SQLiteDatabase.transient)
+                    sqlite3_bind_blob(
+                        handle, index, buffer.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(buffer.count),
+                        SQLiteDatabase.transient)
                 }
             case .null: result = sqlite3_bind_null(handle, index)
             }

@@ -1,11 +1,12 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import SystemKit
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// Progress of a long command (replay, send, simulate, convert) on one line of the terminal: what is done, how fast,
 /// and, when the total is known, the percentage and the time left, e.g.
@@ -77,8 +78,10 @@ public struct ProgressMeter {
 
     /// A meter that draws on `display` (none: a meter that does nothing). `total` is the position at which the
     /// work is done; without `advance(at:)` the position is the count.
-    public init(label: String, noun: String = "records", total: Int? = nil, display: (any ProgressDisplay)?,
-                clock: @escaping () -> Double = ProgressMeter.monotonicClock(), timing: Timing = Timing()) {
+    public init(
+        label: String, noun: String = "records", total: Int? = nil, display: (any ProgressDisplay)?,
+        clock: @escaping () -> Double = ProgressMeter.monotonicClock(), timing: Timing = Timing()
+    ) {
         self.label = label
         self.noun = noun
         self.total = total
@@ -98,25 +101,30 @@ public struct ProgressMeter {
     /// The meter of a command: on `StatusLine.standardError` when `shouldShow` says so for this process.
     /// `writesStandardOutput`: the command writes to standard output while it works (records, events), which must
     /// not land on the progress line when standard output is the same terminal.
-    public static func standardError(label: String, noun: String = "records", total: Int? = nil,
-                                     turnedOff: Bool, writesStandardOutput: Bool) -> ProgressMeter {
-        let show = shouldShow(standardErrorIsTerminal: isatty(2) == 1, standardOutputIsTerminal: isatty(1) == 1,
-                              writesStandardOutput: writesStandardOutput, term: getenv("TERM").map { String(cString: $0) },
-                              turnedOff: turnedOff)
+    public static func standardError(
+        label: String, noun: String = "records", total: Int? = nil,
+        turnedOff: Bool, writesStandardOutput: Bool
+    ) -> ProgressMeter {
+        let show = shouldShow(
+            standardErrorIsTerminal: isatty(2) == 1, standardOutputIsTerminal: isatty(1) == 1,
+            writesStandardOutput: writesStandardOutput, term: getenv("TERM").map { String(cString: $0) },
+            turnedOff: turnedOff)
         // Whether it shows is decided as above either way; the variable only changes when it draws.
         let timing = Timing(environment: getenv(timingVariable).map { String(cString: $0) })
-        return ProgressMeter(label: label, noun: noun, total: total, display: show ? StatusLine.standardError : nil,
-                             timing: timing)
+        return ProgressMeter(
+            label: label, noun: noun, total: total, display: show ? StatusLine.standardError : nil,
+            timing: timing)
     }
 
     /// The hidden environment variable of `Timing.drawEvery`.
     public static let timingVariable = "ROADSAVE_PROGRESS_EVERY"
 
-
     /// Progress is shown only on a terminal that can redraw a line (not `TERM=dumb`), unless `--no-progress`
     /// turned it off, and not when the command's own output goes to a terminal while it works.
-    public static func shouldShow(standardErrorIsTerminal: Bool, standardOutputIsTerminal: Bool,
-                                  writesStandardOutput: Bool, term: String?, turnedOff: Bool) -> Bool {
+    public static func shouldShow(
+        standardErrorIsTerminal: Bool, standardOutputIsTerminal: Bool,
+        writesStandardOutput: Bool, term: String?, turnedOff: Bool
+    ) -> Bool {
         !turnedOff && standardErrorIsTerminal && term != "dumb" && !(writesStandardOutput && standardOutputIsTerminal)
     }
 
@@ -225,8 +233,10 @@ public struct ProgressMeter {
     // MARK: Formatting
 
     /// "replay: 412,345 records, 981,234 records/s, 37%, 0:04 left"; the parts not known are left out.
-    public static func text(label: String, count: Int, noun: String, rate: Double?, fraction: Double?,
-                            left: Double?) -> String {
+    public static func text(
+        label: String, count: Int, noun: String, rate: Double?, fraction: Double?,
+        left: Double?
+    ) -> String {
         var text = "\(label): \(grouped(count)) \(noun)"
         if let rate { text += ", \(Self.rate(rate)) \(noun)/s" }
         if let fraction { text += ", \(Int((fraction * 100).rounded(.down)))%" }

@@ -1,12 +1,13 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Synchronization
 import SystemKit
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// One line at the bottom of a terminal that is redrawn in place (`\r`, then "erase to the end of the line",
 /// `ESC [ K`), and the other lines written to the same terminal while it is shown. A log line written as it is would

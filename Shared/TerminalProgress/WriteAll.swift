@@ -1,9 +1,9 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Writes every byte to a file descriptor with `write(2)`, retrying after `EINTR` and partial writes; false when the
@@ -29,9 +29,9 @@ public func writeAll(_ descriptor: Int32, _ text: String) -> Bool {
 }
 
 #if canImport(Glibc)
-private let systemWrite = Glibc.write
+    private let systemWrite = Glibc.write
 #elseif canImport(Musl)
-private let systemWrite = Musl.write
+    private let systemWrite = Musl.write
 #elseif canImport(Darwin)
-private let systemWrite = Darwin.write
+    private let systemWrite = Darwin.write
 #endif

@@ -36,8 +36,9 @@ public struct Acknowledgement: Equatable, Sendable {
     /// The answer to a batch refused whole, unread, because its gateway is over its rate limit: nothing accepted, one
     /// rejection at index -1 with field `rate`, and when to send it again. Not a verdict on the records.
     public static func rateLimited(reason: String, retryAfterMs: Int) -> Acknowledgement {
-        Acknowledgement(accepted: 0, rejected: [Rejection(index: -1, field: rateField, reason: reason)],
-                        retryAfterMs: max(0, retryAfterMs))
+        Acknowledgement(
+            accepted: 0, rejected: [Rejection(index: -1, field: rateField, reason: reason)],
+            retryAfterMs: max(0, retryAfterMs))
     }
 
     /// The milliseconds to wait before sending the batch again when it was refused for the rate limit (a `rate`
@@ -63,13 +64,17 @@ public struct Acknowledgement: Equatable, Sendable {
     public var value: JSONValue {
         var members: [(String, JSONValue)] = [
             ("accepted", .number(Double(accepted))),
-            ("rejected", .array(rejected.map { rejection in
-                .object([
-                    ("index", .number(Double(rejection.index))),
-                    ("field", .string(rejection.field)),
-                    ("reason", .string(rejection.reason)),
-                ])
-            })),
+            (
+                "rejected",
+                .array(
+                    rejected.map { rejection in
+                        .object([
+                            ("index", .number(Double(rejection.index))),
+                            ("field", .string(rejection.field)),
+                            ("reason", .string(rejection.reason)),
+                        ])
+                    })
+            ),
         ]
         if let retryAfterMs { members.append(("retryAfterMs", .number(Double(retryAfterMs)))) }
         return .object(members)
@@ -85,11 +90,13 @@ public struct Acknowledgement: Equatable, Sendable {
     /// Reads an acknowledgement (with `retryAfterMs` when present); members other than those of PROTOCOL §7 are ignored, and a missing or mistyped one
     /// is an `unexpectedShape` error naming it.
     public static func decode(_ bytes: some Collection<UInt8>, contentType: ContentType) throws(WireError)
-        -> Acknowledgement {
-        let document: JSONValue = switch contentType {
-        case .json: try JSONText.decode(bytes)
-        case .msgpack: try MessagePack.decode(bytes)
-        }
+        -> Acknowledgement
+    {
+        let document: JSONValue =
+            switch contentType {
+            case .json: try JSONText.decode(bytes)
+            case .msgpack: try MessagePack.decode(bytes)
+            }
         return try Acknowledgement(value: document)
     }
 
@@ -101,7 +108,7 @@ public struct Acknowledgement: Equatable, Sendable {
         guard let list = value["rejected"] else {
             throw WireError(.unexpectedShape, "missing", path: "rejected")
         }
-        guard case let .array(entries) = list else {
+        guard case .array(let entries) = list else {
             throw WireError(.unexpectedShape, "expected an array, found \(list.typeName)", path: "rejected")
         }
         var rejected: [Rejection] = []
@@ -111,9 +118,11 @@ public struct Acknowledgement: Equatable, Sendable {
             guard case .object = entry else {
                 throw WireError(.unexpectedShape, "expected an object, found \(entry.typeName)", path: path)
             }
-            rejected.append(Rejection(index: try Self.integer(entry["index"], path: path + ".index", minimum: -1),
-                                      field: try Self.string(entry["field"], path: path + ".field"),
-                                      reason: try Self.string(entry["reason"], path: path + ".reason")))
+            rejected.append(
+                Rejection(
+                    index: try Self.integer(entry["index"], path: path + ".index", minimum: -1),
+                    field: try Self.string(entry["field"], path: path + ".field"),
+                    reason: try Self.string(entry["reason"], path: path + ".reason")))
         }
         self.rejected = rejected
         if let member = value["retryAfterMs"] {
@@ -125,8 +134,9 @@ public struct Acknowledgement: Equatable, Sendable {
 
     private static func integer(_ value: JSONValue?, path: String, minimum: Int) throws(WireError) -> Int {
         guard let value else { throw WireError(.unexpectedShape, "missing", path: path) }
-        guard case let .number(number) = value, number == number.rounded(), number >= Double(minimum),
-              number <= 9_007_199_254_740_992 else {
+        guard case .number(let number) = value, number == number.rounded(), number >= Double(minimum),
+            number <= 9_007_199_254_740_992
+        else {
             throw WireError(.unexpectedShape, "expected an integer ≥ \(minimum), found \(describe(value))", path: path)
         }
         return Int(number)
@@ -134,14 +144,14 @@ public struct Acknowledgement: Equatable, Sendable {
 
     private static func string(_ value: JSONValue?, path: String) throws(WireError) -> String {
         guard let value else { throw WireError(.unexpectedShape, "missing", path: path) }
-        guard case let .string(text) = value else {
+        guard case .string(let text) = value else {
             throw WireError(.unexpectedShape, "expected a string, found \(value.typeName)", path: path)
         }
         return text
     }
 
     private static func describe(_ value: JSONValue) -> String {
-        if case let .number(number) = value { return JSONText.number(number) }
+        if case .number(let number) = value { return JSONText.number(number) }
         return value.typeName
     }
 }

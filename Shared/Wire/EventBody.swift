@@ -32,17 +32,19 @@ public enum EventBody {
     public static func encode(_ event: RoadSaveEvent) -> [UInt8] {
         MessagePack.withPacker(capacity: 200) { packer in
             switch event.body {
-            case let .tripDidStart(info):
+            case .tripDidStart(let info):
                 packer.packMapHeader(5)
                 packEventHead(event, packer)
                 packer.pack("tripID")
                 packer.pack(info.tripID)
                 packer.pack("startDate")
                 packer.pack(double: info.startDate)
-            case let .tripDidEnd(info):
-                let whereabouts = [("startLatitude", info.startLatitude), ("startLongitude", info.startLongitude),
-                                   ("endLatitude", info.endLatitude), ("endLongitude", info.endLongitude),
-                                   ("maxSpeed", info.maxSpeed)].compactMap { key, value in value.map { (key, $0) } }
+            case .tripDidEnd(let info):
+                let whereabouts = [
+                    ("startLatitude", info.startLatitude), ("startLongitude", info.startLongitude),
+                    ("endLatitude", info.endLatitude), ("endLongitude", info.endLongitude),
+                    ("maxSpeed", info.maxSpeed),
+                ].compactMap { key, value in value.map { (key, $0) } }
                 packer.packMapHeader(10 + (info.transportSigns.isEmpty ? 0 : 1) + whereabouts.count)
                 packEventHead(event, packer)
                 packer.pack("tripID")
@@ -69,7 +71,7 @@ public enum EventBody {
                     packer.pack(key)
                     packer.pack(double: value)
                 }
-            case let .crashDetected(info):
+            case .crashDetected(let info):
                 let details = info.details.map(detailNumbers) ?? []
                 let detailCount = info.details.map { 5 + ($0.tripID == nil ? 0 : 1) } ?? 0
                 packer.packMapHeader(9 + details.count + detailCount)
@@ -113,10 +115,12 @@ public enum EventBody {
                         packer.pack(double: value)
                     }
                 }
-            case let .crashFollowUp(info):
-                let known = [("distanceMoved", info.distanceMoved), ("maxSpeedAfter", info.maxSpeedAfter),
-                             ("latitude", info.latitude), ("longitude", info.longitude)]
-                    .compactMap { key, value in value.map { (key, $0) } }
+            case .crashFollowUp(let info):
+                let known = [
+                    ("distanceMoved", info.distanceMoved), ("maxSpeedAfter", info.maxSpeedAfter),
+                    ("latitude", info.latitude), ("longitude", info.longitude),
+                ]
+                .compactMap { key, value in value.map { (key, $0) } }
                 packer.packMapHeader(12 + known.count)
                 packEventHead(event, packer)
                 packer.pack("crashID")
@@ -141,7 +145,7 @@ public enum EventBody {
                     packer.pack(key)
                     packer.pack(double: value)
                 }
-            case let .tripBehaviour(info):
+            case .tripBehaviour(let info):
                 let figures = behaviourFigures(info)
                 packer.packMapHeader(7 + (info.unscored == nil ? 0 : 1) + figures.count)
                 packEventHead(event, packer)
@@ -167,9 +171,11 @@ public enum EventBody {
                     packer.pack(item.kind.rawValue)
                     packer.pack("severity")
                     packer.pack(item.severity.rawValue)
-                    for (key, value) in [("start", item.start), ("end", item.end), ("peak", item.peak),
-                                         ("startSpeed", item.startSpeed), ("endSpeed", item.endSpeed),
-                                         ("latitude", item.latitude), ("longitude", item.longitude)] {
+                    for (key, value) in [
+                        ("start", item.start), ("end", item.end), ("peak", item.peak),
+                        ("startSpeed", item.startSpeed), ("endSpeed", item.endSpeed),
+                        ("latitude", item.latitude), ("longitude", item.longitude),
+                    ] {
                         packer.pack(key)
                         packer.pack(double: value)
                     }
@@ -182,18 +188,22 @@ public enum EventBody {
 
     /// A behaviour's figures that are known (a scored trip's), by key.
     private static func behaviourFigures(_ info: TripBehaviour) -> [(String, Double)] {
-        [("score", info.score), ("eventsScore", info.eventsScore), ("smoothnessScore", info.smoothnessScore),
-         ("eventsPer100Kilometres", info.eventsPer100Kilometres), ("longitudinalRMS", info.longitudinalRMS),
-         ("lateralRMS", info.lateralRMS)]
-            .compactMap { key, value in value.map { (key, $0) } }
+        [
+            ("score", info.score), ("eventsScore", info.eventsScore), ("smoothnessScore", info.smoothnessScore),
+            ("eventsPer100Kilometres", info.eventsPer100Kilometres), ("longitudinalRMS", info.longitudinalRMS),
+            ("lateralRMS", info.lateralRMS),
+        ]
+        .compactMap { key, value in value.map { (key, $0) } }
     }
 
     /// The crash details' numbers that are known, by key.
     private static func detailNumbers(_ details: CrashDetails) -> [(String, Double)] {
-        [("speedBeforeImpact", details.speedBeforeImpact), ("speedAfterImpact", details.speedAfterImpact),
-         ("deltaV", details.deltaV), ("impactDurationMs", details.impactDurationMs), ("heading", details.heading),
-         ("positionAccuracy", details.positionAccuracy), ("positionAge", details.positionAge)]
-            .compactMap { key, value in value.map { (key, $0) } }
+        [
+            ("speedBeforeImpact", details.speedBeforeImpact), ("speedAfterImpact", details.speedAfterImpact),
+            ("deltaV", details.deltaV), ("impactDurationMs", details.impactDurationMs), ("heading", details.heading),
+            ("positionAccuracy", details.positionAccuracy), ("positionAge", details.positionAge),
+        ]
+        .compactMap { key, value in value.map { (key, $0) } }
     }
 
     private static func packEventHead(_ event: RoadSaveEvent, _ packer: Packer) {
@@ -216,8 +226,10 @@ public enum EventBody {
         let device = DeviceID(app: try fields.identifier("app"), user: try fields.identifier("user"))
         switch name {
         case "tripDidStart":
-            return RoadSaveEvent(device: device, body: .tripDidStart(
-                TripStartInfo(tripID: try fields.identifier("tripID"), startDate: try fields.number("startDate"))))
+            return RoadSaveEvent(
+                device: device,
+                body: .tripDidStart(
+                    TripStartInfo(tripID: try fields.identifier("tripID"), startDate: try fields.number("startDate"))))
         case "tripDidEnd":
             let reasonName = try fields.string("endReason")
             guard let reason = TripEndReason(rawValue: reasonName) else {
@@ -230,28 +242,35 @@ public enum EventBody {
             }
             let modeReasonName = try fields.optionalString("transportReason") ?? TransportReason.notClassified.rawValue
             guard let modeReason = TransportReason(rawValue: modeReasonName) else {
-                throw WireError(.invalidEvent, "unknown transport reason \"\(modeReasonName)\"", path: "transportReason")
+                throw WireError(
+                    .invalidEvent, "unknown transport reason \"\(modeReasonName)\"", path: "transportReason")
             }
-            return RoadSaveEvent(device: device, body: .tripDidEnd(
-                TripInfo(tripID: try fields.identifier("tripID"), startDate: try fields.number("startDate"),
-                         endDate: try fields.number("endDate"), distanceMetres: try fields.number("distanceMetres"),
-                         endReason: reason, transportMode: mode, transportReason: modeReason,
-                         transportSigns: try fields.transportSigns(),
-                         startLatitude: try fields.numberIfPresent("startLatitude"),
-                         startLongitude: try fields.numberIfPresent("startLongitude"),
-                         endLatitude: try fields.numberIfPresent("endLatitude"),
-                         endLongitude: try fields.numberIfPresent("endLongitude"),
-                         maxSpeed: try fields.numberIfPresent("maxSpeed"))))
+            return RoadSaveEvent(
+                device: device,
+                body: .tripDidEnd(
+                    TripInfo(
+                        tripID: try fields.identifier("tripID"), startDate: try fields.number("startDate"),
+                        endDate: try fields.number("endDate"), distanceMetres: try fields.number("distanceMetres"),
+                        endReason: reason, transportMode: mode, transportReason: modeReason,
+                        transportSigns: try fields.transportSigns(),
+                        startLatitude: try fields.numberIfPresent("startLatitude"),
+                        startLongitude: try fields.numberIfPresent("startLongitude"),
+                        endLatitude: try fields.numberIfPresent("endLatitude"),
+                        endLongitude: try fields.numberIfPresent("endLongitude"),
+                        maxSpeed: try fields.numberIfPresent("maxSpeed"))))
         case "crashDetected":
             let confidenceName = try fields.string("confidence")
             guard let confidence = CrashConfidence(rawValue: confidenceName) else {
                 throw WireError(.invalidEvent, "unknown confidence \"\(confidenceName)\"", path: "confidence")
             }
-            return RoadSaveEvent(device: device, body: .crashDetected(
-                CrashInfo(crashID: try fields.identifier("crashID"), confidence: confidence,
-                          detectedAt: try fields.number("detectedAt"), latitude: try fields.optionalNumber("latitude"),
-                          longitude: try fields.optionalNumber("longitude"), isTest: try fields.bool("isTest"),
-                          details: try fields.crashDetails())))
+            return RoadSaveEvent(
+                device: device,
+                body: .crashDetected(
+                    CrashInfo(
+                        crashID: try fields.identifier("crashID"), confidence: confidence,
+                        detectedAt: try fields.number("detectedAt"), latitude: try fields.optionalNumber("latitude"),
+                        longitude: try fields.optionalNumber("longitude"), isTest: try fields.bool("isTest"),
+                        details: try fields.crashDetails())))
         case "crashFollowUp":
             let confidenceName = try fields.string("confidence")
             guard let confidence = CrashConfidence(rawValue: confidenceName) else {
@@ -261,16 +280,20 @@ public enum EventBody {
             guard let outcome = CrashFollowUpOutcome(rawValue: outcomeName) else {
                 throw WireError(.invalidEvent, "unknown outcome \"\(outcomeName)\"", path: "outcome")
             }
-            return RoadSaveEvent(device: device, body: .crashFollowUp(
-                CrashFollowUpInfo(crashID: try fields.identifier("crashID"), confidence: confidence,
-                                  detectedAt: try fields.number("detectedAt"),
-                                  observedUntil: try fields.number("observedUntil"), outcome: outcome,
-                                  isTest: try fields.bool("isTest"), records: try fields.count("records"),
-                                  secondsOfData: try fields.number("secondsOfData"), distanceMoved:
-                                    try fields.numberIfPresent("distanceMoved"), steps: try fields.count("steps"),
-                                  maxSpeedAfter: try fields.numberIfPresent("maxSpeedAfter"),
-                                  latitude: try fields.numberIfPresent("latitude"),
-                                  longitude: try fields.numberIfPresent("longitude"))))
+            return RoadSaveEvent(
+                device: device,
+                body: .crashFollowUp(
+                    CrashFollowUpInfo(
+                        crashID: try fields.identifier("crashID"), confidence: confidence,
+                        detectedAt: try fields.number("detectedAt"),
+                        observedUntil: try fields.number("observedUntil"), outcome: outcome,
+                        isTest: try fields.bool("isTest"), records: try fields.count("records"),
+                        secondsOfData: try fields.number("secondsOfData"),
+                        distanceMoved:
+                            try fields.numberIfPresent("distanceMoved"), steps: try fields.count("steps"),
+                        maxSpeedAfter: try fields.numberIfPresent("maxSpeedAfter"),
+                        latitude: try fields.numberIfPresent("latitude"),
+                        longitude: try fields.numberIfPresent("longitude"))))
         case "tripBehaviour":
             let reasonName = try fields.optionalString("unscoredReason")
             let unscored = try reasonName.map { name throws(WireError) in
@@ -279,19 +302,23 @@ public enum EventBody {
                 }
                 return reason
             }
-            return RoadSaveEvent(device: device, body: .tripBehaviour(
-                TripBehaviour(tripID: try fields.identifier("tripID"), endDate: try fields.number("endDate"),
-                              unscored: unscored, events: try fields.drivingEvents(),
-                              distanceMetres: try fields.number("distanceMetres"),
-                              eventsPer100Kilometres: try fields.numberIfPresent("eventsPer100Kilometres"),
-                              longitudinalRMS: try fields.numberIfPresent("longitudinalRMS"),
-                              lateralRMS: try fields.numberIfPresent("lateralRMS"),
-                              eventsScore: try fields.numberIfPresent("eventsScore"),
-                              smoothnessScore: try fields.numberIfPresent("smoothnessScore"),
-                              score: try fields.numberIfPresent("score"))))
+            return RoadSaveEvent(
+                device: device,
+                body: .tripBehaviour(
+                    TripBehaviour(
+                        tripID: try fields.identifier("tripID"), endDate: try fields.number("endDate"),
+                        unscored: unscored, events: try fields.drivingEvents(),
+                        distanceMetres: try fields.number("distanceMetres"),
+                        eventsPer100Kilometres: try fields.numberIfPresent("eventsPer100Kilometres"),
+                        longitudinalRMS: try fields.numberIfPresent("longitudinalRMS"),
+                        lateralRMS: try fields.numberIfPresent("lateralRMS"),
+                        eventsScore: try fields.numberIfPresent("eventsScore"),
+                        smoothnessScore: try fields.numberIfPresent("smoothnessScore"),
+                        score: try fields.numberIfPresent("score"))))
         default:
-            throw WireError(.invalidEvent, "unknown event \"\(name)\"; expected \(RoadSaveEvent.names.joined(separator: ", "))",
-                            path: "event")
+            throw WireError(
+                .invalidEvent, "unknown event \"\(name)\"; expected \(RoadSaveEvent.names.joined(separator: ", "))",
+                path: "event")
         }
     }
 }
@@ -307,7 +334,7 @@ private struct EventFields {
 
     func string(_ name: String) throws(WireError) -> String {
         let member = try required(name)
-        guard case let .string(text) = member else {
+        guard case .string(let text) = member else {
             throw WireError(.invalidEvent, "expected a string, found \(member.typeName)", path: name)
         }
         return text
@@ -324,7 +351,7 @@ private struct EventFields {
 
     func number(_ name: String) throws(WireError) -> Double {
         let member = try required(name)
-        guard case let .number(number) = member else {
+        guard case .number(let number) = member else {
             throw WireError(.invalidEvent, "expected a number, found \(member.typeName)", path: name)
         }
         return number
@@ -351,12 +378,12 @@ private struct EventFields {
     /// `transportSigns`: absent (bodies stored before it, and rides that showed none) is none.
     func transportSigns() throws(WireError) -> [TransportReason] {
         guard let member = value["transportSigns"], member != .null else { return [] }
-        guard case let .array(items) = member else {
+        guard case .array(let items) = member else {
             throw WireError(.invalidEvent, "expected an array, found \(member.typeName)", path: "transportSigns")
         }
         var signs: [TransportReason] = []
         for (index, item) in items.enumerated() {
-            guard case let .string(name) = item, let sign = TransportReason(rawValue: name) else {
+            guard case .string(let name) = item, let sign = TransportReason(rawValue: name) else {
                 throw WireError(.invalidEvent, "expected a transport reason", path: "transportSigns[\(index)]")
             }
             signs.append(sign)
@@ -378,19 +405,22 @@ private struct EventFields {
         guard let member = value["peakG"], member != .null else { return nil }
         var positions: [TimedPosition] = []
         if let list = value["recentPositions"], list != .null {
-            guard case let .array(items) = list else {
+            guard case .array(let items) = list else {
                 throw WireError(.invalidEvent, "expected an array, found \(list.typeName)", path: "recentPositions")
             }
             for (index, item) in items.enumerated() {
-                guard case let .array(triple) = item, triple.count == 3, case let .number(latitude) = triple[0],
-                      case let .number(longitude) = triple[1], case let .number(time) = triple[2] else {
-                    throw WireError(.invalidEvent, "expected [latitude, longitude, time]", path: "recentPositions[\(index)]")
+                guard case .array(let triple) = item, triple.count == 3, case .number(let latitude) = triple[0],
+                    case .number(let longitude) = triple[1], case .number(let time) = triple[2]
+                else {
+                    throw WireError(
+                        .invalidEvent, "expected [latitude, longitude, time]", path: "recentPositions[\(index)]")
                 }
                 positions.append(TimedPosition(latitude: latitude, longitude: longitude, time: time))
             }
         }
         return CrashDetails(
-            speedBeforeImpact: try numberIfPresent("speedBeforeImpact"), speedAfterImpact: try numberIfPresent("speedAfterImpact"),
+            speedBeforeImpact: try numberIfPresent("speedBeforeImpact"),
+            speedAfterImpact: try numberIfPresent("speedAfterImpact"),
             deltaV: try numberIfPresent("deltaV"), peakG: try number("peakG"),
             impactDurationMs: try numberIfPresent("impactDurationMs"), impacts: try count("impacts"),
             heading: try numberIfPresent("heading"), positionAccuracy: try numberIfPresent("positionAccuracy"),
@@ -401,7 +431,7 @@ private struct EventFields {
     /// `tripBehaviour`'s events: an array of maps, each member checked (an error names `events[i].member`).
     func drivingEvents() throws(WireError) -> [DrivingEvent] {
         guard let member = value["events"], member != .null else { return [] }
-        guard case let .array(items) = member else {
+        guard case .array(let items) = member else {
             throw WireError(.invalidEvent, "expected an array, found \(member.typeName)", path: "events")
         }
         var events: [DrivingEvent] = []
@@ -421,12 +451,14 @@ private struct EventFields {
                 guard let severity = DrivingEventSeverity(rawValue: severityName) else {
                     throw WireError(.invalidEvent, "unknown severity \"\(severityName)\"", path: "severity")
                 }
-                events.append(DrivingEvent(kind: kind, severity: severity, start: try fields.number("start"),
-                                           end: try fields.number("end"), peak: try fields.number("peak"),
-                                           startSpeed: try fields.number("startSpeed"),
-                                           endSpeed: try fields.number("endSpeed"),
-                                           latitude: try fields.number("latitude"),
-                                           longitude: try fields.number("longitude"), fixes: try fields.count("fixes")))
+                events.append(
+                    DrivingEvent(
+                        kind: kind, severity: severity, start: try fields.number("start"),
+                        end: try fields.number("end"), peak: try fields.number("peak"),
+                        startSpeed: try fields.number("startSpeed"),
+                        endSpeed: try fields.number("endSpeed"),
+                        latitude: try fields.number("latitude"),
+                        longitude: try fields.number("longitude"), fixes: try fields.count("fixes")))
             } catch {
                 throw error.inside(path)
             }
@@ -436,7 +468,7 @@ private struct EventFields {
 
     func bool(_ name: String) throws(WireError) -> Bool {
         let member = try required(name)
-        guard case let .bool(flag) = member else {
+        guard case .bool(let flag) = member else {
             throw WireError(.invalidEvent, "expected true or false, found \(member.typeName)", path: name)
         }
         return flag

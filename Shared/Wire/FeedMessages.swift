@@ -40,9 +40,11 @@ public struct FeedRequest: Sendable, Equatable {
     /// Most devices in `watch`.
     public static let maximumWatched = 1024
 
-    public init(id: UInt64, feed: String?, after: UInt64, through: UInt64? = nil, maxItems: Int = 256,
-                maxBytes: Int = 4 << 20, acknowledged: UInt64, consumer: String, shard: Int? = nil, shards: Int? = nil,
-                waitMilliseconds: Int = 1000, watch: [DeviceID] = []) {
+    public init(
+        id: UInt64, feed: String?, after: UInt64, through: UInt64? = nil, maxItems: Int = 256,
+        maxBytes: Int = 4 << 20, acknowledged: UInt64, consumer: String, shard: Int? = nil, shards: Int? = nil,
+        waitMilliseconds: Int = 1000, watch: [DeviceID] = []
+    ) {
         self.id = id
         self.feed = feed
         self.after = after
@@ -78,7 +80,8 @@ public struct FeedRequest: Sendable, Equatable {
     /// Reads the frames after the routing prefix. Errors name the field.
     public init(frames: [[UInt8]]) throws(WireError) {
         guard frames.count == 2, frames[0] == Self.frame else {
-            throw WireError(.frameCount, "a feed request is the frames [\"fetch\", request]; got \(frames.count) frames")
+            throw WireError(
+                .frameCount, "a feed request is the frames [\"fetch\", request]; got \(frames.count) frames")
         }
         let map = try FeedFields(frames[1], what: "feed request")
         id = try map.position("id")
@@ -129,8 +132,10 @@ public struct FeedReplyHeader: Sendable, Equatable {
     /// `deletedThrough`).
     public var deletedThrough: UInt64?
 
-    public init(id: UInt64, feed: String, after: UInt64, to: UInt64, head: UInt64, error: String? = nil,
-                watched: [UInt64] = [], deletedThrough: UInt64? = nil) {
+    public init(
+        id: UInt64, feed: String, after: UInt64, to: UInt64, head: UInt64, error: String? = nil,
+        watched: [UInt64] = [], deletedThrough: UInt64? = nil
+    ) {
         self.id = id
         self.feed = feed
         self.after = after
@@ -154,16 +159,20 @@ public struct FeedReplyHeader: Sendable, Equatable {
     }
 
     /// Reads a reply (after the routing prefix): the header and the items.
-    public static func parse(_ frames: [[UInt8]]) throws(WireError) -> (header: FeedReplyHeader, items: ArraySlice<[UInt8]>) {
+    public static func parse(_ frames: [[UInt8]]) throws(WireError) -> (
+        header: FeedReplyHeader, items: ArraySlice<[UInt8]>
+    ) {
         guard frames.count >= 2, frames[0] == frame else {
-            throw WireError(.frameCount, "a feed reply is the frames [\"feed\", header, items…]; got \(frames.count) frames")
+            throw WireError(
+                .frameCount, "a feed reply is the frames [\"feed\", header, items…]; got \(frames.count) frames")
         }
         let map = try FeedFields(frames[1], what: "feed reply")
-        let header = FeedReplyHeader(id: try map.position("id"), feed: try map.string("feed"), after: try map.position("after"),
-                                     to: try map.position("to"), head: try map.position("head"),
-                                     error: try map.optionalString("error"),
-                                     watched: try map.positions("watched", maximum: FeedRequest.maximumWatched),
-                                     deletedThrough: try map.optionalPosition("deletedThrough"))
+        let header = FeedReplyHeader(
+            id: try map.position("id"), feed: try map.string("feed"), after: try map.position("after"),
+            to: try map.position("to"), head: try map.position("head"),
+            error: try map.optionalString("error"),
+            watched: try map.positions("watched", maximum: FeedRequest.maximumWatched),
+            deletedThrough: try map.optionalPosition("deletedThrough"))
         return (header, frames[2...])
     }
 }
@@ -186,20 +195,23 @@ private struct FeedFields {
 
     func optionalString(_ key: String) throws(WireError) -> String? {
         guard let member = value[key], member != .null else { return nil }
-        guard case let .string(text) = member else {
+        guard case .string(let text) = member else {
             throw WireError(.unexpectedShape, "\(key) must be a string, found \(member.typeName)", path: key)
         }
         return text
     }
 
     func position(_ key: String) throws(WireError) -> UInt64 {
-        guard let number = try optionalPosition(key) else { throw WireError(.unexpectedShape, "missing \(key)", path: key) }
+        guard let number = try optionalPosition(key) else {
+            throw WireError(.unexpectedShape, "missing \(key)", path: key)
+        }
         return number
     }
 
     func optionalPosition(_ key: String) throws(WireError) -> UInt64? {
         guard let member = value[key], member != .null else { return nil }
-        guard case let .number(number) = member, number >= 0, number <= 9.007199254740992e15, number == number.rounded() else {
+        guard case .number(let number) = member, number >= 0, number <= 9.007199254740992e15, number == number.rounded()
+        else {
             throw WireError(.unexpectedShape, "\(key) must be a whole number ≥ 0, found \(member)", path: key)
         }
         return UInt64(number)
@@ -208,10 +220,12 @@ private struct FeedFields {
     /// An optional array of at most `maximum` positions (empty when absent).
     func positions(_ key: String, maximum: Int) throws(WireError) -> [UInt64] {
         try array(key, maximum: maximum).enumerated().map { (index, member) throws(WireError) in
-            guard case let .number(number) = member, number >= 0, number <= 9.007199254740992e15,
-                  number == number.rounded() else {
-                throw WireError(.unexpectedShape, "\(key)[\(index)] must be a whole number ≥ 0, found \(member)",
-                                path: "\(key)[\(index)]")
+            guard case .number(let number) = member, number >= 0, number <= 9.007199254740992e15,
+                number == number.rounded()
+            else {
+                throw WireError(
+                    .unexpectedShape, "\(key)[\(index)] must be a whole number ≥ 0, found \(member)",
+                    path: "\(key)[\(index)]")
             }
             return UInt64(number)
         }
@@ -220,11 +234,14 @@ private struct FeedFields {
     /// An optional array of at most `maximum` devices, each `[app, user]` (empty when absent).
     func devices(_ key: String, maximum: Int) throws(WireError) -> [DeviceID] {
         try array(key, maximum: maximum).enumerated().map { (index, member) throws(WireError) in
-            guard case let .array(pair) = member, pair.count == 2, case let .string(app) = pair[0],
-                  case let .string(user) = pair[1], !app.isEmpty, !user.isEmpty,
-                  app.utf8.count <= DeviceID.maximumLength, user.utf8.count <= DeviceID.maximumLength else {
-                throw WireError(.unexpectedShape, "\(key)[\(index)] must be [app, user], two non-empty strings of at most "
-                                + "\(DeviceID.maximumLength) bytes", path: "\(key)[\(index)]")
+            guard case .array(let pair) = member, pair.count == 2, case .string(let app) = pair[0],
+                case .string(let user) = pair[1], !app.isEmpty, !user.isEmpty,
+                app.utf8.count <= DeviceID.maximumLength, user.utf8.count <= DeviceID.maximumLength
+            else {
+                throw WireError(
+                    .unexpectedShape,
+                    "\(key)[\(index)] must be [app, user], two non-empty strings of at most "
+                        + "\(DeviceID.maximumLength) bytes", path: "\(key)[\(index)]")
             }
             return DeviceID(app: app, user: user)
         }
@@ -232,7 +249,7 @@ private struct FeedFields {
 
     private func array(_ key: String, maximum: Int) throws(WireError) -> [JSONValue] {
         guard let member = value[key], member != .null else { return [] }
-        guard case let .array(elements) = member else {
+        guard case .array(let elements) = member else {
             throw WireError(.unexpectedShape, "\(key) must be an array, found \(member.typeName)", path: key)
         }
         guard elements.count <= maximum else {
@@ -251,8 +268,9 @@ private struct FeedFields {
     func optionalCount(_ key: String, range: ClosedRange<Int>) throws(WireError) -> Int? {
         guard let number = try optionalPosition(key) else { return nil }
         guard number <= UInt64(range.upperBound), Int(number) >= range.lowerBound else {
-            throw WireError(.unexpectedShape, "\(key) must be from \(range.lowerBound) to \(range.upperBound), found \(number)",
-                            path: key)
+            throw WireError(
+                .unexpectedShape, "\(key) must be from \(range.lowerBound) to \(range.upperBound), found \(number)",
+                path: key)
         }
         return Int(number)
     }

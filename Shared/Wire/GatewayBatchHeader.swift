@@ -34,7 +34,7 @@ public struct GatewayBatchHeader: Sendable, Equatable {
     /// The event time below which nothing more comes: the watermark, or infinity at the end.
     public var watermark: Double {
         switch progress {
-        case let .watermark(time): time
+        case .watermark(let time): time
         case .end: .infinity
         }
     }
@@ -42,7 +42,7 @@ public struct GatewayBatchHeader: Sendable, Equatable {
     /// The header as a `JSONValue` (the same tree in both content types).
     public var value: JSONValue {
         switch progress {
-        case let .watermark(time): .object([("gateway", .string(gateway)), ("watermark", .number(time))])
+        case .watermark(let time): .object([("gateway", .string(gateway)), ("watermark", .number(time))])
         case .end: .object([("gateway", .string(gateway)), ("end", .bool(true))])
         }
     }
@@ -59,10 +59,11 @@ public struct GatewayBatchHeader: Sendable, Equatable {
     public static func decode(_ frame: [UInt8], contentType: ContentType) throws(RecordError) -> GatewayBatchHeader {
         let document: JSONValue
         do {
-            document = switch contentType {
-            case .json: try JSONText.decode(frame)
-            case .msgpack: try MessagePack.decode(frame)
-            }
+            document =
+                switch contentType {
+                case .json: try JSONText.decode(frame)
+                case .msgpack: try MessagePack.decode(frame)
+                }
         } catch {
             throw RecordError(field: "header", reason: "unreadable: \(error)")
         }
@@ -71,16 +72,18 @@ public struct GatewayBatchHeader: Sendable, Equatable {
 
     public static func decode(_ document: JSONValue) throws(RecordError) -> GatewayBatchHeader {
         guard case .object = document else {
-            throw RecordError(field: "header", reason: "expected a map with gateway and watermark, found \(document.typeName)")
+            throw RecordError(
+                field: "header", reason: "expected a map with gateway and watermark, found \(document.typeName)")
         }
         guard let gatewayValue = document["gateway"] else {
             throw RecordError(field: "header.gateway", reason: "missing: a header names the gateway's stream")
         }
-        guard case let .string(gateway) = gatewayValue else {
+        guard case .string(let gateway) = gatewayValue else {
             throw RecordError(field: "header.gateway", reason: "expected a string, found \(gatewayValue.typeName)")
         }
         guard !gateway.isEmpty, gateway.utf8.count <= maximumGatewayBytes else {
-            throw RecordError(field: "header.gateway", reason: "must be 1 to \(maximumGatewayBytes) bytes, got \(gateway.utf8.count)")
+            throw RecordError(
+                field: "header.gateway", reason: "must be 1 to \(maximumGatewayBytes) bytes, got \(gateway.utf8.count)")
         }
         switch document["end"] {
         case nil, .null?, .bool(false)?:
@@ -91,14 +94,18 @@ public struct GatewayBatchHeader: Sendable, Equatable {
             throw RecordError(field: "header.end", reason: "expected true or false, found \(other.typeName)")
         }
         guard let watermarkValue = document["watermark"] else {
-            throw RecordError(field: "header.watermark", reason: "missing: a header carries a watermark or \"end\": true")
+            throw RecordError(
+                field: "header.watermark", reason: "missing: a header carries a watermark or \"end\": true")
         }
-        guard case let .number(watermark) = watermarkValue else {
-            throw RecordError(field: "header.watermark", reason: "expected a number (seconds since 1970), found \(watermarkValue.typeName)")
+        guard case .number(let watermark) = watermarkValue else {
+            throw RecordError(
+                field: "header.watermark",
+                reason: "expected a number (seconds since 1970), found \(watermarkValue.typeName)")
         }
         guard watermark.isFinite, watermark >= 0, watermark <= RecordDecoding.latestTime else {
-            throw RecordError(field: "header.watermark",
-                              reason: "\(watermark) is not a time between 1970 and 2100 in seconds since 1970")
+            throw RecordError(
+                field: "header.watermark",
+                reason: "\(watermark) is not a time between 1970 and 2100 in seconds since 1970")
         }
         return GatewayBatchHeader(gateway: gateway, progress: .watermark(watermark))
     }

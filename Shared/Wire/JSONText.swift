@@ -24,11 +24,16 @@ public enum JSONText {
         do throws(JSONParser.SyntaxError) {
             return try JSONParser.parse(bytes)
         } catch {
-            let code: WireError.Code = error.reason.hasPrefix("nested deeper") ? .tooDeep
-                : error.reason.contains("end of input") || error.reason.hasPrefix("unterminated") ? .truncated
-                : error.reason.contains("UTF-8") ? .invalidUTF8
-                : error.reason.contains("after the JSON value") ? .trailingBytes
-                : .malformed
+            let code: WireError.Code =
+                error.reason.hasPrefix("nested deeper")
+                ? .tooDeep
+                : error.reason.contains("end of input") || error.reason.hasPrefix("unterminated")
+                    ? .truncated
+                    : error.reason.contains("UTF-8")
+                        ? .invalidUTF8
+                        : error.reason.contains("after the JSON value")
+                            ? .trailingBytes
+                            : .malformed
             throw WireError(code, "not valid JSON: \(error.reason)", offset: error.column - 1)
         }
     }
@@ -45,17 +50,17 @@ public enum JSONText {
     static func append(_ value: JSONValue, to text: inout String) {
         switch value {
         case .null: text += "null"
-        case let .bool(flag): text += flag ? "true" : "false"
-        case let .number(number): text += Self.number(number)
-        case let .string(string): JSONObjectWriter.appendQuoted(string, to: &text)
-        case let .array(elements):
+        case .bool(let flag): text += flag ? "true" : "false"
+        case .number(let number): text += Self.number(number)
+        case .string(let string): JSONObjectWriter.appendQuoted(string, to: &text)
+        case .array(let elements):
             text += "["
             for (index, element) in elements.enumerated() {
                 if index > 0 { text += "," }
                 append(element, to: &text)
             }
             text += "]"
-        case let .object(members):
+        case .object(let members):
             text += "{"
             for (index, (key, member)) in members.enumerated() {
                 if index > 0 { text += "," }

@@ -27,7 +27,7 @@ public struct JournalChunk: Sendable, Equatable {
     public var item: [UInt8] {
         guard let header else { return records }
         var members: [(String, JSONValue)]
-        guard case let .object(headerMembers) = header.value else { return records }
+        guard case .object(let headerMembers) = header.value else { return records }
         members = headerMembers + [("shard", .number(Double(shard)))]
         var item = [0x80 | UInt8(members.count + 1)]
         for (key, value) in members {
@@ -51,16 +51,19 @@ public struct JournalChunk: Sendable, Equatable {
         var offset = 1
         for _ in 0..<Int(first & 0x0F) {
             let key = try Self.object(in: item, at: &offset)
-            guard case let .string(name) = try MessagePack.decode(item[key]) else {
-                throw WireError(.nonStringKey, "a journal chunk's header has a key that is not a string", offset: key.lowerBound)
+            guard case .string(let name) = try MessagePack.decode(item[key]) else {
+                throw WireError(
+                    .nonStringKey, "a journal chunk's header has a key that is not a string", offset: key.lowerBound)
             }
             let value = try Self.object(in: item, at: &offset)
             if name == "records" {
                 records = value
             } else if name == "shard" {
-                guard case let .number(number) = try MessagePack.decode(item[value]), number >= 0, number < 1_048_576,
-                      number == number.rounded() else {
-                    throw WireError(.unexpectedShape, "a journal chunk's shard is not a shard number", offset: value.lowerBound)
+                guard case .number(let number) = try MessagePack.decode(item[value]), number >= 0, number < 1_048_576,
+                    number == number.rounded()
+                else {
+                    throw WireError(
+                        .unexpectedShape, "a journal chunk's shard is not a shard number", offset: value.lowerBound)
                 }
                 shard = Int(number)
             } else {
@@ -82,15 +85,16 @@ public struct JournalChunk: Sendable, Equatable {
     /// The range of the object at `offset`, which then moves past it.
     private static func object(in item: [UInt8], at offset: inout Int) throws(WireError) -> Range<Int> {
         let extent = item.withUnsafeBufferPointer { bytes in
-            offset < bytes.count ? MessagePack.extent(bytes.baseAddress! + offset, count: bytes.count - offset) : .incomplete
+            offset < bytes.count
+                ? MessagePack.extent(bytes.baseAddress! + offset, count: bytes.count - offset) : .incomplete
         }
         switch extent {
-        case let .complete(length):
+        case .complete(let length):
             defer { offset += length }
             return offset..<offset + length
         case .incomplete:
             throw WireError(.truncated, "a journal chunk ends inside its header", offset: offset)
-        case let .malformed(error):
+        case .malformed(let error):
             throw error
         }
     }

@@ -2,11 +2,11 @@ import CMessagePack
 import RoadSaveModel
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// MessagePack ⇄ `JSONValue`, over msgpack-c (Debian's libmsgpack-dev).
@@ -43,7 +43,8 @@ public enum MessagePack {
     public static func decode(_ bytes: some Collection<UInt8>) throws(WireError) -> JSONValue {
         // The generic front stays inlinable so that callers get the contiguous bytes without generic dispatch; the
         // work is done by the non-generic `decodeValue`.
-        let result = bytes.withContiguousStorageIfAvailable { decodeValue(UnsafeRawBufferPointer($0)) }
+        let result =
+            bytes.withContiguousStorageIfAvailable { decodeValue(UnsafeRawBufferPointer($0)) }
             ?? Array(bytes).withUnsafeBytes { decodeValue($0) }
         return try result.get()
     }
@@ -54,13 +55,17 @@ public enum MessagePack {
     /// string that is not UTF-8, or a NaN, names the member it is in) and does not spoil the others. `identifiers`
     /// (one per thread) keeps the strings of apps and users seen before, so that they are not made again.
     @inlinable
-    public static func decodeRecords(_ bytes: some Collection<UInt8>, maximumCount: Int = Limits.maximumCount,
-                                     identifiers: IdentifierCache? = nil)
-        throws(WireError) -> [Result<SensorRecord, RecordError>] {
+    public static func decodeRecords(
+        _ bytes: some Collection<UInt8>, maximumCount: Int = Limits.maximumCount,
+        identifiers: IdentifierCache? = nil
+    )
+        throws(WireError) -> [Result<SensorRecord, RecordError>]
+    {
         let identifiers = identifiers ?? IdentifierCache()
-        let result = bytes.withContiguousStorageIfAvailable {
-            decodeRecords(UnsafeRawBufferPointer($0), maximumCount, identifiers)
-        } ?? Array(bytes).withUnsafeBytes { decodeRecords($0, maximumCount, identifiers) }
+        let result =
+            bytes.withContiguousStorageIfAvailable {
+                decodeRecords(UnsafeRawBufferPointer($0), maximumCount, identifiers)
+            } ?? Array(bytes).withUnsafeBytes { decodeRecords($0, maximumCount, identifiers) }
         return try result.get()
     }
 
@@ -79,7 +84,8 @@ public enum MessagePack {
     /// elements: memory stays at one record's worth and in cache, however long the batch.
     @usableFromInline
     static func decodeRecords(_ buffer: UnsafeRawBufferPointer, _ maximumCount: Int, _ identifiers: IdentifierCache)
-        -> Result<[Result<SensorRecord, RecordError>], WireError> {
+        -> Result<[Result<SensorRecord, RecordError>], WireError>
+    {
         do throws(WireError) {
             let bytes = try Document.check(buffer)
             let count: Int
@@ -89,11 +95,13 @@ public enum MessagePack {
             case 0xDC: (count, offset) = (Int(Scan.be16(bytes + 1)), 3)
             case 0xDD: (count, offset) = (Int(Scan.be32(bytes + 1)), 5)
             default:
-                throw WireError(.unexpectedShape, "a batch must be an array of records, found \(Scan.describe(bytes[0]))",
-                                offset: 0)
+                throw WireError(
+                    .unexpectedShape, "a batch must be an array of records, found \(Scan.describe(bytes[0]))",
+                    offset: 0)
             }
             guard count <= maximumCount else {
-                throw WireError(.tooLarge, "a batch of \(count) records; at most \(maximumCount) are accepted", offset: 0)
+                throw WireError(
+                    .tooLarge, "a batch of \(count) records; at most \(maximumCount) are accepted", offset: 0)
             }
             var results: [Result<SensorRecord, RecordError>] = []
             results.reserveCapacity(count)
@@ -108,8 +116,10 @@ public enum MessagePack {
                 // The fast path: the scanner reads a plain record in place (into fields of its own: it only sets
                 // the members it meets).
                 var fields = RecordFields()
-                if case let .record(length) = MessagePackRecordScanner.scan(bytes + offset, count: buffer.count - offset,
-                                                                            into: &fields, identifiers: identifiers) {
+                if case .record(let length) = MessagePackRecordScanner.scan(
+                    bytes + offset, count: buffer.count - offset,
+                    into: &fields, identifiers: identifiers)
+                {
                     offset += length
                     do throws(RecordError) {
                         results.append(.success(try RecordDecoding.record(from: fields)))
@@ -261,14 +271,17 @@ enum Scan {
         }
     }
 
-    private static func check(_ bytes: UnsafePointer<UInt8>, count: Int, classes: UnsafeBufferPointer<UInt8>,
-                              stack: UnsafeMutablePointer<Int>) -> WireError? {
+    private static func check(
+        _ bytes: UnsafePointer<UInt8>, count: Int, classes: UnsafeBufferPointer<UInt8>,
+        stack: UnsafeMutablePointer<Int>
+    ) -> WireError? {
         var position = 0
         var depth = 0
         repeat {
             guard position < count else {
-                return WireError(.truncated, depth == 0 ? "empty input" : "the input ends inside a container",
-                                 offset: position)
+                return WireError(
+                    .truncated, depth == 0 ? "empty input" : "the input ends inside a container",
+                    offset: position)
             }
             let start = position
             let byte = bytes[start]
@@ -278,7 +291,8 @@ enum Scan {
                 let top = stack[depth - 1]
                 if top & 0b11 == 1, kind != fixString, kind != string {
                     // A map with an even number of items to come: this one is a key.
-                    return WireError(.nonStringKey, "a map key must be a string, found \(describe(byte))", offset: start)
+                    return WireError(
+                        .nonStringKey, "a map key must be a string, found \(describe(byte))", offset: start)
                 }
                 stack[depth - 1] = top &- 2
             }
@@ -292,48 +306,59 @@ enum Scan {
             case fixString, string:
                 let length = kind == fixString ? Int(byte & 0x1F) : length(bytes + start + 1, size - 1)
                 guard length <= MessagePack.Limits.maximumStringBytes else {
-                    return WireError(.tooLarge, "a string of \(length) bytes; at most "
-                                     + "\(MessagePack.Limits.maximumStringBytes) are accepted", offset: start)
+                    return WireError(
+                        .tooLarge,
+                        "a string of \(length) bytes; at most "
+                            + "\(MessagePack.Limits.maximumStringBytes) are accepted", offset: start)
                 }
                 guard length <= count - position else {
-                    return WireError(.truncated, "a string of \(length) bytes but only \(count - position) follow",
-                                     offset: start)
+                    return WireError(
+                        .truncated, "a string of \(length) bytes but only \(count - position) follow",
+                        offset: start)
                 }
                 position += length
             case fixArray, array, fixMap, map:
                 let isMap = kind == fixMap || kind == map
-                let elements = kind == fixArray || kind == fixMap ? Int(byte & 0x0F) : length(bytes + start + 1, size - 1)
+                let elements =
+                    kind == fixArray || kind == fixMap ? Int(byte & 0x0F) : length(bytes + start + 1, size - 1)
                 guard depth < MessagePack.maximumDepth else {
                     return WireError(.tooDeep, "nested deeper than \(MessagePack.maximumDepth) levels", offset: start)
                 }
                 guard elements <= MessagePack.Limits.maximumCount else {
-                    return WireError(.tooLarge, "\(describe(byte)) of \(elements) \(isMap ? "pairs" : "elements"); "
-                                     + "at most \(MessagePack.Limits.maximumCount) are accepted", offset: start)
+                    return WireError(
+                        .tooLarge,
+                        "\(describe(byte)) of \(elements) \(isMap ? "pairs" : "elements"); "
+                            + "at most \(MessagePack.Limits.maximumCount) are accepted", offset: start)
                 }
                 // Every element takes at least one byte: this bounds what msgpack-c will allocate.
                 let items = isMap ? elements * 2 : elements
                 guard items <= count - position else {
-                    return WireError(.truncated, "\(describe(byte)) of \(elements) \(isMap ? "pairs" : "elements") "
-                                     + "but only \(count - position) bytes follow", offset: start)
+                    return WireError(
+                        .truncated,
+                        "\(describe(byte)) of \(elements) \(isMap ? "pairs" : "elements") "
+                            + "but only \(count - position) bytes follow", offset: start)
                 }
                 if items > 0 {
                     stack[depth] = items << 1 | (isMap ? 1 : 0)
                     depth += 1
                 }
             case bin:
-                return WireError(.unsupportedType, "binary data (bin) is not accepted; send text as a string",
-                                 offset: start)
+                return WireError(
+                    .unsupportedType, "binary data (bin) is not accepted; send text as a string",
+                    offset: start)
             case ext:
-                return WireError(.unsupportedType,
-                                 "extension types (ext, timestamps included) are not accepted; send times as seconds",
-                                 offset: start)
+                return WireError(
+                    .unsupportedType,
+                    "extension types (ext, timestamps included) are not accepted; send times as seconds",
+                    offset: start)
             default:
                 return WireError(.malformed, "byte 0xc1 is never used in MessagePack", offset: start)
             }
             while depth > 0, stack[depth - 1] >> 1 == 0 { depth -= 1 }
         } while depth > 0
         guard position == count else {
-            return WireError(.trailingBytes, "\(count - position) bytes after the end of the document", offset: position)
+            return WireError(
+                .trailingBytes, "\(count - position) bytes after the end of the document", offset: position)
         }
         return nil
     }
@@ -441,7 +466,8 @@ struct Walker {
     /// One element of a batch: a record or the reason it is not one.
     func record(_ object: msgpack_object) -> Result<SensorRecord, RecordError> {
         guard object.type == MSGPACK_OBJECT_MAP else {
-            return .failure(RecordError(field: "(record)", reason: "expected a map, found \(MessagePack.typeName(object))"))
+            return .failure(
+                RecordError(field: "(record)", reason: "expected a map, found \(MessagePack.typeName(object))"))
         }
         let count = Int(object.via.map.size)
         var members: [(String, JSONValue)] = []
@@ -473,8 +499,9 @@ struct Walker {
 
     func string(_ pointer: UnsafePointer<CChar>?, _ size: UInt32) throws(WireError) -> String {
         guard let pointer, size > 0 else { return "" }
-        let bytes = UnsafeBufferPointer(start: UnsafeRawPointer(pointer).assumingMemoryBound(to: UInt8.self),
-                                        count: Int(size))
+        let bytes = UnsafeBufferPointer(
+            start: UnsafeRawPointer(pointer).assumingMemoryBound(to: UInt8.self),
+            count: Int(size))
         if let known = KnownStrings.lookup(bytes) { return known }
         // `String(decoding:)` is the fast, non-generic path; it repairs invalid UTF-8 with U+FFFD, so a result whose
         // bytes differ from the input means the input was not valid (ASCII, the common case, is checked first).
@@ -485,8 +512,9 @@ struct Walker {
             break
         }
         if !ascii, !text.utf8.elementsEqual(bytes) {
-            throw WireError(.invalidUTF8, "a string that is not valid UTF-8",
-                            offset: UnsafeRawPointer(pointer) - base)
+            throw WireError(
+                .invalidUTF8, "a string that is not valid UTF-8",
+                offset: UnsafeRawPointer(pointer) - base)
         }
         return text
     }
@@ -591,8 +619,10 @@ struct Packer {
         buffer = .allocate(capacity: 1)
         // msgpack_sbuffer_write grows `data` with realloc, so a first block from malloc is what it expects.
         let size = max(capacity, 16)
-        buffer.initialize(to: msgpack_sbuffer(size: 0, data: malloc(size)?.assumingMemoryBound(to: CChar.self),
-                                              alloc: size))
+        buffer.initialize(
+            to: msgpack_sbuffer(
+                size: 0, data: malloc(size)?.assumingMemoryBound(to: CChar.self),
+                alloc: size))
         if buffer.pointee.data == nil { buffer.pointee.alloc = 0 }
         packer = .allocate(capacity: 1)
         packer.initialize(to: msgpack_packer())
@@ -614,13 +644,13 @@ struct Packer {
     func pack(_ value: JSONValue) {
         switch value {
         case .null: packNil()
-        case let .bool(flag): pack(flag)
-        case let .number(number): packNumber(number)
-        case let .string(text): pack(text)
-        case let .array(elements):
+        case .bool(let flag): pack(flag)
+        case .number(let number): packNumber(number)
+        case .string(let text): pack(text)
+        case .array(let elements):
             packArrayHeader(elements.count)
             for element in elements { pack(element) }
-        case let .object(members):
+        case .object(let members):
             packMapHeader(members.count)
             for (key, member) in members {
                 pack(key)
@@ -638,7 +668,8 @@ struct Packer {
         if !number.isFinite {
             packNil()
         } else if number == number.rounded(.towardZero), number >= -9.223_372_036_854_775_808e18,
-                  number < 9.223_372_036_854_775_808e18 {
+            number < 9.223_372_036_854_775_808e18
+        {
             _ = msgpack_pack_int64(packer, Int64(number))
         } else {
             _ = msgpack_pack_double(packer, number)

@@ -22,7 +22,9 @@ public enum MessagePackFraming {
             var ranges: [Range<Int>] = []
             ranges.reserveCapacity(elements)
             for _ in 0..<elements {
-                guard case let .complete(length) = MessagePack.extent(bytes.baseAddress! + offset, count: bytes.count - offset)
+                guard
+                    case .complete(let length) = MessagePack.extent(
+                        bytes.baseAddress! + offset, count: bytes.count - offset)
                 else { return nil }
                 ranges.append(offset..<offset + length)
                 offset += length
@@ -36,8 +38,11 @@ public enum MessagePackFraming {
         switch count {
         case ..<16: [0x90 | UInt8(count)]
         case ..<65_536: [0xDC, UInt8(count >> 8), UInt8(count & 0xFF)]
-        default: [0xDD, UInt8(truncatingIfNeeded: count >> 24), UInt8(truncatingIfNeeded: count >> 16),
-                  UInt8(truncatingIfNeeded: count >> 8), UInt8(truncatingIfNeeded: count)]
+        default:
+            [
+                0xDD, UInt8(truncatingIfNeeded: count >> 24), UInt8(truncatingIfNeeded: count >> 16),
+                UInt8(truncatingIfNeeded: count >> 8), UInt8(truncatingIfNeeded: count),
+            ]
         }
     }
 

@@ -2,11 +2,11 @@ import CMessagePack
 import RoadSaveModel
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// One MessagePack record map (PROTOCOL §2 and §7) → `RecordFields`, straight from the bytes: no msgpack-c tree, no
@@ -26,8 +26,10 @@ public enum MessagePackRecordScanner {
     }
 
     /// Fills `fields` (which must be fresh) from the record at `bytes`.
-    public static func scan(_ bytes: UnsafePointer<UInt8>, count: Int, into fields: inout RecordFields,
-                            identifiers: IdentifierCache?) -> Outcome {
+    public static func scan(
+        _ bytes: UnsafePointer<UInt8>, count: Int, into fields: inout RecordFields,
+        identifiers: IdentifierCache?
+    ) -> Outcome {
         var reader = Reader(bytes: bytes, end: count)
         do throws(Stop) {
             try reader.record(into: &fields, identifiers)
@@ -122,7 +124,8 @@ public enum MessagePackRecordScanner {
         /// A number, `nil` as `.null`, a boolean or a string; `.general` for anything else.
         @inline(__always)
         mutating func scalar(name: RecordFields.Name?, _ identifiers: IdentifierCache?) throws(Stop)
-            -> RecordFields.Member {
+            -> RecordFields.Member
+        {
             let byte = bytes[index]
             switch byte {
             case 0xA0...0xBF, 0xD9, 0xDA:
@@ -136,8 +139,11 @@ public enum MessagePackRecordScanner {
                     if !ascii, IdentifierCache.build(bytes + start, count, ascii: false) == nil { throw .general }
                     return .null
                 }
-                guard let member = RecordFields.string(for: name, bytes + start, count, ascii: ascii,
-                                                       identifiers: identifiers) else { throw .general }
+                guard
+                    let member = RecordFields.string(
+                        for: name, bytes + start, count, ascii: ascii,
+                        identifiers: identifiers)
+                else { throw .general }
                 return member
             case 0xC0:
                 index += 1
@@ -322,8 +328,10 @@ extension MessagePack {
             }
             // Every item takes at least a byte: a container claiming more than the limit allows is not a record.
             guard body + items <= Limits.maximumBytes else {
-                return .malformed(WireError(.tooLarge, "\(Scan.describe(byte)) longer than \(Limits.maximumBytes) bytes",
-                                            offset: position))
+                return .malformed(
+                    WireError(
+                        .tooLarge, "\(Scan.describe(byte)) longer than \(Limits.maximumBytes) bytes",
+                        offset: position))
             }
             position += header + body
             owed += items
@@ -343,8 +351,9 @@ extension MessagePack {
         defer { msgpack_zone_free(zone) }
         var offset = 0
         var object = msgpack_object()
-        let status = msgpack_unpack(UnsafeRawPointer(bytes).assumingMemoryBound(to: CChar.self), count, &offset, zone,
-                                    &object)
+        let status = msgpack_unpack(
+            UnsafeRawPointer(bytes).assumingMemoryBound(to: CChar.self), count, &offset, zone,
+            &object)
         guard status == MSGPACK_UNPACK_SUCCESS else {
             return .failure(RecordError(field: "(record)", reason: "not MessagePack (msgpack-c refused it)"))
         }

@@ -49,13 +49,13 @@ public struct DecodedBatch: Sendable {
 
     /// The valid records, in batch order.
     public var accepted: [SensorRecord] {
-        records.compactMap { if case let .success(record) = $0.result { record } else { nil } }
+        records.compactMap { if case .success(let record) = $0.result { record } else { nil } }
     }
 
     /// One rejection per invalid element, naming its index and field.
     public var rejections: [Rejection] {
         records.compactMap { slot in
-            if case let .failure(error) = slot.result {
+            if case .failure(let error) = slot.result {
                 Rejection(index: slot.index, field: error.field, reason: error.reason)
             } else {
                 nil
@@ -81,20 +81,23 @@ public enum RecordBatch {
     /// element is validated by `RecordDecoding.record(from:)`, so one bad record does not spoil the others.
     /// `identifiers`: see `MessagePack.decodeRecords`.
     public static func decodeBatch(_ body: [UInt8], contentType: ContentType, identifiers: IdentifierCache? = nil)
-        throws(WireError) -> DecodedBatch {
+        throws(WireError) -> DecodedBatch
+    {
         let results: [Result<SensorRecord, RecordError>]
         switch contentType {
         case .msgpack:
             results = try MessagePack.decodeRecords(body, maximumCount: maximumRecords, identifiers: identifiers)
         case .json:
             let document = try JSONText.decode(body)
-            guard case let .array(elements) = document else {
-                throw WireError(.unexpectedShape, "a batch must be an array of records, found \(document.typeName)",
-                                offset: 0)
+            guard case .array(let elements) = document else {
+                throw WireError(
+                    .unexpectedShape, "a batch must be an array of records, found \(document.typeName)",
+                    offset: 0)
             }
             guard elements.count <= maximumRecords else {
-                throw WireError(.tooLarge, "a batch of \(elements.count) records; at most \(maximumRecords) are accepted",
-                                offset: 0)
+                throw WireError(
+                    .tooLarge, "a batch of \(elements.count) records; at most \(maximumRecords) are accepted",
+                    offset: 0)
             }
             results = elements.map { (element) -> Result<SensorRecord, RecordError> in
                 do throws(RecordError) {
@@ -140,11 +143,12 @@ extension Packer {
     func pack(record: SensorRecord) {
         var count = 4 + (record.seq == nil ? 0 : 1)
         switch record.payload {
-        case let .location(fix):
-            count += 2 + (fix.speed == nil ? 0 : 1) + (fix.course == nil ? 0 : 1) + (fix.horizontalAccuracy == nil ? 0 : 1)
+        case .location(let fix):
+            count +=
+                2 + (fix.speed == nil ? 0 : 1) + (fix.course == nil ? 0 : 1) + (fix.horizontalAccuracy == nil ? 0 : 1)
         case .activity: count += 2
         case .steps: count += 1
-        case let .impact(impact): count += 1 + (impact.durationMs == nil ? 0 : 1) + (impact.samples.isEmpty ? 0 : 1)
+        case .impact(let impact): count += 1 + (impact.durationMs == nil ? 0 : 1) + (impact.samples.isEmpty ? 0 : 1)
         case .capabilities: count += 2
         }
         packMapHeader(count)
@@ -161,7 +165,7 @@ extension Packer {
         pack("t")
         pack(double: record.t)
         switch record.payload {
-        case let .location(fix):
+        case .location(let fix):
             pack("lat")
             pack(double: fix.latitude)
             pack("lon")
@@ -178,15 +182,15 @@ extension Packer {
                 pack("hacc")
                 pack(double: hacc)
             }
-        case let .activity(observation):
+        case .activity(let observation):
             pack("activity")
             pack(observation.activity.rawValue)
             pack("confidence")
             pack(observation.confidence.rawValue)
-        case let .steps(steps):
+        case .steps(let steps):
             pack("steps")
             pack(Int64(steps))
-        case let .impact(impact):
+        case .impact(let impact):
             pack("peakG")
             pack(double: impact.peakG)
             if let duration = impact.durationMs {
@@ -204,7 +208,7 @@ extension Packer {
                     pack(double: sample.z)
                 }
             }
-        case let .capabilities(capabilities):
+        case .capabilities(let capabilities):
             pack("activityAvailable")
             pack(capabilities.activityAvailable)
             pack("pedometerAvailable")

@@ -13,7 +13,9 @@ public enum RecordFileFormat: String, Sendable, CaseIterable {
     /// From `--input-format`/`--output-format` if given, else from the file name.
     public init(option: String?, path: String?) throws(UnknownFormat) {
         if let option {
-            guard let format = RecordFileFormat(rawValue: option.lowercased()) else { throw UnknownFormat(text: option) }
+            guard let format = RecordFileFormat(rawValue: option.lowercased()) else {
+                throw UnknownFormat(text: option)
+            }
             self = format
         } else {
             self.init(path: path ?? "-")

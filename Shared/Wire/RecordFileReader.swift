@@ -1,11 +1,11 @@
 import RoadSaveModel
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Reads a file of records (NDJSON or MessagePack, `RecordFileFormat`) one record at a time, in chunks: memory stays
@@ -145,8 +145,9 @@ public final class RecordFileReader {
     /// The buffer ends inside a record: reads on, or fails (false) when the input ended there (a truncated file).
     private func refillInsideRecord(available: Int) -> Bool {
         if ended {
-            fail("the input ends inside record \(number + 1), which starts at byte \(consumed + start) "
-                 + "(\(available) bytes follow): the file is truncated")
+            fail(
+                "the input ends inside record \(number + 1), which starts at byte \(consumed + start) "
+                    + "(\(available) bytes follow): the file is truncated")
             return false
         }
         return refill()
@@ -163,8 +164,10 @@ public final class RecordFileReader {
                 continue
             }
             var fields = RecordFields()
-            switch MessagePackRecordScanner.scan(buffer + start, count: available, into: &fields, identifiers: identifiers) {
-            case let .record(length):
+            switch MessagePackRecordScanner.scan(
+                buffer + start, count: available, into: &fields, identifiers: identifiers)
+            {
+            case .record(let length):
                 lastRecord = start..<start + length
                 start += length
                 number += 1
@@ -177,18 +180,18 @@ public final class RecordFileReader {
                 guard refillInsideRecord(available: available) else { return nil }
             case .general:
                 switch MessagePack.extent(buffer + start, count: available) {
-                case let .complete(length):
+                case .complete(let length):
                     let result = MessagePack.record(buffer + start, count: length)
                     lastRecord = start..<start + length
                     start += length
                     number += 1
                     switch result {
-                    case let .success(record): return (number, .record(record))
-                    case let .failure(error): return (number, .invalid(error))
+                    case .success(let record): return (number, .record(record))
+                    case .failure(let error): return (number, .invalid(error))
                     }
                 case .incomplete:
                     guard refillInsideRecord(available: available) else { return nil }
-                case let .malformed(error):
+                case .malformed(let error):
                     var reason = "record \(number + 1) (byte \(consumed + start)): \(error.reason)"
                     if let offset = error.offset { reason += " at byte \(consumed + start + offset)" }
                     fail(reason + "; nothing after it can be read")

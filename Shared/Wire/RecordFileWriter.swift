@@ -1,11 +1,11 @@
 import RoadSaveModel
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Writes records to a file descriptor as a record file (`RecordFileFormat`): NDJSON lines (`SensorRecord.json()`)

@@ -1,7 +1,8 @@
 import CZeroMQ
 import SystemKit
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The connections of a client socket, made visible without a reactor (`roadsave send` runs on its own thread):
@@ -24,7 +25,9 @@ public final class ConnectionWatch {
 
     /// Starts watching `socket` (before its `connect`).
     public init(_ socket: ZMQSocket, context: ZMQContext, name: String) throws {
-        guard let raw = socket.rawHandle else { throw ZMQError(code: ENOTSOCK, operation: "zmq_socket_monitor(\(name))") }
+        guard let raw = socket.rawHandle else {
+            throw ZMQError(code: ENOTSOCK, operation: "zmq_socket_monitor(\(name))")
+        }
         let serial = Self.serial.withLock { count -> Int in
             count += 1
             return count

@@ -76,7 +76,9 @@ public struct CurveAllowList: Sendable, Equatable {
                 throw fail("expected ROLE PUBLIC-KEY NAME [APP,APP…], got \(fields.count) fields")
             }
             guard let role = CurveRole(rawValue: fields[0]) else {
-                throw fail("unknown role \"\(fields[0])\"; one of \(CurveRole.allCases.map(\.rawValue).joined(separator: ", "))")
+                throw fail(
+                    "unknown role \"\(fields[0])\"; one of \(CurveRole.allCases.map(\.rawValue).joined(separator: ", "))"
+                )
             }
             guard ZMQCurve.isZ85Key(fields[1]) else {
                 throw fail("\"\(fields[1].prefix(60))\" is not a 40-character Z85 public key")
@@ -84,11 +86,14 @@ public struct CurveAllowList: Sendable, Equatable {
             var applications: Set<String>?
             if fields.count == 4, fields[3] != "*" {
                 let list = fields[3].split(separator: ",").map(String.init).filter { !$0.isEmpty }
-                guard !list.isEmpty else { throw fail("empty application list (omit it, or write * for every application)") }
+                guard !list.isEmpty else {
+                    throw fail("empty application list (omit it, or write * for every application)")
+                }
                 applications = Set(list)
             }
-            try add(Entry(role: role, publicKey: fields[1], name: fields[2], applications: applications),
-                    line: fail)
+            try add(
+                Entry(role: role, publicKey: fields[1], name: fields[2], applications: applications),
+                line: fail)
         }
     }
 
@@ -115,18 +120,21 @@ public struct CurveAllowList: Sendable, Equatable {
     /// metadata) is refused too. Every socket that takes messages asks this, so they all refuse alike.
     public func entry(for peer: CurvePeer?, role: CurveRole) throws(CurveKeyRefusal) -> Entry {
         guard let peer else {
-            throw CurveKeyRefusal(role: role, name: "?",
-                                  message: "\(role.rawValue) key unknown: the message carries no key from the handshake")
+            throw CurveKeyRefusal(
+                role: role, name: "?",
+                message: "\(role.rawValue) key unknown: the message carries no key from the handshake")
         }
         guard let entry = entry(role: role, publicKey: peer.publicKey) else {
-            throw CurveKeyRefusal(role: role, name: peer.name,
-                                  message: "\(role.rawValue) key \"\(peer.name)\" is no longer in the allow-list (removed or "
-                                      + "replaced since this connection's handshake)")
+            throw CurveKeyRefusal(
+                role: role, name: peer.name,
+                message: "\(role.rawValue) key \"\(peer.name)\" is no longer in the allow-list (removed or "
+                    + "replaced since this connection's handshake)")
         }
         guard entry.name == peer.name else {
-            throw CurveKeyRefusal(role: role, name: peer.name,
-                                  message: "\(role.rawValue) key \"\(peer.name)\" is listed under another name since this "
-                                      + "connection's handshake: connect again")
+            throw CurveKeyRefusal(
+                role: role, name: peer.name,
+                message: "\(role.rawValue) key \"\(peer.name)\" is listed under another name since this "
+                    + "connection's handshake: connect again")
         }
         return entry
     }

@@ -15,7 +15,8 @@ public struct CurveClientKeys: Sendable, Equatable {
 extension ZMQSocket {
     /// Makes this socket a CurveZMQ client with `keys`. Call before `connect`.
     public func setCurveClient(_ keys: CurveClientKeys) throws(ZMQError) {
-        try setCurveClient(serverPublicKey: Array(keys.serverPublicKey.utf8), publicKey: Array(keys.publicKey.utf8),
-                           secretKey: Array(keys.secretKey.utf8))
+        try setCurveClient(
+            serverPublicKey: Array(keys.serverPublicKey.utf8), publicKey: Array(keys.publicKey.utf8),
+            secretKey: Array(keys.secretKey.utf8))
     }
 }

@@ -13,21 +13,24 @@ public struct CurveServerKeys: Sendable, Equatable {
     ///   - endpoints: the `(flag, endpoint)` pairs the service binds, for the loopback check.
     ///   - insecure: `--insecure`: plaintext on a non-loopback address is what the operator wants.
     /// - Returns: nil when the service runs without keys (loopback, or `--insecure`).
-    public static func load(secretKeyPath: String?, allowListPath: String?, insecure: Bool,
-                            endpoints: [(flag: String, endpoint: String)]) throws(CurveKeyError) -> CurveServerKeys? {
+    public static func load(
+        secretKeyPath: String?, allowListPath: String?, insecure: Bool,
+        endpoints: [(flag: String, endpoint: String)]
+    ) throws(CurveKeyError) -> CurveServerKeys? {
         switch (secretKeyPath, allowListPath) {
         case (nil, nil):
             if !insecure, let exposed = endpoints.first(where: { !isLoopback($0.endpoint) }) {
-                throw CurveKeyError("\(exposed.flag) \(exposed.endpoint) is reachable from other machines, but no "
-                    + "CurveZMQ keys are given: pass --curve-secret-key FILE and --allow FILE (roadsave keygen makes keys), "
-                    + "bind 127.0.0.1, or pass --insecure to accept plaintext, unauthenticated connections")
+                throw CurveKeyError(
+                    "\(exposed.flag) \(exposed.endpoint) is reachable from other machines, but no "
+                        + "CurveZMQ keys are given: pass --curve-secret-key FILE and --allow FILE (roadsave keygen makes keys), "
+                        + "bind 127.0.0.1, or pass --insecure to accept plaintext, unauthenticated connections")
             }
             return nil
         case (.some, nil):
             throw CurveKeyError("--curve-secret-key needs --allow FILE (the allow-list of client keys)")
         case (nil, .some):
             throw CurveKeyError("--allow needs --curve-secret-key FILE (this service's secret key)")
-        case let (secretKeyPath?, allowListPath?):
+        case (let secretKeyPath?, let allowListPath?):
             let pair: CurveKeyPair
             let list: CurveAllowList
             do {

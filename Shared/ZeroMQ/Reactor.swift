@@ -1,12 +1,14 @@
 import CZeroMQ
-import class Foundation.Thread
 import SystemKit
+
+import class Foundation.Thread
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Why work given to a `Reactor` could not run.
@@ -98,12 +100,16 @@ public final class Reactor: Sendable {
         } else {
             wakeReadFD = -1
             wakeWriteFD = -1
-            pipeError = ZMQError(code: errno, operation: "pipe (reactor \(name) wake-up)",
-                                 message: String(cString: strerror(errno)))
+            pipeError = ZMQError(
+                code: errno, operation: "pipe (reactor \(name) wake-up)",
+                message: String(cString: strerror(errno)))
         }
         if !context.register(self) {
             // The context is already shut down: this reactor could not open a socket anyway.
-            state.withLock { $0.stopRequested = true; $0.accepting = false }
+            state.withLock {
+                $0.stopRequested = true
+                $0.accepting = false
+            }
         }
     }
 
@@ -211,7 +217,7 @@ public final class Reactor: Sendable {
                 try setup(loop)
                 exitError = loop.run()
             } catch let error as ZMQError where error.isTerminated {
-                exitError = nil  // the context shut down during setup: a normal exit
+                exitError = nil // the context shut down during setup: a normal exit
             } catch {
                 exitError = error
             }
@@ -261,7 +267,7 @@ public final class Reactor: Sendable {
                 let n = read(wakeReadFD, buffer.baseAddress, buffer.count)
                 if n > 0 { continue }
                 if n < 0 && errno == EINTR { continue }
-                return  // 0 (impossible for a pipe we keep open) or EAGAIN: empty
+                return // 0 (impossible for a pipe we keep open) or EAGAIN: empty
             }
         }
     }

@@ -1,11 +1,12 @@
 import CZeroMQ
 import SystemKit
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// A timer of a `ReactorLoop`, for `cancel`.
@@ -75,16 +76,19 @@ public final class ReactorLoop {
     }
 
     private func assertOnLoopThread(_ function: StaticString = #function) {
-        assert(pthread_equal(thread, pthread_self()) != 0,
-               "ReactorLoop.\(function) called off the reactor thread of \(reactor.name)")
+        assert(
+            pthread_equal(thread, pthread_self()) != 0,
+            "ReactorLoop.\(function) called off the reactor thread of \(reactor.name)")
     }
 
     // MARK: - Sockets
 
     /// Creates a socket (`ZMQ_LINGER` 0, `ZMQ_SNDTIMEO` 1000 ms unless given) owned by the loop: closed when it ends.
-    public func socket(_ type: ZMQSocketType,
-                       linger: Int32 = ZMQSocket.defaultLinger,
-                       sendTimeout: Int32 = ZMQSocket.defaultSendTimeout) throws(ZMQError) -> ZMQSocket {
+    public func socket(
+        _ type: ZMQSocketType,
+        linger: Int32 = ZMQSocket.defaultLinger,
+        sendTimeout: Int32 = ZMQSocket.defaultSendTimeout
+    ) throws(ZMQError) -> ZMQSocket {
         assertOnLoopThread()
         let socket = try ZMQSocket(context, type, linger: linger, sendTimeout: sendTimeout)
         adopt(socket)
@@ -94,7 +98,7 @@ public final class ReactorLoop {
     /// Makes the loop close `socket` when it ends (sockets from `socket(_:)` and `onReadable` already are).
     public func adopt(_ socket: ZMQSocket) {
         assertOnLoopThread()
-        owned.removeAll { $0.isClosed }  // forget sockets closed meanwhile
+        owned.removeAll { $0.isClosed } // forget sockets closed meanwhile
         if !owned.contains(where: { $0 === socket }) { owned.append(socket) }
     }
 
@@ -265,14 +269,18 @@ public final class ReactorLoop {
 
     private func rebuildPollItemsIfNeeded() {
         if !readersChanged && !pollReaders.contains(where: { $0.socket.isClosed })
-            && !pollWatched.contains(where: \.isClosed) { return }
+            && !pollWatched.contains(where: \.isClosed)
+        {
+            return
+        }
         readers.removeAll { !$0.active || $0.socket.isClosed }
         pollReaders = readers
         pollWatched = []
         pollItems.removeAll(keepingCapacity: true)
         pollItems.append(zmq_pollitem_t(socket: nil, fd: reactor.wakeReadFD, events: Int16(ZMQ_POLLIN), revents: 0))
         for reader in pollReaders {
-            pollItems.append(zmq_pollitem_t(socket: reader.socket.rawHandle, fd: 0, events: Int16(ZMQ_POLLIN), revents: 0))
+            pollItems.append(
+                zmq_pollitem_t(socket: reader.socket.rawHandle, fd: 0, events: Int16(ZMQ_POLLIN), revents: 0))
         }
         for socket in owned where !socket.isClosed && !readers.contains(where: { $0.socket === socket }) {
             guard let fd = try? socket.fileDescriptor() else { continue }
@@ -295,7 +303,7 @@ public final class ReactorLoop {
     private func nextDeadline() -> Double? {
         while let top = heap.top {
             if let entry = timers[top.id], entry.deadline == top.deadline { return top.deadline }
-            heap.pop()  // cancelled or rescheduled
+            heap.pop() // cancelled or rescheduled
         }
         return nil
     }
@@ -309,7 +317,7 @@ public final class ReactorLoop {
             due.append((top.id, entry))
         }
         for (id, entry) in due {
-            guard timers[id] === entry else { continue }  // cancelled by an earlier handler of this round
+            guard timers[id] === entry else { continue } // cancelled by an earlier handler of this round
             if let interval = entry.interval {
                 var next = entry.deadline + interval
                 if next <= now { next = now + interval }
@@ -326,7 +334,7 @@ public final class ReactorLoop {
     /// After `run`: the closures still queued, the stop handlers, then every owned socket is closed.
     func finish() {
         var batch: [Reactor.Work] = []
-        _ = reactor.takePosted(into: &batch)  // posts are refused by now, so this is the last batch
+        _ = reactor.takePosted(into: &batch) // posts are refused by now, so this is the last batch
         for work in batch { work(self) }
         let handlers = stopHandlers
         stopHandlers = []

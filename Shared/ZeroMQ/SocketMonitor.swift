@@ -1,11 +1,12 @@
 import CZeroMQ
 import SystemKit
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// What libzmq does to the connections of a socket that takes outside connections, made visible: a
@@ -31,7 +32,8 @@ public final class SocketMonitor {
     /// monitor leaves errno at EAGAIN, so the connection is not dropped but stops being read, and stays (in CLOSE-WAIT
     /// once the peer leaves) for as long as the service runs: one descriptor per replayed message. Without that event
     /// libzmq drops the connection, and the monitor sees it as a `DISCONNECTED` (found by BadInputMatrixCurveTests).
-    public static let events: Int32 = ZMQ_EVENT_ACCEPTED | ZMQ_EVENT_ACCEPT_FAILED | ZMQ_EVENT_DISCONNECTED
+    public static let events: Int32 =
+        ZMQ_EVENT_ACCEPTED | ZMQ_EVENT_ACCEPT_FAILED | ZMQ_EVENT_DISCONNECTED
         | ZMQ_EVENT_HANDSHAKE_SUCCEEDED | ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH
 
     /// One libzmq monitor event (version 1: a 6-byte frame of event and value, then the endpoint).
@@ -60,16 +62,17 @@ public final class SocketMonitor {
             let head = frames[0]
             let code = UInt16(head[0]) | UInt16(head[1]) << 8
             let value = UInt32(head[2]) | UInt32(head[3]) << 8 | UInt32(head[4]) << 16 | UInt32(head[5]) << 24
-            let kind: Kind = switch Int32(code) {
-            case ZMQ_EVENT_ACCEPTED: .accepted
-            case ZMQ_EVENT_ACCEPT_FAILED: .acceptFailed
-            case ZMQ_EVENT_DISCONNECTED: .disconnected
-            case ZMQ_EVENT_HANDSHAKE_SUCCEEDED: .handshakeSucceeded
-            case ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL: .handshakeFailedNoDetail
-            case ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL: .handshakeFailedProtocol
-            case ZMQ_EVENT_HANDSHAKE_FAILED_AUTH: .handshakeFailedAuth
-            default: .other(code)
-            }
+            let kind: Kind =
+                switch Int32(code) {
+                case ZMQ_EVENT_ACCEPTED: .accepted
+                case ZMQ_EVENT_ACCEPT_FAILED: .acceptFailed
+                case ZMQ_EVENT_DISCONNECTED: .disconnected
+                case ZMQ_EVENT_HANDSHAKE_SUCCEEDED: .handshakeSucceeded
+                case ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL: .handshakeFailedNoDetail
+                case ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL: .handshakeFailedProtocol
+                case ZMQ_EVENT_HANDSHAKE_FAILED_AUTH: .handshakeFailedAuth
+                default: .other(code)
+                }
             return Event(kind: kind, value: value, endpoint: String(decoding: frames[1], as: UTF8.self))
         }
     }
@@ -91,7 +94,8 @@ public final class SocketMonitor {
             case .refusedByAuthentication(let status):
                 "CURVE handshake refused by the ZAP handler (status \(status))"
             case .handshakeNotFinished(let timedOut):
-                timedOut ? "handshake not finished within the handshake timeout"
+                timedOut
+                    ? "handshake not finished within the handshake timeout"
                     : "handshake not finished (the peer left, or sent bytes that are not ZMTP)"
             case .closed:
                 "closed: the peer left, or sent a frame over the limit"
@@ -146,7 +150,9 @@ public final class SocketMonitor {
     /// Starts monitoring `socket` (call before `bind`, from `loop`'s thread); `report` is called on that thread for
     /// every closed connection.
     public init(_ socket: ZMQSocket, name: String, loop: ReactorLoop, report: @escaping (Closed) -> Void) throws {
-        guard let raw = socket.rawHandle else { throw ZMQError(code: ENOTSOCK, operation: "zmq_socket_monitor(\(name))") }
+        guard let raw = socket.rawHandle else {
+            throw ZMQError(code: ENOTSOCK, operation: "zmq_socket_monitor(\(name))")
+        }
         let serial = Self.serial.withLock { count -> Int in
             count += 1
             return count
@@ -192,15 +198,16 @@ public final class SocketMonitor {
             let peer = peers.removeValue(forKey: event.value)
             let seconds = peer.map { clock() - $0.since }
             let failure = pendingFailures.isEmpty ? nil : pendingFailures.removeFirst()
-            let ending: Ending = switch failure?.kind {
-            case .handshakeFailedAuth?: .refusedByAuthentication(status: failure!.value)
-            case .handshakeFailedNoDetail?:
-                .handshakeNotFinished(timedOut: handshakeTimeout > 0 && (seconds ?? 0) >= handshakeTimeout * 0.95)
-            default: .closed
-            }
+            let ending: Ending =
+                switch failure?.kind {
+                case .handshakeFailedAuth?: .refusedByAuthentication(status: failure!.value)
+                case .handshakeFailedNoDetail?:
+                    .handshakeNotFinished(timedOut: handshakeTimeout > 0 && (seconds ?? 0) >= handshakeTimeout * 0.95)
+                default: .closed
+                }
             report(Closed(peer: peer?.address ?? "unknown", seconds: seconds, ending: ending))
         case .handshakeFailedProtocol, .other:
-            break  // not asked for (see `events`)
+            break // not asked for (see `events`)
         }
     }
 

@@ -66,7 +66,8 @@ public final class ZAPHandler {
     /// Makes `socket` a CurveZMQ server for `role`, answered by this handler. Call before `bind`.
     /// `unlimitedKeysOnly`: a socket that cannot keep a key to its applications (a PUB where libzmq applies the
     /// subscriptions) admits only keys listed for every application; the text says why the others are refused.
-    public func secure(_ socket: ZMQSocket, role: CurveRole, secretKey: String, unlimitedKeysOnly: String? = nil) throws {
+    public func secure(_ socket: ZMQSocket, role: CurveRole, secretKey: String, unlimitedKeysOnly: String? = nil) throws
+    {
         if let unlimitedKeysOnly { limitedKeyRefusal = unlimitedKeysOnly }
         let domain = Self.domain(role, unlimitedKeysOnly: unlimitedKeysOnly != nil)
         try socket.setOption(ZMQ_ZAP_DOMAIN, bytes: Array(domain.utf8), name: "ZMQ_ZAP_DOMAIN")
@@ -83,15 +84,19 @@ public final class ZAPHandler {
 
     /// The decision for one request, as a value (the tests call it without sockets). On a domain `ROLE:unlimited`, a
     /// key listed for ROLE but limited to applications is refused with `limitedKeyRefusal` as the reason.
-    public static func decide(_ request: [[UInt8]], allowList: CurveAllowList,
-                              limitedKeyRefusal: String = ZAPHandler.defaultLimitedKeyRefusal)
-        -> (reply: [[UInt8]], decision: ZAPDecision) {
+    public static func decide(
+        _ request: [[UInt8]], allowList: CurveAllowList,
+        limitedKeyRefusal: String = ZAPHandler.defaultLimitedKeyRefusal
+    )
+        -> (reply: [[UInt8]], decision: ZAPDecision)
+    {
         func text(_ index: Int) -> String {
             index < request.count ? String(decoding: request[index], as: UTF8.self) : ""
         }
         let requestID = request.count > 1 ? request[1] : []
-        var decision = ZAPDecision(accepted: false, role: text(2), address: text(3), mechanism: text(5), who: "?",
-                                   reason: "")
+        var decision = ZAPDecision(
+            accepted: false, role: text(2), address: text(3), mechanism: text(5), who: "?",
+            reason: "")
         func reply(_ code: String, _ status: String, user: String = "", metadata: [UInt8] = []) -> [[UInt8]] {
             [Array("1.0".utf8), requestID, Array(code.utf8), Array(status.utf8), Array(user.utf8), metadata]
         }
@@ -139,7 +144,8 @@ public final class ZAPHandler {
     public static func metadata(_ properties: [(name: String, value: String)]) -> [UInt8] {
         var bytes: [UInt8] = []
         for (name, value) in properties {
-            let name = Array(name.utf8), value = Array(value.utf8)
+            let name = Array(name.utf8)
+            let value = Array(value.utf8)
             bytes.append(UInt8(name.count))
             bytes += name
             bytes += withUnsafeBytes(of: UInt32(value.count).bigEndian, Array.init)

@@ -1,11 +1,12 @@
 import CZeroMQ
 import SystemKit
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// A libzmq context: one per process is usual; every socket and `Reactor` refers to one.
@@ -58,7 +59,7 @@ public final class ZMQContext: @unchecked Sendable {
             guard !state.terminated else { return [] }
             if !state.shutDown {
                 state.shutDown = true
-                zmq_ctx_shutdown(handle)  // only fails with EFAULT (invalid context), impossible here
+                zmq_ctx_shutdown(handle) // only fails with EFAULT (invalid context), impossible here
             }
             let alive = state.reactors.compactMap(\.reactor)
             state.reactors = []

@@ -1,10 +1,11 @@
 import CZeroMQ
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// A failed libzmq call: the errno value, the call that failed (with its argument), and `zmq_strerror`'s text.

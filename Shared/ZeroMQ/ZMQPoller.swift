@@ -1,11 +1,12 @@
 import CZeroMQ
 import SystemKit
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// What to wait for / what happened, as in `zmq_pollitem_t.events` / `revents`.
@@ -101,8 +102,10 @@ public struct ZMQPoller {
     }
 
     /// `zmq_poll` on raw items, retrying `EINTR` with the remaining time. Returns how many items are ready (0 on timeout).
-    static func pollRaw(_ items: UnsafeMutablePointer<zmq_pollitem_t>?, count: Int,
-                        timeoutMilliseconds: Int) throws(ZMQError) -> Int {
+    static func pollRaw(
+        _ items: UnsafeMutablePointer<zmq_pollitem_t>?, count: Int,
+        timeoutMilliseconds: Int
+    ) throws(ZMQError) -> Int {
         let deadline = timeoutMilliseconds > 0 ? MonotonicClock.now() + Double(timeoutMilliseconds) / 1000 : 0
         var timeout = timeoutMilliseconds
         while true {

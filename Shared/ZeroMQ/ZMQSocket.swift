@@ -1,10 +1,11 @@
 import CZeroMQ
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// The libzmq socket types of Debian's (non-draft) build.
@@ -81,9 +82,11 @@ public final class ZMQSocket {
     private let message: UnsafeMutablePointer<zmq_msg_t>
 
     /// Creates a socket with `ZMQ_LINGER` = `linger` and `ZMQ_SNDTIMEO` = `sendTimeout` (milliseconds, -1 = forever).
-    public init(_ context: ZMQContext, _ type: ZMQSocketType,
-                linger: Int32 = ZMQSocket.defaultLinger,
-                sendTimeout: Int32 = ZMQSocket.defaultSendTimeout) throws(ZMQError) {
+    public init(
+        _ context: ZMQContext, _ type: ZMQSocketType,
+        linger: Int32 = ZMQSocket.defaultLinger,
+        sendTimeout: Int32 = ZMQSocket.defaultSendTimeout
+    ) throws(ZMQError) {
         let handle = try context.makeSocketHandle(type.rawValue, name: type.description)
         self.context = context
         self.type = type
@@ -144,7 +147,9 @@ public final class ZMQSocket {
     /// `ZMQ_LAST_ENDPOINT`: the endpoint of the last bind or connect, resolved (e.g. `tcp://127.0.0.1:37251` after binding
     /// `tcp://127.0.0.1:*`). Empty if there was none or the socket is closed.
     public var lastEndpoint: String {
-        guard let bytes = try? bytesOption(ZMQ_LAST_ENDPOINT, name: "ZMQ_LAST_ENDPOINT", capacity: 1024) else { return "" }
+        guard let bytes = try? bytesOption(ZMQ_LAST_ENDPOINT, name: "ZMQ_LAST_ENDPOINT", capacity: 1024) else {
+            return ""
+        }
         // The option value is NUL-terminated.
         return String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
     }
@@ -192,7 +197,9 @@ public final class ZMQSocket {
         let handle = try open("zmq_getsockopt(ZMQ_MAXMSGSIZE)")
         var value: Int64 = 0
         var size = MemoryLayout<Int64>.size
-        if zmq_getsockopt(handle, ZMQ_MAXMSGSIZE, &value, &size) != 0 { throw ZMQError.last("zmq_getsockopt(ZMQ_MAXMSGSIZE)") }
+        if zmq_getsockopt(handle, ZMQ_MAXMSGSIZE, &value, &size) != 0 {
+            throw ZMQError.last("zmq_getsockopt(ZMQ_MAXMSGSIZE)")
+        }
         return value
     }
 
@@ -379,14 +386,18 @@ public final class ZMQSocket {
     /// handler's name for the peer's key), `Socket-Type`, `Peer-Address`, or any property the ZAP handler returned.
     /// A property the message does not carry is absent from the dictionary. On an XPUB, subscription messages carry
     /// the metadata of the connection that sent them; those libzmq makes itself when a connection ends carry none.
-    public func receive(dontWait: Bool = false,
-                        properties: [String]) throws(ZMQError) -> (frames: [[UInt8]], properties: [String: String])? {
+    public func receive(
+        dontWait: Bool = false,
+        properties: [String]
+    ) throws(ZMQError) -> (frames: [[UInt8]], properties: [String: String])? {
         var found: [String: String] = [:]
-        let frames = try receive(dontWait: dontWait, firstFrame: { message in
-            for name in properties {
-                if let value = zmq_msg_gets(message, name) { found[name] = String(cString: value) }
-            }
-        })
+        let frames = try receive(
+            dontWait: dontWait,
+            firstFrame: { message in
+                for name in properties {
+                    if let value = zmq_msg_gets(message, name) { found[name] = String(cString: value) }
+                }
+            })
         guard let frames else { return nil }
         return (frames, found)
     }
@@ -401,8 +412,10 @@ public final class ZMQSocket {
     }
 
     /// `receive`, handing the first frame (while it is open) to `firstFrame`, for its metadata.
-    private func receive(dontWait: Bool,
-                         firstFrame: ((UnsafeMutablePointer<zmq_msg_t>) -> Void)?) throws(ZMQError) -> [[UInt8]]? {
+    private func receive(
+        dontWait: Bool,
+        firstFrame: ((UnsafeMutablePointer<zmq_msg_t>) -> Void)?
+    ) throws(ZMQError) -> [[UInt8]]? {
         let handle = try open("zmq_msg_recv")
         var frames: [[UInt8]] = []
         // libzmq delivers multipart messages atomically: once the first frame is here the rest are too, so later frames
@@ -426,18 +439,20 @@ public final class ZMQSocket {
             if readsPeer && peer == nil {
                 // The metadata sits on every frame from the wire (not on the routing-id frame a ROUTER adds).
                 if let name = zmq_msg_gets(message, "User-Id"),
-                   let publicKey = zmq_msg_gets(message, ZAPHandler.publicKeyProperty) {
+                    let publicKey = zmq_msg_gets(message, ZAPHandler.publicKeyProperty)
+                {
                     peer = CurvePeer(name: String(cString: name), publicKey: String(cString: publicKey))
                 }
             }
             let size = zmq_msg_size(message)
             let data = zmq_msg_data(message)
-            frames.append([UInt8](unsafeUninitializedCapacity: size) { buffer, count in
-                if size > 0, let data, let base = buffer.baseAddress {
-                    memcpy(base, data, size)
-                }
-                count = size
-            })
+            frames.append(
+                [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
+                    if size > 0, let data, let base = buffer.baseAddress {
+                        memcpy(base, data, size)
+                    }
+                    count = size
+                })
             // Read the more-flag before closing the frame.
             var more: Int32 = 0
             var moreSize = MemoryLayout<Int32>.size
@@ -453,7 +468,7 @@ public final class ZMQSocket {
     /// leaving, an unbind closing its connections, subscriptions arriving). Not for reading or writing: poll it, then
     /// call `processCommands()`.
     public func fileDescriptor() throws(ZMQError) -> Int32 {
-        try int32Option(ZMQ_FD, name: "ZMQ_FD")  // an int on POSIX systems
+        try int32Option(ZMQ_FD, name: "ZMQ_FD") // an int on POSIX systems
     }
 
     /// Has libzmq carry out the socket's pending commands now (reading `ZMQ_EVENTS` does that), rather than at the
@@ -492,7 +507,9 @@ public enum ZMQCurve {
 
 /// The linked libzmq's version, e.g. (4, 3, 4).
 public func zmqVersion() -> (major: Int32, minor: Int32, patch: Int32) {
-    var major: Int32 = 0, minor: Int32 = 0, patch: Int32 = 0
+    var major: Int32 = 0
+    var minor: Int32 = 0
+    var patch: Int32 = 0
     zmq_version(&major, &minor, &patch)
     return (major, minor, patch)
 }

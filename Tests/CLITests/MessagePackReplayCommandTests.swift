@@ -5,10 +5,15 @@ import Testing
 /// `roadsave simulate` writing MessagePack and `roadsave replay` reading it, as separate processes.
 @Suite(.serialized) struct MessagePackReplayCommandTests {
     func simulated(_ suffix: String, _ extra: String...) async throws -> URL {
-        let url = FileManager.default.temporaryDirectory.appendingPathComponent("roadsave-test-\(UUID().uuidString)\(suffix)")
-        let result = try await ChildProcess.run(Executables.roadsave, ["simulate", "--devices", "4", "--duration", "12",
-                                                                       "--crashes", "1", "--seed", "3", "--output", url.path]
-                                                    + extra, limit: 300)
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "roadsave-test-\(UUID().uuidString)\(suffix)")
+        let result = try await ChildProcess.run(
+            Executables.roadsave,
+            [
+                "simulate", "--devices", "4", "--duration", "12",
+                "--crashes", "1", "--seed", "3", "--output", url.path,
+            ]
+                + extra, limit: 300)
         #expect(result.status == 0, "\(result.stderr)")
         return url
     }

@@ -84,7 +84,8 @@ import Testing
         #expect(crash["confidence"] as? String == "High")
         #expect(crash["detectedAt"] == nil)
         let end = try #require(events(result, "tripDidEnd").first)
-        #expect(Set(end.keys) == ["event", "eventID", "app", "user", "tripID", "startDate", "endDate", "distanceMetres"])
+        #expect(
+            Set(end.keys) == ["event", "eventID", "app", "user", "tripID", "startDate", "endDate", "distanceMetres"])
     }
 
     @Test func settingsFromAFileReplaceTheThresholds() async throws {
@@ -108,7 +109,8 @@ import Testing
         let requests = platform.stop()
         #expect(events(result, "crashDetected").map { $0["confidence"] as? String } == [verdict])
         // The candidate carried what PROTOCOL §5 names.
-        let evaluation = try #require(requests.first { $0["path"] as? String == "/v1/crash-evaluations" }?["body"] as? [String: Any])
+        let evaluation = try #require(
+            requests.first { $0["path"] as? String == "/v1/crash-evaluations" }?["body"] as? [String: Any])
         for field in ["app", "user", "time", "latitude", "longitude", "speedBefore", "speedAfter", "peakG", "samples"] {
             #expect(evaluation[field] != nil, "\(field)")
         }
@@ -126,8 +128,9 @@ import Testing
 
     @Test func aPlatformThatFailsEvaluationsGivesUnknown() async throws {
         let platform = try StubPlatform(["--fail-evaluations"])
-        let result = try await Processes.roadsave("replay", Self.morning, "--platform", platform.url,
-                                            "--platform-attempts", "2")
+        let result = try await Processes.roadsave(
+            "replay", Self.morning, "--platform", platform.url,
+            "--platform-attempts", "2")
         let requests = platform.stop()
         #expect(events(result, "crashDetected").map { $0["confidence"] as? String } == ["unknown"])
         // Retried before giving up.
@@ -136,8 +139,9 @@ import Testing
 
     @Test func aPlatformThatCannotBeReachedAtStartGivesOfflineLimitExceeded() async throws {
         // Nothing listens on port 9 of loopback: every settings fetch fails, and no settings were ever cached.
-        let result = try await Processes.roadsave("replay", Self.morning, "--platform", "http://127.0.0.1:9",
-                                            "--platform-attempts", "1")
+        let result = try await Processes.roadsave(
+            "replay", Self.morning, "--platform", "http://127.0.0.1:9",
+            "--platform-attempts", "1")
         #expect(result.status == 0)
         #expect(result.objects.isEmpty)
         #expect(result.stderr.contains("offlineLimitExceeded"))
@@ -145,7 +149,8 @@ import Testing
 
     @Test func settingsThatCannotBeFetchedAreAskedForAgainEvery30SecondsOfRecordTime() async throws {
         let platform = try StubPlatform(["--fail-settings"])
-        let result = try await Processes.roadsave("replay", Self.morning, "--platform", platform.url, "--platform-attempts", "1")
+        let result = try await Processes.roadsave(
+            "replay", Self.morning, "--platform", platform.url, "--platform-attempts", "1")
         let requests = platform.stop()
         #expect(result.status == 0)
         #expect(result.objects.isEmpty)

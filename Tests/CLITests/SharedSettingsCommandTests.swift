@@ -10,11 +10,15 @@ import Testing
     @Test func aPlatformThatIsNotHTTPIsRefusedByReplayAndReportAlike() async throws {
         for url in ["file:///tmp/platform", "http://", "localhost:8080"] {
             let replay = try await Processes.roadsave("replay", Self.morning, "--platform", url)
-            #expect(replay.status == 2 && replay.stderr.contains("--platform: \"\(url)\" is not an http:// or https:// URL"),
-                    "\(replay.stderr)")
+            #expect(
+                replay.status == 2
+                    && replay.stderr.contains("--platform: \"\(url)\" is not an http:// or https:// URL"),
+                "\(replay.stderr)")
             let report = try await Processes.roadsave("report", Self.morning, "--output", "-", "--platform", url)
-            #expect(report.status == 2 && report.stderr.contains("--platform: \"\(url)\" is not an http:// or https:// URL"),
-                    "\(report.stderr)")
+            #expect(
+                report.status == 2
+                    && report.stderr.contains("--platform: \"\(url)\" is not an http:// or https:// URL"),
+                "\(report.stderr)")
         }
     }
 
@@ -23,13 +27,19 @@ import Testing
             var arguments = [command, Self.morning, "--reorder-window", "601"]
             if command == "report" { arguments += ["--output", "-"] }
             let refused = try await ChildProcess.run(Executables.roadsave, arguments, limit: 300)
-            #expect(refused.status == 2 && refused.stderr.contains("--reorder-window must be a number from 0.0 to 600.0, got \"601\""),
-                    "\(command): \(refused.stderr)")
+            #expect(
+                refused.status == 2
+                    && refused.stderr.contains("--reorder-window must be a number from 0.0 to 600.0, got \"601\""),
+                "\(command): \(refused.stderr)")
         }
-        let accepted = try await Processes.roadsave("report", Self.morning, "--skip-invalid", "--output", "-", "--reorder-window", "600")
+        let accepted = try await Processes.roadsave(
+            "report", Self.morning, "--skip-invalid", "--output", "-", "--reorder-window", "600")
         #expect(accepted.status == 0, "\(accepted.stderr)")
         let help = try await Processes.roadsave("replay", "--help").stdout
-        #expect(help.contains("--reorder-window S    seconds of event time a record may arrive late and still be put in order (default 10)"))
+        #expect(
+            help.contains(
+                "--reorder-window S    seconds of event time a record may arrive late and still be put in order (default 10)"
+            ))
         #expect(help.contains("--platform-timeout S  seconds per platform request (default 5)"))
         #expect(help.contains("--platform-attempts N attempts per platform call, with exponential backoff (default 3)"))
     }

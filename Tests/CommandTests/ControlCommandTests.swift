@@ -8,15 +8,21 @@ import Testing
     /// journal it is configured with (until then it answers "recovering").
     static func startDetect() async throws -> (RunningProcess, ingest: RunningProcess, control: String) {
         let base = Ports.reserveRange(4)
-        let ingest = try RunningProcess(["ingest", "--applications", "app-1", "--gateway-endpoint", Ports.tcp(base + 3),
-                                         "--records-endpoint", Ports.tcp(base)])
-        let detect = try RunningProcess(["detect", "--records-endpoint", Ports.tcp(base), "--control-endpoint", Ports.tcp(base + 1),
-                                         "--events-endpoint", Ports.tcp(base + 2)])
+        let ingest = try RunningProcess([
+            "ingest", "--applications", "app-1", "--gateway-endpoint", Ports.tcp(base + 3),
+            "--records-endpoint", Ports.tcp(base),
+        ])
+        let detect = try RunningProcess([
+            "detect", "--records-endpoint", Ports.tcp(base), "--control-endpoint", Ports.tcp(base + 1),
+            "--events-endpoint", Ports.tcp(base + 2),
+        ])
         // Live once a command is no longer answered "recovering" (a command for nobody changes nothing).
         let deadline = Date().addingTimeInterval(20)
         while Date() < deadline {
-            let probe = try await Roadsave.run(["ctl", "stopMonitoring", "--app", "probe", "--user", "probe",
-                                                "--endpoint", Ports.tcp(base + 1), "--timeout", "2"])
+            let probe = try await Roadsave.run([
+                "ctl", "stopMonitoring", "--app", "probe", "--user", "probe",
+                "--endpoint", Ports.tcp(base + 1), "--timeout", "2",
+            ])
             if let error = Self.reply(probe)["error"] as? String, error != "recovering" {
                 return (detect, ingest, Ports.tcp(base + 1))
             }
@@ -37,24 +43,33 @@ import Testing
             detect.kill()
             ingest.kill()
         }
-        let configure = try await Roadsave.run(["ctl", "configure", "--app", "ctl-app", "--user", "u1", "--mode", "crashOnly",
-                                                "--auto-trips", "false", "--endpoint", control])
+        let configure = try await Roadsave.run([
+            "ctl", "configure", "--app", "ctl-app", "--user", "u1", "--mode", "crashOnly",
+            "--auto-trips", "false", "--endpoint", control,
+        ])
         #expect(configure.status == 0, "\(configure.stderr)")
         #expect(Self.reply(configure)["ok"] as? Bool == true, "\(configure.stdout)")
         let states = Self.reply(configure)["states"] as? [[String: Any]]
         #expect(states?.first?["detectionMode"] as? String == "crashOnly")
         #expect(states?.first?["autoTripDetection"] as? Bool == false)
 
-        let start = try await Roadsave.run(["ctl", "startMonitoring", "--app", "ctl-app", "--user", "u1", "--endpoint", control])
+        let start = try await Roadsave.run([
+            "ctl", "startMonitoring", "--app", "ctl-app", "--user", "u1", "--endpoint", control,
+        ])
         #expect(start.status == 0, "\(start.stderr)")
-        #expect((Self.reply(start)["states"] as? [[String: Any]])?.first?["lifecycle"] as? String == "monitoring",
-                "\(start.stdout)")
+        #expect(
+            (Self.reply(start)["states"] as? [[String: Any]])?.first?["lifecycle"] as? String == "monitoring",
+            "\(start.stdout)")
 
-        let mode = try await Roadsave.run(["ctl", "setDetectionMode", "--app", "ctl-app", "--user", "u1", "--mode", "all",
-                                           "--endpoint", control])
+        let mode = try await Roadsave.run([
+            "ctl", "setDetectionMode", "--app", "ctl-app", "--user", "u1", "--mode", "all",
+            "--endpoint", control,
+        ])
         #expect(mode.status == 0, "\(mode.stderr)")
-        let trips = try await Roadsave.run(["ctl", "setAutoTripDetection", "--app", "ctl-app", "--user", "u1", "--enabled", "true",
-                                            "--endpoint", control])
+        let trips = try await Roadsave.run([
+            "ctl", "setAutoTripDetection", "--app", "ctl-app", "--user", "u1", "--enabled", "true",
+            "--endpoint", control,
+        ])
         #expect(trips.status == 0, "\(trips.stderr)")
         #expect((Self.reply(trips)["states"] as? [[String: Any]])?.first?["autoTripDetection"] as? Bool == true)
         // Without --user: every known device of the application.
@@ -72,8 +87,10 @@ import Testing
             ingest.kill()
         }
         let secretApp = "app-secret-4711-credential"
-        let result = try await Roadsave.run(["ctl", "startMonitoring", "--app", secretApp, "--user", "nobody",
-                                             "--endpoint", control])
+        let result = try await Roadsave.run([
+            "ctl", "startMonitoring", "--app", secretApp, "--user", "nobody",
+            "--endpoint", control,
+        ])
         #expect(result.status == 1)
         #expect(Self.reply(result)["ok"] as? Bool == false, "\(result.stdout)")
         #expect(Self.reply(result)["error"] as? String == "notConfigured", "\(result.stdout)")
@@ -83,8 +100,9 @@ import Testing
         // The applicationID may come from the environment instead of the command line.
         var environment = ProcessInfo.processInfo.environment
         environment["ROADSAVE_APP"] = secretApp
-        let fromEnvironment = try await Roadsave.run(["ctl", "raiseTestCrash", "--user", "nobody", "--endpoint", control],
-                                                     environment: environment)
+        let fromEnvironment = try await Roadsave.run(
+            ["ctl", "raiseTestCrash", "--user", "nobody", "--endpoint", control],
+            environment: environment)
         #expect(fromEnvironment.status == 1)
         #expect(Self.reply(fromEnvironment)["error"] as? String == "notConfigured", "\(fromEnvironment.stdout)")
         await stopGracefully(detect)
@@ -94,8 +112,11 @@ import Testing
     @Test func noReplyFromDetection() async throws {
         let port = Ports.reserveRange(1)
         let started = Date()
-        let result = try await Roadsave.run(["ctl", "configure", "--app", "ctl-app", "--user", "u1", "--endpoint", Ports.tcp(port),
-                                             "--timeout", "0.5"], limit: 20)
+        let result = try await Roadsave.run(
+            [
+                "ctl", "configure", "--app", "ctl-app", "--user", "u1", "--endpoint", Ports.tcp(port),
+                "--timeout", "0.5",
+            ], limit: 20)
         #expect(result.status == 1)
         #expect(result.stderr.contains("no reply from detection at \(Ports.tcp(port))"), "\(result.stderr)")
         // Bounded by its own timeout, not hung; the bound is loose because test machines are shared and busy.
@@ -112,7 +133,8 @@ import Testing
         }
         var environment = ProcessInfo.processInfo.environment
         environment["ROADSAVE_APP"] = nil
-        let result = try await Roadsave.run(["ctl", "acknowledgeJournalGaps", "--endpoint", control], environment: environment)
+        let result = try await Roadsave.run(
+            ["ctl", "acknowledgeJournalGaps", "--endpoint", control], environment: environment)
         #expect(result.status == 0, "\(result.stderr)")
         let reply = Self.reply(result)
         #expect(reply["ok"] as? Bool == true && reply["acknowledged"] as? Int == 0, "\(result.stdout)")
@@ -133,7 +155,10 @@ import Testing
             (["ctl", "configure", "--app", "a", "--endpoint", "tcp://*:5552"], "--endpoint"),
             (["ctl", "acknowledgeJournalGaps", "--app", "a"], "--app does not apply to acknowledgeJournalGaps"),
             (["ctl", "acknowledgeJournalGaps", "--user", "u"], "--user does not apply to acknowledgeJournalGaps"),
-            (["ctl", "configure", "--app", "a", "--follow-up"], "--follow-up applies to raiseTestCrash, not configure"),
+            (
+                ["ctl", "configure", "--app", "a", "--follow-up"],
+                "--follow-up applies to raiseTestCrash, not configure"
+            ),
         ] {
             var environment = ProcessInfo.processInfo.environment
             environment["ROADSAVE_APP"] = nil

@@ -9,10 +9,11 @@ import Testing
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("roadsave-demo-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: folder) }
         let script = TestPaths.repository.appendingPathComponent("scripts/demo.sh")
-        let demo = try RunningProcess([script.path, Roadsave.executable.path],
-                                      environment: ProcessInfo.processInfo.environment.merging(
-                                          ["ROADSAVE_DEMO_DIR": folder.path]) { _, new in new },
-                                      executable: URL(fileURLWithPath: "/bin/bash"))
+        let demo = try RunningProcess(
+            [script.path, Roadsave.executable.path],
+            environment: ProcessInfo.processInfo.environment.merging(
+                ["ROADSAVE_DEMO_DIR": folder.path]) { _, new in new },
+            executable: URL(fileURLWithPath: "/bin/bash"))
         defer { demo.kill() }
         // A hang bound, not a speed check: the demo ends on its own once the tail has replay's count of events.
         let status = await demo.waitForExit(timeout: 300)
@@ -21,7 +22,9 @@ import Testing
         let replay = try await Roadsave.run(["replay", folder.appendingPathComponent("morning.ndjson").path])
         #expect(replay.status == 0)
         // Every event replay gives, each once, the crash among them.
-        #expect(Set(events.compactMap { $0["eventID"] as? String }) == Set(replay.objects.compactMap { $0["eventID"] as? String }))
+        #expect(
+            Set(events.compactMap { $0["eventID"] as? String })
+                == Set(replay.objects.compactMap { $0["eventID"] as? String }))
         #expect(events.count == replay.objects.count)
         #expect(events.contains { $0["event"] as? String == "crashDetected" })
         #expect(demo.stderr.contains("stopped cleanly"), "\(demo.stderr)")

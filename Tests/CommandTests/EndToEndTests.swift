@@ -7,17 +7,26 @@ import Testing
     @Test func recordsSentBecomeEventsOnTail() async throws {
         let pipeline = try await Pipeline.start(stopDelay: 5)
         defer { pipeline.kill() }
-        let everything = try await startTail(["--endpoint", pipeline.subscribers, "--timeout", "120"], catchUp: pipeline.catchUp)
+        let everything = try await startTail(
+            ["--endpoint", pipeline.subscribers, "--timeout", "120"], catchUp: pipeline.catchUp)
         defer { everything.kill() }
-        let crashes = try await startTail(["--endpoint", pipeline.subscribers, "--event", "crashDetected", "--app", "demo-app",
-                                           "--count", "1", "--timeout", "120"], catchUp: pipeline.catchUp)
+        let crashes = try await startTail(
+            [
+                "--endpoint", pipeline.subscribers, "--event", "crashDetected", "--app", "demo-app",
+                "--count", "1", "--timeout", "120",
+            ], catchUp: pipeline.catchUp)
         defer { crashes.kill() }
-        let walkerOnly = try await startTail(["--endpoint", pipeline.subscribers, "--app", "demo-app", "--user", "user-walker",
-                                              "--event", "tripDidStart,tripDidEnd", "--timeout", "120"], catchUp: pipeline.catchUp)
+        let walkerOnly = try await startTail(
+            [
+                "--endpoint", pipeline.subscribers, "--app", "demo-app", "--user", "user-walker",
+                "--event", "tripDidStart,tripDidEnd", "--timeout", "120",
+            ], catchUp: pipeline.catchUp)
         defer { walkerOnly.kill() }
 
-        let send = try await Roadsave.run(["send", Roadsave.fixture("morning.ndjson").path, "--endpoint", pipeline.gateways,
-                                           "--batch", "100"])
+        let send = try await Roadsave.run([
+            "send", Roadsave.fixture("morning.ndjson").path, "--endpoint", pipeline.gateways,
+            "--batch", "100",
+        ])
         #expect(send.status == 0, "\(send.stderr)")
         #expect(send.lines == ["sent 864, accepted 864, rejected 0, batches 9"])
 
@@ -32,20 +41,24 @@ import Testing
         #expect(crash["isTest"] as? Bool == false)
 
         // Both trips start and end (a 5 s stop delay ends them soon after the records stop).
-        let wanted: Set<String> = ["tripDidStart/user-crash", "tripDidStart/user-walker", "crashDetected/user-crash",
-                                   "tripDidEnd/user-crash", "tripDidEnd/user-walker"]
+        let wanted: Set<String> = [
+            "tripDidStart/user-crash", "tripDidStart/user-walker", "crashDetected/user-crash",
+            "tripDidEnd/user-crash", "tripDidEnd/user-walker",
+        ]
         var seen: Set<String> = []
         let deadline = Date().addingTimeInterval(90)
         while Date() < deadline {
-            seen = Set(Roadsave.Result(status: 0, stdout: everything.stdout, stderr: "").objects.map {
-                "\($0["event"] as? String ?? "?")/\($0["user"] as? String ?? "?")"
-            })
+            seen = Set(
+                Roadsave.Result(status: 0, stdout: everything.stdout, stderr: "").objects.map {
+                    "\($0["event"] as? String ?? "?")/\($0["user"] as? String ?? "?")"
+                })
             if seen.isSuperset(of: wanted) { break }
             try await Task.sleep(nanoseconds: 200_000_000)
         }
         #expect(seen.isSuperset(of: wanted), "seen: \(seen.sorted())\nstdout: \(everything.stdout)")
         // One JSON object per line, nothing else.
-        #expect(everything.lines.allSatisfy { (try? JSONSerialization.jsonObject(with: Data($0.utf8))) is [String: Any] })
+        #expect(
+            everything.lines.allSatisfy { (try? JSONSerialization.jsonObject(with: Data($0.utf8))) is [String: Any] })
 
         everything.signal(SIGTERM)
         #expect(await everything.waitForExit(timeout: 5) == 0)
@@ -53,25 +66,34 @@ import Testing
         #expect(await walkerOnly.waitForExit(timeout: 5) == 0)
         let walkerEvents = Roadsave.Result(status: 0, stdout: walkerOnly.stdout, stderr: "").objects
         #expect(!walkerEvents.isEmpty)
-        #expect(walkerEvents.allSatisfy { $0["user"] as? String == "user-walker" && ($0["event"] as? String)?.hasPrefix("trip") == true },
-                "\(walkerOnly.stdout)")
+        #expect(
+            walkerEvents.allSatisfy {
+                $0["user"] as? String == "user-walker" && ($0["event"] as? String)?.hasPrefix("trip") == true
+            },
+            "\(walkerOnly.stdout)")
         await pipeline.stop()
     }
 
     @Test func testCrashRaisedThroughControlReachesTail() async throws {
         let pipeline = try await Pipeline.start(applications: "demo-app", stopDelay: nil)
         defer { pipeline.kill() }
-        let tail = try await startTail(["--endpoint", pipeline.subscribers, "--event", "crashDetected",
-                                        "--user", "tester", "--count", "1", "--timeout", "60"], catchUp: pipeline.catchUp)
+        let tail = try await startTail(
+            [
+                "--endpoint", pipeline.subscribers, "--event", "crashDetected",
+                "--user", "tester", "--count", "1", "--timeout", "60",
+            ], catchUp: pipeline.catchUp)
         defer { tail.kill() }
         for command in ["configure", "startMonitoring", "raiseTestCrash"] {
-            let result = try await Roadsave.run(["ctl", command, "--app", "demo-app", "--user", "tester",
-                                                 "--endpoint", pipeline.control])
+            let result = try await Roadsave.run([
+                "ctl", command, "--app", "demo-app", "--user", "tester",
+                "--endpoint", pipeline.control,
+            ])
             #expect(result.status == 0, "\(command): \(result.stdout) \(result.stderr)")
         }
         let status = await tail.waitForExit(timeout: 60)
         #expect(status == 0, "\(tail.stderr)")
-        let crash = try #require(Roadsave.Result(status: 0, stdout: tail.stdout, stderr: "").objects.first, "\(tail.stderr)")
+        let crash = try #require(
+            Roadsave.Result(status: 0, stdout: tail.stdout, stderr: "").objects.first, "\(tail.stderr)")
         #expect(crash["event"] as? String == "crashDetected")
         #expect(crash["user"] as? String == "tester")
         #expect(crash["isTest"] as? Bool == true)
@@ -83,12 +105,18 @@ import Testing
     @Test func aTestCrashsFollowUpComesWhenAskedFor() async throws {
         let pipeline = try await Pipeline.start(applications: "demo-app", stopDelay: nil)
         defer { pipeline.kill() }
-        let tail = try await startTail(["--endpoint", pipeline.subscribers, "--event", "crashDetected,crashFollowUp",
-                                        "--user", "tester", "--count", "2", "--timeout", "60"], catchUp: pipeline.catchUp)
+        let tail = try await startTail(
+            [
+                "--endpoint", pipeline.subscribers, "--event", "crashDetected,crashFollowUp",
+                "--user", "tester", "--count", "2", "--timeout", "60",
+            ], catchUp: pipeline.catchUp)
         defer { tail.kill() }
         for arguments in [["configure"], ["startMonitoring"], ["raiseTestCrash", "--follow-up"], ["stopMonitoring"]] {
-            let result = try await Roadsave.run(["ctl"] + arguments + ["--app", "demo-app", "--user", "tester",
-                                                                       "--endpoint", pipeline.control])
+            let result = try await Roadsave.run(
+                ["ctl"] + arguments + [
+                    "--app", "demo-app", "--user", "tester",
+                    "--endpoint", pipeline.control,
+                ])
             #expect(result.status == 0, "\(arguments): \(result.stdout) \(result.stderr)")
         }
         let status = await tail.waitForExit(timeout: 60)

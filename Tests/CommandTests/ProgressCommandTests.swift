@@ -15,8 +15,10 @@ import Testing
     static func fleet(devices: Int = 10, minutes: Int = 30) async throws -> URL {
         let file = FileManager.default.temporaryDirectory
             .appendingPathComponent("roadsave-progress-\(UUID().uuidString.prefix(12)).ndjson")
-        let result = try await Roadsave.run(["simulate", "--devices", String(devices), "--duration", String(minutes),
-                                             "--output", file.path])
+        let result = try await Roadsave.run([
+            "simulate", "--devices", String(devices), "--duration", String(minutes),
+            "--output", file.path,
+        ])
         #expect(result.status == 0, "\(result.stderr)")
         return file
     }
@@ -28,13 +30,17 @@ import Testing
 
     /// `label`'s line was drawn, and the last thing done to it was its erasure: after the last erase sequence (the
     /// meter's `finish`) nothing draws it again, neither a drawing nor a log line written above it.
-    static func drawnAndClearedAtTheEnd(_ stderr: String, label: String,
-                                        sourceLocation: SourceLocation = #_sourceLocation) {
-        #expect(stderr.contains(erase + label + ": "), "never drawn: \(stderr.prefix(2000))",
-                sourceLocation: sourceLocation)
+    static func drawnAndClearedAtTheEnd(
+        _ stderr: String, label: String,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) {
+        #expect(
+            stderr.contains(erase + label + ": "), "never drawn: \(stderr.prefix(2000))",
+            sourceLocation: sourceLocation)
         let afterLastErase = stderr.components(separatedBy: erase).last ?? ""
-        #expect(stderr.contains(erase) && !afterLastErase.contains(label + ": "),
-                "the line is not cleared at the end: \(stderr.suffix(300))", sourceLocation: sourceLocation)
+        #expect(
+            stderr.contains(erase) && !afterLastErase.contains(label + ": "),
+            "the line is not cleared at the end: \(stderr.suffix(300))", sourceLocation: sourceLocation)
     }
 
     /// Every log line starts on a row of its own: the progress text before it was erased (or it follows a line break).
@@ -42,8 +48,9 @@ import Testing
         let pieces = stderr.components(separatedBy: "ts=20")
         for (before, _) in zip(pieces, pieces.dropFirst()) where !before.isEmpty {
             // A pseudo-terminal may turn "\n" into "\r\n", one Character in Swift: look at the last scalar.
-            #expect(before.hasSuffix("\u{1B}[K") || before.unicodeScalars.last == "\n",
-                    "a log line written after \"\(before.suffix(80))\"", sourceLocation: sourceLocation)
+            #expect(
+                before.hasSuffix("\u{1B}[K") || before.unicodeScalars.last == "\n",
+                "a log line written after \"\(before.suffix(80))\"", sourceLocation: sourceLocation)
         }
     }
 
@@ -67,8 +74,10 @@ import Testing
         let terminal = try await TerminalProcess.run(["replay", "-"], stderrIsTerminal: true, input: input)
         let pipe = try await TerminalProcess.run(["replay", "-"], stderrIsTerminal: false, input: input)
         #expect(terminal.status == 0 && pipe.status == 0, "\(terminal.stderr)\n\(pipe.stderr)")
-        #expect(terminal.stderr.range(of: #"replay: [0-9,]+ records, [0-9,.]+ records/s"#, options: .regularExpression) != nil,
-                "\(terminal.stderr.prefix(2000))")
+        #expect(
+            terminal.stderr.range(of: #"replay: [0-9,]+ records, [0-9,.]+ records/s"#, options: .regularExpression)
+                != nil,
+            "\(terminal.stderr.prefix(2000))")
         Self.drawnAndClearedAtTheEnd(terminal.stderr, label: "replay")
         Self.logLinesStartOnTheirOwnRow(terminal.stderr)
         #expect(terminal.stderr.contains("msg=\"replay finished\""))
@@ -83,8 +92,10 @@ import Testing
         defer { try? FileManager.default.removeItem(at: file) }
         let terminal = try await TerminalProcess.run(["replay", file.path], stderrIsTerminal: true)
         #expect(terminal.status == 0)
-        #expect(terminal.stderr.range(of: #"replay: [0-9,]+ records, [0-9,.]+ records/s, [0-9]+%, [0-9:]+ left"#,
-                                      options: .regularExpression) != nil, "\(terminal.stderr.prefix(2000))")
+        #expect(
+            terminal.stderr.range(
+                of: #"replay: [0-9,]+ records, [0-9,.]+ records/s, [0-9]+%, [0-9:]+ left"#,
+                options: .regularExpression) != nil, "\(terminal.stderr.prefix(2000))")
         Self.drawnAndClearedAtTheEnd(terminal.stderr, label: "replay")
         Self.logLinesStartOnTheirOwnRow(terminal.stderr)
     }
@@ -96,8 +107,9 @@ import Testing
         let pipe = try await TerminalProcess.run(["replay", "-"], stderrIsTerminal: false, input: input)
         #expect(pipe.status == 0)
         #expect(!Self.hasProgress(pipe.stderr), "\(pipe.stderr.prefix(2000))")
-        let turnedOff = try await TerminalProcess.run(["replay", "-", "--no-progress"], stderrIsTerminal: true,
-                                                      input: input)
+        let turnedOff = try await TerminalProcess.run(
+            ["replay", "-", "--no-progress"], stderrIsTerminal: true,
+            input: input)
         #expect(turnedOff.status == 0)
         #expect(!Self.hasProgress(turnedOff.stderr), "\(turnedOff.stderr.prefix(2000))")
         #expect(turnedOff.stdout == pipe.stdout)
@@ -118,8 +130,10 @@ import Testing
         #expect(terminal.status == 0 && pipe.status == 0 && off.status == 0)
         // Both phases: the devices simulated, then the records written.
         for noun in ["devices", "records"] {
-            #expect(terminal.stderr.range(of: "simulate: [0-9,]+ \(noun), [0-9,.]+ \(noun)/s, [0-9]+%",
-                                          options: .regularExpression) != nil, "\(noun): \(terminal.stderr.prefix(2000))")
+            #expect(
+                terminal.stderr.range(
+                    of: "simulate: [0-9,]+ \(noun), [0-9,.]+ \(noun)/s, [0-9]+%",
+                    options: .regularExpression) != nil, "\(noun): \(terminal.stderr.prefix(2000))")
         }
         Self.drawnAndClearedAtTheEnd(terminal.stderr, label: "simulate")
         #expect(terminal.stderr.hasSuffix(Self.erase), "\(terminal.stderr.suffix(200))")
@@ -166,8 +180,10 @@ import Testing
         let terminal = try await TerminalProcess.run(arguments, stderrIsTerminal: true)
         #expect(terminal.status == 0, "\(terminal.stderr)")
         #expect(terminal.stdout == summary)
-        #expect(terminal.stderr.range(of: #"send: [0-9,]+ records, [0-9,.]+ records/s, [0-9]+%, [0-9:]+ left"#,
-                                      options: .regularExpression) != nil, "\(terminal.stderr.prefix(2000))")
+        #expect(
+            terminal.stderr.range(
+                of: #"send: [0-9,]+ records, [0-9,.]+ records/s, [0-9]+%, [0-9:]+ left"#,
+                options: .regularExpression) != nil, "\(terminal.stderr.prefix(2000))")
         Self.drawnAndClearedAtTheEnd(terminal.stderr, label: "send")
         #expect(terminal.stderr.hasSuffix(Self.erase), "\(terminal.stderr.suffix(200))")
 
@@ -186,13 +202,15 @@ import Testing
 
     static var tmdRecording: URL? {
         guard let folder = sharedData?.appendingPathComponent("us-transportation-mode/raw"),
-              let names = try? FileManager.default.contentsOfDirectory(atPath: folder.path) else { return nil }
+            let names = try? FileManager.default.contentsOfDirectory(atPath: folder.path)
+        else { return nil }
         return names.filter { $0.hasSuffix(".csv.gz") }.sorted().first.map { folder.appendingPathComponent($0) }
     }
 
     static var phoneDropsArchive: URL? {
         guard let archive = sharedData?.appendingPathComponent("phone-drops/raw_data.tar.gz"),
-              FileManager.default.fileExists(atPath: archive.path) else { return nil }
+            FileManager.default.fileExists(atPath: archive.path)
+        else { return nil }
         return archive
     }
 
@@ -203,15 +221,19 @@ import Testing
         let archive = try #require(Self.phoneDropsArchive)
         let terminal = try await TerminalProcess.run(["convert", "phone-drops", archive.path], stderrIsTerminal: true)
         let pipe = try await TerminalProcess.run(["convert", "phone-drops", archive.path], stderrIsTerminal: false)
-        #expect(terminal.status == 0 && pipe.status == 0, "\(terminal.stderr.suffix(2000))\n\(pipe.stderr.suffix(2000))")
-        #expect(terminal.stderr.range(of: #"convert: [0-9,]+ trials, [0-9,.]+ trials/s, [0-9]+%"#,
-                                      options: .regularExpression) != nil, "\(terminal.stderr.prefix(2000))")
+        #expect(
+            terminal.status == 0 && pipe.status == 0, "\(terminal.stderr.suffix(2000))\n\(pipe.stderr.suffix(2000))")
+        #expect(
+            terminal.stderr.range(
+                of: #"convert: [0-9,]+ trials, [0-9,.]+ trials/s, [0-9]+%"#,
+                options: .regularExpression) != nil, "\(terminal.stderr.prefix(2000))")
         Self.drawnAndClearedAtTheEnd(terminal.stderr, label: "convert")
         // Cleared before the report, which is then what follows, as on a pipe (whose line breaks the terminal turns
         // into CRLF).
         let afterLastErase = terminal.stderr.components(separatedBy: Self.erase).last ?? ""
-        #expect(afterLastErase.replacingOccurrences(of: "\r\n", with: "\n") == pipe.stderr,
-                "\(afterLastErase.prefix(300))")
+        #expect(
+            afterLastErase.replacingOccurrences(of: "\r\n", with: "\n") == pipe.stderr,
+            "\(afterLastErase.prefix(300))")
         #expect(!Self.hasProgress(pipe.stderr), "\(pipe.stderr.prefix(2000))")
         #expect(terminal.stdout == pipe.stdout)
         #expect(!pipe.stdout.isEmpty)
@@ -225,8 +247,9 @@ import Testing
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stderr.hasPrefix("tmd "), "\(result.stderr.prefix(300))")
         #expect(!Self.hasProgress(result.stderr), "\(result.stderr.prefix(2000))")
-        let turnedOff = try await TerminalProcess.run(["convert", "tmd", recording.path, "--no-progress"],
-                                                      stderrIsTerminal: true)
+        let turnedOff = try await TerminalProcess.run(
+            ["convert", "tmd", recording.path, "--no-progress"],
+            stderrIsTerminal: true)
         #expect(turnedOff.status == 0)
         #expect(turnedOff.stdout == result.stdout)
         #expect(!Self.hasProgress(turnedOff.stderr), "\(turnedOff.stderr.prefix(2000))")

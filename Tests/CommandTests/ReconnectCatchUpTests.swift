@@ -1,4 +1,5 @@
 import Testing
+
 @testable import ServiceCommands
 
 /// `roadsave tail`'s catch-ups around reconnects (issue 36): the head at the first connection when it starts from

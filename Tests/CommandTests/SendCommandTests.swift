@@ -8,13 +8,16 @@ import Wire
 @Suite struct SendCommandTests {
     /// A data directory of its own for each ingest (its journal), so tests running at once do not share one.
     static func dataDirectory() -> String {
-        FileManager.default.temporaryDirectory.appendingPathComponent("roadsave-send-\(UUID().uuidString.prefix(12))").path
+        FileManager.default.temporaryDirectory.appendingPathComponent("roadsave-send-\(UUID().uuidString.prefix(12))")
+            .path
     }
 
     /// sensor-ingest on the ports `base` (gateways) and `base + 1` (records), its journal in `directory`.
     static func ingest(base: Int, directory: String, applications: String = "app-1") throws -> RunningProcess {
-        try RunningProcess(["ingest", "--applications", applications, "--gateway-endpoint", Ports.tcp(base),
-                            "--records-endpoint", Ports.tcp(base + 1), "--data-dir", directory])
+        try RunningProcess([
+            "ingest", "--applications", applications, "--gateway-endpoint", Ports.tcp(base),
+            "--records-endpoint", Ports.tcp(base + 1), "--data-dir", directory,
+        ])
     }
 
     /// Line 1–2 good, 3 invalid here, 4 blank, 5 of an application ingest does not know, 6–7 good.
@@ -41,12 +44,15 @@ import Wire
         defer { try? FileManager.default.removeItem(at: file) }
 
         // Batches of two records: the rejected record sits in the second batch, as its index 1.
-        let result = try await Roadsave.run(["send", file.path, "--endpoint", Ports.tcp(base), "--format", format,
-                                             "--batch", "2", "--timeout", "5"])
+        let result = try await Roadsave.run([
+            "send", file.path, "--endpoint", Ports.tcp(base), "--format", format,
+            "--batch", "2", "--timeout", "5",
+        ])
         #expect(result.status == 0, "stderr: \(result.stderr)")
         #expect(result.lines == ["sent 5, accepted 4, rejected 1, batches 3"])
         #expect(result.stderr.contains("line 3: lat: 95.5 is outside -90…90 (not sent)"), "\(result.stderr)")
-        #expect(result.stderr.contains("line 5: app: unknown application (rejected by sensor-ingest)"), "\(result.stderr)")
+        #expect(
+            result.stderr.contains("line 5: app: unknown application (rejected by sensor-ingest)"), "\(result.stderr)")
         #expect(result.errorLines.filter { $0.hasPrefix("line ") }.count == 2, "\(result.stderr)")
         #expect(result.stderr.contains("1 line not sent (invalid)"))
         await stopGracefully(ingest)
@@ -68,16 +74,21 @@ import Wire
         var bytes = records.flatMap { MessagePack.encode($0) }
         let cut = MessagePack.encode(records[0])
         bytes += cut.prefix(cut.count / 2)
-        let file = FileManager.default.temporaryDirectory.appendingPathComponent("damaged-\(UUID().uuidString.prefix(8)).msgpack")
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "damaged-\(UUID().uuidString.prefix(8)).msgpack")
         try Data(bytes).write(to: file)
         defer { try? FileManager.default.removeItem(at: file) }
 
-        let result = try await Roadsave.run(["send", file.path, "--endpoint", Ports.tcp(base), "--batch", "2",
-                                             "--timeout", "5"])
+        let result = try await Roadsave.run([
+            "send", file.path, "--endpoint", Ports.tcp(base), "--batch", "2",
+            "--timeout", "5",
+        ])
         #expect(result.status == 1, "stderr: \(result.stderr)")
         #expect(result.lines == ["sent 5, accepted 4, rejected 1, batches 3"], "\(result.stdout)")
         #expect(result.stderr.contains("record 3: lat: 95.5 is outside -90…90 (not sent)"), "\(result.stderr)")
-        #expect(result.stderr.contains("record 4: app: unknown application (rejected by sensor-ingest)"), "\(result.stderr)")
+        #expect(
+            result.stderr.contains("record 4: app: unknown application (rejected by sensor-ingest)"), "\(result.stderr)"
+        )
         #expect(result.stderr.contains("record 7"), "the damage names its record: \(result.stderr)")
         #expect(result.stderr.contains("truncated"), "\(result.stderr)")
         #expect(!result.stderr.contains("--help"), "not a usage error: \(result.stderr)")
@@ -97,7 +108,10 @@ import Wire
         #expect(result.status == 0, "stderr: \(result.stderr)")
         // 867 lines, three of them bad (lines 6, 7 and 8).
         #expect(result.lines == ["sent 864, accepted 864, rejected 0, batches 2"])
-        #expect(result.errorLines.filter { $0.hasPrefix("line ") }.map { $0.prefix(7) } == ["line 6:", "line 7:", "line 8:"])
+        #expect(
+            result.errorLines.filter { $0.hasPrefix("line ") }.map { $0.prefix(7) } == [
+                "line 6:", "line 7:", "line 8:",
+            ])
         await stopGracefully(ingest)
     }
 
@@ -106,8 +120,11 @@ import Wire
         let file = try temporaryFile(Self.smallFile, suffix: ".ndjson")
         defer { try? FileManager.default.removeItem(at: file) }
         let started = Date()
-        let result = try await Roadsave.run(["send", file.path, "--endpoint", Ports.tcp(port), "--timeout", "0.3",
-                                             "--attempts", "3"], limit: 20)
+        let result = try await Roadsave.run(
+            [
+                "send", file.path, "--endpoint", Ports.tcp(port), "--timeout", "0.3",
+                "--attempts", "3",
+            ], limit: 20)
         let elapsed = Date().timeIntervalSince(started)
         #expect(result.status == 1)
         #expect(result.stderr.contains("not acknowledged by \(Ports.tcp(port)) after 3 attempts"), "\(result.stderr)")
@@ -124,8 +141,10 @@ import Wire
         let base = Ports.reserveRange(2)
         let file = try temporaryFile(Self.smallFile, suffix: ".ndjson")
         defer { try? FileManager.default.removeItem(at: file) }
-        let send = try RunningProcess(["send", file.path, "--endpoint", Ports.tcp(base), "--timeout", "1", "--attempts", "20",
-                                       "--log-level", "info"])
+        let send = try RunningProcess([
+            "send", file.path, "--endpoint", Ports.tcp(base), "--timeout", "1", "--attempts", "20",
+            "--log-level", "info",
+        ])
         defer { send.kill() }
         // Ingest comes up only once the batch has gone unanswered and been sent again (waited for, not slept: a busy
         // machine may take longer than any pause to get there).

@@ -42,12 +42,13 @@ import Wire
                 if !row.isNull(2), row.isNull(3) { journal.ends.append(row.text(2)) }
                 return
             }
-            guard case let .array(items) = try MessagePack.decode(row.blob(1)) else {
+            guard case .array(let items) = try MessagePack.decode(row.blob(1)) else {
                 throw TestFailure("a chunk that is not an array of records")
             }
             for item in items {
-                guard case let .string(app)? = item["app"], case let .string(user)? = item["user"],
-                      case let .number(seq)? = item["seq"] else { throw TestFailure("a record without app, user, seq") }
+                guard case .string(let app)? = item["app"], case .string(let user)? = item["user"],
+                    case .number(let seq)? = item["seq"]
+                else { throw TestFailure("a record without app, user, seq") }
                 journal.records.append(Stored(app: app, user: user, seq: Int(seq)))
             }
         }
@@ -59,7 +60,8 @@ import Wire
         try String(contentsOf: file, encoding: .utf8).split(separator: "\n").map { line in
             let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] ?? [:]
             guard let app = object["app"] as? String, let user = object["user"] as? String,
-                  let seq = object["seq"] as? Int else { throw TestFailure("a line without app, user, seq: \(line)") }
+                let seq = object["seq"] as? Int
+            else { throw TestFailure("a line without app, user, seq: \(line)") }
             return Stored(app: app, user: user, seq: seq)
         }
     }
@@ -67,14 +69,17 @@ import Wire
     /// A small fleet from `roadsave simulate` (6 devices, 3 minutes: about 1,100 records), in `folder`.
     static func simulatedFleet(in folder: URL) async throws -> URL {
         let file = folder.appendingPathComponent("fleet.ndjson")
-        let simulated = try await Roadsave.run(["simulate", "--devices", "6", "--duration", "3", "--seed", "7",
-                                                "--output", file.path])
+        let simulated = try await Roadsave.run([
+            "simulate", "--devices", "6", "--duration", "3", "--seed", "7",
+            "--output", file.path,
+        ])
         #expect(simulated.status == 0, "\(simulated.stderr)")
         return file
     }
 
     static func temporaryFolder() throws -> URL {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("roadsave-endpoints-\(UUID().uuidString.prefix(12))")
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "roadsave-endpoints-\(UUID().uuidString.prefix(12))")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         return folder
     }
@@ -87,7 +92,9 @@ import Wire
         let fleet = try await Self.simulatedFleet(in: folder)
         let sent = try Self.records(of: fleet)
         let base = Ports.reserveRange(4)
-        let directories = [folder.appendingPathComponent("ingest-0").path, folder.appendingPathComponent("ingest-1").path]
+        let directories = [
+            folder.appendingPathComponent("ingest-0").path, folder.appendingPathComponent("ingest-1").path,
+        ]
         let ingests = try (0..<2).map { index in
             try SendCommandTests.ingest(base: base + 2 * index, directory: directories[index], applications: "demo-app")
         }
@@ -97,20 +104,25 @@ import Wire
         }
         let endpoints = [Ports.tcp(base), Ports.tcp(base + 2)]
 
-        let result = try await Roadsave.run(["send", fleet.path, "--endpoint", endpoints[0], "--endpoint", endpoints[1],
-                                             "--batch", "50", "--gateway", "gw-two", "--log-level", "info"])
+        let result = try await Roadsave.run([
+            "send", fleet.path, "--endpoint", endpoints[0], "--endpoint", endpoints[1],
+            "--batch", "50", "--gateway", "gw-two", "--log-level", "info",
+        ])
         #expect(result.status == 0, "stderr: \(result.stderr)")
         let expected = (0..<2).map { index in sent.filter { DeviceShard.of($0.device, shards: 2) == index } }
         #expect(expected.allSatisfy { !$0.isEmpty }, "the fleet's devices all hash to one ingest: no test")
         let batches = expected.map { ($0.count + 49) / 50 }.reduce(0, +)
-        #expect(result.lines == ["sent \(sent.count), accepted \(sent.count), rejected 0, batches \(batches)"],
-                "\(result.stdout)")
+        #expect(
+            result.lines == ["sent \(sent.count), accepted \(sent.count), rejected 0, batches \(batches)"],
+            "\(result.stdout)")
         // With several ingests each has its own line at info level.
         for index in 0..<2 {
-            #expect(result.errorLines.contains {
-                $0.contains("msg=\"finished with ingest\"") && $0.contains("endpoint=\(endpoints[index])")
-                    && $0.contains("sent=\(expected[index].count) ") && $0.contains("accepted=\(expected[index].count) ")
-            }, "\(result.stderr)")
+            #expect(
+                result.errorLines.contains {
+                    $0.contains("msg=\"finished with ingest\"") && $0.contains("endpoint=\(endpoints[index])")
+                        && $0.contains("sent=\(expected[index].count) ")
+                        && $0.contains("accepted=\(expected[index].count) ")
+                }, "\(result.stderr)")
         }
 
         for ingest in ingests { await stopGracefully(ingest) }
@@ -120,7 +132,9 @@ import Wire
             #expect(journal.records.count == expected[index].count, "ingest \(index)")
             #expect(Set(journal.records) == Set(expected[index]), "ingest \(index)")
             #expect(journal.byDevice == Self.byDevice(expected[index]), "ingest \(index)")
-            #expect(!journal.ends.isEmpty && Set(journal.ends) == ["gw-two"], "ingest \(index)'s stream ends, under the gateway's name")
+            #expect(
+                !journal.ends.isEmpty && Set(journal.ends) == ["gw-two"],
+                "ingest \(index)'s stream ends, under the gateway's name")
         }
     }
 
@@ -141,33 +155,44 @@ import Wire
         let (up, down) = (Ports.tcp(base), Ports.tcp(base + 2))
         let expected = sent.filter { DeviceShard.of($0.device, shards: 2) == 0 }
         let lost = sent.count - expected.count
-        #expect(!expected.isEmpty && lost > 0 && lost <= 8 * 100, "premise: both ingests have devices, and the down one's fit its window")
+        #expect(
+            !expected.isEmpty && lost > 0 && lost <= 8 * 100,
+            "premise: both ingests have devices, and the down one's fit its window")
 
         // Long timeouts, so that the answering ingest has all the time it needs before the other one is given up: a
         // hang bound of 20 s an attempt (about 40 s for the down one to be given up), not a speed check on the other.
-        let result = try await Roadsave.run(["send", fleet.path, "--endpoint", up, "--endpoint", down, "--batch", "100",
-                                             "--window", "8", "--timeout", "20", "--attempts", "2", "--gateway", "gw-half"],
-                                            limit: 180)
+        let result = try await Roadsave.run(
+            [
+                "send", fleet.path, "--endpoint", up, "--endpoint", down, "--batch", "100",
+                "--window", "8", "--timeout", "20", "--attempts", "2", "--gateway", "gw-half",
+            ],
+            limit: 180)
         #expect(result.status == 1, "stderr: \(result.stderr)")
         #expect(result.stderr.contains("not acknowledged by \(down) after 2 attempts"), "\(result.stderr)")
         #expect(!result.stderr.contains("not acknowledged by \(up)"), "\(result.stderr)")
         let batches = (expected.count + 99) / 100 + (lost + 99) / 100
-        #expect(result.lines == ["sent \(expected.count), accepted \(expected.count), rejected 0, batches \(batches)"],
-                "\(result.stdout)")
+        #expect(
+            result.lines == ["sent \(expected.count), accepted \(expected.count), rejected 0, batches \(batches)"],
+            "\(result.stdout)")
 
         await stopGracefully(ingest)
         let journal = try Self.readJournal(in: directory)
         #expect(journal.records.count == expected.count)
         #expect(Set(journal.records) == Set(expected))
         #expect(journal.byDevice == Self.byDevice(expected))
-        #expect(!journal.ends.isEmpty && Set(journal.ends) == ["gw-half"], "its stream ended although the other ingest never answered")
+        #expect(
+            !journal.ends.isEmpty && Set(journal.ends) == ["gw-half"],
+            "its stream ended although the other ingest never answered")
     }
 
     @Test func aRepeatedOrBadEndpointIsAUsageError() async throws {
         let file = try temporaryFile(SendCommandTests.smallFile, suffix: ".ndjson")
         defer { try? FileManager.default.removeItem(at: file) }
         for (arguments, mention) in [
-            (["--endpoint", "tcp://127.0.0.1:5550", "--endpoint", "tcp://127.0.0.1:5550"], "tcp://127.0.0.1:5550 is listed twice"),
+            (
+                ["--endpoint", "tcp://127.0.0.1:5550", "--endpoint", "tcp://127.0.0.1:5550"],
+                "tcp://127.0.0.1:5550 is listed twice"
+            ),
             (["--endpoint", "tcp://127.0.0.1:5550", "--endpoint", "localhost:5560"], "--endpoint"),
         ] {
             let result = try await Roadsave.run(["send", file.path] + arguments)

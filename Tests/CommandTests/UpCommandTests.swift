@@ -23,7 +23,9 @@ import Testing
         /// Cleanup: `up` and any child it printed.
         func kill() {
             for line in process.lines where line.contains(" pid ") {
-                if let pid = line.split(separator: " ").last.flatMap({ Int32($0) }), isAlive(pid) { Foundation.kill(pid, SIGKILL) }
+                if let pid = line.split(separator: " ").last.flatMap({ Int32($0) }), isAlive(pid) {
+                    Foundation.kill(pid, SIGKILL)
+                }
             }
             process.kill()
         }
@@ -34,12 +36,16 @@ import Testing
         FileManager.default.temporaryDirectory.appendingPathComponent("roadsave-up-\(UUID().uuidString)")
     }
 
-    static func startUp(_ extra: [String] = [], base: Int = Ports.reserveRange(6), dataDirectory: URL = temporaryDataDirectory())
-        async throws -> Up {
+    static func startUp(
+        _ extra: [String] = [], base: Int = Ports.reserveRange(6), dataDirectory: URL = temporaryDataDirectory()
+    )
+        async throws -> Up
+    {
         var environment = ProcessInfo.processInfo.environment
         environment["ROADSAVE_APPLICATIONS"] = "demo-app,app-1"
-        let process = try RunningProcess(["up", "--base-port", String(base), "--data-dir", dataDirectory.path] + extra,
-                                         environment: environment)
+        let process = try RunningProcess(
+            ["up", "--base-port", String(base), "--data-dir", dataDirectory.path] + extra,
+            environment: environment)
         let up = Up(process: process, base: base, dataDirectory: dataDirectory)
         guard await process.waitForLine(timeout: 30, { $0 == "ready" }) != nil else {
             up.kill()
@@ -73,7 +79,9 @@ import Testing
         let send = try await Roadsave.run(["send", file.path, "--endpoint", up.gateways])
         #expect(send.status == 0, "\(send.stderr)")
         #expect(send.lines == ["sent 5, accepted 4, rejected 1, batches 1"])
-        let ctl = try await Roadsave.run(["ctl", "configure", "--app", "demo-app", "--user", "u9", "--endpoint", up.control])
+        let ctl = try await Roadsave.run([
+            "ctl", "configure", "--app", "demo-app", "--user", "u9", "--endpoint", up.control,
+        ])
         #expect(ctl.status == 0, "\(ctl.stderr)")
 
         up.process.signal(SIGTERM)
@@ -111,12 +119,17 @@ import Testing
         #expect(send.status == 0, "\(send.stderr)")
         #expect(send.lines == ["sent 5, accepted 4, rejected 1, batches 1"])
         // …and the new notifier delivers detection's events.
-        let tail = try await startTail(["--endpoint", up.subscribers, "--event", "crashDetected", "--count", "1",
-                                        "--timeout", "60"], catchUp: up.catchUp)
+        let tail = try await startTail(
+            [
+                "--endpoint", up.subscribers, "--event", "crashDetected", "--count", "1",
+                "--timeout", "60",
+            ], catchUp: up.catchUp)
         defer { tail.kill() }
         for command in ["configure", "startMonitoring", "raiseTestCrash"] {
-            let result = try await Roadsave.run(["ctl", command, "--app", "demo-app", "--user", "after-restart",
-                                                 "--endpoint", up.control])
+            let result = try await Roadsave.run([
+                "ctl", command, "--app", "demo-app", "--user", "after-restart",
+                "--endpoint", up.control,
+            ])
             #expect(result.status == 0, "\(command): \(result.stdout) \(result.stderr)")
         }
         #expect(await tail.waitForExit(timeout: 60) == 0)
@@ -134,7 +147,8 @@ import Testing
         environment["ROADSAVE_APPLICATIONS"] = "demo-app"
         let refused = try await Roadsave.run(["up", "--bind-host", "0.0.0.0", "--dry-run"], environment: environment)
         #expect(refused.status == 2, "\(refused.stderr)")
-        #expect(refused.stderr.contains("--bind-host 0.0.0.0 makes the services reachable from other machines")
+        #expect(
+            refused.stderr.contains("--bind-host 0.0.0.0 makes the services reachable from other machines")
                 && refused.stderr.contains("--insecure"), "\(refused.stderr)")
         let loopback = try await Roadsave.run(["up", "--dry-run"], environment: environment)
         #expect(loopback.status == 0, "\(loopback.stderr)")
@@ -186,12 +200,15 @@ import Testing
             try? FileManager.default.removeItem(at: secondDirectory)
         }
         environment["ROADSAVE_APPLICATIONS"] = "demo-app"
-        let second = try await Roadsave.run(["up", "--base-port", String(first.base), "--data-dir", secondDirectory.path],
-                                            environment: environment, limit: 60)
+        let second = try await Roadsave.run(
+            ["up", "--base-port", String(first.base), "--data-dir", secondDirectory.path],
+            environment: environment, limit: 60)
         #expect(second.status == 1, "stdout: \(second.stdout)\nstderr: \(second.stderr.suffix(3000))")
         #expect(second.stderr.contains("failed at start"))
         for line in second.lines where line.contains(" pid ") {
-            if let pid = line.split(separator: " ").last.flatMap({ Int32($0) }) { #expect(!isAlive(pid), "\(line) left running") }
+            if let pid = line.split(separator: " ").last.flatMap({ Int32($0) }) {
+                #expect(!isAlive(pid), "\(line) left running")
+            }
         }
         first.process.signal(SIGTERM)
         #expect(await first.process.waitForExit(timeout: 60) == 0)

@@ -11,10 +11,14 @@ import Testing
     /// journal to detection).
     static func drive(user: String) -> String {
         let start = (Date().timeIntervalSince1970 - 300).rounded(.down)
-        var lines = [#"{"kind":"activity","app":"demo-app","user":"\#(user)","seq":0,"t":\#(start),"activity":"automotive","confidence":"high"}"#]
+        var lines = [
+            #"{"kind":"activity","app":"demo-app","user":"\#(user)","seq":0,"t":\#(start),"activity":"automotive","confidence":"high"}"#
+        ]
         for second in 1...40 {
             let longitude = 18.4241 + Double(second) * 10 / 92_500
-            lines.append(#"{"kind":"location","app":"demo-app","user":"\#(user)","seq":\#(second),"t":\#(start + Double(second)),"lat":-33.9249,"lon":\#(longitude),"speed":10,"course":90,"hacc":5}"#)
+            lines.append(
+                #"{"kind":"location","app":"demo-app","user":"\#(user)","seq":\#(second),"t":\#(start + Double(second)),"lat":-33.9249,"lon":\#(longitude),"speed":10,"course":90,"hacc":5}"#
+            )
         }
         return lines.joined(separator: "\n") + "\n"
     }
@@ -42,7 +46,8 @@ import Testing
         #expect(lines.contains("keys \(keys.path) (made); allow-list \(key("allow.txt"))"), "\(lines)")
         #expect(lines.contains("gateway key \(key("gateway.key")), server key \(key("ingest.key.pub"))"), "\(lines)")
         #expect(lines.contains("operator key \(key("operator.key")), server key \(key("detect.key.pub"))"), "\(lines)")
-        #expect(lines.contains("subscriber key \(key("subscriber.key")), server key \(key("notify.key.pub"))"), "\(lines)")
+        #expect(
+            lines.contains("subscriber key \(key("subscriber.key")), server key \(key("notify.key.pub"))"), "\(lines)")
         #expect(!up.process.stderr.contains("no CurveZMQ keys"), "\(up.process.stderr)")
         for name in Self.names {
             let attributes = try FileManager.default.attributesOfItem(atPath: key("\(name).key"))
@@ -50,36 +55,51 @@ import Testing
             #expect(FileManager.default.fileExists(atPath: key("\(name).key.pub")))
         }
         let allowList = try String(contentsOfFile: key("allow.txt"), encoding: .utf8)
-        for (role, name) in [("gateway", "gateway"), ("operator", "operator"), ("subscriber", "subscriber"),
-                             ("service", "ingest"), ("service", "detect"), ("service", "notify")] {
-            #expect(allowList.split(separator: "\n").contains { $0.hasPrefix("\(role) ") && $0.hasSuffix(" \(name)") },
-                    "\(role) \(name): \(allowList)")
+        for (role, name) in [
+            ("gateway", "gateway"), ("operator", "operator"), ("subscriber", "subscriber"),
+            ("service", "ingest"), ("service", "detect"), ("service", "notify"),
+        ] {
+            #expect(
+                allowList.split(separator: "\n").contains { $0.hasPrefix("\(role) ") && $0.hasSuffix(" \(name)") },
+                "\(role) \(name): \(allowList)")
         }
         // Each service has its key, the allow-list, and the public key of the feed it reads.
-        for (service, upstream) in [("ingest", nil), ("detect", "ingest"), ("notify", "detect")] as [(String, String?)] {
+        for (service, upstream) in [("ingest", nil), ("detect", "ingest"), ("notify", "detect")] as [(String, String?)]
+        {
             let pid = try #require(up.pid(service))
-            let arguments = ((try? String(contentsOfFile: "/proc/\(pid)/cmdline", encoding: .utf8)) ?? "").split(separator: "\0")
-            #expect(arguments.contains { $0 == key("\(service).key") } && arguments.contains { $0 == key("allow.txt") },
-                    "\(service): \(arguments)")
+            let arguments = ((try? String(contentsOfFile: "/proc/\(pid)/cmdline", encoding: .utf8)) ?? "").split(
+                separator: "\0")
+            #expect(
+                arguments.contains { $0 == key("\(service).key") } && arguments.contains { $0 == key("allow.txt") },
+                "\(service): \(arguments)")
             #expect(arguments.contains { $0 == "--curve-server-key" } == (upstream != nil), "\(service): \(arguments)")
-            if let upstream { #expect(arguments.contains { $0 == key("\(upstream).key.pub") }, "\(service): \(arguments)") }
+            if let upstream {
+                #expect(arguments.contains { $0 == key("\(upstream).key.pub") }, "\(service): \(arguments)")
+            }
         }
 
         // A subscriber with the subscriber key; records sent with the gateway key make a trip (gateway → ingest →
         // journal feed → detection → outbox feed → notifier → PUB), and an operator's test crash follows the last two.
-        let tail = try await startTail(["--endpoint", up.subscribers, "--timeout", "90",
-                                        "--key", key("subscriber.key"), "--server-key", key("notify.key.pub")], catchUp: up.catchUp)
+        let tail = try await startTail(
+            [
+                "--endpoint", up.subscribers, "--timeout", "90",
+                "--key", key("subscriber.key"), "--server-key", key("notify.key.pub"),
+            ], catchUp: up.catchUp)
         defer { tail.kill() }
         let file = try temporaryFile(Self.drive(user: "keyed-driver"), suffix: ".ndjson")
         defer { try? FileManager.default.removeItem(at: file) }
-        let send = try await Roadsave.run(["send", file.path, "--endpoint", up.gateways,
-                                           "--key", key("gateway.key"), "--server-key", key("ingest.key.pub")])
+        let send = try await Roadsave.run([
+            "send", file.path, "--endpoint", up.gateways,
+            "--key", key("gateway.key"), "--server-key", key("ingest.key.pub"),
+        ])
         #expect(send.status == 0, "\(send.stderr)")
         #expect(send.lines == ["sent 41, accepted 41, rejected 0, batches 1"], "\(send.stdout)")
         for command in ["configure", "startMonitoring", "raiseTestCrash"] {
-            let result = try await Roadsave.run(["ctl", command, "--app", "demo-app", "--user", "keyed-crash",
-                                                 "--endpoint", up.control,
-                                                 "--key", key("operator.key"), "--server-key", key("detect.key.pub")])
+            let result = try await Roadsave.run([
+                "ctl", command, "--app", "demo-app", "--user", "keyed-crash",
+                "--endpoint", up.control,
+                "--key", key("operator.key"), "--server-key", key("detect.key.pub"),
+            ])
             #expect(result.status == 0, "\(command): \(result.stdout) \(result.stderr)")
         }
         let deadline = Date().addingTimeInterval(60)
@@ -91,8 +111,10 @@ import Testing
         #expect(received(), "tail: \(tail.stdout) \(tail.stderr)\nup: \(up.process.stderr.suffix(4000))")
 
         // Without a key, ingest does not answer.
-        let plaintext = try await Roadsave.run(["send", file.path, "--endpoint", up.gateways, "--timeout", "1",
-                                                "--attempts", "1"])
+        let plaintext = try await Roadsave.run([
+            "send", file.path, "--endpoint", up.gateways, "--timeout", "1",
+            "--attempts", "1",
+        ])
         #expect(plaintext.status == 1, "\(plaintext.stdout) \(plaintext.stderr)")
 
         let firstKeys = Self.keyFiles(keys)
@@ -103,10 +125,14 @@ import Testing
         // The second run reuses the keys: the clients' files keep working.
         let again = try await UpCommandTests.startUp(["--keys"], dataDirectory: dataDirectory)
         defer { again.kill() }
-        #expect(again.process.lines.contains("keys \(keys.path) (reused); allow-list \(key("allow.txt"))"), "\(again.process.lines)")
+        #expect(
+            again.process.lines.contains("keys \(keys.path) (reused); allow-list \(key("allow.txt"))"),
+            "\(again.process.lines)")
         #expect(Self.keyFiles(keys) == firstKeys, "the key files changed")
-        let resend = try await Roadsave.run(["send", file.path, "--endpoint", again.gateways,
-                                             "--key", key("gateway.key"), "--server-key", key("ingest.key.pub")])
+        let resend = try await Roadsave.run([
+            "send", file.path, "--endpoint", again.gateways,
+            "--key", key("gateway.key"), "--server-key", key("ingest.key.pub"),
+        ])
         #expect(resend.status == 0, "\(resend.stderr)")
         again.process.signal(SIGTERM)
         #expect(await again.process.waitForExit(timeout: 60) == 0, "\(again.process.stderr.suffix(3000))")
@@ -118,18 +144,30 @@ import Testing
         defer { try? FileManager.default.removeItem(at: dataDirectory) }
         var environment = ProcessInfo.processInfo.environment
         environment["ROADSAVE_APPLICATIONS"] = "demo-app"
-        let refused = try await Roadsave.run(["up", "--bind-host", "0.0.0.0", "--dry-run", "--data-dir", dataDirectory.path],
-                                             environment: environment)
+        let refused = try await Roadsave.run(
+            ["up", "--bind-host", "0.0.0.0", "--dry-run", "--data-dir", dataDirectory.path],
+            environment: environment)
         #expect(refused.status == 2 && refused.stderr.contains("--keys"), "\(refused.stderr)")
-        let keyed = try await Roadsave.run(["up", "--keys", "--bind-host", "0.0.0.0", "--dry-run", "--data-dir", dataDirectory.path],
-                                           environment: environment)
+        let keyed = try await Roadsave.run(
+            ["up", "--keys", "--bind-host", "0.0.0.0", "--dry-run", "--data-dir", dataDirectory.path],
+            environment: environment)
         #expect(keyed.status == 0, "\(keyed.stderr)")
         #expect(!keyed.stdout.contains("--insecure"), "\(keyed.stdout)")
         let keys = dataDirectory.appendingPathComponent("keys").path
-        for (service, flags) in [("ingest", "--curve-secret-key \(keys)/ingest.key --allow \(keys)/allow.txt"),
-                                 ("detect", "--curve-secret-key \(keys)/detect.key --allow \(keys)/allow.txt --curve-server-key \(keys)/ingest.key.pub"),
-                                 ("notify", "--curve-secret-key \(keys)/notify.key --allow \(keys)/allow.txt --curve-server-key \(keys)/detect.key.pub")] {
-            #expect(keyed.lines.contains { $0.hasPrefix("\(service):") && $0.contains(flags) }, "\(service): \(keyed.stdout)")
+        for (service, flags) in [
+            ("ingest", "--curve-secret-key \(keys)/ingest.key --allow \(keys)/allow.txt"),
+            (
+                "detect",
+                "--curve-secret-key \(keys)/detect.key --allow \(keys)/allow.txt --curve-server-key \(keys)/ingest.key.pub"
+            ),
+            (
+                "notify",
+                "--curve-secret-key \(keys)/notify.key --allow \(keys)/allow.txt --curve-server-key \(keys)/detect.key.pub"
+            ),
+        ] {
+            #expect(
+                keyed.lines.contains { $0.hasPrefix("\(service):") && $0.contains(flags) },
+                "\(service): \(keyed.stdout)")
         }
         #expect(!FileManager.default.fileExists(atPath: keys), "--dry-run made keys")
         #expect(try await Roadsave.run(["up", "--help"]).stdout.contains("--keys"))
@@ -144,8 +182,11 @@ import Testing
         try "not a key\n".write(to: keys.appendingPathComponent("gateway.key"), atomically: true, encoding: .utf8)
         var environment = ProcessInfo.processInfo.environment
         environment["ROADSAVE_APPLICATIONS"] = "demo-app"
-        let result = try await Roadsave.run(["up", "--keys", "--base-port", String(Ports.reserveRange(6)),
-                                             "--data-dir", dataDirectory.path], environment: environment)
+        let result = try await Roadsave.run(
+            [
+                "up", "--keys", "--base-port", String(Ports.reserveRange(6)),
+                "--data-dir", dataDirectory.path,
+            ], environment: environment)
         #expect(result.status == 1, "\(result.stdout) \(result.stderr)")
         #expect(result.stderr.contains("\(keys.path)/gateway.key.pub is missing"), "\(result.stderr)")
         #expect(!result.stdout.contains("started"), "\(result.stdout)")

@@ -1,9 +1,10 @@
 import DetectionEngine
-@testable import DetectionService
 import Foundation
-@testable import IngestService
 import RoadSaveModel
 import Testing
+
+@testable import DetectionService
+@testable import IngestService
 
 /// Detection far behind on its journal (a restart after an outage, a flood): a device that crashed and fell silent
 /// must have its crash decided when its own records are read and its deadline comes, not after the whole backlog of
@@ -14,10 +15,13 @@ import Testing
     static func backlog(devices: Int, seconds: Int, start: Double) -> [[SensorRecord]] {
         (0..<seconds).map { second in
             (0..<devices).map { device in
-                SensorRecord(device: DeviceID(app: "app-2", user: "parked-\(device)"), seq: UInt64(second),
-                             t: start + Double(second),
-                             payload: .location(LocationFix(latitude: -33.95, longitude: 18.5 + Double(device) * 1e-3,
-                                                            speed: 0, horizontalAccuracy: 8)))
+                SensorRecord(
+                    device: DeviceID(app: "app-2", user: "parked-\(device)"), seq: UInt64(second),
+                    t: start + Double(second),
+                    payload: .location(
+                        LocationFix(
+                            latitude: -33.95, longitude: 18.5 + Double(device) * 1e-3,
+                            speed: 0, horizontalAccuracy: 8)))
             }
         }
     }
@@ -35,8 +39,9 @@ import Testing
             // gateway would take longer than reading it): 40 devices × 10,000 s.
             try await rig.stopIngest()
             do {
-                let journal = try Journal(directory: rig.root + "/ingest", shards: IngestConfiguration().shards,
-                                          log: DetectionRig.quiet)
+                let journal = try Journal(
+                    directory: rig.root + "/ingest", shards: IngestConfiguration().shards,
+                    log: DetectionRig.quiet)
                 defer { journal.close() }
                 for batch in Self.backlog(devices: 40, seconds: 10_000, start: Streams.start).chunked(into: 25) {
                     let records = batch.flatMap { $0 }
@@ -61,15 +66,17 @@ import Testing
             try await rig.until("the backlog read", timeout: 300) { try rig.appliedPosition() >= head }
             // Decided by a tick of the crashed device alone, with records of the backlog read after it.
             let inputs = try rig.storeView().inputs.map(\.input)
-            let tickAhead = try #require(inputs.firstIndex { input in
-                if case let .deviceTick(_, devices) = input { devices.contains(crashed[0].device) } else { false }
-            }, "no tick of the crashed device while detection was behind")
+            let tickAhead = try #require(
+                inputs.firstIndex { input in
+                    if case .deviceTick(_, let devices) = input { devices.contains(crashed[0].device) } else { false }
+                }, "no tick of the crashed device while detection was behind")
             let readAfter = inputs[(tickAhead + 1)...].compactMap { input -> UInt64? in
-                if case let .records(_, _, to, _) = input { to } else { nil }
+                if case .records(_, _, let to, _) = input { to } else { nil }
             }
             #expect(readAfter.count >= 3, "the crash waited for the backlog: \(readAfter.count) reads after it")
-            #expect(!inputs[..<tickAhead].contains { if case .tick = $0 { true } else { false } },
-                    "a full tick came first: detection was not behind")
+            #expect(
+                !inputs[..<tickAhead].contains { if case .tick = $0 { true } else { false } },
+                "a full tick came first: detection was not behind")
             // A restart re-runs the stored inputs, the device's tick among them: the same crash, without asking
             // the platform again.
             let outbox = try rig.storeView().outboxEventIDs

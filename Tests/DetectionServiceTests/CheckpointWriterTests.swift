@@ -1,7 +1,8 @@
-@testable import DetectionService
 import Foundation
 import RoadSaveModel
 import Testing
+
+@testable import DetectionService
 
 /// Checkpoints written off the reactor thread: in the order started, an older one superseded before its turn is not
 /// written (it would put states older than the newer checkpoint's back), and the reactor's own file is not held up.
@@ -9,15 +10,18 @@ import Testing
     let directory: String
 
     init() throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("rs-writer-\(UUID().uuidString.prefix(8))").path
+        directory =
+            FileManager.default.temporaryDirectory.appendingPathComponent("rs-writer-\(UUID().uuidString.prefix(8))")
+            .path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
     }
 
     static let device = DeviceID(app: "app-1", user: "a")
 
     static func checkpoint(_ input: Int64, state: String) -> CheckpointWriter.Checkpoint {
-        CheckpointWriter.Checkpoint(input: input, shared: [], changedDevices: [(device, Array(state.utf8))],
-                                    positions: ["journal": UInt64(input)], time: 0)
+        CheckpointWriter.Checkpoint(
+            input: input, shared: [], changedDevices: [(device, Array(state.utf8))],
+            positions: ["journal": UInt64(input)], time: 0)
     }
 
     /// Released by the test: the writer's thread waits in `make` until then.
@@ -35,11 +39,13 @@ import Testing
         // 1 is being encoded (held), 2 waits for its turn; then a stop takes 3 at once.
         let gate = Gate()
         writer.started(1)
-        writer.write(1, {
-            gate.entered.signal()
-            gate.open.wait()
-            return Self.checkpoint(1, state: "one")
-        }, done: { outcomes.add(1, $0) })
+        writer.write(
+            1,
+            {
+                gate.entered.signal()
+                gate.open.wait()
+                return Self.checkpoint(1, state: "one")
+            }, done: { outcomes.add(1, $0) })
         gate.entered.wait()
         writer.started(2)
         writer.write(2, { Self.checkpoint(2, state: "two") }, done: { outcomes.add(2, $0) })
@@ -51,7 +57,8 @@ import Testing
             _ = writer.writeAndWait(3) { Self.checkpoint(3, state: "three") }
             stopped.signal()
         }
-        #expect(stopped.wait(timeout: .now() + 0.3) == .timedOut, "the stop's checkpoint waits for the one being written")
+        #expect(
+            stopped.wait(timeout: .now() + 0.3) == .timedOut, "the stop's checkpoint waits for the one being written")
         gate.open.signal()
         #expect(stopped.wait(timeout: .now() + 10) == .success)
         #expect(outcomes.list.map(\.generation) == [1, 2])

@@ -1,8 +1,9 @@
 import DetectionEngine
-@testable import DetectionService
 import Foundation
 import RoadSaveModel
 import Testing
+
+@testable import DetectionService
 
 /// Control commands are inputs like records: stored before their reply leaves, re-run after a crash, kept in the
 /// checkpoint after a graceful stop.
@@ -13,7 +14,7 @@ import Testing
 
     static func state(_ answer: DetectionRig.ControlAnswer, _ key: String) -> String? {
         guard let first = answer.states.first else { return nil }
-        if case let .string(text)? = first[key] { return text }
+        if case .string(let text)? = first[key] { return text }
         return nil
     }
 
@@ -36,12 +37,19 @@ import Testing
             let view = try rig.storeView()
             #expect(view.checkpointInput == nil)
             let commands = view.inputs.compactMap { entry -> String? in
-                if case let .control(text, _, _) = entry.input { (try? JSONParser.parse(text))?["command"].flatMap {
-                    if case let .string(name) = $0 { name } else { nil }
-                } } else { nil }
+                if case .control(let text, _, _) = entry.input {
+                    (try? JSONParser.parse(text))?["command"].flatMap {
+                        if case .string(let name) = $0 { name } else { nil }
+                    }
+                } else {
+                    nil
+                }
             }
-            #expect(commands == ["configure", "startMonitoring", "setDetectionMode", "configure", "startMonitoring",
-                                 "stopMonitoring"])
+            #expect(
+                commands == [
+                    "configure", "startMonitoring", "setDetectionMode", "configure", "startMonitoring",
+                    "stopMonitoring",
+                ])
 
             // Re-run from the input log.
             try rig.startDetection(checkpointInterval: 3600)
@@ -52,34 +60,39 @@ import Testing
 
             // ctl-a (monitored, mode disabled) and ctl-b (stopped) drive; ctl-c, met first in the records, is
             // monitored automatically and gives the trip the others must not.
-            let drives = Streams.interleave(["ctl-a", "ctl-b", "ctl-c"].enumerated().map { index, user in
-                Streams.drive(user: user, drive: 60, standstill: 5, longitude: 18.4 + Double(index) * 0.05)
-            })
+            let drives = Streams.interleave(
+                ["ctl-a", "ctl-b", "ctl-c"].enumerated().map { index, user in
+                    Streams.drive(user: user, drive: 60, standstill: 5, longitude: 18.4 + Double(index) * 0.05)
+                })
             try await rig.send(drives, batch: "drives")
             try await rig.until("ctl-c's trip") {
                 rig.uniqueEvents.contains { $0.event.device.user == "ctl-c" && $0.event.name == "tripDidStart" }
             }
             try await rig.until("the drives applied") { try rig.appliedPosition() == rig.journalHead() }
-            #expect(!rig.uniqueEvents.contains { $0.event.device.user != "ctl-c" },
-                    "\(rig.uniqueEvents.map { ($0.event.name, $0.event.device.user) })")
+            #expect(
+                !rig.uniqueEvents.contains { $0.event.device.user != "ctl-c" },
+                "\(rig.uniqueEvents.map { ($0.event.name, $0.event.device.user) })")
             answer = try await rig.control(Self.command("setAutoTripDetection", "ctl-a", #","enabled":false"#))
-            #expect(answer.ok && Self.state(answer, "detectionMode") == "disabled"
-                && answer.states.first?["tripInProgress"] == .bool(false), "\(answer.json)")
+            #expect(
+                answer.ok && Self.state(answer, "detectionMode") == "disabled"
+                    && answer.states.first?["tripInProgress"] == .bool(false), "\(answer.json)")
 
             // A graceful stop: the state is in the checkpoint, no input is left to re-run.
             try await rig.stopDetection()
             let stopped = try rig.storeView()
             #expect(stopped.checkpointInput != nil && stopped.inputs.isEmpty, "\(stopped.inputs.map(\.input))")
-            #expect(try stopped.positions.values.max() == rig.journalHead(),
-                    "the last checkpoint does not say how far the journal was read: \(stopped.positions)")
+            #expect(
+                try stopped.positions.values.max() == rig.journalHead(),
+                "the last checkpoint does not say how far the journal was read: \(stopped.positions)")
             try rig.startDetection(checkpointInterval: 3600)
             answer = try await rig.control(Self.command("raiseTestCrash", "ctl-a"))
             #expect(answer.error == "crashDetectionDisabled", "\(answer.json)")
             answer = try await rig.control(Self.command("raiseTestCrash", "ctl-b"))
             #expect(answer.error == "notMonitoring", "\(answer.json)")
             answer = try await rig.control(Self.command("setDetectionMode", "ctl-a", #","mode":"all""#))
-            #expect(answer.ok && Self.state(answer, "lifecycle") == "monitoring"
-                && answer.states.first?["autoTripDetection"] == .bool(false), "\(answer.json)")
+            #expect(
+                answer.ok && Self.state(answer, "lifecycle") == "monitoring"
+                    && answer.states.first?["autoTripDetection"] == .bool(false), "\(answer.json)")
         }
     }
 }

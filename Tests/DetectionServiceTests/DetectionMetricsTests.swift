@@ -1,6 +1,7 @@
 import DetectionEngine
-@testable import DetectionService
 import Testing
+
+@testable import DetectionService
 
 @Suite("Detection's lag for /metrics")
 struct DetectionMetricsTests {
@@ -13,13 +14,17 @@ struct DetectionMetricsTests {
         #expect(DetectionMetrics.lagRecords(positionsBehind: 0, counts: counts) == 0)
     }
 
-
     @Test func everyKindAndReasonIsShownFromTheStart() {
-        let families = DetectionMetrics().families(fleet: .init(), counts: .init(), gauges: .init(
-            positionsBehind: 0, lagSeconds: nil, devicesInMemory: 0, devicesOutOfMemory: 0, tripsInProgress: 0,
-            outbox: nil, platformCallsInFlight: 0, checkpoints: 0, streams: 0))
+        let families = DetectionMetrics().families(
+            fleet: .init(), counts: .init(),
+            gauges: .init(
+                positionsBehind: 0, lagSeconds: nil, devicesInMemory: 0, devicesOutOfMemory: 0, tripsInProgress: 0,
+                outbox: nil, platformCallsInFlight: 0, checkpoints: 0, streams: 0))
         let events = families.first { $0.name == "roadsave_detection_events_total" }
-        #expect(events?.samples.map { $0.labels[0].value } == ["crashDetected", "crashFollowUp", "tripBehaviour", "tripDidEnd", "tripDidStart"])
+        #expect(
+            events?.samples.map { $0.labels[0].value } == [
+                "crashDetected", "crashFollowUp", "tripBehaviour", "tripDidEnd", "tripDidStart",
+            ])
         let dismissals = families.first { $0.name == "roadsave_detection_crash_dismissals_total" }
         #expect(dismissals?.samples.count == 7)
         #expect(!families.contains { $0.name == "roadsave_detection_lag_seconds" })

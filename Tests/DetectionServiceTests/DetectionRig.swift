@@ -1,13 +1,14 @@
 import DetectionEngine
-@testable import DetectionService
 import Feeds
 import Foundation
-@testable import IngestService
 import RoadSaveModel
 import Storage
 import SystemKit
 import Wire
 import ZeroMQ
+
+@testable import DetectionService
+@testable import IngestService
 
 /// sensor-ingest and detection in this process, on ipc endpoints of a temporary directory, each with its own data
 /// directory, and the test's own sockets on a reactor of their own: a DEALER as a gateway, a `FeedClient` reading
@@ -31,9 +32,9 @@ final class DetectionRig: @unchecked Sendable {
     struct ControlAnswer {
         var json: JSONValue
         var ok: Bool { json["ok"] == .bool(true) }
-        var error: String? { if case let .string(code)? = json["error"] { code } else { nil } }
+        var error: String? { if case .string(let code)? = json["error"] { code } else { nil } }
         /// The device states of an ok reply.
-        var states: [JSONValue] { if case let .array(states)? = json["states"] { states } else { [] } }
+        var states: [JSONValue] { if case .array(let states)? = json["states"] { states } else { [] } }
     }
 
     /// What the test side saw, written on its reactor thread, read by the test.
@@ -78,9 +79,11 @@ final class DetectionRig: @unchecked Sendable {
         }
 
         func fetchOutbox() {
-            outbox?.fetch(FeedRequest(id: 0, feed: outboxFeed, after: outboxPosition, maxItems: 64,
-                                      acknowledged: min(outboxPosition, acknowledgeLimit), consumer: "test notifier",
-                                      waitMilliseconds: 300))
+            outbox?.fetch(
+                FeedRequest(
+                    id: 0, feed: outboxFeed, after: outboxPosition, maxItems: 64,
+                    acknowledged: min(outboxPosition, acknowledgeLimit), consumer: "test notifier",
+                    waitMilliseconds: 300))
         }
     }
 
@@ -89,7 +92,12 @@ final class DetectionRig: @unchecked Sendable {
         private let lock = NSLock()
         private var done = false
         private var failure: (any Error)?
-        func finish(_ error: (any Error)?) { lock.withLock { done = true; failure = error } }
+        func finish(_ error: (any Error)?) {
+            lock.withLock {
+                done = true
+                failure = error
+            }
+        }
         var isDone: Bool { lock.withLock { done } }
         var error: (any Error)? { lock.withLock { failure } }
     }
@@ -115,10 +123,12 @@ final class DetectionRig: @unchecked Sendable {
     private var nextControlID = 0
     static let quiet = Log(category: "test", minimumLevel: .error)
     /// `ROADSAVE_TEST_LOG=info` shows the services' logs.
-    static let logLevel = ProcessInfo.processInfo.environment["ROADSAVE_TEST_LOG"].flatMap(Log.Level.init(rawValue:)) ?? .error
+    static let logLevel =
+        ProcessInfo.processInfo.environment["ROADSAVE_TEST_LOG"].flatMap(Log.Level.init(rawValue:)) ?? .error
 
     init() throws {
-        root = FileManager.default.temporaryDirectory.appendingPathComponent("rs-det-\(UUID().uuidString.prefix(8))").path
+        root =
+            FileManager.default.temporaryDirectory.appendingPathComponent("rs-det-\(UUID().uuidString.prefix(8))").path
         try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
         recordsEndpoint = "ipc://\(root)/records"
         controlEndpoint = "ipc://\(root)/control"
@@ -148,7 +158,8 @@ final class DetectionRig: @unchecked Sendable {
                     observed.add(ack, batch: String(decoding: frames[0], as: UTF8.self))
                 }
             }
-            side.outbox = try FeedClient(loop: loop, endpoint: eventsEndpoint, log: Self.quiet) { [unowned side] header, items in
+            side.outbox = try FeedClient(loop: loop, endpoint: eventsEndpoint, log: Self.quiet) {
+                [unowned side] header, items in
                 observed.addReply()
                 if let error = header.error {
                     observed.addOutboxError(error)
@@ -166,7 +177,8 @@ final class DetectionRig: @unchecked Sendable {
                 for item in items {
                     do {
                         let event = try EventBody.decode(item)
-                        observed.add(OutboxItem(event: event, json: event.json(), at: MonotonicClock.now(), replyTo: header.to))
+                        observed.add(
+                            OutboxItem(event: event, json: event.json(), at: MonotonicClock.now(), replyTo: header.to))
                     } catch {
                         observed.addOutboxError("unreadable outbox item: \(error)")
                     }
@@ -190,7 +202,10 @@ final class DetectionRig: @unchecked Sendable {
             ingest = (service, finished)
         }
         Thread {
-            do { try service.run(); finished.finish(nil) } catch { finished.finish(error) }
+            do {
+                try service.run()
+                finished.finish(nil)
+            } catch { finished.finish(error) }
         }.start()
     }
 
@@ -208,9 +223,11 @@ final class DetectionRig: @unchecked Sendable {
     /// Starts detection on the rig's data directory with `platform`. `stoppedAtOnce`: its graceful stop is asked
     /// before it runs, so it comes right after the setup (while the stored inputs wait to be re-run).
     @discardableResult
-    func startDetection(platform: ScriptedPlatform = ScriptedPlatform(), checkpointInterval: Double = 0.3,
-                        deviceMemoryIdle: Double = 3600, silentJournalGrace: Double = 10,
-                        stoppedAtOnce: Bool = false) throws -> DetectionService {
+    func startDetection(
+        platform: ScriptedPlatform = ScriptedPlatform(), checkpointInterval: Double = 0.3,
+        deviceMemoryIdle: Double = 3600, silentJournalGrace: Double = 10,
+        stoppedAtOnce: Bool = false
+    ) throws -> DetectionService {
         var configuration = DetectionConfiguration()
         configuration.recordsEndpoints = [recordsEndpoint]
         configuration.controlEndpoint = controlEndpoint
@@ -229,7 +246,10 @@ final class DetectionRig: @unchecked Sendable {
         }
         if stoppedAtOnce { service.stop() }
         Thread {
-            do { try service.run(); finished.finish(nil) } catch { finished.finish(error) }
+            do {
+                try service.run()
+                finished.finish(nil)
+            } catch { finished.finish(error) }
         }.start()
         return service
     }
@@ -272,7 +292,10 @@ final class DetectionRig: @unchecked Sendable {
     func control(_ json: String, timeout: Double = 20) async throws -> ControlAnswer {
         let deadline = MonotonicClock.now() + timeout
         while MonotonicClock.now() < deadline {
-            let id = lock.withLock { nextControlID += 1; return nextControlID }
+            let id = lock.withLock {
+                nextControlID += 1
+                return nextControlID
+            }
             let (endpoint, observed) = (controlEndpoint, observed)
             try await reactor.run { loop in
                 let side = loop.value(TestSide.self)!
@@ -343,16 +366,23 @@ final class DetectionRig: @unchecked Sendable {
         // (a test asking that early must wait for it, not fail).
         func tables(_ database: SQLiteDatabase) throws -> Set<String> {
             var names: Set<String> = []
-            try database.statement("SELECT name FROM sqlite_master WHERE type = 'table'").query { names.insert($0.text(0)) }
+            try database.statement("SELECT name FROM sqlite_master WHERE type = 'table'").query {
+                names.insert($0.text(0))
+            }
             return names
         }
         guard try tables(state).isSuperset(of: ["checkpoint", "positions"]),
-              try tables(database).isSuperset(of: ["inputs", "outbox"]) else { return view }
+            try tables(database).isSuperset(of: ["inputs", "outbox"])
+        else { return view }
         try state.statement("SELECT input FROM checkpoint WHERE id = 1").query { view.checkpointInput = $0.integer(0) }
-        try state.statement("SELECT feed, position FROM positions").query { view.positions[$0.text(0)] = $0.unsigned(1) }
+        try state.statement("SELECT feed, position FROM positions").query {
+            view.positions[$0.text(0)] = $0.unsigned(1)
+        }
         let decoder = JSONDecoder()
         // Inputs a written checkpoint holds may linger until they are deleted: they are not the store's any more.
-        try database.statement("SELECT seq, body FROM inputs WHERE seq > ? ORDER BY seq").query(view.checkpointInput ?? 0) { row in
+        try database.statement("SELECT seq, body FROM inputs WHERE seq > ? ORDER BY seq").query(
+            view.checkpointInput ?? 0
+        ) { row in
             view.inputs.append((row.integer(0), try decoder.decode(DetectionInput.self, from: Data(row.text(1).utf8))))
         }
         try database.statement("SELECT position, event_id FROM outbox ORDER BY position").query { row in
@@ -381,7 +411,7 @@ final class DetectionRig: @unchecked Sendable {
     func appliedPosition() throws -> UInt64 {
         let view = try storeView()
         var position = view.positions.values.max() ?? 0
-        for case let (_, .records(_, _, to, _)) in view.inputs { position = max(position, to) }
+        for case (_, .records(_, _, let to, _)) in view.inputs { position = max(position, to) }
         return position
     }
 
@@ -394,8 +424,9 @@ final class DetectionRig: @unchecked Sendable {
             try await Task.sleep(nanoseconds: 20_000_000)
         }
         if try condition() { return }
-        throw RigError("timed out after \(timeout) s waiting for \(what) (outbox reader: feeds \(observed.feedIDs), "
-            + "\(observed.outboxReplies) replies, \(observed.outbox.count) items, errors \(observed.errors))")
+        throw RigError(
+            "timed out after \(timeout) s waiting for \(what) (outbox reader: feeds \(observed.feedIDs), "
+                + "\(observed.outboxReplies) replies, \(observed.outbox.count) items, errors \(observed.errors))")
     }
 
     /// Runs `body` with a new rig, which is finished afterwards whatever happens.

@@ -1,11 +1,12 @@
 import DetectionEngine
-@testable import DetectionService
 import Feeds
 import Foundation
 import RoadSaveModel
 import Storage
 import Testing
 import Wire
+
+@testable import DetectionService
 
 /// detection's store on its own: shard identity, outbox positions and acknowledgements, checkpoints and the inputs
 /// kept after them, across reopening.
@@ -14,7 +15,9 @@ import Wire
     static let events = Streams.replay(Streams.fleet())
 
     init() throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("rs-store-\(UUID().uuidString.prefix(8))").path
+        directory =
+            FileManager.default.temporaryDirectory.appendingPathComponent("rs-store-\(UUID().uuidString.prefix(8))")
+            .path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
     }
 
@@ -26,10 +29,13 @@ import Wire
         try DetectionStore(directory: directory, shard: shard)
     }
 
-    static func request(after: UInt64, through: UInt64? = nil, maxItems: Int = 100, acknowledged: UInt64 = 0,
-                        feed: String) -> FeedRequest {
-        FeedRequest(id: 1, feed: feed, after: after, through: through, maxItems: maxItems, acknowledged: acknowledged,
-                    consumer: "test", waitMilliseconds: 0)
+    static func request(
+        after: UInt64, through: UInt64? = nil, maxItems: Int = 100, acknowledged: UInt64 = 0,
+        feed: String
+    ) -> FeedRequest {
+        FeedRequest(
+            id: 1, feed: feed, after: after, through: through, maxItems: maxItems, acknowledged: acknowledged,
+            consumer: "test", waitMilliseconds: 0)
     }
 
     /// Journal gaps are kept across reopening: found, grown (unacknowledged again), acknowledged (kept, so the same
@@ -38,8 +44,10 @@ import Wire
         defer { remove() }
         var store = try open(shard: "0/2")
         #expect(try store.journalGaps().isEmpty, "a new store has none (and an older one gets the table when opened)")
-        let first = JournalGap(journal: "j-1", endpoint: "tcp://ingest-a:5551", shard: "0/2", position: 0, deletedThrough: 40)
-        let second = JournalGap(journal: "j-2", endpoint: "tcp://ingest-b:5551", shard: "0/2", position: 7, deletedThrough: 9)
+        let first = JournalGap(
+            journal: "j-1", endpoint: "tcp://ingest-a:5551", shard: "0/2", position: 0, deletedThrough: 40)
+        let second = JournalGap(
+            journal: "j-2", endpoint: "tcp://ingest-b:5551", shard: "0/2", position: 7, deletedThrough: 9)
         try store.saveJournalGap(first, at: 1000)
         try store.saveJournalGap(second, at: 1001)
         try store.acknowledgeJournalGaps([first], at: 1002)
@@ -59,7 +67,9 @@ import Wire
 
     func outboxPositions(_ store: DetectionStore) throws -> [UInt64] {
         var positions: [UInt64] = []
-        try store.database.statement("SELECT position FROM outbox ORDER BY position").query { positions.append($0.unsigned(0)) }
+        try store.database.statement("SELECT position FROM outbox ORDER BY position").query {
+            positions.append($0.unsigned(0))
+        }
         return positions
     }
 
@@ -111,8 +121,9 @@ import Wire
         try store.commit(inputs: [], events: [events[0]], at: 4)
         // (SQLite's AUTOINCREMENT may spend a number on the ignored insert: positions can have gaps, never repeats.)
         let positions = try outboxPositions(store)
-        #expect(positions.count == 3 && positions[0...1] == [4, 5] && positions[2] > 5 && store.head == positions[2],
-                "\(positions), head \(store.head)")
+        #expect(
+            positions.count == 3 && positions[0...1] == [4, 5] && positions[2] > 5 && store.head == positions[2],
+            "\(positions), head \(store.head)")
         #expect(try eventIDs(store.read(Self.request(after: 5, feed: feed)).items) == [events[0].eventID])
         #expect(try open().head >= store.head)
     }
@@ -154,23 +165,28 @@ import Wire
         let (a, b) = (DeviceID(app: "app-1", user: "a"), DeviceID(app: "app-2", user: "b"))
         var store = try open()
         #expect(try store.loadCheckpoint() == nil)
-        try store.writeCheckpoint(input: 0, shared: Array("shared-1".utf8), changedDevices: [(a, Array("a-1".utf8)), (b, Array("b-1".utf8))],
-                                  positions: ["journal-x": 7, "journal-y": 9], at: 100)
+        try store.writeCheckpoint(
+            input: 0, shared: Array("shared-1".utf8), changedDevices: [(a, Array("a-1".utf8)), (b, Array("b-1".utf8))],
+            positions: ["journal-x": 7, "journal-y": 9], at: 100)
         store = try open()
         var checkpoint = try #require(try store.loadCheckpoint())
         #expect(checkpoint.input == 0 && checkpoint.shared == Array("shared-1".utf8))
         #expect(checkpoint.positions == ["journal-x": 7, "journal-y": 9])
-        #expect(Dictionary(uniqueKeysWithValues: checkpoint.devices.map { ($0.0, $0.1) })
-            == [a: Array("a-1".utf8), b: Array("b-1".utf8)])
+        #expect(
+            Dictionary(uniqueKeysWithValues: checkpoint.devices.map { ($0.0, $0.1) })
+                == [a: Array("a-1".utf8), b: Array("b-1".utf8)])
 
         // Only a changed: b's state stays as it was.
-        try store.writeCheckpoint(input: 0, shared: Array("shared-2".utf8), changedDevices: [(a, Array("a-2".utf8))],
-                                  positions: ["journal-x": 12, "journal-y": 9], at: 101)
+        try store.writeCheckpoint(
+            input: 0, shared: Array("shared-2".utf8), changedDevices: [(a, Array("a-2".utf8))],
+            positions: ["journal-x": 12, "journal-y": 9], at: 101)
         store = try open()
         checkpoint = try #require(try store.loadCheckpoint())
-        #expect(checkpoint.shared == Array("shared-2".utf8) && checkpoint.positions == ["journal-x": 12, "journal-y": 9])
-        #expect(Dictionary(uniqueKeysWithValues: checkpoint.devices.map { ($0.0, $0.1) })
-            == [a: Array("a-2".utf8), b: Array("b-1".utf8)])
+        #expect(
+            checkpoint.shared == Array("shared-2".utf8) && checkpoint.positions == ["journal-x": 12, "journal-y": 9])
+        #expect(
+            Dictionary(uniqueKeysWithValues: checkpoint.devices.map { ($0.0, $0.1) })
+                == [a: Array("a-2".utf8), b: Array("b-1".utf8)])
     }
 
     /// A device leaving memory whose row is current is only marked out of memory; one with no row (which should
@@ -180,10 +196,15 @@ import Wire
         let (a, b) = (DeviceID(app: "app-1", user: "a"), DeviceID(app: "app-1", user: "b"))
         let store = try open()
         try store.writeCheckpoint(input: 0, shared: [], changedDevices: [(a, Array("a-1".utf8))], positions: [:], at: 1)
-        try store.writeCheckpoint(input: 0, shared: [], changedDevices: [], markedEvicted: [
-            .init(device: a) { Issue.record("a's row is current: nothing to encode"); return [] },
-            .init(device: b) { Array("b-1".utf8) },
-        ], positions: [:], at: 2)
+        try store.writeCheckpoint(
+            input: 0, shared: [], changedDevices: [],
+            markedEvicted: [
+                .init(device: a) {
+                    Issue.record("a's row is current: nothing to encode")
+                    return []
+                },
+                .init(device: b) { Array("b-1".utf8) },
+            ], positions: [:], at: 2)
         #expect(try store.evictedState(of: a) == Array("a-1".utf8))
         #expect(try store.evictedState(of: b) == Array("b-1".utf8))
         #expect(try #require(try store.loadCheckpoint()).devices.isEmpty, "neither is loaded at start")
@@ -210,8 +231,9 @@ import Wire
         #expect(try store.database.integer("SELECT count(*) FROM inputs") == 2)
 
         // Sequence numbers go on after deleted inputs, also after reopening.
-        let control = DetectionInput.control(request: #"{"command":"stopMonitoring","app":"app-1","user":"a"}"#,
-                                             fetch: nil, now: 13)
+        let control = DetectionInput.control(
+            request: #"{"command":"stopMonitoring","app":"app-1","user":"a"}"#,
+            fetch: nil, now: 13)
         #expect(try store.commit(inputs: [control], events: [], at: 13) == 5)
         try store.writeCheckpoint(input: 5, shared: [], changedDevices: [], positions: ["journal-x": 4], at: 14)
         store = try open()
@@ -227,7 +249,8 @@ import Wire
         do {
             let old = try SQLiteDatabase(path: DataDirectory.file("detection.sqlite", in: directory))
             defer { old.close() }
-            try old.execute("""
+            try old.execute(
+                """
                 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
                 CREATE TABLE checkpoint(id INTEGER PRIMARY KEY CHECK (id = 1), input INTEGER NOT NULL,
                     taken_at REAL NOT NULL, state BLOB NOT NULL);
@@ -244,15 +267,17 @@ import Wire
                 DELETE FROM inputs WHERE seq <= 2;
                 """)
         }
-        for again in 0..<2 {  // and again: the move is done once, numbers go on
+        for again in 0..<2 { // and again: the move is done once, numbers go on
             let store = try open()
             #expect(store.feedID == "detection-old" && store.head == 7 + UInt64(again), "the outbox's positions go on")
             #expect(try store.inputs(after: 2).map(\.input) == [.tick(now: 3), .tick(now: 4)])
             #expect(try store.lastInput() == 4 + Int64(again))
             #expect(try store.loadCheckpoint()?.input == 2)
             var tables: [String] = []
-            try store.state.statement("SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ('inputs', 'outbox')")
-                .query { tables.append($0.text(0)) }
+            try store.state.statement(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ('inputs', 'outbox')"
+            )
+            .query { tables.append($0.text(0)) }
             #expect(tables.isEmpty, "the old tables are gone from detection.sqlite")
             let input = try store.commit(inputs: [.tick(now: 5)], events: [Self.events[again]], at: 5)
             #expect(input == 5 + Int64(again))

@@ -1,9 +1,10 @@
 import DetectionEngine
-@testable import DetectionService
 import Foundation
 import RoadSaveModel
 import Storage
 import Testing
+
+@testable import DetectionService
 
 /// Device rows compressed against the store's dictionary (`DeviceRowCodec`): they read back as the JSON written,
 /// rows written before compression read as they are, the dictionary is stored with the first checkpoint using it,
@@ -16,12 +17,17 @@ import Testing
         _ = fleet.settingsFetched(app: "app-1", .fetched(DetectionSettings()), now: start)
         for index in 0..<count {
             let device = DeviceID(app: "app-1", user: "parked-\(index)")
-            _ = fleet.receive(SensorRecord(device: device, seq: 0, t: start + Double(index), payload: .capabilities(.full)),
-                              now: start + Double(index))
-            _ = fleet.receive(SensorRecord(device: device, seq: 1, t: start + Double(index) + 1,
-                                           payload: .location(LocationFix(latitude: -33.9 + Double(index) * 0.001,
-                                                                          longitude: 18.4, speed: 0, horizontalAccuracy: 5))),
-                              now: start + Double(index) + 1)
+            _ = fleet.receive(
+                SensorRecord(device: device, seq: 0, t: start + Double(index), payload: .capabilities(.full)),
+                now: start + Double(index))
+            _ = fleet.receive(
+                SensorRecord(
+                    device: device, seq: 1, t: start + Double(index) + 1,
+                    payload: .location(
+                        LocationFix(
+                            latitude: -33.9 + Double(index) * 0.001,
+                            longitude: 18.4, speed: 0, horizontalAccuracy: 5))),
+                now: start + Double(index) + 1)
         }
         _ = fleet.tick(now: start + Double(count) + 5)
         return try fleet.takeChangedDevices().map { device in
@@ -66,22 +72,26 @@ import Testing
 
     /// The dictionary goes into the store with the checkpoint whose rows use it: reopened, the store reads them.
     @Test func theDictionaryIsStoredWithTheFirstCheckpointUsingIt() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("rs-rows-\(UUID().uuidString.prefix(8))").path
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "rs-rows-\(UUID().uuidString.prefix(8))"
+        ).path
         defer { try? FileManager.default.removeItem(atPath: directory) }
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let states = try Self.parkedStates(3)
         var store = try DetectionStore(directory: directory, shard: "all")
         let rows = states.map { ($0.0, store.rows.compress($0.1)) }
-        try store.writeCheckpoint(input: 0, shared: Array("{}".utf8), changedDevices: Array(rows.prefix(2)),
-                                  evictedDevices: [rows[2]], positions: [:], at: 1)
+        try store.writeCheckpoint(
+            input: 0, shared: Array("{}".utf8), changedDevices: Array(rows.prefix(2)),
+            evictedDevices: [rows[2]], positions: [:], at: 1)
         #expect(store.rows.dictionaryToStore == nil, "stored with the checkpoint")
         store.close()
 
         store = try DetectionStore(directory: directory, shard: "all")
         defer { store.close() }
         let loaded = try #require(try store.loadCheckpoint())
-        #expect(Dictionary(uniqueKeysWithValues: loaded.devices.map { ($0.0, $0.1) })
-            == Dictionary(uniqueKeysWithValues: states.prefix(2).map { ($0.0, $0.1) }))
+        #expect(
+            Dictionary(uniqueKeysWithValues: loaded.devices.map { ($0.0, $0.1) })
+                == Dictionary(uniqueKeysWithValues: states.prefix(2).map { ($0.0, $0.1) }))
         #expect(try store.evictedState(of: states[2].0) == states[2].1)
         // New rows of the reopened store use the same dictionary (and need not store it again).
         let again = store.rows.compress(states[0].1)

@@ -1,8 +1,9 @@
 import DetectionEngine
-@testable import DetectionService
 import Foundation
 import RoadSaveModel
 import Testing
+
+@testable import DetectionService
 
 /// Detection down for longer than a device's stop delay, while the device drives on: its gateway keeps the records
 /// it could not deliver, so the time detection was down is not the device's silence. The trip must go on across the
@@ -21,9 +22,10 @@ import Testing
     /// A minute's drive, a halt at a light shorter than the stop delay, a minute more; cut in the halt.
     static func drive() throws -> (records: [SensorRecord], batches: [[SensorRecord]], expected: [RoadSaveEvent]) {
         let first = Streams.drive(user: "driver", drive: 60, standstill: 1)
-        guard case let .location(halt) = first.last!.payload else { throw HaltMissing() }
-        let second = Streams.drive(user: "driver", start: first.last!.t, drive: 60, standstill: 20,
-                                   longitude: halt.longitude)
+        guard case .location(let halt) = first.last!.payload else { throw HaltMissing() }
+        let second = Streams.drive(
+            user: "driver", start: first.last!.t, drive: 60, standstill: 20,
+            longitude: halt.longitude)
         var records = first + second.dropFirst()
         for index in records.indices { records[index].seq = UInt64(index) }
         let expected = Streams.replay(records, settings: Self.settings)
@@ -34,8 +36,13 @@ import Testing
     }
 
     /// After the outage: the trip has not ended; the rest of the drive gives exactly the events of a replay.
-    static func finishDrive(_ rig: DetectionRig, _ drive: (records: [SensorRecord], batches: [[SensorRecord]],
-                                                           expected: [RoadSaveEvent])) async throws {
+    static func finishDrive(
+        _ rig: DetectionRig,
+        _ drive: (
+            records: [SensorRecord], batches: [[SensorRecord]],
+            expected: [RoadSaveEvent]
+        )
+    ) async throws {
         #expect(!rig.uniqueEvents.contains { $0.event.name == "tripDidEnd" }, "the trip ended in the outage")
         try await rig.send(drive.batches[1], batch: "after")
         try await rig.until("both events of the replay in the outbox") {
@@ -74,8 +81,9 @@ import Testing
         let drive = try Self.drive()
         try await DetectionRig.with { rig in
             // Waited for past the outage (by default the clock runs on without a journal silent for 10 s).
-            try rig.startDetection(platform: ScriptedPlatform(settings: Self.settings), checkpointInterval: 3600,
-                                   silentJournalGrace: 60)
+            try rig.startDetection(
+                platform: ScriptedPlatform(settings: Self.settings), checkpointInterval: 3600,
+                silentJournalGrace: 60)
             try await rig.send(drive.batches[0], batch: "before")
             try await rig.until("the first minute applied") { try RecoveryTests.appliedEverything(rig) }
             try await rig.stopIngest()
@@ -93,8 +101,9 @@ import Testing
     @Test func aDeadIngestDoesNotHoldClockDrivenDecisionsForEver() async throws {
         let drive = try Self.drive()
         try await DetectionRig.with { rig in
-            try rig.startDetection(platform: ScriptedPlatform(settings: Self.settings), checkpointInterval: 3600,
-                                   silentJournalGrace: 2)
+            try rig.startDetection(
+                platform: ScriptedPlatform(settings: Self.settings), checkpointInterval: 3600,
+                silentJournalGrace: 2)
             try await rig.send(drive.batches[0], batch: "before")
             try await rig.until("the first minute applied") { try RecoveryTests.appliedEverything(rig) }
             try await rig.stopIngest()
@@ -102,9 +111,10 @@ import Testing
                 rig.uniqueEvents.contains { $0.event.name == "tripDidEnd" }
             }
             let end = try #require(rig.uniqueEvents.first { $0.event.name == "tripDidEnd" })
-            guard case let .tripDidEnd(trip) = end.event.body else { return }
+            guard case .tripDidEnd(let trip) = end.event.body else { return }
             // Silent for the offline grace (here as short as the stop delay): deviceSilent, at the last movement.
-            #expect(trip.endReason == .deviceSilent && trip.endDate == drive.batches[0].last!.t - 1, "at the last movement")
+            #expect(
+                trip.endReason == .deviceSilent && trip.endDate == drive.batches[0].last!.t - 1, "at the last movement")
         }
     }
 }

@@ -1,9 +1,10 @@
 import DetectionEngine
-@testable import DetectionService
 import Foundation
 import RoadSaveModel
 import Storage
 import Testing
+
+@testable import DetectionService
 
 /// Devices idle for `--device-memory-idle` leave detection's memory with a checkpoint (their state in the store's
 /// `devices` table, `resident` 0) and come back from the store when they send again, across crashes and restarts.
@@ -17,11 +18,15 @@ import Testing
     /// Parked for 20 s at the start, then (after the first batch) a drive of 60 s from +110 s.
     static func parkerRecords() -> [SensorRecord] {
         var records = (0..<20).map { second in
-            SensorRecord(device: parker, seq: UInt64(second), t: Streams.start + Double(second),
-                         payload: .location(LocationFix(latitude: -33.95, longitude: 18.3, speed: 0, horizontalAccuracy: 5)))
+            SensorRecord(
+                device: parker, seq: UInt64(second), t: Streams.start + Double(second),
+                payload: .location(LocationFix(latitude: -33.95, longitude: 18.3, speed: 0, horizontalAccuracy: 5)))
         }
-        for record in Streams.drive(user: "parker", start: Streams.start + 110, drive: 60, standstill: 30, longitude: 18.3) {
-            records.append(SensorRecord(device: parker, seq: UInt64(records.count), t: record.t, payload: record.payload))
+        for record in Streams.drive(
+            user: "parker", start: Streams.start + 110, drive: 60, standstill: 30, longitude: 18.3)
+        {
+            records.append(
+                SensorRecord(device: parker, seq: UInt64(records.count), t: record.t, payload: record.payload))
         }
         return records
     }
@@ -81,9 +86,12 @@ import Testing
             try await rig.until("every event of the replay in the outbox", timeout: 40) {
                 Set(rig.uniqueEvents.map(\.event.eventID)).isSuperset(of: expected.map(\.eventID))
             }
-            try await rig.until("everything applied and checkpointed") { try RecoveryTests.checkpointCoversEverything(rig) }
+            try await rig.until("everything applied and checkpointed") {
+                try RecoveryTests.checkpointCoversEverything(rig)
+            }
             // A command for parker brings it back too: still configured, not monitored.
-            let state = try await rig.control(#"{"command": "setDetectionMode", "app": "app-1", "user": "parker", "detectionMode": "all"}"#)
+            let state = try await rig.control(
+                #"{"command": "setDetectionMode", "app": "app-1", "user": "parker", "detectionMode": "all"}"#)
             #expect(state.ok)
             #expect(state.states.first?["lifecycle"] == .string("configured"), "\(state.json)")
 
@@ -100,12 +108,15 @@ import Testing
     }
 
     @Test func aStoreWrittenBeforeEvictionIsOpenedWithEveryDeviceInMemory() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("rs-evict-\(UUID().uuidString.prefix(8))").path
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "rs-evict-\(UUID().uuidString.prefix(8))"
+        ).path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         // The schema before `resident`.
         let old = try SQLiteDatabase(path: DataDirectory.file("detection.sqlite", in: directory))
-        try old.execute("""
+        try old.execute(
+            """
             CREATE TABLE devices(app TEXT NOT NULL, user TEXT NOT NULL, state BLOB NOT NULL, PRIMARY KEY (app, user)) WITHOUT ROWID;
             CREATE TABLE checkpoint(id INTEGER PRIMARY KEY CHECK (id = 1), input INTEGER NOT NULL, taken_at REAL NOT NULL, state BLOB NOT NULL);
             INSERT INTO devices VALUES ('app-1', 'old', x'7b7d');
@@ -115,8 +126,9 @@ import Testing
         let store = try DetectionStore(directory: directory, shard: "all")
         let checkpoint = try #require(try store.loadCheckpoint())
         #expect(checkpoint.devices.map(\.0) == [DeviceID(app: "app-1", user: "old")])
-        try store.writeCheckpoint(input: 0, shared: [0x7b, 0x7d], changedDevices: [],
-                                  evictedDevices: [(DeviceID(app: "app-1", user: "old"), [0x7b, 0x7d])], positions: [:], at: 0)
+        try store.writeCheckpoint(
+            input: 0, shared: [0x7b, 0x7d], changedDevices: [],
+            evictedDevices: [(DeviceID(app: "app-1", user: "old"), [0x7b, 0x7d])], positions: [:], at: 0)
         #expect(try store.loadCheckpoint()?.devices.isEmpty == true)
         #expect(try store.evictedState(of: DeviceID(app: "app-1", user: "old")) == [0x7b, 0x7d])
         #expect(try store.evictedState(of: DeviceID(app: "app-1", user: "new")) == nil)

@@ -1,8 +1,9 @@
 import DetectionEngine
-@testable import DetectionService
 import Foundation
 import RoadSaveModel
 import Testing
+
+@testable import DetectionService
 
 /// detection's outbox keeps every event until the reader (the notifier) acknowledges its position.
 @Suite(.serialized) struct OutboxTests {
@@ -26,7 +27,9 @@ import Testing
             }
             let all = try rig.storeView()
             #expect(all.outboxPositions == Array(1...UInt64(expected.count)))
-            #expect(all.outboxEventIDs == rig.observed.outbox.map(\.event.eventID), "the outbox's order is not the reader's")
+            #expect(
+                all.outboxEventIDs == rig.observed.outbox.map(\.event.eventID), "the outbox's order is not the reader's"
+            )
             try await rowsStayWhileTheReaderAsks(Array(1...UInt64(expected.count)))
 
             // Acknowledged through 4: those rows go, the others stay.

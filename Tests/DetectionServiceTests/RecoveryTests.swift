@@ -1,8 +1,9 @@
 import DetectionEngine
-@testable import DetectionService
 import Foundation
 import RoadSaveModel
 import Testing
+
+@testable import DetectionService
 
 /// Detection stopped as a crash would stop it (no graceful stop, no last checkpoint) at several points of a stream of
 /// five devices, then started again on the same data directory: the outbox must end with exactly the events a replay
@@ -38,7 +39,8 @@ import Testing
         let reference = Streams.replay(records)
         // The premise: every event of the stream comes from its records (none needs the clock to run on after them).
         #expect(Streams.replay(records, finishing: false).map(\.eventID) == reference.map(\.eventID))
-        #expect(reference.count == 16 && reference.filter { $0.name == "crashDetected" }.count == 2
+        #expect(
+            reference.count == 16 && reference.filter { $0.name == "crashDetected" }.count == 2
                 && reference.filter { $0.name == "crashFollowUp" }.count == 2
                 && reference.filter { $0.name == "tripBehaviour" }.count == 4)
         let batches = Streams.batches(records, cuttingAt: Self.batchCuts)
@@ -83,9 +85,10 @@ import Testing
             try await rig.abandonDetection()
             let view = try rig.storeView()
             let checkpoint = try #require(view.checkpointInput)
-            #expect(view.inputs.contains { entry in
-                if case .records = entry.input { entry.seq > checkpoint } else { false }
-            }, "the cut came after a checkpoint of everything: no range to fetch again")
+            #expect(
+                view.inputs.contains { entry in
+                    if case .records = entry.input { entry.seq > checkpoint } else { false }
+                }, "the cut came after a checkpoint of everything: no range to fetch again")
             #expect(try (view.positions.values.max() ?? 0) < rig.journalHead())
 
         case .stoppedWhileRecovering:
@@ -97,7 +100,8 @@ import Testing
             }
             try await rig.abandonDetection()
             let before = try rig.storeView()
-            try rig.startDetection(platform: ScriptedPlatform(verdict: .low), checkpointInterval: 3600, stoppedAtOnce: true)
+            try rig.startDetection(
+                platform: ScriptedPlatform(verdict: .low), checkpointInterval: 3600, stoppedAtOnce: true)
             try await rig.stopDetection()
             let after = try rig.storeView()
             #expect(after.checkpointInput == nil, "a fleet that had not re-run its inputs was checkpointed")
@@ -119,9 +123,10 @@ import Testing
             #expect(crashesReported(rig) == ["crash-2"], "crash-1 was reported without a verdict")
             let view = try rig.storeView()
             #expect((view.checkpointInput != nil) == withCheckpoint)
-            #expect(view.inputs.allSatisfy { entry in
-                if case let .verdict(device, _, _) = entry.input { device.user != "crash-1" } else { true }
-            })
+            #expect(
+                view.inputs.allSatisfy { entry in
+                    if case .verdict(let device, _, _) = entry.input { device.user != "crash-1" } else { true }
+                })
         }
 
         // Crashes reported before the cut keep the first platform's verdict; the others get the second's.
@@ -135,11 +140,13 @@ import Testing
             Set(rig.uniqueEvents.map(\.event.eventID)).isSuperset(of: expected.map(\.eventID))
         }
         for crashID in heldCrashIDs {
-            #expect(second.candidates.contains { $0.crashID == crashID },
-                    "the restarted detection did not ask again about the crash left unanswered")
+            #expect(
+                second.candidates.contains { $0.crashID == crashID },
+                "the restarted detection did not ask again about the crash left unanswered")
         }
-        #expect(!second.candidates.contains { reportedBeforeCut.contains($0.user) },
-                "a verdict stored before the cut was asked for again")
+        #expect(
+            !second.candidates.contains { reportedBeforeCut.contains($0.user) },
+            "a verdict stored before the cut was asked for again")
 
         let expectedJSON = Dictionary(uniqueKeysWithValues: expected.map { ($0.eventID, $0.json()) })
         var firstDelivery: [String: String] = [:]

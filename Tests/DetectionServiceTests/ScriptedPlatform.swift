@@ -13,7 +13,8 @@ final class ScriptedPlatform: Platform, @unchecked Sendable {
     private var waiting: [CheckedContinuation<Void, Never>] = []
     private var asked: [CrashCandidate] = []
 
-    init(settings: DetectionSettings = Streams.settings, verdict: CrashVerdict = .high, holding users: Set<String> = []) {
+    init(settings: DetectionSettings = Streams.settings, verdict: CrashVerdict = .high, holding users: Set<String> = [])
+    {
         fixedSettings = settings
         self.verdict = verdict
         heldUsers = users

@@ -1,16 +1,20 @@
-@testable import DetectionService
 import ServiceKit
 import Testing
+
+@testable import DetectionService
 
 /// `--shard` and `--shard-base` as detection reads them: an orchestrator names a replica by a slot that may count
 /// from 1 (Docker Swarm's `{{.Task.Slot}}`), while shards count from 0 everywhere else.
 struct ShardSettingTests {
     static func load(_ arguments: [String], environment: [String: String] = [:]) throws -> DetectionConfiguration {
-        let source = try ServiceConfiguration(specs: DetectionConfiguration.specs,
-                                              arguments: ["--records-endpoint", "tcp://127.0.0.1:5551", "--control-endpoint",
-                                                          "tcp://127.0.0.1:5552", "--events-endpoint", "tcp://127.0.0.1:5553"]
-                                                  + arguments,
-                                              environment: environment)
+        let source = try ServiceConfiguration(
+            specs: DetectionConfiguration.specs,
+            arguments: [
+                "--records-endpoint", "tcp://127.0.0.1:5551", "--control-endpoint",
+                "tcp://127.0.0.1:5552", "--events-endpoint", "tcp://127.0.0.1:5553",
+            ]
+                + arguments,
+            environment: environment)
         return try DetectionConfiguration.load(source)
     }
 

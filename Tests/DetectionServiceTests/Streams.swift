@@ -1,7 +1,8 @@
 import DetectionEngine
-@testable import DetectionService
 import Foundation
 import RoadSaveModel
+
+@testable import DetectionService
 
 /// Hand-built record streams of several devices and the events a replay of them gives (the reference a recovered
 /// service must match).
@@ -23,11 +24,15 @@ enum Streams {
 
     /// One device: in a vehicle, `drive` seconds at `speed` m/s (a fix a second), optionally an impact of `impactG`,
     /// then `standstill` seconds at rest.
-    static func drive(user: String, app: String = "app-1", start: Double = Streams.start, drive: Int = 60,
-                      speed: Double = 15, impactG: Double? = nil, standstill: Int = 20,
-                      longitude: Double = 18.4) -> [SensorRecord] {
+    static func drive(
+        user: String, app: String = "app-1", start: Double = Streams.start, drive: Int = 60,
+        speed: Double = 15, impactG: Double? = nil, standstill: Int = 20,
+        longitude: Double = 18.4
+    ) -> [SensorRecord] {
         let device = DeviceID(app: app, user: user)
-        var records = [SensorRecord(device: device, seq: 0, t: start, payload: .activity(ActivityObservation(.automotive, .high)))]
+        var records = [
+            SensorRecord(device: device, seq: 0, t: start, payload: .activity(ActivityObservation(.automotive, .high)))
+        ]
         var t = start
         var lon = longitude
         func add(_ time: Double, _ payload: SensorRecord.Payload) {
@@ -52,7 +57,9 @@ enum Streams {
         let devices = [
             drive(user: "crash-1", drive: 90, impactG: 45, standstill: 40, longitude: 18.40),
             drive(user: "commute-1", drive: 150, standstill: 40, longitude: 18.45),
-            drive(user: "crash-2", app: "app-2", start: start + 30, drive: 80, impactG: 40, standstill: 40, longitude: 18.50),
+            drive(
+                user: "crash-2", app: "app-2", start: start + 30, drive: 80, impactG: 40, standstill: 40,
+                longitude: 18.50),
             drive(user: "short-1", drive: 10, speed: 3, standstill: 10, longitude: 18.55),
             drive(user: "late-1", app: "app-2", start: start + 100, drive: 70, standstill: 40, longitude: 18.60),
         ]
@@ -82,20 +89,24 @@ enum Streams {
 
     /// What `roadsave replay` gives for `records`: the fleet with time only from the records, every platform call
     /// answered at once (settings as given, `verdict`), then (`finishing`) the end of input.
-    static func replay(_ records: [SensorRecord], settings: DetectionSettings = Streams.settings,
-                       verdict: (CrashCandidate) -> CrashVerdict = { _ in .high }, finishing: Bool = true) -> [RoadSaveEvent] {
+    static func replay(
+        _ records: [SensorRecord], settings: DetectionSettings = Streams.settings,
+        verdict: (CrashCandidate) -> CrashVerdict = { _ in .high }, finishing: Bool = true
+    ) -> [RoadSaveEvent] {
         var fleet = DeviceFleet(options: DetectionConfiguration().fleetOptions)
         var events: [RoadSaveEvent] = []
         func perform(_ actions: [FleetAction]) {
             for action in actions {
                 switch action {
-                case let .emit(event):
+                case .emit(let event):
                     events.append(event)
-                case let .fetchSettings(app):
+                case .fetchSettings(let app):
                     perform(fleet.settingsFetched(app: app, .fetched(settings), now: nil))
-                case let .evaluateCrash(device, candidate):
-                    perform(fleet.crashEvaluated(device: device, crashID: candidate.crashID,
-                                                 outcome: .verdict(verdict(candidate))))
+                case .evaluateCrash(let device, let candidate):
+                    perform(
+                        fleet.crashEvaluated(
+                            device: device, crashID: candidate.crashID,
+                            outcome: .verdict(verdict(candidate))))
                 default:
                     break
                 }

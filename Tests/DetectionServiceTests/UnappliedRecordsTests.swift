@@ -1,9 +1,10 @@
 import DetectionEngine
-@testable import DetectionService
 import Foundation
 import RoadSaveModel
 import Storage
 import Testing
+
+@testable import DetectionService
 
 /// Records detection cannot apply are kept where an operator sees them, said in the log without flooding it, and
 /// the stale-run case (a data directory holding a newer run of the same devices) is said once, plainly.
@@ -11,16 +12,18 @@ import Testing
     static let device = DeviceID(app: "app-1", user: "u-1")
 
     static func fix(at t: Double, seq: UInt64? = nil) -> SensorRecord {
-        SensorRecord(device: device, seq: seq, t: t,
-                     payload: .location(LocationFix(latitude: -33.9, longitude: 18.4, speed: 3, horizontalAccuracy: 5)))
+        SensorRecord(
+            device: device, seq: seq, t: t,
+            payload: .location(LocationFix(latitude: -33.9, longitude: 18.4, speed: 3, horizontalAccuracy: 5)))
     }
 
     @Test func aFloodIsSaidAFewLinesAndACountPerInterval() {
         var log = UnappliedRecordsLog(dataDirectory: "/data/detect", linesPerInterval: 5, interval: 10)
         var lines: [UnappliedRecordsLog.Line] = []
         for index in 0..<1000 {
-            lines += log.noted(Self.fix(at: 1000 + Double(index)), .late(appliedUpTo: 1005 + Double(index)),
-                              now: 100 + Double(index) * 0.001)
+            lines += log.noted(
+                Self.fix(at: 1000 + Double(index)), .late(appliedUpTo: 1005 + Double(index)),
+                now: 100 + Double(index) * 0.001)
         }
         #expect(lines.count == 5, "five lines of their own, the rest counted")
         #expect(lines.allSatisfy { $0.level == .warning && $0.message.hasPrefix("record not applied") })
@@ -52,7 +55,9 @@ import Testing
     }
 
     @Test func theStoreKeepsEachRecordOnceWithWhy() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("rs-unapplied-\(UUID().uuidString.prefix(8))").path
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "rs-unapplied-\(UUID().uuidString.prefix(8))"
+        ).path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let store = try DetectionStore(directory: directory, shard: "all")
@@ -63,8 +68,12 @@ import Testing
         try store.commit(inputs: [], events: [], unapplied: [late], at: 60)
         #expect(try store.unappliedCount() == 2)
         var rows: [String] = []
-        try store.database.statement("SELECT app, user, t, kind, reason, applied_up_to, record FROM unapplied ORDER BY id").query { row in
-            rows.append("\(row.text(0)) \(row.text(1)) \(row.double(2)) \(row.text(3)) \(row.text(4)) \(row.isNull(5) ? "-" : String(row.double(5)))")
+        try store.database.statement(
+            "SELECT app, user, t, kind, reason, applied_up_to, record FROM unapplied ORDER BY id"
+        ).query { row in
+            rows.append(
+                "\(row.text(0)) \(row.text(1)) \(row.double(2)) \(row.text(3)) \(row.text(4)) \(row.isNull(5) ? "-" : String(row.double(5)))"
+            )
             #expect(row.text(6).hasPrefix("{") && row.text(6).contains("\"kind\":\"location\""))
         }
         #expect(rows == ["app-1 u-1 1000.0 location late 1020.0", "app-1 u-1 9000.0 location farInFuture -"])

@@ -1,6 +1,7 @@
 import Foundation
-@testable import DetectionEngine
 import RoadSaveModel
+
+@testable import DetectionEngine
 
 /// Drives a `DetectionCore` as detection's shell does, without sockets, sleeps or a store: one in-memory journal
 /// that answers the core's fetches when the test says so, a clock the test moves, and the core's actions kept (the
@@ -37,8 +38,11 @@ struct CoreDriver {
     init(options: DetectionCore.Options = .init(), feed: String = "journal-1", core: DetectionCore? = nil) {
         self.feed = feed
         time = Self.start
-        self.core = core ?? DetectionCore(options: options, fleet: DeviceFleet(options: options.fleet),
-                                          journalEndpoints: ["tcp://ingest:5551"], at: Self.start)
+        self.core =
+            core
+            ?? DetectionCore(
+                options: options, fleet: DeviceFleet(options: options.fleet),
+                journalEndpoints: ["tcp://ingest:5551"], at: Self.start)
     }
 
     mutating func start() {
@@ -56,8 +60,10 @@ struct CoreDriver {
         guard let fetch = outstanding else { return false }
         outstanding = nil
         guard let feedAsked = fetch.feed else {
-            take(core.journalReplied(0, JournalAnswer(feed: feed, after: 0, to: 0, head: UInt64(journal.count)), chunks: [],
-                                     at: time, evicted: &evicted))
+            take(
+                core.journalReplied(
+                    0, JournalAnswer(feed: feed, after: 0, to: 0, head: UInt64(journal.count)), chunks: [],
+                    at: time, evicted: &evicted))
             return true
         }
         precondition(feedAsked == feed)
@@ -71,10 +77,14 @@ struct CoreDriver {
             UInt64(journal.lastIndex { $0.records.contains { $0.device == device } }.map { $0 + 1 } ?? 0)
         }
         let to = chunks.isEmpty && fetch.through == nil ? fetch.after : UInt64(max(after, through))
-        take(core.journalReplied(0, JournalAnswer(feed: feed, after: fetch.after, to: to, head: UInt64(journal.count),
-                                                  watched: watched,
-                                                  deletedThrough: fetch.after < deletedThrough ? deletedThrough : nil),
-                                 chunks: chunks, at: time, evicted: &evicted))
+        take(
+            core.journalReplied(
+                0,
+                JournalAnswer(
+                    feed: feed, after: fetch.after, to: to, head: UInt64(journal.count),
+                    watched: watched,
+                    deletedThrough: fetch.after < deletedThrough ? deletedThrough : nil),
+                chunks: chunks, at: time, evicted: &evicted))
         return true
     }
 
@@ -95,19 +105,23 @@ struct CoreDriver {
         let pending = calls
         calls = []
         for call in pending {
-            let answer: PlatformAnswer = switch call {
-            case let .settings(app): .settings(app: app, fetch: .fetched(settings))
-            case let .evaluation(device, candidate): .verdict(device: device, crashID: candidate.crashID, outcome: .verdict(.high))
-            case let .commandSettings(waiting, _): .commandSettings(waiting: waiting, fetch: .fetched(settings))
-            }
+            let answer: PlatformAnswer =
+                switch call {
+                case .settings(let app): .settings(app: app, fetch: .fetched(settings))
+                case .evaluation(let device, let candidate):
+                    .verdict(device: device, crashID: candidate.crashID, outcome: .verdict(.high))
+                case .commandSettings(let waiting, _): .commandSettings(waiting: waiting, fetch: .fetched(settings))
+                }
             take(core.platformAnswered(answer, at: time, evicted: &evicted))
         }
     }
 
     mutating func command(_ request: ControlRequest) {
         let text = String(decoding: try! JSONEncoder().encode(request), as: UTF8.self)
-        take(core.commandArrived(.init(target: ControlTarget(frames: [[1]], key: nil), request: request, text: text),
-                                 at: time, evicted: &evicted))
+        take(
+            core.commandArrived(
+                .init(target: ControlTarget(frames: [[1]], key: nil), request: request, text: text),
+                at: time, evicted: &evicted))
     }
 
     mutating func operatorCommand(_ command: OperatorCommand) {
@@ -121,25 +135,27 @@ struct CoreDriver {
     /// Writes the checkpoint the core asked for (or fails it).
     mutating func finishCheckpoint(failing: Bool = false) {
         guard let order = checkpoints.last else { return }
-        take(core.checkpointWritten(generation: order.generation, outcome: failing ? .failed("disk full") : .written(cost: 0.01),
-                                    at: time))
+        take(
+            core.checkpointWritten(
+                generation: order.generation, outcome: failing ? .failed("disk full") : .written(cost: 0.01),
+                at: time))
     }
 
     mutating func take(_ actions: [DetectionCoreAction]) {
         for action in actions {
             switch action {
-            case let .fetch(_, fetch): outstanding = fetch
-            case let .callPlatform(call): calls.append(call)
-            case let .commit(commit):
+            case .fetch(_, let fetch): outstanding = fetch
+            case .callPlatform(let call): calls.append(call)
+            case .commit(let commit):
                 commits.append(commit)
                 replies += commit.replies.map(\.1)
                 core.committed(lastInput: commit.inputs.isEmpty ? nil : Int64(storedInputs.count))
-            case let .reply(_, bytes): replies.append(bytes)
-            case let .writeCheckpoint(order): checkpoints.append(order)
-            case let .forgetInputs(input): forgotten = input
-            case let .journalGap(gap): gapsReported.append(gap)
-            case let .journalGapsAcknowledged(gaps): gapsAcknowledged.append(gaps)
-            case let .log(level, message, _): logs.append("\(level.rawValue) \(message)")
+            case .reply(_, let bytes): replies.append(bytes)
+            case .writeCheckpoint(let order): checkpoints.append(order)
+            case .forgetInputs(let input): forgotten = input
+            case .journalGap(let gap): gapsReported.append(gap)
+            case .journalGapsAcknowledged(let gaps): gapsAcknowledged.append(gaps)
+            case .log(let level, let message, _): logs.append("\(level.rawValue) \(message)")
             case .stop: stopped = true
             }
         }

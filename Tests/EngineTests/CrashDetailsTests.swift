@@ -1,6 +1,7 @@
-import Testing
-@testable import DetectionEngine
 import RoadSaveModel
+import Testing
+
+@testable import DetectionEngine
 
 /// `crashDetected`'s details (issue 22, point 1): each computed from the crash's own records.
 @Suite struct CrashDetailsTests {
@@ -42,9 +43,9 @@ import RoadSaveModel
 
     @Test func deltaVIsTheImpactsAccelerationLessGravityOverItsDuration() throws {
         // 10 g along x for 100 ms at 1 kHz, gravity on z throughout: Δv = 10 g · 0.1 s.
-        let rest = (-500 ..< 0).map { ImpactSample(dt: Double($0) / 1000, x: 0, y: 0, z: 1) }
-        let pulse = (0 ..< 100).map { ImpactSample(dt: Double($0) / 1000, x: 10, y: 0, z: 1) }
-        let after = (100 ..< 600).map { ImpactSample(dt: Double($0) / 1000, x: 0, y: 0, z: 1) }
+        let rest = (-500..<0).map { ImpactSample(dt: Double($0) / 1000, x: 0, y: 0, z: 1) }
+        let pulse = (0..<100).map { ImpactSample(dt: Double($0) / 1000, x: 10, y: 0, z: 1) }
+        let after = (100..<600).map { ImpactSample(dt: Double($0) / 1000, x: 0, y: 0, z: 1) }
         let deltaV = try #require(ImpactReadings.deltaV(samples: rest + pulse + after))
         #expect(abs(deltaV - 1.0 * ImpactReadings.gravity) < 0.01)
         // Without samples, the drop in GPS speed; without either speed, unknown.
@@ -56,7 +57,7 @@ import RoadSaveModel
     @Test func withoutACourseTheHeadingIsTheBearingOfTheLastMovement() throws {
         var (script, _) = CrashScenarioTests.impactWhileDriving()
         script.records = script.records.map { record in
-            guard case var .location(fix) = record.payload else { return record }
+            guard case .location(var fix) = record.payload else { return record }
             fix.course = nil
             return SensorRecord(device: record.device, seq: record.seq, t: record.t, payload: .location(fix))
         }
@@ -76,7 +77,7 @@ import RoadSaveModel
         s.activity(.automotive, .high)
         s.drive(seconds: 120, speed: 15)
         let lastFix = s.t
-        for _ in 0 ..< 6 {
+        for _ in 0..<6 {
             s.t += 10
             s.activity(.automotive, .high)
         }
@@ -120,7 +121,7 @@ import RoadSaveModel
     @Test func noFixIsNoPositionAndNotTrusted() throws {
         // Only the classifier: a car without location permission.
         var s = Script()
-        for _ in 0 ..< 12 {
+        for _ in 0..<12 {
             s.t += 10
             s.activity(.automotive, .high)
         }
@@ -146,7 +147,7 @@ import RoadSaveModel
         s.activity(.automotive, .high)
         s.drive(seconds: 120, speed: 15)
         let fixTimes = s.records.filter { $0.kind == .location }.map(\.t)
-        for _ in 0 ..< 30 {
+        for _ in 0..<30 {
             s.t += 10
             s.activity(.automotive, .high)
         }
@@ -160,7 +161,7 @@ import RoadSaveModel
         var (s, driveFixes) = Self.impactAfterAGPSGap()
         let fixTimes = driveFixes.suffix(3)
         // No fix after it either: the position is the last one known.
-        for _ in 0 ..< 6 {
+        for _ in 0..<6 {
             s.t += 10
             s.activity(.stationary, .high)
         }
@@ -169,7 +170,7 @@ import RoadSaveModel
         let crash = try #require(harness.crashes.first)
         let details = try Self.details(harness)
         let lastFix = try #require(s.records.last { $0.kind == .location })
-        guard case let .location(fix) = lastFix.payload else { return }
+        guard case .location(let fix) = lastFix.payload else { return }
         #expect(crash.latitude == fix.latitude && crash.longitude == fix.longitude)
         #expect(details.recentPositions.map(\.time) == Array(fixTimes.dropLast().reversed()))
         #expect(!details.positionTrusted)
@@ -190,7 +191,7 @@ import RoadSaveModel
         let crash = try #require(harness.crashes.first)
         let details = try Self.details(harness)
         let firstAfter = try #require(s.records.first { $0.kind == .location && $0.t > impactTime })
-        guard case let .location(fix) = firstAfter.payload else { return }
+        guard case .location(let fix) = firstAfter.payload else { return }
         #expect(crash.latitude == fix.latitude && crash.longitude == fix.longitude)
         #expect(details.recentPositions.map(\.time) == Array(beforeGap.reversed()))
         #expect(try #require(details.positionAge) == firstAfter.t - impactTime)

@@ -1,7 +1,8 @@
 import Foundation
-import Testing
-@testable import DetectionEngine
 import RoadSaveModel
+import Testing
+
+@testable import DetectionEngine
 
 /// `crashFollowUp` (issue 22, point 2): one per reported crash, `crashFollowUpDelay` after its decision, saying what
 /// the records show since the impact.
@@ -189,7 +190,7 @@ import RoadSaveModel
         var candidate: CrashCandidate?
         for record in script.records {
             for action in session.handle(record) {
-                if case let .evaluateCrash(c) = action { candidate = c }
+                if case .evaluateCrash(let c) = action { candidate = c }
                 if case .emit(let event) = action, event.name.hasPrefix("crash") {
                     Issue.record("\(event.name) before the platform answered")
                 }
@@ -197,7 +198,7 @@ import RoadSaveModel
         }
         let answered = session.crashEvaluated(crashID: try #require(candidate).crashID, outcome: .verdict(.high))
         #expect(answered.events.map(\.name) == ["crashDetected", "crashFollowUp"])
-        guard case let .crashFollowUp(info)? = answered.events.last?.body else { return }
+        guard case .crashFollowUp(let info)? = answered.events.last?.body else { return }
         #expect(info == expected)
     }
 
@@ -249,7 +250,8 @@ import RoadSaveModel
 
     static func monitoringSession() throws -> DeviceSession {
         var session = DeviceSession(device: Script.device)
-        _ = try session.configure(RoadSaveConfiguration(applicationID: "app-1", clientUserID: "user-1"), at: Script.start)
+        _ = try session.configure(
+            RoadSaveConfiguration(applicationID: "app-1", clientUserID: "user-1"), at: Script.start)
         _ = try session.startMonitoring(at: Script.start, fetch: .fetched(DetectionSettings()))
         return session
     }

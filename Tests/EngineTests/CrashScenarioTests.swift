@@ -1,13 +1,17 @@
-import Testing
-@testable import DetectionEngine
 import RoadSaveModel
+import Testing
+
+@testable import DetectionEngine
 
 /// One scenario per crash rule of the brief ("Crash Detection") and of the issue.
 @Suite struct CrashScenarioTests {
     /// Driving at `speed`, an impact, then what the vehicle does for 60 s: stops (a crash) or keeps going.
-    static func impactWhileDriving(speed: Double = 15, peakG: Double = 45, durationMs: Double = 90, freeFall: Double = 0,
-                                   speedAfter: Double = 0, extraImpacts: [(after: Double, peakG: Double)] = [])
-        -> (Script, impactTime: Double) {
+    static func impactWhileDriving(
+        speed: Double = 15, peakG: Double = 45, durationMs: Double = 90, freeFall: Double = 0,
+        speedAfter: Double = 0, extraImpacts: [(after: Double, peakG: Double)] = []
+    )
+        -> (Script, impactTime: Double)
+    {
         var s = Script()
         s.activity(.automotive, .high)
         s.drive(seconds: 120, speed: speed)
@@ -69,13 +73,14 @@ import RoadSaveModel
     @Test func crashDetectedIsNeverEmittedBeforeTheEvaluationEnds() throws {
         let (script, _) = Self.impactWhileDriving()
         var session = DeviceSession(device: Script.device)
-        _ = try session.configure(RoadSaveConfiguration(applicationID: "app-1", clientUserID: "user-1"), at: Script.start)
+        _ = try session.configure(
+            RoadSaveConfiguration(applicationID: "app-1", clientUserID: "user-1"), at: Script.start)
         _ = try session.startMonitoring(at: Script.start, fetch: .fetched(DetectionSettings()))
         var candidate: CrashCandidate?
         for record in script.records {
             for action in session.handle(record) {
-                if case let .evaluateCrash(c) = action { candidate = c }
-                if case let .emit(event) = action, case .crashDetected = event.body {
+                if case .evaluateCrash(let c) = action { candidate = c }
+                if case .emit(let event) = action, case .crashDetected = event.body {
                     Issue.record("crashDetected emitted before the platform answered")
                 }
             }
@@ -132,7 +137,7 @@ import RoadSaveModel
         var s = Script()
         s.activity(.automotive, .high)
         s.drive(seconds: 120, speed: 20)
-        s.accelerate(from: 20, to: 0, seconds: 3)  // about 0.7 g: below the gateway's 2 g trigger, so no impact record
+        s.accelerate(from: 20, to: 0, seconds: 3) // about 0.7 g: below the gateway's 2 g trigger, so no impact record
         s.stand(seconds: 60)
         var harness = Harness()
         harness.run(s.records)
@@ -154,7 +159,7 @@ import RoadSaveModel
 
     @Test func anImpactAtWalkingSpeedIsTooSlow() {
         var s = Script()
-        s.activity(.automotive, .high)  // in a car in a car park, creeping
+        s.activity(.automotive, .high) // in a car in a car park, creeping
         s.drive(seconds: 60, speed: 1.5)
         s.impact(peakG: 12, durationMs: 30)
         s.stand(seconds: 30)
@@ -195,7 +200,7 @@ import RoadSaveModel
         s.activity(.automotive, .high)
         s.drive(seconds: 60, speed: 15)
         let (lastLatitude, lastLongitude) = (s.latitude, s.longitude)
-        s.silence(seconds: 400)  // a long tunnel: nothing within the position window
+        s.silence(seconds: 400) // a long tunnel: nothing within the position window
         s.impact(peakG: 45)
         s.silence(seconds: 60)
         s.activity(.stationary, .high)

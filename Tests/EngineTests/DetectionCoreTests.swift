@@ -1,7 +1,8 @@
 import Foundation
-@testable import DetectionEngine
 import RoadSaveModel
 import Testing
+
+@testable import DetectionEngine
 
 /// Detection's decisions without sockets, sleeps or a store: recovery, journals heard and silent, outages and
 /// re-sends, a silent device beside a silent gateway, what waits to be stored, checkpoints, commands and the stop.
@@ -22,11 +23,13 @@ import Testing
         _ = fleet.settingsFetched(app: app, .fetched(settings), now: nil)
         _ = fleet.settingsFetched(app: "app-2", .fetched(settings), now: nil)
         _ = fleet.takeChangedDevices()
-        var driver = CoreDriver(options: options,
-                                core: DetectionCore(options: options, fleet: fleet, journalEndpoints: ["tcp://ingest:5551"],
-                                                    at: CoreDriver.start))
+        var driver = CoreDriver(
+            options: options,
+            core: DetectionCore(
+                options: options, fleet: fleet, journalEndpoints: ["tcp://ingest:5551"],
+                at: CoreDriver.start))
         driver.start()
-        driver.answer()  // the journal names itself: live
+        driver.answer() // the journal names itself: live
         return driver
     }
 
@@ -66,9 +69,10 @@ import Testing
         var fleet = DeviceFleet()
         _ = fleet.settingsFetched(app: Self.app, .fetched(Self.settings), now: nil)
         _ = fleet.settingsFetched(app: "app-2", .fetched(Self.settings), now: nil)
-        let core = DetectionCore(options: .init(), fleet: fleet, recovery: first.storedInputs,
-                                 lastInput: Int64(first.storedInputs.count), journalEndpoints: ["tcp://ingest:5551"],
-                                 at: first.time)
+        let core = DetectionCore(
+            options: .init(), fleet: fleet, recovery: first.storedInputs,
+            lastInput: Int64(first.storedInputs.count), journalEndpoints: ["tcp://ingest:5551"],
+            at: first.time)
         var second = CoreDriver(core: core)
         second.journal = first.journal
         second.time = first.time
@@ -81,8 +85,9 @@ import Testing
         }
         #expect(second.core.counts.recoveredInputs == first.storedInputs.count)
         #expect(second.events.map(\.eventID) == first.events.map(\.eventID))
-        #expect(second.storedInputs.filter { if case .resumed = $0 { false } else { true } }.isEmpty,
-                "a re-run stores nothing but its resume")
+        #expect(
+            second.storedInputs.filter { if case .resumed = $0 { false } else { true } }.isEmpty,
+            "a re-run stores nothing but its resume")
         #expect(second.outstanding?.after == UInt64(first.journal.count), "reading goes on after the re-run")
     }
 
@@ -90,8 +95,10 @@ import Testing
         var fleet = DeviceFleet()
         _ = fleet.settingsFetched(app: Self.app, .fetched(Self.settings), now: nil)
         let recovery: [DetectionInput] = [.records(feed: "journal-1", after: 0, to: 1, now: CoreDriver.start.wall)]
-        var driver = CoreDriver(core: DetectionCore(options: .init(), fleet: fleet, recovery: recovery, lastInput: 1,
-                                                    journalEndpoints: ["e"], at: CoreDriver.start))
+        var driver = CoreDriver(
+            core: DetectionCore(
+                options: .init(), fleet: fleet, recovery: recovery, lastInput: 1,
+                journalEndpoints: ["e"], at: CoreDriver.start))
         driver.store(Self.drive(seconds: 5))
         driver.start()
         driver.command(ControlRequest(command: .stopMonitoring, app: Self.app, user: "driver"))
@@ -138,7 +145,9 @@ import Testing
         let records = Self.drive(seconds: 120)
         var inOrder = Self.driver()
         var outOfOrder = Self.driver()
-        let batches = stride(from: 0, to: records.count, by: 20).map { Array(records[$0..<min($0 + 20, records.count)]) }
+        let batches = stride(from: 0, to: records.count, by: 20).map {
+            Array(records[$0..<min($0 + 20, records.count)])
+        }
         for batch in batches {
             inOrder.store(batch, gateway: "gw", watermark: batch.last!.t)
         }
@@ -149,13 +158,19 @@ import Testing
         outOfOrder.store(batches[1], gateway: "gw", watermark: batches[3].last!.t)
         for batch in batches.dropFirst(4) { outOfOrder.store(batch, gateway: "gw", watermark: batch.last!.t) }
         for driver in [0, 1] {
-            if driver == 0 { inOrder.store([], gateway: "gw", watermark: .infinity) } else { outOfOrder.store([], gateway: "gw", watermark: .infinity) }
+            if driver == 0 {
+                inOrder.store([], gateway: "gw", watermark: .infinity)
+            } else {
+                outOfOrder.store([], gateway: "gw", watermark: .infinity)
+            }
         }
         inOrder.run(2)
         outOfOrder.run(2)
         #expect(outOfOrder.unapplied.isEmpty)
         #expect(outOfOrder.events.map(\.eventID) == inOrder.events.map(\.eventID))
-        #expect(outOfOrder.events.map(\.name) == ["tripDidStart", "tripDidEnd", "tripBehaviour"], "the end of the stream ends the trip")
+        #expect(
+            outOfOrder.events.map(\.name) == ["tripDidStart", "tripDidEnd", "tripBehaviour"],
+            "the end of the stream ends the trip")
     }
 
     /// A silent device beside an active one of the same gateway is decided as soon as the gateway's watermark
@@ -179,7 +194,8 @@ import Testing
         driver.run(20, journalAnswers: true)
         #expect(!driver.events.contains { $0.name == "tripDidEnd" && $0.device.user == "held" }, "held within the hold")
         driver.run(40, journalAnswers: true)
-        #expect(driver.events.contains { $0.name == "tripDidEnd" && $0.device.user == "held" }, "the clock, after the hold")
+        #expect(
+            driver.events.contains { $0.name == "tripDidEnd" && $0.device.user == "held" }, "the clock, after the hold")
         #expect(driver.logs.contains { $0.contains("watermark has stood still too long") })
         #expect(driver.core.fleet.statistics.forcedReleases >= 1)
     }

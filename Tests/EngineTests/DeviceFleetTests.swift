@@ -1,7 +1,8 @@
 import Foundation
-import Testing
-@testable import DetectionEngine
 import RoadSaveModel
+import Testing
+
+@testable import DetectionEngine
 
 /// The per-device core of replay and the detection service, driven directly: no sockets, no sleeps.
 @Suite struct DeviceFleetTests {
@@ -12,8 +13,9 @@ import RoadSaveModel
     static let immediate = DeviceFleet.Options(ordering: .init(window: 0))
 
     static func fix(_ device: DeviceID, at t: Double, seq: UInt64? = nil) -> SensorRecord {
-        SensorRecord(device: device, seq: seq, t: t,
-                     payload: .location(LocationFix(latitude: -33.9, longitude: 18.4, speed: 0, horizontalAccuracy: 5)))
+        SensorRecord(
+            device: device, seq: seq, t: t,
+            payload: .location(LocationFix(latitude: -33.9, longitude: 18.4, speed: 0, horizontalAccuracy: 5)))
     }
 
     // MARK: Auto-monitor
@@ -50,7 +52,9 @@ import RoadSaveModel
         var options = Self.immediate
         options.maximumWaitingRecords = 3
         var fleet = DeviceFleet(options: options)
-        for i in 0..<5 { _ = fleet.receive(Self.fix(Self.alice, at: Script.start + Double(i), seq: UInt64(i)), now: nil) }
+        for i in 0..<5 {
+            _ = fleet.receive(Self.fix(Self.alice, at: Script.start + Double(i), seq: UInt64(i)), now: nil)
+        }
         #expect(fleet.statistics.notMonitored == 2 && fleet.statistics.waitingOverflow == 2)
         _ = fleet.settingsFetched(app: FleetStreams.app, .fetched(Self.settings), now: nil)
         #expect(fleet.statistics.applied == 3)
@@ -63,19 +67,23 @@ import RoadSaveModel
         _ = fleet.receive(Self.fix(Self.alice, at: t, seq: 1), now: 1000)
         _ = fleet.receive(Self.fix(Self.alice, at: t + 1, seq: 2), now: 1001)
         let offline = DeviceFleet.settingsUnavailable
-        #expect(fleet.settingsFetched(app: FleetStreams.app, .unreachable, now: 1002)
-            == [.deviceNotMonitored(Self.alice, offline)])
+        #expect(
+            fleet.settingsFetched(app: FleetStreams.app, .unreachable, now: 1002)
+                == [.deviceNotMonitored(Self.alice, offline)])
         #expect(offline.code == "offlineLimitExceeded")
         #expect(fleet.statistics.notMonitored == 2)
         #expect(fleet.deviceState(Self.alice)?.waitingForSettings.isEmpty == true)
         // Before the retry time: not asked again, counted, each device reported once.
         #expect(fleet.receive(Self.fix(Self.alice, at: t + 2, seq: 3), now: 1010).isEmpty)
-        #expect(fleet.receive(Self.fix(Self.bob, at: t + 2, seq: 1), now: 1011) == [.deviceNotMonitored(Self.bob, offline)])
+        #expect(
+            fleet.receive(Self.fix(Self.bob, at: t + 2, seq: 1), now: 1011) == [.deviceNotMonitored(Self.bob, offline)])
         #expect(fleet.receive(Self.fix(Self.bob, at: t + 3, seq: 2), now: 1012).isEmpty)
         #expect(fleet.statistics.notMonitored == 5)
         #expect(fleet.pendingPlatformCalls.isEmpty)
         // 30 s after the failure on the shell's clock: asked again, and this time it works.
-        #expect(fleet.receive(Self.fix(Self.alice, at: t + 4, seq: 4), now: 1032) == [.fetchSettings(app: FleetStreams.app)])
+        #expect(
+            fleet.receive(Self.fix(Self.alice, at: t + 4, seq: 4), now: 1032) == [.fetchSettings(app: FleetStreams.app)]
+        )
         _ = fleet.receive(Self.fix(Self.bob, at: t + 5, seq: 3), now: 1033)
         _ = fleet.settingsFetched(app: FleetStreams.app, .fetched(Self.settings), now: 1034)
         #expect(fleet.session(Self.alice)?.lifecycle == .monitoring)
@@ -93,7 +101,9 @@ import RoadSaveModel
         _ = fleet.receive(Self.fix(Self.alice, at: t, seq: 1), now: nil)
         _ = fleet.settingsFetched(app: FleetStreams.app, .unreachable, now: nil)
         #expect(fleet.receive(Self.fix(Self.alice, at: t + 29, seq: 2), now: nil).isEmpty)
-        #expect(fleet.receive(Self.fix(Self.alice, at: t + 30, seq: 3), now: nil) == [.fetchSettings(app: FleetStreams.app)])
+        #expect(
+            fleet.receive(Self.fix(Self.alice, at: t + 30, seq: 3), now: nil) == [.fetchSettings(app: FleetStreams.app)]
+        )
     }
 
     @Test func withoutAutoMonitorRecordsOfUnconfiguredDevicesAreCountedNotApplied() {
@@ -138,10 +148,11 @@ import RoadSaveModel
             fleet.control(request, now: now, fetch: fetch)
         }
         func state(_ outcome: ControlOutcome) -> ControlDeviceState? {
-            if case let .ok(_, states) = outcome { states.first } else { nil }
+            if case .ok(_, let states) = outcome { states.first } else { nil }
         }
-        let configure = ControlRequest(command: .configure, app: FleetStreams.app, user: "alice",
-                                       detectionMode: .crashOnly, shouldAutoDetectTrips: false)
+        let configure = ControlRequest(
+            command: .configure, app: FleetStreams.app, user: "alice",
+            detectionMode: .crashOnly, shouldAutoDetectTrips: false)
         #expect(state(run(configure).0)?.lifecycle == .configured)
         #expect(fleet.session(Self.alice)?.detectionMode == .crashOnly)
 
@@ -164,14 +175,14 @@ import RoadSaveModel
 
         let (testCrash, actions) = run(ControlRequest(command: .raiseTestCrash, app: FleetStreams.app, user: "alice"))
         #expect(state(testCrash) != nil)
-        guard case let .evaluateCrash(device, candidate)? = actions.first else {
+        guard case .evaluateCrash(let device, let candidate)? = actions.first else {
             Issue.record("expected an evaluation, got \(actions)")
             return
         }
         #expect(device == Self.alice && candidate.isTest)
         #expect(fleet.pendingPlatformCalls == [.evaluateCrash(device: Self.alice, candidate: candidate)])
         let answered = fleet.crashEvaluated(device: Self.alice, crashID: candidate.crashID, outcome: .verdict(.high))
-        guard case let .crashDetected(info)? = answered.events.first?.body else {
+        guard case .crashDetected(let info)? = answered.events.first?.body else {
             Issue.record("expected a crash event, got \(answered)")
             return
         }
@@ -186,26 +197,34 @@ import RoadSaveModel
         var fleet = Self.knownDevices()
         let start = ControlRequest(command: .startMonitoring, app: FleetStreams.app, user: "alice")
         let (refused, _) = fleet.control(start, now: 5001, fetch: .fetched(Self.settings))
-        #expect(refused == .failure(code: "notConfigured", message: RoadSaveError.notConfigured.message, device: Self.alice))
+        #expect(
+            refused == .failure(code: "notConfigured", message: RoadSaveError.notConfigured.message, device: Self.alice)
+        )
         let reply = try JSONParser.parse(refused.reply)
-        #expect(reply["ok"] == .bool(false) && reply["error"] == .string("notConfigured") && reply["user"] == .string("alice"))
+        #expect(
+            reply["ok"] == .bool(false) && reply["error"] == .string("notConfigured")
+                && reply["user"] == .string("alice"))
 
-        _ = fleet.control(ControlRequest(command: .configure, app: FleetStreams.app, user: "alice"), now: 5002, fetch: nil)
+        _ = fleet.control(
+            ControlRequest(command: .configure, app: FleetStreams.app, user: "alice"), now: 5002, fetch: nil)
         let (offline, _) = fleet.control(start, now: 5003, fetch: .unreachable)
         guard case .failure("offlineLimitExceeded", _, .some(Self.alice)) = offline else {
             Issue.record("expected offlineLimitExceeded, got \(offline)")
             return
         }
-        let (notMonitoring, _) = fleet.control(ControlRequest(command: .raiseTestCrash, app: FleetStreams.app, user: "alice"),
-                                               now: 5004, fetch: nil)
-        #expect(notMonitoring == .failure(code: "notMonitoring", message: RoadSaveError.notMonitoring.message, device: Self.alice))
+        let (notMonitoring, _) = fleet.control(
+            ControlRequest(command: .raiseTestCrash, app: FleetStreams.app, user: "alice"),
+            now: 5004, fetch: nil)
+        #expect(
+            notMonitoring
+                == .failure(code: "notMonitoring", message: RoadSaveError.notMonitoring.message, device: Self.alice))
     }
 
     @Test func withoutAUserEveryKnownDeviceOfTheApplicationIsAddressedInOrder() throws {
         var fleet = Self.knownDevices()
         let configure = ControlRequest(command: .configure, app: FleetStreams.app)
         let (outcome, _) = fleet.control(configure, now: 5001, fetch: nil)
-        guard case let .ok(devices, states) = outcome else {
+        guard case .ok(let devices, let states) = outcome else {
             Issue.record("expected ok, got \(outcome)")
             return
         }
@@ -216,9 +235,10 @@ import RoadSaveModel
 
         // The first refusal stops the command: bob is left as he was.
         var partly = Self.knownDevices()
-        _ = partly.control(ControlRequest(command: .configure, app: FleetStreams.app, user: "alice"), now: 5001, fetch: nil)
+        _ = partly.control(
+            ControlRequest(command: .configure, app: FleetStreams.app, user: "alice"), now: 5001, fetch: nil)
         let stop = ControlRequest(command: .stopMonitoring, app: FleetStreams.app)
-        if case let .failure(code, _, device) = partly.control(stop, now: 5002, fetch: nil).outcome {
+        if case .failure(let code, _, let device) = partly.control(stop, now: 5002, fetch: nil).outcome {
             #expect(code == "notConfigured" && device == Self.bob)
         } else {
             Issue.record("expected bob to refuse")
@@ -244,7 +264,7 @@ import RoadSaveModel
     // MARK: The clock
 
     @Test func aQuietDevicesReorderBufferIsReleasedOnTheClock() {
-        var fleet = DeviceFleet()  // the default 10 s window
+        var fleet = DeviceFleet() // the default 10 s window
         _ = fleet.settingsFetched(app: FleetStreams.app, .fetched(Self.settings), now: 0)
         _ = fleet.receive(Self.fix(Self.alice, at: Script.start, seq: 1), now: 500)
         _ = fleet.receive(Self.fix(Self.alice, at: Script.start + 1, seq: 2), now: 501)
@@ -261,7 +281,8 @@ import RoadSaveModel
 
     /// A fleet in which alice drove two minutes and then fell silent (records arrived `clockOffset` after their
     /// time), the events it gave, and her last movement.
-    static func aliceDroveAndFellSilent() throws -> (fleet: DeviceFleet, events: [RoadSaveEvent], lastMovement: Double) {
+    static func aliceDroveAndFellSilent() throws -> (fleet: DeviceFleet, events: [RoadSaveEvent], lastMovement: Double)
+    {
         var script = Script()
         script.device = Self.alice
         script.activity(.automotive, .high)
@@ -289,7 +310,7 @@ import RoadSaveModel
         }
         let end = try #require(ended.first)
         #expect(ended.map(\.event.name) == ["tripDidEnd", "tripBehaviour"], "the end, then how the trip was driven")
-        guard case let .tripDidEnd(info) = end.event.body else {
+        guard case .tripDidEnd(let info) = end.event.body else {
             Issue.record("expected tripDidEnd")
             return
         }
@@ -302,7 +323,7 @@ import RoadSaveModel
     @Test func theTimeTheShellWasDownIsNotTheDevicesSilence() throws {
         var (fleet, _, lastMovement) = try Self.aliceDroveAndFellSilent()
         let clockOffset = Self.clockOffset
-        _ = fleet.tick(now: lastMovement + clockOffset + 2)  // the reorder buffer is released while the shell runs
+        _ = fleet.tick(now: lastMovement + clockOffset + 2) // the reorder buffer is released while the shell runs
         _ = fleet.takeChangedDevices()
         // Down for twice the offline grace, then live again.
         let grace = Self.settings.tripOfflineGrace
@@ -366,7 +387,7 @@ import RoadSaveModel
             // Silent from their last movement on: the clock ends their trips after the offline grace.
             stops.append(try #require(script.lastMovement) + clockOffset + Self.settings.tripOfflineGrace)
         }
-        _ = fleet.tick(now: lastArrival + 2)  // reorder buffers released
+        _ = fleet.tick(now: lastArrival + 2) // reorder buffers released
         #expect(lastArrival + 2 < stops[0])
         return (fleet, stops[0], stops[1])
     }
@@ -412,7 +433,7 @@ import RoadSaveModel
         #expect(names["crash"] == ["tripDidStart", "crashDetected", "crashFollowUp", "tripDidEnd", "tripBehaviour"])
         // A trip with a crash in it is not scored: its last seconds are the crash.
         let crashTripBehaviour = first.events.compactMap { event -> TripBehaviour? in
-            guard event.device.user == "crash", case let .tripBehaviour(behaviour) = event.body else { return nil }
+            guard event.device.user == "crash", case .tripBehaviour(let behaviour) = event.body else { return nil }
             return behaviour
         }
         #expect(crashTripBehaviour.map(\.unscored) == [.crash])
@@ -461,7 +482,8 @@ import RoadSaveModel
         var cuts: [Int] = []
         for (index, input) in inputs.enumerated() {
             probe.apply(input)
-            if probe.fleet.pendingPlatformCalls.contains(where: { if case .evaluateCrash = $0 { true } else { false } }) {
+            if probe.fleet.pendingPlatformCalls.contains(where: { if case .evaluateCrash = $0 { true } else { false } })
+            {
                 cuts.append(index)
             }
         }
@@ -490,8 +512,9 @@ import RoadSaveModel
         let sizes = restored.checkpoints
         let largest = try #require(sizes.max { $0.bytes < $1.bytes })
         let perDevice = sizes.reduce(0.0) { $0 + $1.seconds } / Double(sizes.reduce(0) { $0 + max(1, $1.devices) })
-        print("fleet checkpoints: \(sizes.count), largest \(largest.bytes) bytes for \(largest.devices) devices; "
-              + "about \(Int(perDevice * 1e6)) µs a device to encode (debug build)")
+        print(
+            "fleet checkpoints: \(sizes.count), largest \(largest.bytes) bytes for \(largest.devices) devices; "
+                + "about \(Int(perDevice * 1e6)) µs a device to encode (debug build)")
     }
 
     @Test func changedDevicesAreThoseTouchedSinceTheLastCall() {
@@ -532,13 +555,15 @@ import RoadSaveModel
         }
         // As the Set-based RecordOrdering wrote it: the last 100 values in arrival order, 121 before 120.
         let current = String(decoding: try JSONEncoder().encode(ordering), as: UTF8.self)
-        let old = current.replacingOccurrences(of: "\"sequenceRuns\":[50,100]",
-                                               with: "\"sequenceRuns\":[50,70,121,1,120,1,122,28]")
+        let old = current.replacingOccurrences(
+            of: "\"sequenceRuns\":[50,100]",
+            with: "\"sequenceRuns\":[50,70,121,1,120,1,122,28]")
         #expect(old != current)
         var copy = try JSONDecoder().decode(RecordOrdering.self, from: Data(old.utf8))
         #expect(copy.bufferedCount == ordering.bufferedCount)
         for seq in [50, 120, 121, 149] as [UInt64] {
-            #expect(copy.insert(Self.fix(Self.alice, at: Script.start + 150, seq: seq)).rejected.map(\.1) == [.duplicate])
+            #expect(
+                copy.insert(Self.fix(Self.alice, at: Script.start + 150, seq: seq)).rejected.map(\.1) == [.duplicate])
         }
         #expect(String(decoding: try JSONEncoder().encode(copy), as: UTF8.self).contains("\"sequenceRuns\":[50,100]"))
     }

@@ -1,15 +1,17 @@
 import GatewayKit
-import Testing
-@testable import DetectionEngine
 import RoadSaveModel
+import Testing
+
+@testable import DetectionEngine
 
 /// `DeviceIndex` against a dictionary: inserts, removals (backward-shift deletion) and moves of slots, as the fleet's
 /// eviction compacts its devices array, in a seeded random order, and every device looked up after each step.
 @Suite struct DeviceIndexTests {
     func device(_ number: Int) -> DeviceID {
         // Short (inline) and long (heap) identifiers, and two applications.
-        DeviceID(app: number % 3 == 0 ? "app-with-a-long-identifier-\(number % 2)" : "demo",
-                 user: number % 2 == 0 ? "u\(number)" : "user-with-a-much-longer-name-\(number)")
+        DeviceID(
+            app: number % 3 == 0 ? "app-with-a-long-identifier-\(number % 2)" : "demo",
+            user: number % 2 == 0 ? "u\(number)" : "user-with-a-much-longer-name-\(number)")
     }
 
     @Test func agreesWithADictionaryThroughInsertsRemovalsAndMoves() {

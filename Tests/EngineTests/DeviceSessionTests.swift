@@ -1,6 +1,7 @@
-import Testing
-@testable import DetectionEngine
 import RoadSaveModel
+import Testing
+
+@testable import DetectionEngine
 
 /// The brief's API rules: configure first, the startup guard, pausing trips, detection modes.
 @Suite struct DeviceSessionTests {
@@ -9,7 +10,9 @@ import RoadSaveModel
     @Test func everyCallBeforeConfigureFailsWithNotConfigured() {
         var session = DeviceSession(device: Script.device)
         let t = Script.start
-        #expect(throws: RoadSaveError.notConfigured) { try session.startMonitoring(at: t, fetch: .fetched(DetectionSettings())) }
+        #expect(throws: RoadSaveError.notConfigured) {
+            try session.startMonitoring(at: t, fetch: .fetched(DetectionSettings()))
+        }
         #expect(throws: RoadSaveError.notConfigured) { try session.stopMonitoring(at: t) }
         #expect(throws: RoadSaveError.notConfigured) { try session.setAutoTripDetection(false, at: t) }
         #expect(throws: RoadSaveError.notConfigured) { try session.setDetectionMode(.crashOnly, at: t) }
@@ -133,8 +136,9 @@ import RoadSaveModel
         #expect(harness.tripStarts.isEmpty)
 
         // With settings fetched again, trips start.
-        harness.record(try harness.session.setAutoTripDetection(true, at: s.t + 1, fetch: .fetched(DetectionSettings())),
-                       at: s.t + 1)
+        harness.record(
+            try harness.session.setAutoTripDetection(true, at: s.t + 1, fetch: .fetched(DetectionSettings())),
+            at: s.t + 1)
         var more = Script()
         more.t = s.t + 2
         more.activity(.automotive, .high)

@@ -1,7 +1,8 @@
 import Foundation
-import Testing
-@testable import DetectionEngine
 import RoadSaveModel
+import Testing
+
+@testable import DetectionEngine
 
 /// The behaviour engine on scripted GPS (issue 31): every noise case the issue names, and the manoeuvres it must see.
 @Suite struct DrivingBehaviourTests {
@@ -20,8 +21,10 @@ import RoadSaveModel
             let radians = self.course * .pi / 180
             latitude += speed * interval * cos(radians) / 111_320
             longitude += speed * interval * sin(radians) / (111_320 * cos(latitude * .pi / 180))
-            fixes.append(AcceptedFix(t: t, latitude: latitude, longitude: longitude, speed: speed, accuracy: accuracy,
-                                     isMovement: speed >= 2, course: self.course))
+            fixes.append(
+                AcceptedFix(
+                    t: t, latitude: latitude, longitude: longitude, speed: speed, accuracy: accuracy,
+                    isMovement: speed >= 2, course: self.course))
         }
 
         mutating func cruise(_ seconds: Int, at speed: Double, every interval: Double = 1) {
@@ -44,13 +47,17 @@ import RoadSaveModel
             return engine
         }
 
-        func judged(mode: TransportMode = .car, crashed: Bool = false, settings: BehaviourSettings = BehaviourSettings())
-            -> TripBehaviour {
+        func judged(
+            mode: TransportMode = .car, crashed: Bool = false, settings: BehaviourSettings = BehaviourSettings()
+        )
+            -> TripBehaviour
+        {
             let duration = (fixes.last?.t ?? t) - (fixes.first?.t ?? t)
             let distance = zip(fixes, fixes.dropFirst()).reduce(0.0) { $0 + $1.0.distance(to: $1.1) }
-            return behaviour(settings: settings).judge(tripID: "trip-1", endDate: fixes.last?.t ?? t, distance: distance,
-                                                       duration: duration, mode: mode, crashed: crashed,
-                                                       settings: settings)
+            return behaviour(settings: settings).judge(
+                tripID: "trip-1", endDate: fixes.last?.t ?? t, distance: distance,
+                duration: duration, mode: mode, crashed: crashed,
+                settings: settings)
         }
     }
 
@@ -132,7 +139,7 @@ import RoadSaveModel
         let judged = Self.drive { d in
             d.fix(speed: 15)
             d.fix(speed: 11)
-            d.fix(speed: 11, after: 0.0001)  // the median's neighbour
+            d.fix(speed: 11, after: 0.0001) // the median's neighbour
             d.fix(speed: 7, after: 4)
             d.fix(speed: 3)
             d.cruise(10, at: 3)
@@ -219,10 +226,16 @@ import RoadSaveModel
 
     @Test func harderDrivingScoresLower() throws {
         let calm = Self.drive { d in
-            for _ in 0..<5 { d.change(from: 15, to: 8, rate: -1.5); d.change(from: 8, to: 15, rate: 1) }
+            for _ in 0..<5 {
+                d.change(from: 15, to: 8, rate: -1.5)
+                d.change(from: 8, to: 15, rate: 1)
+            }
         }.judged()
         let harsh = Self.drive { d in
-            for _ in 0..<5 { d.change(from: 15, to: 8, rate: -3.5); d.change(from: 8, to: 15, rate: 2.8) }
+            for _ in 0..<5 {
+                d.change(from: 15, to: 8, rate: -3.5)
+                d.change(from: 8, to: 15, rate: 2.8)
+            }
         }.judged()
         #expect(calm.events.isEmpty && harsh.count(of: .hardBraking) == 5 && harsh.count(of: .hardAcceleration) == 5)
         #expect(try #require(harsh.score) < #require(calm.score))
@@ -231,16 +244,21 @@ import RoadSaveModel
 
     @Test func eachSubscoreHalvesAtItsSettingAndTheScoreIsTheirProduct() throws {
         let drive = Self.drive { d in
-            for _ in 0..<3 { d.change(from: 15, to: 8, rate: -3.5); d.change(from: 8, to: 15, rate: 1) }
+            for _ in 0..<3 {
+                d.change(from: 15, to: 8, rate: -3.5)
+                d.change(from: 8, to: 15, rate: 1)
+            }
         }
         let judged = drive.judged()
-        let rate = try #require(judged.eventsPer100Kilometres), spread = try #require(judged.longitudinalRMS)
+        let rate = try #require(judged.eventsPer100Kilometres)
+        let spread = try #require(judged.longitudinalRMS)
         #expect(judged.count(of: .hardBraking) == 3 && rate > 0 && spread > 0)
         var settings = BehaviourSettings()
         settings.eventsHalvingRate = rate
         settings.smoothnessHalvingRMS = spread
         let halved = drive.judged(settings: settings)
-        let eventsScore = try #require(halved.eventsScore), smoothnessScore = try #require(halved.smoothnessScore)
+        let eventsScore = try #require(halved.eventsScore)
+        let smoothnessScore = try #require(halved.smoothnessScore)
         #expect(abs(eventsScore - 50) < 1e-9 && abs(smoothnessScore - 50) < 1e-9)
         #expect(abs(try #require(halved.score) - 25) < 1e-9)
     }
@@ -252,7 +270,8 @@ import RoadSaveModel
         let straight = Self.drive { d in d.cruise(20, at: 15) }
         var settings = BehaviourSettings()
         settings.lateralWeight = 1
-        let ignored = weaving.judged(), counted = weaving.judged(settings: settings)
+        let ignored = weaving.judged()
+        let counted = weaving.judged(settings: settings)
         #expect(try #require(ignored.lateralRMS) > 0.5)
         // By default the weaving drive is as smooth as the straight one; weighed in, its lateral spread costs.
         #expect(ignored.smoothnessScore == straight.judged().smoothnessScore)

@@ -1,6 +1,7 @@
 import Foundation
-@testable import DetectionEngine
 import RoadSaveModel
+
+@testable import DetectionEngine
 
 /// One input of a fleet's shell, as a detection service would log it.
 enum FleetInput {
@@ -44,11 +45,11 @@ struct FleetDriver {
 
     mutating func apply(_ input: FleetInput) {
         switch input {
-        case let .record(record, now):
+        case .record(let record, let now):
             take(fleet.receive(record, now: now))
-        case let .tick(now):
+        case .tick(let now):
             take(fleet.tick(now: now))
-        case let .control(request, now, fetch):
+        case .control(let request, let now, let fetch):
             let (outcome, actions) = fleet.control(request, now: now, fetch: fetch)
             replies.append(outcome)
             take(actions)
@@ -86,9 +87,9 @@ struct FleetDriver {
         while let next = inFlight.firstIndex(where: { $0.due <= step }) {
             let call = inFlight.remove(at: next).action
             switch call {
-            case let .fetchSettings(app):
+            case .fetchSettings(let app):
                 take(fleet.settingsFetched(app: app, settings(app), now: nil))
-            case let .evaluateCrash(device, candidate):
+            case .evaluateCrash(let device, let candidate):
                 take(fleet.crashEvaluated(device: device, crashID: candidate.crashID, outcome: verdict(candidate)))
             default:
                 break
@@ -200,8 +201,11 @@ enum FleetStreams {
             }
             inputs.append(.record(record, now: now))
             if record.device == device("crash"), record.t == crash.records[60].t {
-                inputs.append(.control(ControlRequest(command: .setDetectionMode, app: app, user: "crash",
-                                                      detectionMode: .all), now: now, fetch: nil))
+                inputs.append(
+                    .control(
+                        ControlRequest(
+                            command: .setDetectionMode, app: app, user: "crash",
+                            detectionMode: .all), now: now, fetch: nil))
             }
         }
         // Then the clock runs on with nothing arriving: the silent driver's trip ends (after the offline grace),
@@ -210,9 +214,11 @@ enum FleetStreams {
             inputs.append(.tick(now: nextTick))
             nextTick += 1
         }
-        inputs.insert(.control(ControlRequest(command: .raiseTestCrash, app: app, user: "commuter"),
-                               now: records[500].t + clockOffset, fetch: nil),
-                      at: inputs.firstIndex { if case let .record(r, _) = $0 { r == records[500] } else { false } }! + 1)
+        inputs.insert(
+            .control(
+                ControlRequest(command: .raiseTestCrash, app: app, user: "commuter"),
+                now: records[500].t + clockOffset, fetch: nil),
+            at: inputs.firstIndex { if case .record(let r, _) = $0 { r == records[500] } else { false } }! + 1)
         return inputs
     }
 }

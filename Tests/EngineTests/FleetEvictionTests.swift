@@ -1,7 +1,8 @@
 import Foundation
-import Testing
-@testable import DetectionEngine
 import RoadSaveModel
+import Testing
+
+@testable import DetectionEngine
 
 /// Drives a fleet as `FleetDriver` does, and after every input takes out every device that may leave (as detection
 /// does at a checkpoint), keeping their states as the store would (JSON, or the value), and putting a device back
@@ -13,7 +14,10 @@ struct EvictingDriver {
     /// Evicted states go through JSONEncoder/JSONDecoder, as they do through detection's store.
     var throughJSON: Bool
     /// What the store would hold: JSON, or the value itself.
-    enum Stored { case json(Data), value(FleetDeviceState) }
+    enum Stored {
+        case json(Data)
+        case value(FleetDeviceState)
+    }
     private(set) var evicted: [DeviceID: Stored] = [:]
     private(set) var evictions = 0
     private(set) var restores = 0
@@ -28,9 +32,9 @@ struct EvictingDriver {
     mutating func run(_ inputs: [FleetInput]) {
         for input in inputs {
             switch input {
-            case let .record(record, _):
+            case .record(let record, _):
                 bringBack(record.device)
-            case let .control(request, _, _):
+            case .control(let request, _, _):
                 if let user = request.user {
                     bringBack(DeviceID(app: request.app, user: user))
                 } else {
@@ -40,11 +44,12 @@ struct EvictingDriver {
                 break
             }
             driver.apply(input)
-            let now: Double? = switch input {
-            case let .record(_, now): now
-            case let .tick(now): now
-            case let .control(_, now, _): now
-            }
+            let now: Double? =
+                switch input {
+                case .record(_, let now): now
+                case .tick(let now): now
+                case .control(_, let now, _): now
+                }
             evict(now: now)
         }
     }
@@ -72,14 +77,16 @@ struct EvictingDriver {
     /// Every device's state (in memory or evicted) as JSON, by device: for comparing with a fleet that kept all.
     func states() -> [DeviceID: Data] {
         var result = evicted.mapValues { try! Self.encoder.encode(Self.state($0)) }
-        for device in driver.fleet.deviceIDs { result[device] = try! Self.encoder.encode(driver.fleet.deviceState(device)!) }
+        for device in driver.fleet.deviceIDs {
+            result[device] = try! Self.encoder.encode(driver.fleet.deviceState(device)!)
+        }
         return result
     }
 
     static func state(_ stored: Stored) -> FleetDeviceState {
         switch stored {
-        case let .json(data): try! JSONDecoder().decode(FleetDeviceState.self, from: data)
-        case let .value(state): state
+        case .json(let data): try! JSONDecoder().decode(FleetDeviceState.self, from: data)
+        case .value(let state): state
         }
     }
 
@@ -92,13 +99,16 @@ struct EvictingDriver {
 }
 
 func allStates(_ fleet: DeviceFleet) -> [DeviceID: Data] {
-    Dictionary(uniqueKeysWithValues: fleet.deviceIDs.map { ($0, try! EvictingDriver.encoder.encode(fleet.deviceState($0)!)) })
+    Dictionary(
+        uniqueKeysWithValues: fleet.deviceIDs.map { ($0, try! EvictingDriver.encoder.encode(fleet.deviceState($0)!)) })
 }
 
 /// A device put back keeps the actions it would have had; `tick` may list two devices' actions in another order when
 /// one of them came back (it rejoined the device order at the end): compare those per device.
-func expectSameActions(_ evicting: [(input: Int, action: FleetAction)], _ whole: [(input: Int, action: FleetAction)],
-                       sourceLocation: SourceLocation = #_sourceLocation) {
+func expectSameActions(
+    _ evicting: [(input: Int, action: FleetAction)], _ whole: [(input: Int, action: FleetAction)],
+    sourceLocation: SourceLocation = #_sourceLocation
+) {
     #expect(evicting.count == whole.count, sourceLocation: sourceLocation)
     func byInput(_ log: [(input: Int, action: FleetAction)]) -> [Int: [FleetAction]] {
         Dictionary(grouping: log, by: \.input).mapValues { $0.map(\.action) }
@@ -120,11 +130,11 @@ extension FleetAction {
     /// The device an action is about (nil for an application's settings fetch).
     var device: DeviceID? {
         switch self {
-        case let .emit(event): event.device
+        case .emit(let event): event.device
         case .fetchSettings: nil
-        case let .evaluateCrash(device, _), let .crashDismissed(device, _, _): device
-        case let .recordRejected(record, _): record.device
-        case let .deviceNotMonitored(device, _): device
+        case .evaluateCrash(let device, _), .crashDismissed(let device, _, _): device
+        case .recordRejected(let record, _): record.device
+        case .deviceNotMonitored(let device, _): device
         case .watermarkHoldExpired: nil
         }
     }
@@ -251,7 +261,8 @@ extension FleetAction {
         var asked: [FleetAction] = []
         for record in crash.records { asked += fleet.receive(record, now: record.t) }
         _ = fleet.tick(now: crash.t + 5000)
-        let candidate = try #require(asked.compactMap { if case let .evaluateCrash(_, c) = $0 { c } else { nil } }.first)
+        let candidate = try #require(
+            asked.compactMap { if case .evaluateCrash(_, let c) = $0 { c } else { nil } }.first)
         #expect(fleet.evictIdle(idle: 60, now: crash.t + 10_000).isEmpty)
         _ = fleet.crashEvaluated(device: Self.alice, crashID: candidate.crashID, outcome: .verdict(.high))
         _ = fleet.tick(now: crash.t + 10_000)

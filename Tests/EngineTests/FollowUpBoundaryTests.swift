@@ -1,7 +1,8 @@
 import Foundation
-import Testing
-@testable import DetectionEngine
 import RoadSaveModel
+import Testing
+
+@testable import DetectionEngine
 
 /// Issue 28: a crash's follow-up is a function of event time alone. The records it counts are those strictly between
 /// the first impact and `observedUntil`, whether the platform answers at once (replay) or after the watch ended (the
@@ -52,7 +53,10 @@ import RoadSaveModel
         #expect(followUp.secondsOfData == lastCounted.t - impact)
         // The last position is the fix before the boundary record.
         let lastFix = try #require(counted.last { $0.kind == .location })
-        guard case let .location(fix) = lastFix.payload else { Issue.record("not a fix"); return }
+        guard case .location(let fix) = lastFix.payload else {
+            Issue.record("not a fix")
+            return
+        }
         #expect(followUp.latitude == fix.latitude && followUp.longitude == fix.longitude)
     }
 
@@ -72,14 +76,14 @@ import RoadSaveModel
         mutating func take(_ actions: [DetectionAction]) {
             for action in actions {
                 switch action {
-                case let .evaluateCrash(candidate):
+                case .evaluateCrash(let candidate):
                     if holdVerdicts {
                         held.append(candidate)
                     } else {
                         take(session.crashEvaluated(crashID: candidate.crashID, outcome: .verdict(.high)))
                     }
-                case let .emit(event):
-                    if case let .crashFollowUp(info) = event.body { followUps.append(info) }
+                case .emit(let event):
+                    if case .crashFollowUp(let info) = event.body { followUps.append(info) }
                 default: break
                 }
             }
@@ -92,7 +96,9 @@ import RoadSaveModel
         mutating func answer() {
             let candidates = held
             held = []
-            for candidate in candidates { take(session.crashEvaluated(crashID: candidate.crashID, outcome: .verdict(.high))) }
+            for candidate in candidates {
+                take(session.crashEvaluated(crashID: candidate.crashID, outcome: .verdict(.high)))
+            }
         }
 
         /// Time run on until nothing is pending (the end of input), as replay does.
@@ -115,12 +121,13 @@ import RoadSaveModel
     func aLateVerdictCountsWhatReplayCounts(_ arrives: VerdictArrives) throws {
         let (records, _, until) = Self.crashWithAFixAtTheWatchsEnd()
         let expected = try Self.replayed(records)
-        let answerAfter: Double? = switch arrives {
-        case .beforeTheBoundaryRecord: until - 1
-        case .afterTheBoundaryRecord: until
-        case .afterTheNextRecord: until + 1
-        case .atTheEnd: nil
-        }
+        let answerAfter: Double? =
+            switch arrives {
+            case .beforeTheBoundaryRecord: until - 1
+            case .afterTheBoundaryRecord: until
+            case .afterTheNextRecord: until + 1
+            case .atTheEnd: nil
+            }
         var driver = try Driver(holdVerdicts: true)
         for record in records {
             driver.handle(record)
@@ -161,8 +168,10 @@ import RoadSaveModel
     /// The fleet as detection drives it: the records up to and including `boundary`, then the gateway's watermark
     /// at `watermark`, a tick, the platform's answers (`verdictAfterTick`: held until after that tick), the rest
     /// of the records, the stream's end. Every event, in the order given.
-    static func fleetEvents(_ records: [SensorRecord], boundary: Double, watermark: Double,
-                            verdictAfterTick: Bool) -> [RoadSaveEvent] {
+    static func fleetEvents(
+        _ records: [SensorRecord], boundary: Double, watermark: Double,
+        verdictAfterTick: Bool
+    ) -> [RoadSaveEvent] {
         var fleet = DeviceFleet()
         var now = 1000.0
         var held: [(DeviceID, String)] = []
@@ -170,9 +179,9 @@ import RoadSaveModel
         func take(_ actions: [FleetAction]) {
             for action in actions {
                 switch action {
-                case let .emit(event):
+                case .emit(let event):
                     events.append(event)
-                case let .evaluateCrash(device, candidate):
+                case .evaluateCrash(let device, let candidate):
                     if verdictAfterTick {
                         held.append((device, candidate.crashID))
                     } else {
@@ -187,7 +196,9 @@ import RoadSaveModel
         fleet.watermarkRead(stream: stream, watermark: watermark, now: now)
         now += 0.1
         take(fleet.tick(now: now))
-        for (device, crashID) in held { take(fleet.crashEvaluated(device: device, crashID: crashID, outcome: .verdict(.high))) }
+        for (device, crashID) in held {
+            take(fleet.crashEvaluated(device: device, crashID: crashID, outcome: .verdict(.high)))
+        }
         held = []
         for record in records where record.t > boundary {
             take(fleet.receive(record, from: stream, now: now))
@@ -199,7 +210,9 @@ import RoadSaveModel
         fleet.watermarkRead(stream: stream, watermark: .infinity, now: now)
         now += 0.1
         take(fleet.tick(now: now))
-        for (device, crashID) in held { take(fleet.crashEvaluated(device: device, crashID: crashID, outcome: .verdict(.high))) }
+        for (device, crashID) in held {
+            take(fleet.crashEvaluated(device: device, crashID: crashID, outcome: .verdict(.high)))
+        }
         return events
     }
 
@@ -217,10 +230,12 @@ import RoadSaveModel
         let deadline = boundary == .decision ? impact + Self.settings.crashDecisionDelay : until
         #expect(records.contains { $0.t == deadline })
         for verdictAfterTick in [false, true] {
-            let events = Self.fleetEvents(records, boundary: deadline, watermark: deadline + offset,
-                                          verdictAfterTick: verdictAfterTick)
-            #expect(Self.sorted(events) == Self.sorted(expected),
-                    "\(boundary): watermark at the deadline + \(offset) s, verdict after the tick: \(verdictAfterTick)")
+            let events = Self.fleetEvents(
+                records, boundary: deadline, watermark: deadline + offset,
+                verdictAfterTick: verdictAfterTick)
+            #expect(
+                Self.sorted(events) == Self.sorted(expected),
+                "\(boundary): watermark at the deadline + \(offset) s, verdict after the tick: \(verdictAfterTick)")
         }
     }
 
@@ -239,10 +254,11 @@ import RoadSaveModel
         s.fix(speed: 12)
         s.drive(seconds: 60, speed: 12)
         let expected = WatermarkTests.replay(s.records)
-        let ends = expected.compactMap { if case let .tripDidEnd(info) = $0.body { info } else { nil } }
+        let ends = expected.compactMap { if case .tripDidEnd(let info) = $0.body { info } else { nil } }
         #expect(ends.first?.endReason == .stopDelay && ends.first?.endDate == lastMovement)
         #expect(s.records.contains { $0.t == deadline && $0.kind == .location })
-        let events = Self.fleetEvents(s.records, boundary: deadline, watermark: deadline + offset, verdictAfterTick: false)
+        let events = Self.fleetEvents(
+            s.records, boundary: deadline, watermark: deadline + offset, verdictAfterTick: false)
         #expect(Self.sorted(events) == Self.sorted(expected), "watermark at the stop deadline + \(offset) s")
     }
 
@@ -256,18 +272,21 @@ import RoadSaveModel
         // the 10 s window has released everything up to the first (the device's event time is then `until` − 0.5)
         // and still holds the second, at `until` − 0.3, which the follow-up counts.
         func report(_ t: Double) -> SensorRecord {
-            SensorRecord(device: Script.device, seq: nil, t: t, payload: .activity(ActivityObservation(.stationary, .high)))
+            SensorRecord(
+                device: Script.device, seq: nil, t: t, payload: .activity(ActivityObservation(.stationary, .high)))
         }
         let records = (fixes + [report(until - 0.5), report(until - 0.3), report(until + 9.5)]).sorted { $0.t < $1.t }
         let expected = try Self.replayed(records)
-        #expect(expected.records == records.filter { $0.t > expected.detectedAt && $0.t < until && $0.kind != .impact }.count)
+        #expect(
+            expected.records
+                == records.filter { $0.t > expected.detectedAt && $0.t < until && $0.kind != .impact }.count)
 
         var fleet = DeviceFleet()
         var now = 1000.0
         var events: [RoadSaveEvent] = []
         func take(_ actions: [FleetAction]) { events += WatermarkTests.answer(actions, &fleet) }
         var followUps: [CrashFollowUpInfo] {
-            events.compactMap { if case let .crashFollowUp(info) = $0.body { info } else { nil } }
+            events.compactMap { if case .crashFollowUp(let info) = $0.body { info } else { nil } }
         }
         take(fleet.settingsFetched(app: Script.device.app, .fetched(Self.settings), now: now))
         for record in records where record.t <= until + 9.5 { take(fleet.receive(record, from: nil, now: now)) }

@@ -1,14 +1,18 @@
 import GatewayKit
-import Testing
-@testable import DetectionEngine
 import RoadSaveModel
+import Testing
+
+@testable import DetectionEngine
 
 /// Fixes that must not count: invalid or poor accuracy, impossible jumps, duplicates.
 @Suite struct GPSFilterTests {
-    func accept(_ track: inout GPSTrack, t: Double, lat: Double, lon: Double, speed: Double? = 10,
-                accuracy: Double? = 5) -> Result<AcceptedFix, FixRejection> {
-        track.accept(LocationFix(latitude: lat, longitude: lon, speed: speed, horizontalAccuracy: accuracy),
-                     at: t, settings: DetectionSettings())
+    func accept(
+        _ track: inout GPSTrack, t: Double, lat: Double, lon: Double, speed: Double? = 10,
+        accuracy: Double? = 5
+    ) -> Result<AcceptedFix, FixRejection> {
+        track.accept(
+            LocationFix(latitude: lat, longitude: lon, speed: speed, horizontalAccuracy: accuracy),
+            at: t, settings: DetectionSettings())
     }
 
     @Test func invalidAndInaccurateFixesAreRejected() {
@@ -57,8 +61,9 @@ import RoadSaveModel
     @Test func theHistoryKeepsWhatCanStillBeReadAndTheLastPositionBeforeIt() {
         var track = GPSTrack()
         func add(_ t: Double) {
-            _ = track.accept(LocationFix(latitude: -33.9, longitude: 18.4 + t * 1e-6, speed: 0, horizontalAccuracy: 5),
-                             at: t, settings: DetectionSettings(), keepingFrom: t - 30)
+            _ = track.accept(
+                LocationFix(latitude: -33.9, longitude: 18.4 + t * 1e-6, speed: 0, horizontalAccuracy: 5),
+                at: t, settings: DetectionSettings(), keepingFrom: t - 30)
         }
         // A fix a minute (a phone saving battery): with the new one, only the newest two before the cutoff stay
         // (a crash now would be reported with the new one's position and those two).
@@ -82,8 +87,9 @@ import RoadSaveModel
         func fixesUntil300(pendingImpact: Double?) -> [Double] {
             var track = GPSTrack()
             func add(_ t: Double, pendingImpact: Double?) {
-                _ = track.accept(LocationFix(latitude: -33.9, longitude: 18.4 + t * 1e-6, speed: 0, horizontalAccuracy: 5),
-                                 at: t, settings: DetectionSettings(), keepingFrom: t - 30, pendingImpact: pendingImpact)
+                _ = track.accept(
+                    LocationFix(latitude: -33.9, longitude: 18.4 + t * 1e-6, speed: 0, horizontalAccuracy: 5),
+                    at: t, settings: DetectionSettings(), keepingFrom: t - 30, pendingImpact: pendingImpact)
             }
             for t in 0...100 { add(Double(t), pendingImpact: nil) }
             for t in 301...400 { add(Double(t), pendingImpact: pendingImpact) }
@@ -106,7 +112,7 @@ import RoadSaveModel
         var harness = Harness()
         harness.run(script.records)
         let candidate = try #require(harness.candidates.first)
-        guard case let .location(fix) = lastFix.payload else { return }
+        guard case .location(let fix) = lastFix.payload else { return }
         #expect(candidate.latitude == fix.latitude && candidate.longitude == fix.longitude)
     }
 
@@ -120,7 +126,7 @@ import RoadSaveModel
         noisy.records = []
         for (index, record) in clean.records.enumerated() {
             noisy.records.append(record)
-            guard case let .location(fix) = record.payload, index % 5 == 0 else { continue }
+            guard case .location(let fix) = record.payload, index % 5 == 0 else { continue }
             let (lat, lon) = Script.moved(fix.latitude, fix.longitude, north: 500, east: 0)
             var jump = record
             jump.t += 0.5

@@ -1,8 +1,9 @@
 import Foundation
 import GatewayKit
-@testable import DetectionEngine
 import RoadSaveModel
 import Testing
+
+@testable import DetectionEngine
 
 /// Devices without a classifier in city traffic, and phones whose GPS sleeps (issue 19's points 4 and 5): a drive at
 /// 30–40 km/h between lights starts a trip within about half a minute of moving off; a bicycle at 25 km/h and a
@@ -27,7 +28,8 @@ import Testing
         let s = Self.cityDrive(lights: 6)
         var harness = Harness()
         harness.feed(s.records)
-        let decision = try #require(harness.log.first { if case let .emit(e) = $0.action, case .tripDidStart = e.body { true } else { false } })
+        let decision = try #require(
+            harness.log.first { if case .emit(let e) = $0.action, case .tripDidStart = e.body { true } else { false } })
         let movedOff = Script.start + 21
         #expect(decision.time - movedOff <= 30, "decided \(decision.time - movedOff) s after moving off")
         let start = try #require(harness.tripStarts.first)
@@ -60,9 +62,13 @@ import Testing
         let home = (s.latitude, s.longitude)
         for second in 1...18 {
             let (lat, lon) = Script.moved(home.0, home.1, north: 100 + Double(second) * 18, east: 0)
-            leap.records.append(SensorRecord(device: s.device, seq: UInt64(10_000 + second), t: s.t + Double(second),
-                                             payload: .location(LocationFix(latitude: lat, longitude: lon, speed: nil,
-                                                                            horizontalAccuracy: 5))))
+            leap.records.append(
+                SensorRecord(
+                    device: s.device, seq: UInt64(10_000 + second), t: s.t + Double(second),
+                    payload: .location(
+                        LocationFix(
+                            latitude: lat, longitude: lon, speed: nil,
+                            horizontalAccuracy: 5))))
         }
         leap.t = s.t + 20
         leap.stand(seconds: 300, speedKnown: false, random: &random)

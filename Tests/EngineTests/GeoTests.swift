@@ -1,6 +1,7 @@
-import Testing
-@testable import DetectionEngine
 import RoadSaveModel
+import Testing
+
+@testable import DetectionEngine
 
 /// The shortcuts the GPS filter and the odometer take around the haversine must not change a single result:
 /// the bound must never be below the distance (else a jump could be let through), and a distance computed from
@@ -27,7 +28,9 @@ import RoadSaveModel
             let lon2 = lon1 + (random.next() * 2 - 1) * scale
             let distance = Geo.distance(lat1, lon1, lat2, lon2)
             let bound = Geo.distanceBound(lat1, lon1, lat2, lon2)
-            #expect(bound >= distance, "bound \(bound) below distance \(distance) for (\(lat1), \(lon1)) – (\(lat2), \(lon2))")
+            #expect(
+                bound >= distance,
+                "bound \(bound) below distance \(distance) for (\(lat1), \(lon1)) – (\(lat2), \(lon2))")
         }
         #expect(Geo.distanceBound(10, 20, 10, 20) == 0)
         #expect(Geo.distanceBound(.nan, 20, 10, 20).isNaN)
@@ -36,8 +39,10 @@ import RoadSaveModel
     @Test func cachedCosinesGiveTheSameBits() {
         var random = Points()
         for _ in 0..<50_000 {
-            let lat1 = random.next() * 180 - 90, lon1 = random.next() * 360 - 180
-            let lat2 = lat1 + (random.next() * 2 - 1) * 0.01, lon2 = lon1 + (random.next() * 2 - 1) * 0.01
+            let lat1 = random.next() * 180 - 90
+            let lon1 = random.next() * 360 - 180
+            let lat2 = lat1 + (random.next() * 2 - 1) * 0.01
+            let lon2 = lon1 + (random.next() * 2 - 1) * 0.01
             let fresh = Geo.distance(lat1, lon1, lat2, lon2)
             let cached = Geo.distance(lat1, lon1, Geo.cosLatitude(lat1), lat2, lon2, Geo.cosLatitude(lat2))
             #expect(fresh.bitPattern == cached.bitPattern)
@@ -59,13 +64,16 @@ import RoadSaveModel
         measurement.previousLongitude = previous.longitude
         measurement.previousCosLatitude = Geo.cosLatitude(previous.latitude)
         // Not computed by the filter (the bound cleared the fix).
-        #expect(measurement.distance(from: current, to: previous).bitPattern == current.distance(to: previous).bitPattern)
+        #expect(
+            measurement.distance(from: current, to: previous).bitPattern == current.distance(to: previous).bitPattern)
         #expect(measurement.distance(from: current, to: other).bitPattern == current.distance(to: other).bitPattern)
         #expect(measurement.distance(to: current, from: other).bitPattern == other.distance(to: current).bitPattern)
         // Computed by the filter.
-        measurement.distanceFromPrevious = Geo.distance(current.latitude, current.longitude, measurement.cosLatitude,
-                                                        previous.latitude, previous.longitude,
-                                                        measurement.previousCosLatitude)
-        #expect(measurement.distance(from: current, to: previous).bitPattern == current.distance(to: previous).bitPattern)
+        measurement.distanceFromPrevious = Geo.distance(
+            current.latitude, current.longitude, measurement.cosLatitude,
+            previous.latitude, previous.longitude,
+            measurement.previousCosLatitude)
+        #expect(
+            measurement.distance(from: current, to: previous).bitPattern == current.distance(to: previous).bitPattern)
     }
 }

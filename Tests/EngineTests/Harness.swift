@@ -1,5 +1,6 @@
-@testable import DetectionEngine
 import RoadSaveModel
+
+@testable import DetectionEngine
 
 /// Drives a `DeviceSession` the way a shell does, without sockets or sleeps: records in order (optionally through
 /// `RecordOrdering`), crash candidates answered by a scripted platform, and time run on at the end.
@@ -13,8 +14,10 @@ struct Harness {
     /// Every action, with the event time of the input that produced it.
     private(set) var log: [(time: Double, action: DetectionAction)] = []
 
-    init(configure: Bool = true, at t: Double = Script.start, settings: DetectionSettings = DetectionSettings(),
-         mode: CrashDetectionMode = .all) {
+    init(
+        configure: Bool = true, at t: Double = Script.start, settings: DetectionSettings = DetectionSettings(),
+        mode: CrashDetectionMode = .all
+    ) {
         self.settings = settings
         configuration.detectionMode = mode
         session = DeviceSession(device: Script.device)
@@ -24,32 +27,34 @@ struct Harness {
         }
     }
 
-    var events: [RoadSaveEvent] { log.compactMap { if case let .emit(e) = $0.action { e } else { nil } } }
-    var tripStarts: [TripStartInfo] { events.compactMap { if case let .tripDidStart(i) = $0.body { i } else { nil } } }
-    var tripEnds: [TripInfo] { events.compactMap { if case let .tripDidEnd(i) = $0.body { i } else { nil } } }
-    var crashes: [CrashInfo] { events.compactMap { if case let .crashDetected(i) = $0.body { i } else { nil } } }
-    var followUps: [CrashFollowUpInfo] { events.compactMap { if case let .crashFollowUp(i) = $0.body { i } else { nil } } }
-    var candidates: [CrashCandidate] { log.compactMap { if case let .evaluateCrash(c) = $0.action { c } else { nil } } }
+    var events: [RoadSaveEvent] { log.compactMap { if case .emit(let e) = $0.action { e } else { nil } } }
+    var tripStarts: [TripStartInfo] { events.compactMap { if case .tripDidStart(let i) = $0.body { i } else { nil } } }
+    var tripEnds: [TripInfo] { events.compactMap { if case .tripDidEnd(let i) = $0.body { i } else { nil } } }
+    var crashes: [CrashInfo] { events.compactMap { if case .crashDetected(let i) = $0.body { i } else { nil } } }
+    var followUps: [CrashFollowUpInfo] {
+        events.compactMap { if case .crashFollowUp(let i) = $0.body { i } else { nil } }
+    }
+    var candidates: [CrashCandidate] { log.compactMap { if case .evaluateCrash(let c) = $0.action { c } else { nil } } }
     var dismissals: [FalsePositiveReason] {
-        log.compactMap { if case let .crashDismissed(_, reason) = $0.action { reason } else { nil } }
+        log.compactMap { if case .crashDismissed(_, let reason) = $0.action { reason } else { nil } }
     }
     /// When each tripDidEnd was decided (the time of the input that produced it).
     var tripEndDecisionTimes: [Double] {
         log.compactMap { entry in
-            if case let .emit(event) = entry.action, case .tripDidEnd = event.body { entry.time } else { nil }
+            if case .emit(let event) = entry.action, case .tripDidEnd = event.body { entry.time } else { nil }
         }
     }
     /// When each tripDidStart was decided.
     var tripStartDecisionTimes: [Double] {
         log.compactMap { entry in
-            if case let .emit(event) = entry.action, case .tripDidStart = event.body { entry.time } else { nil }
+            if case .emit(let event) = entry.action, case .tripDidStart = event.body { entry.time } else { nil }
         }
     }
 
     mutating func record(_ actions: [DetectionAction], at time: Double) {
         for action in actions {
             log.append((time, action))
-            if case let .evaluateCrash(candidate) = action {
+            if case .evaluateCrash(let candidate) = action {
                 record(session.crashEvaluated(crashID: candidate.crashID, outcome: verdict(candidate)), at: time)
             }
         }

@@ -1,7 +1,8 @@
 import Foundation
-@testable import DetectionEngine
 import RoadSaveModel
 import Testing
+
+@testable import DetectionEngine
 
 /// Records a journal's retention deleted before detection read them (`JournalGap`), as the core decides: the reply
 /// that shows them, what the core keeps and asks the shell to do, what it does not say twice, the operator's
@@ -29,8 +30,9 @@ import Testing
         var driver = Self.driver()
         #expect(driver.outstanding?.after == 0, "a fresh store: position 0")
         driver.answer()
-        let expected = JournalGap(journal: driver.feed, endpoint: "tcp://ingest:5551", shard: Self.shard, position: 0,
-                                  deletedThrough: 6)
+        let expected = JournalGap(
+            journal: driver.feed, endpoint: "tcp://ingest:5551", shard: Self.shard, position: 0,
+            deletedThrough: 6)
         #expect(driver.gapsReported == [expected])
         #expect(driver.core.journalGaps == [expected] && driver.core.unacknowledgedGaps == [expected])
         #expect(driver.core.counts.journalGapsFound == 1)
@@ -45,8 +47,10 @@ import Testing
         // The store's checkpoint is at 8: everything deleted (through 6) had been read.
         var fleet = DeviceFleet()
         _ = fleet.settingsFetched(app: DetectionCoreTests.app, .fetched(DetectionCoreTests.settings), now: nil)
-        var driver = CoreDriver(core: DetectionCore(options: .init(), fleet: fleet, checkpointPositions: ["journal-1": 8],
-                                                    journalEndpoints: ["tcp://ingest:5551"], at: CoreDriver.start))
+        var driver = CoreDriver(
+            core: DetectionCore(
+                options: .init(), fleet: fleet, checkpointPositions: ["journal-1": 8],
+                journalEndpoints: ["tcp://ingest:5551"], at: CoreDriver.start))
         let drive = DetectionCoreTests.drive(seconds: 100)
         for batch in stride(from: 0, to: 100, by: 10) { driver.store(Array(drive[batch..<batch + 10])) }
         driver.deletedThrough = 6
@@ -57,9 +61,12 @@ import Testing
         #expect(driver.gapsReported.isEmpty && driver.core.journalGaps.isEmpty)
         // A journal naming a deleted position that is not above the one asked from says nothing lost either.
         var evicted = NoEvictedDevices()
-        let actions = driver.core.journalReplied(0, JournalAnswer(feed: driver.feed, after: 10, to: 10, head: 10,
-                                                                  deletedThrough: 10),
-                                                 chunks: [], at: driver.time, evicted: &evicted)
+        let actions = driver.core.journalReplied(
+            0,
+            JournalAnswer(
+                feed: driver.feed, after: 10, to: 10, head: 10,
+                deletedThrough: 10),
+            chunks: [], at: driver.time, evicted: &evicted)
         #expect(!actions.contains { if case .journalGap = $0 { true } else { false } })
         #expect(driver.core.journalGaps.isEmpty)
     }
@@ -70,7 +77,8 @@ import Testing
         driver.operatorCommand(.acknowledgeJournalGaps)
         #expect(driver.gapsAcknowledged.count == 1 && driver.gapsAcknowledged[0].map(\.position) == [0])
         #expect(driver.core.unacknowledgedGaps.isEmpty)
-        #expect(driver.core.journalGaps.map(\.acknowledged) == [true], "kept, so that the same hole is not reported again")
+        #expect(
+            driver.core.journalGaps.map(\.acknowledged) == [true], "kept, so that the same hole is not reported again")
         let reply = try Self.reply(try #require(driver.replies.last))
         #expect(reply["ok"] as? Bool == true && reply["acknowledged"] as? Int == 1)
         #expect((reply["gaps"] as? [[String: Any]])?.first?["deletedThrough"] as? Int == 6)
@@ -113,9 +121,11 @@ import Testing
         func restored(positions: [String: UInt64], gaps: [JournalGap]) -> CoreDriver {
             var fleet = DeviceFleet()
             _ = fleet.settingsFetched(app: DetectionCoreTests.app, .fetched(DetectionCoreTests.settings), now: nil)
-            var driver = CoreDriver(core: DetectionCore(options: options, fleet: fleet, checkpointPositions: positions,
-                                                        journalGaps: gaps, journalEndpoints: ["tcp://ingest:5551"],
-                                                        at: first.time))
+            var driver = CoreDriver(
+                core: DetectionCore(
+                    options: options, fleet: fleet, checkpointPositions: positions,
+                    journalGaps: gaps, journalEndpoints: ["tcp://ingest:5551"],
+                    at: first.time))
             driver.time = first.time
             driver.journal = first.journal
             driver.deletedThrough = first.deletedThrough

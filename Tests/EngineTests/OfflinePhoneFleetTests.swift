@@ -1,7 +1,8 @@
 import Foundation
-import Testing
-@testable import DetectionEngine
 import RoadSaveModel
+import Testing
+
+@testable import DetectionEngine
 
 /// Issue 29, silence is not a stop: a phone that loses its connection mid-trip keeps recording and uploads its buffer
 /// later, in order, while the other devices of its gateway go on. The gateway's watermark (or detection's clock, for
@@ -42,16 +43,21 @@ import RoadSaveModel
     /// nothing more than 10 s older than the newest record read is to come (as `roadsave send` does), and the end
     /// of the stream comes last; without, the clock alone. The shell's clock runs `pace` times as fast as the
     /// records' time (a tick every 0.1 s of it), and `idleAfter` seconds of it pass with nothing at the end.
-    static func detect(_ records: [SensorRecord], watermarks: Bool, pace: Double = 20,
-                       idleAfter: Double = 0) -> [RoadSaveEvent] {
+    static func detect(
+        _ records: [SensorRecord], watermarks: Bool, pace: Double = 20,
+        idleAfter: Double = 0
+    ) -> [RoadSaveEvent] {
         var fleet = DeviceFleet()
-        var events = WatermarkTests.answer(fleet.settingsFetched(app: FleetStreams.app, .fetched(settings), now: 0), &fleet)
-        var now = 0.0, newest = -Double.infinity
+        var events = WatermarkTests.answer(
+            fleet.settingsFetched(app: FleetStreams.app, .fetched(settings), now: 0), &fleet)
+        var now = 0.0
+        var newest = -Double.infinity
         for start in stride(from: 0, to: records.count, by: 50) {
             let batch = records[start..<min(start + 50, records.count)]
             for record in batch {
                 newest = max(newest, record.t)
-                events += WatermarkTests.answer(fleet.receive(record, from: watermarks ? stream : nil, now: now), &fleet)
+                events += WatermarkTests.answer(
+                    fleet.receive(record, from: watermarks ? stream : nil, now: now), &fleet)
             }
             if watermarks { fleet.watermarkRead(stream: stream, watermark: newest - 10, now: now) }
             // 50 records of two devices at one a second: 25 s of record time.
@@ -72,7 +78,7 @@ import RoadSaveModel
 
     static func phoneTrips(_ events: [RoadSaveEvent]) -> [TripInfo] {
         events.compactMap { event in
-            guard event.device == phone, case let .tripDidEnd(info) = event.body else { return nil }
+            guard event.device == phone, case .tripDidEnd(let info) = event.body else { return nil }
             return info
         }
     }
@@ -121,7 +127,8 @@ import RoadSaveModel
         }
         let first = try #require(ends.first)
         #expect(first.endReason == .deviceSilent)
-        #expect(first.endDate < offlineFrom && first.endDate > offlineFrom - 2, "at its last movement before the silence")
+        #expect(
+            first.endDate < offlineFrom && first.endDate > offlineFrom - 2, "at its last movement before the silence")
         let decided = try #require(endedAtWatermark)
         #expect(decided > first.endDate + Self.settings.tripOfflineGrace, "decided when the watermark passed the grace")
         #expect(decided < first.endDate + Self.settings.tripOfflineGrace + 30)

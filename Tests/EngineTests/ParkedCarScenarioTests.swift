@@ -1,7 +1,8 @@
 import Foundation
-import Testing
-@testable import DetectionEngine
 import RoadSaveModel
+import Testing
+
+@testable import DetectionEngine
 
 /// `boardedAwayFromCar`: a driver's next drive leaves from where the last one ended; a ride boarded far from there,
 /// the same day, with the phone seen there before it, is public transport (README "Passengers").
@@ -38,8 +39,10 @@ import RoadSaveModel
 
     /// Parks, walks `away` seconds west (1.4 m/s), spends `stay` seconds there, walks `back` seconds east, stands
     /// `wait` seconds and rides.
-    static func parkWalkAndRide(away: Int, stay: Int = 600, back: Int = 0, wait: Int = 60,
-                                beforeRide: (inout Script) -> Void = { _ in }) -> Script {
+    static func parkWalkAndRide(
+        away: Int, stay: Int = 600, back: Int = 0, wait: Int = 60,
+        beforeRide: (inout Script) -> Void = { _ in }
+    ) -> Script {
         var s = Script()
         s.capabilities(activity: true, pedometer: true)
         driveAndPark(&s)
@@ -59,8 +62,10 @@ import RoadSaveModel
     }
 
     /// The second trip of `parkWalkAndRide`, the first being the drive.
-    static func secondRide(away: Int, stay: Int = 600, back: Int = 0, wait: Int = 60,
-                           beforeRide: (inout Script) -> Void = { _ in }) throws -> TripInfo {
+    static func secondRide(
+        away: Int, stay: Int = 600, back: Int = 0, wait: Int = 60,
+        beforeRide: (inout Script) -> Void = { _ in }
+    ) throws -> TripInfo {
         let trips = trips(parkWalkAndRide(away: away, stay: stay, back: back, wait: wait, beforeRide: beforeRide))
         #expect(trips.count == 2)
         #expect(trips.first?.transportMode == .car)
@@ -146,7 +151,7 @@ import RoadSaveModel
         s.heading = 180
         s.walk(seconds: 2_270)
         s.heading = 90
-        s.walk(seconds: 690)  // 300 m short of the car
+        s.walk(seconds: 690) // 300 m short of the car
         s.stand(seconds: 20)
         Self.driveAndPark(&s)
         s.walk(seconds: 60)

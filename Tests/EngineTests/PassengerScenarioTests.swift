@@ -1,7 +1,8 @@
 import Foundation
-import Testing
-@testable import DetectionEngine
 import RoadSaveModel
+import Testing
+
+@testable import DetectionEngine
 
 /// Rides on public transport against car trips: what `tripDidEnd` says the trip was taken in (README "Passengers").
 @Suite struct PassengerScenarioTests {
@@ -34,9 +35,9 @@ import RoadSaveModel
         let trip = try Self.ride { s in
             s.accelerate(from: 2.5, to: 11, seconds: 8)
             for _ in 0..<8 {
-                s.drive(seconds: 35, speed: 11)  // about 400 m between stops
+                s.drive(seconds: 35, speed: 11) // about 400 m between stops
                 s.accelerate(from: 11, to: 0, seconds: 5)
-                s.stand(seconds: 20)             // doors open, people board
+                s.stand(seconds: 20) // doors open, people board
                 s.accelerate(from: 2.5, to: 11, seconds: 6)
             }
             s.drive(seconds: 30, speed: 11)
@@ -203,7 +204,8 @@ import RoadSaveModel
         // The phone spent the morning at home, where the car is parked: no walk to the place, however long the stay.
         var whereabouts = Whereabouts()
         for second in stride(from: 0.0, to: 1_200, by: 10) {
-            whereabouts.add(AcceptedFix(t: second, latitude: 0, longitude: 0, speed: 0, accuracy: 10, isMovement: false))
+            whereabouts.add(
+                AcceptedFix(t: second, latitude: 0, longitude: 0, speed: 0, accuracy: 10, isMovement: false))
         }
         #expect(whereabouts.waitAfterWalking(departure: 1_200) == nil)
     }
@@ -212,11 +214,14 @@ import RoadSaveModel
         // 3 km in the 4 minutes before a 5-minute stop (a shop on the way): faster than walking.
         var whereabouts = Whereabouts()
         for second in stride(from: 0.0, to: 240, by: 10) {
-            whereabouts.add(AcceptedFix(t: second, latitude: (240 - second) * 12.5 / 111_320, longitude: 0, speed: 12.5,
-                                        accuracy: 10, isMovement: true))
+            whereabouts.add(
+                AcceptedFix(
+                    t: second, latitude: (240 - second) * 12.5 / 111_320, longitude: 0, speed: 12.5,
+                    accuracy: 10, isMovement: true))
         }
         for second in stride(from: 240.0, to: 540, by: 10) {
-            whereabouts.add(AcceptedFix(t: second, latitude: 0, longitude: 0, speed: 0, accuracy: 10, isMovement: false))
+            whereabouts.add(
+                AcceptedFix(t: second, latitude: 0, longitude: 0, speed: 0, accuracy: 10, isMovement: false))
         }
         #expect(whereabouts.waitAfterWalking(departure: 540) == nil)
     }
@@ -224,9 +229,11 @@ import RoadSaveModel
     @Test func aPlaceFromBeforeASilenceIsNoWalk() {
         // At work 10 km away, then no fix for 90 minutes, then 5 minutes at home before driving off: no walk.
         var whereabouts = Whereabouts()
-        whereabouts.add(AcceptedFix(t: 0, latitude: 10_000 / 111_320, longitude: 0, speed: 0, accuracy: 10, isMovement: false))
+        whereabouts.add(
+            AcceptedFix(t: 0, latitude: 10_000 / 111_320, longitude: 0, speed: 0, accuracy: 10, isMovement: false))
         for second in stride(from: 5_400.0, to: 5_700, by: 10) {
-            whereabouts.add(AcceptedFix(t: second, latitude: 0, longitude: 0, speed: 0, accuracy: 10, isMovement: false))
+            whereabouts.add(
+                AcceptedFix(t: second, latitude: 0, longitude: 0, speed: 0, accuracy: 10, isMovement: false))
         }
         #expect(whereabouts.samples.allSatisfy { $0.t >= 5_400 })
         #expect(whereabouts.waitAfterWalking(departure: 5_700) == nil)
@@ -314,8 +321,10 @@ import RoadSaveModel
         // One fix a minute all along (a power-saving phone in a car): its gaps are its usual interval.
         var profile = RideProfile()
         for minute in 0..<10 {
-            profile.add(AcceptedFix(t: Double(minute) * 60, latitude: Double(minute) * 900 / 111_320, longitude: 0,
-                                    speed: 15, accuracy: 10, isMovement: true))
+            profile.add(
+                AcceptedFix(
+                    t: Double(minute) * 60, latitude: Double(minute) * 900 / 111_320, longitude: 0,
+                    speed: 15, accuracy: 10, isMovement: true))
         }
         #expect(profile.undergroundGaps == 0)
         let verdict = profile.judge(distance: 8_100, duration: 540)
@@ -323,7 +332,8 @@ import RoadSaveModel
     }
 
     @Test func aCheckpointFromBeforeRidesWereJudgedStillLoads() throws {
-        let old = #"{"tripID":"t","startDate":1,"lastMovement":2,"odometer":{"distance":0,"anchor":[1,0,0,null,5,true]}}"#
+        let old =
+            #"{"tripID":"t","startDate":1,"lastMovement":2,"odometer":{"distance":0,"anchor":[1,0,0,null,5,true]}}"#
         let trip = try JSONDecoder().decode(TripEngine.ActiveTrip.self, from: Data(old.utf8))
         #expect(trip.ride == RideProfile())
     }

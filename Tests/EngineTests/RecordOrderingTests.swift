@@ -1,7 +1,8 @@
 import GatewayKit
-import Testing
-@testable import DetectionEngine
 import RoadSaveModel
+import Testing
+
+@testable import DetectionEngine
 
 @Suite struct RecordOrderingTests {
     func record(_ t: Double, seq: UInt64? = nil, steps: Int = 0) -> SensorRecord {
@@ -49,7 +50,7 @@ import RoadSaveModel
     @Test func aRecordTooLateForTheWindowIsReportedNotApplied() {
         var ordering = RecordOrdering(options: .init(window: 5))
         _ = ordering.insert(record(0, seq: 0))
-        _ = ordering.insert(record(10, seq: 1))  // releases t=0
+        _ = ordering.insert(record(10, seq: 1)) // releases t=0
         let (ready, rejected) = ordering.insert(record(-3, seq: 2))
         #expect(ready.isEmpty)
         #expect(rejected.map(\.1) == [.late(appliedUpTo: Script.start)])
@@ -76,7 +77,7 @@ import RoadSaveModel
         var ordering = RecordOrdering(options: .init(window: 5, futureJump: 900))
         var released: [SensorRecord] = []
         released += ordering.insert(record(0, seq: 0)).ready
-        released += ordering.insert(record(3600, seq: 1)).ready  // the next morning, say
+        released += ordering.insert(record(3600, seq: 1)).ready // the next morning, say
         let (ready, rejected) = ordering.insert(record(3601, seq: 2))
         released += ready
         #expect(rejected.isEmpty)
@@ -97,7 +98,9 @@ import RoadSaveModel
         var random = SplitMix64(seed: 3)
         // Shift each record up to 3 s later in arrival order and send 5 % twice.
         var messy = clean.map { ($0, $0.t + random.unit() * 3) }
-        for index in stride(from: 0, to: clean.count, by: 20) { messy.append((clean[index], clean[index].t + random.unit() * 3)) }
+        for index in stride(from: 0, to: clean.count, by: 20) {
+            messy.append((clean[index], clean[index].t + random.unit() * 3))
+        }
         messy.sort { $0.1 < $1.1 }
         #expect(messy.map(\.0.t) != messy.map(\.0.t).sorted(), "the input really is out of order")
 

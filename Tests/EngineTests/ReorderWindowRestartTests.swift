@@ -1,7 +1,8 @@
 import Foundation
-import Testing
-@testable import DetectionEngine
 import RoadSaveModel
+import Testing
+
+@testable import DetectionEngine
 
 /// A device restored from a checkpoint (a restart) or from the store (back from eviction) takes the reorder window
 /// the fleet is configured with now, not the one it was stored with: changing `--reorder-window` and restarting

@@ -1,14 +1,15 @@
 import Foundation
 import GatewayKit
-@testable import DetectionEngine
 import RoadSaveModel
+
+@testable import DetectionEngine
 
 /// Builds one device's record sequence by narrating what the device does: drive, stop, walk, report activity,
 /// count steps, feel an impact. Positions follow the speeds along a heading, one fix a second, so every record
 /// is physically consistent with the story.
 struct Script {
     static let device = DeviceID(app: "app-1", user: "user-1")
-    static let start = 1_772_433_000.0  // 2026-03-02T06:30:00Z
+    static let start = 1_772_433_000.0 // 2026-03-02T06:30:00Z
 
     var device = Script.device
     var t = Script.start
@@ -39,8 +40,11 @@ struct Script {
     /// A fix at the current place and time.
     mutating func fix(speed: Double?, accuracy: Double? = nil, offsetMetres: (north: Double, east: Double) = (0, 0)) {
         let (lat, lon) = Script.moved(latitude, longitude, north: offsetMetres.north, east: offsetMetres.east)
-        add(.location(LocationFix(latitude: lat, longitude: lon, speed: speed, course: heading,
-                                  horizontalAccuracy: accuracy ?? self.accuracy)))
+        add(
+            .location(
+                LocationFix(
+                    latitude: lat, longitude: lon, speed: speed, course: heading,
+                    horizontalAccuracy: accuracy ?? self.accuracy)))
         if let speed, speed >= 2 { lastMovement = t }
     }
 
@@ -65,8 +69,10 @@ struct Script {
     }
 
     /// Stands still for `seconds`: a fix every `every` seconds with speed 0 and `jitter` metres of GPS noise.
-    mutating func stand(seconds: Int, every: Int = 1, jitter: Double = 0, speedKnown: Bool = true,
-                        random: inout SplitMix64) {
+    mutating func stand(
+        seconds: Int, every: Int = 1, jitter: Double = 0, speedKnown: Bool = true,
+        random: inout SplitMix64
+    ) {
         var elapsed = 0
         while elapsed < seconds {
             elapsed += every
@@ -100,8 +106,11 @@ struct Script {
     }
 
     mutating func impact(peakG: Double, durationMs: Double = 90, freeFall: Double = 0) {
-        add(.impact(ImpactObservation(peakG: peakG, durationMs: durationMs,
-                                      samples: Script.impactSamples(peakG: peakG, durationMs: durationMs, freeFall: freeFall))))
+        add(
+            .impact(
+                ImpactObservation(
+                    peakG: peakG, durationMs: durationMs,
+                    samples: Script.impactSamples(peakG: peakG, durationMs: durationMs, freeFall: freeFall))))
     }
 
     /// A 100 Hz window from -1 s to +2 s: rest (1 g), an optional free fall (≈0 g) just before the peak, and a
@@ -123,7 +132,8 @@ struct Script {
 
     mutating func advance(metres: Double) {
         let radians = heading * .pi / 180
-        (latitude, longitude) = Script.moved(latitude, longitude, north: metres * cos(radians), east: metres * sin(radians))
+        (latitude, longitude) = Script.moved(
+            latitude, longitude, north: metres * cos(radians), east: metres * sin(radians))
     }
 
     static func moved(_ lat: Double, _ lon: Double, north: Double, east: Double) -> (Double, Double) {

@@ -1,7 +1,8 @@
 import Foundation
-import Testing
-@testable import DetectionEngine
 import RoadSaveModel
+import Testing
+
+@testable import DetectionEngine
 
 /// The duplicate-`seq` memory of one device: a high-water mark and a bitmap below it.
 @Suite struct SequenceWindowTests {

@@ -1,7 +1,8 @@
 import Foundation
-@testable import DetectionEngine
 import RoadSaveModel
 import Testing
+
+@testable import DetectionEngine
 
 /// Phones that stop their GPS while they lie still (Android does) and wake it only minutes after moving off: the
 /// first fix after the silence finds the phone away already, at speed (`TripEngine.WakeUp`). The trip begins when
@@ -40,7 +41,8 @@ import Testing
         // Off 60 s into a 210 s silence: 150 s at 12 m/s is 1,800 m by the first fix.
         let (s, firstFix) = Self.wakeUp(walk: 0, silence: 210, away: 1_800, speed: 12)
         let trip = try Self.trip(s)
-        #expect(abs(trip.startDate - (firstFix - 150)) <= 1, "began \(firstFix - trip.startDate) s before the first fix")
+        #expect(
+            abs(trip.startDate - (firstFix - 150)) <= 1, "began \(firstFix - trip.startDate) s before the first fix")
         #expect(trip.distanceMetres >= 1_800 + 240 * 12 - 1, "the distance covered in the silence counts")
     }
 

@@ -1,12 +1,13 @@
-import Testing
-@testable import DetectionEngine
 import RoadSaveModel
+import Testing
+
+@testable import DetectionEngine
 
 /// The session's `tripBehaviour`: after every `tripDidEnd`, of the same trip, judged on the whole drive; a crash sent
 /// for evaluation in the trip leaves it unscored (issue 31).
 @Suite struct TripBehaviourScenarioTests {
     static func behaviours(_ harness: Harness) -> [TripBehaviour] {
-        harness.events.compactMap { if case let .tripBehaviour(behaviour) = $0.body { behaviour } else { nil } }
+        harness.events.compactMap { if case .tripBehaviour(let behaviour) = $0.body { behaviour } else { nil } }
     }
 
     /// Six minutes at 15 m/s from rest, with one hard brake (15 → 3 m/s in 3 s) in the middle, then a stop.
@@ -70,7 +71,8 @@ import RoadSaveModel
         let script = Self.drive()
         let middle = script.records.count / 2
         harness.feed(Array(script.records[..<middle]))
-        harness.record(try harness.session.raiseTestCrash(at: script.records[middle - 1].t), at: script.records[middle - 1].t)
+        harness.record(
+            try harness.session.raiseTestCrash(at: script.records[middle - 1].t), at: script.records[middle - 1].t)
         harness.feed(Array(script.records[middle...]))
         harness.finish()
         #expect(harness.crashes.map(\.isTest) == [true])

@@ -1,7 +1,8 @@
 import Foundation
-@testable import DetectionEngine
 import RoadSaveModel
 import Testing
+
+@testable import DetectionEngine
 
 /// A red light longer than `startRunBreak` before the evidence is complete breaks the movement run, not the drive:
 /// the trip started later begins where the broken run did, with its distance (`TripEngine.LeadIn`), as long as the

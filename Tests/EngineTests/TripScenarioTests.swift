@@ -1,13 +1,16 @@
 import GatewayKit
-import Testing
-@testable import DetectionEngine
 import RoadSaveModel
+import Testing
+
+@testable import DetectionEngine
 
 /// One scenario per trip rule of the brief (roadsavekit-docs.md, "Trip Detection" and "Activity Recognition").
 @Suite struct TripScenarioTests {
     /// Walk to the car, drive with red lights (automotive reported together with stationary while stopped),
     /// park and walk away.
-    static func commute(redLights: [Int] = [90, 60], pedometer: Bool = true) -> (Script, driveStart: Double, lastMovement: Double) {
+    static func commute(redLights: [Int] = [90, 60], pedometer: Bool = true) -> (
+        Script, driveStart: Double, lastMovement: Double
+    ) {
         var s = Script()
         s.capabilities(activity: true, pedometer: pedometer)
         s.activity(.walking, .high)
@@ -66,7 +69,8 @@ import RoadSaveModel
     /// A bicycle ride at up to 8 m/s with the classifier saying cycling every 12 s, but `stray` (an automotive
     /// report) once in a while: the lone report is noise (MobilityNet's Android phones, README "Trips").
     /// `walkingBlip`: the report before the stray one says walking at medium confidence, as a cyclist's phone does.
-    static func cyclingWithAStrayAutomotiveReport(confirmedBy next: ActivityType, walkingBlip: Bool = false) -> Harness {
+    static func cyclingWithAStrayAutomotiveReport(confirmedBy next: ActivityType, walkingBlip: Bool = false) -> Harness
+    {
         var s = Script()
         s.activity(.cycling, .high)
         for minute in 0..<15 {
@@ -260,7 +264,7 @@ import RoadSaveModel
     @Test func parkedGPSJitterForAnHourMakesNoTripAndNoDistance() {
         var random = SplitMix64(seed: 7)
         var s = Script()
-        s.activity(.automotive, .high)  // the phone was last classified in the car
+        s.activity(.automotive, .high) // the phone was last classified in the car
         s.accuracy = 15
         s.stand(seconds: 3600, jitter: 8, speedKnown: false, random: &random)
         var harness = Harness()
@@ -290,7 +294,7 @@ import RoadSaveModel
         s.activity(.automotive, .high)
         s.drive(seconds: 300, speed: 14)
         let lastBeforeGap = s.t
-        s.silence(seconds: 200)  // longer than the data-gap limit, shorter than the stop delay
+        s.silence(seconds: 200) // longer than the data-gap limit, shorter than the stop delay
         s.drive(seconds: 300, speed: 14)
         s.stand(seconds: 10)
         var harness = Harness()
@@ -392,7 +396,7 @@ import RoadSaveModel
         s.drive(seconds: 200, speed: 14)
         s.stand(seconds: 60)
         s.add(.steps(1000))
-        s.add(.steps(1010), at: s.t + 1)  // a few spurious steps at a red light
+        s.add(.steps(1010), at: s.t + 1) // a few spurious steps at a red light
         s.stand(seconds: 20)
         s.drive(seconds: 200, speed: 14)
         s.stand(seconds: 5)
@@ -409,9 +413,9 @@ import RoadSaveModel
         s.stand(seconds: 5)
         s.add(.steps(5000))
         s.stand(seconds: 5)
-        s.add(.steps(12))   // reset: 12 steps since
+        s.add(.steps(12)) // reset: 12 steps since
         s.stand(seconds: 5)
-        s.add(.steps(30))   // 30 since the reset: past the threshold of 25
+        s.add(.steps(30)) // 30 since the reset: past the threshold of 25
         s.stand(seconds: 5)
         var harness = Harness()
         harness.run(s.records)

@@ -1,16 +1,18 @@
 import Foundation
-@testable import DetectionEngine
 import RoadSaveModel
 import Testing
+
+@testable import DetectionEngine
 
 /// `tripDidEnd` says where the trip began and ended (the positions at `startDate` and `endDate`) and the fastest speed
 /// held over two fixes in a row (`maxSpeed`), as a trip report has them.
 @Suite struct TripWhereaboutsTests {
     /// The fix a record list holds at `t`.
     static func position(at t: Double, in records: [SensorRecord]) throws -> (latitude: Double, longitude: Double) {
-        let record = try #require(records.first { $0.t == t && { if case .location = $0.payload { true } else { false } }($0) },
-                                  "no fix at \(t)")
-        guard case let .location(fix) = record.payload else { throw TestError.notAFix }
+        let record = try #require(
+            records.first { $0.t == t && { if case .location = $0.payload { true } else { false } }($0) },
+            "no fix at \(t)")
+        guard case .location(let fix) = record.payload else { throw TestError.notAFix }
         return (fix.latitude, fix.longitude)
     }
 

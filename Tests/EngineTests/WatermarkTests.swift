@@ -1,8 +1,9 @@
 import Foundation
 import GatewayKit
-import Testing
-@testable import DetectionEngine
 import RoadSaveModel
+import Testing
+
+@testable import DetectionEngine
 
 /// Devices of a gateway's stream are ordered by its watermark (`FleetStreamState`), not by the wire's quiet: a
 /// batch lost and sent again after newer ones, a gateway that pauses, an ingest that is down, none of them makes a
@@ -16,7 +17,7 @@ import RoadSaveModel
     /// The records of the mixed stream (a crash, a commuter, a driver who falls silent, another application), in
     /// the order a gateway reads them: disordered by up to a few seconds, one record repeated.
     static let records: [SensorRecord] = FleetStreams.mixed().compactMap { input in
-        if case let .record(record, _) = input { record } else { nil }
+        if case .record(let record, _) = input { record } else { nil }
     }
 
     /// A replay of `records`: the engines in one process, time only from the records, the end of input at the end.
@@ -39,10 +40,12 @@ import RoadSaveModel
         var events: [RoadSaveEvent] = []
         for action in actions {
             switch action {
-            case let .emit(event): events.append(event)
-            case let .evaluateCrash(device, candidate):
-                events += answer(fleet.crashEvaluated(device: device, crashID: candidate.crashID,
-                                                      outcome: .verdict(.high)), &fleet)
+            case .emit(let event): events.append(event)
+            case .evaluateCrash(let device, let candidate):
+                events += answer(
+                    fleet.crashEvaluated(
+                        device: device, crashID: candidate.crashID,
+                        outcome: .verdict(.high)), &fleet)
             default: break
             }
         }
@@ -58,7 +61,9 @@ import RoadSaveModel
     /// What a gateway (`GatewayWatermark`, the promises `roadsave send` makes) puts in the journal when batch
     /// `lost` goes missing with an ingest and is sent again after `laterBy` newer ones were stored.
     static func journal(batch size: Int, lost: Int?, laterBy: Int, headers: Bool = true) -> [Chunk] {
-        let batches = stride(from: 0, to: records.count, by: size).map { Array(records[$0..<min($0 + size, records.count)]) }
+        let batches = stride(from: 0, to: records.count, by: size).map {
+            Array(records[$0..<min($0 + size, records.count)])
+        }
         var gateway = GatewayWatermark(maximumDisorder: 10)
         var chunks: [Chunk] = []
         for (number, batch) in batches.enumerated() {
@@ -70,7 +75,8 @@ import RoadSaveModel
                 gateway.acknowledged(batch: number)
             }
             if let lost, number == lost + laterBy {
-                chunks.append(Chunk(records: batches[lost], watermark: headers ? gateway.promise(excluding: lost) : nil))
+                chunks.append(
+                    Chunk(records: batches[lost], watermark: headers ? gateway.promise(excluding: lost) : nil))
                 gateway.acknowledged(batch: lost)
             }
         }
@@ -80,7 +86,8 @@ import RoadSaveModel
     /// Detection over `chunks`: a chunk every `spacing` seconds of the shell's clock and a tick every 0.1 s; then
     /// the stream's end (with headers), or the clock running on (without).
     static func detect(_ chunks: [Chunk], spacing: Double = 0.05, options: DeviceFleet.Options = .init())
-        -> (events: [RoadSaveEvent], fleet: DeviceFleet) {
+        -> (events: [RoadSaveEvent], fleet: DeviceFleet)
+    {
         var fleet = DeviceFleet(options: options)
         var now = 1000.0
         var events = answer(fleet.settingsFetched(app: app, .fetched(settings), now: now), &fleet)
@@ -208,9 +215,11 @@ import RoadSaveModel
         }
         let expired = actions.filter { if case .watermarkHoldExpired = $0 { true } else { false } }
         #expect(expired.count == 1)
-        guard case let .watermarkHoldExpired(name, stillSince)? = expired.first else { return }
+        guard case .watermarkHoldExpired(let name, let stillSince)? = expired.first else { return }
         #expect(name == Self.stream && stillSince < stoodStillAt)
-        #expect(actions.contains { if case .evaluateCrash = $0 { true } else { false } }, "decided by the clock after the hold")
+        #expect(
+            actions.contains { if case .evaluateCrash = $0 { true } else { false } },
+            "decided by the clock after the hold")
         #expect(fleet.statistics.forcedReleases >= 1)
         // When the watermark moves again the stream orders its devices again, and a later stall is said again.
         fleet.watermarkRead(stream: Self.stream, watermark: impact + 100, now: now)
@@ -283,7 +292,9 @@ import RoadSaveModel
         #expect(restored.deviceState(Self.records[0].device)?.stream == Self.stream)
         for chunk in chunks.dropFirst(8) {
             for record in chunk.records {
-                #expect(restored.receive(record, from: Self.stream, now: 1) == fleet.receive(record, from: Self.stream, now: 1))
+                #expect(
+                    restored.receive(record, from: Self.stream, now: 1)
+                        == fleet.receive(record, from: Self.stream, now: 1))
             }
             fleet.watermarkRead(stream: Self.stream, watermark: chunk.watermark!, now: 1)
             restored.watermarkRead(stream: Self.stream, watermark: chunk.watermark!, now: 1)
@@ -318,9 +329,12 @@ import RoadSaveModel
             actions += fleet.receive(record, now: nil)
         }
         // Time moves on past the decision time; then the impact arrives, far behind.
-        let later = SensorRecord(device: Self.driver, seq: 100_000, t: impact + 40,
-                                 payload: .location(LocationFix(latitude: -33.9, longitude: 18.5, speed: 0,
-                                                                horizontalAccuracy: 5)))
+        let later = SensorRecord(
+            device: Self.driver, seq: 100_000, t: impact + 40,
+            payload: .location(
+                LocationFix(
+                    latitude: -33.9, longitude: 18.5, speed: 0,
+                    horizontalAccuracy: 5)))
         actions += fleet.receive(later, now: nil)
         actions += fleet.receive(impactRecord, now: nil)
         #expect(actions.contains { if case .recordRejected(_, .late) = $0 { true } else { false } })
@@ -328,7 +342,7 @@ import RoadSaveModel
         actions += fleet.finish()
         let screened = actions.contains { action in
             switch action {
-            case let .evaluateCrash(_, candidate), let .crashDismissed(_, candidate, _): candidate.time == impact
+            case .evaluateCrash(_, let candidate), .crashDismissed(_, let candidate, _): candidate.time == impact
             default: false
             }
         }

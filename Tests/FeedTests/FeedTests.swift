@@ -30,7 +30,7 @@ private final class MemoryFeed: FeedSource {
 }
 
 /// What the client side saw, shared with the test.
-private final class Replies: @unchecked Sendable {  // guarded by `lock`
+private final class Replies: @unchecked Sendable { // guarded by `lock`
     private let lock = NSLock()
     private var all: [(FeedReplyHeader, [String])] = []
 
@@ -65,12 +65,15 @@ private struct Rig {
             if startServer {
                 let socket = try loop.socket(.router)
                 try socket.bind(endpoint)
-                loop.setValue(FeedServer(socket: socket, loop: loop, source: feed, log: Log(category: "test", minimumLevel: .error)))
+                loop.setValue(
+                    FeedServer(
+                        socket: socket, loop: loop, source: feed, log: Log(category: "test", minimumLevel: .error)))
             }
             loop.setValue(endpoint, for: String.self)
-            loop.setValue(try FeedClient(loop: loop, endpoint: endpoint, log: Log(category: "test", minimumLevel: .error)) {
-                replies.append($0, $1)
-            })
+            loop.setValue(
+                try FeedClient(loop: loop, endpoint: endpoint, log: Log(category: "test", minimumLevel: .error)) {
+                    replies.append($0, $1)
+                })
         }
     }
 
@@ -118,10 +121,12 @@ struct FeedTests {
         #expect(await rig.waitForReplies(1))
         let hello = rig.replies.list[0]
         #expect(hello.header.feed == "feed-A" && hello.items.isEmpty && hello.header.head == 3)
-        try await rig.fetch(FeedRequest(id: 0, feed: "feed-A", after: 1, maxItems: 10, acknowledged: 1, consumer: "test"))
+        try await rig.fetch(
+            FeedRequest(id: 0, feed: "feed-A", after: 1, maxItems: 10, acknowledged: 1, consumer: "test"))
         #expect(await rig.waitForReplies(2))
         let reply = rig.replies.list[1]
-        #expect(reply.items == ["b", "c"] && reply.header.after == 1 && reply.header.to == 3 && reply.header.error == nil)
+        #expect(
+            reply.items == ["b", "c"] && reply.header.after == 1 && reply.header.to == 3 && reply.header.error == nil)
         let acknowledged = try await rig.run { loop in loop.value(MemoryFeed.self)!.acknowledgements }
         #expect(acknowledged == [1], "first contact is not an acknowledgement; the second request is")
     }
@@ -133,7 +138,8 @@ struct FeedTests {
         try await rig.fetch(FeedRequest(id: 0, feed: "feed-A", after: 0, maxItems: 4, acknowledged: 0, consumer: "t"))
         #expect(await rig.waitForReplies(1))
         #expect(rig.replies.list[0].items == ["i1", "i2", "i3", "i4"] && rig.replies.list[0].header.to == 4)
-        try await rig.fetch(FeedRequest(id: 0, feed: "feed-A", after: 5, through: 7, maxItems: 100, acknowledged: 0, consumer: "t"))
+        try await rig.fetch(
+            FeedRequest(id: 0, feed: "feed-A", after: 5, through: 7, maxItems: 100, acknowledged: 0, consumer: "t"))
         #expect(await rig.waitForReplies(2))
         #expect(rig.replies.list[1].items == ["i6", "i7"] && rig.replies.list[1].header.to == 7)
     }
@@ -144,7 +150,8 @@ struct FeedTests {
         defer { rig.stop() }
         // A wait far longer than the test's own waits: an answer seen is the one to the new item, never the
         // wait's end (which would be empty).
-        try await rig.fetch(FeedRequest(id: 0, feed: "feed-A", after: 1, acknowledged: 0, consumer: "t", waitMilliseconds: 60_000))
+        try await rig.fetch(
+            FeedRequest(id: 0, feed: "feed-A", after: 1, acknowledged: 0, consumer: "t", waitMilliseconds: 60_000))
         // The server holding it, not a pause, says it arrived and was not answered.
         #expect(try await rig.eventually { loop in loop.value(FeedServer.self)!.waiting == 1 })
         #expect(rig.replies.list.isEmpty, "nothing new: the request is held")
@@ -156,7 +163,8 @@ struct FeedTests {
         #expect(rig.replies.list.first?.items == ["b"])
         #expect(try await rig.run { loop in loop.value(FeedServer.self)!.waiting } == 0)
         let start = Date()
-        try await rig.fetch(FeedRequest(id: 0, feed: "feed-A", after: 2, acknowledged: 0, consumer: "t", waitMilliseconds: 300))
+        try await rig.fetch(
+            FeedRequest(id: 0, feed: "feed-A", after: 2, acknowledged: 0, consumer: "t", waitMilliseconds: 300))
         #expect(await rig.waitForReplies(2, timeout: 3))
         #expect(rig.replies.list[1].items.isEmpty && rig.replies.list[1].header.to == 2)
         #expect(Date().timeIntervalSince(start) >= 0.25, "answered empty only when the wait ran out")
@@ -171,27 +179,33 @@ struct FeedTests {
         #expect(rig.replies.list[0].header.error?.contains("ahead") == true)
     }
 
-    @Test("a request sent before the server binds is answered once it does; the second copy's answer is dropped and counted")
+    @Test(
+        "a request sent before the server binds is answered once it does; the second copy's answer is dropped and counted"
+    )
     func resendWhenServerComesLater() async throws {
         let rig = try Rig(items: ["a"], startServer: false)
         defer { rig.stop() }
-        try await rig.fetch(FeedRequest(id: 0, feed: "feed-A", after: 0, acknowledged: 0, consumer: "t", waitMilliseconds: 100))
+        try await rig.fetch(
+            FeedRequest(id: 0, feed: "feed-A", after: 0, acknowledged: 0, consumer: "t", waitMilliseconds: 100))
         // Past the client's patience (the wait and `answerGrace`): it sends the request again, and inproc keeps both
         // copies for the server to come. Waited for, not slept: a busy machine runs the client's timer late.
         #expect(try await rig.eventually { loop in loop.value(FeedClient.self)!.statistics.resent >= 1 })
         try await rig.run { loop in
             let socket = try loop.socket(.router)
             try socket.bind(loop.value(String.self)!)
-            loop.setValue(FeedServer(socket: socket, loop: loop, source: loop.value(MemoryFeed.self)!,
-                                     log: Log(category: "test", minimumLevel: .error)))
+            loop.setValue(
+                FeedServer(
+                    socket: socket, loop: loop, source: loop.value(MemoryFeed.self)!,
+                    log: Log(category: "test", minimumLevel: .error)))
         }
         #expect(await rig.waitForReplies(1, timeout: 6))
         #expect(rig.replies.list.first?.items == ["a"])
         // Every copy is answered; the answers after the first come when nothing is outstanding, and are dropped.
-        #expect(try await rig.eventually { loop in
-            let statistics = loop.value(FeedClient.self)!.statistics
-            return statistics.outOfSequence == statistics.resent
-        })
+        #expect(
+            try await rig.eventually { loop in
+                let statistics = loop.value(FeedClient.self)!.statistics
+                return statistics.outOfSequence == statistics.resent
+            })
         #expect(rig.replies.list.count == 1)
         let statistics = try await rig.run { loop in loop.value(FeedClient.self)!.statistics }
         #expect(statistics.resent >= 1)
@@ -201,8 +215,9 @@ struct FeedTests {
 
     @Test("requests and reply headers survive the wire; bad requests name the field")
     func messages() throws {
-        let request = FeedRequest(id: 7, feed: "f", after: 3, through: 9, maxItems: 5, maxBytes: 1000, acknowledged: 2,
-                                  consumer: "detection shard 1/2", shard: 1, shards: 2, waitMilliseconds: 250)
+        let request = FeedRequest(
+            id: 7, feed: "f", after: 3, through: 9, maxItems: 5, maxBytes: 1000, acknowledged: 2,
+            consumer: "detection shard 1/2", shard: 1, shards: 2, waitMilliseconds: 250)
         #expect(try FeedRequest(frames: request.frames()) == request)
         let header = FeedReplyHeader(id: 7, feed: "f", after: 3, to: 5, head: 11, error: "x")
         let parsed = try FeedReplyHeader.parse(header.frames(items: [[1], [2]]))
@@ -215,26 +230,37 @@ struct FeedTests {
         } catch {
             #expect(error.path == "after")
         }
-        bad[1] = MessagePack.encode(.object([("id", .number(1)), ("after", .number(0)), ("max", .number(5)),
-                                             ("shard", .number(2)), ("shards", .number(2))]))
+        bad[1] = MessagePack.encode(
+            .object([
+                ("id", .number(1)), ("after", .number(0)), ("max", .number(5)),
+                ("shard", .number(2)), ("shards", .number(2)),
+            ]))
         #expect(throws: WireError.self) { try FeedRequest(frames: bad) }
     }
 
-    @Test("deletedThrough survives the wire both ways, is absent (the same bytes as before) when unset, and a bad one is named")
+    @Test(
+        "deletedThrough survives the wire both ways, is absent (the same bytes as before) when unset, and a bad one is named"
+    )
     func deletedThroughOnTheWire() throws {
         let header = FeedReplyHeader(id: 7, feed: "f", after: 3, to: 9, head: 11, deletedThrough: 6)
         let parsed = try FeedReplyHeader.parse(header.frames(items: [[1]]))
         #expect(parsed.header == header && parsed.header.deletedThrough == 6 && parsed.items.count == 1)
         // Without it, a reply is byte for byte what it was before the field existed.
         let plain = FeedReplyHeader(id: 7, feed: "f", after: 3, to: 9, head: 11)
-        let before = MessagePack.encode(.object([("id", .number(7)), ("feed", .string("f")), ("after", .number(3)),
-                                                 ("to", .number(9)), ("head", .number(11))]))
+        let before = MessagePack.encode(
+            .object([
+                ("id", .number(7)), ("feed", .string("f")), ("after", .number(3)),
+                ("to", .number(9)), ("head", .number(11)),
+            ]))
         #expect(plain.frames(items: []) == [FeedReplyHeader.frame, before])
         #expect(try FeedReplyHeader.parse([FeedReplyHeader.frame, before]).header.deletedThrough == nil)
         #expect(header.frames(items: [])[1] != before)
         for bad: JSONValue in [.string("6"), .number(-1), .number(2.5)] {
-            let map = MessagePack.encode(.object([("id", .number(1)), ("feed", .string("f")), ("after", .number(0)),
-                                                  ("to", .number(0)), ("head", .number(0)), ("deletedThrough", bad)]))
+            let map = MessagePack.encode(
+                .object([
+                    ("id", .number(1)), ("feed", .string("f")), ("after", .number(0)),
+                    ("to", .number(0)), ("head", .number(0)), ("deletedThrough", bad),
+                ]))
             do {
                 _ = try FeedReplyHeader.parse([FeedReplyHeader.frame, map])
                 Issue.record("deletedThrough \(bad) was accepted")
@@ -250,8 +276,10 @@ struct FeedTests {
         defer { rig.stop() }
         try await rig.run { loop in loop.value(MemoryFeed.self)!.deleted = 3 }
         // Everything asked for is gone: a request that may be held for a minute is answered at once, and says so.
-        try await rig.fetch(FeedRequest(id: 0, feed: "feed-A", after: 1, acknowledged: 0, consumer: "t",
-                                        waitMilliseconds: 60_000))
+        try await rig.fetch(
+            FeedRequest(
+                id: 0, feed: "feed-A", after: 1, acknowledged: 0, consumer: "t",
+                waitMilliseconds: 60_000))
         #expect(await rig.waitForReplies(1, timeout: 20))
         let gone = rig.replies.list[0].header
         #expect(gone.deletedThrough == 3 && gone.to == 1 && rig.replies.list[0].items.isEmpty)
@@ -265,7 +293,9 @@ struct FeedTests {
         #expect(rig.replies.list[2].header.deletedThrough == nil && rig.replies.list[2].items == ["d"])
     }
 
-    @Test("a consumer behind on a long feed, asking for the next part before working through each reply, still lets its loop run timers and posted work between replies")
+    @Test(
+        "a consumer behind on a long feed, asking for the next part before working through each reply, still lets its loop run timers and posted work between replies"
+    )
     func aBacklogDoesNotKeepTheLoop() async throws {
         let context = try ZMQContext()
         defer { context.terminate() }
@@ -280,10 +310,13 @@ struct FeedTests {
             try socket.bind(endpoint)
             loop.setValue(FeedServer(socket: socket, loop: loop, source: feed, log: quiet))
         }
-        defer { server.stop(); _ = server.wait() }
-        _ = try await server.run { _ in }  // bound before the client connects (inproc)
+        defer {
+            server.stop()
+            _ = server.wait()
+        }
+        _ = try await server.run { _ in } // bound before the client connects (inproc)
         /// What the consumer's loop did, in order: "r" a reply, "t" a timer.
-        final class Trace: @unchecked Sendable {  // only touched on the client's reactor thread
+        final class Trace: @unchecked Sendable { // only touched on the client's reactor thread
             var steps: [Character] = []
         }
         let trace = Trace()
@@ -293,17 +326,24 @@ struct FeedTests {
                 trace.steps.append("r")
                 guard header.to < header.head else { return }
                 // The next request goes out first, then the reply is worked through (as detection does).
-                loop.value(FeedClient.self)!.fetch(FeedRequest(id: 0, feed: "feed-A", after: header.to, maxItems: 1,
-                                                               acknowledged: 0, consumer: "t", waitMilliseconds: 0))
+                loop.value(FeedClient.self)!.fetch(
+                    FeedRequest(
+                        id: 0, feed: "feed-A", after: header.to, maxItems: 1,
+                        acknowledged: 0, consumer: "t", waitMilliseconds: 0))
                 let until = Date().addingTimeInterval(0.002)
                 while Date() < until {}
             }
             loop.setValue(consumer)
             loop.every(0.005) { trace.steps.append("t") }
-            consumer.fetch(FeedRequest(id: 0, feed: "feed-A", after: 0, maxItems: 1, acknowledged: 0, consumer: "t",
-                                       waitMilliseconds: 0))
+            consumer.fetch(
+                FeedRequest(
+                    id: 0, feed: "feed-A", after: 0, maxItems: 1, acknowledged: 0, consumer: "t",
+                    waitMilliseconds: 0))
         }
-        defer { client.stop(); _ = client.wait() }
+        defer {
+            client.stop()
+            _ = client.wait()
+        }
         let deadline = Date().addingTimeInterval(20)
         var replies = 0
         while Date() < deadline {
@@ -313,7 +353,8 @@ struct FeedTests {
         }
         #expect(replies == 400)
         let steps = try await client.run { _ in String(trace.steps) }
-        let first = steps.firstIndex(of: "r")!, last = steps.lastIndex(of: "r")!
+        let first = steps.firstIndex(of: "r")!
+        let last = steps.lastIndex(of: "r")!
         // 400 replies of at least 2 ms each: a timer every 5 ms fires many times among them.
         let timersBetween = steps[first...last].filter { $0 == "t" }.count
         #expect(timersBetween >= 40, "timers fired \(timersBetween) times among 400 replies: \(steps.prefix(200))")
@@ -324,12 +365,15 @@ struct FeedTests {
         let devices = [DeviceID(app: "app-1", user: "u1"), DeviceID(app: "app-2", user: "ü 2")]
         let request = FeedRequest(id: 1, feed: "f", after: 0, acknowledged: 0, consumer: "c", watch: devices)
         #expect(try FeedRequest(frames: request.frames()).watch == devices)
-        #expect(try FeedRequest(frames: FeedRequest(id: 1, feed: "f", after: 0, acknowledged: 0, consumer: "c").frames())
-            .watch.isEmpty, "no watch: an empty list (and no key on the wire)")
+        #expect(
+            try FeedRequest(frames: FeedRequest(id: 1, feed: "f", after: 0, acknowledged: 0, consumer: "c").frames())
+                .watch.isEmpty, "no watch: an empty list (and no key on the wire)")
         let header = FeedReplyHeader(id: 1, feed: "f", after: 0, to: 4, head: 9, watched: [3, 9])
         #expect(try FeedReplyHeader.parse(header.frames(items: [])).header.watched == [3, 9])
         func rejected(_ watch: JSONValue) -> String? {
-            let map = JSONValue.object([("id", .number(1)), ("after", .number(0)), ("max", .number(5)), ("watch", watch)])
+            let map = JSONValue.object([
+                ("id", .number(1)), ("after", .number(0)), ("max", .number(5)), ("watch", watch),
+            ])
             do {
                 _ = try FeedRequest(frames: [FeedRequest.frame, MessagePack.encode(map)])
                 return nil
@@ -338,13 +382,21 @@ struct FeedTests {
             }
         }
         #expect(rejected(.string("u1")) == "watch")
-        #expect(rejected(.array([.array([.string("app-1"), .string("u1")]), .array([.string("app-1")])])) == "watch[1]")
+        #expect(
+            rejected(.array([.array([.string("app-1"), .string("u1")]), .array([.string("app-1")])])) == "watch[1]")
         #expect(rejected(.array([.array([.string(""), .string("u1")])])) == "watch[0]")
-        #expect(rejected(.array(Array(repeating: .array([.string("a"), .string("u")]),
-                                      count: FeedRequest.maximumWatched + 1))) == "watch")
-        let badReply = MessagePack.encode(.object([("id", .number(1)), ("feed", .string("f")), ("after", .number(0)),
-                                                   ("to", .number(0)), ("head", .number(0)),
-                                                   ("watched", .array([.number(1), .number(-2)]))]))
+        #expect(
+            rejected(
+                .array(
+                    Array(
+                        repeating: .array([.string("a"), .string("u")]),
+                        count: FeedRequest.maximumWatched + 1))) == "watch")
+        let badReply = MessagePack.encode(
+            .object([
+                ("id", .number(1)), ("feed", .string("f")), ("after", .number(0)),
+                ("to", .number(0)), ("head", .number(0)),
+                ("watched", .array([.number(1), .number(-2)])),
+            ]))
         do {
             _ = try FeedReplyHeader.parse([FeedReplyHeader.frame, badReply])
             Issue.record("a negative watched position was accepted")
@@ -353,17 +405,23 @@ struct FeedTests {
         }
     }
 
-    @Test("the server answers a watch with the source's positions, told with the read; a source that cannot tell says its head")
+    @Test(
+        "the server answers a watch with the source's positions, told with the read; a source that cannot tell says its head"
+    )
     func serverAnswersWatch() async throws {
         let rig = try Rig(items: ["a", "b", "c"])
         defer { rig.stop() }
         let devices = [DeviceID(app: "app-1", user: "u1"), DeviceID(app: "app-1", user: "u2")]
-        try await rig.fetch(FeedRequest(id: 0, feed: "feed-A", after: 0, maxItems: 1, acknowledged: 0, consumer: "t",
-                                        watch: devices))
+        try await rig.fetch(
+            FeedRequest(
+                id: 0, feed: "feed-A", after: 0, maxItems: 1, acknowledged: 0, consumer: "t",
+                watch: devices))
         #expect(await rig.waitForReplies(1))
         let reply = rig.replies.list[0]
         #expect(reply.items == ["a"] && reply.header.to == 1)
-        #expect(reply.header.watched == [3, 3], "MemoryFeed keeps nothing by device: every device may have items up to the head")
+        #expect(
+            reply.header.watched == [3, 3],
+            "MemoryFeed keeps nothing by device: every device may have items up to the head")
         try await rig.fetch(FeedRequest(id: 0, feed: "feed-A", after: 1, acknowledged: 0, consumer: "t"))
         #expect(await rig.waitForReplies(2))
         #expect(rig.replies.list[1].header.watched.isEmpty, "nothing asked, nothing told")

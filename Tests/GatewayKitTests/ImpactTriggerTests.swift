@@ -1,4 +1,5 @@
 import Testing
+
 @testable import GatewayKit
 
 /// A 100 Hz stream at rest (1 g on z) with `pulses` of (start, seconds, g on x) added.
@@ -25,7 +26,8 @@ private func stream(seconds: Double, pulses: [(start: Double, length: Double, g:
 }
 
 @Test func bounceInsideTheWindowIsTheSameRecordButALaterHitIsNot() {
-    let impacts = ImpactTrigger().impacts(in: stream(seconds: 12, pulses: [(2.0, 0.02, 20), (2.4, 0.02, 5), (6.0, 0.03, 8)]))
+    let impacts = ImpactTrigger().impacts(
+        in: stream(seconds: 12, pulses: [(2.0, 0.02, 20), (2.4, 0.02, 5), (6.0, 0.03, 8)]))
     #expect(impacts.count == 2)
     #expect(impacts.map { Int($0.t.rounded()) } == [2, 6])
 }

@@ -21,8 +21,10 @@ import Testing
         let two = try IngestRoute(endpoints: ["tcp://a:5550", "tcp://b:5550"])
         let three = try IngestRoute(endpoints: Self.three)
         let five = try IngestRoute(endpoints: (1...5).map { "tcp://ingest-\($0):5550" })
-        let expected: [(user: String, two: Int, three: Int)] = [("user-001", 0, 0), ("user-002", 1, 0),
-                                                                ("user-003", 0, 2), ("user-004", 1, 0)]
+        let expected: [(user: String, two: Int, three: Int)] = [
+            ("user-001", 0, 0), ("user-002", 1, 0),
+            ("user-003", 0, 2), ("user-004", 1, 0),
+        ]
         for (user, inTwo, inThree) in expected {
             let device = DeviceID(app: "demo-app", user: user)
             #expect(two.index(of: device) == inTwo, "\(user) of two")

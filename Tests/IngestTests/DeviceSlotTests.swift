@@ -1,8 +1,9 @@
 import Foundation
-@testable import IngestService
 import RoadSaveModel
 import Storage
 import Testing
+
+@testable import IngestService
 
 /// Device slots (--max-devices-per-app) are freed when a device sends nothing for --device-idle-age: as a value, and
 /// through the journal, persistently.
@@ -76,25 +77,31 @@ struct DeviceSlotTests {
         defer { directory.remove() }
         let clock = TestClock(1_000_000)
         func open() throws -> Journal {
-            try Journal(directory: directory.path, shards: 4, maximumDevicesPerApplication: 2, deviceIdleAge: 3600,
-                        log: Records.quiet, clock: { clock.now })
+            try Journal(
+                directory: directory.path, shards: 4, maximumDevicesPerApplication: 2, deviceIdleAge: 3600,
+                log: Records.quiet, clock: { clock.now })
         }
         do {
             let journal = try open()
             #expect(journal.admit(Self.device("a")) != nil && journal.admit(Self.device("b")) != nil)
-            try journal.append([.init(id: "1", records: Records.drive(user: "a", count: 1) + Records.drive(user: "b", count: 1))])
+            try journal.append([
+                .init(id: "1", records: Records.drive(user: "a", count: 1) + Records.drive(user: "b", count: 1))
+            ])
             clock.now += 3000
             #expect(journal.admit(Self.device("b")) != nil, "b sends again")
             try journal.append([.init(id: "2", records: Records.drive(user: "b", count: 1, start: 1_772_434_000))])
             #expect(journal.admit(Self.device("c")) == nil)
             clock.now += 1000
             try journal.enforceRetention()
-            #expect(!journal.knows(Self.device("a")) && journal.knows(Self.device("b")), "a idle for 4000 s, b for 1000 s")
+            #expect(
+                !journal.knows(Self.device("a")) && journal.knows(Self.device("b")), "a idle for 4000 s, b for 1000 s")
             #expect(journal.statistics.freedDevices == 1)
             journal.close()
         }
         let database = try SQLiteDatabase(path: directory.path + "/" + Journal.fileName)
-        #expect(try database.integer("SELECT count(*) FROM devices WHERE app = 'app-1' AND user = 'a'") == 0, "deleted from the store")
+        #expect(
+            try database.integer("SELECT count(*) FROM devices WHERE app = 'app-1' AND user = 'a'") == 0,
+            "deleted from the store")
         #expect(try database.integer("SELECT count(*) FROM devices WHERE user = 'b' AND last_seen = 1003000") == 1)
         database.close()
 
@@ -119,8 +126,9 @@ struct DeviceSlotTests {
             database.close()
         }
         clock.now += 10 * 86_400
-        let journal = try Journal(directory: directory.path, shards: 4, deviceIdleAge: 3600, log: Records.quiet,
-                                  clock: { clock.now })
+        let journal = try Journal(
+            directory: directory.path, shards: 4, deviceIdleAge: 3600, log: Records.quiet,
+            clock: { clock.now })
         defer { journal.close() }
         try journal.enforceRetention()
         #expect(journal.knows(Self.device("old")), "its idle time starts at the upgrade")

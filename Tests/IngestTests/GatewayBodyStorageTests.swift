@@ -1,8 +1,9 @@
 import Foundation
-@testable import IngestService
 import RoadSaveModel
 import Testing
 import Wire
+
+@testable import IngestService
 
 /// sensor-ingest keeps a gateway's MessagePack records as they came: the journal's chunks are the gateway's bytes (the
 /// whole body, or the accepted elements under a new header, split by shard), never a second encoding; and what
@@ -18,9 +19,12 @@ import Wire
     }
 
     static func location(user: String, seq: Int, lat: Double = -33.9) -> JSONValue {
-        .object([("kind", .string("location")), ("app", .string(app)), ("user", .string(user)), ("seq", .number(Double(seq))),
-                 ("t", .number(1_772_433_000 + Double(seq))), ("lat", .number(lat)), ("lon", .number(18)),
-                 ("hacc", .number(5))])
+        .object([
+            ("kind", .string("location")), ("app", .string(app)), ("user", .string(user)),
+            ("seq", .number(Double(seq))),
+            ("t", .number(1_772_433_000 + Double(seq))), ("lat", .number(lat)), ("lon", .number(18)),
+            ("hacc", .number(5)),
+        ])
     }
 
     static func chunks(_ batch: GatewayBatch, shards: Int) throws -> [(shard: Int, count: Int, body: [UInt8])] {
@@ -40,8 +44,10 @@ import Wire
     }
 
     @Test func rejectedRecordsAreLeftOutAndTheOthersKeptAsTheyCame() throws {
-        let elements = [Self.location(user: "u1", seq: 1), Self.location(user: "u1", seq: 2, lat: 95),
-                        Self.location(user: "u1", seq: 3)]
+        let elements = [
+            Self.location(user: "u1", seq: 1), Self.location(user: "u1", seq: 2, lat: 95),
+            Self.location(user: "u1", seq: 3),
+        ]
         let (message, body) = Self.message(elements)
         let batch = GatewayBatch(message: message, applications: [Self.app], maximumBatch: 100)
         #expect(batch.acknowledgement.accepted == 2)
@@ -70,19 +76,22 @@ import Wire
     /// JSON bodies (and anything whose elements cannot be measured) are encoded as before.
     @Test func jsonBodiesAreEncoded() throws {
         let json = Array(#"[{"kind":"steps","app":"app-1","user":"u1","seq":1,"t":1772433000,"steps":3}]"#.utf8)
-        let batch = GatewayBatch(message: [Array("gw".utf8), Array("b".utf8), ContentType.json.frame, json],
-                                 applications: [Self.app], maximumBatch: 100)
+        let batch = GatewayBatch(
+            message: [Array("gw".utf8), Array("b".utf8), ContentType.json.frame, json],
+            applications: [Self.app], maximumBatch: 100)
         #expect(batch.encoded == nil)
         let chunk = try #require(try Self.chunks(batch, shards: 1).first)
         #expect(chunk.body == RecordBatch.encodeBatch(batch.records, as: .msgpack))
     }
 
     @Test func framingMeasuresEveryKindOfElement() throws {
-        let values: [JSONValue] = [.null, .bool(true), .number(1), .number(-3), .number(300), .number(70_000),
-                                   .number(5_000_000_000), .number(-5_000_000_000), .number(0.5),
-                                   .string(String(repeating: "x", count: 40)), .string(String(repeating: "y", count: 300)),
-                                   .array((0..<20).map { .number(Double($0)) }),
-                                   .object((0..<17).map { ("k\($0)", .string("v")) })]
+        let values: [JSONValue] = [
+            .null, .bool(true), .number(1), .number(-3), .number(300), .number(70_000),
+            .number(5_000_000_000), .number(-5_000_000_000), .number(0.5),
+            .string(String(repeating: "x", count: 40)), .string(String(repeating: "y", count: 300)),
+            .array((0..<20).map { .number(Double($0)) }),
+            .object((0..<17).map { ("k\($0)", .string("v")) }),
+        ]
         let body = MessagePack.encode(.array(values))
         let ranges = try #require(MessagePackFraming.elementRanges(of: body))
         #expect(ranges.count == values.count)
@@ -95,7 +104,11 @@ import Wire
         #expect(MessagePackFraming.elementRanges(of: [0xC1]) == nil)
         // Headers of every size.
         for count in [0, 15, 16, 65_535, 65_536] {
-            #expect(Array(MessagePackFraming.arrayHeader(count)) == Array(MessagePack.encode(.array(Array(repeating: .null, count: count))).prefix(MessagePackFraming.arrayHeader(count).count)))
+            #expect(
+                Array(MessagePackFraming.arrayHeader(count))
+                    == Array(
+                        MessagePack.encode(.array(Array(repeating: .null, count: count))).prefix(
+                            MessagePackFraming.arrayHeader(count).count)))
         }
     }
 }

@@ -1,7 +1,8 @@
-@testable import IngestService
 import RoadSaveModel
 import Testing
 import Wire
+
+@testable import IngestService
 
 /// The per-gateway-key token buckets as a value, with the time as numbers: no sleeps.
 struct GatewayRateLimiterTests {
@@ -80,8 +81,10 @@ struct GatewayRateLimiterTests {
         #expect(ack.rejected.count == 1)
         let rejection = try #require(ack.rejected.first)
         #expect(rejection.index == -1 && rejection.field == "rate")
-        #expect(rejection.reason.contains("gateway key \"depot-7\"") && rejection.reason.contains("1000 records/s")
-                && rejection.reason.contains("bursts of 2000") && rejection.reason.contains("250 ms"), "\(rejection.reason)")
+        #expect(
+            rejection.reason.contains("gateway key \"depot-7\"") && rejection.reason.contains("1000 records/s")
+                && rejection.reason.contains("bursts of 2000") && rejection.reason.contains("250 ms"),
+            "\(rejection.reason)")
         #expect(ack.retryAfterMs == 250 && ack.rateLimitRetryAfterMs == 250)
         let plaintext = limiter.refusal(key: GatewayRateLimiter.key(forGateway: nil), records: 1, retryAfterMs: 1)
         #expect(plaintext.rejected.first?.reason.contains("plaintext gateways") == true)
@@ -90,8 +93,10 @@ struct GatewayRateLimiterTests {
             #expect(try Acknowledgement.decode(ack.encode(as: type), contentType: type) == ack)
         }
         let json = String(decoding: ack.encode(as: .json), as: UTF8.self)
-        #expect(json.hasPrefix("{\"accepted\":0,\"rejected\":[{\"index\":-1,\"field\":\"rate\",") && json.hasSuffix(",\"retryAfterMs\":250}"),
-                "\(json)")
+        #expect(
+            json.hasPrefix("{\"accepted\":0,\"rejected\":[{\"index\":-1,\"field\":\"rate\",")
+                && json.hasSuffix(",\"retryAfterMs\":250}"),
+            "\(json)")
     }
 
     @Test func gatewayBatchAsksTheLimitWithTheRecordCountBeforeReadingTheRecords() throws {
@@ -99,21 +104,29 @@ struct GatewayRateLimiterTests {
         for type in ContentType.allCases {
             var asked: [Int] = []
             let message = [Array("gw".utf8), Array("b1".utf8), type.frame, RecordBatch.encodeBatch(records, as: type)]
-            let refused = GatewayBatch(message: message, applications: ["app-1"], maximumBatch: 100,
-                                       devices: ({ _ in Issue.record("a refused batch admitted a device"); return 0 }, { _ in "" }),
-                                       rateLimit: { count in
-                                           asked.append(count)
-                                           return .rateLimited(reason: "slow down", retryAfterMs: 40)
-                                       })
+            let refused = GatewayBatch(
+                message: message, applications: ["app-1"], maximumBatch: 100,
+                devices: (
+                    { _ in
+                        Issue.record("a refused batch admitted a device")
+                        return 0
+                    }, { _ in "" }
+                ),
+                rateLimit: { count in
+                    asked.append(count)
+                    return .rateLimited(reason: "slow down", retryAfterMs: 40)
+                })
             #expect(asked == [7], "\(type)")
             #expect(refused.rateLimited && refused.records.isEmpty && refused.unreadable == nil)
             #expect(refused.acknowledgement.rateLimitRetryAfterMs == 40)
             let reply = try Acknowledgement.decode(refused.reply[2], contentType: type)
             #expect(reply.rejected.first?.field == "rate" && reply.retryAfterMs == 40)
 
-            let admitted = GatewayBatch(message: message, applications: ["app-1"], maximumBatch: 100,
-                                        rateLimit: { _ in nil })
-            #expect(!admitted.rateLimited && admitted.records.count == 7 && admitted.acknowledgement.retryAfterMs == nil)
+            let admitted = GatewayBatch(
+                message: message, applications: ["app-1"], maximumBatch: 100,
+                rateLimit: { _ in nil })
+            #expect(
+                !admitted.rateLimited && admitted.records.count == 7 && admitted.acknowledgement.retryAfterMs == nil)
         }
     }
 
@@ -122,14 +135,17 @@ struct GatewayRateLimiterTests {
         #expect(json("[]") == 0)
         #expect(json(" \n[ ] ") == 0)
         #expect(json("[1]") == 1)
-        #expect(json(#"[{"a":[1,2,{"b":","}]}, "x,]\"", [3,4] ,null]"#) == 4, "commas and brackets in strings and nesting")
+        #expect(
+            json(#"[{"a":[1,2,{"b":","}]}, "x,]\"", [3,4] ,null]"#) == 4, "commas and brackets in strings and nesting")
         #expect(json("{}") == nil)
         #expect(json("[1,2") == nil)
         for count in [0, 5, 15, 16, 300, 70_000] {
             let body = RecordBatch.encodeBatch(Records.drive(user: "u", count: count), as: .msgpack)
             #expect(GatewayBatch.recordCount(body, contentType: .msgpack) == count)
-            #expect(GatewayBatch.recordCount(RecordBatch.encodeBatch(Records.drive(user: "u", count: min(count, 300)), as: .json),
-                                             contentType: .json) == min(count, 300))
+            #expect(
+                GatewayBatch.recordCount(
+                    RecordBatch.encodeBatch(Records.drive(user: "u", count: min(count, 300)), as: .json),
+                    contentType: .json) == min(count, 300))
         }
         #expect(GatewayBatch.recordCount([0x81], contentType: .msgpack) == nil, "a map is not a batch")
         #expect(GatewayBatch.recordCount([0xdc, 0x01], contentType: .msgpack) == nil, "a cut header")

@@ -1,12 +1,13 @@
 import Feeds
 import Foundation
-@testable import IngestService
 import RoadSaveModel
 import Storage
 import SystemKit
 import Testing
 import Wire
 import ZeroMQ
+
+@testable import IngestService
 
 /// sensor-ingest in this process, on ipc endpoints of a temporary directory, with the test's own sockets on a reactor
 /// of their own: a DEALER as a gateway, a `FeedClient` as a detection shard, and a second SQLite connection that looks
@@ -78,15 +79,20 @@ import ZeroMQ
             loop.setValue(side)
             loop.onReadable(gateway) { socket in
                 while let frames = try? socket.receive(dontWait: true) {
-                    guard frames.count == 2, let acknowledgement = try? Acknowledgement.decode(frames[1], contentType: .msgpack)
+                    guard frames.count == 2,
+                        let acknowledgement = try? Acknowledgement.decode(frames[1], contentType: .msgpack)
                     else { continue }
                     let batch = String(decoding: frames[0], as: UTF8.self)
                     // Look into the journal now, before anything else happens.
                     if side.journalReader == nil { side.journalReader = try? SQLiteDatabase(path: journalPath) }
-                    let stored = (try? side.journalReader?.statement(
-                        "SELECT coalesce(sum(records), 0) FROM chunks WHERE batch = ?").integer(batch)) ?? nil
-                    observed.add(Observed.Ack(acknowledgement: acknowledgement, at: MonotonicClock.now(),
-                                              recordsStored: Int(stored ?? -1)), batch: batch)
+                    let stored =
+                        (try? side.journalReader?.statement(
+                            "SELECT coalesce(sum(records), 0) FROM chunks WHERE batch = ?"
+                        ).integer(batch)) ?? nil
+                    observed.add(
+                        Observed.Ack(
+                            acknowledgement: acknowledgement, at: MonotonicClock.now(),
+                            recordsStored: Int(stored ?? -1)), batch: batch)
                 }
             }
             side.feed = try FeedClient(loop: loop, endpoint: recordsEndpoint, log: Records.quiet) { header, items in
@@ -150,13 +156,15 @@ import ZeroMQ
 
         // A request that finds nothing is held (60 s, the longest a request may ask), and answered as soon as a batch
         // of its shard is committed: well before the hold ends, however busy the machine.
-        var held = FeedRequest(id: 0, feed: feed, after: 0, maxItems: 100, acknowledged: 0, consumer: "detection shard 5/16",
-                               shard: shard, shards: Self.shards, waitMilliseconds: 60_000)
+        var held = FeedRequest(
+            id: 0, feed: feed, after: 0, maxItems: 100, acknowledged: 0, consumer: "detection shard 5/16",
+            shard: shard, shards: Self.shards, waitMilliseconds: 60_000)
         try await fetch(held)
         try await Task.sleep(nanoseconds: 300_000_000)
         #expect(observed.feedReplies.count == 1, "nothing to say yet: the request is held")
 
-        let ours = Records.drive(user: mine, count: 3), theirs = Records.drive(user: other, count: 2)
+        let ours = Records.drive(user: mine, count: 3)
+        let theirs = Records.drive(user: other, count: 2)
         let sentAt = MonotonicClock.now()
         try await send("batch-1", [ours[0], theirs[0], ours[1], theirs[1], ours[2]])
         let stored = try await ack("batch-1")
@@ -242,7 +250,9 @@ import ZeroMQ
         defer { finish() }
         try await send("warm-up", Records.drive(user: "someone", count: 1))
         _ = try await ack("warm-up")
-        let bodies = (0..<100).map { RecordBatch.encodeBatch(Records.drive(user: "user-\($0)", count: 5), as: .msgpack) }
+        let bodies = (0..<100).map {
+            RecordBatch.encodeBatch(Records.drive(user: "user-\($0)", count: 5), as: .msgpack)
+        }
         try await reactor.run { loop in
             let gateway = loop.value(TestSide.self)!.gateway
             for (index, body) in bodies.enumerated() {
@@ -255,7 +265,8 @@ import ZeroMQ
         }
         let path = DataDirectory.file(Journal.fileName, in: directory.path + "/data")
         let commits = try await reactor.run { _ in
-            try SQLiteDatabase(path: path).integer("SELECT count(DISTINCT received_at) FROM chunks WHERE batch LIKE 'group-%'")
+            try SQLiteDatabase(path: path).integer(
+                "SELECT count(DISTINCT received_at) FROM chunks WHERE batch LIKE 'group-%'")
         }
         #expect((commits ?? 100) < 50, "100 batches sent at once took \(commits ?? -1) commits")
     }

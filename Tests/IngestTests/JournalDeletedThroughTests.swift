@@ -1,9 +1,10 @@
 import Feeds
 import Foundation
-@testable import IngestService
 import Storage
 import Testing
 import Wire
+
+@testable import IngestService
 
 /// What retention deleted, per shard (`Journal.deletedThrough`): kept with the deletion, read back when the journal
 /// is opened, estimated for a journal made before it was kept, and told to a reader asking from before it.
@@ -13,18 +14,25 @@ import Wire
     let userB = Records.user(inShard: 2, of: Self.shards)
     let userC = Records.user(inShard: 3, of: Self.shards)
 
-    func open(_ directory: TemporaryDirectory, retentionAge: Double = 600, maximumBytes: Int64 = 0,
-              clock: TestClock) throws -> Journal {
-        try Journal(directory: directory.path, shards: Self.shards, retentionAge: retentionAge, maximumBytes: maximumBytes,
-                    log: Records.quiet, clock: { clock.now })
+    func open(
+        _ directory: TemporaryDirectory, retentionAge: Double = 600, maximumBytes: Int64 = 0,
+        clock: TestClock
+    ) throws -> Journal {
+        try Journal(
+            directory: directory.path, shards: Self.shards, retentionAge: retentionAge, maximumBytes: maximumBytes,
+            log: Records.quiet, clock: { clock.now })
     }
 
     /// Three rounds of one batch with records of shards 0, 2 and 3: positions 1–3, 4–6 (old), 7–9 (young).
     func fill(_ journal: Journal, clock: TestClock) throws {
         for round in 0..<3 {
             if round == 2 { clock.now += 1000 }
-            try journal.append([Journal.Batch(id: "r\(round)", records: Records.drive(user: userA, count: 2)
-                                              + Records.drive(user: userB, count: 2) + Records.drive(user: userC, count: 2))])
+            try journal.append([
+                Journal.Batch(
+                    id: "r\(round)",
+                    records: Records.drive(user: userA, count: 2)
+                        + Records.drive(user: userB, count: 2) + Records.drive(user: userC, count: 2))
+            ])
         }
         clock.now += 10
     }
@@ -43,8 +51,10 @@ import Wire
         #expect(journal.deletedThrough(for: request(after: 0, shard: 0)) == nil, "nothing deleted, nothing said")
 
         // Shard 0's consumer has everything: its old chunks 1 and 4 go (7 is young); the other shards keep theirs.
-        journal.acknowledged(Requests.request(after: 9, acknowledged: 9, consumer: "detection shard 0/4", shard: 0,
-                                              shards: Self.shards))
+        journal.acknowledged(
+            Requests.request(
+                after: 9, acknowledged: 9, consumer: "detection shard 0/4", shard: 0,
+                shards: Self.shards))
         #expect(try journal.enforceRetention().expiredChunks == 2)
         #expect(journal.deletedThrough == [4, 0, 0, 0])
         #expect(journal.deletedThrough(for: request(after: 0, shard: 0)) == 4)
@@ -77,8 +87,13 @@ import Wire
         // 20 chunks of 100 records of shard 0, nobody reading.
         let unlimited = try open(directory, clock: clock)
         for round in 0..<20 {
-            try unlimited.append([Journal.Batch(id: "r\(round)", records: Records.drive(user: userA, count: 100,
-                                                                                         start: Double(round) * 1000))])
+            try unlimited.append([
+                Journal.Batch(
+                    id: "r\(round)",
+                    records: Records.drive(
+                        user: userA, count: 100,
+                        start: Double(round) * 1000))
+            ])
         }
         let full = try unlimited.summary().bytes
         let chunk = Int64(try unlimited.read(Requests.request(after: 0, maxItems: 1)).items[0].count)
@@ -88,7 +103,8 @@ import Wire
         let outcome = try journal.enforceRetention()
         #expect(outcome.droppedUnreadChunks > 0)
         let oldest = try #require(try journal.summary().oldest)
-        #expect(journal.deletedThrough == [oldest - 1, 0, 0, 0], "the oldest went, up to the one before the oldest left")
+        #expect(
+            journal.deletedThrough == [oldest - 1, 0, 0, 0], "the oldest went, up to the one before the oldest left")
         #expect(journal.deletedThrough(for: request(after: 0, shard: 0)) == oldest - 1)
     }
 
@@ -116,7 +132,8 @@ import Wire
         #expect(try database.integer("SELECT count(*) FROM deleted_through") == 4)
 
         // The same, with shard 0's detection at 5 and a reader of every shard at 3: the age rule deleted no further.
-        try database.execute("""
+        try database.execute(
+            """
             DROP TABLE deleted_through;
             INSERT INTO consumers (consumer, shard, shards, acknowledged, seen_at) VALUES ('detection shard 0/4', 0, 4, 5, 0);
             """)
@@ -126,7 +143,8 @@ import Wire
         #expect(journal.deletedThrough(for: request(after: 5, shard: 0)) == nil, "its detection, at 5, lost nothing")
         journal.close()
         database = try SQLiteDatabase(path: journal.path)
-        try database.execute("""
+        try database.execute(
+            """
             DROP TABLE deleted_through;
             INSERT INTO consumers (consumer, shard, shards, acknowledged, seen_at) VALUES ('detection', NULL, NULL, 3, 0);
             """)

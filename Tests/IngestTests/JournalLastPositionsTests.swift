@@ -1,7 +1,8 @@
 import Foundation
-@testable import IngestService
 import RoadSaveModel
 import Testing
+
+@testable import IngestService
 
 /// Where each device's records end in the journal (`Journal.lastPositions`, detection's deadlines during catch-up):
 /// never earlier than the last chunk holding them, so a device told "read" has really been read.
@@ -32,7 +33,8 @@ import Testing
         func append(_ journal: Journal, _ records: [SensorRecord]) throws {
             try self.append(journal, records, withSlots: withSlots)
         }
-        let a = Records.drive(user: userA, count: 6), b = Records.drive(user: userB, count: 4)
+        let a = Records.drive(user: userA, count: 6)
+        let b = Records.drive(user: userB, count: 4)
         // Batch 1 holds both devices: a chunk per shard, A's (shard 0) at 1 and B's (shard 2) at 2.
         try append(journal, [a[0], b[0], a[1], b[1]])
         #expect(journal.lastPositions(of: [device(userA), device(userB)]) == [1, 2])
@@ -48,20 +50,21 @@ import Testing
     @Test func aReopenedJournalFindsThePositionsAgainInWhatConsumersHaveNotAcknowledged() throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let a = Records.drive(user: userA, count: 4), b = Records.drive(user: userB, count: 4)
+        let a = Records.drive(user: userA, count: 4)
+        let b = Records.drive(user: userB, count: 4)
         do {
             let journal = try open(directory)
-            try append(journal, [a[0]])  // 1
-            try append(journal, [b[0]])  // 2
-            try append(journal, [a[1]])  // 3
-            try append(journal, [a[2]])  // 4
+            try append(journal, [a[0]]) // 1
+            try append(journal, [b[0]]) // 2
+            try append(journal, [a[1]]) // 3
+            try append(journal, [a[2]]) // 4
             journal.close()
         }
         do {
             // Positions are not stored: read again from the chunks.
             let journal = try open(directory)
             #expect(journal.lastPositions(of: [device(userA), device(userB)]) == [4, 2])
-            try append(journal, [b[1]])  // 5
+            try append(journal, [b[1]]) // 5
             #expect(journal.lastPositions(of: [device(userA), device(userB)]) == [4, 5])
             // A consumer has everything up to 3: only the chunks after it are read at the next opening.
             journal.acknowledged(Requests.request(after: 3, acknowledged: 3, consumer: "detection"))
@@ -78,13 +81,17 @@ import Testing
         #expect(journal.lastPositions(of: [device(userA), device(userB)]) == [4, 5])
         journal.close()
         // Reading at most 1 record: only the newest chunk (5, B's); A ends no later than 4, where reading began.
-        let capped = try Journal(directory: directory.path, shards: Self.shards, positionScanRecords: 1,
-                                 log: Records.quiet, clock: { 1_000_000 })
+        let capped = try Journal(
+            directory: directory.path, shards: Self.shards, positionScanRecords: 1,
+            log: Records.quiet, clock: { 1_000_000 })
         #expect(capped.lastPositions(of: [device(userA), device(userB)]) == [4, 5])
         capped.close()
-        let none = try Journal(directory: directory.path, shards: Self.shards, positionScanRecords: 0,
-                               log: Records.quiet, clock: { 1_000_000 })
-        #expect(none.lastPositions(of: [device(userA), device(userB)]) == [5, 5], "nothing read: every device up to the head")
+        let none = try Journal(
+            directory: directory.path, shards: Self.shards, positionScanRecords: 0,
+            log: Records.quiet, clock: { 1_000_000 })
+        #expect(
+            none.lastPositions(of: [device(userA), device(userB)]) == [5, 5],
+            "nothing read: every device up to the head")
     }
 
     @Test func aDeviceAdmittedButNotYetStoredEndsNoLaterThanTheHead() throws {

@@ -1,8 +1,9 @@
 import Foundation
-@testable import IngestService
 import RoadSaveModel
 import Storage
 import Testing
+
+@testable import IngestService
 
 /// A new journal takes large pages (a chunk is tens of KiB, and SQLite moves a page a system call); one made with
 /// SQLite's 4 KiB pages, as journals were before, opens and works as it is.

@@ -1,5 +1,6 @@
-@testable import IngestService
 import Testing
+
+@testable import IngestService
 
 /// Retention's decisions, without a store.
 @Suite struct JournalRetentionTests {
@@ -17,7 +18,9 @@ import Testing
 
     @Test func theSizeCutTakesAcknowledgedChunksFirstThenTheOldest() {
         // Shard 0 acknowledged through 3, shard 1 never read.
-        let chunks = (1...6).map { JournalRetention.Chunk(position: Int64($0), shard: $0 % 2, records: 10 * $0, bytes: 100) }
+        let chunks = (1...6).map {
+            JournalRetention.Chunk(position: Int64($0), shard: $0 % 2, records: 10 * $0, bytes: 100)
+        }
         var cut = JournalRetention.SizeCut(excess: 150, acknowledgedThrough: [3, nil])
         for chunk in chunks { cut.considerAcknowledged(chunk) }
         for chunk in chunks { cut.considerAny(chunk) }

@@ -1,15 +1,19 @@
+import Feeds
 import Foundation
-@testable import IngestService
 import RoadSaveModel
 import Wire
-import Feeds
+
+@testable import IngestService
 
 /// A temporary data directory, removed by `remove()`.
 struct TemporaryDirectory {
     let path: String
 
     init() throws {
-        path = FileManager.default.temporaryDirectory.appendingPathComponent("roadsave-ingest-\(UUID().uuidString.prefix(12))").path
+        path =
+            FileManager.default.temporaryDirectory.appendingPathComponent(
+                "roadsave-ingest-\(UUID().uuidString.prefix(12))"
+            ).path
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
     }
 
@@ -37,11 +41,15 @@ enum Records {
     static let quiet = Log(category: "test", minimumLevel: .error)
 
     /// `count` location records of `user` (seq 1…count), a second apart.
-    static func drive(user: String, app: String = "app-1", count: Int, start: Double = 1_772_433_000) -> [SensorRecord] {
+    static func drive(user: String, app: String = "app-1", count: Int, start: Double = 1_772_433_000) -> [SensorRecord]
+    {
         (0..<count).map { index in
-            SensorRecord(device: DeviceID(app: app, user: user), seq: UInt64(index + 1), t: start + Double(index),
-                         payload: .location(LocationFix(latitude: -33.9, longitude: 18.4 + Double(index) * 1e-4, speed: 12,
-                                                        horizontalAccuracy: 5)))
+            SensorRecord(
+                device: DeviceID(app: app, user: user), seq: UInt64(index + 1), t: start + Double(index),
+                payload: .location(
+                    LocationFix(
+                        latitude: -33.9, longitude: 18.4 + Double(index) * 1e-4, speed: 12,
+                        horizontalAccuracy: 5)))
         }
     }
 
@@ -69,10 +77,13 @@ enum Records {
 
 enum Requests {
     /// A request answered at once (no wait).
-    static func request(after: UInt64, through: UInt64? = nil, maxItems: Int = 256, maxBytes: Int = 4 << 20,
-                        acknowledged: UInt64 = 0, consumer: String = "test", shard: Int? = nil,
-                        shards: Int? = nil, feed: String? = nil) -> FeedRequest {
-        FeedRequest(id: 1, feed: feed, after: after, through: through, maxItems: maxItems, maxBytes: maxBytes,
-                    acknowledged: acknowledged, consumer: consumer, shard: shard, shards: shards, waitMilliseconds: 0)
+    static func request(
+        after: UInt64, through: UInt64? = nil, maxItems: Int = 256, maxBytes: Int = 4 << 20,
+        acknowledged: UInt64 = 0, consumer: String = "test", shard: Int? = nil,
+        shards: Int? = nil, feed: String? = nil
+    ) -> FeedRequest {
+        FeedRequest(
+            id: 1, feed: feed, after: after, through: through, maxItems: maxItems, maxBytes: maxBytes,
+            acknowledged: acknowledged, consumer: consumer, shard: shard, shards: shards, waitMilliseconds: 0)
     }
 }

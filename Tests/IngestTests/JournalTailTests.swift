@@ -1,14 +1,16 @@
 import Foundation
-@testable import IngestService
 import RoadSaveModel
 import Testing
 import Wire
+
+@testable import IngestService
 
 /// The journal's newest chunks served from memory (`JournalTail`): as a value, and through the journal, whose
 /// answers must be the store's.
 @Suite struct JournalTailTests {
     static func chunk(_ position: UInt64, shard: Int = 0, size: Int = 10) -> JournalTail.Chunk {
-        JournalTail.Chunk(position: position, shard: shard, size: size, item: [UInt8](repeating: UInt8(position % 256), count: size))
+        JournalTail.Chunk(
+            position: position, shard: shard, size: size, item: [UInt8](repeating: UInt8(position % 256), count: size))
     }
 
     @Test func itAnswersOnlyWhatItWhollyHolds() throws {
@@ -50,18 +52,24 @@ import Wire
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let shards = 4
-        var journal: Journal? = try Journal(directory: directory.path, shards: shards, log: Records.quiet, clock: { 1_000_000 })
+        var journal: Journal? = try Journal(
+            directory: directory.path, shards: shards, log: Records.quiet, clock: { 1_000_000 })
         let users = (0..<6).map { "user-\($0)" }
         for round in 0..<12 {
             let records = users.shuffled().prefix(1 + round % 5).flatMap {
                 Records.drive(user: $0, count: 1 + round % 3, start: 1_772_433_000 + Double(round * 10))
             }
             let slots = records.compactMap { journal?.admit($0.device) }
-            let header = round % 3 == 0 ? GatewayBatchHeader(gateway: "gw-\(round % 2)", progress: .watermark(1_772_433_000 + Double(round)))
+            let header =
+                round % 3 == 0
+                ? GatewayBatchHeader(gateway: "gw-\(round % 2)", progress: .watermark(1_772_433_000 + Double(round)))
                 : nil
             try journal?.append([Journal.Batch(id: "\(round)", records: records, header: header, slots: slots)])
             if round % 4 == 0 {
-                try journal?.append([Journal.Batch(id: "alone-\(round)", records: [], header: GatewayBatchHeader(gateway: "gw-2", progress: .end))])
+                try journal?.append([
+                    Journal.Batch(
+                        id: "alone-\(round)", records: [], header: GatewayBatchHeader(gateway: "gw-2", progress: .end))
+                ])
             }
         }
         let head = try #require(journal?.head)
@@ -69,9 +77,11 @@ import Wire
         for shard in [nil, 0, 1, 2, 3] as [Int?] {
             for after in stride(from: 0, to: head, by: 3) {
                 for (maxItems, maxBytes) in [(256, 4 << 20), (2, 4 << 20), (256, 200)] {
-                    requests.append(Requests.request(after: after, through: after % 2 == 0 ? nil : min(head, after + 5),
-                                                     maxItems: maxItems, maxBytes: maxBytes, shard: shard,
-                                                     shards: shard == nil ? nil : shards))
+                    requests.append(
+                        Requests.request(
+                            after: after, through: after % 2 == 0 ? nil : min(head, after + 5),
+                            maxItems: maxItems, maxBytes: maxBytes, shard: shard,
+                            shards: shard == nil ? nil : shards))
                 }
             }
         }
@@ -82,8 +92,9 @@ import Wire
         journal?.close()
         #expect(fromMemory.count == fromStore.count && fromMemory.count > 50)
         for (index, request) in requests.enumerated() {
-            #expect(fromMemory[index]?.items == fromStore[index]?.items && fromMemory[index]?.to == fromStore[index]?.to,
-                    "after \(request.after) shard \(request.shard.map(String.init) ?? "all")")
+            #expect(
+                fromMemory[index]?.items == fromStore[index]?.items && fromMemory[index]?.to == fromStore[index]?.to,
+                "after \(request.after) shard \(request.shard.map(String.init) ?? "all")")
         }
     }
 
@@ -93,13 +104,16 @@ import Wire
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let clock = TestClock(1_000_000)
-        let journal = try Journal(directory: directory.path, shards: 1, retentionAge: 600, log: Records.quiet,
-                                  clock: { clock.now })
+        let journal = try Journal(
+            directory: directory.path, shards: 1, retentionAge: 600, log: Records.quiet,
+            clock: { clock.now })
         defer { journal.close() }
         for round in 0..<3 {
             if round == 2 { clock.now += 1000 }
             let records = Records.drive(user: "u1", count: 2, start: 1_772_433_000 + Double(round * 10))
-            try journal.append([Journal.Batch(id: "\(round)", records: records, slots: records.compactMap { journal.admit($0.device) })])
+            try journal.append([
+                Journal.Batch(id: "\(round)", records: records, slots: records.compactMap { journal.admit($0.device) })
+            ])
         }
         #expect(try journal.read(Requests.request(after: 0)).items.count == 3)
         journal.acknowledged(Requests.request(after: 3, acknowledged: 3, consumer: "detection"))

@@ -1,19 +1,23 @@
 import Feeds
 import Foundation
-@testable import IngestService
 import RoadSaveModel
 import Storage
 import Testing
 import Wire
 
+@testable import IngestService
+
 /// The journal against a real SQLite file in a temporary directory.
 @Suite struct JournalTests {
     static let shards = 4
 
-    func open(_ directory: TemporaryDirectory, shards: Int = JournalTests.shards, retentionAge: Double = 86_400,
-              maximumBytes: Int64 = 0, clock: TestClock = TestClock(1_000_000)) throws -> Journal {
-        try Journal(directory: directory.path, shards: shards, retentionAge: retentionAge, maximumBytes: maximumBytes,
-                    log: Records.quiet, clock: { clock.now })
+    func open(
+        _ directory: TemporaryDirectory, shards: Int = JournalTests.shards, retentionAge: Double = 86_400,
+        maximumBytes: Int64 = 0, clock: TestClock = TestClock(1_000_000)
+    ) throws -> Journal {
+        try Journal(
+            directory: directory.path, shards: shards, retentionAge: retentionAge, maximumBytes: maximumBytes,
+            log: Records.quiet, clock: { clock.now })
     }
 
     /// Two users in different shards.
@@ -25,11 +29,14 @@ import Wire
         defer { directory.remove() }
         let journal = try open(directory)
         #expect(journal.head == 0)
-        let a = Records.drive(user: userA, count: 3), b = Records.drive(user: userB, count: 2)
+        let a = Records.drive(user: userA, count: 3)
+        let b = Records.drive(user: userB, count: 2)
         // One batch mixing both devices, then one of A alone, in one group commit.
-        let positions = try journal.append([Journal.Batch(id: "b1", records: [a[0], b[0], a[1], b[1]]),
-                                            Journal.Batch(id: "b2", records: [a[2]]),
-                                            Journal.Batch(id: "empty", records: [])])
+        let positions = try journal.append([
+            Journal.Batch(id: "b1", records: [a[0], b[0], a[1], b[1]]),
+            Journal.Batch(id: "b2", records: [a[2]]),
+            Journal.Batch(id: "empty", records: []),
+        ])
         #expect(positions == 1...3)
         #expect(journal.head == 3)
         #expect(journal.statistics.commits == 1 && journal.statistics.appendedRecords == 5)
@@ -66,8 +73,13 @@ import Wire
         defer { directory.remove() }
         let journal = try open(directory)
         for index in 0..<5 {
-            try journal.append([Journal.Batch(id: "b\(index)", records: Records.drive(user: userA, count: 10,
-                                                                                       start: Double(index) * 100))])
+            try journal.append([
+                Journal.Batch(
+                    id: "b\(index)",
+                    records: Records.drive(
+                        user: userA, count: 10,
+                        start: Double(index) * 100))
+            ])
         }
         #expect(journal.head == 5)
 
@@ -115,9 +127,11 @@ import Wire
         var journal = try open(directory, retentionAge: 10, clock: clock)
         let id = journal.feedID
         #expect(!id.isEmpty)
-        try journal.append([Journal.Batch(id: "1", records: Records.drive(user: userA, count: 1)),
-                            Journal.Batch(id: "2", records: Records.drive(user: userA, count: 1)),
-                            Journal.Batch(id: "3", records: Records.drive(user: userA, count: 1))])
+        try journal.append([
+            Journal.Batch(id: "1", records: Records.drive(user: userA, count: 1)),
+            Journal.Batch(id: "2", records: Records.drive(user: userA, count: 1)),
+            Journal.Batch(id: "3", records: Records.drive(user: userA, count: 1)),
+        ])
         #expect(journal.head == 3)
         // Everything is old and acknowledged: retention deletes all of it.
         journal.acknowledged(Requests.request(after: 3, acknowledged: 3, consumer: "all"))
@@ -166,8 +180,12 @@ import Wire
         let journal = try open(directory, retentionAge: 600, clock: clock)
         let userC = Records.user(inShard: 3, of: Self.shards)
         func appendRound(_ round: Int) throws {
-            try journal.append([Journal.Batch(id: "r\(round)", records: Records.drive(user: userA, count: 2)
-                                              + Records.drive(user: userB, count: 2) + Records.drive(user: userC, count: 2))])
+            try journal.append([
+                Journal.Batch(
+                    id: "r\(round)",
+                    records: Records.drive(user: userA, count: 2)
+                        + Records.drive(user: userB, count: 2) + Records.drive(user: userC, count: 2))
+            ])
         }
         // Positions 1–3 and 4–6 (shards 0, 2, 3 each) are old; 7–9 are young.
         try appendRound(0)
@@ -177,24 +195,29 @@ import Wire
         clock.now += 10
 
         // Shard 0: two consumers, the slower one at position 1. Shard 2: one at 9. Shard 3: nobody.
-        journal.acknowledged(Requests.request(after: 9, acknowledged: 9, consumer: "fast 0", shard: 0, shards: Self.shards))
-        journal.acknowledged(Requests.request(after: 1, acknowledged: 1, consumer: "slow 0", shard: 0, shards: Self.shards))
-        journal.acknowledged(Requests.request(after: 9, acknowledged: 9, consumer: "shard 2", shard: 2, shards: Self.shards))
+        journal.acknowledged(
+            Requests.request(after: 9, acknowledged: 9, consumer: "fast 0", shard: 0, shards: Self.shards))
+        journal.acknowledged(
+            Requests.request(after: 1, acknowledged: 1, consumer: "slow 0", shard: 0, shards: Self.shards))
+        journal.acknowledged(
+            Requests.request(after: 9, acknowledged: 9, consumer: "shard 2", shard: 2, shards: Self.shards))
         var outcome = try journal.enforceRetention()
-        #expect(outcome.expiredChunks == 3)  // position 1 (shard 0), 2 and 5 (shard 2); 8 is young
+        #expect(outcome.expiredChunks == 3) // position 1 (shard 0), 2 and 5 (shard 2); 8 is young
         #expect(try positions(journal) == [3, 4, 6, 7, 8, 9])
 
         // The slow consumer catches up: shard 0's old chunk 4 goes; young 7 stays.
-        journal.acknowledged(Requests.request(after: 9, acknowledged: 9, consumer: "slow 0", shard: 0, shards: Self.shards))
+        journal.acknowledged(
+            Requests.request(after: 9, acknowledged: 9, consumer: "slow 0", shard: 0, shards: Self.shards))
         outcome = try journal.enforceRetention()
         #expect(outcome.expiredChunks == 1)
         #expect(try positions(journal) == [3, 6, 7, 8, 9])
 
         // A consumer of every shard protects every shard, shard 3 included, until it acknowledges.
         journal.acknowledged(Requests.request(after: 0, acknowledged: 3, consumer: "reads all"))
-        journal.acknowledged(Requests.request(after: 9, acknowledged: 9, consumer: "shard 3", shard: 3, shards: Self.shards))
+        journal.acknowledged(
+            Requests.request(after: 9, acknowledged: 9, consumer: "shard 3", shard: 3, shards: Self.shards))
         outcome = try journal.enforceRetention()
-        #expect(outcome.expiredChunks == 1)  // shard 3's position 3; 6 is past what "reads all" acknowledged
+        #expect(outcome.expiredChunks == 1) // shard 3's position 3; 6 is past what "reads all" acknowledged
         #expect(try positions(journal) == [6, 7, 8, 9])
 
         // Later, everything is old and acknowledged.
@@ -214,8 +237,10 @@ import Wire
         for round in 0..<3 {
             try journal.append([Journal.Batch(id: "r\(round)", records: Records.drive(user: userA, count: 2))])
         }
-        journal.acknowledged(Requests.request(after: 1, acknowledged: 1, consumer: "detection shard 0/4", shard: 0,
-                                              shards: Self.shards))
+        journal.acknowledged(
+            Requests.request(
+                after: 1, acknowledged: 1, consumer: "detection shard 0/4", shard: 0,
+                shards: Self.shards))
         try journal.enforceRetention()
         journal.close()
 
@@ -238,8 +263,13 @@ import Wire
         // 20 chunks of 100 records (about 10 KB each) of shard 0.
         let unlimited = try open(directory)
         for round in 0..<20 {
-            try unlimited.append([Journal.Batch(id: "r\(round)", records: Records.drive(user: userA, count: 100,
-                                                                                         start: Double(round) * 1000))])
+            try unlimited.append([
+                Journal.Batch(
+                    id: "r\(round)",
+                    records: Records.drive(
+                        user: userA, count: 100,
+                        start: Double(round) * 1000))
+            ])
         }
         let full = try unlimited.bytesInUse()
         let chunk = Int64(try unlimited.read(Requests.request(after: 0, maxItems: 1)).items[0].count)
@@ -248,7 +278,8 @@ import Wire
         // Room for about 15 of them, and 10 are acknowledged: only acknowledged ones go, the oldest.
         var limit = full - 5 * chunk
         var journal = try open(directory, maximumBytes: limit)
-        journal.acknowledged(Requests.request(after: 10, acknowledged: 10, consumer: "shard 0", shard: 0, shards: Self.shards))
+        journal.acknowledged(
+            Requests.request(after: 10, acknowledged: 10, consumer: "shard 0", shard: 0, shards: Self.shards))
         var outcome = try journal.enforceRetention()
         #expect(outcome.droppedUnreadChunks == 0 && outcome.droppedUnreadRecords.isEmpty)
         #expect(outcome.trimmedChunks >= 5 && outcome.trimmedChunks <= 10, "\(outcome)")
@@ -277,7 +308,9 @@ import Wire
     private func positions(_ journal: Journal) throws -> [Int64] {
         var positions: [Int64] = []
         let database = try SQLiteDatabase(path: journal.path)
-        try database.statement("SELECT position FROM chunks ORDER BY position").query { positions.append($0.integer(0)) }
+        try database.statement("SELECT position FROM chunks ORDER BY position").query {
+            positions.append($0.integer(0))
+        }
         return positions
     }
 }
@@ -298,26 +331,39 @@ extension Journal {
     @Test(arguments: ContentType.allCases)
     func aFourthFrameIsTheHeaderAndAnEmptyBodyWithOneIsStored(_ contentType: ContentType) {
         let records = Records.drive(user: "u", count: 2)
-        let frames: [[UInt8]] = [Array("b1".utf8), contentType.frame, RecordBatch.encodeBatch(records, as: contentType),
-                                 Self.header.encode(as: contentType)]
+        let frames: [[UInt8]] = [
+            Array("b1".utf8), contentType.frame, RecordBatch.encodeBatch(records, as: contentType),
+            Self.header.encode(as: contentType),
+        ]
         let batch = GatewayBatch(message: Self.message(frames), applications: ["app-1"], maximumBatch: 100)
         #expect(batch.header == Self.header && batch.records.count == 2 && batch.unreadable == nil)
         // A REQ client's delimiter before the four frames.
         let delimited = GatewayBatch(message: Self.message([[]] + frames), applications: ["app-1"], maximumBatch: 100)
         #expect(delimited.header == Self.header && delimited.replyPrefix.count == 2)
         // Three frames: no header, as before; an empty fourth frame: none either.
-        #expect(GatewayBatch(message: Self.message(Array(frames.prefix(3))), applications: ["app-1"], maximumBatch: 100).header == nil)
-        #expect(GatewayBatch(message: Self.message(Array(frames.prefix(3)) + [[]]), applications: ["app-1"], maximumBatch: 100).header == nil)
+        #expect(
+            GatewayBatch(message: Self.message(Array(frames.prefix(3))), applications: ["app-1"], maximumBatch: 100)
+                .header == nil)
+        #expect(
+            GatewayBatch(
+                message: Self.message(Array(frames.prefix(3)) + [[]]), applications: ["app-1"], maximumBatch: 100
+            ).header == nil)
     }
 
     @Test func aBadHeaderRefusesTheBatchWholeNamingTheField() {
-        let frames: [[UInt8]] = [Array("b1".utf8), ContentType.json.frame,
-                                 RecordBatch.encodeBatch(Records.drive(user: "u", count: 2), as: .json),
-                                 Array(#"{"gateway": "gw", "watermark": "later"}"#.utf8)]
+        let frames: [[UInt8]] = [
+            Array("b1".utf8), ContentType.json.frame,
+            RecordBatch.encodeBatch(Records.drive(user: "u", count: 2), as: .json),
+            Array(#"{"gateway": "gw", "watermark": "later"}"#.utf8),
+        ]
         let batch = GatewayBatch(message: Self.message(frames), applications: ["app-1"], maximumBatch: 100)
         #expect(batch.records.isEmpty && batch.header == nil)
-        #expect(batch.acknowledgement.rejected == [Rejection(index: -1, field: "header.watermark",
-                                                             reason: "expected a number (seconds since 1970), found a string")])
+        #expect(
+            batch.acknowledgement.rejected == [
+                Rejection(
+                    index: -1, field: "header.watermark",
+                    reason: "expected a number (seconds since 1970), found a string")
+            ])
     }
 
     @Test func theJournalKeepsAHeaderInEveryShardAndTheFeedCarriesIt() throws {
@@ -326,9 +372,11 @@ extension Journal {
         let journal = try Journal(directory: directory.path, shards: 4, log: Records.quiet)
         let user = Records.user(inShard: 2, of: 4)
         let records = Records.drive(user: user, count: 3)
-        try journal.append([Journal.Batch(id: "b1", records: records, header: Self.header),
-                            Journal.Batch(id: "alone", records: [], header: GatewayBatchHeader(gateway: "gw-9", progress: .end)),
-                            Journal.Batch(id: "legacy", records: records)])
+        try journal.append([
+            Journal.Batch(id: "b1", records: records, header: Self.header),
+            Journal.Batch(id: "alone", records: [], header: GatewayBatchHeader(gateway: "gw-9", progress: .end)),
+            Journal.Batch(id: "legacy", records: records),
+        ])
         #expect(journal.head == 9, "four chunks for each batch with a header, one for the other")
         for shard in 0..<4 {
             let read = try journal.read(Requests.request(after: 0, shard: shard, shards: 4))
@@ -337,14 +385,20 @@ extension Journal {
             #expect(chunks.count == expected)
             #expect(chunks[0].header == Self.header && chunks[0].shard == shard)
             #expect(chunks[1].header?.progress == .end && chunks[1].shard == shard)
-            #expect(try RecordBatch.decodeBatch(chunks[0].records, contentType: .msgpack).accepted.count == (shard == 2 ? 3 : 0))
+            #expect(
+                try RecordBatch.decodeBatch(chunks[0].records, contentType: .msgpack).accepted.count
+                    == (shard == 2 ? 3 : 0))
             if shard == 2 { #expect(chunks[2].header == nil && chunks[2].records == read.items[2]) }
         }
         // The operator's view: readable columns (a NULL watermark with a gateway is the stream's end).
         let database = try SQLiteDatabase(path: journal.path)
         var rows: [String] = []
-        try database.statement("SELECT shard, records, gateway, watermark FROM chunks WHERE shard = 2 ORDER BY position").query { row in
-            rows.append("\(row.integer(0)) \(row.integer(1)) \(row.isNull(2) ? "-" : row.text(2)) \(row.isNull(3) ? "-" : String(row.double(3)))")
+        try database.statement(
+            "SELECT shard, records, gateway, watermark FROM chunks WHERE shard = 2 ORDER BY position"
+        ).query { row in
+            rows.append(
+                "\(row.integer(0)) \(row.integer(1)) \(row.isNull(2) ? "-" : row.text(2)) \(row.isNull(3) ? "-" : String(row.double(3)))"
+            )
         }
         #expect(rows == ["2 3 gw-9 1772433100.0", "2 0 gw-9 -", "2 3 - -"])
     }

@@ -1,7 +1,8 @@
-@testable import IngestService
 import RoadSaveModel
-import Wire
 import Testing
+import Wire
+
+@testable import IngestService
 
 /// The per-application device limit as a value: tentative admissions, commit, roll-back.
 struct KnownDevicesTests {
@@ -48,7 +49,8 @@ struct KnownDevicesTests {
 
     @Test func aDeviceKeepsItsSlotNumberAndItsShardAndAFreedNumberIsTakenAgain() {
         var devices = KnownDevices(limit: 10, idleAge: 100, shards: 4)
-        let a = devices.admit(Self.device("a"), now: 0), b = devices.admit(Self.device("b"), now: 50)
+        let a = devices.admit(Self.device("a"), now: 0)
+        let b = devices.admit(Self.device("b"), now: 50)
         #expect(a != nil && b != nil && a != b)
         #expect(devices.admit(Self.device("a"), now: 60) == a, "the same device, the same number")
         for (device, number) in [(Self.device("a"), a), (Self.device("b"), b)] {

@@ -1,19 +1,23 @@
-@testable import IngestService
 import RoadSaveModel
 import ServiceKit
 import Testing
+
+@testable import IngestService
 
 /// `--rate-limit`, `--rate-burst` and `--device-idle-age` as ingest reads them.
 struct RateLimitSettingsTests {
     /// The settings from `arguments`, with loopback gateway and records endpoints unless `endpoint` says otherwise for
     /// the gateway (nil: the default, every interface).
-    static func load(_ arguments: [String], endpoint: String? = "tcp://127.0.0.1:5550",
-                     environment: [String: String] = [:]) throws -> IngestConfiguration {
-        let source = try ServiceConfiguration(specs: IngestConfiguration.specs,
-                                              arguments: ["--applications", "app-1", "--records-endpoint", "tcp://127.0.0.1:5551"]
-                                                  + arguments
-                                                  + (endpoint.map { ["--gateway-endpoint", $0] } ?? []),
-                                              environment: environment)
+    static func load(
+        _ arguments: [String], endpoint: String? = "tcp://127.0.0.1:5550",
+        environment: [String: String] = [:]
+    ) throws -> IngestConfiguration {
+        let source = try ServiceConfiguration(
+            specs: IngestConfiguration.specs,
+            arguments: ["--applications", "app-1", "--records-endpoint", "tcp://127.0.0.1:5551"]
+                + arguments
+                + (endpoint.map { ["--gateway-endpoint", $0] } ?? []),
+            environment: environment)
         return try IngestConfiguration.load(source)
     }
 
@@ -27,7 +31,8 @@ struct RateLimitSettingsTests {
         let exposed = try Self.load(["--insecure"], endpoint: "tcp://0.0.0.0:5550")
         #expect(exposed.rateLimit == IngestConfiguration.defaultRateLimit && exposed.rateBurst == exposed.rateLimit)
         #expect(exposed.rateLimit >= 100_000)
-        let off = try Self.load(["--insecure"], endpoint: "tcp://0.0.0.0:5550", environment: ["ROADSAVE_RATE_LIMIT": "0"])
+        let off = try Self.load(
+            ["--insecure"], endpoint: "tcp://0.0.0.0:5550", environment: ["ROADSAVE_RATE_LIMIT": "0"])
         #expect(off.rateLimit == 0)
     }
 
@@ -38,7 +43,9 @@ struct RateLimitSettingsTests {
         #expect(burst.rateBurst == 5000)
         #expect(throws: CommandLineOptions.UsageError.self) { try Self.load(["--rate-burst", "10"]) }
         #expect(throws: CommandLineOptions.UsageError.self) { try Self.load(["--rate-limit", "-1"]) }
-        #expect(throws: CommandLineOptions.UsageError.self) { try Self.load(["--rate-limit", "10", "--rate-burst", "0"]) }
+        #expect(throws: CommandLineOptions.UsageError.self) {
+            try Self.load(["--rate-limit", "10", "--rate-burst", "0"])
+        }
     }
 
     @Test func deviceSlotsAreFreedAfterThirtyIdleDaysUnlessSetOtherwise() throws {

@@ -1,6 +1,7 @@
-@testable import IngestService
 import Testing
 import Wire
+
+@testable import IngestService
 
 @Suite("Rejections counted for /metrics")
 struct RejectionTallyTests {
@@ -14,7 +15,10 @@ struct RejectionTallyTests {
             ("unknown kind \"teleport\"; expected one of location, activity", "unknown_value"),
             ("unknown application", "unknown_application"),
             ("gateway key \"gw-1\" is not allowed to send records of this application", "not_allowed"),
-            ("a new device of an application that already has 5 devices (at most 5, --max-devices-per-app)", "device_limit"),
+            (
+                "a new device of an application that already has 5 devices (at most 5, --max-devices-per-app)",
+                "device_limit"
+            ),
             ("string is not valid UTF-8", "malformed"),
             ("something new", "invalid"),
         ]
@@ -39,6 +43,8 @@ struct RejectionTallyTests {
             tally.count(Rejection(index: index, field: "f\(index)", reason: "missing"))
         }
         #expect(tally.counts.count == RejectionTally.maximumSeries + 1)
-        #expect(tally.counts[.init(field: "other", reason: "missing")] == RejectionTally.maximumSeries * 2 - (RejectionTally.maximumSeries - 2))
+        #expect(
+            tally.counts[.init(field: "other", reason: "missing")] == RejectionTally.maximumSeries * 2
+                - (RejectionTally.maximumSeries - 2))
     }
 }

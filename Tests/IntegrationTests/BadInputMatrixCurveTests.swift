@@ -14,8 +14,9 @@ struct BadInputMatrixCurveTests {
     /// The servers' key pairs, the clients' certificates and the allow-list, in one folder.
     static func keys() async throws -> KeyFolder {
         let roles = [("gw", "gateway"), ("revoked", "gateway"), ("op", "operator"), ("sub", "subscriber")]
-        return try await KeyFolder(prefix: "roadsave-matrix", servers: ["ingest", "detect", "notify"],
-                                   clients: roles.map { ($0, ["--role", $1]) })
+        return try await KeyFolder(
+            prefix: "roadsave-matrix", servers: ["ingest", "detect", "notify"],
+            clients: roles.map { ($0, ["--role", $1]) })
     }
 
     @Test func keyedServicesSurviveEveryRowAndLoseNothingAcknowledged() async throws {
@@ -30,19 +31,28 @@ struct BadInputMatrixCurveTests {
             defer { services.kill() }
             let ingest = try #require(services.ingest)
 
-            let rows = try await BadInputMatrix.run("bad_input_curve.py", [
-                "--gateway", services.gatewayEndpoint, "--control", services.controlEndpoint,
-                "--catch-up", services.catchUpEndpoint, "--subscribers", services.subscriberEndpoint,
-                "--keys", keys.folder.path, "--allow", keys.allowList, "--ingest-pid", String(ingest.pid),
-            ], services: services, minimumCases: 27)
+            let rows = try await BadInputMatrix.run(
+                "bad_input_curve.py",
+                [
+                    "--gateway", services.gatewayEndpoint, "--control", services.controlEndpoint,
+                    "--catch-up", services.catchUpEndpoint, "--subscribers", services.subscriberEndpoint,
+                    "--keys", keys.folder.path, "--allow", keys.allowList, "--ingest-pid", String(ingest.pid),
+                ], services: services, minimumCases: 27)
             // Sent by real clients on purpose, one record each; a replayed handshake or message stored no second copy.
-            await BadInputMatrix.checkJournal(services, probes: BadInputMatrix.acknowledgedProbes(rows), others: [
-                "replay-original": 1, "replay-live": 1, "corrupt-original": 1, "hello-source": 1, "revoke-before": 1,
-            ])
+            await BadInputMatrix.checkJournal(
+                services, probes: BadInputMatrix.acknowledgedProbes(rows),
+                others: [
+                    "replay-original": 1, "replay-live": 1, "corrupt-original": 1, "hello-source": 1,
+                    "revoke-before": 1,
+                ])
             // The socket monitor logs the refused handshakes (the first row: an unlisted key) with the peer.
-            #expect(ingest.stderr.contains { $0.text.contains("msg=\"handshake failed\"") && $0.text.contains("socket=gateway")
-                && $0.text.contains("peer=127.0.0.1:") && $0.text.contains("refused by the ZAP handler (status 400)") },
-                    "\(ingest.tail(60))")
+            #expect(
+                ingest.stderr.contains {
+                    $0.text.contains("msg=\"handshake failed\"") && $0.text.contains("socket=gateway")
+                        && $0.text.contains("peer=127.0.0.1:")
+                        && $0.text.contains("refused by the ZAP handler (status 400)")
+                },
+                "\(ingest.tail(60))")
             // A flood is logged in a bounded number of lines, and the rest counted. The count is reported when the
             // budget's minute is over (`LogBudget`, rolled by a timer of the service every minute): waited for, since a
             // quick run of the matrix can end inside the minute (this one took 80 s on a shared 2-core machine).
@@ -50,7 +60,9 @@ struct BadInputMatrixCurveTests {
                 ingest.stderr.contains { $0.text.contains("msg=\"connection log lines held back\"") }
             }
             #expect(reported, "\(ingest.tail(60))")
-            let lines = ingest.stderr.filter { $0.text.contains("msg=\"handshake failed\"") || $0.text.contains("msg=\"connection closed\"") }
+            let lines = ingest.stderr.filter {
+                $0.text.contains("msg=\"handshake failed\"") || $0.text.contains("msg=\"connection closed\"")
+            }
             #expect(lines.count < 200, "\(lines.count) connection lines for over 300 connections of the flood alone")
         }
     }

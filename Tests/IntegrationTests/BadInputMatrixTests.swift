@@ -15,10 +15,13 @@ struct BadInputMatrixTests {
         try await withPipelineSlot {
             let services = try await Services.start()
             defer { services.kill() }
-            let endpoints = ["--gateway", services.gatewayEndpoint, "--control", services.controlEndpoint,
-                             "--catch-up", services.catchUpEndpoint]
+            let endpoints = [
+                "--gateway", services.gatewayEndpoint, "--control", services.controlEndpoint,
+                "--catch-up", services.catchUpEndpoint,
+            ]
             // Acknowledged before the attacks: must survive them.
-            let before = try Child.python("bad_input.py", endpoints + ["--case", "gateway-one-frame"], name: "baseline")
+            let before = try Child.python(
+                "bad_input.py", endpoints + ["--case", "gateway-one-frame"], name: "baseline")
             #expect(await before.waitForExit(timeout: 60) == 0, "\(before.tail())\n\(services.logs())")
 
             let rows = try await BadInputMatrix.run("bad_input.py", endpoints, services: services, minimumCases: 30)
@@ -32,13 +35,18 @@ struct BadInputMatrixTests {
             let port = try #require(lying?.number("port").map { Int($0) }, "\(rows)")
             // The monitor's event is read on ingest's loop when it comes: waited for, not looked for at once.
             func line() -> Child.Line? {
-                ingest.stderr.first { $0.text.contains("msg=\"connection closed\"") && $0.text.contains("peer=127.0.0.1:\(port) ") }
+                ingest.stderr.first {
+                    $0.text.contains("msg=\"connection closed\"") && $0.text.contains("peer=127.0.0.1:\(port) ")
+                }
             }
             _ = await eventually(timeout: 20) { line() != nil }
             let line = line()
-            #expect(line.map { $0.text.contains("socket=gateway")
-                && $0.text.contains("over the limit of 67108864 bytes (ZMQ_MAXMSGSIZE)") } == true,
-                    "no log line names the disconnect of port \(port)\n\(ingest.tail(60))")
+            #expect(
+                line.map {
+                    $0.text.contains("socket=gateway")
+                        && $0.text.contains("over the limit of 67108864 bytes (ZMQ_MAXMSGSIZE)")
+                } == true,
+                "no log line names the disconnect of port \(port)\n\(ingest.tail(60))")
         }
     }
 }

@@ -33,27 +33,38 @@ struct GatewayRun {
 enum Gateway {
     /// Sends an NDJSON file to sensor-ingest with `gateway.py` and waits for every acknowledgement.
     /// With `raw`, the file's bytes are sent unread as the body of one batch.
-    static func send(_ file: URL, to endpoint: String, batchSize: Int = 200, contentType: String = "msgpack",
-                     raw: Bool = false, timeout: Double = 30) async throws -> GatewayRun {
-        let child = try Child.python("gateway.py", [file.path, "--endpoint", endpoint, "--batch-size", String(batchSize),
-                                                    "--content-type", contentType, "--timeout", "5"]
-                                                    + (raw ? ["--raw"] : []))
+    static func send(
+        _ file: URL, to endpoint: String, batchSize: Int = 200, contentType: String = "msgpack",
+        raw: Bool = false, timeout: Double = 30
+    ) async throws -> GatewayRun {
+        let child = try Child.python(
+            "gateway.py",
+            [
+                file.path, "--endpoint", endpoint, "--batch-size", String(batchSize),
+                "--content-type", contentType, "--timeout", "5",
+            ]
+                + (raw ? ["--raw"] : []))
         defer { child.kill() }
         let status = await child.waitForExit(timeout: timeout)
         let batches = child.jsonLines.compactMap { $0.value as? [String: Any] }.map { line in
-            GatewayRun.Batch(first: Int(line.number("first") ?? -1), count: Int(line.number("count") ?? -1),
-                             attempts: Int(line.number("attempts") ?? -1), ack: line["ack"] as? [String: Any])
+            GatewayRun.Batch(
+                first: Int(line.number("first") ?? -1), count: Int(line.number("count") ?? -1),
+                attempts: Int(line.number("attempts") ?? -1), ack: line["ack"] as? [String: Any])
         }
-        return GatewayRun(status: status, batches: batches, lastAcknowledgedAt: child.jsonLines.last?.time, log: child.tail())
+        return GatewayRun(
+            status: status, batches: batches, lastAcknowledgedAt: child.jsonLines.last?.time, log: child.tail())
     }
 }
 
 enum Control {
     /// Sends control requests in order with `control.py` (REQ) and returns the replies.
     /// `extra`: more control.py options (`--server-key`, `--key` for CurveZMQ).
-    static func send(_ requests: [[String: Any]], to endpoint: String, timeout: Double = 15,
-                     extra: [String] = []) async throws -> [[String: Any]] {
-        let child = try Child.python("control.py", ["--endpoint", endpoint, "--timeout", "10"] + extra + requests.map(jsonLine))
+    static func send(
+        _ requests: [[String: Any]], to endpoint: String, timeout: Double = 15,
+        extra: [String] = []
+    ) async throws -> [[String: Any]] {
+        let child = try Child.python(
+            "control.py", ["--endpoint", endpoint, "--timeout", "10"] + extra + requests.map(jsonLine))
         defer { child.kill() }
         _ = await child.waitForExit(timeout: timeout)
         return child.jsonLines.compactMap { $0.value as? [String: Any] }
@@ -73,15 +84,18 @@ final class Subscriber {
     let child: Child
 
     init(endpoint: String, topics: [String] = [], timeout: Double = 300) throws {
-        child = try Child.python("subscriber.py", ["--endpoint", endpoint, "--timeout", String(timeout)]
-                                    + topics.flatMap { ["--topic", $0] }, name: "subscriber")
+        child = try Child.python(
+            "subscriber.py",
+            ["--endpoint", endpoint, "--timeout", String(timeout)]
+                + topics.flatMap { ["--topic", $0] }, name: "subscriber")
     }
 
     /// Every message received so far, in order (raw: no deduplication of any kind).
     var messages: [Message] {
         child.jsonLines.compactMap { line in
             guard let pair = line.value as? [Any], pair.count == 2, let topic = pair[0] as? String,
-                  let body = pair[1] as? [String: Any] else { return nil }
+                let body = pair[1] as? [String: Any]
+            else { return nil }
             return Message(time: line.time, topic: topic, body: body)
         }
     }
@@ -116,8 +130,9 @@ final class WebhookReceiver {
 
     init(secret: String, failFirst: Int = 0) async throws {
         self.secret = secret
-        child = try Child.python("webhook_receiver.py", ["--secret", secret, "--fail-first", String(failFirst)],
-                                 name: "webhook receiver")
+        child = try Child.python(
+            "webhook_receiver.py", ["--secret", secret, "--fail-first", String(failFirst)],
+            name: "webhook receiver")
         port = try await firstLinePort(child)
     }
 
@@ -126,9 +141,10 @@ final class WebhookReceiver {
     var requests: [Request] {
         child.jsonLines.dropFirst().compactMap { line in
             guard let object = line.value as? [String: Any] else { return nil }
-            return Request(time: line.time, status: Int(object.number("status") ?? 0), headerEvent: object.string("event"),
-                           headerEventID: object.string("eventID"), signatureValid: object.bool("signatureValid") ?? false,
-                           body: object["body"] as? [String: Any] ?? [:])
+            return Request(
+                time: line.time, status: Int(object.number("status") ?? 0), headerEvent: object.string("event"),
+                headerEventID: object.string("eventID"), signatureValid: object.bool("signatureValid") ?? false,
+                body: object["body"] as? [String: Any] ?? [:])
         }
     }
 
@@ -145,7 +161,8 @@ final class StubPlatform {
 
     init(_ arguments: [String] = []) async throws {
         let script = TestPaths.repository.appendingPathComponent("Tests/CLITests/Support/stub_platform.py")
-        child = try Child(name: "stub platform", executable: Executables.env, arguments: ["python3", script.path] + arguments)
+        child = try Child(
+            name: "stub platform", executable: Executables.env, arguments: ["python3", script.path] + arguments)
         port = try await firstLinePort(child)
     }
 
@@ -155,7 +172,8 @@ final class StubPlatform {
     var evaluations: [(time: Double, body: [String: Any])] {
         child.jsonLines.dropFirst().compactMap { line in
             guard let object = line.value as? [String: Any], object.string("method") == "POST",
-                  object.string("path") == "/v1/crash-evaluations" else { return nil }
+                object.string("path") == "/v1/crash-evaluations"
+            else { return nil }
             return (line.time, object["body"] as? [String: Any] ?? [:])
         }
     }
@@ -166,7 +184,8 @@ final class StubPlatform {
 /// The port a helper prints on its first line.
 private func firstLinePort(_ child: Child) async throws -> Int {
     guard await eventually(timeout: 10, { !child.stdout.isEmpty || !child.isRunning }),
-          let first = child.stdout.first, let port = Int(first.text.trimmingCharacters(in: .whitespaces)) else {
+        let first = child.stdout.first, let port = Int(first.text.trimmingCharacters(in: .whitespaces))
+    else {
         child.kill()
         throw TestFailure("\(child.name) did not print its port\n\(child.tail())")
     }
@@ -176,10 +195,12 @@ private func firstLinePort(_ child: Child) async throws -> Int {
 extension ChildProcess {
     /// `roadsave tail` from position 0 with positions shown: every event of a run, those missed live caught up.
     static func tailFromStart(subscribers: String, catchUp: String) throws -> ChildProcess {
-        try ChildProcess(name: "tail", executable: Executables.named("roadsave"), arguments: [
-            "tail", "--endpoint", subscribers, "--catch-up-endpoint", catchUp, "--since", "0", "--show-position",
-            "--timeout", "300",
-        ])
+        try ChildProcess(
+            name: "tail", executable: Executables.named("roadsave"),
+            arguments: [
+                "tail", "--endpoint", subscribers, "--catch-up-endpoint", catchUp, "--since", "0", "--show-position",
+                "--timeout", "300",
+            ])
     }
 
     static func tailFromStart(_ services: Services) throws -> ChildProcess {

@@ -9,10 +9,13 @@ struct CommandFlowTests {
     static let roadsave = Executables.named("roadsave")
 
     /// Runs `roadsave ARGUMENTS` to completion (at most `timeout` seconds).
-    static func run(_ arguments: [String], environment: [String: String] = [:],
-                    timeout: Double = 60) async throws -> (status: Int32?, child: Child) {
-        let child = try Child(name: "roadsave \(arguments.first ?? "")", executable: roadsave, arguments: arguments,
-                              environment: environment)
+    static func run(
+        _ arguments: [String], environment: [String: String] = [:],
+        timeout: Double = 60
+    ) async throws -> (status: Int32?, child: Child) {
+        let child = try Child(
+            name: "roadsave \(arguments.first ?? "")", executable: roadsave, arguments: arguments,
+            environment: environment)
         let status = await child.waitForExit(timeout: timeout)
         child.kill()
         return (status, child)
@@ -23,15 +26,21 @@ struct CommandFlowTests {
     @Test func raiseTestCrashThroughCtlReachesSubscriberFlaggedIsTest() async throws {
         try await withPipelineSlot {
             let (services, subscriber) = try await Services.startFlowing()
-            defer { subscriber.kill(); services.kill() }
+            defer {
+                subscriber.kill()
+                services.kill()
+            }
 
             let user = "ctl-drill-\(UUID().uuidString.prefix(6))"
             // The applicationID as a credential: from the environment, not the command line.
             let environment = ["ROADSAVE_APP": "demo-app"]
             func ctl(_ command: String) async throws -> (status: Int32?, reply: [String: Any]?, log: String) {
-                let (status, child) = try await Self.run(["ctl", command, "--user", user,
-                                                          "--endpoint", services.controlEndpoint],
-                                                         environment: environment, timeout: 20)
+                let (status, child) = try await Self.run(
+                    [
+                        "ctl", command, "--user", user,
+                        "--endpoint", services.controlEndpoint,
+                    ],
+                    environment: environment, timeout: 20)
                 return (status, child.jsonLines.last?.value as? [String: Any], child.tail())
             }
             let early = try await ctl("raiseTestCrash")
@@ -58,38 +67,49 @@ struct CommandFlowTests {
     /// each — and SIGTERM stops `up` and its services with status 0.
     @Test func upSendTailPrintsTheEventsOfASimulatedRecording() async throws {
         try await withPipelineSlot {
-            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("roadsave-it-\(UUID().uuidString)")
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+                "roadsave-it-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             defer { try? FileManager.default.removeItem(at: folder) }
             let recording = folder.appendingPathComponent("fleet.ndjson").path
             let settings = folder.appendingPathComponent("settings.json")
             try jsonLine(Services.quickSettings).write(to: settings, atomically: true, encoding: .utf8)
 
-            let simulated = try await Self.run(["simulate", "--devices", "3", "--crashes", "1", "--duration", "20",
-                                                "--seed", "11", "--output", recording])
+            let simulated = try await Self.run([
+                "simulate", "--devices", "3", "--crashes", "1", "--duration", "20",
+                "--seed", "11", "--output", recording,
+            ])
             #expect(simulated.status == 0, "\(simulated.child.tail())")
-            let replayed = try await Self.run(["replay", recording, "--settings", settings.path, "--reorder-window", "3",
-                                               "--quiet"])
+            let replayed = try await Self.run([
+                "replay", recording, "--settings", settings.path, "--reorder-window", "3",
+                "--quiet",
+            ])
             #expect(replayed.status == 0, "\(replayed.child.tail())")
             let expected = replayed.child.jsonLines.compactMap { ($0.value as? [String: Any])?.string("eventID") }
             #expect(!expected.isEmpty)
-            #expect(replayed.child.jsonLines.contains { ($0.value as? [String: Any])?.string("event") == "crashDetected" })
+            #expect(
+                replayed.child.jsonLines.contains { ($0.value as? [String: Any])?.string("event") == "crashDetected" })
 
             let base = Ports.reserveRange(6)
-            let up = try Child(name: "roadsave up", executable: Self.roadsave,
-                               arguments: ["up", "--base-port", String(base), "--settings", settings.path,
-                                           "--data-dir", folder.appendingPathComponent("data").path],
-                               environment: ["ROADSAVE_APPLICATIONS": "demo-app"])
+            let up = try Child(
+                name: "roadsave up", executable: Self.roadsave,
+                arguments: [
+                    "up", "--base-port", String(base), "--settings", settings.path,
+                    "--data-dir", folder.appendingPathComponent("data").path,
+                ],
+                environment: ["ROADSAVE_APPLICATIONS": "demo-app"])
             defer { up.kill() }
             let ready = await eventually(timeout: 30) { up.stdout.contains { $0.text == "ready" } || !up.isRunning }
             #expect(ready && up.isRunning, "roadsave up did not get ready\n\(up.tail())")
             guard ready && up.isRunning else { return }
-            let gateways = "tcp://127.0.0.1:\(base)", subscribers = "tcp://127.0.0.1:\(base + 4)"
+            let gateways = "tcp://127.0.0.1:\(base)"
+            let subscribers = "tcp://127.0.0.1:\(base + 4)"
             #expect(up.stdout.contains { $0.text.contains(gateways) }, "up does not say where gateways connect")
             #expect(up.stdout.contains { $0.text.contains(subscribers) }, "up does not say where subscribers connect")
 
-            let tail = try Child(name: "roadsave tail", executable: Self.roadsave,
-                                 arguments: ["tail", "--endpoint", subscribers, "--timeout", "240"])
+            let tail = try Child(
+                name: "roadsave tail", executable: Self.roadsave,
+                arguments: ["tail", "--endpoint", subscribers, "--timeout", "240"])
             defer { tail.kill() }
             func printed() -> [[String: Any]] { tail.jsonLines.compactMap { $0.value as? [String: Any] } }
 
@@ -108,25 +128,32 @@ struct CommandFlowTests {
             let sent = try await Self.run(["send", recording, "--endpoint", gateways], timeout: 60)
             #expect(sent.status == 0, "\(sent.child.tail())")
             let lines = try String(contentsOfFile: recording, encoding: .utf8).split(separator: "\n").count
-            #expect(sent.child.stdout.contains { $0.text.contains("accepted \(lines),") && $0.text.contains("rejected 0") },
-                    "\(sent.child.tail())")
+            #expect(
+                sent.child.stdout.contains { $0.text.contains("accepted \(lines),") && $0.text.contains("rejected 0") },
+                "\(sent.child.tail())")
 
             func fleetEventIDs() -> [String] {
                 printed().filter { !($0.string("user") ?? "").hasPrefix("probe-") }.compactMap { $0.string("eventID") }
             }
             let all = await eventually(timeout: 40) { Set(fleetEventIDs()).isSuperset(of: expected) }
-            #expect(all, "tail printed \(fleetEventIDs().count) of the \(expected.count) events of the replay\n\(tail.tail())\n\(up.tail(60))")
+            #expect(
+                all,
+                "tail printed \(fleetEventIDs().count) of the \(expected.count) events of the replay\n\(tail.tail())\n\(up.tail(60))"
+            )
             try await Task.sleep(nanoseconds: 1_500_000_000)
             let received = fleetEventIDs()
-            #expect(Set(received) == Set(expected), "events other than the replay's: \(Set(received).subtracting(expected))")
+            #expect(
+                Set(received) == Set(expected), "events other than the replay's: \(Set(received).subtracting(expected))"
+            )
             #expect(received.count == Set(received).count, "an event was printed twice")
 
             // SIGTERM stops up and every service it started.
             up.signal(SIGTERM)
             let status = await up.waitForExit(timeout: 15)
             #expect(status == 0, "\(up.tail(60))")
-            #expect(!Ports.isListening(base) && !Ports.isListening(base + 2) && !Ports.isListening(base + 4),
-                    "a service of roadsave up still listens after it stopped")
+            #expect(
+                !Ports.isListening(base) && !Ports.isListening(base + 2) && !Ports.isListening(base + 4),
+                "a service of roadsave up still listens after it stopped")
         }
     }
 }

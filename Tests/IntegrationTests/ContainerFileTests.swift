@@ -15,7 +15,7 @@ struct ContainerFileTests {
         var node: YAML
         var command: [String] { node["command"]?.strings ?? [] }
         var environment: [(key: String, value: String)] {
-            guard case let .map(pairs)? = node["environment"] else { return [] }
+            guard case .map(let pairs)? = node["environment"] else { return [] }
             return pairs.compactMap { pair in pair.value.scalar.map { (pair.key, $0) } }
         }
         /// Published "HOST:CONTAINER" → the container port.
@@ -56,7 +56,9 @@ struct ContainerFileTests {
     }
 
     static func services() throws -> [Service] {
-        guard case let .map(pairs)? = try compose()["services"] else { throw TestFailure("docker-compose.yml has no services") }
+        guard case .map(let pairs)? = try compose()["services"] else {
+            throw TestFailure("docker-compose.yml has no services")
+        }
         return pairs.map { Service(name: $0.key, node: $0.value) }
     }
 
@@ -66,24 +68,30 @@ struct ContainerFileTests {
 
     /// The environment values written here rather than taken from `docker compose`'s environment: where the
     /// service's volume is mounted, and where compose mounts the key secrets (paths, not the keys).
-    static let literalVariables: Set<String> = ["ROADSAVE_DATA_DIR", "ROADSAVE_CURVE_SECRET_KEY", "ROADSAVE_ALLOW",
-                                                "ROADSAVE_CURVE_SERVER_KEY"]
+    static let literalVariables: Set<String> = [
+        "ROADSAVE_DATA_DIR", "ROADSAVE_CURVE_SECRET_KEY", "ROADSAVE_ALLOW",
+        "ROADSAVE_CURVE_SERVER_KEY",
+    ]
 
     /// The executable targets of Package.swift.
     static func executableTargets() throws -> Set<String> {
-        let manifest = try String(contentsOf: TestPaths.repository.appendingPathComponent("Package.swift"), encoding: .utf8)
+        let manifest = try String(
+            contentsOf: TestPaths.repository.appendingPathComponent("Package.swift"), encoding: .utf8)
         let pattern = try NSRegularExpression(pattern: #"\.executableTarget\(\s*name:\s*"([^"]+)""#)
         let range = NSRange(manifest.startIndex..., in: manifest)
-        return Set(pattern.matches(in: manifest, range: range).compactMap {
-            Range($0.range(at: 1), in: manifest).map { String(manifest[$0]) }
-        })
+        return Set(
+            pattern.matches(in: manifest, range: range).compactMap {
+                Range($0.range(at: 1), in: manifest).map { String(manifest[$0]) }
+            })
     }
 
     /// `EXECUTABLE --help`, run for real.
     static func help(_ executable: String, arguments: [String] = [], environment: [String: String] = [:]) async throws
-        -> (status: Int32?, text: String) {
-        let child = try Child(name: executable, executable: Executables.named(executable), arguments: arguments + ["--help"],
-                              environment: environment)
+        -> (status: Int32?, text: String)
+    {
+        let child = try Child(
+            name: executable, executable: Executables.named(executable), arguments: arguments + ["--help"],
+            environment: environment)
         defer { child.kill() }
         let status = await child.waitForExit(timeout: 20)
         return (status, (child.stdout + child.stderr).map(\.text).joined(separator: "\n"))
@@ -91,12 +99,14 @@ struct ContainerFileTests {
 
     @Test func composeHasTheThreeServicesWithGracefulStopsAndHealthChecks() throws {
         let services = try Self.services()
-        #expect(Set(services.map { $0.command.first ?? "" }) == ["roadsave-ingest", "roadsave-detect", "roadsave-notify"])
+        #expect(
+            Set(services.map { $0.command.first ?? "" }) == ["roadsave-ingest", "roadsave-detect", "roadsave-notify"])
         for service in services {
             #expect(service.node["stop_signal"]?.scalar == "SIGTERM", "\(service.name): stop_signal")
             let grace = service.node["stop_grace_period"]?.scalar ?? ""
             // At least the detection's and notifier's own grace for work in hand (10 s).
-            #expect(Int(grace.dropLast()) ?? 0 >= 10 && grace.hasSuffix("s"), "\(service.name): stop_grace_period \(grace)")
+            #expect(
+                Int(grace.dropLast()) ?? 0 >= 10 && grace.hasSuffix("s"), "\(service.name): stop_grace_period \(grace)")
             let check = service.node["healthcheck"]?["test"]?.strings ?? []
             #expect(!check.isEmpty, "\(service.name): no health check")
             // The health check asks the service's own metrics endpoint whether it is alive (a GET of /healthz through
@@ -105,7 +115,8 @@ struct ContainerFileTests {
             let script = check.joined(separator: " ")
             let probed = script.firstMatch(of: /\/dev\/tcp\/127\.0\.0\.1\/([0-9]+)/).flatMap { Int($0.1) }
             #expect(probed != nil && probed == service.metricsPort, "\(service.name): health check \(check)")
-            #expect(script.contains("GET /healthz") && script.contains("= 200"), "\(service.name): health check \(check)")
+            #expect(
+                script.contains("GET /healthz") && script.contains("= 200"), "\(service.name): health check \(check)")
             #expect(!script.contains("/readyz"), "\(service.name): a health check of readiness \(check)")
         }
     }
@@ -120,8 +131,9 @@ struct ContainerFileTests {
             let help = try await Self.help(executable)
             #expect(help.status == 0, "\(executable) --help\n\(help.text)")
             for flag in command.dropFirst() where flag.hasPrefix("-") {
-                #expect(help.text.contains("  \(flag) ") || help.text.contains("  \(flag)\n"),
-                        "\(service.name): \(executable) does not document \(flag)")
+                #expect(
+                    help.text.contains("  \(flag) ") || help.text.contains("  \(flag)\n"),
+                    "\(service.name): \(executable) does not document \(flag)")
             }
             // The whole command line parses (flags and values as the container passes them).
             let parsed = try await Self.help(executable, arguments: Array(command.dropFirst()))
@@ -134,15 +146,18 @@ struct ContainerFileTests {
             let executable = try #require(service.command.first)
             let help = try await Self.help(executable)
             for (key, value) in service.environment where key.hasPrefix("ROADSAVE_") {
-                #expect(help.text.contains("env \(key),") || help.text.contains("env \(key) "),
-                        "\(service.name): \(executable) does not document \(key)")
+                #expect(
+                    help.text.contains("env \(key),") || help.text.contains("env \(key) "),
+                    "\(service.name): \(executable) does not document \(key)")
                 // Values come from the environment of `docker compose`, never written here (secrets above all),
                 // except where the volume is mounted.
-                #expect(Self.literalVariables.contains(key) || (value.hasPrefix("${") && value.hasSuffix("}")),
-                        "\(service.name): \(key) has a literal value")
+                #expect(
+                    Self.literalVariables.contains(key) || (value.hasPrefix("${") && value.hasSuffix("}")),
+                    "\(service.name): \(key) has a literal value")
             }
-            #expect(!service.environment.contains { !$0.key.hasPrefix("ROADSAVE_") },
-                    "\(service.name): a variable the services do not read")
+            #expect(
+                !service.environment.contains { !$0.key.hasPrefix("ROADSAVE_") },
+                "\(service.name): a variable the services do not read")
         }
         let all = try Self.services().flatMap(\.environment).map(\.key)
         #expect(all.contains("ROADSAVE_APPLICATIONS"))
@@ -158,24 +173,29 @@ struct ContainerFileTests {
         // (5552) is published only when asked for, with docker-compose.control.yml.
         let published = Set(services.flatMap(\.publishedPorts))
         #expect(published == [5550, 5554, 5555], "published \(published.sorted())")
-        let override = try String(contentsOf: TestPaths.repository.appendingPathComponent("docker-compose.control.yml"),
-                                  encoding: .utf8)
+        let override = try String(
+            contentsOf: TestPaths.repository.appendingPathComponent("docker-compose.control.yml"),
+            encoding: .utf8)
         #expect(override.contains("\"5552:5552\""), "docker-compose.control.yml does not publish the control port")
         for service in services {
             for port in service.publishedPorts {
-                #expect(service.boundPorts.contains(port), "\(service.name) publishes \(port) but binds \(service.boundPorts)")
+                #expect(
+                    service.boundPorts.contains(port),
+                    "\(service.name) publishes \(port) but binds \(service.boundPorts)")
             }
             // Every connection goes to a service of this file, on a port that service binds.
             for connection in service.connections {
                 let peer = services.first { $0.name == connection.host }
                 #expect(peer != nil, "\(service.name) connects to \(connection.host), which is not a service here")
-                #expect(peer?.boundPorts.contains(connection.port) == true,
-                        "\(service.name) connects to \(connection.host):\(connection.port), which it does not bind")
+                #expect(
+                    peer?.boundPorts.contains(connection.port) == true,
+                    "\(service.name) connects to \(connection.host):\(connection.port), which it does not bind")
             }
         }
         // The chain: ingest's records reach detection, detection's events reach the notifier.
         let byExecutable = Dictionary(uniqueKeysWithValues: services.map { ($0.command.first ?? "", $0) })
-        let ingest = try #require(byExecutable["roadsave-ingest"]), detect = try #require(byExecutable["roadsave-detect"])
+        let ingest = try #require(byExecutable["roadsave-ingest"])
+        let detect = try #require(byExecutable["roadsave-detect"])
         let notify = try #require(byExecutable["roadsave-notify"])
         #expect(detect.connections.contains { $0.host == ingest.name })
         #expect(notify.connections.contains { $0.host == detect.name })
@@ -184,19 +204,26 @@ struct ContainerFileTests {
     @Test func everyServiceKeepsItsStateInAVolumeOfItsOwn() throws {
         let services = try Self.services()
         let declared: Set<String>
-        if case let .map(pairs)? = try Self.compose()["volumes"] { declared = Set(pairs.map(\.key)) } else { declared = [] }
+        if case .map(let pairs)? = try Self.compose()["volumes"] {
+            declared = Set(pairs.map(\.key))
+        } else {
+            declared = []
+        }
         let dockerfile = try String(contentsOf: Self.dockerfile, encoding: .utf8)
         var directories: [String] = []
         for service in services {
             let directory = service.environment.first { $0.key == "ROADSAVE_DATA_DIR" }?.value
             let executable = service.command.first ?? ""
             let name = executable.replacingOccurrences(of: "roadsave-", with: "")
-            #expect(directory == "/var/lib/roadsave/\(name)", "\(service.name): ROADSAVE_DATA_DIR \(directory ?? "unset")")
+            #expect(
+                directory == "/var/lib/roadsave/\(name)", "\(service.name): ROADSAVE_DATA_DIR \(directory ?? "unset")")
             guard let directory else { continue }
             directories.append(directory)
             let mount = service.volumes.first { $0.path == directory }
             #expect(mount != nil, "\(service.name): no volume mounted at \(directory)")
-            if let mount { #expect(declared.contains(mount.volume), "\(service.name): volume \(mount.volume) is not declared") }
+            if let mount {
+                #expect(declared.contains(mount.volume), "\(service.name): volume \(mount.volume) is not declared")
+            }
             // The image makes the directory for the service user, so a fresh volume is writable by it.
             #expect(dockerfile.contains(directory), "the Dockerfile does not create \(directory)")
         }
@@ -208,13 +235,17 @@ struct ContainerFileTests {
 
     @Test func dockerfileBuildsOnSwiftAndRunsTheServicesAsANonRootUser() throws {
         let text = try String(contentsOf: Self.dockerfile, encoding: .utf8)
-        let lines = text.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.hasPrefix("#") }
+        let lines = text.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }.filter {
+            !$0.hasPrefix("#")
+        }
         let froms = lines.filter { $0.hasPrefix("FROM ") }
         #expect(froms.count >= 2, "a multi-stage build")
         #expect(text.contains("swift:6.0-bookworm"))
         #expect(text.contains("debian:bookworm-slim") || text.contains("swift:6.0-bookworm-slim"))
-        for package in ["libzmq3-dev", "libmsgpack-dev", "libsodium-dev", "libsqlite3-dev", "libzstd-dev", "libmicrohttpd-dev",
-                        "libzmq5", "libmsgpackc2", "libsodium23", "libsqlite3-0", "libzstd1", "libmicrohttpd12"] {
+        for package in [
+            "libzmq3-dev", "libmsgpack-dev", "libsodium-dev", "libsqlite3-dev", "libzstd-dev", "libmicrohttpd-dev",
+            "libzmq5", "libmsgpackc2", "libsodium23", "libsqlite3-0", "libzstd1", "libmicrohttpd12",
+        ] {
             #expect(text.contains(package), "\(package)")
         }
         #expect(text.contains("swift build -c release"))
@@ -222,7 +253,9 @@ struct ContainerFileTests {
             #expect(text.contains(executable), "\(executable) is not in the image")
         }
         // The last USER is the one the services run as: not root.
-        let user = lines.last { $0.hasPrefix("USER ") }.map { $0.dropFirst(5).split(separator: ":").first.map(String.init) ?? "" }
+        let user = lines.last { $0.hasPrefix("USER ") }.map {
+            $0.dropFirst(5).split(separator: ":").first.map(String.init) ?? ""
+        }
         #expect(user != nil && user != "root" && user != "0", "runs as \(user ?? "root (no USER)")")
         #expect(lines.contains("STOPSIGNAL SIGTERM"))
         #expect(lines.contains("EXPOSE 5550 5551 5552 5553 5554 5555 9550 9551 9552"))
@@ -233,9 +266,10 @@ struct ContainerFileTests {
     @Test func containerTestCanBuildAndRunTheFilesOffline() throws {
         let compose = try Self.compose()
         // docker-compose 1.29 refuses a top-level `name` ("does not match any of the regexes: '^x-'").
-        if case let .map(pairs) = compose {
-            #expect(Set(pairs.map(\.key)).isSubset(of: ["services", "volumes", "secrets", "networks"]),
-                    "top-level keys \(pairs.map(\.key))")
+        if case .map(let pairs) = compose {
+            #expect(
+                Set(pairs.map(\.key)).isSubset(of: ["services", "volumes", "secrets", "networks"]),
+                "top-level keys \(pairs.map(\.key))")
         }
         for service in try Self.services() {
             #expect(service.node["image"]?.scalar == "${ROADSAVE_IMAGE:-roadsave:latest}", "\(service.name): image")
@@ -243,19 +277,25 @@ struct ContainerFileTests {
         // The packages of the runtime stage (the RUN after the last FROM) and those the script puts in the base.
         let dockerfile = try String(contentsOf: Self.dockerfile, encoding: .utf8)
         let runtimeStage = try #require(dockerfile.range(of: "\nFROM ", options: .backwards)).upperBound
-        let script = try String(contentsOf: TestPaths.repository.appendingPathComponent("scripts/container-lib.sh"),
-                                encoding: .utf8)
+        let script = try String(
+            contentsOf: TestPaths.repository.appendingPathComponent("scripts/container-lib.sh"),
+            encoding: .utf8)
         func packages(_ text: Substring, after marker: String) -> Set<String> {
-            guard let start = text.range(of: marker)?.upperBound, let end = text[start...].firstIndex(of: "\"") else { return [] }
+            guard let start = text.range(of: marker)?.upperBound, let end = text[start...].firstIndex(of: "\"") else {
+                return []
+            }
             return Set(text[start..<end].split { $0 == " " || $0 == "\n" || $0 == "\\" }.map(String.init))
         }
         let runtime = packages(dockerfile[runtimeStage...], after: "packages=\"")
         let base = packages(script[...], after: "RUNTIME_PACKAGES=\"")
         #expect(runtime.contains("libzmq5") && runtime.contains("libmicrohttpd12"), "runtime stage packages \(runtime)")
-        #expect(runtime == base, "the Dockerfile's runtime stage \(runtime.sorted()), the script's base \(base.sorted())")
+        #expect(
+            runtime == base, "the Dockerfile's runtime stage \(runtime.sorted()), the script's base \(base.sorted())")
         // The test's own network has no way out and publishes nothing.
-        let overlay = try YAML.parse(String(contentsOf: TestPaths.repository.appendingPathComponent(
-            "scripts/container-test.compose.yml"), encoding: .utf8))
+        let overlay = try YAML.parse(
+            String(
+                contentsOf: TestPaths.repository.appendingPathComponent(
+                    "scripts/container-test.compose.yml"), encoding: .utf8))
         #expect(overlay["networks"]?["default"]?["internal"]?.scalar == "true")
     }
 }
@@ -270,17 +310,17 @@ indirect enum YAML {
     case map([(key: String, value: YAML)])
 
     subscript(key: String) -> YAML? {
-        guard case let .map(pairs) = self else { return nil }
+        guard case .map(let pairs) = self else { return nil }
         return pairs.first { $0.key == key }?.value
     }
 
     var scalar: String? {
-        if case let .scalar(text) = self { return text }
+        if case .scalar(let text) = self { return text }
         return nil
     }
 
     var strings: [String]? {
-        guard case let .list(items) = self else { return nil }
+        guard case .list(let items) = self else { return nil }
         return items.compactMap(\.scalar)
     }
 
@@ -311,14 +351,22 @@ indirect enum YAML {
     static func documents(_ text: String) throws -> [YAML] {
         var documents: [[Substring]] = [[]]
         for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
-            if line.trimmingCharacters(in: .whitespaces) == "---" { documents.append([]) } else { documents[documents.count - 1].append(line) }
+            if line.trimmingCharacters(in: .whitespaces) == "---" {
+                documents.append([])
+            } else {
+                documents[documents.count - 1].append(line)
+            }
         }
         return try documents.filter { lines in
-            lines.contains { let text = $0.trimmingCharacters(in: .whitespaces); return !text.isEmpty && !text.hasPrefix("#") }
+            lines.contains {
+                let text = $0.trimmingCharacters(in: .whitespaces)
+                return !text.isEmpty && !text.hasPrefix("#")
+            }
         }.map { try parse($0.joined(separator: "\n")) }
     }
 
-    private static func block(_ lines: [(indent: Int, text: String)], _ position: inout Int, indent: Int) throws -> YAML {
+    private static func block(_ lines: [(indent: Int, text: String)], _ position: inout Int, indent: Int) throws -> YAML
+    {
         guard position < lines.count else { return .map([]) }
         if lines[position].text.hasPrefix("- ") || lines[position].text == "-" {
             var items: [YAML] = []
@@ -345,8 +393,10 @@ indirect enum YAML {
     }
 
     /// The value after "key:" or "-": inline, or the block indented under it.
-    private static func value(_ inline: String, _ lines: [(indent: Int, text: String)], _ position: inout Int,
-                              parentIndent: Int) throws -> YAML {
+    private static func value(
+        _ inline: String, _ lines: [(indent: Int, text: String)], _ position: inout Int,
+        parentIndent: Int
+    ) throws -> YAML {
         if inline.isEmpty {
             guard position < lines.count, lines[position].indent > parentIndent else { return .scalar("") }
             return try block(lines, &position, indent: lines[position].indent)

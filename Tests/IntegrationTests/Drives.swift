@@ -16,8 +16,10 @@ struct Drive {
     private(set) var lastMovement: Double?
 
     /// Starts `minutesAgo` before now (whole seconds), from Cape Town.
-    init(app: String, user: String, minutesAgo: Double = 10, latitude: Double = -33.9249, longitude: Double = 18.4241,
-         heading: Double = 90) {
+    init(
+        app: String, user: String, minutesAgo: Double = 10, latitude: Double = -33.9249, longitude: Double = 18.4241,
+        heading: Double = 90
+    ) {
         self.app = app
         self.user = user
         t = (Date().timeIntervalSince1970 - minutesAgo * 60).rounded(.down)
@@ -45,8 +47,12 @@ struct Drive {
     }
 
     private mutating func fix(_ speed: Double) {
-        add("location", ["lat": (latitude * 1e7).rounded() / 1e7, "lon": (longitude * 1e7).rounded() / 1e7,
-                         "speed": (speed * 100).rounded() / 100, "course": heading, "hacc": 5])
+        add(
+            "location",
+            [
+                "lat": (latitude * 1e7).rounded() / 1e7, "lon": (longitude * 1e7).rounded() / 1e7,
+                "speed": (speed * 100).rounded() / 100, "course": heading, "hacc": 5,
+            ])
         if speed >= 2 { lastMovement = t }
     }
 
@@ -122,7 +128,8 @@ enum RecordedCrash {
         var events: [String: [String: Any]] = [:]
         for line in text.split(separator: "\n") {
             guard let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
-                  object.string("user") == user, let name = object.string("event") else { continue }
+                object.string("user") == user, let name = object.string("event")
+            else { continue }
             events[name] = object
         }
         return events

@@ -23,7 +23,10 @@ struct EventFlowTests {
             options.platform = platform.url
             options.webhooks = [webhook.url]
             let (services, subscriber) = try await Services.startFlowing(options)
-            defer { subscriber.kill(); services.kill() }
+            defer {
+                subscriber.kill()
+                services.kill()
+            }
 
             let file = try RecordedCrash.file()
             defer { try? FileManager.default.removeItem(at: file) }
@@ -39,16 +42,22 @@ struct EventFlowTests {
                 names.allSatisfy { subscriber.count($0, user: user) >= 1 }
                     && names.allSatisfy { name in webhook.delivered(user: user).contains { $0.event == name } }
             }
-            #expect(arrived, "not every event arrived\n\(subscriber.child.tail())\n\(webhook.child.tail())\n\(services.logs())")
+            #expect(
+                arrived,
+                "not every event arrived\n\(subscriber.child.tail())\n\(webhook.child.tail())\n\(services.logs())")
             // Anything sent twice would come within this.
             try await Task.sleep(nanoseconds: 2_000_000_000)
 
             let expected = try RecordedCrash.expected()
             let received = subscriber.messages(user: user)
             for name in names {
-                #expect(received.filter { $0.event == name }.count == 1, "\(name) on the subscriber: \(received.map(\.topic))")
-                #expect(webhook.delivered(user: user).filter { $0.event == name }.count == 1,
-                        "\(name) delivered to the webhook: \(webhook.requests.map { "\($0.status) \($0.event) \($0.user)" })")
+                #expect(
+                    received.filter { $0.event == name }.count == 1,
+                    "\(name) on the subscriber: \(received.map(\.topic))")
+                #expect(
+                    webhook.delivered(user: user).filter { $0.event == name }.count == 1,
+                    "\(name) delivered to the webhook: \(webhook.requests.map { "\($0.status) \($0.event) \($0.user)" })"
+                )
             }
             #expect(received.first?.event == "tripDidStart", "tripDidStart comes first: \(received.map(\.event))")
             for message in received {
@@ -61,7 +70,10 @@ struct EventFlowTests {
             #expect(crash.body.string("confidence") == "medium")
             #expect(crash.body.bool("isTest") == false)
             // A JSON boolean, not a number or a string (the subscriber prints the body as Python's json reads it).
-            #expect(subscriber.child.stdout.contains { $0.text.contains("\"crashID\"") && $0.text.contains("\"isTest\": false") })
+            #expect(
+                subscriber.child.stdout.contains {
+                    $0.text.contains("\"crashID\"") && $0.text.contains("\"isTest\": false")
+                })
             #expect(crash.body.string("app") == RecordedCrash.app)
             #expect(crash.body.string("user") == user)
             for key in ["eventID", "crashID", "detectedAt"] {
@@ -72,8 +84,9 @@ struct EventFlowTests {
                 #expect(abs(value - (reviewed.number(key) ?? .nan)) < 1e-6, "\(key): \(value)")
             }
             // Never before the evaluation: the platform was asked about this crash before the event came out.
-            let evaluation = try #require(platform.evaluations.first { jsonLine($0.body).contains(user) },
-                                          "the platform was never asked\n\(platform.child.tail())")
+            let evaluation = try #require(
+                platform.evaluations.first { jsonLine($0.body).contains(user) },
+                "the platform was never asked\n\(platform.child.tail())")
             #expect(evaluation.time <= crash.time)
             // Its details (those that do not depend on the test's shorter delays, as the reviewed ones), and its
             // follow-up after it, the same crash with the verdict's confidence (its watch ends within the records).
@@ -85,9 +98,14 @@ struct EventFlowTests {
             let followUp = try #require(received.first { $0.event == "crashFollowUp" })
             #expect(followUp.body.string("crashID") == crash.body.string("crashID"))
             #expect(followUp.body.string("confidence") == "medium")
-            #expect(followUp.body.string("outcome") == "stationary" && followUp.body.string("outcome") == expected["crashFollowUp"]?.string("outcome"))
-            #expect(received.firstIndex { $0.event == "crashDetected" }! < received.firstIndex { $0.event == "crashFollowUp" }!,
-                    "the follow-up before its crash: \(received.map(\.event))")
+            #expect(
+                followUp.body.string("outcome") == "stationary"
+                    && followUp.body.string("outcome") == expected["crashFollowUp"]?.string("outcome"))
+            #expect(
+                received.firstIndex { $0.event == "crashDetected" }! < received.firstIndex {
+                    $0.event == "crashFollowUp"
+                }!,
+                "the follow-up before its crash: \(received.map(\.event))")
 
             // The trip, start and end, with the reviewed IDs and dates.
             for name in ["tripDidStart", "tripDidEnd"] {
@@ -111,15 +129,19 @@ struct EventFlowTests {
                 #expect(request.headerEvent == request.event)
                 #expect(request.headerEventID == request.body.string("eventID"))
             }
-            #expect(Set(webhook.delivered(user: user).compactMap { $0.body.string("eventID") })
+            #expect(
+                Set(webhook.delivered(user: user).compactMap { $0.body.string("eventID") })
                     == Set(received.compactMap { $0.body.string("eventID") }))
             // The applicationID is a credential: no service wrote it to its log.
-            #expect(!services.all.contains { $0.stderr.contains { $0.text.contains(RecordedCrash.app) } },
-                    "an applicationID in a log line: \(services.all.flatMap(\.stderr).first { $0.text.contains(RecordedCrash.app) }?.text ?? "")")
+            #expect(
+                !services.all.contains { $0.stderr.contains { $0.text.contains(RecordedCrash.app) } },
+                "an applicationID in a log line: \(services.all.flatMap(\.stderr).first { $0.text.contains(RecordedCrash.app) }?.text ?? "")"
+            )
             // The refused first request was sent again, the same event under the same ID.
             let refused = try #require(webhook.requests.first)
             #expect(refused.status == 503)
-            #expect(webhook.requests.dropFirst().contains { $0.status == 200 && $0.headerEventID == refused.headerEventID })
+            #expect(
+                webhook.requests.dropFirst().contains { $0.status == 200 && $0.headerEventID == refused.headerEventID })
         }
     }
 
@@ -129,7 +151,10 @@ struct EventFlowTests {
     func badRecordsAreRejectedOneByOneAndTheRestGoesThrough(contentType: String) async throws {
         try await withPipelineSlot {
             let (services, subscriber) = try await Services.startFlowing()
-            defer { subscriber.kill(); services.kill() }
+            defer {
+                subscriber.kill()
+                services.kill()
+            }
 
             let user = "mixed-\(contentType)"
             let drive = Drive.commute(app: "demo-app", user: user)
@@ -137,19 +162,31 @@ struct EventFlowTests {
             let t = drive.records[0]["t"] as! Double
             // index in the batch → (line, field at fault)
             let bad: [(Int, String, String)] = [
-                (3, #"{"kind":"location","app":"demo-app","user":"\#(user)","t":\#(t + 2.5),"lat":95.1,"lon":18.4}"#, "lat"),
+                (
+                    3, #"{"kind":"location","app":"demo-app","user":"\#(user)","t":\#(t + 2.5),"lat":95.1,"lon":18.4}"#,
+                    "lat"
+                ),
                 (7, #"{"kind":"location","app":"demo-app","user":"\#(user)","lat":-33.9,"lon":18.4}"#, "t"),
                 (11, #"{"kind":"teleport","app":"demo-app","user":"\#(user)","t":\#(t + 10.5)}"#, "kind"),
                 (15, #"this is not JSON"#, "(record)"),
-                (19, #"{"kind":"activity","app":"demo-app","user":"\#(user)","t":\#(t + 18.5),"activity":"automotive","confidence":"extreme"}"#, "confidence"),
-                (23, #"{"kind":"location","app":"demo-app","user":"\#(user)","t":\#(t + 22.5),"lat":-33.9,"lon":18.4,"speed":"fast"}"#, "speed"),
+                (
+                    19,
+                    #"{"kind":"activity","app":"demo-app","user":"\#(user)","t":\#(t + 18.5),"activity":"automotive","confidence":"extreme"}"#,
+                    "confidence"
+                ),
+                (
+                    23,
+                    #"{"kind":"location","app":"demo-app","user":"\#(user)","t":\#(t + 22.5),"lat":-33.9,"lon":18.4,"speed":"fast"}"#,
+                    "speed"
+                ),
                 (27, #"{"kind":"steps","app":"demo-app","t":\#(t + 26.5),"steps":5}"#, "user"),
             ]
             for (index, line, _) in bad { lines.insert(line, at: index) }
             let file = try temporaryFile(lines.joined(separator: "\n") + "\n", suffix: ".ndjson")
             defer { try? FileManager.default.removeItem(at: file) }
 
-            let sent = try await Gateway.send(file, to: services.gatewayEndpoint, batchSize: 1000, contentType: contentType)
+            let sent = try await Gateway.send(
+                file, to: services.gatewayEndpoint, batchSize: 1000, contentType: contentType)
             #expect(sent.status == 0, "\(sent.log)")
             let batch = try #require(sent.batches.first)
             #expect(sent.batches.count == 1)
@@ -168,9 +205,11 @@ struct EventFlowTests {
             #expect(end?.body.string("endDate") == drive.lastMovement.map(iso8601))
 
             // A batch that cannot be read at all: one rejection at index -1, and sensor-ingest goes on.
-            let garbage = try temporaryFile(contentType == "json" ? "{\"kind\": [not json" : "\u{C1}\u{C1}", suffix: ".bin")
+            let garbage = try temporaryFile(
+                contentType == "json" ? "{\"kind\": [not json" : "\u{C1}\u{C1}", suffix: ".bin")
             defer { try? FileManager.default.removeItem(at: garbage) }
-            let unreadable = try await Gateway.send(garbage, to: services.gatewayEndpoint, contentType: contentType, raw: true)
+            let unreadable = try await Gateway.send(
+                garbage, to: services.gatewayEndpoint, contentType: contentType, raw: true)
             #expect(unreadable.status == 0, "\(unreadable.log)")
             let answer = try #require(unreadable.batches.first)
             #expect(answer.accepted == 0)
@@ -185,7 +224,10 @@ struct EventFlowTests {
     @Test func unknownApplicationIsRefused() async throws {
         try await withPipelineSlot {
             let (services, subscriber) = try await Services.startFlowing()
-            defer { subscriber.kill(); services.kill() }
+            defer {
+                subscriber.kill()
+                services.kill()
+            }
 
             let intruder = Drive.commute(app: "intruder-app", user: "intruder")
             let known = Drive.commute(app: "demo-app", user: "known")
@@ -211,8 +253,9 @@ struct EventFlowTests {
             let arrived = await eventually(timeout: 20) { subscriber.count("tripDidEnd", user: "known") >= 1 }
             #expect(arrived, "the known application's trip did not arrive\n\(services.logs())")
             #expect(subscriber.messages.filter { $0.body.string("app") == "intruder-app" }.isEmpty)
-            #expect(!services.all.contains { $0.stderr.contains { $0.text.contains("intruder-app") } },
-                    "an unknown applicationID was written to a log")
+            #expect(
+                !services.all.contains { $0.stderr.contains { $0.text.contains("intruder-app") } },
+                "an unknown applicationID was written to a log")
         }
     }
 
@@ -221,7 +264,10 @@ struct EventFlowTests {
     @Test func resentBatchesStillGiveEachEventOnce() async throws {
         try await withPipelineSlot {
             let (services, subscriber) = try await Services.startFlowing()
-            defer { subscriber.kill(); services.kill() }
+            defer {
+                subscriber.kill()
+                services.kill()
+            }
 
             let file = try RecordedCrash.file()
             defer { try? FileManager.default.removeItem(at: file) }
@@ -234,7 +280,8 @@ struct EventFlowTests {
             #expect(arrived, "\(subscriber.child.tail())\n\(services.logs())")
             try await Task.sleep(nanoseconds: 2_000_000_000)
             for name in names {
-                #expect(subscriber.count(name, user: user) == 1, "\(name): \(subscriber.messages(user: user).map(\.event))")
+                #expect(
+                    subscriber.count(name, user: user) == 1, "\(name): \(subscriber.messages(user: user).map(\.event))")
             }
         }
     }
@@ -247,7 +294,10 @@ struct EventFlowTests {
             var options = Services.Options()
             options.platform = platform.url
             let (services, subscriber) = try await Services.startFlowing(options)
-            defer { subscriber.kill(); services.kill() }
+            defer {
+                subscriber.kill()
+                services.kill()
+            }
 
             let file = try RecordedCrash.file()
             defer { try? FileManager.default.removeItem(at: file) }
@@ -260,7 +310,8 @@ struct EventFlowTests {
             #expect(settled, "no trip end or no evaluation\n\(platform.child.tail())\n\(services.logs())")
             // The verdict is in; an event, if one were coming, would follow at once.
             try await Task.sleep(nanoseconds: 2_000_000_000)
-            #expect(subscriber.count("crashDetected", user: user) == 0, "\(subscriber.messages(user: user).map(\.body))")
+            #expect(
+                subscriber.count("crashDetected", user: user) == 0, "\(subscriber.messages(user: user).map(\.body))")
             #expect(subscriber.count("tripDidStart", user: user) == 1)
         }
     }
@@ -275,7 +326,10 @@ struct EventFlowTests {
             options.platform = platform.url
             options.detectArguments = ["--platform-attempts", "2", "--platform-timeout", "2"]
             let (services, subscriber) = try await Services.startFlowing(options)
-            defer { subscriber.kill(); services.kill() }
+            defer {
+                subscriber.kill()
+                services.kill()
+            }
 
             let file = try RecordedCrash.file()
             defer { try? FileManager.default.removeItem(at: file) }
@@ -290,7 +344,9 @@ struct EventFlowTests {
             #expect(crash.body.string("confidence") == "unknown")
             #expect(crash.body.bool("isTest") == false)
             #expect(crash.body.string("crashID") == (try RecordedCrash.expected())["crashDetected"]?.string("crashID"))
-            #expect(platform.evaluations.count >= 2, "the evaluation was not retried: \(platform.evaluations.count) requests")
+            #expect(
+                platform.evaluations.count >= 2,
+                "the evaluation was not retried: \(platform.evaluations.count) requests")
         }
     }
 
@@ -300,7 +356,10 @@ struct EventFlowTests {
     @Test func silentDeviceTripEndsAfterTheOfflineGraceOnTheClock() async throws {
         try await withPipelineSlot {
             let (services, subscriber) = try await Services.startFlowing()
-            defer { subscriber.kill(); services.kill() }
+            defer {
+                subscriber.kill()
+                services.kill()
+            }
 
             let user = "gone-quiet"
             var drive = Drive(app: "demo-app", user: user)

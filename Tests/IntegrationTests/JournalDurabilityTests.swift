@@ -15,8 +15,9 @@ struct JournalDurabilityTests {
         for index in 0..<each {
             for device in 0..<devices {
                 let t = 1_772_433_000 + Double(index)
-                lines.append("{\"kind\":\"location\",\"app\":\"demo-app\",\"user\":\"device-\(device)\",\"seq\":\(index + 1),"
-                             + "\"t\":\(t),\"lat\":-33.9,\"lon\":\(18.4 + Double(index) * 1e-4),\"speed\":12,\"hacc\":5}")
+                lines.append(
+                    "{\"kind\":\"location\",\"app\":\"demo-app\",\"user\":\"device-\(device)\",\"seq\":\(index + 1),"
+                        + "\"t\":\(t),\"lat\":-33.9,\"lon\":\(18.4 + Double(index) * 1e-4),\"speed\":12,\"hacc\":5}")
             }
         }
         return lines.joined(separator: "\n") + "\n"
@@ -39,11 +40,14 @@ struct JournalDurabilityTests {
             }
 
             func startIngest() async throws -> Child {
-                let child = try Child(name: "ingest #\(incarnations.count + 1)", executable: Executables.named("roadsave"),
-                                      arguments: ["ingest", "--gateway-endpoint", "tcp://127.0.0.1:\(ports[0])",
-                                                  "--records-endpoint", "tcp://127.0.0.1:\(ports[1])",
-                                                  "--data-dir", dataDirectory, "--shards", "8"],
-                                      environment: ["ROADSAVE_APPLICATIONS": "demo-app"])
+                let child = try Child(
+                    name: "ingest #\(incarnations.count + 1)", executable: Executables.named("roadsave"),
+                    arguments: [
+                        "ingest", "--gateway-endpoint", "tcp://127.0.0.1:\(ports[0])",
+                        "--records-endpoint", "tcp://127.0.0.1:\(ports[1])",
+                        "--data-dir", dataDirectory, "--shards", "8",
+                    ],
+                    environment: ["ROADSAVE_APPLICATIONS": "demo-app"])
                 incarnations.append(child)
                 let listening = await eventually(timeout: 20) {
                     child.stderr.contains { $0.text.contains("msg=listening") } || !child.isRunning
@@ -56,8 +60,12 @@ struct JournalDurabilityTests {
 
             var ingest = try await startIngest()
             // 20,000 records in 1,000 batches; a batch not acknowledged within half a second is sent again (same batchID).
-            let gateway = try Child.python("gateway.py", [records.path, "--endpoint", "tcp://127.0.0.1:\(ports[0])",
-                                                          "--batch-size", "20", "--timeout", "0.5", "--attempts", "100"])
+            let gateway = try Child.python(
+                "gateway.py",
+                [
+                    records.path, "--endpoint", "tcp://127.0.0.1:\(ports[0])",
+                    "--batch-size", "20", "--timeout", "0.5", "--attempts", "100",
+                ])
             incarnations.append(gateway)
 
             var killedAfter: [Int] = []
@@ -71,12 +79,15 @@ struct JournalDurabilityTests {
                 ingest.kill()
                 let acknowledged = gateway.stdout.count
                 killedAfter.append(acknowledged)
-                print("JournalDurabilityTests: kill \(round + 1), \(String(format: "%.3f", delay)) s into a stream, "
-                      + "\(acknowledged) batches acknowledged so far")
+                print(
+                    "JournalDurabilityTests: kill \(round + 1), \(String(format: "%.3f", delay)) s into a stream, "
+                        + "\(acknowledged) batches acknowledged so far")
                 ingest = try await startIngest()
             }
             let status = await gateway.waitForExit(timeout: 120)
-            #expect(status == 0, "the gateway did not get every batch acknowledged (seed \(seed))\n\(gateway.tail())\n\(ingest.tail())")
+            #expect(
+                status == 0,
+                "the gateway did not get every batch acknowledged (seed \(seed))\n\(gateway.tail())\n\(ingest.tail())")
             #expect(killedAfter.count >= 1, "the gateway finished before the first kill (seed \(seed))")
 
             // A graceful stop of the last one: it closes the journal.
@@ -88,8 +99,9 @@ struct JournalDurabilityTests {
             for child in incarnations where child.name.hasPrefix("ingest") {
                 #expect(!child.stderr.contains { $0.text.contains("level=error") }, "\(child.tail())")
                 guard let opened = child.stderr.first(where: { $0.text.contains("msg=\"journal opened\"") }),
-                      let head = opened.text.split(separator: " ").first(where: { $0.hasPrefix("head=") })
-                        .flatMap({ Int($0.dropFirst(5)) }) else {
+                    let head = opened.text.split(separator: " ").first(where: { $0.hasPrefix("head=") })
+                        .flatMap({ Int($0.dropFirst(5)) })
+                else {
                     Issue.record("\(child.name) did not report opening the journal\n\(child.tail())")
                     continue
                 }
@@ -100,8 +112,12 @@ struct JournalDurabilityTests {
             // The journal, read by a program of its own (Python's sqlite3 and msgpack), against the gateway's acks.
             let acks = try temporaryFile(gateway.stdout.map(\.text).joined(separator: "\n") + "\n", suffix: ".acks")
             defer { try? FileManager.default.removeItem(at: acks) }
-            let check = try Child.python("journal_check.py", ["--journal", dataDirectory + "/journal.sqlite",
-                                                              "--records", records.path, "--acks", acks.path])
+            let check = try Child.python(
+                "journal_check.py",
+                [
+                    "--journal", dataDirectory + "/journal.sqlite",
+                    "--records", records.path, "--acks", acks.path,
+                ])
             incarnations.append(check)
             let checked = await check.waitForExit(timeout: 60)
             let result = try #require(check.jsonLines.last?.value as? [String: Any], "\(check.tail())")

@@ -31,7 +31,9 @@ struct KubernetesManifestTests {
         }
         var initContainers: [YAML] { pod["initContainers"]?.items ?? [] }
         var executable: String { container["command"]?.strings?.first ?? "" }
-        var arguments: [String] { Array((container["command"]?.strings ?? []).dropFirst()) + (container["args"]?.strings ?? []) }
+        var arguments: [String] {
+            Array((container["command"]?.strings ?? []).dropFirst()) + (container["args"]?.strings ?? [])
+        }
         var environment: [YAML] { container["env"]?.items ?? [] }
         func variable(_ name: String) -> YAML? { environment.first { $0["name"]?.scalar == name } }
         func argument(after flag: String) -> String? {
@@ -44,8 +46,10 @@ struct KubernetesManifestTests {
             arguments.map { argument in
                 var text = argument
                 for match in argument.matches(of: /\$\(([A-Za-z_][A-Za-z0-9_]*)\)/) {
-                    let name = String(match.1), entry = variable(name)
-                    let value = entry?["valueFrom"]?["fieldRef"]?["fieldPath"]?.scalar == KubernetesManifestTests.podIndexField
+                    let name = String(match.1)
+                    let entry = variable(name)
+                    let value =
+                        entry?["valueFrom"]?["fieldRef"]?["fieldPath"]?.scalar == KubernetesManifestTests.podIndexField
                         ? String(index) : entry?["value"]?.scalar ?? ""
                     text = text.replacingOccurrences(of: "$(\(name))", with: value)
                 }
@@ -54,16 +58,20 @@ struct KubernetesManifestTests {
         }
         /// containerPort by name.
         var ports: [String: Int] {
-            Dictionary((container["ports"]?.items ?? []).compactMap { port in
-                port["name"]?.scalar.flatMap { name in Int(port["containerPort"]?.scalar ?? "").map { (name, $0) } }
-            }, uniquingKeysWith: { first, _ in first })
+            Dictionary(
+                (container["ports"]?.items ?? []).compactMap { port in
+                    port["name"]?.scalar.flatMap { name in Int(port["containerPort"]?.scalar ?? "").map { (name, $0) } }
+                }, uniquingKeysWith: { first, _ in first })
         }
         /// Ports of the endpoints the service binds (`tcp://*:P`) and of --metrics-endpoint.
         var boundPorts: Set<Int> {
-            Set(arguments.flatMap { $0.split(separator: ",") }.filter { $0.hasPrefix("tcp://*:") }
-                .compactMap { Int($0.split(separator: ":").last ?? "") })
+            Set(
+                arguments.flatMap { $0.split(separator: ",") }.filter { $0.hasPrefix("tcp://*:") }
+                    .compactMap { Int($0.split(separator: ":").last ?? "") })
         }
-        var metricsPort: Int? { argument(after: "--metrics-endpoint").flatMap { Int($0.split(separator: ":").last ?? "") } }
+        var metricsPort: Int? {
+            argument(after: "--metrics-endpoint").flatMap { Int($0.split(separator: ":").last ?? "") }
+        }
         /// `tcp://` endpoints this service connects to.
         func connections(_ flag: String) -> [String] {
             (argument(after: flag) ?? "").split(separator: ",").map(String.init)
@@ -78,13 +86,16 @@ struct KubernetesManifestTests {
             return holding.flatMap { mount in mount["name"]?.scalar.map { (mount, $0) } }
         }
         func volume(_ name: String) -> YAML? { pod["volumes"]?.items.first { $0["name"]?.scalar == name } }
-        var claimTemplates: [String] { spec["volumeClaimTemplates"]?.items.compactMap { $0["metadata"]?["name"]?.scalar } ?? [] }
+        var claimTemplates: [String] {
+            spec["volumeClaimTemplates"]?.items.compactMap { $0["metadata"]?["name"]?.scalar } ?? []
+        }
     }
 
     static let podIndexField = "metadata.labels['apps.kubernetes.io/pod-index']"
 
     static func resources() throws -> [Resource] {
-        let files = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasSuffix(".yaml") }.sorted()
+        let files = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasSuffix(".yaml") }
+            .sorted()
         return try files.flatMap { file in
             try YAML.documents(String(contentsOf: directory.appendingPathComponent(file), encoding: .utf8))
                 .map { Resource(file: file, node: $0) }
@@ -97,7 +108,9 @@ struct KubernetesManifestTests {
     }
 
     static func compose() throws -> [String: ContainerFileTests.Service] {
-        Dictionary(try ContainerFileTests.services().map { ($0.command.first ?? "", $0) }, uniquingKeysWith: { first, _ in first })
+        Dictionary(
+            try ContainerFileTests.services().map { ($0.command.first ?? "", $0) },
+            uniquingKeysWith: { first, _ in first })
     }
 
     /// The pods of a StatefulSet by their stable names: `NAME-I.SERVICE` for I in 0..<replicas.
@@ -107,24 +120,29 @@ struct KubernetesManifestTests {
     }
 
     static func selects(_ selector: [(key: String, value: String)], _ labels: [(key: String, value: String)]) -> Bool {
-        !selector.isEmpty && selector.allSatisfy { pair in labels.contains { $0.key == pair.key && $0.value == pair.value } }
+        !selector.isEmpty
+            && selector.allSatisfy { pair in labels.contains { $0.key == pair.key && $0.value == pair.value } }
     }
 
     @Test func eachServiceIsOneStatefulSetOfAnExecutableTargetInAFileWithAHeader() throws {
-        let files = try FileManager.default.contentsOfDirectory(atPath: Self.directory.path).filter { $0.hasSuffix(".yaml") }
+        let files = try FileManager.default.contentsOfDirectory(atPath: Self.directory.path).filter {
+            $0.hasSuffix(".yaml")
+        }
         #expect(Set(files).isSuperset(of: ["ingest.yaml", "detect.yaml", "notify.yaml"]), "\(files)")
         for file in files {
             let text = try String(contentsOf: Self.directory.appendingPathComponent(file), encoding: .utf8)
             #expect(text.hasPrefix("# RoadSave "), "\(file) does not start with its header comment")
         }
         let sets = try Self.resources().filter { $0.kind == "StatefulSet" }.map(Workload.init)
-        #expect(sets.map(\.executable).sorted() == ["roadsave-detect", "roadsave-ingest", "roadsave-notify"],
-                "\(sets.map(\.executable))")
+        #expect(
+            sets.map(\.executable).sorted() == ["roadsave-detect", "roadsave-ingest", "roadsave-notify"],
+            "\(sets.map(\.executable))")
         let targets = try ContainerFileTests.executableTargets()
         for workload in sets {
             #expect(targets.contains(workload.executable), "\(workload.resource.name): \(workload.executable)")
-            #expect(workload.resource.file == workload.executable.replacingOccurrences(of: "roadsave-", with: "") + ".yaml",
-                    "\(workload.executable) is in \(workload.resource.file)")
+            #expect(
+                workload.resource.file == workload.executable.replacingOccurrences(of: "roadsave-", with: "") + ".yaml",
+                "\(workload.executable) is in \(workload.resource.file)")
         }
         let replicas = try Self.workloads().mapValues(\.replicas)
         #expect(replicas == ["roadsave-ingest": 2, "roadsave-detect": 2, "roadsave-notify": 1], "\(replicas)")
@@ -135,19 +153,25 @@ struct KubernetesManifestTests {
             let help = try await ContainerFileTests.help(executable)
             #expect(help.status == 0, "\(executable) --help\n\(help.text)")
             for flag in workload.arguments where flag.hasPrefix("-") {
-                #expect(help.text.contains("  \(flag) ") || help.text.contains("  \(flag)\n"),
-                        "\(workload.resource.file): \(executable) does not document \(flag)")
+                #expect(
+                    help.text.contains("  \(flag) ") || help.text.contains("  \(flag)\n"),
+                    "\(workload.resource.file): \(executable) does not document \(flag)")
             }
             // A $(VAR) the kubelet cannot expand stays in the argument as it is written.
             for argument in workload.arguments {
                 for match in argument.matches(of: /\$\(([A-Za-z_][A-Za-z0-9_]*)\)/) {
-                    #expect(workload.variable(String(match.1)) != nil, "\(workload.resource.file): \(argument) names no variable")
+                    #expect(
+                        workload.variable(String(match.1)) != nil,
+                        "\(workload.resource.file): \(argument) names no variable")
                 }
             }
             for index in 0..<workload.replicas {
                 let arguments = workload.arguments(pod: index)
                 let parsed = try await ContainerFileTests.help(executable, arguments: arguments)
-                #expect(parsed.status == 0, "\(workload.resource.name)-\(index): \(arguments.joined(separator: " ")) is refused\n\(parsed.text)")
+                #expect(
+                    parsed.status == 0,
+                    "\(workload.resource.name)-\(index): \(arguments.joined(separator: " ")) is refused\n\(parsed.text)"
+                )
             }
         }
     }
@@ -159,11 +183,14 @@ struct KubernetesManifestTests {
             let names = workload.environment.compactMap { $0["name"]?.scalar }
             let roadsave = names.filter { $0.hasPrefix("ROADSAVE_") }
             for name in roadsave {
-                #expect(help.text.contains("env \(name),") || help.text.contains("env \(name) "),
-                        "\(workload.resource.file): \(executable) does not document \(name)")
+                #expect(
+                    help.text.contains("env \(name),") || help.text.contains("env \(name) "),
+                    "\(workload.resource.file): \(executable) does not document \(name)")
             }
             let composed = Set(compose[executable]?.environment.map(\.key) ?? [])
-            #expect(Set(roadsave) == composed, "\(workload.resource.file): \(roadsave.sorted()), compose \(composed.sorted())")
+            #expect(
+                Set(roadsave) == composed,
+                "\(workload.resource.file): \(roadsave.sorted()), compose \(composed.sorted())")
             #expect(Set(names).count == names.count, "\(workload.resource.file): a variable is set twice")
             for entry in workload.environment {
                 let name = entry["name"]?.scalar ?? ""
@@ -171,15 +198,19 @@ struct KubernetesManifestTests {
                     // Paths and the log level are written down; what compose takes from its environment (the
                     // applications, the webhooks and their secret) comes from a Secret.
                     if ContainerFileTests.literalVariables.contains(name) || name == "ROADSAVE_LOG_LEVEL" {
-                        #expect(entry["value"]?.scalar?.isEmpty == false, "\(workload.resource.file): \(name) has no value")
+                        #expect(
+                            entry["value"]?.scalar?.isEmpty == false, "\(workload.resource.file): \(name) has no value")
                     } else {
-                        #expect(entry["value"] == nil && entry["valueFrom"]?["secretKeyRef"]?["name"] != nil,
-                                "\(workload.resource.file): \(name) is not taken from a Secret")
+                        #expect(
+                            entry["value"] == nil && entry["valueFrom"]?["secretKeyRef"]?["name"] != nil,
+                            "\(workload.resource.file): \(name) is not taken from a Secret")
                     }
                 } else {
                     // Other variables only for $(NAME) in the arguments, from the downward API.
-                    #expect(workload.arguments.contains { $0.contains("$(\(name))") } && entry["valueFrom"]?["fieldRef"] != nil,
-                            "\(workload.resource.file): \(name) is neither read by the service nor used in the arguments")
+                    #expect(
+                        workload.arguments.contains { $0.contains("$(\(name))") }
+                            && entry["valueFrom"]?["fieldRef"] != nil,
+                        "\(workload.resource.file): \(name) is neither read by the service nor used in the arguments")
                 }
             }
             if let applications = workload.variable("ROADSAVE_APPLICATIONS") {
@@ -195,23 +226,34 @@ struct KubernetesManifestTests {
         for (executable, workload) in try Self.workloads() {
             let file = workload.resource.file
             let metrics = try #require(workload.metricsPort, "\(file): no --metrics-endpoint")
-            #expect(Set(workload.ports.values) == workload.boundPorts.union([metrics]),
-                    "\(file): container ports \(workload.ports.values.sorted()), bound \(workload.boundPorts.sorted()) and metrics \(metrics)")
+            #expect(
+                Set(workload.ports.values) == workload.boundPorts.union([metrics]),
+                "\(file): container ports \(workload.ports.values.sorted()), bound \(workload.boundPorts.sorted()) and metrics \(metrics)"
+            )
             #expect(workload.ports.values.count == Set(workload.ports.values).count)
             // The same ports as compose.
             if let service = compose[executable] {
-                #expect(workload.boundPorts == Set(service.boundPorts), "\(file): binds \(workload.boundPorts), compose \(service.boundPorts)")
-                #expect(metrics == service.metricsPort, "\(file): metrics \(metrics), compose \(service.metricsPort ?? 0)")
+                #expect(
+                    workload.boundPorts == Set(service.boundPorts),
+                    "\(file): binds \(workload.boundPorts), compose \(service.boundPorts)")
+                #expect(
+                    metrics == service.metricsPort, "\(file): metrics \(metrics), compose \(service.metricsPort ?? 0)")
             }
-            for (probe, path) in [("readinessProbe", "/readyz"), ("livenessProbe", "/healthz"), ("startupProbe", "/healthz")] {
+            for (probe, path) in [
+                ("readinessProbe", "/readyz"), ("livenessProbe", "/healthz"), ("startupProbe", "/healthz"),
+            ] {
                 let get = workload.container[probe]?["httpGet"]
                 #expect(get?["path"]?.scalar == path, "\(file): \(probe) asks \(get?["path"]?.scalar ?? "nothing")")
                 let port = get?["port"]?.scalar ?? ""
-                #expect((workload.ports[port] ?? Int(port)) == metrics, "\(file): \(probe) on port \(port), metrics on \(metrics)")
+                #expect(
+                    (workload.ports[port] ?? Int(port)) == metrics,
+                    "\(file): \(probe) on port \(port), metrics on \(metrics)")
             }
             // Every Service that selects these pods forwards to ports they have, under the same numbers.
             let pods = (0..<workload.replicas).map { index in
-                workload.podLabels + [(key: "statefulset.kubernetes.io/pod-name", value: "\(workload.resource.name)-\(index)")]
+                workload.podLabels + [
+                    (key: "statefulset.kubernetes.io/pod-name", value: "\(workload.resource.name)-\(index)")
+                ]
             }
             let services = resources.filter { $0.kind == "Service" }.filter { service in
                 pods.contains { Self.selects(service.node["spec"]?["selector"]?.pairs ?? [], $0) }
@@ -221,14 +263,17 @@ struct KubernetesManifestTests {
                 for port in service.node["spec"]?["ports"]?.items ?? [] {
                     let target = port["targetPort"]?.scalar ?? ""
                     let number = workload.ports[target] ?? Int(target)
-                    #expect(number != nil && number == Int(port["port"]?.scalar ?? ""),
-                            "\(service.name): port \(port["port"]?.scalar ?? "?") → \(target), not a port of \(workload.resource.name)")
+                    #expect(
+                        number != nil && number == Int(port["port"]?.scalar ?? ""),
+                        "\(service.name): port \(port["port"]?.scalar ?? "?") → \(target), not a port of \(workload.resource.name)"
+                    )
                 }
             }
         }
         // Published outside the cluster: what compose publishes (gateways, subscribers, catch-up), no more.
-        let published = Set(resources.filter { $0.kind == "Service" && $0.node["spec"]?["type"]?.scalar == "LoadBalancer" }
-            .flatMap { $0.node["spec"]?["ports"]?.items ?? [] }.compactMap { Int($0["port"]?.scalar ?? "") })
+        let published = Set(
+            resources.filter { $0.kind == "Service" && $0.node["spec"]?["type"]?.scalar == "LoadBalancer" }
+                .flatMap { $0.node["spec"]?["ports"]?.items ?? [] }.compactMap { Int($0["port"]?.scalar ?? "") })
         let composed = Set(compose.values.flatMap(\.publishedPorts))
         #expect(published == composed, "published \(published.sorted()), compose \(composed.sorted())")
     }
@@ -236,40 +281,52 @@ struct KubernetesManifestTests {
     @Test func shardsAndPeersAgreeThroughTheHeadlessServices() throws {
         let workloads = try Self.workloads()
         let resources = try Self.resources()
-        let ingest = try #require(workloads["roadsave-ingest"]), detect = try #require(workloads["roadsave-detect"])
+        let ingest = try #require(workloads["roadsave-ingest"])
+        let detect = try #require(workloads["roadsave-detect"])
         let notify = try #require(workloads["roadsave-notify"])
         for workload in [ingest, detect, notify] {
             // Each StatefulSet's pods get their DNS names from a headless Service that lists them ready or not.
             let name = workload.spec["serviceName"]?.scalar ?? ""
             let service = resources.first { $0.kind == "Service" && $0.name == name }
-            #expect(service?.node["spec"]?["clusterIP"]?.scalar == "None", "\(workload.resource.file): \(name) is not headless")
-            #expect(service?.node["spec"]?["publishNotReadyAddresses"]?.scalar == "true",
-                    "\(workload.resource.file): \(name) hides pods that are not ready")
+            #expect(
+                service?.node["spec"]?["clusterIP"]?.scalar == "None",
+                "\(workload.resource.file): \(name) is not headless")
+            #expect(
+                service?.node["spec"]?["publishNotReadyAddresses"]?.scalar == "true",
+                "\(workload.resource.file): \(name) hides pods that are not ready")
             #expect(Self.selects(service?.node["spec"]?["selector"]?.pairs ?? [], workload.podLabels))
             #expect(Self.selects(workload.spec["selector"]?["matchLabels"]?.pairs ?? [], workload.podLabels))
         }
         // ingest stores N shards, detection runs N pods, pod I taking shard I/N from the pod-index label.
         let shards = try #require(Int(ingest.argument(after: "--shards") ?? ""), "ingest.yaml: no --shards")
         #expect(detect.replicas == shards, "detect replicas \(detect.replicas), ingest --shards \(shards)")
-        #expect(detect.argument(after: "--shard") == "$(POD_INDEX)/\(shards)", "\(detect.argument(after: "--shard") ?? "no --shard")")
+        #expect(
+            detect.argument(after: "--shard") == "$(POD_INDEX)/\(shards)",
+            "\(detect.argument(after: "--shard") ?? "no --shard")")
         #expect(detect.variable("POD_INDEX")?["valueFrom"]?["fieldRef"]?["fieldPath"]?.scalar == Self.podIndexField)
-        #expect((0..<detect.replicas).map { detect.arguments(pod: $0)[detect.arguments.firstIndex(of: "--shard")! + 1] }
+        #expect(
+            (0..<detect.replicas).map { detect.arguments(pod: $0)[detect.arguments.firstIndex(of: "--shard")! + 1] }
                 == (0..<shards).map { "\($0)/\(shards)" })
         // Each reader lists every pod of its upstream, by its stable name, on the port the upstream binds.
         let records = try #require(ingest.ports["records"])
-        #expect(detect.connections("--records-endpoint") == Self.podNames(ingest).map { "tcp://\($0):\(records)" },
-                "detect --records-endpoint \(detect.connections("--records-endpoint"))")
+        #expect(
+            detect.connections("--records-endpoint") == Self.podNames(ingest).map { "tcp://\($0):\(records)" },
+            "detect --records-endpoint \(detect.connections("--records-endpoint"))")
         #expect(ingest.argument(after: "--records-endpoint") == "tcp://*:\(records)")
         let events = try #require(detect.ports["events"])
-        #expect(notify.connections("--events-endpoint") == Self.podNames(detect).map { "tcp://\($0):\(events)" },
-                "notify --events-endpoint \(notify.connections("--events-endpoint"))")
+        #expect(
+            notify.connections("--events-endpoint") == Self.podNames(detect).map { "tcp://\($0):\(events)" },
+            "notify --events-endpoint \(notify.connections("--events-endpoint"))")
         #expect(detect.argument(after: "--events-endpoint") == "tcp://*:\(events)")
         // Gateways reach each ingest pod on its own Service (they pick one by device hash), never a load balancer of all.
         let gatewayServices = resources.filter { resource in
-            resource.kind == "Service" && (resource.node["spec"]?["ports"]?.items ?? []).contains { $0["targetPort"]?.scalar == "gateway" }
+            resource.kind == "Service"
+                && (resource.node["spec"]?["ports"]?.items ?? []).contains { $0["targetPort"]?.scalar == "gateway" }
                 && resource.node["spec"]?["clusterIP"]?.scalar != "None"
         }
-        let pods = gatewayServices.map { $0.node["spec"]?["selector"]?["statefulset.kubernetes.io/pod-name"]?.scalar ?? "all" }
+        let pods = gatewayServices.map {
+            $0.node["spec"]?["selector"]?["statefulset.kubernetes.io/pod-name"]?.scalar ?? "all"
+        }
         #expect(pods.sorted() == (0..<ingest.replicas).map { "ingest-\($0)" }, "gateway Services select \(pods)")
     }
 
@@ -282,39 +339,53 @@ struct KubernetesManifestTests {
                 #expect(pod["securityContext"]?[key]?.scalar == "10001", "\(file): \(key)")
             }
             #expect(pod["securityContext"]?["runAsNonRoot"]?.scalar == "true", "\(file): runAsNonRoot")
-            #expect(pod["automountServiceAccountToken"]?.scalar == "false", "\(file): a service account token is mounted")
+            #expect(
+                pod["automountServiceAccountToken"]?.scalar == "false", "\(file): a service account token is mounted")
             for container in [workload.container] + workload.initContainers {
                 let context = container["securityContext"]
                 #expect(context?["allowPrivilegeEscalation"]?.scalar == "false", "\(file): privilege escalation")
                 #expect(context?["readOnlyRootFilesystem"]?.scalar == "true", "\(file): writable root file system")
                 #expect(context?["capabilities"]?["drop"]?.strings == ["ALL"], "\(file): capabilities")
-                #expect(container["resources"]?["limits"]?["memory"] != nil && container["resources"]?["requests"]?["cpu"] != nil,
-                        "\(file): \(container["name"]?.scalar ?? "?") has no memory limit or CPU request")
+                #expect(
+                    container["resources"]?["limits"]?["memory"] != nil
+                        && container["resources"]?["requests"]?["cpu"] != nil,
+                    "\(file): \(container["name"]?.scalar ?? "?") has no memory limit or CPU request")
             }
             let service = try #require(compose[executable], "\(executable) is not in docker-compose.yml")
             // compose's stop_grace_period ("15s").
             let grace = service.node["stop_grace_period"]?.scalar ?? ""
-            #expect(pod["terminationGracePeriodSeconds"]?.scalar == String(grace.dropLast()), "\(file): grace period, compose \(grace)")
+            #expect(
+                pod["terminationGracePeriodSeconds"]?.scalar == String(grace.dropLast()),
+                "\(file): grace period, compose \(grace)")
             // The store: compose's data directory, on the pod's own claim.
             let directory = workload.variable("ROADSAVE_DATA_DIR")?["value"]?.scalar ?? ""
-            #expect(directory == service.environment.first { $0.key == "ROADSAVE_DATA_DIR" }?.value, "\(file): ROADSAVE_DATA_DIR \(directory)")
+            #expect(
+                directory == service.environment.first { $0.key == "ROADSAVE_DATA_DIR" }?.value,
+                "\(file): ROADSAVE_DATA_DIR \(directory)")
             let store = workload.mount(holding: directory)
-            #expect(store?.mount["mountPath"]?.scalar == directory && workload.claimTemplates.contains(store?.volume ?? ""),
-                    "\(file): \(directory) is not on a volumeClaimTemplate")
+            #expect(
+                store?.mount["mountPath"]?.scalar == directory && workload.claimTemplates.contains(store?.volume ?? ""),
+                "\(file): \(directory) is not on a volumeClaimTemplate")
             // Keys: the public keys and the allow list read where a Secret is mounted read-only (whole, so that an
             // updated allow list reaches the pod); the secret key from a memory emptyDir an init container fills 0400.
             for name in ["ROADSAVE_ALLOW", "ROADSAVE_CURVE_SERVER_KEY"] {
                 guard let path = workload.variable(name)?["value"]?.scalar else { continue }
                 let mount = workload.mount(holding: path)
-                #expect(mount?.mount["readOnly"]?.scalar == "true" && mount?.mount["subPath"] == nil
-                        && workload.volume(mount?.volume ?? "")?["secret"] != nil, "\(file): \(name) \(path) is not in a Secret volume")
+                #expect(
+                    mount?.mount["readOnly"]?.scalar == "true" && mount?.mount["subPath"] == nil
+                        && workload.volume(mount?.volume ?? "")?["secret"] != nil,
+                    "\(file): \(name) \(path) is not in a Secret volume")
             }
-            let key = try #require(workload.variable("ROADSAVE_CURVE_SECRET_KEY")?["value"]?.scalar, "\(file): no secret key")
+            let key = try #require(
+                workload.variable("ROADSAVE_CURVE_SECRET_KEY")?["value"]?.scalar, "\(file): no secret key")
             let keyMount = workload.mount(holding: key)
             #expect(keyMount?.mount["readOnly"]?.scalar == "true")
-            #expect(workload.volume(keyMount?.volume ?? "")?["emptyDir"]?["medium"]?.scalar == "Memory", "\(file): \(key)")
+            #expect(
+                workload.volume(keyMount?.volume ?? "")?["emptyDir"]?["medium"]?.scalar == "Memory", "\(file): \(key)")
             let copy = workload.initContainers.first { $0["command"]?.strings?.last == key }?["command"]?.strings ?? []
-            #expect(copy.starts(with: ["install", "-m", "0400"]) && copy.count == 5, "\(file): no init container copies \(key) 0400")
+            #expect(
+                copy.starts(with: ["install", "-m", "0400"]) && copy.count == 5,
+                "\(file): no init container copies \(key) 0400")
         }
     }
 }
@@ -322,13 +393,13 @@ struct KubernetesManifestTests {
 extension YAML {
     /// A block list's items.
     var items: [YAML] {
-        if case let .list(items) = self { return items }
+        if case .list(let items) = self { return items }
         return []
     }
 
     /// A map's scalar values by key.
     var pairs: [(key: String, value: String)] {
-        guard case let .map(pairs) = self else { return [] }
+        guard case .map(let pairs) = self else { return [] }
         return pairs.compactMap { pair in pair.value.scalar.map { (pair.key, $0) } }
     }
 }

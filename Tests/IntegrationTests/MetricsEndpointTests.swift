@@ -20,15 +20,20 @@ struct MetricsEndpointTests {
             options.detectArguments = ["--metrics-endpoint", "127.0.0.1:\(ports[1])"]
             options.notifyArguments = ["--metrics-endpoint", "127.0.0.1:\(ports[2])"]
             let (services, subscriber) = try await Services.startFlowing(options)
-            defer { subscriber.kill(); services.kill() }
+            defer {
+                subscriber.kill()
+                services.kill()
+            }
             // The probes' trips have ended and their events are all delivered before the baseline is taken.
             let settled = try await eventually(timeout: 30, interval: 0.5) {
-                let detect = try Scrape.metrics(ports[1]), notify = try Scrape.metrics(ports[2])
+                let detect = try Scrape.metrics(ports[1])
+                let notify = try Scrape.metrics(ports[2])
                 let started = detect.value("roadsave_detection_events_total", ["event": "tripDidStart"])
                 let events = ["tripDidStart", "tripDidEnd", "crashDetected", "crashFollowUp", "tripBehaviour"].map {
                     detect.value("roadsave_detection_events_total", ["event": $0])
                 }.reduce(0, +)
-                return started >= 1 && detect.value("roadsave_detection_events_total", ["event": "tripDidEnd"]) == started
+                return started >= 1
+                    && detect.value("roadsave_detection_events_total", ["event": "tripDidEnd"]) == started
                     && notify.value("roadsave_notifier_deliveries_total", ["sink": "pub"]) == events
                     && notify.total("roadsave_notifier_webhook_deliveries_total", ["outcome": "delivered"]) == events
             }
@@ -42,7 +47,10 @@ struct MetricsEndpointTests {
             let crash = try String(contentsOf: RecordedCrash.file(), encoding: .utf8)
             let good = crash.split(separator: "\n").count
             let bad = [
-                ["kind": "location", "app": "demo-app", "user": "bad-1", "t": 1.8e9, "lat": 91.0, "lon": 18.4, "speed": 3.0],
+                [
+                    "kind": "location", "app": "demo-app", "user": "bad-1", "t": 1.8e9, "lat": 91.0, "lon": 18.4,
+                    "speed": 3.0,
+                ],
                 ["kind": "location", "app": "demo-app", "t": 1.8e9, "lat": -33.9, "lon": 18.4, "speed": 3.0],
                 ["kind": "teleport", "app": "demo-app", "user": "bad-3", "t": 1.8e9],
             ].map(jsonLine)
@@ -64,32 +72,45 @@ struct MetricsEndpointTests {
             #expect(shown)
 
             let ingest = try Scrape.metrics(ports[0])
-            #expect(ingest.value("roadsave_ingest_records_accepted_total") - ingestBefore.value("roadsave_ingest_records_accepted_total")
+            #expect(
+                ingest.value("roadsave_ingest_records_accepted_total")
+                    - ingestBefore.value("roadsave_ingest_records_accepted_total")
                     == Double(good))
             for (field, reason) in [("lat", "out_of_range"), ("user", "missing"), ("kind", "unknown_value")] {
                 let labels = ["field": field, "reason": reason]
-                #expect(ingest.value("roadsave_ingest_records_rejected_total", labels)
-                        - ingestBefore.value("roadsave_ingest_records_rejected_total", labels) == 1, "\(field) \(reason)")
+                #expect(
+                    ingest.value("roadsave_ingest_records_rejected_total", labels)
+                        - ingestBefore.value("roadsave_ingest_records_rejected_total", labels) == 1,
+                    "\(field) \(reason)")
             }
             let batches = Double(sent.batches.count)
-            #expect(ingest.value("roadsave_ingest_batches_total", ["outcome": "acknowledged"])
+            #expect(
+                ingest.value("roadsave_ingest_batches_total", ["outcome": "acknowledged"])
                     - ingestBefore.value("roadsave_ingest_batches_total", ["outcome": "acknowledged"]) == batches)
             #expect(ingest.families["roadsave_ingest_batch_records"] == "histogram")
-            #expect(ingest.value("roadsave_ingest_batch_records_count") - ingestBefore.value("roadsave_ingest_batch_records_count")
+            #expect(
+                ingest.value("roadsave_ingest_batch_records_count")
+                    - ingestBefore.value("roadsave_ingest_batch_records_count")
                     == batches)
-            #expect(ingest.value("roadsave_ingest_batch_records_sum") - ingestBefore.value("roadsave_ingest_batch_records_sum")
+            #expect(
+                ingest.value("roadsave_ingest_batch_records_sum")
+                    - ingestBefore.value("roadsave_ingest_batch_records_sum")
                     == Double(good + bad.count))
             #expect(ingest.value("roadsave_ingest_journal_head_position") >= 1)
 
             let detect = try Scrape.metrics(ports[1])
             for event in ["tripDidStart", "crashDetected", "crashFollowUp", "tripDidEnd", "tripBehaviour"] {
-                #expect(detect.value("roadsave_detection_events_total", ["event": event])
+                #expect(
+                    detect.value("roadsave_detection_events_total", ["event": event])
                         - detectBefore.value("roadsave_detection_events_total", ["event": event]) == 1, "\(event)")
             }
-            #expect(detect.value("roadsave_detection_records_read_total") - detectBefore.value("roadsave_detection_records_read_total")
+            #expect(
+                detect.value("roadsave_detection_records_read_total")
+                    - detectBefore.value("roadsave_detection_records_read_total")
                     == Double(good))
             #expect(detect.families["roadsave_detection_platform_call_seconds"] == "histogram")
-            #expect(detect.value("roadsave_detection_platform_call_seconds_count", ["call": "evaluation"])
+            #expect(
+                detect.value("roadsave_detection_platform_call_seconds_count", ["call": "evaluation"])
                     - detectBefore.value("roadsave_detection_platform_call_seconds_count", ["call": "evaluation"]) == 1)
             #expect(detect.value("roadsave_detection_platform_failures_total", ["call": "evaluation"]) == 0)
             #expect(detect.value("roadsave_detection_devices", ["state": "in_memory"]) >= 2)
@@ -97,19 +118,24 @@ struct MetricsEndpointTests {
             #expect(detect.value("process_resident_memory_bytes") > 1_000_000)
 
             let notify = try Scrape.metrics(ports[2])
-            #expect(notify.value("roadsave_notifier_deliveries_total", ["sink": "pub"])
+            #expect(
+                notify.value("roadsave_notifier_deliveries_total", ["sink": "pub"])
                     - notifyBefore.value("roadsave_notifier_deliveries_total", ["sink": "pub"]) == 5)
             #expect(notify.value("roadsave_notifier_duplicates_dropped_total") == 0)
             // The webhook's figures come from its sink a post later: wait for them.
             let webhookDelivered = try await eventually(timeout: 10) {
-                try Scrape.metrics(ports[2]).total("roadsave_notifier_webhook_deliveries_total", ["outcome": "delivered"])
+                try Scrape.metrics(ports[2]).total(
+                    "roadsave_notifier_webhook_deliveries_total", ["outcome": "delivered"])
                     - notifyBefore.total("roadsave_notifier_webhook_deliveries_total", ["outcome": "delivered"]) == 5
             }
             #expect(webhookDelivered)
             let after = try Scrape.metrics(ports[2])
             #expect(after.total("roadsave_notifier_webhook_retries_total") >= 1)
             #expect(after.total("roadsave_notifier_webhook_deliveries_total", ["outcome": "failed"]) == 0)
-            #expect(after.samples.contains { $0.name == "roadsave_notifier_outbox_events" && $0.labels["sink"]?.hasPrefix("webhook:") == true })
+            #expect(
+                after.samples.contains {
+                    $0.name == "roadsave_notifier_outbox_events" && $0.labels["sink"]?.hasPrefix("webhook:") == true
+                })
             // Everything stored was taken by both sinks.
             #expect(after.total("roadsave_notifier_outbox_events") == 0)
 
@@ -147,8 +173,9 @@ struct MetricsEndpointTests {
     /// usage error naming the flag.
     @Test func endpointProblemsAreClearAtStart() async throws {
         let taken = Ports.reserve(1)[0]
-        let holder = try Child(name: "holder", executable: Executables.env,
-                               arguments: ["python3", "-m", "http.server", String(taken), "--bind", "127.0.0.1"])
+        let holder = try Child(
+            name: "holder", executable: Executables.env,
+            arguments: ["python3", "-m", "http.server", String(taken), "--bind", "127.0.0.1"])
         defer { holder.kill() }
         _ = await eventually(timeout: 10) { Ports.isListening(taken) }
         let services = try Services(Services.Options(ingestArguments: ["--metrics-endpoint", "127.0.0.1:\(taken)"]))
@@ -158,8 +185,9 @@ struct MetricsEndpointTests {
         #expect(await ingest.waitForExit(timeout: 10) == 1)
         #expect(ingest.tail().contains("cannot serve metrics on 127.0.0.1:\(taken)"), "\(ingest.tail())")
 
-        let bad = try Child(name: "detect", executable: Executables.named("roadsave-detect"),
-                            arguments: ["--metrics-endpoint", "localhost", "--data-dir", services.dataDirectory("detect")])
+        let bad = try Child(
+            name: "detect", executable: Executables.named("roadsave-detect"),
+            arguments: ["--metrics-endpoint", "localhost", "--data-dir", services.dataDirectory("detect")])
         defer { bad.kill() }
         #expect(await bad.waitForExit(timeout: 10) == 2)
         #expect(bad.tail().contains("--metrics-endpoint"), "\(bad.tail())")
@@ -174,7 +202,8 @@ struct Scrape {
 
     /// The value of the sample `name` with exactly these labels (0 when absent: a counter not yet counted).
     func value(_ name: String, _ labels: [String: String] = [:]) -> Double {
-        samples.first { $0.name == name && $0.labels.filter { $0.key != "le" } == labels && $0.labels["le"] == nil }?.value ?? 0
+        samples.first { $0.name == name && $0.labels.filter { $0.key != "le" } == labels && $0.labels["le"] == nil }?
+            .value ?? 0
     }
 
     /// The sum of the samples `name` whose labels include these (over every other label, a sink's for example).
@@ -186,10 +215,14 @@ struct Scrape {
     static func metrics(_ port: Int) throws -> Scrape {
         let object = try run("http://127.0.0.1:\(port)/metrics")
         let samples = ((object["samples"] as? [[String: Any]]) ?? []).map {
-            (name: $0.string("name") ?? "", labels: ($0["labels"] as? [String: String]) ?? [:], value: $0.number("value") ?? .nan)
+            (
+                name: $0.string("name") ?? "", labels: ($0["labels"] as? [String: String]) ?? [:],
+                value: $0.number("value") ?? .nan
+            )
         }
-        return Scrape(status: Int(object.number("status") ?? 0), families: (object["families"] as? [String: String]) ?? [:],
-                      samples: samples)
+        return Scrape(
+            status: Int(object.number("status") ?? 0), families: (object["families"] as? [String: String]) ?? [:],
+            samples: samples)
     }
 
     static func page(_ port: Int, _ path: String) throws -> (status: Int, body: String) {
@@ -202,7 +235,8 @@ struct Scrape {
         let process = Process()
         process.executableURL = Executables.env
         process.arguments = ["python3", SupportScripts.folder.appendingPathComponent("scrape_metrics.py").path, url]
-        let out = Pipe(), err = Pipe()
+        let out = Pipe()
+        let err = Pipe()
         process.standardOutput = out
         process.standardError = err
         try process.run()
@@ -210,7 +244,8 @@ struct Scrape {
         let problem = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
         guard process.terminationStatus == 0,
-              let object = try JSONSerialization.jsonObject(with: data) as? [String: Any] else {
+            let object = try JSONSerialization.jsonObject(with: data) as? [String: Any]
+        else {
             throw TestFailure("scrape of \(url) failed (\(process.terminationStatus)): \(problem)")
         }
         return object

@@ -2,8 +2,9 @@ import Foundation
 import GatewayKit
 import RoadSaveTestKit
 import Testing
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The notifier as a real process (`roadsave-notify`), fed by a fake detection outbox feed (`Support/event_feed.py`)
@@ -18,13 +19,20 @@ struct NotifierDurabilityTests {
             let user = "driver-\(device)"
             var events: [[String: Any]] = []
             for journey in 0..<journeys {
-                let trip = "\(user)-trip-\(journey)", start = 1_700_000_000.5 + Double(journey * 3600 + device)
-                events.append(["event": "tripDidStart", "app": "demo-app", "user": user, "tripID": trip, "startDate": start])
-                events.append(["event": "crashDetected", "app": "demo-app", "user": user, "crashID": "\(user)-crash-\(journey)",
-                               "confidence": "high", "detectedAt": start + 300.25, "latitude": -33.9248685,
-                               "longitude": 18.4240553, "isTest": false])
-                events.append(["event": "tripDidEnd", "app": "demo-app", "user": user, "tripID": trip, "startDate": start,
-                               "endDate": start + 600.5, "distanceMetres": 5432.1, "endReason": "stopDelay"])
+                let trip = "\(user)-trip-\(journey)"
+                let start = 1_700_000_000.5 + Double(journey * 3600 + device)
+                events.append([
+                    "event": "tripDidStart", "app": "demo-app", "user": user, "tripID": trip, "startDate": start,
+                ])
+                events.append([
+                    "event": "crashDetected", "app": "demo-app", "user": user, "crashID": "\(user)-crash-\(journey)",
+                    "confidence": "high", "detectedAt": start + 300.25, "latitude": -33.9248685,
+                    "longitude": 18.4240553, "isTest": false,
+                ])
+                events.append([
+                    "event": "tripDidEnd", "app": "demo-app", "user": user, "tripID": trip, "startDate": start,
+                    "endDate": start + 600.5, "distanceMetres": 5432.1, "endReason": "stopDelay",
+                ])
             }
             perDevice.append(events)
         }
@@ -61,11 +69,14 @@ struct NotifierDurabilityTests {
         init(_ events: [[String: Any]], rate: Double = 0, paused: Bool = false, step: Bool = false) async throws {
             let data = try JSONSerialization.data(withJSONObject: events)
             file = try temporaryFile(String(decoding: data, as: UTF8.self), suffix: ".events.json")
-            let child = try Child.python("event_feed.py", ["--events", file.path, "--rate", String(rate)]
-                                            + (paused ? ["--paused"] : []) + (step ? ["--step"] : []), name: "event feed")
+            let child = try Child.python(
+                "event_feed.py",
+                ["--events", file.path, "--rate", String(rate)]
+                    + (paused ? ["--paused"] : []) + (step ? ["--step"] : []), name: "event feed")
             self.child = child
             guard await eventually(timeout: 10, { !child.stdout.isEmpty || !child.isRunning }),
-                  let first = child.stdout.first, let port = Int(first.text) else {
+                let first = child.stdout.first, let port = Int(first.text)
+            else {
                 child.kill()
                 throw TestFailure("the event feed did not start\n\(child.tail())")
             }
@@ -97,12 +108,17 @@ struct NotifierDurabilityTests {
         private(set) var runs: [Child] = []
 
         init(feed: Feed, extra: [String] = [], environment: [String: String] = [:]) {
-            data = FileManager.default.temporaryDirectory.appendingPathComponent("roadsave-notify-\(UUID().uuidString)").path
+            data =
+                FileManager.default.temporaryDirectory.appendingPathComponent("roadsave-notify-\(UUID().uuidString)")
+                .path
             let ports = Ports.reserve(2)
             (publishPort, catchUpPort) = (ports[0], ports[1])
-            arguments = ["--data-dir", data, "--events-endpoint", feed.endpoint,
-                         "--publish-endpoint", "tcp://127.0.0.1:\(publishPort)",
-                         "--catch-up-endpoint", "tcp://127.0.0.1:\(catchUpPort)", "--heartbeat", "0.2"] + extra
+            arguments =
+                [
+                    "--data-dir", data, "--events-endpoint", feed.endpoint,
+                    "--publish-endpoint", "tcp://127.0.0.1:\(publishPort)",
+                    "--catch-up-endpoint", "tcp://127.0.0.1:\(catchUpPort)", "--heartbeat", "0.2",
+                ] + extra
             self.environment = environment
         }
 
@@ -111,11 +127,15 @@ struct NotifierDurabilityTests {
         var current: Child? { runs.last }
 
         func start() async throws {
-            let child = try Child(name: "notify#\(runs.count + 1)", executable: Executables.named("roadsave-notify"),
-                                  arguments: arguments, environment: environment)
+            let child = try Child(
+                name: "notify#\(runs.count + 1)", executable: Executables.named("roadsave-notify"),
+                arguments: arguments, environment: environment)
             runs.append(child)
-            guard await eventually(timeout: 15, { !child.isRunning || [publishPort, catchUpPort].allSatisfy(Ports.isListening) }),
-                  child.isRunning else {
+            guard
+                await eventually(
+                    timeout: 15, { !child.isRunning || [publishPort, catchUpPort].allSatisfy(Ports.isListening) }),
+                child.isRunning
+            else {
                 throw TestFailure("the notifier did not start listening\n\(logs())")
             }
         }
@@ -135,7 +155,8 @@ struct NotifierDurabilityTests {
     static func printed(_ tail: Child) -> [(position: Int, event: [String: Any])] {
         tail.jsonLines.compactMap { line in
             guard let object = line.value as? [String: Any], let position = object.number("position"),
-                  let event = object["event"] as? [String: Any] else { return nil }
+                let event = object["event"] as? [String: Any]
+            else { return nil }
             return (Int(position), event)
         }
     }
@@ -151,9 +172,13 @@ struct NotifierDurabilityTests {
             defer { feed.kill() }
             let receiverPort = Ports.reserve(1)[0]
             let secret = "durability-secret-\(UUID().uuidString.prefix(8))"
-            let notifier = Notifier(feed: feed, extra: ["--webhooks", "http://127.0.0.1:\(receiverPort)/roadsave/events",
-                                                        "--webhook-max-backoff", "0.5"],
-                                    environment: ["ROADSAVE_WEBHOOK_SECRET": secret])
+            let notifier = Notifier(
+                feed: feed,
+                extra: [
+                    "--webhooks", "http://127.0.0.1:\(receiverPort)/roadsave/events",
+                    "--webhook-max-backoff", "0.5",
+                ],
+                environment: ["ROADSAVE_WEBHOOK_SECRET": secret])
             defer {
                 notifier.kill()
                 notifier.removeData()
@@ -161,7 +186,9 @@ struct NotifierDurabilityTests {
             try await notifier.start()
 
             // Everything is stored (and acknowledged to detection) while nobody receives.
-            #expect(await eventually(timeout: 20) { feed.acknowledged == events.count }, "\(feed.child.tail())\n\(notifier.logs())")
+            #expect(
+                await eventually(timeout: 20) { feed.acknowledged == events.count },
+                "\(feed.child.tail())\n\(notifier.logs())")
             // Waited for, not looked for after a pause: a busy machine may be slow to make the first attempt.
             let failed = await eventually(timeout: 20) {
                 notifier.current?.stderr.contains { $0.text.contains("delivery failed, will retry") } == true
@@ -173,12 +200,15 @@ struct NotifierDurabilityTests {
             #expect(await first.waitForExit(timeout: 10) == 0, "\(first.tail())")
             try await notifier.start()
 
-            let receiver = try Child.python("webhook_receiver.py", ["--port", String(receiverPort), "--secret", secret],
-                                            name: "late webhook receiver")
+            let receiver = try Child.python(
+                "webhook_receiver.py", ["--port", String(receiverPort), "--secret", secret],
+                name: "late webhook receiver")
             defer { receiver.kill() }
             let deliveries = { receiver.jsonLines.dropFirst().compactMap { $0.value as? [String: Any] } }
             let expected = Self.distinctKeys(events)
-            let all = await eventually(timeout: 30) { Set(deliveries().compactMap { ($0["body"] as? [String: Any]).map(Self.key) }).count >= expected.count }
+            let all = await eventually(timeout: 30) {
+                Set(deliveries().compactMap { ($0["body"] as? [String: Any]).map(Self.key) }).count >= expected.count
+            }
             #expect(all, "not every event reached the receiver\n\(receiver.tail())\n\(notifier.logs())")
 
             let received = deliveries()
@@ -212,7 +242,8 @@ struct NotifierDurabilityTests {
             let expected = Self.distinctKeys(events)
             let feed = try await Feed(events, rate: 50)
             defer { feed.kill() }
-            let ndjson = FileManager.default.temporaryDirectory.appendingPathComponent("roadsave-it-\(UUID().uuidString).ndjson")
+            let ndjson = FileManager.default.temporaryDirectory.appendingPathComponent(
+                "roadsave-it-\(UUID().uuidString).ndjson")
             defer { try? FileManager.default.removeItem(at: ndjson) }
             let notifier = Notifier(feed: feed, extra: ["--ndjson", ndjson.path])
             defer {
@@ -221,31 +252,39 @@ struct NotifierDurabilityTests {
             }
             try await notifier.start()
             let feedStarted = now()
-            let tail = try Child(name: "tail", executable: Executables.named("roadsave"), arguments: [
-                "tail", "--endpoint", notifier.publishEndpoint, "--catch-up-endpoint", notifier.catchUpEndpoint,
-                "--since", "0", "--show-position", "--timeout", "90",
-            ])
+            let tail = try Child(
+                name: "tail", executable: Executables.named("roadsave"),
+                arguments: [
+                    "tail", "--endpoint", notifier.publishEndpoint, "--catch-up-endpoint", notifier.catchUpEndpoint,
+                    "--since", "0", "--show-position", "--timeout", "90",
+                ])
             defer { tail.kill() }
 
             try await Task.sleep(nanoseconds: UInt64(max(0, feedStarted + killAfter - now()) * 1e9))
             notifier.current?.kill()
             try await notifier.start()
 
-            #expect(await eventually(timeout: 40) { feed.acknowledged == events.count },
-                    "the notifier did not take every event (\(context))\n\(feed.child.tail())\n\(notifier.logs())")
+            #expect(
+                await eventually(timeout: 40) { feed.acknowledged == events.count },
+                "the notifier did not take every event (\(context))\n\(feed.child.tail())\n\(notifier.logs())")
             let ndjsonKeys = {
                 ((try? String(contentsOf: ndjson, encoding: .utf8)) ?? "").split(separator: "\n").compactMap { line in
                     (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any]
                 }.map(Self.key)
             }
-            #expect(await eventually(timeout: 20) { ndjsonKeys().count >= expected.count && Self.printed(tail).count >= expected.count },
-                    "\(context)\n\(tail.tail())\n\(notifier.logs())")
+            #expect(
+                await eventually(timeout: 20) {
+                    ndjsonKeys().count >= expected.count && Self.printed(tail).count >= expected.count
+                },
+                "\(context)\n\(tail.tail())\n\(notifier.logs())")
             // Anything written or printed twice would come within this.
             try await Task.sleep(nanoseconds: 1_500_000_000)
 
             // NDJSON: each event exactly once, in feed order per device.
             let written = ndjsonKeys()
-            #expect(written.count == expected.count, "NDJSON lines: \(written.count), events: \(expected.count) (\(context))")
+            #expect(
+                written.count == expected.count,
+                "NDJSON lines: \(written.count), events: \(expected.count) (\(context))")
             #expect(Set(written) == Set(expected), "\(context)")
             for device in 0..<8 {
                 let user = ".driver-\(device)."
@@ -254,16 +293,22 @@ struct NotifierDurabilityTests {
 
             // The subscriber: each event once, with distinct positions, in position order.
             let printed = Self.printed(tail)
-            #expect(printed.count == expected.count, "tail printed \(printed.count) of \(expected.count) (\(context))\n\(tail.tail())")
+            #expect(
+                printed.count == expected.count,
+                "tail printed \(printed.count) of \(expected.count) (\(context))\n\(tail.tail())")
             #expect(Set(printed.map { Self.key($0.event) }) == Set(expected), "\(context)")
-            #expect(printed.map(\.position) == printed.map(\.position).sorted() && Set(printed.map(\.position)).count == printed.count,
-                    "positions \(printed.map(\.position)) (\(context))")
+            #expect(
+                printed.map(\.position) == printed.map(\.position).sorted()
+                    && Set(printed.map(\.position)).count == printed.count,
+                "positions \(printed.map(\.position)) (\(context))")
 
             // A subscriber that arrives afterwards catches up on everything: positions 1…N, each event once.
-            let late = try Child(name: "late tail", executable: Executables.named("roadsave"), arguments: [
-                "tail", "--endpoint", notifier.publishEndpoint, "--catch-up-endpoint", notifier.catchUpEndpoint,
-                "--since", "0", "--show-position", "--count", String(expected.count), "--timeout", "20",
-            ])
+            let late = try Child(
+                name: "late tail", executable: Executables.named("roadsave"),
+                arguments: [
+                    "tail", "--endpoint", notifier.publishEndpoint, "--catch-up-endpoint", notifier.catchUpEndpoint,
+                    "--since", "0", "--show-position", "--count", String(expected.count), "--timeout", "20",
+                ])
             defer { late.kill() }
             #expect(await late.waitForExit(timeout: 30) == 0, "\(late.tail())")
             let caughtUp = Self.printed(late)
@@ -272,29 +317,40 @@ struct NotifierDurabilityTests {
 
             // Resuming after an eventID: the events after it. An unknown one is an error that says so.
             let middle = try #require(printed.dropFirst(expected.count / 2).first)
-            let resumed = try Child(name: "resumed tail", executable: Executables.named("roadsave"), arguments: [
-                "tail", "--endpoint", notifier.publishEndpoint, "--catch-up-endpoint", notifier.catchUpEndpoint,
-                "--since", try #require(middle.event.string("eventID")), "--show-position",
-                "--count", String(expected.count - middle.position), "--timeout", "20",
-            ])
+            let resumed = try Child(
+                name: "resumed tail", executable: Executables.named("roadsave"),
+                arguments: [
+                    "tail", "--endpoint", notifier.publishEndpoint, "--catch-up-endpoint", notifier.catchUpEndpoint,
+                    "--since", try #require(middle.event.string("eventID")), "--show-position",
+                    "--count", String(expected.count - middle.position), "--timeout", "20",
+                ])
             defer { resumed.kill() }
             #expect(await resumed.waitForExit(timeout: 30) == 0, "\(resumed.tail())")
             #expect(Self.printed(resumed).map(\.position) == Array((middle.position + 1)...expected.count))
-            let unknown = try Child(name: "unknown tail", executable: Executables.named("roadsave"), arguments: [
-                "tail", "--endpoint", notifier.publishEndpoint, "--catch-up-endpoint", notifier.catchUpEndpoint,
-                "--since", "00000000-0000-8000-8000-000000000000", "--timeout", "20",
-            ])
+            let unknown = try Child(
+                name: "unknown tail", executable: Executables.named("roadsave"),
+                arguments: [
+                    "tail", "--endpoint", notifier.publishEndpoint, "--catch-up-endpoint", notifier.catchUpEndpoint,
+                    "--since", "00000000-0000-8000-8000-000000000000", "--timeout", "20",
+                ])
             defer { unknown.kill() }
             #expect(await unknown.waitForExit(timeout: 30) == 1)
-            #expect(unknown.stderr.contains { $0.text.contains("unknown eventID 00000000-0000-8000-8000-000000000000") },
-                    "\(unknown.tail())")
+            #expect(
+                unknown.stderr.contains { $0.text.contains("unknown eventID 00000000-0000-8000-8000-000000000000") },
+                "\(unknown.tail())")
 
             // The store says the same: sqlite3, as an operator would look.
             let store = notifier.data + "/notifier.sqlite"
-            let count = try Child(name: "sqlite3", executable: Executables.env,
-                                  arguments: ["sqlite3", store, "SELECT count(*), count(DISTINCT event_id) FROM events; SELECT count(*) FROM outbox;"])
+            let count = try Child(
+                name: "sqlite3", executable: Executables.env,
+                arguments: [
+                    "sqlite3", store,
+                    "SELECT count(*), count(DISTINCT event_id) FROM events; SELECT count(*) FROM outbox;",
+                ])
             _ = await count.waitForExit(timeout: 10)
-            #expect(count.stdout.map(\.text) == ["\(expected.count)|\(expected.count)", "0"], "\(count.tail()) (\(context))")
+            #expect(
+                count.stdout.map(\.text) == ["\(expected.count)|\(expected.count)", "0"], "\(count.tail()) (\(context))"
+            )
         }
     }
 

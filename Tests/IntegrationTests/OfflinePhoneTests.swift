@@ -33,7 +33,8 @@ struct OfflinePhoneTests {
 
     /// The morning's lines with user-003's `held` ones moved to where the input reaches `uploadedAt`.
     static func holdBack(_ lines: [Substring], _ offline: Offline) throws -> String {
-        var kept: [Substring] = [], held: [Substring] = []
+        var kept: [Substring] = []
+        var held: [Substring] = []
         var placed = false
         for line in lines {
             let record = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
@@ -42,7 +43,11 @@ struct OfflinePhoneTests {
                 kept += held
                 placed = true
             }
-            if record.string("user") == "user-003", offline.held.contains(t) { held.append(line) } else { kept.append(line) }
+            if record.string("user") == "user-003", offline.held.contains(t) {
+                held.append(line)
+            } else {
+                kept.append(line)
+            }
         }
         if !placed { kept += held }
         #expect(held.count > 100, "the phone held back its records (\(offline.name))")
@@ -52,12 +57,15 @@ struct OfflinePhoneTests {
     @Test(arguments: cases, [true, false])
     func aPhoneThatUploadsLaterGetsReplaysEvents(_ offline: Offline, watermarks: Bool) async throws {
         try await withPipelineSlot {
-            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("roadsave-offline-\(UUID().uuidString)")
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+                "roadsave-offline-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             defer { try? FileManager.default.removeItem(at: folder) }
             let morning = folder.appendingPathComponent("morning.ndjson")
-            _ = try await PipelineDurabilityTests.run(["simulate", "--devices", "4", "--crashes", "1", "--seed", "7",
-                                                       "--duration", "45", "--output", morning.path, "--no-progress"])
+            _ = try await PipelineDurabilityTests.run([
+                "simulate", "--devices", "4", "--crashes", "1", "--seed", "7",
+                "--duration", "45", "--output", morning.path, "--no-progress",
+            ])
             let lines = try String(contentsOf: morning, encoding: .utf8).split(separator: "\n")
             let recording = folder.appendingPathComponent("offline.ndjson")
             try Self.holdBack(lines, offline).write(to: recording, atomically: true, encoding: .utf8)
@@ -74,12 +82,16 @@ struct OfflinePhoneTests {
             let tail = try Child.tailFromStart(services)
             defer { tail.kill() }
             let context = "\(offline.name), \(watermarks ? "with" : "without") watermarks"
-            let gateway = try Child(name: "send", executable: Executables.named("roadsave"), arguments: [
-                "send", "-", "--endpoint", services.gatewayEndpoint, "--rate", "2000", "--no-progress",
-            ] + (watermarks ? [] : ["--no-watermark"]), input: try Data(contentsOf: recording))
+            let gateway = try Child(
+                name: "send", executable: Executables.named("roadsave"),
+                arguments: [
+                    "send", "-", "--endpoint", services.gatewayEndpoint, "--rate", "2000", "--no-progress",
+                ] + (watermarks ? [] : ["--no-watermark"]), input: try Data(contentsOf: recording))
             defer { gateway.kill() }
             #expect(await gateway.waitForExit(timeout: 120) == 0, "\(context)\n\(gateway.tail())\n\(services.logs())")
-            let arrived = await eventually(timeout: 120) { PipelineDurabilityTests.printed(tail).count >= expected.count }
+            let arrived = await eventually(timeout: 120) {
+                PipelineDurabilityTests.printed(tail).count >= expected.count
+            }
             // Anything more than expected (a repeat, a trip cut in two) would come right after.
             try await Task.sleep(nanoseconds: 1_000_000_000)
             let events = PipelineDurabilityTests.printed(tail).map(\.event)

@@ -30,14 +30,17 @@ struct OutageTests {
         let recording = folder.appendingPathComponent("fleet.ndjson")
         let settings = folder.appendingPathComponent("settings.json")
         try jsonLine(Self.settings).write(to: settings, atomically: true, encoding: .utf8)
-        _ = try await PipelineDurabilityTests.run(["simulate", "--devices", "4", "--crashes", "1", "--duration", "10",
-                                                   "--disorder", "--seed", String(seed), "--output", recording.path,
-                                                   "--no-progress"])
+        _ = try await PipelineDurabilityTests.run([
+            "simulate", "--devices", "4", "--crashes", "1", "--duration", "10",
+            "--disorder", "--seed", String(seed), "--output", recording.path,
+            "--no-progress",
+        ])
         return try await replay(recording, settings: settings)
     }
 
     static func replay(_ recording: URL, settings: URL) async throws -> PipelineDurabilityTests.Expected {
-        try await PipelineDurabilityTests.replayed(recording, ["--settings", settings.path, "--reorder-window", reorderWindow])
+        try await PipelineDurabilityTests.replayed(
+            recording, ["--settings", settings.path, "--reorder-window", reorderWindow])
     }
 
     /// The services as every outage test runs them: detection with the test's settings and the same reorder window
@@ -51,24 +54,28 @@ struct OutageTests {
 
     /// `sqlite3 FILE QUERY`: the rows, one a line.
     static func query(_ file: String, _ sql: String) async throws -> [String] {
-        let child = try Child(name: "sqlite3", executable: URL(fileURLWithPath: "/usr/bin/sqlite3"),
-                              arguments: ["-separator", "\t", file, sql])
+        let child = try Child(
+            name: "sqlite3", executable: URL(fileURLWithPath: "/usr/bin/sqlite3"),
+            arguments: ["-separator", "\t", file, sql])
         guard await child.waitForExit(timeout: 30) == 0 else { throw TestFailure("sqlite3 failed\n\(child.tail())") }
         return child.stdout.map(\.text)
     }
 
     /// Holds the outage `fault` for `seconds` once the gateway (`send`, whose acknowledgements `acknowledged`
     /// counts) has had `after` batches acknowledged.
-    static func outage(_ fault: Fault, after: Int, seconds: Double, services: Services, gateway: Child,
-                       acknowledged: @escaping () -> Int, context: String) async throws {
+    static func outage(
+        _ fault: Fault, after: Int, seconds: Double, services: Services, gateway: Child,
+        acknowledged: @escaping () -> Int, context: String
+    ) async throws {
         let reached = await eventually(timeout: 60) { acknowledged() >= after || !gateway.isRunning }
         #expect(reached && gateway.isRunning, "the gateway ended before the outage (\(context))\n\(gateway.tail())")
-        let victim: Child? = switch fault {
-        case .senderPaused: gateway
-        case .ingestFrozen, .ingestFrozenThenKilled: services.ingest
-        case .detectionFrozen: services.detect
-        case .notifierFrozen: services.notify
-        }
+        let victim: Child? =
+            switch fault {
+            case .senderPaused: gateway
+            case .ingestFrozen, .ingestFrozenThenKilled: services.ingest
+            case .detectionFrozen: services.detect
+            case .notifierFrozen: services.notify
+            }
         let process = try #require(victim)
         process.signal(SIGSTOP)
         // The outage's length is the test's input, not its verdict: the events must be replay's however the
@@ -100,9 +107,11 @@ struct OutageTests {
             let after = Int.random(in: 1...6, using: &random)
             let seconds = Double.random(in: 2...6, using: &random)
             let timeout = [2.0, 10.0].randomElement(using: &random)!
-            let context = "\(fault), seed \(seed) (ROADSAVE_TEST_SEED=\(runSeed) replays it): outage after \(after) batches for \(String(format: "%.2f", seconds)) s, --timeout \(timeout)"
+            let context =
+                "\(fault), seed \(seed) (ROADSAVE_TEST_SEED=\(runSeed) replays it): outage after \(after) batches for \(String(format: "%.2f", seconds)) s, --timeout \(timeout)"
             print("outage test: \(context)")
-            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("roadsave-outage-\(UUID().uuidString)")
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+                "roadsave-outage-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             defer { try? FileManager.default.removeItem(at: folder) }
             let expected = try await Self.fleet(in: folder, seed: seed % 1000)
@@ -114,24 +123,30 @@ struct OutageTests {
             defer { services.kill() }
             let tail = try Child.tailFromStart(services)
             defer { tail.kill() }
-            let gateway = try Child(name: "send", executable: Self.roadsave, arguments: [
-                "send", expected.recording.path, "--endpoint", services.gatewayEndpoint, "--batch", "100",
-                "--rate", "500", "--timeout", String(timeout), "--attempts", "100", "--log-level", "debug",
-            ])
+            let gateway = try Child(
+                name: "send", executable: Self.roadsave,
+                arguments: [
+                    "send", expected.recording.path, "--endpoint", services.gatewayEndpoint, "--batch", "100",
+                    "--rate", "500", "--timeout", String(timeout), "--attempts", "100", "--log-level", "debug",
+                ])
             defer { gateway.kill() }
-            try await Self.outage(fault, after: after, seconds: seconds, services: services, gateway: gateway,
-                                  acknowledged: { gateway.stderr.filter { $0.text.contains("msg=\"batch acknowledged\"") }.count },
-                                  context: context)
-            #expect(await gateway.waitForExit(timeout: 120) == 0,
-                    "the gateway did not get every batch acknowledged (\(context))\n\(gateway.tail())\n\(services.logs())")
+            try await Self.outage(
+                fault, after: after, seconds: seconds, services: services, gateway: gateway,
+                acknowledged: { gateway.stderr.filter { $0.text.contains("msg=\"batch acknowledged\"") }.count },
+                context: context)
+            #expect(
+                await gateway.waitForExit(timeout: 120) == 0,
+                "the gateway did not get every batch acknowledged (\(context))\n\(gateway.tail())\n\(services.logs())")
             #expect(!gateway.stderr.contains { $0.text.contains("behind the watermark") }, "\(context)")
 
             let events = try await Self.received(tail, count: expected.events.count)
             PipelineDurabilityTests.checkExactlyOnce(events, expected: expected.events, "subscriber", context: context)
-            let late = try await Self.query(services.dataDirectory("detect") + "/outbox.sqlite",
-                                            "SELECT count(*) FROM unapplied")
+            let late = try await Self.query(
+                services.dataDirectory("detect") + "/outbox.sqlite",
+                "SELECT count(*) FROM unapplied")
             #expect(late == ["0"], "records found too late (\(context))\n\(services.logs())")
-            print("outage test: \(fault): \(events.count) of \(expected.events.count) events, late \(late.first ?? "?")")
+            print(
+                "outage test: \(fault): \(events.count) of \(expected.events.count) events, late \(late.first ?? "?")")
         }
     }
 
@@ -146,9 +161,11 @@ struct OutageTests {
             var random = SplitMix64(state: seed)
             let after = Int.random(in: 2...6, using: &random)
             let seconds = Double.random(in: 2.5...6, using: &random)
-            let context = "python gateway, seed \(seed) (ROADSAVE_TEST_SEED=\(runSeed) replays it): ingest frozen after \(after) batches for \(String(format: "%.2f", seconds)) s, then killed"
+            let context =
+                "python gateway, seed \(seed) (ROADSAVE_TEST_SEED=\(runSeed) replays it): ingest frozen after \(after) batches for \(String(format: "%.2f", seconds)) s, then killed"
             print("outage test: \(context)")
-            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("roadsave-outage-\(UUID().uuidString)")
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+                "roadsave-outage-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             defer { try? FileManager.default.removeItem(at: folder) }
             let all = try await Self.fleet(in: folder, seed: seed % 1000)
@@ -156,13 +173,16 @@ struct OutageTests {
             defer { services.kill() }
             let tail = try Child.tailFromStart(services)
             defer { tail.kill() }
-            let gateway = try Child.python("windowed_gateway.py", [
-                all.recording.path, "--endpoint", services.gatewayEndpoint, "--batch-size", "100", "--rate", "500",
-                "--window", "8", "--timeout", "2",
-            ])
+            let gateway = try Child.python(
+                "windowed_gateway.py",
+                [
+                    all.recording.path, "--endpoint", services.gatewayEndpoint, "--batch-size", "100", "--rate", "500",
+                    "--window", "8", "--timeout", "2",
+                ])
             defer { gateway.kill() }
-            try await Self.outage(.ingestFrozenThenKilled, after: after, seconds: seconds, services: services,
-                                  gateway: gateway, acknowledged: { gateway.jsonLines.count }, context: context)
+            try await Self.outage(
+                .ingestFrozenThenKilled, after: after, seconds: seconds, services: services,
+                gateway: gateway, acknowledged: { gateway.jsonLines.count }, context: context)
             #expect(await gateway.waitForExit(timeout: 120) == 0, "\(context)\n\(gateway.tail())")
             // Every batch acknowledged: then the device's last records wait for the clock (idle flush, stop delay).
             try await Task.sleep(nanoseconds: 1_000_000_000)
@@ -174,7 +194,7 @@ struct OutageTests {
             let lines = try String(contentsOf: all.recording, encoding: .utf8).split(separator: "\n")
             let kept = lines.filter { line in
                 guard let record = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
-                      let user = record.string("user"), let t = record.number("t"), let kind = record.string("kind")
+                    let user = record.string("user"), let t = record.number("t"), let kind = record.string("kind")
                 else { return true }
                 return !excluded.contains("\(user)\t\(String(format: "%.3f", t))\t\(kind)")
             }
@@ -182,13 +202,16 @@ struct OutageTests {
             try (kept.joined(separator: "\n") + "\n").write(to: filtered, atomically: true, encoding: .utf8)
             let expected = try await Self.replay(filtered, settings: folder.appendingPathComponent("settings.json"))
             let events = try await Self.received(tail, count: expected.events.count)
-            print("outage test: without watermarks \(unapplied.count) records too late (kept in unapplied), \(lines.count - kept.count) lines of the file; \(events.count) events against replay's \(all.events.count) for the whole file")
-            let fileKeys = Set(lines.compactMap { line -> String? in
-                guard let record = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
-                      let user = record.string("user"), let t = record.number("t"), let kind = record.string("kind")
-                else { return nil }
-                return "\(user)\t\(String(format: "%.3f", t))\t\(kind)"
-            })
+            print(
+                "outage test: without watermarks \(unapplied.count) records too late (kept in unapplied), \(lines.count - kept.count) lines of the file; \(events.count) events against replay's \(all.events.count) for the whole file"
+            )
+            let fileKeys = Set(
+                lines.compactMap { line -> String? in
+                    guard let record = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                        let user = record.string("user"), let t = record.number("t"), let kind = record.string("kind")
+                    else { return nil }
+                    return "\(user)\t\(String(format: "%.3f", t))\t\(kind)"
+                })
             #expect(excluded.isSubset(of: fileKeys), "every unapplied record is a record of the file (\(context))")
             PipelineDurabilityTests.checkExactlyOnce(events, expected: expected.events, "subscriber", context: context)
         }

@@ -9,15 +9,19 @@ struct OverloadTests {
     /// Resident memory of a process, in MiB (from /proc).
     static func residentMiB(_ pid: Int32) -> Double? {
         guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
-              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
-              let kilobytes = Double(line.split(separator: " ").dropFirst().first ?? "") else { return nil }
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
+            let kilobytes = Double(line.split(separator: " ").dropFirst().first ?? "")
+        else { return nil }
         return kilobytes / 1024
     }
 
     /// One value of a `sqlite3` query.
     static func query(_ database: String, _ sql: String) async -> String? {
-        guard let child = try? Child(name: "sqlite3", executable: URL(fileURLWithPath: "/usr/bin/sqlite3"),
-                                     arguments: [database, sql]) else { return nil }
+        guard
+            let child = try? Child(
+                name: "sqlite3", executable: URL(fileURLWithPath: "/usr/bin/sqlite3"),
+                arguments: [database, sql])
+        else { return nil }
         _ = await child.waitForExit(timeout: 10)
         return child.stdout.first?.text
     }
@@ -27,8 +31,12 @@ struct OverloadTests {
             let services = try await Services.start()
             defer { services.kill() }
             let seconds = Double(ProcessInfo.processInfo.environment["ROADSAVE_OVERLOAD_SECONDS"] ?? "") ?? 20
-            let flood = try Child.python("flood_gateway.py", ["--endpoint", services.gatewayEndpoint, "--devices", "500",
-                                                              "--seconds", String(seconds), "--batch", "1000", "--window", "16"])
+            let flood = try Child.python(
+                "flood_gateway.py",
+                [
+                    "--endpoint", services.gatewayEndpoint, "--devices", "500",
+                    "--seconds", String(seconds), "--batch", "1000", "--window", "16",
+                ])
             defer { flood.kill() }
             var samples: [(time: Double, memory: [String: Double])] = []
             let start = now()
@@ -55,8 +63,9 @@ struct OverloadTests {
             let detection = services.dataDirectory("detect") + "/detection.sqlite"
             let caughtUp = await eventually(timeout: 120, interval: 0.5) {
                 // The file read with the sqlite3 shell; its exit waited for (with its output read), not slept past.
-                let child = try? Child(name: "sqlite3", executable: URL(fileURLWithPath: "/usr/bin/sqlite3"),
-                                       arguments: [detection, "SELECT max(position) FROM positions"])
+                let child = try? Child(
+                    name: "sqlite3", executable: URL(fileURLWithPath: "/usr/bin/sqlite3"),
+                    arguments: [detection, "SELECT max(position) FROM positions"])
                 defer { child?.kill() }
                 _ = await child?.waitForExit(timeout: 30)
                 return child?.stdout.first?.text == head
@@ -68,12 +77,18 @@ struct OverloadTests {
             func peak(_ name: String, from: Double, to: Double) -> Double {
                 samples.filter { $0.time >= from && $0.time < to }.compactMap { $0.memory[name] }.max() ?? 0
             }
-            print(String(format: "overload: %d records acknowledged in %.1f s (%.0f a second); detection caught up %.1f s after the flood",
-                         acknowledged, summary.number("seconds") ?? 0, summary.number("rate") ?? 0, caughtUpAfter))
+            print(
+                String(
+                    format:
+                        "overload: %d records acknowledged in %.1f s (%.0f a second); detection caught up %.1f s after the flood",
+                    acknowledged, summary.number("seconds") ?? 0, summary.number("rate") ?? 0, caughtUpAfter))
             for name in ["ingest", "detect", "notify"] {
                 let early = peak(name, from: seconds / 3, to: 2 * seconds / 3)
                 let late = peak(name, from: 2 * seconds / 3, to: seconds + 60)
-                print(String(format: "overload: %@ resident memory: %.0f MiB in the middle third, %.0f MiB at most after", name, early, late))
+                print(
+                    String(
+                        format: "overload: %@ resident memory: %.0f MiB in the middle third, %.0f MiB at most after",
+                        name, early, late))
                 #expect(late < 512, "\(name) grew to \(late) MiB")
                 #expect(late <= early * 1.5 + 48, "\(name)'s memory grew with the stream: \(early) → \(late) MiB")
             }

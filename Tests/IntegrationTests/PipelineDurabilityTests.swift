@@ -18,7 +18,9 @@ struct PipelineDurabilityTests {
         let status = await child.waitForExit(timeout: timeout)
         guard status == 0 else {
             child.kill()
-            throw TestFailure("roadsave \(arguments.joined(separator: " ")) ended with \(status.map(String.init) ?? "no exit")\n\(child.tail())")
+            throw TestFailure(
+                "roadsave \(arguments.joined(separator: " ")) ended with \(status.map(String.init) ?? "no exit")\n\(child.tail())"
+            )
         }
         return child
     }
@@ -29,13 +31,17 @@ struct PipelineDurabilityTests {
         var events: [String: [String: Any]]
     }
 
-    static func expected(in folder: URL, devices: Int, crashes: Int, duration: Int, seed: UInt64,
-                         settings values: [String: Any] = Services.quickSettings) async throws -> Expected {
+    static func expected(
+        in folder: URL, devices: Int, crashes: Int, duration: Int, seed: UInt64,
+        settings values: [String: Any] = Services.quickSettings
+    ) async throws -> Expected {
         let recording = folder.appendingPathComponent("fleet.ndjson")
         let settings = folder.appendingPathComponent("settings.json")
         try jsonLine(values).write(to: settings, atomically: true, encoding: .utf8)
-        _ = try await run(["simulate", "--devices", String(devices), "--crashes", String(crashes), "--duration",
-                           String(duration), "--seed", String(seed % 1000), "--output", recording.path])
+        _ = try await run([
+            "simulate", "--devices", String(devices), "--crashes", String(crashes), "--duration",
+            String(duration), "--seed", String(seed % 1000), "--output", recording.path,
+        ])
         return try await replayed(recording, ["--settings", settings.path, "--reorder-window", "3"])
     }
 
@@ -54,7 +60,8 @@ struct PipelineDurabilityTests {
     static func printed(_ tail: Child) -> [(position: Int, event: [String: Any])] {
         tail.jsonLines.compactMap { line in
             guard let object = line.value as? [String: Any], let position = object.number("position"),
-                  let event = object["event"] as? [String: Any] else { return nil }
+                let event = object["event"] as? [String: Any]
+            else { return nil }
             return (Int(position), event)
         }
     }
@@ -68,14 +75,18 @@ struct PipelineDurabilityTests {
     }
 
     /// Each expected event exactly once, with its contents; nothing else.
-    static func checkExactlyOnce(_ events: [[String: Any]], expected: [String: [String: Any]], _ what: String,
-                                 context: String) {
+    static func checkExactlyOnce(
+        _ events: [[String: Any]], expected: [String: [String: Any]], _ what: String,
+        context: String
+    ) {
         var counts: [String: Int] = [:]
         for event in events { counts[event.string("eventID") ?? "?", default: 0] += 1 }
         let missing = expected.keys.filter { counts[$0] == nil }.sorted()
         let repeated = counts.filter { $0.value > 1 }.keys.sorted()
         let unexpected = counts.keys.filter { expected[$0] == nil }.sorted()
-        #expect(missing.isEmpty, "\(what): \(missing.count) of \(expected.count) events missing: \(missing.prefix(5)) (\(context))")
+        #expect(
+            missing.isEmpty,
+            "\(what): \(missing.count) of \(expected.count) events missing: \(missing.prefix(5)) (\(context))")
         #expect(repeated.isEmpty, "\(what): events more than once: \(repeated.prefix(5)) (\(context))")
         #expect(unexpected.isEmpty, "\(what): events replay does not give: \(unexpected.prefix(5)) (\(context))")
         for event in events {
@@ -90,7 +101,8 @@ struct PipelineDurabilityTests {
             var random = SplitMix64(state: seed)
             let context = "seed \(seed); ROADSAVE_TEST_SEED=\(seed) replays it"
             print("durability test: \(context)")
-            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("roadsave-it-\(UUID().uuidString)")
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+                "roadsave-it-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             defer { try? FileManager.default.removeItem(at: folder) }
             let expected = try await Self.expected(in: folder, devices: 10, crashes: 2, duration: 20, seed: seed)
@@ -109,10 +121,12 @@ struct PipelineDurabilityTests {
             defer { tail.kill() }
 
             // About 15 s of stream; a gateway keeps a batch until it is acknowledged, whatever is killed meanwhile.
-            let gateway = try Child(name: "send", executable: Self.roadsave, arguments: [
-                "send", expected.recording.path, "--endpoint", services.gatewayEndpoint, "--batch", "50",
-                "--rate", "1000", "--timeout", "1", "--attempts", "100",
-            ])
+            let gateway = try Child(
+                name: "send", executable: Self.roadsave,
+                arguments: [
+                    "send", expected.recording.path, "--endpoint", services.gatewayEndpoint, "--batch", "50",
+                    "--rate", "1000", "--timeout", "1", "--attempts", "100",
+                ])
             defer { gateway.kill() }
             let start = now()
             // Detection, then the notifier, then ingest, each at a random moment of its third of the stream.
@@ -130,23 +144,33 @@ struct PipelineDurabilityTests {
                 try await Task.sleep(nanoseconds: 300_000_000)
                 try kill.restart()
             }
-            #expect(await gateway.waitForExit(timeout: 120) == 0,
-                    "the gateway did not get every batch acknowledged (\(context))\n\(gateway.tail())\n\(services.logs())")
+            #expect(
+                await gateway.waitForExit(timeout: 120) == 0,
+                "the gateway did not get every batch acknowledged (\(context))\n\(gateway.tail())\n\(services.logs())")
 
             // Trips end and crashes are decided on the services' clock once the devices fall silent.
             let complete = await eventually(timeout: 60) {
                 Self.printed(tail).count >= expected.events.count && Self.ndjson(sink).count >= expected.events.count
-                    && Set(receiver.requests.filter { $0.status == 200 }.compactMap(\.headerEventID)).count >= expected.events.count
+                    && Set(receiver.requests.filter { $0.status == 200 }.compactMap(\.headerEventID)).count
+                        >= expected.events.count
             }
             try await Task.sleep(nanoseconds: 1_500_000_000)
-            #expect(complete, "not everything arrived (\(context)): tail \(Self.printed(tail).count), NDJSON \(Self.ndjson(sink).count), webhook \(receiver.requests.count) of \(expected.events.count)\n\(tail.tail())\n\(services.logs())")
-            Self.checkExactlyOnce(Self.printed(tail).map(\.event), expected: expected.events, "subscriber", context: context)
+            #expect(
+                complete,
+                "not everything arrived (\(context)): tail \(Self.printed(tail).count), NDJSON \(Self.ndjson(sink).count), webhook \(receiver.requests.count) of \(expected.events.count)\n\(tail.tail())\n\(services.logs())"
+            )
+            Self.checkExactlyOnce(
+                Self.printed(tail).map(\.event), expected: expected.events, "subscriber", context: context)
             Self.checkExactlyOnce(Self.ndjson(sink), expected: expected.events, "NDJSON", context: context)
             let positions = Self.printed(tail).map(\.position)
-            #expect(positions == positions.sorted() && Set(positions).count == positions.count,
-                    "the subscriber's positions are not increasing (\(context))")
-            let webhook = Set(receiver.requests.filter { $0.status == 200 && $0.signatureValid }.compactMap(\.headerEventID))
-            #expect(webhook == Set(expected.events.keys), "webhook: \(webhook.count) of \(expected.events.count) (\(context))")
+            #expect(
+                positions == positions.sorted() && Set(positions).count == positions.count,
+                "the subscriber's positions are not increasing (\(context))")
+            let webhook = Set(
+                receiver.requests.filter { $0.status == 200 && $0.signatureValid }.compactMap(\.headerEventID))
+            #expect(
+                webhook == Set(expected.events.keys),
+                "webhook: \(webhook.count) of \(expected.events.count) (\(context))")
         }
     }
 
@@ -154,7 +178,9 @@ struct PipelineDurabilityTests {
     static func servicePIDs(_ up: Child) -> [Int32] {
         up.stdout.compactMap { line in
             let words = line.text.split(separator: " ")
-            guard words.count == 4, words[0] == "started" || words[0] == "restarted", words[2] == "pid" else { return nil }
+            guard words.count == 4, words[0] == "started" || words[0] == "restarted", words[2] == "pid" else {
+                return nil
+            }
             return Int32(words[3])
         }
     }
@@ -163,7 +189,8 @@ struct PipelineDurabilityTests {
     /// directory resumes, and the subscriber still gets each of replay's events once.
     @Test func upKilledAndStartedAgainOnItsDataDirectoryLosesNoEvent() async throws {
         try await withPipelineSlot {
-            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("roadsave-it-\(UUID().uuidString)")
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+                "roadsave-it-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             defer { try? FileManager.default.removeItem(at: folder) }
             // Detection counts a device silent from its own restart (it cannot know what gateways still hold), and
@@ -173,26 +200,34 @@ struct PipelineDurabilityTests {
             var settings = Services.quickSettings
             settings["stopDelay"] = 15
             settings["tripOfflineGrace"] = 15
-            let expected = try await Self.expected(in: folder, devices: 6, crashes: 1, duration: 15, seed: 21,
-                                                   settings: settings)
+            let expected = try await Self.expected(
+                in: folder, devices: 6, crashes: 1, duration: 15, seed: 21,
+                settings: settings)
             let base = Ports.reserveRange(6)
-            let arguments = ["up", "--base-port", String(base), "--settings", folder.appendingPathComponent("settings.json").path,
-                             "--data-dir", folder.appendingPathComponent("data").path]
+            let arguments = [
+                "up", "--base-port", String(base), "--settings", folder.appendingPathComponent("settings.json").path,
+                "--data-dir", folder.appendingPathComponent("data").path,
+            ]
             func startUp() async throws -> Child {
-                let up = try Child(name: "roadsave up", executable: Self.roadsave, arguments: arguments,
-                                   environment: ["ROADSAVE_APPLICATIONS": "demo-app"])
+                let up = try Child(
+                    name: "roadsave up", executable: Self.roadsave, arguments: arguments,
+                    environment: ["ROADSAVE_APPLICATIONS": "demo-app"])
                 let ready = await eventually(timeout: 40) { up.stdout.contains { $0.text == "ready" } || !up.isRunning }
                 guard ready, up.isRunning else { throw TestFailure("roadsave up did not get ready\n\(up.tail())") }
                 return up
             }
             var up = try await startUp()
             defer { up.kill() }
-            let tail = try Child.tailFromStart(subscribers: "tcp://127.0.0.1:\(base + 4)", catchUp: "tcp://127.0.0.1:\(base + 5)")
+            let tail = try Child.tailFromStart(
+                subscribers: "tcp://127.0.0.1:\(base + 4)", catchUp: "tcp://127.0.0.1:\(base + 5)")
             defer { tail.kill() }
-            let gateway = try Child(name: "send", executable: Self.roadsave, arguments: [
-                "send", expected.recording.path, "--endpoint", "tcp://127.0.0.1:\(base)", "--batch", "50", "--rate", "800",
-                "--timeout", "1", "--attempts", "100",
-            ])
+            let gateway = try Child(
+                name: "send", executable: Self.roadsave,
+                arguments: [
+                    "send", expected.recording.path, "--endpoint", "tcp://127.0.0.1:\(base)", "--batch", "50", "--rate",
+                    "800",
+                    "--timeout", "1", "--attempts", "100",
+                ])
             defer { gateway.kill() }
             try await Task.sleep(nanoseconds: 3_000_000_000)
             let services = Self.servicePIDs(up)
@@ -205,7 +240,8 @@ struct PipelineDurabilityTests {
             let complete = await eventually(timeout: 80) { Self.printed(tail).count >= expected.events.count }
             try await Task.sleep(nanoseconds: 1_500_000_000)
             #expect(complete, "\(Self.printed(tail).count) of \(expected.events.count)\n\(tail.tail())\n\(up.tail(40))")
-            Self.checkExactlyOnce(Self.printed(tail).map(\.event), expected: expected.events, "subscriber", context: "up killed")
+            Self.checkExactlyOnce(
+                Self.printed(tail).map(\.event), expected: expected.events, "subscriber", context: "up killed")
         }
     }
 }

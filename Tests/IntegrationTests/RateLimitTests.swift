@@ -14,26 +14,38 @@ struct RateLimitTests {
         let records: URL
         let started: Double
 
-        init(keys: KeyFolder, endpoint: String, key: String, user: String, batches: Int, records: Int,
-             pause: Double = 0) throws {
+        init(
+            keys: KeyFolder, endpoint: String, key: String, user: String, batches: Int, records: Int,
+            pause: Double = 0
+        ) throws {
             self.records = keys.folder.appendingPathComponent("\(user).ndjson")
             started = now()
-            child = try Child.python("curve_gateway.py", [
-                "--endpoint", endpoint, "--server-key", keys.serverPublic, "--key", key, "--app", "app-1",
-                "--batches", String(batches), "--records", String(records), "--user", user, "--batch-id", user,
-                "--records-out", self.records.path, "--pause", String(pause), "--timeout", "5",
-            ], name: user)
+            child = try Child.python(
+                "curve_gateway.py",
+                [
+                    "--endpoint", endpoint, "--server-key", keys.serverPublic, "--key", key, "--app", "app-1",
+                    "--batches", String(batches), "--records", String(records), "--user", user, "--batch-id", user,
+                    "--records-out", self.records.path, "--pause", String(pause), "--timeout", "5",
+                ], name: user)
         }
 
-        var acks: [[String: Any]] { child.jsonLines.compactMap { ($0.value as? [String: Any])?["ack"] as? [String: Any] } }
-        var summary: [String: Any]? { child.jsonLines.compactMap { $0.value as? [String: Any] }.first { $0["done"] != nil } }
+        var acks: [[String: Any]] {
+            child.jsonLines.compactMap { ($0.value as? [String: Any])?["ack"] as? [String: Any] }
+        }
+        var summary: [String: Any]? {
+            child.jsonLines.compactMap { $0.value as? [String: Any] }.first { $0["done"] != nil }
+        }
 
         /// `journal_check.py` over this series: the gateway's lines are its acknowledgements.
         func check(_ data: URL) async throws -> [String: Any] {
             let acks = try temporaryFile(child.stdout.map(\.text).joined(separator: "\n") + "\n", suffix: ".jsonl")
             defer { try? FileManager.default.removeItem(at: acks) }
-            let checker = try Child.python("journal_check.py", ["--journal", data.appendingPathComponent("journal.sqlite").path,
-                                                                "--records", records.path, "--acks", acks.path])
+            let checker = try Child.python(
+                "journal_check.py",
+                [
+                    "--journal", data.appendingPathComponent("journal.sqlite").path,
+                    "--records", records.path, "--acks", acks.path,
+                ])
             defer { checker.kill() }
             _ = await checker.waitForExit(timeout: 30)
             return try #require(checker.jsonLines.last?.value as? [String: Any], "\(checker.tail())")
@@ -44,8 +56,10 @@ struct RateLimitTests {
         let keys = try await SecurityTests.keys()
         defer { keys.remove() }
         // A second gateway key, listed too.
-        let second = try await KeyFolder.keygen(["gw-2", "--directory", keys.folder.path, "--role", "gateway",
-                                                 "--apps", "app-1"])
+        let second = try await KeyFolder.keygen([
+            "gw-2", "--directory", keys.folder.path, "--role", "gateway",
+            "--apps", "app-1",
+        ])
         let line = try #require(second.first { $0.hasPrefix("allow-list line: ") }).dropFirst("allow-list line: ".count)
         let handle = try #require(FileHandle(forWritingAtPath: keys.allowList))
         handle.seekToEndOfFile()
@@ -53,19 +67,29 @@ struct RateLimitTests {
         handle.closeFile()
         let calmKey = keys.folder.appendingPathComponent("gw-2.key").path
 
-        let (ingest, endpoint, data) = try await SecurityTests.startIngest(keys, extra: ["--rate-limit", "200",
-                                                                                         "--rate-burst", "200"])
+        let (ingest, endpoint, data) = try await SecurityTests.startIngest(
+            keys,
+            extra: [
+                "--rate-limit", "200",
+                "--rate-burst", "200",
+            ])
         defer { ingest.kill() }
-        #expect(ingest.stderr.contains { $0.text.contains("msg=listening") && $0.text.contains("200/s burst 200") },
-                "\(ingest.tail())")
+        #expect(
+            ingest.stderr.contains { $0.text.contains("msg=listening") && $0.text.contains("200/s burst 200") },
+            "\(ingest.tail())")
 
         // Batches of a whole second's allowance, one after the other: each after the burst is refused unless its
         // round trip took a second (batches of 50 needed only a quarter of one, which a busy machine can take).
-        let flood = try Series(keys: keys, endpoint: endpoint, key: keys.gatewaySecret, user: "flood-user",
-                               batches: 30, records: 200)
-        let calm = try Series(keys: keys, endpoint: endpoint, key: calmKey, user: "calm-user", batches: 5, records: 20,
-                              pause: 0.3)
-        defer { flood.child.kill(); calm.child.kill() }
+        let flood = try Series(
+            keys: keys, endpoint: endpoint, key: keys.gatewaySecret, user: "flood-user",
+            batches: 30, records: 200)
+        let calm = try Series(
+            keys: keys, endpoint: endpoint, key: calmKey, user: "calm-user", batches: 5, records: 20,
+            pause: 0.3)
+        defer {
+            flood.child.kill()
+            calm.child.kill()
+        }
         #expect(await flood.child.waitForExit(timeout: 60) == 0, "\(flood.child.tail())")
         let floodSeconds = now() - flood.started
         #expect(await calm.child.waitForExit(timeout: 60) == 0, "\(calm.child.tail())")
@@ -75,15 +99,20 @@ struct RateLimitTests {
         let floodAccepted = Int(floodSummary.number("accepted") ?? -1)
         #expect((floodSummary.number("rateRefused") ?? 0) > 0, "\(floodSummary)")
         #expect(floodAccepted >= 200, "the burst goes through: \(floodSummary)")
-        #expect(Double(floodAccepted) <= 200 + 200 * floodSeconds + 50,
-                "at most the burst plus 200 records a second (\(floodSeconds) s): \(floodSummary)")
-        let refusal = try #require(flood.acks.first { ($0["rejected"] as? [[String: Any]])?.first?.string("field") == "rate" })
+        #expect(
+            Double(floodAccepted) <= 200 + 200 * floodSeconds + 50,
+            "at most the burst plus 200 records a second (\(floodSeconds) s): \(floodSummary)")
+        let refusal = try #require(
+            flood.acks.first { ($0["rejected"] as? [[String: Any]])?.first?.string("field") == "rate" })
         let rejection = try #require((refusal["rejected"] as? [[String: Any]])?.first)
         #expect(refusal.number("accepted") == 0 && rejection.number("index") == -1)
-        #expect((refusal.number("retryAfterMs") ?? 0) > 0 && (refusal.number("retryAfterMs") ?? 0) <= 1000, "\(refusal)")
+        #expect(
+            (refusal.number("retryAfterMs") ?? 0) > 0 && (refusal.number("retryAfterMs") ?? 0) <= 1000, "\(refusal)")
         let reason = rejection.string("reason") ?? ""
-        #expect(reason.contains("gateway key \"gw-1\"") && reason.contains("200 records/s") && reason.contains("retryAfterMs"),
-                "\(reason)")
+        #expect(
+            reason.contains("gateway key \"gw-1\"") && reason.contains("200 records/s")
+                && reason.contains("retryAfterMs"),
+            "\(reason)")
         #expect(flood.acks.count == 30, "every batch answered: \(flood.child.tail())")
 
         // The other key, at its own pace, was never refused.
@@ -101,23 +130,29 @@ struct RateLimitTests {
 
         // The service still answers, the flooding key too once it has waited.
         try await Task.sleep(for: .seconds(1.2))
-        let after = try await SecurityTests.send(apps: ["app-1"], to: endpoint, keys: keys, clientKey: keys.gatewaySecret)
+        let after = try await SecurityTests.send(
+            apps: ["app-1"], to: endpoint, keys: keys, clientKey: keys.gatewaySecret)
         #expect(after?.number("accepted") == 1, "\(String(describing: after))")
         #expect(ingest.isRunning)
-        #expect(ingest.stderr.contains { $0.text.contains("batches refused for the gateway rate limit") }, "\(ingest.tail())")
+        #expect(
+            ingest.stderr.contains { $0.text.contains("batches refused for the gateway rate limit") },
+            "\(ingest.tail())")
     }
 
     @Test func sendAgainstALowLimitStillDeliversEverythingJustMoreSlowly() async throws {
         let ports = Ports.reserve(2)
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("roadsave-rate-\(UUID().uuidString.prefix(8))")
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "roadsave-rate-\(UUID().uuidString.prefix(8))")
         defer { try? FileManager.default.removeItem(at: folder) }
         let data = folder.appendingPathComponent("data")
         let endpoint = "tcp://127.0.0.1:\(ports[0])"
         // Plaintext on loopback: every gateway shares one limit of 400 records a second.
-        let ingest = try Child(name: "ingest", executable: Executables.named("roadsave-ingest"), arguments: [
-            "--applications", "app-1", "--data-dir", data.path, "--gateway-endpoint", endpoint,
-            "--records-endpoint", "tcp://127.0.0.1:\(ports[1])", "--rate-limit", "400",
-        ])
+        let ingest = try Child(
+            name: "ingest", executable: Executables.named("roadsave-ingest"),
+            arguments: [
+                "--applications", "app-1", "--data-dir", data.path, "--gateway-endpoint", endpoint,
+                "--records-endpoint", "tcp://127.0.0.1:\(ports[1])", "--rate-limit", "400",
+            ])
         defer { ingest.kill() }
         let listening = await eventually(timeout: 15) { ingest.stderr.contains { $0.text.contains("msg=listening") } }
         try #require(listening, "\(ingest.tail())")
@@ -132,26 +167,36 @@ struct RateLimitTests {
         try (records.joined(separator: "\n") + "\n").write(to: file, atomically: true, encoding: .utf8)
 
         let started = now()
-        let send = try await SecurityClientTests.roadsave(["send", file.path, "--endpoint", endpoint, "--batch", "200",
-                                                           "--attempts", "1"], timeout: 60)
+        let send = try await SecurityClientTests.roadsave(
+            [
+                "send", file.path, "--endpoint", endpoint, "--batch", "200",
+                "--attempts", "1",
+            ], timeout: 60)
         let seconds = now() - started
         #expect(send.status == 0, "\(send.child.tail())")
-        #expect(send.child.stdout.contains { $0.text.contains("sent 1600, accepted 1600, rejected 0, batches 8") },
-                "\(send.child.tail())")
+        #expect(
+            send.child.stdout.contains { $0.text.contains("sent 1600, accepted 1600, rejected 0, batches 8") },
+            "\(send.child.tail())")
         // 400 at once, then 1200 at 400 a second: at least 3 s (with one attempt, a refusal was no failed attempt).
         #expect(seconds >= 2.8, "\(seconds) s")
         #expect(send.child.stderr.contains { $0.text.contains("limits this gateway's rate") }, "\(send.child.tail())")
         #expect(!send.child.stderr.contains { $0.text.contains("rejected by sensor-ingest") }, "\(send.child.tail())")
 
-        let acks = try temporaryFile(#"{"batch": "all", "first": 0, "count": 1600, "ack": {"accepted": 1600, "rejected": []}}"# + "\n",
-                                     suffix: ".jsonl")
+        let acks = try temporaryFile(
+            #"{"batch": "all", "first": 0, "count": 1600, "ack": {"accepted": 1600, "rejected": []}}"# + "\n",
+            suffix: ".jsonl")
         defer { try? FileManager.default.removeItem(at: acks) }
-        let checker = try Child.python("journal_check.py", ["--journal", data.appendingPathComponent("journal.sqlite").path,
-                                                            "--records", file.path, "--acks", acks.path])
+        let checker = try Child.python(
+            "journal_check.py",
+            [
+                "--journal", data.appendingPathComponent("journal.sqlite").path,
+                "--records", file.path, "--acks", acks.path,
+            ])
         defer { checker.kill() }
         _ = await checker.waitForExit(timeout: 30)
         let check = try #require(checker.jsonLines.last?.value as? [String: Any], "\(checker.tail())")
-        #expect(check.number("missingCount") == 0 && check.number("records") == 1600 && check.number("duplicates") == 0,
-                "\(check)")
+        #expect(
+            check.number("missingCount") == 0 && check.number("records") == 1600 && check.number("duplicates") == 0,
+            "\(check)")
     }
 }

@@ -26,14 +26,20 @@ struct SecurityClientTests {
         let file = try temporaryFile(records.joined(separator: "\n") + "\n", suffix: ".ndjson")
         defer { try? FileManager.default.removeItem(at: file) }
 
-        let keyed = try await Self.roadsave(["send", file.path, "--endpoint", endpoint, "--key", keys.gatewaySecret,
-                                             "--server-key", keys.serverPublic, "--timeout", "3", "--attempts", "1"])
+        let keyed = try await Self.roadsave([
+            "send", file.path, "--endpoint", endpoint, "--key", keys.gatewaySecret,
+            "--server-key", keys.serverPublic, "--timeout", "3", "--attempts", "1",
+        ])
         #expect(keyed.status == 0, "\(keyed.child.tail())")
         #expect(keyed.child.stdout.contains { $0.text.contains("accepted 1, rejected 1") }, "\(keyed.child.tail())")
-        #expect(keyed.child.stderr.contains { $0.text.contains("gateway key \"gw-1\" is not allowed") }, "\(keyed.child.tail())")
+        #expect(
+            keyed.child.stderr.contains { $0.text.contains("gateway key \"gw-1\" is not allowed") },
+            "\(keyed.child.tail())")
 
         // Plaintext to a CURVE server: no handshake, no acknowledgement.
-        let plain = try await Self.roadsave(["send", file.path, "--endpoint", endpoint, "--timeout", "1", "--attempts", "1"])
+        let plain = try await Self.roadsave([
+            "send", file.path, "--endpoint", endpoint, "--timeout", "1", "--attempts", "1",
+        ])
         #expect(plain.status == 1, "\(plain.child.tail())")
     }
 
@@ -53,12 +59,17 @@ struct SecurityClientTests {
         let refusal = try #require(refused.child.jsonLines.last?.value as? [String: Any], "\(refused.child.tail())")
         #expect(refusal.string("error") == "forbidden", "\(refusal)")
         // The service's log reaches this process through a pipe read by a thread of its own: waited for.
-        #expect(await eventually(timeout: 20) {
-            detect.stderr.contains { $0.text.contains("msg=\"control command refused\"") && $0.text.contains("key=alice") }
-        }, "\(detect.tail())")
+        #expect(
+            await eventually(timeout: 20) {
+                detect.stderr.contains {
+                    $0.text.contains("msg=\"control command refused\"") && $0.text.contains("key=alice")
+                }
+            }, "\(detect.tail())")
 
-        let unkeyed = try await Self.roadsave(["ctl", "startMonitoring", "--app", "app-1", "--endpoint", control,
-                                               "--timeout", "1"])
+        let unkeyed = try await Self.roadsave([
+            "ctl", "startMonitoring", "--app", "app-1", "--endpoint", control,
+            "--timeout", "1",
+        ])
         #expect(unkeyed.status == 1, "\(unkeyed.child.tail())")
         #expect(unkeyed.child.jsonLines.isEmpty, "\(unkeyed.child.tail())")
     }
@@ -72,9 +83,11 @@ struct SecurityClientTests {
         let notifier = keyed.notifier
         try #require(await keyed.storedAll(), "\(notifier.logs())")
 
-        let tail = try await Self.roadsave(["tail", "--endpoint", notifier.publishEndpoint, "--catch-up-endpoint",
-                                            notifier.catchUpEndpoint, "--since", "0", "--timeout", "3",
-                                            "--key", keys.path("dash.key"), "--server-key", keys.serverPublic])
+        let tail = try await Self.roadsave([
+            "tail", "--endpoint", notifier.publishEndpoint, "--catch-up-endpoint",
+            notifier.catchUpEndpoint, "--since", "0", "--timeout", "3",
+            "--key", keys.path("dash.key"), "--server-key", keys.serverPublic,
+        ])
         #expect(tail.status == 0, "\(tail.child.tail())")
         let printed = tail.child.jsonLines.compactMap { $0.value as? [String: Any] }
         #expect(printed.count == all.count / 2, "\(tail.child.tail())")

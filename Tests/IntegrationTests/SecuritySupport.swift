@@ -1,9 +1,10 @@
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
 import RoadSaveTestKit
 import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// What the security suites share: a notifier with CURVE keys and an allow-list, fed by a fake detection feed, and a
 /// catch-up request made with a given key; a key's allow-list line changed while it has a connection open, and that
@@ -15,12 +16,18 @@ final class KeyedNotifier {
 
     /// Started: the feed serves `events` (at `rate` a second, 0: all at once; `paused`: from `feed.resume()` on) to a
     /// notifier with the secret key `serverSecret` that lets in the keys of `allowList`.
-    init(_ events: [[String: Any]], rate: Double = 0, paused: Bool = false, step: Bool = false, serverSecret: String,
-         allowList: String) async throws {
+    init(
+        _ events: [[String: Any]], rate: Double = 0, paused: Bool = false, step: Bool = false, serverSecret: String,
+        allowList: String
+    ) async throws {
         self.events = events
         feed = try await NotifierDurabilityTests.Feed(events, rate: rate, paused: paused, step: step)
-        notifier = NotifierDurabilityTests.Notifier(feed: feed, extra: ["--curve-secret-key", serverSecret,
-                                                                        "--allow", allowList])
+        notifier = NotifierDurabilityTests.Notifier(
+            feed: feed,
+            extra: [
+                "--curve-secret-key", serverSecret,
+                "--allow", allowList,
+            ])
         do {
             try await notifier.start()
         } catch {
@@ -43,9 +50,11 @@ final class KeyedNotifier {
     /// One catch-up request with the secret key file `keyFile` (nil: a fresh key nobody listed), by `control.py` as
     /// a REQ client; the reply, nil when none came within 2 s.
     func catchUp(_ request: [String: Any], serverPublic: String, keyFile: String?) async throws -> [String: Any]? {
-        try await Control.send([request], to: notifier.catchUpEndpoint, timeout: 8,
-                               extra: ["--server-key", serverPublic, "--timeout", "2"]
-                                   + (keyFile.map { ["--key", $0] } ?? [])).first
+        try await Control.send(
+            [request], to: notifier.catchUpEndpoint, timeout: 8,
+            extra: ["--server-key", serverPublic, "--timeout", "2"]
+                + (keyFile.map { ["--key", $0] } ?? [])
+        ).first
     }
 }
 
@@ -67,8 +76,10 @@ func makeKey(_ file: String, role: String, in folder: URL) async throws -> Strin
 /// Applies `change` to the line of `name` in `role` of the allow-list at `path` (a replacement lists `newKey` under
 /// the name, for every application), sends SIGHUP to each of `services` and waits until each says it re-read the list.
 /// False when one did not within 10 s.
-func apply(_ change: KeyChange, role: String, name: String, newKey: String, allowList path: String,
-           reloading services: [Child]) async throws -> Bool {
+func apply(
+    _ change: KeyChange, role: String, name: String, newKey: String, allowList path: String,
+    reloading services: [Child]
+) async throws -> Bool {
     let lines = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").map(String.init)
     let changed = lines.flatMap { line -> [String] in
         let fields = line.split(separator: " ")
@@ -89,13 +100,17 @@ final class HeldConnection {
     let child: Child
     private let go: URL
 
-    init(_ protocolName: String, endpoint: String, serverKey: String, key: String, requests: [Any],
-         holdBefore: Int) throws {
+    init(
+        _ protocolName: String, endpoint: String, serverKey: String, key: String, requests: [Any],
+        holdBefore: Int
+    ) throws {
         go = FileManager.default.temporaryDirectory.appendingPathComponent("roadsave-go-\(UUID().uuidString.prefix(8))")
-        child = try Child.python("held_connection.py", [
-            "--protocol", protocolName, "--endpoint", endpoint, "--server-key", serverKey, "--key", key,
-            "--hold-before", String(holdBefore), "--go", go.path,
-        ] + requests.flatMap { ["--request", jsonLine($0)] }, name: "held \(protocolName)")
+        child = try Child.python(
+            "held_connection.py",
+            [
+                "--protocol", protocolName, "--endpoint", endpoint, "--server-key", serverKey, "--key", key,
+                "--hold-before", String(holdBefore), "--go", go.path,
+            ] + requests.flatMap { ["--request", jsonLine($0)] }, name: "held \(protocolName)")
     }
 
     private var lines: [[String: Any]] { child.jsonLines.compactMap { $0.value as? [String: Any] } }

@@ -11,7 +11,9 @@ struct SendPipeliningTests {
         var lines: [String] = []
         for seq in 0..<each {
             for device in 0..<devices {
-                lines.append(#"{"kind":"location","app":"demo-app","user":"pipe-\#(device)","seq":\#(seq),"t":\#(1_780_000_000 + seq).0,"lat":-33.9,"lon":18.4,"speed":3.0,"hacc":5}"#)
+                lines.append(
+                    #"{"kind":"location","app":"demo-app","user":"pipe-\#(device)","seq":\#(seq),"t":\#(1_780_000_000 + seq).0,"lat":-33.9,"lon":18.4,"speed":3.0,"hacc":5}"#
+                )
             }
         }
         return lines.joined(separator: "\n") + "\n"
@@ -34,8 +36,12 @@ struct SendPipeliningTests {
         // send's --timeout (the held batch is sent again after it) well under that, and long enough that no batch
         // the server answers in its own time is sent again on a busy machine.
         let port = Ports.reserve(1)[0]
-        let server = try Child.python("scrambling_ingest.py", ["--endpoint", "tcp://127.0.0.1:\(port)", "--hold", "4",
-                                                               "--late", "3", "--seconds", "6"])
+        let server = try Child.python(
+            "scrambling_ingest.py",
+            [
+                "--endpoint", "tcp://127.0.0.1:\(port)", "--hold", "4",
+                "--late", "3", "--seconds", "6",
+            ])
         defer { server.kill() }
         let deadline = now() + 20
         while !Ports.isListening(port), now() < deadline { try await Task.sleep(nanoseconds: 50_000_000) }
@@ -43,11 +49,15 @@ struct SendPipeliningTests {
         let total = devices * each
         let batches = (total + batch - 1) / batch
         let (status, send) = try await CommandFlowTests.run(
-            ["send", file.path, "--endpoint", "tcp://127.0.0.1:\(port)", "--batch", String(batch), "--window", "8",
-             "--format", format, "--timeout", "2", "--attempts", "5"], timeout: 60)
+            [
+                "send", file.path, "--endpoint", "tcp://127.0.0.1:\(port)", "--batch", String(batch), "--window", "8",
+                "--format", format, "--timeout", "2", "--attempts", "5",
+            ], timeout: 60)
         #expect(status == 0, "\(send.tail())")
         // Every batch counted once, although one was answered twice and all out of order.
-        #expect(send.stdout.map(\.text) == ["sent \(total), accepted \(total), rejected 0, batches \(batches)"], "\(send.tail())")
+        #expect(
+            send.stdout.map(\.text) == ["sent \(total), accepted \(total), rejected 0, batches \(batches)"],
+            "\(send.tail())")
 
         #expect(await server.waitForExit(timeout: 30) == 0)
         let report = try #require(server.jsonLines.last?.value as? [String: Any], "\(server.tail())")

@@ -22,7 +22,8 @@ struct ServiceLifecycleTests {
                 return request
             }
             let refused = [
-                request("startMonitoring"), request("stopMonitoring"), request("setAutoTripDetection", ["enabled": true]),
+                request("startMonitoring"), request("stopMonitoring"),
+                request("setAutoTripDetection", ["enabled": true]),
                 request("setAutoTripDetection", ["enabled": false]), request("setDetectionMode", ["mode": "crashOnly"]),
                 request("raiseTestCrash"),
             ]
@@ -45,14 +46,18 @@ struct ServiceLifecycleTests {
     @Test func testCrashThroughControlReachesSubscriberFlaggedIsTest() async throws {
         try await withPipelineSlot {
             let (services, subscriber) = try await Services.startFlowing()
-            defer { subscriber.kill(); services.kill() }
+            defer {
+                subscriber.kill()
+                services.kill()
+            }
 
             let user = "drill-\(UUID().uuidString.prefix(6))"
-            let replies = try await Control.send([
-                ["command": "configure", "app": "demo-app", "user": user],
-                ["command": "startMonitoring", "app": "demo-app", "user": user],
-                ["command": "raiseTestCrash", "app": "demo-app", "user": user],
-            ], to: services.controlEndpoint)
+            let replies = try await Control.send(
+                [
+                    ["command": "configure", "app": "demo-app", "user": user],
+                    ["command": "startMonitoring", "app": "demo-app", "user": user],
+                    ["command": "raiseTestCrash", "app": "demo-app", "user": user],
+                ], to: services.controlEndpoint)
             #expect(replies.count == 3 && replies.allSatisfy { $0.bool("ok") == true }, "\(replies)")
             let arrived = await eventually(timeout: 15) { subscriber.count("crashDetected", user: user) >= 1 }
             #expect(arrived, "the test crash did not arrive\n\(services.logs())")
@@ -72,8 +77,12 @@ struct ServiceLifecycleTests {
     @Test func restartingTheNotifierLeavesTheOthersRunning() async throws {
         try await withPipelineSlot {
             let (services, subscriber) = try await Services.startFlowing()
-            defer { subscriber.kill(); services.kill() }
-            let ingest = try #require(services.ingest), detect = try #require(services.detect)
+            defer {
+                subscriber.kill()
+                services.kill()
+            }
+            let ingest = try #require(services.ingest)
+            let detect = try #require(services.detect)
 
             let notify = try #require(services.notify)
             notify.signal(SIGTERM)
@@ -83,8 +92,9 @@ struct ServiceLifecycleTests {
             defer { try? FileManager.default.removeItem(at: during) }
             let sent = try await Gateway.send(during, to: services.gatewayEndpoint)
             #expect(sent.status == 0 && sent.batches.first?.accepted != nil, "\(sent.log)")
-            let answer = try await Control.send([["command": "configure", "app": "demo-app", "user": "operator"]],
-                                                to: services.controlEndpoint)
+            let answer = try await Control.send(
+                [["command": "configure", "app": "demo-app", "user": "operator"]],
+                to: services.controlEndpoint)
             #expect(answer.first?.bool("ok") == true, "\(answer)")
             try await Task.sleep(nanoseconds: 500_000_000)
             #expect(ingest.isRunning && detect.isRunning, "\(services.logs())")
@@ -102,8 +112,12 @@ struct ServiceLifecycleTests {
     @Test func restartingDetectionLeavesTheOthersRunning() async throws {
         try await withPipelineSlot {
             let (services, subscriber) = try await Services.startFlowing()
-            defer { subscriber.kill(); services.kill() }
-            let ingest = try #require(services.ingest), notify = try #require(services.notify)
+            defer {
+                subscriber.kill()
+                services.kill()
+            }
+            let ingest = try #require(services.ingest)
+            let notify = try #require(services.notify)
 
             let detect = try #require(services.detect)
             detect.signal(SIGTERM)
@@ -111,7 +125,8 @@ struct ServiceLifecycleTests {
             let during = try Drive.commute(app: "demo-app", user: "while-detection-down").write()
             defer { try? FileManager.default.removeItem(at: during) }
             let sent = try await Gateway.send(during, to: services.gatewayEndpoint)
-            #expect(sent.status == 0 && sent.batches.first?.accepted != nil, "ingest stopped acknowledging: \(sent.log)")
+            #expect(
+                sent.status == 0 && sent.batches.first?.accepted != nil, "ingest stopped acknowledging: \(sent.log)")
             try await Task.sleep(nanoseconds: 500_000_000)
             #expect(ingest.isRunning && notify.isRunning, "\(services.logs())")
 
@@ -133,7 +148,10 @@ struct ServiceLifecycleTests {
             defer { webhook.kill() }
             options.webhooks = [webhook.url]
             let (services, subscriber) = try await Services.startFlowing(options)
-            defer { subscriber.kill(); services.kill() }
+            defer {
+                subscriber.kill()
+                services.kill()
+            }
 
             for child in [services.notify, services.detect, services.ingest].compactMap({ $0 }) {
                 let started = now()
@@ -169,8 +187,10 @@ struct ServiceLifecycleTests {
 }
 
 /// Sends a fresh commute for `user` and expects its tripDidStart and tripDidEnd, once each.
-func expectNewDriveArrives(_ services: Services, _ subscriber: Subscriber, user: String,
-                           sourceLocation: SourceLocation = #_sourceLocation) async throws {
+func expectNewDriveArrives(
+    _ services: Services, _ subscriber: Subscriber, user: String,
+    sourceLocation: SourceLocation = #_sourceLocation
+) async throws {
     let drive = Drive.commute(app: "demo-app", user: user)
     let file = try drive.write()
     defer { try? FileManager.default.removeItem(at: file) }
@@ -179,8 +199,9 @@ func expectNewDriveArrives(_ services: Services, _ subscriber: Subscriber, user:
     let arrived = await eventually(timeout: 20) {
         subscriber.count("tripDidStart", user: user) >= 1 && subscriber.count("tripDidEnd", user: user) >= 1
     }
-    #expect(arrived, "the new drive's events did not arrive\n\(subscriber.child.tail())\n\(services.logs())",
-            sourceLocation: sourceLocation)
+    #expect(
+        arrived, "the new drive's events did not arrive\n\(subscriber.child.tail())\n\(services.logs())",
+        sourceLocation: sourceLocation)
     try await Task.sleep(nanoseconds: 500_000_000)
     #expect(subscriber.count("tripDidStart", user: user) == 1, sourceLocation: sourceLocation)
     #expect(subscriber.count("tripDidEnd", user: user) == 1, sourceLocation: sourceLocation)

@@ -25,8 +25,11 @@ final class Services {
     /// with speeds judged 1–3 s after the impact 2 of 60 seeds' crashes read as a pothole
     /// (`speedMaintainedAfterImpact`), which made a test's premise depend on its seed.
     static var quickSettings: [String: Any] {
-        ["stopDelay": 5, "tripOfflineGrace": 5, "crashDecisionDelay": 8, "crashSettleTime": 3, "crashClusterWindow": 10,
-         "crashFollowUpDelay": 20]
+        [
+            "stopDelay": 5, "tripOfflineGrace": 5, "crashDecisionDelay": 8, "crashSettleTime": 3,
+            "crashClusterWindow": 10,
+            "crashFollowUpDelay": 20,
+        ]
     }
 
     let options: Options
@@ -43,9 +46,11 @@ final class Services {
     init(_ options: Options = Options()) throws {
         self.options = options
         let ports = Ports.reserve(6)
-        (gatewayPort, recordsPort, controlPort, eventsPort, publishPort, catchUpPort)
-            = (ports[0], ports[1], ports[2], ports[3], ports[4], ports[5])
-        dataDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("roadsave-it-\(UUID().uuidString)")
+        (gatewayPort, recordsPort, controlPort, eventsPort, publishPort, catchUpPort) = (
+            ports[0], ports[1], ports[2], ports[3], ports[4], ports[5]
+        )
+        dataDirectory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "roadsave-it-\(UUID().uuidString)")
         if let settings = options.settings {
             settingsFile = try temporaryFile(jsonLine(settings), suffix: ".settings.json")
         } else {
@@ -96,11 +101,14 @@ final class Services {
     func dataDirectory(_ service: String) -> String { dataDirectory.appendingPathComponent(service).path }
 
     func startIngest() throws {
-        let child = try Child(name: "ingest", executable: Executables.named("roadsave-ingest"), arguments: [
-            "--gateway-endpoint", "tcp://127.0.0.1:\(gatewayPort)",
-            "--records-endpoint", "tcp://127.0.0.1:\(recordsPort)",
-            "--data-dir", dataDirectory("ingest"),
-        ] + options.ingestArguments, environment: ["ROADSAVE_APPLICATIONS": options.applications.joined(separator: ",")])
+        let child = try Child(
+            name: "ingest", executable: Executables.named("roadsave-ingest"),
+            arguments: [
+                "--gateway-endpoint", "tcp://127.0.0.1:\(gatewayPort)",
+                "--records-endpoint", "tcp://127.0.0.1:\(recordsPort)",
+                "--data-dir", dataDirectory("ingest"),
+            ] + options.ingestArguments,
+            environment: ["ROADSAVE_APPLICATIONS": options.applications.joined(separator: ",")])
         ingest = child
         all.append(child)
     }
@@ -120,8 +128,9 @@ final class Services {
         ]
         if let settingsFile { arguments += ["--settings", settingsFile.path] }
         if let platform = options.platform { arguments += ["--platform", platform] }
-        let child = try Child(name: "detect", executable: Executables.named("roadsave-detect"),
-                              arguments: arguments + options.detectArguments)
+        let child = try Child(
+            name: "detect", executable: Executables.named("roadsave-detect"),
+            arguments: arguments + options.detectArguments)
         detect = child
         all.append(child)
     }
@@ -138,9 +147,10 @@ final class Services {
             arguments += ["--webhooks", options.webhooks.joined(separator: ",")]
             environment["ROADSAVE_WEBHOOK_SECRET"] = options.webhookSecret
         }
-        let child = try Child(name: "notify", executable: Executables.named("roadsave-notify"),
-                              arguments: arguments + options.notifyArguments,
-                              environment: environment)
+        let child = try Child(
+            name: "notify", executable: Executables.named("roadsave-notify"),
+            arguments: arguments + options.notifyArguments,
+            environment: environment)
         notify = child
         all.append(child)
     }
@@ -183,16 +193,18 @@ final class Services {
             let file = try Drive.probe(app: app ?? options.applications[0], user: user).write()
             defer { try? FileManager.default.removeItem(at: file) }
             let sent = try await Gateway.send(file, to: gatewayEndpoint, timeout: 10)
-            history.append("\(user): gateway status \(sent.status.map(String.init) ?? "none"), accepted "
-                           + sent.batches.map { $0.accepted.map(String.init) ?? "no ack" }.joined(separator: "+"))
+            history.append(
+                "\(user): gateway status \(sent.status.map(String.init) ?? "none"), accepted "
+                    + sent.batches.map { $0.accepted.map(String.init) ?? "no ack" }.joined(separator: "+"))
             guard sent.status == 0 else {
                 try? await Task.sleep(nanoseconds: 200_000_000)
                 continue
             }
             if await eventually(timeout: 3, { subscriber.count("tripDidStart", user: user) > 0 }) { return }
         }
-        throw TestFailure("no probe drive reached the subscriber within \(timeout) s (subscriber connections: "
-                           + "\(subscriber.connections), messages: \(subscriber.messages.count))\n"
-                           + history.joined(separator: "\n") + "\n\(subscriber.child.tail())\n\(logs())")
+        throw TestFailure(
+            "no probe drive reached the subscriber within \(timeout) s (subscriber connections: "
+                + "\(subscriber.connections), messages: \(subscriber.messages.count))\n"
+                + history.joined(separator: "\n") + "\n\(subscriber.child.tail())\n\(logs())")
     }
 }

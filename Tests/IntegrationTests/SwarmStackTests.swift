@@ -17,7 +17,7 @@ struct SwarmStackTests {
     }
 
     static func services() throws -> [ContainerFileTests.Service] {
-        guard case let .map(pairs)? = try stack()["services"] else { throw TestFailure("stack.yml has no services") }
+        guard case .map(let pairs)? = try stack()["services"] else { throw TestFailure("stack.yml has no services") }
         return pairs.map { ContainerFileTests.Service(name: $0.key, node: $0.value) }
     }
 
@@ -38,27 +38,33 @@ struct SwarmStackTests {
             #expect(targets.contains(executable), "\(service.name): \(executable) is not an executable target")
             let help = try await ContainerFileTests.help(executable)
             for flag in command.dropFirst() where flag.hasPrefix("-") {
-                #expect(help.text.contains("  \(flag) ") || help.text.contains("  \(flag)\n"),
-                        "\(service.name): \(executable) does not document \(flag)")
+                #expect(
+                    help.text.contains("  \(flag) ") || help.text.contains("  \(flag)\n"),
+                    "\(service.name): \(executable) does not document \(flag)")
             }
             // The command line parses with the variables as a task of slot 1 gets them (templates filled in).
             var environment: [String: String] = [:]
             for (key, value) in service.environment {
-                #expect(help.text.contains("env \(key),") || help.text.contains("env \(key) "),
-                        "\(service.name): \(executable) does not document \(key)")
-                if !value.hasPrefix("${") { environment[key] = value.replacingOccurrences(of: "{{.Task.Slot}}", with: "1") }
+                #expect(
+                    help.text.contains("env \(key),") || help.text.contains("env \(key) "),
+                    "\(service.name): \(executable) does not document \(key)")
+                if !value.hasPrefix("${") {
+                    environment[key] = value.replacingOccurrences(of: "{{.Task.Slot}}", with: "1")
+                }
             }
             if executable == "roadsave-ingest" { environment["ROADSAVE_APPLICATIONS"] = "app-1" }
             environment["ROADSAVE_CURVE_SECRET_KEY"] = nil
             environment["ROADSAVE_CURVE_SERVER_KEY"] = nil
             environment["ROADSAVE_ALLOW"] = nil
-            let parsed = try await ContainerFileTests.help(executable, arguments: Array(command.dropFirst()) + ["--insecure"],
-                                                           environment: environment)
+            let parsed = try await ContainerFileTests.help(
+                executable, arguments: Array(command.dropFirst()) + ["--insecure"],
+                environment: environment)
             #expect(parsed.status == 0, "\(service.name): \(command.joined(separator: " ")) is refused\n\(parsed.text)")
             // The same variables as the single-host compose file, whose values this one follows.
             let single = try #require(compose.first { $0.command.first == executable })
-            #expect(Set(service.environment.map(\.key)).subtracting(["ROADSAVE_SHARD", "ROADSAVE_SHARD_BASE"])
-                        == Set(single.environment.map(\.key)), "\(service.name): variables differ from compose's")
+            #expect(
+                Set(service.environment.map(\.key)).subtracting(["ROADSAVE_SHARD", "ROADSAVE_SHARD_BASE"])
+                    == Set(single.environment.map(\.key)), "\(service.name): variables differ from compose's")
         }
     }
 
@@ -76,7 +82,9 @@ struct SwarmStackTests {
                 #expect(target.map(service.boundPorts.contains) == true, "\(service.name) publishes \(target as Any)")
             }
         }
-        let published = try Self.services().flatMap { $0.node["ports"]?.items ?? [] }.compactMap { Int($0["published"]?.scalar ?? "") }
+        let published = try Self.services().flatMap { $0.node["ports"]?.items ?? [] }.compactMap {
+            Int($0["published"]?.scalar ?? "")
+        }
         #expect(Set(published) == [5550, 5554, 5555], "published \(published)")
     }
 
@@ -88,7 +96,9 @@ struct SwarmStackTests {
         let replicas = try #require(Int(detect.node["deploy"]?["replicas"]?.scalar ?? ""))
         for ingest in ingests {
             let shards = ingest.command.firstIndex(of: "--shards").map { ingest.command[$0 + 1] }
-            #expect(shards == String(replicas), "\(ingest.name): --shards \(shards ?? "none"), detection has \(replicas) replicas")
+            #expect(
+                shards == String(replicas),
+                "\(ingest.name): --shards \(shards ?? "none"), detection has \(replicas) replicas")
             #expect(ingest.node["hostname"]?.scalar == ingest.name)
         }
         // Slot S of N is shard S - 1: the slot names the shard, the hostname and the volume.
@@ -118,12 +128,17 @@ struct SwarmStackTests {
                 #expect(constraints.contains { $0.hasPrefix("node.labels.roadsave.") }, "\(service.name): not pinned")
             }
             let secretKey = try #require(Self.variable("ROADSAVE_CURVE_SECRET_KEY", of: service))
-            let secret = (service.node["secrets"]?.items ?? []).first { "/run/secrets/" + ($0["source"]?.scalar ?? "") == secretKey }
-            #expect(secret?["uid"]?.scalar == "10001" && secret?["mode"]?.scalar == "0400",
-                    "\(service.name): \(secretKey) is not the services' user's alone")
+            let secret = (service.node["secrets"]?.items ?? []).first {
+                "/run/secrets/" + ($0["source"]?.scalar ?? "") == secretKey
+            }
+            #expect(
+                secret?["uid"]?.scalar == "10001" && secret?["mode"]?.scalar == "0400",
+                "\(service.name): \(secretKey) is not the services' user's alone")
         }
         #expect(Set(volumes).count == volumes.count, "a volume shared by two services: \(volumes)")
-        for (name, secret) in (try Self.stack()["secrets"]).map({ if case let .map(pairs) = $0 { pairs } else { [] } }) ?? [] {
+        for (name, secret) in (try Self.stack()["secrets"]).map({ if case .map(let pairs) = $0 { pairs } else { [] } })
+            ?? []
+        {
             #expect(secret["external"]?.scalar == "true", "secret \(name) is not external")
         }
     }

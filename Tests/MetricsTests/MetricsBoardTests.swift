@@ -13,7 +13,9 @@ struct MetricsBoardTests {
     @Test func readinessSaysWhyNot() {
         let board = MetricsBoard(stallLimit: 30)
         board.publish([], notReady: ["store not open", "behind the journals by 9 s"], now: 10)
-        #expect(board.answer(path: "/readyz", now: 11) == .text(503, "not ready: store not open; behind the journals by 9 s\n"))
+        #expect(
+            board.answer(path: "/readyz", now: 11)
+                == .text(503, "not ready: store not open; behind the journals by 9 s\n"))
         board.publish([.single("up", .gauge, "Up.", 1)], notReady: [], now: 12)
         #expect(board.answer(path: "/readyz", now: 12) == .text(200, "ready\n"))
         let metrics = board.answer(path: "/metrics", now: 12)

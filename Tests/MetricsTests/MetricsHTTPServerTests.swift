@@ -1,9 +1,10 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import Metrics
 import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 /// The libmicrohttpd server for real, on a loopback port the system picks.
 @Suite("Metrics HTTP server")
@@ -39,7 +40,8 @@ struct MetricsHTTPServerTests {
         let first = try MetricsHTTPServer(endpoint: try MetricsEndpoint(parsing: "127.0.0.1:0"), board: MetricsBoard())
         defer { first.stop() }
         #expect {
-            try MetricsHTTPServer(endpoint: try MetricsEndpoint(parsing: "127.0.0.1:\(first.port)"), board: MetricsBoard())
+            try MetricsHTTPServer(
+                endpoint: try MetricsEndpoint(parsing: "127.0.0.1:\(first.port)"), board: MetricsBoard())
         } throws: { error in
             "\(error)".contains("cannot serve metrics on 127.0.0.1:\(first.port)")
         }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import RoadSaveModel
 
 /// The thresholds of driving behaviour in a settings document: a nested `behaviour` object naming only what it

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import RoadSaveModel
 
 @Suite("CommandLineOptions")
@@ -23,8 +24,10 @@ struct CommandLineOptionsTests {
     }
 
     @Test func valuesSwitchesAndPositionals() throws {
-        let options = try parse(["in.ndjson", "--seed", "42", "--verbose", "--platform=http://localhost:8080/x?a=b",
-                                 "out.ndjson"])
+        let options = try parse([
+            "in.ndjson", "--seed", "42", "--verbose", "--platform=http://localhost:8080/x?a=b",
+            "out.ndjson",
+        ])
         #expect(options.string("--seed") == "42")
         #expect(options.string("--platform") == "http://localhost:8080/x?a=b") // split at the first '=' only
         #expect(options.string("--devices") == nil)

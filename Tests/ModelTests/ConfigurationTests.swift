@@ -1,11 +1,14 @@
 import Testing
+
 @testable import RoadSaveModel
 
 @Suite("RoadSaveConfiguration")
 struct RoadSaveConfigurationTests {
     /// The field named by the error that `validate()` throws.
-    func rejectedField(_ configuration: RoadSaveConfiguration, reasonContains part: String,
-                       sourceLocation: SourceLocation = #_sourceLocation) -> String? {
+    func rejectedField(
+        _ configuration: RoadSaveConfiguration, reasonContains part: String,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) -> String? {
         do {
             try configuration.validate()
             Issue.record("expected a rejection", sourceLocation: sourceLocation)
@@ -27,33 +30,42 @@ struct RoadSaveConfigurationTests {
 
     @Test func validConfigurationPasses() throws {
         try RoadSaveConfiguration(applicationID: "app-id", clientUserID: "user-123").validate()
-        try RoadSaveConfiguration(applicationID: String(repeating: "é", count: 128), // 256 bytes
-                                  clientUserID: "Zoë 東京").validate()
+        try RoadSaveConfiguration(
+            applicationID: String(repeating: "é", count: 128), // 256 bytes
+            clientUserID: "Zoë 東京"
+        ).validate()
     }
 
     @Test func emptyApplicationIDIsRejected() {
-        #expect(rejectedField(RoadSaveConfiguration(applicationID: "", clientUserID: "u"), reasonContains: "empty")
+        #expect(
+            rejectedField(RoadSaveConfiguration(applicationID: "", clientUserID: "u"), reasonContains: "empty")
                 == "applicationID")
     }
 
     @Test func emptyClientUserIDIsRejected() {
-        #expect(rejectedField(RoadSaveConfiguration(applicationID: "app", clientUserID: ""), reasonContains: "empty")
+        #expect(
+            rejectedField(RoadSaveConfiguration(applicationID: "app", clientUserID: ""), reasonContains: "empty")
                 == "clientUserID")
     }
 
     @Test func tooLongIdentifiersAreRejected() {
         let long = String(repeating: "é", count: 129) // 258 bytes
-        #expect(rejectedField(RoadSaveConfiguration(applicationID: long, clientUserID: "u"), reasonContains: "256")
+        #expect(
+            rejectedField(RoadSaveConfiguration(applicationID: long, clientUserID: "u"), reasonContains: "256")
                 == "applicationID")
-        #expect(rejectedField(RoadSaveConfiguration(applicationID: "app", clientUserID: String(repeating: "u", count: 257)),
-                              reasonContains: "256") == "clientUserID")
+        #expect(
+            rejectedField(
+                RoadSaveConfiguration(applicationID: "app", clientUserID: String(repeating: "u", count: 257)),
+                reasonContains: "256") == "clientUserID")
     }
 
     @Test(arguments: ["app\nid", "app\tid", "\u{0}app", "app\u{7F}", "app\u{1B}[31m", "app\u{85}"])
     func controlCharactersAreRejected(value: String) {
-        #expect(rejectedField(RoadSaveConfiguration(applicationID: value, clientUserID: "u"), reasonContains: "control")
+        #expect(
+            rejectedField(RoadSaveConfiguration(applicationID: value, clientUserID: "u"), reasonContains: "control")
                 == "applicationID")
-        #expect(rejectedField(RoadSaveConfiguration(applicationID: "app", clientUserID: value), reasonContains: "control")
+        #expect(
+            rejectedField(RoadSaveConfiguration(applicationID: "app", clientUserID: value), reasonContains: "control")
                 == "clientUserID")
     }
 
@@ -148,12 +160,14 @@ struct RoadSaveErrorTests {
     }
 
     @Test func invalidConfigurationNamesFieldAndReason() {
-        #expect(RoadSaveError.invalidConfiguration(field: "stopDelay", reason: "must be a positive number, got -1.0")
-            .description == "invalidConfiguration: stopDelay must be a positive number, got -1.0")
+        #expect(
+            RoadSaveError.invalidConfiguration(field: "stopDelay", reason: "must be a positive number, got -1.0")
+                .description == "invalidConfiguration: stopDelay must be a positive number, got -1.0")
     }
 
     @Test func invalidRecordNamesFieldAndReason() {
-        #expect(RoadSaveError.invalidRecord(RecordError(field: "lat", reason: "91.0 is outside -90…90")).description
+        #expect(
+            RoadSaveError.invalidRecord(RecordError(field: "lat", reason: "91.0 is outside -90…90")).description
                 == "invalidRecord: lat: 91.0 is outside -90…90")
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import RoadSaveModel
 
 @Suite("DetectionSettings")
@@ -37,7 +38,8 @@ struct DetectionSettingsTests {
     }
 
     @Test func partialDocumentChangesOnlyItsFields() throws {
-        let settings = try decode(#"{"stopDelay": 300, "stepThreshold": 40, "crashDetectionEnabled": false, "startSpeed": 5.5}"#)
+        let settings = try decode(
+            #"{"stopDelay": 300, "stepThreshold": 40, "crashDetectionEnabled": false, "startSpeed": 5.5}"#)
         var expected = DetectionSettings()
         expected.stopDelay = 300
         expected.stepThreshold = 40
@@ -82,7 +84,7 @@ struct DetectionSettingsTests {
     }
 
     @Test func anOfflineGraceShorterThanTheStopDelayIsRejected() throws {
-        #expect(rejectedField(#"{"tripOfflineGrace": 100}"#) == "tripOfflineGrace")  // default stop delay 240
+        #expect(rejectedField(#"{"tripOfflineGrace": 100}"#) == "tripOfflineGrace") // default stop delay 240
         #expect(rejectedField(#"{"tripOfflineGrace": 0}"#) == "tripOfflineGrace")
         #expect(try decode(#"{"tripOfflineGrace": 240}"#).tripOfflineGrace == 240)
         #expect(try decode(#"{"stopDelay": 5, "tripOfflineGrace": 5}"#).tripOfflineGrace == 5)
@@ -98,15 +100,19 @@ struct DetectionSettingsTests {
         #expect(try decode(#"{"crashDecisionDelay": 40, "crashClusterWindow": 40}"#).crashDecisionDelay == 40)
     }
 
-    @Test(arguments: ["movementSpeed", "startSpeed", "startDuration", "startRunBreak", "gpsOnlyStartSpeed",
-                      "gpsOnlyStartDuration", "dataGap", "maximumHorizontalAccuracy", "maximumPlausibleSpeed",
-                      "crashMinimumPeakG", "crashPositionWindow", "offlineGrace"])
+    @Test(arguments: [
+        "movementSpeed", "startSpeed", "startDuration", "startRunBreak", "gpsOnlyStartSpeed",
+        "gpsOnlyStartDuration", "dataGap", "maximumHorizontalAccuracy", "maximumPlausibleSpeed",
+        "crashMinimumPeakG", "crashPositionWindow", "offlineGrace",
+    ])
     func positiveFieldsRejectZero(field: String) {
         #expect(rejectedField(#"{"\#(field)": 0}"#) == field)
     }
 
-    @Test(arguments: ["startDistance", "gpsOnlyStartDistance", "crashMinimumSpeedBefore", "crashSpeedWindowBefore",
-                      "crashSettleTime", "crashSpeedKeptAfter", "freeFallMaximumG", "freeFallMinimumDuration"])
+    @Test(arguments: [
+        "startDistance", "gpsOnlyStartDistance", "crashMinimumSpeedBefore", "crashSpeedWindowBefore",
+        "crashSettleTime", "crashSpeedKeptAfter", "freeFallMaximumG", "freeFallMinimumDuration",
+    ])
     func nonNegativeFieldsAcceptZeroButNotNegative(field: String) throws {
         _ = try decode(#"{"\#(field)": 0}"#)
         #expect(rejectedField(#"{"\#(field)": -0.5}"#) == field)
@@ -115,13 +121,15 @@ struct DetectionSettingsTests {
     @Test func validateRejectsNonFiniteValues() {
         var settings = DetectionSettings()
         settings.stopDelay = .nan
-        #expect(throws: RoadSaveError.invalidConfiguration(field: "stopDelay", reason: "must be a positive number, got nan")) {
+        #expect(
+            throws: RoadSaveError.invalidConfiguration(field: "stopDelay", reason: "must be a positive number, got nan")
+        ) {
             try settings.validate()
         }
         settings = DetectionSettings()
         settings.startDistance = .infinity
         let error = #expect(throws: RoadSaveError.self) { try settings.validate() }
-        guard case let .invalidConfiguration(field, _) = error else {
+        guard case .invalidConfiguration(let field, _) = error else {
             Issue.record("unexpected \(String(describing: error))")
             return
         }

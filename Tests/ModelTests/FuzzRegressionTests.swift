@@ -1,4 +1,5 @@
 import Testing
+
 @testable import RoadSaveModel
 
 /// Inputs found by the fuzz targets (Fuzz/), kept so that what they broke stays fixed.

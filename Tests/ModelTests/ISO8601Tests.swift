@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import RoadSaveModel
 
 // Expected instants are computed by hand, with the day arithmetic in the comments:
@@ -80,8 +81,9 @@ struct ISO8601ParsingTests {
             Issue.record("\(text) was not parsed", sourceLocation: sourceLocation)
             return
         }
-        #expect(abs(seconds - expected) < 1e-6, "\(text) → \(seconds), expected \(expected)",
-                sourceLocation: sourceLocation)
+        #expect(
+            abs(seconds - expected) < 1e-6, "\(text) → \(seconds), expected \(expected)",
+            sourceLocation: sourceLocation)
     }
 
     @Test func utcWithMilliseconds() {
@@ -127,8 +129,10 @@ struct ISO8601ParsingTests {
     @Test func offsetsAgreeWithFoundation() throws {
         let formatter = ISO8601DateFormatter()
         formatter.formatOptions = [.withInternetDateTime]
-        for text in ["2026-03-02T08:31:05+02:00", "2026-03-02T01:01:05-05:30", "1999-12-31T23:59:59+14:00",
-                     "2024-02-29T12:00:00-12:00", "2087-07-04T04:05:06Z"] {
+        for text in [
+            "2026-03-02T08:31:05+02:00", "2026-03-02T01:01:05-05:30", "1999-12-31T23:59:59+14:00",
+            "2024-02-29T12:00:00-12:00", "2087-07-04T04:05:06Z",
+        ] {
             let date = try #require(formatter.date(from: text), "Foundation could not parse \(text)")
             expectSeconds(text, date.timeIntervalSince1970)
         }

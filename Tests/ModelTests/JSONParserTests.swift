@@ -1,4 +1,5 @@
 import Testing
+
 @testable import RoadSaveModel
 
 @Suite("JSONParser: values")
@@ -21,7 +22,10 @@ struct JSONParserValueTests {
     }
 
     @Test func negativeZeroKeepsItsSign() throws {
-        guard case let .number(value) = try JSONParser.parse("-0") else { Issue.record("not a number"); return }
+        guard case .number(let value) = try JSONParser.parse("-0") else {
+            Issue.record("not a number")
+            return
+        }
         #expect(value == 0)
         #expect(value.sign == .minus)
     }
@@ -31,8 +35,10 @@ struct JSONParserValueTests {
         #expect(try JSONParser.parse("1e-400") == .number(0))
     }
 
-    @Test(arguments: ["01", "-01", "00", "1.", "1.e5", ".5", "-.5", "+1", "1e", "1e+", "1E-", "-", "--1",
-                      "NaN", "nan", "Infinity", "-Infinity", "inf", "0x1F", "0X10", "1.5.2", "1e5.5", "1_000"])
+    @Test(arguments: [
+        "01", "-01", "00", "1.", "1.e5", ".5", "-.5", "+1", "1e", "1e+", "1E-", "-", "--1",
+        "NaN", "nan", "Infinity", "-Infinity", "inf", "0x1F", "0X10", "1.5.2", "1e5.5", "1_000",
+    ])
     func malformedNumbersAreRejected(text: String) {
         _ = syntaxError(text)
     }
@@ -63,7 +69,8 @@ struct JSONParserValueTests {
     }
 
     @Test func unicodeEscapes() throws {
-        #expect(try JSONParser.parse(#""\u0041\u00e9\u00E9\u20AC\u0000\u001f""#)
+        #expect(
+            try JSONParser.parse(#""\u0041\u00e9\u00E9\u20AC\u0000\u001f""#)
                 == .string("Aéé€\u{0}\u{1F}"))
     }
 
@@ -72,8 +79,10 @@ struct JSONParserValueTests {
         #expect(try JSONParser.parse(#""x\ud834\udd1ey""#) == .string("x𝄞y"))
     }
 
-    @Test(arguments: [#""\uD83D""#, #""\uD83Dx""#, #""\uDE00""#, #""\uD83D\u0041""#, #""\uD83D\uD83D""#,
-                      #""\uD83D\n""#, #""\uDFFF""#])
+    @Test(arguments: [
+        #""\uD83D""#, #""\uD83Dx""#, #""\uDE00""#, #""\uD83D\u0041""#, #""\uD83D\uD83D""#,
+        #""\uD83D\n""#, #""\uDFFF""#,
+    ])
     func loneSurrogatesAreRejected(text: String) {
         #expect(syntaxError(text)?.reason.contains("surrogate") == true)
     }
@@ -140,9 +149,11 @@ struct JSONParserValueTests {
 
     @Test func objectsKeepMembersInOrder() throws {
         let value = try JSONParser.parse(#"{"z":1,"a":[true,null],"m":{"k":"v"}}"#)
-        #expect(value == .object([
-            ("z", .number(1)), ("a", .array([.bool(true), .null])), ("m", .object([("k", .string("v"))])),
-        ]))
+        #expect(
+            value
+                == .object([
+                    ("z", .number(1)), ("a", .array([.bool(true), .null])), ("m", .object([("k", .string("v"))])),
+                ]))
         #expect(keys(of: value) == ["z", "a", "m"])
         #expect(value["a"] == .array([.bool(true), .null]))
         #expect(value["missing"] == nil)
@@ -221,7 +232,8 @@ struct JSONParserNestingTests {
         #expect(error?.reason.contains("32") == true)
         #expect(error?.column == 33) // the 33rd '['
         #expect(syntaxError(objects(33))?.reason.contains("32") == true)
-        #expect(syntaxError(String(repeating: #"[{"a":"#, count: 16) + "[0]" + String(repeating: "}]", count: 16)) != nil)
+        #expect(
+            syntaxError(String(repeating: #"[{"a":"#, count: 16) + "[0]" + String(repeating: "}]", count: 16)) != nil)
     }
 
     @Test func siblingsDoNotAddDepth() throws {

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import RoadSaveModel
 
 @Suite("JSONObjectWriter")
@@ -66,7 +67,10 @@ struct JSONObjectWriterTests {
     @Test(arguments: [1e15, -1e15, 1e20, 1.5e300, 5e-324, 1e-7, 123_456_789_012_345.67])
     func largeAndTinyNumbersStayValidJSON(value: Double) throws {
         let text = JSONObjectWriter.number(value, decimals: 0)
-        guard case let .number(parsed) = try JSONParser.parse(text) else { Issue.record("\(text)"); return }
+        guard case .number(let parsed) = try JSONParser.parse(text) else {
+            Issue.record("\(text)")
+            return
+        }
         #expect(parsed == value.rounded(), "\(value) written as \(text)")
     }
 
@@ -87,10 +91,12 @@ struct JSONObjectWriterTests {
         writer.add("t", true)
         writer.add("null", Double.nan, decimals: 1)
         let value = try JSONParser.parse(writer.finish())
-        #expect(value == .object([
-            (nasty, .string(nasty)), ("n", .number(-33.9248685)), ("i", .number(1234)), ("t", .bool(true)),
-            ("null", .null),
-        ]))
+        #expect(
+            value
+                == .object([
+                    (nasty, .string(nasty)), ("n", .number(-33.9248685)), ("i", .number(1234)), ("t", .bool(true)),
+                    ("null", .null),
+                ]))
     }
 
     @Test func outputParsesBackWithFoundation() throws {

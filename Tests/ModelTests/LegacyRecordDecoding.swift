@@ -23,14 +23,16 @@ enum LegacyRecordDecoding {
     }
 
     static func record(from value: JSONValue) throws(RecordError) -> SensorRecord {
-        guard case let .object(members) = value else {
+        guard case .object(let members) = value else {
             throw RecordError(field: "(record)", reason: "expected a JSON object, found \(value.typeName)")
         }
         var fields = LegacyFields(members: members)
         let kindName = try fields.string("kind")
         guard let kind = RecordKind(rawValue: kindName) else {
-            throw RecordError(field: "kind", reason: "unknown kind \"\(kindName)\"; expected one of "
-                + RecordKind.allCases.map(\.rawValue).joined(separator: ", "))
+            throw RecordError(
+                field: "kind",
+                reason: "unknown kind \"\(kindName)\"; expected one of "
+                    + RecordKind.allCases.map(\.rawValue).joined(separator: ", "))
         }
         let app = try fields.identifier("app")
         let user = try fields.identifier("user")
@@ -58,8 +60,10 @@ enum LegacyRecordDecoding {
             payload = .steps(Int(steps))
         case .impact: payload = .impact(try impact(&fields))
         case .capabilities:
-            payload = .capabilities(DeviceCapabilities(activityAvailable: try fields.bool("activityAvailable"),
-                                                       pedometerAvailable: try fields.bool("pedometerAvailable")))
+            payload = .capabilities(
+                DeviceCapabilities(
+                    activityAvailable: try fields.bool("activityAvailable"),
+                    pedometerAvailable: try fields.bool("pedometerAvailable")))
         }
         return SensorRecord(device: DeviceID(app: app, user: user), seq: seq, t: t, payload: payload)
     }
@@ -82,12 +86,15 @@ enum LegacyRecordDecoding {
     private static func activity(_ fields: inout LegacyFields) throws(RecordError) -> ActivityObservation {
         let name = try fields.string("activity")
         guard let activity = ActivityType(rawValue: name) else {
-            throw RecordError(field: "activity", reason: "unknown activity \"\(name)\"; expected one of "
-                + ActivityType.allCases.map(\.rawValue).joined(separator: ", "))
+            throw RecordError(
+                field: "activity",
+                reason: "unknown activity \"\(name)\"; expected one of "
+                    + ActivityType.allCases.map(\.rawValue).joined(separator: ", "))
         }
         let confidenceName = try fields.string("confidence")
         guard let confidence = ActivityConfidence(rawValue: confidenceName) else {
-            throw RecordError(field: "confidence", reason: "unknown confidence \"\(confidenceName)\"; expected low, medium or high")
+            throw RecordError(
+                field: "confidence", reason: "unknown confidence \"\(confidenceName)\"; expected low, medium or high")
         }
         return ActivityObservation(activity, confidence)
     }
@@ -104,21 +111,23 @@ enum LegacyRecordDecoding {
         }
         var samples: [ImpactSample] = []
         if let raw = fields.value("samples"), raw != .null {
-            guard case let .array(rows) = raw else {
+            guard case .array(let rows) = raw else {
                 throw RecordError(field: "samples", reason: "expected an array of [dt, x, y, z], found \(raw.typeName)")
             }
             guard rows.count <= maximumSamples else {
-                throw RecordError(field: "samples", reason: "\(rows.count) samples; at most \(maximumSamples) are accepted")
+                throw RecordError(
+                    field: "samples", reason: "\(rows.count) samples; at most \(maximumSamples) are accepted")
             }
             samples.reserveCapacity(rows.count)
             for (index, row) in rows.enumerated() {
-                guard case let .array(values) = row, values.count == 4 else {
+                guard case .array(let values) = row, values.count == 4 else {
                     throw RecordError(field: "samples[\(index)]", reason: "expected [dt, x, y, z]")
                 }
                 var numbers: [Double] = []
                 for value in values {
-                    guard case let .number(number) = value else {
-                        throw RecordError(field: "samples[\(index)]", reason: "expected numbers, found \(value.typeName)")
+                    guard case .number(let number) = value else {
+                        throw RecordError(
+                            field: "samples[\(index)]", reason: "expected numbers, found \(value.typeName)")
                     }
                     numbers.append(number)
                 }
@@ -137,7 +146,7 @@ private struct LegacyFields {
 
     func string(_ name: String) throws(RecordError) -> String {
         guard let value = value(name) else { throw RecordError(field: name, reason: "missing") }
-        guard case let .string(text) = value else {
+        guard case .string(let text) = value else {
             throw RecordError(field: name, reason: "expected a string, found \(value.typeName)")
         }
         return text
@@ -159,7 +168,7 @@ private struct LegacyFields {
 
     func optionalNumber(_ name: String) throws(RecordError) -> Double? {
         guard let value = value(name), value != .null else { return nil }
-        guard case let .number(number) = value else {
+        guard case .number(let number) = value else {
             throw RecordError(field: name, reason: "expected a number, found \(value.typeName)")
         }
         return number
@@ -167,7 +176,7 @@ private struct LegacyFields {
 
     func bool(_ name: String) throws(RecordError) -> Bool {
         guard let value = value(name) else { throw RecordError(field: name, reason: "missing") }
-        guard case let .bool(flag) = value else {
+        guard case .bool(let flag) = value else {
             throw RecordError(field: name, reason: "expected true or false, found \(value.typeName)")
         }
         return flag

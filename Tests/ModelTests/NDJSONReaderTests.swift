@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import RoadSaveModel
 
 @Suite("NDJSONLineReader")
@@ -23,20 +24,23 @@ struct NDJSONLineReaderTests {
         return lines
     }
 
-    func expectLines(_ actual: [(Int, String)], _ expected: [(Int, String)],
-                     sourceLocation: SourceLocation = #_sourceLocation) {
+    func expectLines(
+        _ actual: [(Int, String)], _ expected: [(Int, String)],
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) {
         #expect(actual.map(\.0) == expected.map(\.0), sourceLocation: sourceLocation)
         #expect(actual.map(\.1) == expected.map(\.1), sourceLocation: sourceLocation)
     }
 
     @Test func crlfBlankLinesAndAFinalLineWithoutNewline() throws {
-        let text = "{\"a\":1}\r\n"     // 1
-            + "\r\n"                   // 2: blank (CRLF only)
-            + "  \t \n"                // 3: blank (spaces and a tab)
-            + "{\"b\":2}\n"            // 4
-            + "\n"                     // 5: blank
-            + " {\"c\":3} \r\n"        // 6: inner spaces are kept
-            + "{\"d\":4}"              // 7: no newline at the end
+        let text =
+            "{\"a\":1}\r\n" // 1
+            + "\r\n" // 2: blank (CRLF only)
+            + "  \t \n" // 3: blank (spaces and a tab)
+            + "{\"b\":2}\n" // 4
+            + "\n" // 5: blank
+            + " {\"c\":3} \r\n" // 6: inner spaces are kept
+            + "{\"d\":4}" // 7: no newline at the end
         let lines = try withTemporaryFile(Array(text.utf8)) { try readAll($0) }
         expectLines(lines, [(1, "{\"a\":1}"), (4, "{\"b\":2}"), (6, " {\"c\":3} "), (7, "{\"d\":4}")])
     }
@@ -73,19 +77,21 @@ struct NDJSONLineReaderTests {
             var reader = try NDJSONLineReader(path: path)
             var seen: [Int] = []
             var ended: Bool?
-            reader.forEachLineUntil({ _, number in
-                seen.append(number)
-                return number < 2
-            }, ended: { ended = $0 })
+            reader.forEachLineUntil(
+                { _, number in
+                    seen.append(number)
+                    return number < 2
+                }, ended: { ended = $0 })
             #expect(seen == [1, 2])
             #expect(ended == false)
 
             // The rest of the file is read on the next call, with line numbers carried on.
             var rest: [(Int, String)] = []
-            reader.forEachLineUntil({ line, number in
-                rest.append((number, String(decoding: line, as: UTF8.self)))
-                return true
-            }, ended: { ended = $0 })
+            reader.forEachLineUntil(
+                { line, number in
+                    rest.append((number, String(decoding: line, as: UTF8.self)))
+                    return true
+                }, ended: { ended = $0 })
             expectLines(rest, [(4, "c")])
             #expect(ended == true)
         }

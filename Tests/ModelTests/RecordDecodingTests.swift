@@ -1,4 +1,5 @@
 import Testing
+
 @testable import RoadSaveModel
 
 @Suite("RecordDecoding: valid records")
@@ -8,15 +9,24 @@ struct RecordDecodingValidTests {
     @Test func locationRecordDecodesEveryField() throws {
         let record = try decodeRecord(RecordJSON.location.text)
         #expect(record.kind == .location)
-        #expect(record == SensorRecord(device: device, seq: 7, t: 1772433065.123, payload: .location(
-            LocationFix(latitude: -33.9249, longitude: 18.4241, speed: 13.5, course: 270.5, horizontalAccuracy: 4.8))))
+        #expect(
+            record
+                == SensorRecord(
+                    device: device, seq: 7, t: 1772433065.123,
+                    payload: .location(
+                        LocationFix(
+                            latitude: -33.9249, longitude: 18.4241, speed: 13.5, course: 270.5, horizontalAccuracy: 4.8)
+                    )))
     }
 
     @Test func activityRecordDecodesEveryField() throws {
         let record = try decodeRecord(RecordJSON.activity.text)
         #expect(record.kind == .activity)
-        #expect(record == SensorRecord(device: device, seq: 8, t: 1772433066.5,
-                                       payload: .activity(ActivityObservation(.automotive, .high))))
+        #expect(
+            record
+                == SensorRecord(
+                    device: device, seq: 8, t: 1772433066.5,
+                    payload: .activity(ActivityObservation(.automotive, .high))))
     }
 
     @Test(arguments: [
@@ -37,7 +47,7 @@ struct RecordDecodingValidTests {
     @Test func stepsRecordDecodesEveryField() throws {
         let record = try decodeRecord(RecordJSON.steps.text)
         #expect(record.kind == .steps)
-        #expect(record == SensorRecord(device: device, seq: 9, t: 1772433067, payload: .steps(1234)))
+        #expect(record == SensorRecord(device: device, seq: 9, t: 1_772_433_067, payload: .steps(1234)))
     }
 
     @Test func impactRecordDecodesEveryField() throws {
@@ -48,8 +58,12 @@ struct RecordDecodingValidTests {
             ImpactSample(dt: 0, x: 3, y: -4, z: 0.5),
             ImpactSample(dt: 2, x: 0, y: 0, z: 1),
         ]
-        #expect(record == SensorRecord(device: device, seq: 10, t: 1772433068.25, payload: .impact(
-            ImpactObservation(peakG: 6.5, durationMs: 42, samples: samples))))
+        #expect(
+            record
+                == SensorRecord(
+                    device: device, seq: 10, t: 1772433068.25,
+                    payload: .impact(
+                        ImpactObservation(peakG: 6.5, durationMs: 42, samples: samples))))
         // |(3, -4, 0.5)| = sqrt(9 + 16 + 0.25) = sqrt(25.25)
         #expect(abs(samples[1].magnitude - 5.024937810560445) < 1e-12)
     }
@@ -57,13 +71,18 @@ struct RecordDecodingValidTests {
     @Test func capabilitiesRecordDecodesEveryField() throws {
         let record = try decodeRecord(RecordJSON.capabilities.text)
         #expect(record.kind == .capabilities)
-        #expect(record == SensorRecord(device: device, seq: 11, t: 1772433069, payload: .capabilities(
-            DeviceCapabilities(activityAvailable: false, pedometerAvailable: true))))
+        #expect(
+            record
+                == SensorRecord(
+                    device: device, seq: 11, t: 1_772_433_069,
+                    payload: .capabilities(
+                        DeviceCapabilities(activityAvailable: false, pedometerAvailable: true))))
     }
 
     @Test func optionalFieldsMayBeLeftOut() throws {
-        let location = try decodeRecord(RecordJSON.location.without("seq").without("speed").without("course")
-            .without("hacc").text)
+        let location = try decodeRecord(
+            RecordJSON.location.without("seq").without("speed").without("course")
+                .without("hacc").text)
         #expect(location.seq == nil)
         #expect(location.payload == .location(LocationFix(latitude: -33.9249, longitude: 18.4241)))
 
@@ -72,8 +91,9 @@ struct RecordDecodingValidTests {
     }
 
     @Test func nullOptionalFieldsCountAsMissing() throws {
-        let location = try decodeRecord(RecordJSON.location.with("seq", "null").with("speed", "null")
-            .with("course", "null").with("hacc", "null").text)
+        let location = try decodeRecord(
+            RecordJSON.location.with("seq", "null").with("speed", "null")
+                .with("course", "null").with("hacc", "null").text)
         #expect(location.seq == nil)
         #expect(location.payload == .location(LocationFix(latitude: -33.9249, longitude: 18.4241)))
         let impact = try decodeRecord(RecordJSON.impact.with("durationMs", "null").with("samples", "null").text)
@@ -83,10 +103,11 @@ struct RecordDecodingValidTests {
     @Test(arguments: ["location", "activity", "steps", "impact", "capabilities"])
     func unknownFieldsAreIgnored(kind: String) throws {
         let plain = try decodeRecord(RecordJSON.valid(kind).text)
-        let extended = try decodeRecord(RecordJSON.valid(kind)
-            .with("gatewayVersion", #""2.1""#)
-            .with("extra", #"{"nested":[1,2,{"x":null}],"flag":true}"#)
-            .with("speedAccuracy", "0.5").text)
+        let extended = try decodeRecord(
+            RecordJSON.valid(kind)
+                .with("gatewayVersion", #""2.1""#)
+                .with("extra", #"{"nested":[1,2,{"x":null}],"flag":true}"#)
+                .with("speedAccuracy", "0.5").text)
         #expect(extended == plain)
     }
 
@@ -97,7 +118,10 @@ struct RecordDecodingValidTests {
 
     @Test func negativeSpeedAndCourseMeanUnknown() throws {
         let record = try decodeRecord(RecordJSON.location.with("speed", "-1").with("course", "-1").text)
-        guard case let .location(fix) = record.payload else { Issue.record("not a location"); return }
+        guard case .location(let fix) = record.payload else {
+            Issue.record("not a location")
+            return
+        }
         #expect(fix.speed == nil)
         #expect(fix.course == nil)
         #expect(fix.horizontalAccuracy == 4.8)
@@ -105,27 +129,40 @@ struct RecordDecodingValidTests {
 
     @Test func negativeAccuracyIsKeptToMarkAnInvalidFix() throws {
         let record = try decodeRecord(RecordJSON.location.with("hacc", "-1").text)
-        guard case let .location(fix) = record.payload else { Issue.record("not a location"); return }
+        guard case .location(let fix) = record.payload else {
+            Issue.record("not a location")
+            return
+        }
         #expect(fix.horizontalAccuracy == -1)
         #expect(fix.speed == 13.5)
     }
 
     @Test func zeroSpeedIsKnownNotUnknown() throws {
         let record = try decodeRecord(RecordJSON.location.with("speed", "0").text)
-        guard case let .location(fix) = record.payload else { Issue.record("not a location"); return }
+        guard case .location(let fix) = record.payload else {
+            Issue.record("not a location")
+            return
+        }
         #expect(fix.speed == 0)
     }
 
     @Test(arguments: [("90", "180"), ("-90", "-180"), ("0", "0")])
     func boundaryCoordinatesAreAccepted(lat: String, lon: String) throws {
         let record = try decodeRecord(RecordJSON.location.with("lat", lat).with("lon", lon).text)
-        #expect(record.payload == .location(LocationFix(latitude: Double(lat)!, longitude: Double(lon)!,
-                                                        speed: 13.5, course: 270.5, horizontalAccuracy: 4.8)))
+        #expect(
+            record.payload
+                == .location(
+                    LocationFix(
+                        latitude: Double(lat)!, longitude: Double(lon)!,
+                        speed: 13.5, course: 270.5, horizontalAccuracy: 4.8)))
     }
 
     @Test func courseOf360IsAccepted() throws {
         let record = try decodeRecord(RecordJSON.location.with("course", "360").text)
-        guard case let .location(fix) = record.payload else { Issue.record("not a location"); return }
+        guard case .location(let fix) = record.payload else {
+            Issue.record("not a location")
+            return
+        }
         #expect(fix.course == 360)
     }
 
@@ -164,7 +201,10 @@ struct RecordDecodingValidTests {
     @Test func maximumSampleCountIsAccepted() throws {
         let rows = Array(repeating: "[0,0,0,1]", count: 10_000).joined(separator: ",")
         let record = try decodeRecord(RecordJSON.impact.with("samples", "[\(rows)]").text)
-        guard case let .impact(impact) = record.payload else { Issue.record("not an impact"); return }
+        guard case .impact(let impact) = record.payload else {
+            Issue.record("not an impact")
+            return
+        }
         #expect(impact.samples.count == 10_000)
     }
 
@@ -212,8 +252,9 @@ struct RecordDecodingRejectionTests {
     }
 
     @Test func unknownKindListsTheKinds() {
-        expectRejection(RecordJSON.location.with("kind", #""teleport""#), field: "kind",
-                        reasonContains: ["teleport", "location", "activity", "steps", "impact", "capabilities"])
+        expectRejection(
+            RecordJSON.location.with("kind", #""teleport""#), field: "kind",
+            reasonContains: ["teleport", "location", "activity", "steps", "impact", "capabilities"])
     }
 
     @Test func kindIsCaseSensitive() {
@@ -221,13 +262,15 @@ struct RecordDecodingRejectionTests {
     }
 
     @Test func unknownActivityListsTheActivities() {
-        expectRejection(RecordJSON.activity.with("activity", #""flying""#), field: "activity",
-                        reasonContains: ["flying", "automotive", "walking", "running", "cycling", "stationary", "unknown"])
+        expectRejection(
+            RecordJSON.activity.with("activity", #""flying""#), field: "activity",
+            reasonContains: ["flying", "automotive", "walking", "running", "cycling", "stationary", "unknown"])
     }
 
     @Test func unknownConfidenceListsTheConfidences() {
-        expectRejection(RecordJSON.activity.with("confidence", #""certain""#), field: "confidence",
-                        reasonContains: ["certain", "low", "medium", "high"])
+        expectRejection(
+            RecordJSON.activity.with("confidence", #""certain""#), field: "confidence",
+            reasonContains: ["certain", "low", "medium", "high"])
     }
 
     @Test func latitudeJustAbove90IsRejected() {
@@ -293,8 +336,9 @@ struct RecordDecodingRejectionTests {
     }
 
     @Test func sampleRowOfThreeValuesIsNamedByIndex() {
-        expectRejection(RecordJSON.impact.with("samples", "[[0,0,0,1],[0.1,1,2]]"), field: "samples[1]",
-                        reasonContains: ["[dt, x, y, z]"])
+        expectRejection(
+            RecordJSON.impact.with("samples", "[[0,0,0,1],[0.1,1,2]]"), field: "samples[1]",
+            reasonContains: ["[dt, x, y, z]"])
     }
 
     @Test func sampleRowOfFiveValuesIsNamedByIndex() {
@@ -302,13 +346,15 @@ struct RecordDecodingRejectionTests {
     }
 
     @Test func sampleRowWithAStringIsNamedByIndex() {
-        expectRejection(RecordJSON.impact.with("samples", #"[[0,0,0,1],[0,0,0,1],[0.2,"1",0,0]]"#),
-                        field: "samples[2]", reasonContains: ["a string"])
+        expectRejection(
+            RecordJSON.impact.with("samples", #"[[0,0,0,1],[0,0,0,1],[0.2,"1",0,0]]"#),
+            field: "samples[2]", reasonContains: ["a string"])
     }
 
     @Test func sampleRowWithNullIsNamedByIndex() {
-        expectRejection(RecordJSON.impact.with("samples", "[[0,null,0,1]]"), field: "samples[0]",
-                        reasonContains: ["null"])
+        expectRejection(
+            RecordJSON.impact.with("samples", "[[0,null,0,1]]"), field: "samples[0]",
+            reasonContains: ["null"])
     }
 
     @Test func sampleRowThatIsNotAnArrayIsNamedByIndex() {
@@ -317,8 +363,9 @@ struct RecordDecodingRejectionTests {
 
     @Test func tooManySamplesAreRejected() {
         let rows = Array(repeating: "[0,0,0,1]", count: 10_001).joined(separator: ",")
-        expectRejection(RecordJSON.impact.with("samples", "[\(rows)]"), field: "samples",
-                        reasonContains: ["10001", "10000"])
+        expectRejection(
+            RecordJSON.impact.with("samples", "[\(rows)]"), field: "samples",
+            reasonContains: ["10001", "10000"])
     }
 
     @Test(arguments: ["app", "user"])
@@ -337,8 +384,10 @@ struct RecordDecodingRejectionTests {
         expectRejection(RecordJSON.location.with("app", "\"\(app)\""), field: "app", reasonContains: ["256"])
     }
 
-    @Test(arguments: [("[1,2]", "an array"), (#""location""#, "a string"), ("null", "null"), ("42", "a number"),
-                      ("true", "a boolean")])
+    @Test(arguments: [
+        ("[1,2]", "an array"), (#""location""#, "a string"), ("null", "null"), ("42", "a number"),
+        ("true", "a boolean"),
+    ])
     func nonObjectLineIsRejected(text: String, found: String) {
         expectRejection(text, field: "(record)", reasonContains: ["object", found])
     }
@@ -360,6 +409,7 @@ struct RecordDecodingRejectionTests {
     }
 
     @Test func recordErrorDescriptionNamesFieldAndReason() {
-        #expect(RecordError(field: "lat", reason: "91.0 is outside -90…90").description == "lat: 91.0 is outside -90…90")
+        #expect(
+            RecordError(field: "lat", reason: "91.0 is outside -90…90").description == "lat: 91.0 is outside -90…90")
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import GatewayKit
 import Testing
+
 @testable import RoadSaveModel
 
 /// Records at the encoder's precision (`SensorRecord.Precision`: t 3, lat/lon 7, speed 2, course 1, hacc 1, g values
@@ -14,30 +15,50 @@ struct RecordEncodingRoundTripTests {
     }
 
     static let examples: [SensorRecord] = [
-        SensorRecord(device: device, seq: 7, t: 1_772_433_065.123, payload: .location(LocationFix(
-            latitude: -33.9248685, longitude: 18.4240553, speed: 13.57, course: 270.5, horizontalAccuracy: 4.8))),
-        SensorRecord(device: device, seq: 0, t: 1_485_092_972.702, payload: .location(LocationFix(
-            latitude: 44.4937999, longitude: 11.3469278, speed: 0, course: 0, horizontalAccuracy: 0))),
+        SensorRecord(
+            device: device, seq: 7, t: 1_772_433_065.123,
+            payload: .location(
+                LocationFix(
+                    latitude: -33.9248685, longitude: 18.4240553, speed: 13.57, course: 270.5, horizontalAccuracy: 4.8))
+        ),
+        SensorRecord(
+            device: device, seq: 0, t: 1_485_092_972.702,
+            payload: .location(
+                LocationFix(
+                    latitude: 44.4937999, longitude: 11.3469278, speed: 0, course: 0, horizontalAccuracy: 0))),
         // Unknown speed and course, an invalid fix.
-        SensorRecord(device: device, t: 1_718_708_242.5, payload: .location(LocationFix(
-            latitude: 89.9999999, longitude: -179.9999999, horizontalAccuracy: -1))),
-        SensorRecord(device: device, t: 1_718_708_242, payload: .location(LocationFix(latitude: 0.0000001, longitude: -0.0000001))),
-        SensorRecord(device: device, seq: 8, t: 1_772_433_066.5, payload: .activity(ActivityObservation(.automotive, .high))),
+        SensorRecord(
+            device: device, t: 1_718_708_242.5,
+            payload: .location(
+                LocationFix(
+                    latitude: 89.9999999, longitude: -179.9999999, horizontalAccuracy: -1))),
+        SensorRecord(
+            device: device, t: 1_718_708_242,
+            payload: .location(LocationFix(latitude: 0.0000001, longitude: -0.0000001))),
+        SensorRecord(
+            device: device, seq: 8, t: 1_772_433_066.5, payload: .activity(ActivityObservation(.automotive, .high))),
         SensorRecord(device: device, seq: 9, t: 1_772_433_067, payload: .steps(1234)),
         SensorRecord(device: device, t: 1_772_433_067.001, payload: .steps(0)),
-        SensorRecord(device: device, seq: 10, t: 1_772_433_068.25, payload: .impact(ImpactObservation(
-            peakG: 18.4824, durationMs: 40.3, samples: [
-                ImpactSample(dt: -0.9985, x: -0.1536, y: -0.4067, z: 2.0386),
-                ImpactSample(dt: 0, x: 17.9, y: -4.0001, z: 0.0001),
-                ImpactSample(dt: 1.9999, x: 0, y: 0, z: 1),
-            ]))),
+        SensorRecord(
+            device: device, seq: 10, t: 1_772_433_068.25,
+            payload: .impact(
+                ImpactObservation(
+                    peakG: 18.4824, durationMs: 40.3,
+                    samples: [
+                        ImpactSample(dt: -0.9985, x: -0.1536, y: -0.4067, z: 2.0386),
+                        ImpactSample(dt: 0, x: 17.9, y: -4.0001, z: 0.0001),
+                        ImpactSample(dt: 1.9999, x: 0, y: 0, z: 1),
+                    ]))),
         // No duration, no samples.
         SensorRecord(device: device, t: 1_772_433_068.999, payload: .impact(ImpactObservation(peakG: 2.0001))),
-        SensorRecord(device: device, seq: 11, t: 1_772_433_069, payload: .capabilities(
-            DeviceCapabilities(activityAvailable: false, pedometerAvailable: true))),
+        SensorRecord(
+            device: device, seq: 11, t: 1_772_433_069,
+            payload: .capabilities(
+                DeviceCapabilities(activityAvailable: false, pedometerAvailable: true))),
         SensorRecord(device: device, seq: 9_007_199_254_740_992, t: 4_102_444_799.999, payload: .capabilities(.full)),
-        SensorRecord(device: DeviceID(app: "a\"p\\p", user: "ü\ns\u{1}e 東京"), seq: 3, t: 946_684_800,
-                     payload: .steps(999_999_999_999)),
+        SensorRecord(
+            device: DeviceID(app: "a\"p\\p", user: "ü\ns\u{1}e 東京"), seq: 3, t: 946_684_800,
+            payload: .steps(999_999_999_999)),
     ]
 
     @Test(arguments: examples)
@@ -48,8 +69,9 @@ struct RecordEncodingRoundTripTests {
     @Test(arguments: ActivityType.allCases)
     func everyActivityRoundTrips(activity: ActivityType) throws {
         for confidence in ActivityConfidence.allCases {
-            let record = SensorRecord(device: Self.device, seq: 1, t: 1_772_433_066.5,
-                                      payload: .activity(ActivityObservation(activity, confidence)))
+            let record = SensorRecord(
+                device: Self.device, seq: 1, t: 1_772_433_066.5,
+                payload: .activity(ActivityObservation(activity, confidence)))
             #expect(try Self.roundTrip(record) == record)
         }
     }
@@ -69,18 +91,22 @@ struct RecordEncodingRoundTripTests {
             let payload: SensorRecord.Payload
             switch round % 4 {
             case 0, 1:
-                payload = .location(LocationFix(
-                    latitude: onGrid(-90, 90, decimals: 7), longitude: onGrid(-180, 180, decimals: 7),
-                    speed: round % 5 == 0 ? nil : onGrid(0, 90, decimals: 2),
-                    course: round % 7 == 0 ? nil : onGrid(0, 360, decimals: 1),
-                    horizontalAccuracy: round % 11 == 0 ? nil : onGrid(-1, 5000, decimals: 1)))
+                payload = .location(
+                    LocationFix(
+                        latitude: onGrid(-90, 90, decimals: 7), longitude: onGrid(-180, 180, decimals: 7),
+                        speed: round % 5 == 0 ? nil : onGrid(0, 90, decimals: 2),
+                        course: round % 7 == 0 ? nil : onGrid(0, 360, decimals: 1),
+                        horizontalAccuracy: round % 11 == 0 ? nil : onGrid(-1, 5000, decimals: 1)))
             case 2:
-                payload = .impact(ImpactObservation(
-                    peakG: onGrid(0, 999, decimals: 4), durationMs: round % 6 == 2 ? nil : onGrid(0, 60_000, decimals: 1),
-                    samples: (0..<Int(random.next() % 8)).map { _ in
-                        ImpactSample(dt: onGrid(-1, 2, decimals: 4), x: onGrid(-200, 200, decimals: 4),
-                                     y: onGrid(-200, 200, decimals: 4), z: onGrid(-200, 200, decimals: 4))
-                    }))
+                payload = .impact(
+                    ImpactObservation(
+                        peakG: onGrid(0, 999, decimals: 4),
+                        durationMs: round % 6 == 2 ? nil : onGrid(0, 60_000, decimals: 1),
+                        samples: (0..<Int(random.next() % 8)).map { _ in
+                            ImpactSample(
+                                dt: onGrid(-1, 2, decimals: 4), x: onGrid(-200, 200, decimals: 4),
+                                y: onGrid(-200, 200, decimals: 4), z: onGrid(-200, 200, decimals: 4))
+                        }))
             default:
                 payload = .steps(Int(random.next() % 1_000_000_000_000))
             }
@@ -100,10 +126,20 @@ struct RecordEncodingRoundTripTests {
 
     /// Values finer than the precision are rounded to it: the decoded record is the rounded one.
     @Test func finerValuesAreRoundedToThePrecision() throws {
-        let record = SensorRecord(device: Self.device, t: 1_772_433_065.12349, payload: .location(LocationFix(
-            latitude: 44.493812345, longitude: 11.34300006, speed: 3.478051, course: 90.04, horizontalAccuracy: 6.06)))
-        #expect(try Self.roundTrip(record) == SensorRecord(device: Self.device, t: 1_772_433_065.123, payload: .location(
-            LocationFix(latitude: 44.4938123, longitude: 11.3430001, speed: 3.48, course: 90, horizontalAccuracy: 6.1))))
+        let record = SensorRecord(
+            device: Self.device, t: 1_772_433_065.12349,
+            payload: .location(
+                LocationFix(
+                    latitude: 44.493812345, longitude: 11.34300006, speed: 3.478051, course: 90.04,
+                    horizontalAccuracy: 6.06)))
+        #expect(
+            try Self.roundTrip(record)
+                == SensorRecord(
+                    device: Self.device, t: 1_772_433_065.123,
+                    payload: .location(
+                        LocationFix(
+                            latitude: 44.4938123, longitude: 11.3430001, speed: 3.48, course: 90,
+                            horizontalAccuracy: 6.1))))
     }
 }
 
@@ -112,40 +148,65 @@ struct RecordEncodingTextTests {
     static let device = DeviceID(app: "app-1", user: "user-9")
 
     @Test func locationWithEveryField() {
-        let record = SensorRecord(device: Self.device, seq: 7, t: 1_772_433_065.1, payload: .location(LocationFix(
-            latitude: -33.92486851, longitude: 18.4241, speed: 13.5, course: 270.5, horizontalAccuracy: 4.8)))
-        #expect(record.json() == #"{"kind":"location","app":"app-1","user":"user-9","seq":7,"t":1772433065.100,"#
-            + #""lat":-33.9248685,"lon":18.4241,"speed":13.5,"course":270.5,"hacc":4.8}"#)
+        let record = SensorRecord(
+            device: Self.device, seq: 7, t: 1_772_433_065.1,
+            payload: .location(
+                LocationFix(
+                    latitude: -33.92486851, longitude: 18.4241, speed: 13.5, course: 270.5, horizontalAccuracy: 4.8)))
+        #expect(
+            record.json() == #"{"kind":"location","app":"app-1","user":"user-9","seq":7,"t":1772433065.100,"#
+                + #""lat":-33.9248685,"lon":18.4241,"speed":13.5,"course":270.5,"hacc":4.8}"#)
     }
 
     @Test func unknownSpeedAndCourseAreLeftOutAndAccuracyIsWrittenAsGiven() {
-        let record = SensorRecord(device: Self.device, t: 1_772_433_065, payload: .location(LocationFix(
-            latitude: 52.1, longitude: 5.1, horizontalAccuracy: -1)))
-        #expect(record.json() == #"{"kind":"location","app":"app-1","user":"user-9","t":1772433065.000,"#
-            + #""lat":52.1,"lon":5.1,"hacc":-1}"#)
-        let bare = SensorRecord(device: Self.device, t: 1_772_433_065, payload: .location(LocationFix(latitude: 1, longitude: 2)))
+        let record = SensorRecord(
+            device: Self.device, t: 1_772_433_065,
+            payload: .location(
+                LocationFix(
+                    latitude: 52.1, longitude: 5.1, horizontalAccuracy: -1)))
+        #expect(
+            record.json() == #"{"kind":"location","app":"app-1","user":"user-9","t":1772433065.000,"#
+                + #""lat":52.1,"lon":5.1,"hacc":-1}"#)
+        let bare = SensorRecord(
+            device: Self.device, t: 1_772_433_065, payload: .location(LocationFix(latitude: 1, longitude: 2)))
         #expect(bare.json() == #"{"kind":"location","app":"app-1","user":"user-9","t":1772433065.000,"lat":1,"lon":2}"#)
     }
 
     @Test func otherKinds() {
-        #expect(SensorRecord(device: Self.device, seq: 0, t: 1_772_433_066.5, payload: .activity(ActivityObservation(.walking, .low)))
-            .json() == #"{"kind":"activity","app":"app-1","user":"user-9","seq":0,"t":1772433066.500,"activity":"walking","confidence":"low"}"#)
-        #expect(SensorRecord(device: Self.device, t: 1_772_433_067, payload: .steps(1234)).json()
-            == #"{"kind":"steps","app":"app-1","user":"user-9","t":1772433067.000,"steps":1234}"#)
-        #expect(SensorRecord(device: Self.device, t: 1_772_433_069, payload: .capabilities(
-            DeviceCapabilities(activityAvailable: false, pedometerAvailable: true))).json()
-            == #"{"kind":"capabilities","app":"app-1","user":"user-9","t":1772433069.000,"activityAvailable":false,"pedometerAvailable":true}"#)
+        #expect(
+            SensorRecord(
+                device: Self.device, seq: 0, t: 1_772_433_066.5, payload: .activity(ActivityObservation(.walking, .low))
+            )
+            .json()
+                == #"{"kind":"activity","app":"app-1","user":"user-9","seq":0,"t":1772433066.500,"activity":"walking","confidence":"low"}"#
+        )
+        #expect(
+            SensorRecord(device: Self.device, t: 1_772_433_067, payload: .steps(1234)).json()
+                == #"{"kind":"steps","app":"app-1","user":"user-9","t":1772433067.000,"steps":1234}"#)
+        #expect(
+            SensorRecord(
+                device: Self.device, t: 1_772_433_069,
+                payload: .capabilities(
+                    DeviceCapabilities(activityAvailable: false, pedometerAvailable: true))
+            ).json()
+                == #"{"kind":"capabilities","app":"app-1","user":"user-9","t":1772433069.000,"activityAvailable":false,"pedometerAvailable":true}"#
+        )
     }
 
     @Test func impactSamplesAreRowsOfFour() {
-        let record = SensorRecord(device: Self.device, seq: 10, t: 1_772_433_068.25, payload: .impact(ImpactObservation(
-            peakG: 6.51234, durationMs: 42, samples: [
-                ImpactSample(dt: -1, x: 0.1, y: 0.2, z: 0.98),
-                ImpactSample(dt: 0, x: 3, y: -4, z: 0.5),
-                ImpactSample(dt: 0.00004, x: -0.00004, y: 1.23456, z: 1),
-            ])))
-        #expect(record.json() == #"{"kind":"impact","app":"app-1","user":"user-9","seq":10,"t":1772433068.250,"#
-            + #""peakG":6.5123,"durationMs":42,"samples":[[-1,0.1,0.2,0.98],[0,3,-4,0.5],[0,0,1.2346,1]]}"#)
+        let record = SensorRecord(
+            device: Self.device, seq: 10, t: 1_772_433_068.25,
+            payload: .impact(
+                ImpactObservation(
+                    peakG: 6.51234, durationMs: 42,
+                    samples: [
+                        ImpactSample(dt: -1, x: 0.1, y: 0.2, z: 0.98),
+                        ImpactSample(dt: 0, x: 3, y: -4, z: 0.5),
+                        ImpactSample(dt: 0.00004, x: -0.00004, y: 1.23456, z: 1),
+                    ])))
+        #expect(
+            record.json() == #"{"kind":"impact","app":"app-1","user":"user-9","seq":10,"t":1772433068.250,"#
+                + #""peakG":6.5123,"durationMs":42,"samples":[[-1,0.1,0.2,0.98],[0,3,-4,0.5],[0,0,1.2346,1]]}"#)
         let bare = SensorRecord(device: Self.device, t: 1_772_433_068, payload: .impact(ImpactObservation(peakG: 2.5)))
         #expect(bare.json() == #"{"kind":"impact","app":"app-1","user":"user-9","t":1772433068.000,"peakG":2.5}"#)
     }
@@ -189,7 +250,10 @@ struct FixedNumberTests {
     func valuesTooLargeToScaleFallBackToTheShortestForm(value: Double) throws {
         let text = JSONObjectWriter.fixedNumber(value, decimals: 3)
         #expect(text == JSONObjectWriter.number(value, decimals: 3))
-        guard case let .number(parsed) = try JSONParser.parse(text) else { Issue.record("\(text)"); return }
+        guard case .number(let parsed) = try JSONParser.parse(text) else {
+            Issue.record("\(text)")
+            return
+        }
         #expect(abs(parsed - value) <= abs(value) * 1e-15, "\(value) written as \(text)")
     }
 
@@ -211,4 +275,3 @@ struct FixedNumberTests {
         }
     }
 }
-

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import RoadSaveModel
 
 /// The fast NDJSON path (`JSONRecordScanner` + the shared validator) against the decoder as it was before issue 9
@@ -31,18 +32,23 @@ struct RecordScannerAgreementTests {
         "12345678901234567890", "123456789012345678901234567890.5", "9007199254740993", "4102444799.9996",
         "1772433065.1234567890123", "1E+2", "1e-2", "01", "1.", ".5", "-", "+1", "0x10", "NaN", "\"\\u0041\"",
         "\"\\ud800\"", "[[1,2,3,4]]", "[[1,2,3]]", "[[1,2,3,\"4\"]]", "[1]", "[[1,2,3,4],]", "[[1,2,3,4]",
-        "\"automotive\"", "\"walking\"", "\"medium\"", "\"impact\"", "\"capabilities\"", "\"bogus\"", "1000", "999.99996",
+        "\"automotive\"", "\"walking\"", "\"medium\"", "\"impact\"", "\"capabilities\"", "\"bogus\"", "1000",
+        "999.99996",
         "-90", "90.0000001", "360.5", "60001", "\"\u{7F}\"", "\"a\u{1}b\"",
     ]
 
-    static let fields = ["kind", "app", "user", "seq", "t", "lat", "lon", "speed", "course", "hacc", "activity",
-                         "confidence", "steps", "peakG", "durationMs", "samples", "activityAvailable",
-                         "pedometerAvailable", "other"]
+    static let fields = [
+        "kind", "app", "user", "seq", "t", "lat", "lon", "speed", "course", "hacc", "activity",
+        "confidence", "steps", "peakG", "durationMs", "samples", "activityAvailable",
+        "pedometerAvailable", "other",
+    ]
 
     static func mutants() -> [String] {
         var lines: [String] = []
-        let kinds = [RecordJSON.location, RecordJSON.activity, RecordJSON.steps, RecordJSON.impact,
-                     RecordJSON.capabilities]
+        let kinds = [
+            RecordJSON.location, RecordJSON.activity, RecordJSON.steps, RecordJSON.impact,
+            RecordJSON.capabilities,
+        ]
         for record in kinds {
             for field in fields {
                 lines.append(record.without(field).text)
@@ -77,13 +83,14 @@ struct RecordScannerAgreementTests {
 
     /// Records are compared with `==` and by their reflection, which also tells -0.0 from 0.0.
     func expectAgreement(_ bytes: [UInt8], sourceLocation: SourceLocation = #_sourceLocation) {
-        let legacy = Result { () throws(RecordError) -> SensorRecord in try LegacyRecordDecoding.record(fromJSON: bytes) }
+        let legacy = Result { () throws(RecordError) -> SensorRecord in try LegacyRecordDecoding.record(fromJSON: bytes)
+        }
         let current = Result { () throws(RecordError) -> SensorRecord in try RecordDecoding.record(fromJSON: bytes) }
         let text = String(decoding: bytes, as: UTF8.self)
         switch (legacy, current) {
-        case let (.success(a), .success(b)):
+        case (.success(let a), .success(let b)):
             #expect(a == b && String(reflecting: a) == String(reflecting: b), "\(text)", sourceLocation: sourceLocation)
-        case let (.failure(a), .failure(b)):
+        case (.failure(let a), .failure(let b)):
             #expect(a == b, "\(text)", sourceLocation: sourceLocation)
         default:
             Issue.record("\(text): legacy \(legacy), now \(current)", sourceLocation: sourceLocation)
@@ -91,8 +98,11 @@ struct RecordScannerAgreementTests {
         // The scanner never accepts what the parser refuses, and finds the same members when it accepts.
         if let fields = bytes.withUnsafeBufferPointer({ JSONRecordScanner.scan($0, identifiers: IdentifierCache()) }) {
             let direct = Result { () throws(RecordError) -> SensorRecord in try RecordDecoding.record(from: fields) }
-            #expect((try? JSONParser.parse(bytes)) != nil, "scanner accepted bad JSON: \(text)", sourceLocation: sourceLocation)
-            #expect(String(reflecting: direct) == String(reflecting: current), "\(text)", sourceLocation: sourceLocation)
+            #expect(
+                (try? JSONParser.parse(bytes)) != nil, "scanner accepted bad JSON: \(text)",
+                sourceLocation: sourceLocation)
+            #expect(
+                String(reflecting: direct) == String(reflecting: current), "\(text)", sourceLocation: sourceLocation)
         }
     }
 
@@ -119,16 +129,19 @@ struct RecordScannerAgreementTests {
 
     /// The bench file (`make bench`), when present: its first 100,000 lines.
     @Test func theBenchFileAgrees() throws {
-        let candidates = [ProcessInfo.processInfo.environment["ROADSAVE_BENCH_FILE"], "out/bench.ndjson",
-                          "/work/main/out/bench.ndjson"].compactMap { $0 }
+        let candidates = [
+            ProcessInfo.processInfo.environment["ROADSAVE_BENCH_FILE"], "out/bench.ndjson",
+            "/work/main/out/bench.ndjson",
+        ].compactMap { $0 }
         guard let path = candidates.first(where: { FileManager.default.fileExists(atPath: $0) }) else { return }
         var reader = try NDJSONLineReader(path: path)
         var count = 0
-        reader.forEachLineUntil({ line, _ in
-            expectAgreement(Array(line))
-            count += 1
-            return count < 100_000
-        }, ended: { _ in })
+        reader.forEachLineUntil(
+            { line, _ in
+                expectAgreement(Array(line))
+                count += 1
+                return count < 100_000
+            }, ended: { _ in })
         #expect(count > 0)
     }
 
@@ -144,9 +157,10 @@ struct RecordScannerAgreementTests {
             if text.hasSuffix(".") { text += "5" }
             if text.count > 1, text.hasPrefix("0"), !text.hasPrefix("0.") { text = "1" + text }
             let exponent = Bool.random(using: &generator) ? "e\(Int.random(in: -30...30, using: &generator))" : ""
-            let line = "{\"kind\":\"steps\",\"app\":\"a\",\"user\":\"b\",\"t\":1772433067,\"steps\":1,\"x\":1,\"lat\":-\(text)\(exponent)}"
+            let line =
+                "{\"kind\":\"steps\",\"app\":\"a\",\"user\":\"b\",\"t\":1772433067,\"steps\":1,\"x\":1,\"lat\":-\(text)\(exponent)}"
             let fields = Array(line.utf8).withUnsafeBufferPointer { JSONRecordScanner.scan($0, identifiers: nil) }
-            guard case let .number(value)? = fields?.lat else {
+            guard case .number(let value)? = fields?.lat else {
                 Issue.record("not scanned: \(line)")
                 continue
             }

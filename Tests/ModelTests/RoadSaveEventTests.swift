@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import RoadSaveModel
 
 /// Events used by several tests, with their expected dates computed by hand (see ISO8601Tests' `Instants`).
@@ -8,11 +9,13 @@ enum SampleEvents {
 
     /// Starts 2026-03-02T06:31:05.123Z, ends 20 min 0.5 s later at 06:51:05.623Z.
     static let tripStart = TripStartInfo(tripID: "trip-1", startDate: 1_772_433_065.123)
-    static let trip = TripInfo(tripID: "trip-1", startDate: 1_772_433_065.123, endDate: 1_772_434_265.623,
-                               distanceMetres: 12_345.67, endReason: .stopDelay)
+    static let trip = TripInfo(
+        tripID: "trip-1", startDate: 1_772_433_065.123, endDate: 1_772_434_265.623,
+        distanceMetres: 12_345.67, endReason: .stopDelay)
     /// 2024-02-29T00:00:00.500Z.
-    static let crash = CrashInfo(crashID: "crash-1", confidence: .high, detectedAt: 1_709_164_800.5,
-                                 latitude: -33.92486851, longitude: 18.42405534, isTest: false)
+    static let crash = CrashInfo(
+        crashID: "crash-1", confidence: .high, detectedAt: 1_709_164_800.5,
+        latitude: -33.92486851, longitude: 18.42405534, isTest: false)
 
     static let started = RoadSaveEvent(device: device, body: .tripDidStart(tripStart))
     static let ended = RoadSaveEvent(device: device, body: .tripDidEnd(trip))
@@ -43,9 +46,12 @@ struct RoadSaveEventCurrentTests {
 
     @Test func tripDidEndFields() throws {
         let event = try parseEvent(SampleEvents.ended.json(.current))
-        #expect(keys(of: event) == ["event", "eventID", "app", "user", "tripID", "startDate", "endDate",
-                                    "distanceMetres", "duration", "averageSpeed", "endReason", "transportMode",
-                                    "transportReason"])
+        #expect(
+            keys(of: event) == [
+                "event", "eventID", "app", "user", "tripID", "startDate", "endDate",
+                "distanceMetres", "duration", "averageSpeed", "endReason", "transportMode",
+                "transportReason",
+            ])
         #expect(event["event"] == .string("tripDidEnd"))
         #expect(event["app"] == .string("app-1"))
         #expect(event["user"] == .string("user-9"))
@@ -59,7 +65,7 @@ struct RoadSaveEventCurrentTests {
     }
 
     @Test func tripDidEndWritesItsTransportSignsOnlyWhenThereAreAny() throws {
-        guard case var .tripDidEnd(info) = SampleEvents.ended.body else {
+        guard case .tripDidEnd(var info) = SampleEvents.ended.body else {
             Issue.record("not a tripDidEnd")
             return
         }
@@ -75,12 +81,13 @@ struct RoadSaveEventCurrentTests {
     }
 
     @Test func tripDidEndSaysWhereWhenKnownInTheCurrentFormatOnly() throws {
-        guard case var .tripDidEnd(info) = SampleEvents.ended.body else {
+        guard case .tripDidEnd(var info) = SampleEvents.ended.body else {
             Issue.record("not a tripDidEnd")
             return
         }
-        #expect(try !keys(of: parseEvent(SampleEvents.ended.json(.current))).contains("startLatitude"),
-                "an event from before the positions were kept stays as it was")
+        #expect(
+            try !keys(of: parseEvent(SampleEvents.ended.json(.current))).contains("startLatitude"),
+            "an event from before the positions were kept stays as it was")
         info.startLatitude = -33.92490001
         info.startLongitude = 18.4241
         info.endLatitude = -33.9
@@ -88,7 +95,8 @@ struct RoadSaveEventCurrentTests {
         info.maxSpeed = 13.456
         let located = RoadSaveEvent(device: SampleEvents.ended.device, body: .tripDidEnd(info))
         let event = try parseEvent(located.json(.current))
-        #expect(keys(of: event).suffix(5) == ["startLatitude", "startLongitude", "endLatitude", "endLongitude", "maxSpeed"])
+        #expect(
+            keys(of: event).suffix(5) == ["startLatitude", "startLongitude", "endLatitude", "endLongitude", "maxSpeed"])
         #expect(event["startLatitude"] == .number(-33.9249)) // seven decimals
         #expect(event["endLongitude"] == .number(18.5))
         #expect(event["maxSpeed"] == .number(13.46)) // two decimals
@@ -96,9 +104,11 @@ struct RoadSaveEventCurrentTests {
         #expect(located.eventID == SampleEvents.ended.eventID)
     }
 
-    @Test(arguments: [(TripEndReason.stopDelay, "stopDelay"), (.steps, "steps"), (.dataGap, "dataGap"),
-                      (.detectionPaused, "detectionPaused"), (.detectionModeChanged, "detectionModeChanged"),
-                      (.monitoringStopped, "monitoringStopped")])
+    @Test(arguments: [
+        (TripEndReason.stopDelay, "stopDelay"), (.steps, "steps"), (.dataGap, "dataGap"),
+        (.detectionPaused, "detectionPaused"), (.detectionModeChanged, "detectionModeChanged"),
+        (.monitoringStopped, "monitoringStopped"),
+    ])
     func tripDidEndCarriesItsReason(reason: TripEndReason, name: String) throws {
         var trip = SampleEvents.trip
         trip.endReason = reason
@@ -108,8 +118,11 @@ struct RoadSaveEventCurrentTests {
 
     @Test func crashDetectedFields() throws {
         let event = try parseEvent(SampleEvents.crashed.json(.current))
-        #expect(keys(of: event) == ["event", "eventID", "app", "user", "crashID", "confidence", "detectedAt",
-                                    "latitude", "longitude", "isTest"])
+        #expect(
+            keys(of: event) == [
+                "event", "eventID", "app", "user", "crashID", "confidence", "detectedAt",
+                "latitude", "longitude", "isTest",
+            ])
         #expect(event["event"] == .string("crashDetected"))
         #expect(event["app"] == .string("app-1"))
         #expect(event["user"] == .string("user-9"))
@@ -126,21 +139,28 @@ struct RoadSaveEventCurrentTests {
         crash.details = CrashDetails(
             speedBeforeImpact: 15.254, speedAfterImpact: nil, deltaV: 24.9, peakG: 45.5, impactDurationMs: 90,
             impacts: 2, heading: 271.55, positionAccuracy: 4.8, positionAge: 0.4, positionTrusted: true,
-            recentPositions: [TimedPosition(latitude: -33.924801234, longitude: 18.42405, time: 1_709_164_799.0),
-                              TimedPosition(latitude: -33.92482, longitude: 18.42391, time: 1_709_164_798.0)],
+            recentPositions: [
+                TimedPosition(latitude: -33.924801234, longitude: 18.42405, time: 1_709_164_799.0),
+                TimedPosition(latitude: -33.92482, longitude: 18.42391, time: 1_709_164_798.0),
+            ],
             inTrip: true, tripID: "trip-7")
-        let event = try parseEvent(RoadSaveEvent(device: SampleEvents.device, body: .crashDetected(crash)).json(.current))
-        #expect(keys(of: event) == ["event", "eventID", "app", "user", "crashID", "confidence", "detectedAt",
-                                    "latitude", "longitude", "isTest", "speedBeforeImpact", "speedAfterImpact", "deltaV",
-                                    "peakG", "impactDurationMs", "impacts", "heading", "positionAccuracy", "positionAge",
-                                    "positionTrusted", "recentPositions", "inTrip", "tripID"])
+        let event = try parseEvent(
+            RoadSaveEvent(device: SampleEvents.device, body: .crashDetected(crash)).json(.current))
+        #expect(
+            keys(of: event) == [
+                "event", "eventID", "app", "user", "crashID", "confidence", "detectedAt",
+                "latitude", "longitude", "isTest", "speedBeforeImpact", "speedAfterImpact", "deltaV",
+                "peakG", "impactDurationMs", "impacts", "heading", "positionAccuracy", "positionAge",
+                "positionTrusted", "recentPositions", "inTrip", "tripID",
+            ])
         #expect(event["speedBeforeImpact"] == .number(15.25))
         // Unknown is null, never a made-up zero.
         #expect(event["speedAfterImpact"] == .null)
         #expect(event["heading"] == .number(271.6) || event["heading"] == .number(271.5))
-        #expect(event["impacts"] == .number(2) && event["positionTrusted"] == .bool(true) && event["inTrip"] == .bool(true))
+        #expect(
+            event["impacts"] == .number(2) && event["positionTrusted"] == .bool(true) && event["inTrip"] == .bool(true))
         #expect(event["tripID"] == .string("trip-7"))
-        guard case let .array(positions)? = event["recentPositions"] else {
+        guard case .array(let positions)? = event["recentPositions"] else {
             Issue.record("recentPositions is not an array")
             return
         }
@@ -156,7 +176,8 @@ struct RoadSaveEventCurrentTests {
         crash.details?.heading = 359.97
         let north = try parseEvent(RoadSaveEvent(device: SampleEvents.device, body: .crashDetected(crash)).json())
         #expect(north["heading"] == .number(0))
-        #expect(RoadSaveEvent(device: SampleEvents.device, body: .crashDetected(crash)).json(.legacy)
+        #expect(
+            RoadSaveEvent(device: SampleEvents.device, body: .crashDetected(crash)).json(.legacy)
                 == SampleEvents.crashed.json(.legacy))
     }
 
@@ -164,16 +185,21 @@ struct RoadSaveEventCurrentTests {
     func crashFollowUpFields(format: EventFormat) throws {
         let followUp = CrashFollowUpInfo(
             crashID: "crash-1", confidence: .high, detectedAt: 1_709_164_800.5, observedUntil: 1_709_164_940.5,
-            outcome: .personWalking, isTest: false, records: 212, secondsOfData: 139.25, distanceMoved: 151.26, steps: 220,
+            outcome: .personWalking, isTest: false, records: 212, secondsOfData: 139.25, distanceMoved: 151.26,
+            steps: 220,
             maxSpeedAfter: nil, latitude: -33.92336, longitude: 18.4258)
         let event = RoadSaveEvent(device: SampleEvents.device, body: .crashFollowUp(followUp))
         let line = try parseEvent(event.json(format))
-        #expect(keys(of: line) == ["event", "eventID", "app", "user", "crashID", "confidence", "detectedAt", "observedUntil",
-                                   "outcome", "isTest", "records", "secondsOfData", "distanceMoved", "steps",
-                                   "maxSpeedAfter", "latitude", "longitude"])
+        #expect(
+            keys(of: line) == [
+                "event", "eventID", "app", "user", "crashID", "confidence", "detectedAt", "observedUntil",
+                "outcome", "isTest", "records", "secondsOfData", "distanceMoved", "steps",
+                "maxSpeedAfter", "latitude", "longitude",
+            ])
         #expect(line["event"] == .string("crashFollowUp") && line["outcome"] == .string("personWalking"))
         #expect(line["observedUntil"] == .string("2024-02-29T00:02:20.500Z"))
-        #expect(line["distanceMoved"] == .number(151.3) && line["maxSpeedAfter"] == .null && line["steps"] == .number(220))
+        #expect(
+            line["distanceMoved"] == .number(151.3) && line["maxSpeedAfter"] == .null && line["steps"] == .number(220))
         // Its own event ID, stable, not the crash's.
         #expect(event.eventID != SampleEvents.crashed.eventID)
         #expect(event.eventID == RoadSaveEvent(device: SampleEvents.device, body: .crashFollowUp(followUp)).eventID)
@@ -182,22 +208,30 @@ struct RoadSaveEventCurrentTests {
 
     @Test(arguments: EventFormat.allCases)
     func tripBehaviourFields(format: EventFormat) throws {
-        let brake = DrivingEvent(kind: .hardBraking, severity: .severe, start: 1_709_164_700.25, end: 1_709_164_702.5,
-                                 peak: -4.75, startSpeed: 16.5, endSpeed: 6.25, latitude: -33.92336, longitude: 18.4258,
-                                 fixes: 4)
-        let behaviour = TripBehaviour(tripID: "trip-1", endDate: 1_709_164_800.5, events: [brake], distanceMetres: 12_500.25,
-                                      eventsPer100Kilometres: 20, longitudinalRMS: 0.75, lateralRMS: 0.5,
-                                      eventsScore: 33.333, smoothnessScore: 54.5, score: 43.9165)
+        let brake = DrivingEvent(
+            kind: .hardBraking, severity: .severe, start: 1_709_164_700.25, end: 1_709_164_702.5,
+            peak: -4.75, startSpeed: 16.5, endSpeed: 6.25, latitude: -33.92336, longitude: 18.4258,
+            fixes: 4)
+        let behaviour = TripBehaviour(
+            tripID: "trip-1", endDate: 1_709_164_800.5, events: [brake], distanceMetres: 12_500.25,
+            eventsPer100Kilometres: 20, longitudinalRMS: 0.75, lateralRMS: 0.5,
+            eventsScore: 33.333, smoothnessScore: 54.5, score: 43.9165)
         let event = RoadSaveEvent(device: SampleEvents.device, body: .tripBehaviour(behaviour))
         let line = try parseEvent(event.json(format))
-        #expect(keys(of: line) == ["event", "eventID", "app", "user", "tripID", "endDate", "distanceMetres", "scored",
-                                   "score", "eventsScore", "smoothnessScore", "eventsPer100Kilometres", "longitudinalRMS",
-                                   "lateralRMS", "counts", "events"])
-        #expect(line["scored"] == .bool(true) && line["score"] == .number(43.92) && line["eventsScore"] == .number(33.33))
+        #expect(
+            keys(of: line) == [
+                "event", "eventID", "app", "user", "tripID", "endDate", "distanceMetres", "scored",
+                "score", "eventsScore", "smoothnessScore", "eventsPer100Kilometres", "longitudinalRMS",
+                "lateralRMS", "counts", "events",
+            ])
+        #expect(
+            line["scored"] == .bool(true) && line["score"] == .number(43.92) && line["eventsScore"] == .number(33.33))
         #expect(line["endDate"] == .string("2024-02-29T00:00:00.500Z"))
-        #expect(line["counts"]?["hardBraking"]?["severe"] == .number(1) && line["counts"]?["hardBraking"]?["harsh"] == .number(0))
+        #expect(
+            line["counts"]?["hardBraking"]?["severe"] == .number(1)
+                && line["counts"]?["hardBraking"]?["harsh"] == .number(0))
         #expect(line["counts"]?["excessiveSpeed"]?["harsh"] == .number(0))
-        guard case let .array(items)? = line["events"], let first = items.first else {
+        guard case .array(let items)? = line["events"], let first = items.first else {
             Issue.record("events is not an array")
             return
         }
@@ -209,8 +243,13 @@ struct RoadSaveEventCurrentTests {
         #expect(event.eventID != SampleEvents.ended.eventID)
         #expect(event.time == behaviour.endDate && event.name == "tripBehaviour")
         // Unscored: the reason, and no figures.
-        let unscored = try parseEvent(RoadSaveEvent(device: SampleEvents.device, body: .tripBehaviour(TripBehaviour(
-            tripID: "trip-2", endDate: 1_709_164_800.5, unscored: .sparseGPS, distanceMetres: 4_000))).json(format))
+        let unscored = try parseEvent(
+            RoadSaveEvent(
+                device: SampleEvents.device,
+                body: .tripBehaviour(
+                    TripBehaviour(
+                        tripID: "trip-2", endDate: 1_709_164_800.5, unscored: .sparseGPS, distanceMetres: 4_000))
+            ).json(format))
         #expect(unscored["scored"] == .bool(false) && unscored["unscoredReason"] == .string("sparseGPS"))
         #expect(unscored["score"] == nil && unscored["events"] == .array([]))
     }
@@ -221,7 +260,9 @@ struct RoadSaveEventCurrentTests {
             func tripDidStart(_ tripInfo: TripStartInfo) {}
             func tripDidEnd(_ tripInfo: TripInfo) {}
             func crashDetected(_ crashInfo: CrashInfo) { heard.append("crash \(crashInfo.crashID)") }
-            func crashDidFollowUp(_ followUp: CrashFollowUpInfo) { heard.append("\(followUp.outcome.rawValue) \(followUp.crashID)") }
+            func crashDidFollowUp(_ followUp: CrashFollowUpInfo) {
+                heard.append("\(followUp.outcome.rawValue) \(followUp.crashID)")
+            }
             func tripWasScored(_ behaviour: TripBehaviour) { heard.append("scored \(behaviour.tripID)") }
         }
         /// Written for the brief: no follow-up method, and it still compiles and takes every event.
@@ -231,11 +272,19 @@ struct RoadSaveEventCurrentTests {
             func tripDidEnd(_ tripInfo: TripInfo) {}
             func crashDetected(_ crashInfo: CrashInfo) { crashes += 1 }
         }
-        let followUp = RoadSaveEvent(device: SampleEvents.device, body: .crashFollowUp(CrashFollowUpInfo(
-            crashID: "crash-1", confidence: .high, detectedAt: 1, observedUntil: 141, outcome: .deviceSilent, isTest: false,
-            records: 0, secondsOfData: 0, distanceMoved: nil, steps: 0, maxSpeedAfter: nil, latitude: nil, longitude: nil)))
-        let scored = RoadSaveEvent(device: SampleEvents.device, body: .tripBehaviour(TripBehaviour(
-            tripID: "trip-1", endDate: 1, unscored: .tooShort, distanceMetres: 10)))
+        let followUp = RoadSaveEvent(
+            device: SampleEvents.device,
+            body: .crashFollowUp(
+                CrashFollowUpInfo(
+                    crashID: "crash-1", confidence: .high, detectedAt: 1, observedUntil: 141, outcome: .deviceSilent,
+                    isTest: false,
+                    records: 0, secondsOfData: 0, distanceMoved: nil, steps: 0, maxSpeedAfter: nil, latitude: nil,
+                    longitude: nil)))
+        let scored = RoadSaveEvent(
+            device: SampleEvents.device,
+            body: .tripBehaviour(
+                TripBehaviour(
+                    tripID: "trip-1", endDate: 1, unscored: .tooShort, distanceMetres: 10)))
         let dispatcher = Dispatcher()
         SampleEvents.crashed.deliver(to: dispatcher)
         followUp.deliver(to: dispatcher)
@@ -264,8 +313,9 @@ struct RoadSaveEventCurrentTests {
     }
 
     @Test func zeroDurationTripHasZeroAverageSpeed() throws {
-        let trip = TripInfo(tripID: "t", startDate: 1_772_433_065, endDate: 1_772_433_065, distanceMetres: 0,
-                            endReason: .detectionPaused)
+        let trip = TripInfo(
+            tripID: "t", startDate: 1_772_433_065, endDate: 1_772_433_065, distanceMetres: 0,
+            endReason: .detectionPaused)
         let event = try parseEvent(RoadSaveEvent(device: SampleEvents.device, body: .tripDidEnd(trip)).json())
         #expect(event["duration"] == .number(0))
         #expect(event["averageSpeed"] == .number(0))
@@ -282,7 +332,8 @@ struct RoadSaveEventCurrentTests {
 
     @Test func identifiersAndTextAreEscaped() throws {
         let device = DeviceID(app: "a\"pp", user: "us\\er\n")
-        let line = RoadSaveEvent(device: device, body: .tripDidStart(TripStartInfo(tripID: "t\"1", startDate: 0))).json()
+        let line = RoadSaveEvent(device: device, body: .tripDidStart(TripStartInfo(tripID: "t\"1", startDate: 0)))
+            .json()
         #expect(!line.contains("\n"))
         let event = try parseEvent(line)
         #expect(event["app"] == .string("a\"pp"))
@@ -316,9 +367,12 @@ struct RoadSaveEventIDTests {
     }
 
     @Test func eventIDIsStableForTheSameEvent() {
-        let again = RoadSaveEvent(device: DeviceID(app: "app-1", user: "user-9"), body: .crashDetected(
-            CrashInfo(crashID: "crash-1", confidence: .high, detectedAt: 1_709_164_800.5,
-                      latitude: -33.92486851, longitude: 18.42405534, isTest: false)))
+        let again = RoadSaveEvent(
+            device: DeviceID(app: "app-1", user: "user-9"),
+            body: .crashDetected(
+                CrashInfo(
+                    crashID: "crash-1", confidence: .high, detectedAt: 1_709_164_800.5,
+                    latitude: -33.92486851, longitude: 18.42405534, isTest: false)))
         #expect(again.eventID == SampleEvents.crashed.eventID)
     }
 
@@ -335,10 +389,14 @@ struct RoadSaveEventIDTests {
             SampleEvents.started.eventID, SampleEvents.ended.eventID, SampleEvents.crashed.eventID,
             RoadSaveEvent(device: SampleEvents.device, body: .crashDetected(otherCrash)).eventID,
             RoadSaveEvent(device: SampleEvents.device, body: .tripDidEnd(otherTrip)).eventID,
-            RoadSaveEvent(device: DeviceID(app: "app-1", user: "user-8"), body: .crashDetected(SampleEvents.crash)).eventID,
-            RoadSaveEvent(device: DeviceID(app: "app-2", user: "user-9"), body: .crashDetected(SampleEvents.crash)).eventID,
+            RoadSaveEvent(device: DeviceID(app: "app-1", user: "user-8"), body: .crashDetected(SampleEvents.crash))
+                .eventID,
+            RoadSaveEvent(device: DeviceID(app: "app-2", user: "user-9"), body: .crashDetected(SampleEvents.crash))
+                .eventID,
             // The same crash ID as a trip ID is still a different event.
-            RoadSaveEvent(device: SampleEvents.device, body: .tripDidStart(TripStartInfo(tripID: "crash-1", startDate: 0))).eventID,
+            RoadSaveEvent(
+                device: SampleEvents.device, body: .tripDidStart(TripStartInfo(tripID: "crash-1", startDate: 0))
+            ).eventID,
         ]
         #expect(Set(ids).count == ids.count)
     }
@@ -360,7 +418,8 @@ struct RoadSaveEventLegacyTests {
 
     @Test func tripDidEndUsesThe3xKeys() throws {
         let event = try parseEvent(SampleEvents.ended.json(.legacy))
-        #expect(keys(of: event) == ["event", "eventID", "app", "user", "tripID", "startDate", "endDate", "distanceMetres"])
+        #expect(
+            keys(of: event) == ["event", "eventID", "app", "user", "tripID", "startDate", "endDate", "distanceMetres"])
         #expect(event["tripID"] == .string("trip-1"))
         #expect(event["startDate"] == .string("2026-03-02T06:31:05.123Z"))
         #expect(event["endDate"] == .string("2026-03-02T06:51:05.623Z"))
@@ -369,8 +428,11 @@ struct RoadSaveEventLegacyTests {
 
     @Test func crashDetectedUsesThe3xKeys() throws {
         let event = try parseEvent(SampleEvents.crashed.json(.legacy))
-        #expect(keys(of: event) == ["event", "eventID", "app", "user", "crashID", "timestamp", "latitude",
-                                    "longitude", "confidence"])
+        #expect(
+            keys(of: event) == [
+                "event", "eventID", "app", "user", "crashID", "timestamp", "latitude",
+                "longitude", "confidence",
+            ])
         #expect(event["crashID"] == .string("crash-1"))
         #expect(event["timestamp"] == .string("2024-02-29T00:00:00.500Z"))
         #expect(event["latitude"] == .number(-33.9248685))
@@ -384,14 +446,16 @@ struct RoadSaveEventLegacyTests {
     func confidencesAreCapitalised(confidence: CrashConfidence, name: String) throws {
         var crash = SampleEvents.crash
         crash.confidence = confidence
-        let event = try parseEvent(RoadSaveEvent(device: SampleEvents.device, body: .crashDetected(crash)).json(.legacy))
+        let event = try parseEvent(
+            RoadSaveEvent(device: SampleEvents.device, body: .crashDetected(crash)).json(.legacy))
         #expect(event["confidence"] == .string(name))
     }
 
     @Test func testCrashKeepsIsTest() throws {
         var crash = SampleEvents.crash
         crash.isTest = true
-        let event = try parseEvent(RoadSaveEvent(device: SampleEvents.device, body: .crashDetected(crash)).json(.legacy))
+        let event = try parseEvent(
+            RoadSaveEvent(device: SampleEvents.device, body: .crashDetected(crash)).json(.legacy))
         #expect(event["isTest"] == .bool(true))
         #expect(event["crashID"] == .string("crash-1"))
     }
@@ -418,7 +482,9 @@ struct TripAndCrashModelTests {
         #expect(trip.averageSpeed == 0)
     }
 
-    @Test(arguments: [(CrashVerdict.high, CrashConfidence?.some(.high)), (.medium, .medium), (.low, .low), (.none, nil)])
+    @Test(arguments: [
+        (CrashVerdict.high, CrashConfidence?.some(.high)), (.medium, .medium), (.low, .low), (.none, nil),
+    ])
     func confidenceFromVerdict(verdict: CrashVerdict, expected: CrashConfidence?) {
         #expect(CrashConfidence(verdict: verdict) == expected)
     }

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import RoadSaveModel
 
 @Suite("StableID")
@@ -27,7 +28,8 @@ struct StableIDTests {
     }
 
     @Test func isDeterministic() {
-        #expect(StableID.make("trip", "app-1", "user-9", "1772433065.123")
+        #expect(
+            StableID.make("trip", "app-1", "user-9", "1772433065.123")
                 == StableID.make("trip", "app-1", "user-9", "1772433065.123"))
     }
 
@@ -35,7 +37,8 @@ struct StableIDTests {
         // Computed with an independent Python implementation of the documented algorithm (two FNV-1a 64 hashes,
         // 0xFF after each part, SplitMix64 finish, version 8 / variant bits). A change here changes every eventID
         // and breaks deduplication by receivers across an upgrade.
-        #expect(StableID.make("event", "crashDetected", "app-1", "user-9", "crash-1")
+        #expect(
+            StableID.make("event", "crashDetected", "app-1", "user-9", "crash-1")
                 == "a81e74a4-0a3b-8cde-b743-bd93b8bf54ac")
         #expect(StableID.make() == "c3817c01-6ba4-8f30-b966-29ca11a0b2c9")
         #expect(StableID.make("a") == "27a869c1-1dac-8d56-a3c5-9d4f5c52ca13")

@@ -54,13 +54,17 @@ import Testing
         #expect(try StreamingJSONEncoder().encode(0.25) == Array("0.25".utf8))
         #expect(try StreamingJSONEncoder().encode("a\"b") == Array("\"a\\\"b\"".utf8))
         #expect(try StreamingJSONEncoder().encode([Int]()) == Array("[]".utf8))
-        #expect(try StreamingJSONEncoder().encode(Inner(name: "n", values: [nil, 2])) == Array(#"{"name":"n","values":[null,2]}"#.utf8))
+        #expect(
+            try StreamingJSONEncoder().encode(Inner(name: "n", values: [nil, 2]))
+                == Array(#"{"name":"n","values":[null,2]}"#.utf8))
     }
 
     @Test func aReusingEncoderWritesAValueEqualToTheLastFromItsBytes() throws {
         let encoder = StreamingJSONEncoder(reusing: Inner.self)
-        let values = [Inner(name: "a", values: [1]), Inner(name: "a", values: [1]), Inner(name: "b", values: [nil]),
-                      Inner(name: "a", values: [1])]
+        let values = [
+            Inner(name: "a", values: [1]), Inner(name: "a", values: [1]), Inner(name: "b", values: [nil]),
+            Inner(name: "a", values: [1]),
+        ]
         for value in values {
             let pair = [value, value]
             let bytes = try encoder.encode(pair)

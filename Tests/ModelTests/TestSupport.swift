@@ -1,4 +1,5 @@
 import Testing
+
 @testable import RoadSaveModel
 
 // Helpers shared by the model tests.
@@ -80,19 +81,24 @@ func recordRejection(_ text: String, sourceLocation: SourceLocation = #_sourceLo
 }
 
 /// Checks that `record` is rejected naming `field`, with a reason that contains every one of `reasonContains`.
-func expectRejection(_ record: RecordJSON, field: String, reasonContains: [String] = [],
-                     sourceLocation: SourceLocation = #_sourceLocation) {
+func expectRejection(
+    _ record: RecordJSON, field: String, reasonContains: [String] = [],
+    sourceLocation: SourceLocation = #_sourceLocation
+) {
     expectRejection(record.text, field: field, reasonContains: reasonContains, sourceLocation: sourceLocation)
 }
 
-func expectRejection(_ text: String, field: String, reasonContains: [String] = [],
-                     sourceLocation: SourceLocation = #_sourceLocation) {
+func expectRejection(
+    _ text: String, field: String, reasonContains: [String] = [],
+    sourceLocation: SourceLocation = #_sourceLocation
+) {
     guard let error = recordRejection(text, sourceLocation: sourceLocation) else { return }
     #expect(error.field == field, "reason: \(error.reason)", sourceLocation: sourceLocation)
     #expect(!error.reason.isEmpty, sourceLocation: sourceLocation)
     for part in reasonContains {
-        #expect(error.reason.contains(part), "reason \"\(error.reason)\" should mention \"\(part)\"",
-                sourceLocation: sourceLocation)
+        #expect(
+            error.reason.contains(part), "reason \"\(error.reason)\" should mention \"\(part)\"",
+            sourceLocation: sourceLocation)
     }
 }
 
@@ -113,6 +119,6 @@ func syntaxError(_ text: String, sourceLocation: SourceLocation = #_sourceLocati
 
 /// The keys of a parsed JSON object, in order.
 func keys(of value: JSONValue) -> [String] {
-    guard case let .object(members) = value else { return [] }
+    guard case .object(let members) = value else { return [] }
     return members.map(\.0)
 }

@@ -1,6 +1,6 @@
-import Testing
-import RoadSaveModel
 import NotifierSinks
+import RoadSaveModel
+import Testing
 
 @Suite struct MemorySinkTests {
     @Test func keepsEventsInOrderAndRefusesAfterShutdown() async {

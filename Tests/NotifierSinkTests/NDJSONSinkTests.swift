@@ -1,6 +1,7 @@
 import Foundation
-import Testing
 import RoadSaveModel
+import Testing
+
 @testable import NotifierSinks
 
 /// The NDJSON sink's batches as the notifier's outbox hands them over (`appendDurably`); what the file holds across
@@ -16,7 +17,8 @@ import RoadSaveModel
     }
 
     func append(_ sink: NDJSONSink, _ events: [RoadSaveEvent], expected: Int64? = nil) async
-        -> Result<Int64?, NDJSONSink.WriteError> {
+        -> Result<Int64?, NDJSONSink.WriteError>
+    {
         await withCheckedContinuation { continuation in
             sink.appendDurably(events, expectedOffset: expected) { continuation.resume(returning: $0) }
         }

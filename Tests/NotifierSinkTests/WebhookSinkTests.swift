@@ -1,14 +1,18 @@
 import Foundation
-import Testing
 import RoadSaveModel
+import Testing
+
 @testable import NotifierSinks
 
 @Suite struct WebhookSinkTests {
     let secret = Array("whsec-7f3a9c0d1e2b4a6c".utf8)
 
-    func sink(_ receiver: Receiver, path: String = "/hooks/roadsave", settlements: Settlements? = nil,
-              _ configure: (inout WebhookSink.Options) -> Void = { _ in }) -> WebhookSink {
-        var options = WebhookSink.Options(url: receiver.url(path), secret: secret, initialBackoff: 0.02, maximumBackoff: 0.1)
+    func sink(
+        _ receiver: Receiver, path: String = "/hooks/roadsave", settlements: Settlements? = nil,
+        _ configure: (inout WebhookSink.Options) -> Void = { _ in }
+    ) -> WebhookSink {
+        var options = WebhookSink.Options(
+            url: receiver.url(path), secret: secret, initialBackoff: 0.02, maximumBackoff: 0.1)
         configure(&options)
         return WebhookSink(options: options, log: testLog) { eventID, settlement in
             settlements?.add(eventID, settlement)
@@ -22,18 +26,22 @@ import RoadSaveModel
 
     /// Each event answered 2xx exactly once; per device, in order, and no request for an event arrived before the
     /// device's previous event was answered 2xx (or, for dropped events, last answered).
-    func expectDeliveredInOrder(_ requests: [Receiver.Request], _ events: [RoadSaveEvent], dropped: Set<String> = [],
-                                sourceLocation: SourceLocation = #_sourceLocation) {
+    func expectDeliveredInOrder(
+        _ requests: [Receiver.Request], _ events: [RoadSaveEvent], dropped: Set<String> = [],
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) {
         let successes = successes(requests)
         for event in events where !dropped.contains(event.eventID) {
-            #expect(successes[event.eventID]?.count == 1, "\(event.name) \(event.eventID)", sourceLocation: sourceLocation)
+            #expect(
+                successes[event.eventID]?.count == 1, "\(event.name) \(event.eventID)", sourceLocation: sourceLocation)
         }
         for (_, deviceEvents) in Dictionary(grouping: events, by: \.device) {
             for (earlier, later) in zip(deviceEvents, deviceEvents.dropFirst()) {
                 let settled = requests.filter { $0.eventID == earlier.eventID }.map(\.answered).max() ?? .infinity
                 let firstSent = requests.filter { $0.eventID == later.eventID }.map(\.arrived).min() ?? .infinity
-                #expect(firstSent >= settled, "\(later.eventID) sent before \(earlier.eventID) settled",
-                        sourceLocation: sourceLocation)
+                #expect(
+                    firstSent >= settled, "\(later.eventID) sent before \(earlier.eventID) settled",
+                    sourceLocation: sourceLocation)
             }
         }
     }
@@ -59,8 +67,10 @@ import RoadSaveModel
             #expect(request.path == "/hooks/roadsave?tenant=t1")
             #expect(request.signatureValid)
             #expect(WebhookSignature.verify(body: Array(request.raw.utf8), secret: secret, header: request.signature))
-            #expect(!WebhookSignature.verify(body: Array(request.raw.utf8), secret: Array("other".utf8),
-                                             header: request.signature))
+            #expect(
+                !WebhookSignature.verify(
+                    body: Array(request.raw.utf8), secret: Array("other".utf8),
+                    header: request.signature))
             #expect(request.header("content-type") == "application/json")
             #expect(request.header("x-roadsave-event") == event.name)
             #expect(request.header("user-agent") == "RoadSave-Notifier/1")
@@ -132,7 +142,8 @@ import RoadSaveModel
     }
 
     @Test func honoursRetryAfter() async throws {
-        let receiver = try await Receiver.start(secret: secret, ["--fail-first", "1", "--fail-status", "429", "--retry-after", "1"])
+        let receiver = try await Receiver.start(
+            secret: secret, ["--fail-first", "1", "--fail-status", "429", "--retry-after", "1"])
         defer { receiver.kill() }
         let sink = sink(receiver) { $0.initialBackoff = 0.01 }
         await sink.deliver(TestEvents.crash("ana", crash: "c-1"))
@@ -145,8 +156,10 @@ import RoadSaveModel
     }
 
     @Test func permanentFailureIsNotRetried() async throws {
-        let events = [TestEvents.tripStart("ana", trip: "t-1"), TestEvents.crash("ana", crash: "c-1"),
-                      TestEvents.tripEnd("ana", trip: "t-1")]
+        let events = [
+            TestEvents.tripStart("ana", trip: "t-1"), TestEvents.crash("ana", crash: "c-1"),
+            TestEvents.tripEnd("ana", trip: "t-1"),
+        ]
         let receiver = try await Receiver.start(secret: secret, ["--reject-event", events[1].eventID])
         defer { receiver.kill() }
         let sink = sink(receiver)
@@ -163,13 +176,17 @@ import RoadSaveModel
     }
 
     @Test func eachEventIsSettledOnceWithItsOutcome() async throws {
-        let events = [TestEvents.tripStart("ana", trip: "t-1"), TestEvents.crash("ana", crash: "c-1"),
-                      TestEvents.tripEnd("ana", trip: "t-1"), TestEvents.tripStart("ben", trip: "t-2")]
-        let receiver = try await Receiver.start(secret: secret, ["--reject-event", events[1].eventID, "--fail-first", "2"])
+        let events = [
+            TestEvents.tripStart("ana", trip: "t-1"), TestEvents.crash("ana", crash: "c-1"),
+            TestEvents.tripEnd("ana", trip: "t-1"), TestEvents.tripStart("ben", trip: "t-2"),
+        ]
+        let receiver = try await Receiver.start(
+            secret: secret, ["--reject-event", events[1].eventID, "--fail-first", "2"])
         defer { receiver.kill() }
         let settlements = Settlements()
-        var options = WebhookSink.Options(url: receiver.url("/hooks/roadsave"), secret: secret, initialBackoff: 0.02,
-                                          maximumBackoff: 0.1)
+        var options = WebhookSink.Options(
+            url: receiver.url("/hooks/roadsave"), secret: secret, initialBackoff: 0.02,
+            maximumBackoff: 0.1)
         options.maximumConcurrentDeliveries = 1
         let sink = WebhookSink(options: options, log: testLog) { eventID, settlement in
             settlements.add(eventID, settlement)
@@ -179,10 +196,11 @@ import RoadSaveModel
         // Retries (the two 503s) are not settlements; the 400 is the receiver's refusal, reported as such.
         let settled = settlements.all
         #expect(settled.count == 4)
-        #expect(Dictionary(settled.map { ($0.0, $0.1) }, uniquingKeysWith: { first, _ in first }) == [
-            events[0].eventID: .delivered, events[1].eventID: .droppedByReceiver(reason: "HTTP 400"),
-            events[2].eventID: .delivered, events[3].eventID: .delivered,
-        ])
+        #expect(
+            Dictionary(settled.map { ($0.0, $0.1) }, uniquingKeysWith: { first, _ in first }) == [
+                events[0].eventID: .delivered, events[1].eventID: .droppedByReceiver(reason: "HTTP 400"),
+                events[2].eventID: .delivered, events[3].eventID: .delivered,
+            ])
         // Per device in order.
         let ana = settled.map(\.0).filter { id in events.prefix(3).contains { $0.eventID == id } }
         #expect(ana == events.prefix(3).map(\.eventID))
@@ -206,13 +224,14 @@ import RoadSaveModel
         func kind(_ status: Int, _ retryAfter: String? = nil) -> String {
             switch WebhookSink.classify(status: status, retryAfter: retryAfter) {
             case .delivered: "delivered"
-            case let .retry(_, after): after.map { "retry \($0)" } ?? "retry"
+            case .retry(_, let after): after.map { "retry \($0)" } ?? "retry"
             case .permanent: "permanent"
             }
         }
         #expect([200, 201, 202, 204, 299].map { kind($0) }.allSatisfy { $0 == "delivered" })
         #expect([408, 429, 500, 502, 503, 504, 599].map { kind($0) }.allSatisfy { $0 == "retry" })
-        #expect([301, 302, 307, 400, 401, 403, 404, 405, 410, 413, 422].map { kind($0) }.allSatisfy { $0 == "permanent" })
+        #expect(
+            [301, 302, 307, 400, 401, 403, 404, 405, 410, 413, 422].map { kind($0) }.allSatisfy { $0 == "permanent" })
         #expect(kind(429, "7") == "retry 7.0")
         #expect(kind(503, " 2 ") == "retry 2.0")
         #expect(kind(503, "Wed, 21 Oct 2015 07:28:00 GMT") == "retry")
@@ -242,15 +261,20 @@ import RoadSaveModel
     }
 
     @Test func failingDeviceDoesNotStallOthers() async throws {
-        let a1 = TestEvents.crash("ana", crash: "stuck"), a2 = TestEvents.tripEnd("ana", trip: "t-1")
-        let others = [TestEvents.tripStart("ben", trip: "b-1"), TestEvents.crash("ben", crash: "b-c"),
-                      TestEvents.tripEnd("ben", trip: "b-1"), TestEvents.crash("cai", crash: "c-c")]
+        let a1 = TestEvents.crash("ana", crash: "stuck")
+        let a2 = TestEvents.tripEnd("ana", trip: "t-1")
+        let others = [
+            TestEvents.tripStart("ben", trip: "b-1"), TestEvents.crash("ben", crash: "b-c"),
+            TestEvents.tripEnd("ben", trip: "b-1"), TestEvents.crash("cai", crash: "c-c"),
+        ]
         let receiver = try await Receiver.start(secret: secret, ["--fail-event", a1.eventID])
         defer { receiver.kill() }
         // One slot only: ana's head keeps failing, and must not hold it while it waits to retry.
         let settlements = Settlements()
         let sink = sink(receiver, settlements: settlements) {
-            $0.maximumConcurrentDeliveries = 1; $0.initialBackoff = 0.2; $0.maximumBackoff = 0.2
+            $0.maximumConcurrentDeliveries = 1
+            $0.initialBackoff = 0.2
+            $0.maximumBackoff = 0.2
         }
         for event in [a1, a2] + others { await sink.deliver(event) }
         let requests = await receiver.wait(timeout: 10) { requests in
@@ -288,8 +312,10 @@ import RoadSaveModel
         let receiver = try await Receiver.start(secret: secret, ["--delay", "0.5"])
         defer { receiver.kill() }
         let sink = sink(receiver)
-        let events = [TestEvents.crash("ana", crash: "c-1"), TestEvents.crash("ben", crash: "c-2"),
-                      TestEvents.tripEnd("ben", trip: "t-2")]
+        let events = [
+            TestEvents.crash("ana", crash: "c-1"), TestEvents.crash("ben", crash: "c-2"),
+            TestEvents.tripEnd("ben", trip: "t-2"),
+        ]
         for event in events { await sink.deliver(event) }
         #expect(await sink.shutdown(deadline: 10) == 0)
         // On the receiver's clock (wall time, as `Date`): shutdown returned after the last answer was given, each
@@ -365,8 +391,11 @@ import RoadSaveModel
     @Test func unreachableEndpointIsRetriedUntilShutdown() async throws {
         // Nothing listens on port 9 of loopback: connection refused, every time.
         let settlements = Settlements()
-        let sink = WebhookSink(options: .init(url: URL(string: "http://127.0.0.1:9/hook")!, secret: secret,
-                                              initialBackoff: 0.02, maximumBackoff: 0.05), log: testLog) { eventID, settlement in
+        let sink = WebhookSink(
+            options: .init(
+                url: URL(string: "http://127.0.0.1:9/hook")!, secret: secret,
+                initialBackoff: 0.02, maximumBackoff: 0.05), log: testLog
+        ) { eventID, settlement in
             settlements.add(eventID, settlement)
         }
         let event = TestEvents.crash("ana", crash: "c-1")
@@ -383,10 +412,14 @@ import RoadSaveModel
     @Test func eventAlreadyHeldIsADuplicate() async throws {
         let receiver = try await Receiver.start(secret: secret, ["--delay", "30"])
         defer { receiver.kill() }
-        let sink = sink(receiver) { $0.maximumConcurrentDeliveries = 1; $0.timeout = 20 }
-        let onTheWire = TestEvents.tripStart("zed", trip: "z-1"), crash1 = TestEvents.crash("ana", crash: "c-1")
+        let sink = sink(receiver) {
+            $0.maximumConcurrentDeliveries = 1
+            $0.timeout = 20
+        }
+        let onTheWire = TestEvents.tripStart("zed", trip: "z-1")
+        let crash1 = TestEvents.crash("ana", crash: "c-1")
         for event in [onTheWire, crash1] { await sink.deliver(event) }
-        await sink.deliver(crash1)  // already queued: a duplicate
+        await sink.deliver(crash1) // already queued: a duplicate
         let stats = await sink.stats
         #expect(stats.duplicatesIgnored == 1)
         #expect(stats.queued == 2)
@@ -395,8 +428,9 @@ import RoadSaveModel
 
     @Test func logsAndDescriptionsHideCredentials() {
         let url = URL(string: "https://user:pa55word@hooks.example.com:8443/services/T000/B000/XXXXSECRET?token=abc")!
-        let options = WebhookSink.Options(url: url, secret: Array("topsecret-value".utf8),
-                                          extraHeaders: ["Authorization": "Bearer gateway-token"])
+        let options = WebhookSink.Options(
+            url: url, secret: Array("topsecret-value".utf8),
+            extraHeaders: ["Authorization": "Bearer gateway-token"])
         let sink = WebhookSink(options: options, log: testLog)
         for text in [sink.name, options.description] {
             #expect(text.contains("hooks.example.com:8443"))
@@ -406,7 +440,8 @@ import RoadSaveModel
         }
         #expect(options.problems.isEmpty)
         #expect(!WebhookSink.Options(url: URL(string: "ftp://example.com/x")!, secret: []).problems.isEmpty)
-        #expect(WebhookSink.Options(url: URL(string: "http://example.com/x")!, secret: [1], timeout: 0).problems.count == 1)
+        #expect(
+            WebhookSink.Options(url: URL(string: "http://example.com/x")!, secret: [1], timeout: 0).problems.count == 1)
     }
 }
 

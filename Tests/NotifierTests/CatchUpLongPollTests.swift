@@ -1,10 +1,11 @@
 import Foundation
+import RoadSaveModel
 import RoadSaveTestKit
 import SystemKit
 import Testing
-import RoadSaveModel
 import Wire
 import ZeroMQ
+
 @testable import NotifierService
 
 /// Catch-up long-polls (`waitMs`): parsing, the bounded list of held requests, and held requests answered by a real
@@ -29,15 +30,18 @@ import ZeroMQ
         // Without waitMs the written request has none (old servers refuse unknown members).
         #expect(!String(decoding: CatchUpRequest(start: .position(1)).json(), as: UTF8.self).contains("waitMs"))
         for bad in ["30001", "-1", "1.5", "\"100\"", "null", "true"] {
-            #expect(problem(#"{"after": 0, "waitMs": \#(bad)}"#)?.hasPrefix("waitMs must be a whole number from 0 to 30000") == true,
-                    "\(bad)")
+            #expect(
+                problem(#"{"after": 0, "waitMs": \#(bad)}"#)?.hasPrefix("waitMs must be a whole number from 0 to 30000")
+                    == true,
+                "\(bad)")
         }
         #expect(problem(#"{"after": 0, "wait": 5}"#)?.contains("optionally max, prefix and waitMs") == true)
     }
 
     func held(_ peer: String, at deadline: Double) -> HeldCatchUps.Held {
-        HeldCatchUps.Held(route: [Array(peer.utf8), []], request: CatchUpRequest(start: .position(1), waitMilliseconds: 100),
-                          sender: CurvePeer(name: "dash", publicKey: String(repeating: "d", count: 40)), deadline: deadline)
+        HeldCatchUps.Held(
+            route: [Array(peer.utf8), []], request: CatchUpRequest(start: .position(1), waitMilliseconds: 100),
+            sender: CurvePeer(name: "dash", publicKey: String(repeating: "d", count: 40)), deadline: deadline)
     }
 
     @Test func heldRequestsAreBoundedKeptInOrderAndDroppedWithTheirPeer() {
@@ -95,7 +99,9 @@ import ZeroMQ
             let start = MonotonicClock.now()
             while MonotonicClock.now() - start < timeout {
                 let ready = try ZMQPoller.poll([ZMQPollItem(socket)], timeoutMilliseconds: 20)
-                if ready.first?.contains(.readable) == true, let frames = try socket.receive(dontWait: true), let last = frames.last {
+                if ready.first?.contains(.readable) == true, let frames = try socket.receive(dontWait: true),
+                    let last = frames.last
+                {
                     return (try JSONText.decode(last), MonotonicClock.now() - start)
                 }
             }
@@ -108,8 +114,8 @@ import ZeroMQ
     }
 
     static func positions(_ value: JSONValue) -> [Double] {
-        guard case let .array(events)? = value["events"] else { return [] }
-        return events.compactMap { if case let .number(position)? = $0["position"] { position } else { nil } }
+        guard case .array(let events)? = value["events"] else { return [] }
+        return events.compactMap { if case .number(let position)? = $0["position"] { position } else { nil } }
     }
 
     @Test func aHeldRequestIsAnsweredWhenAnEventIsStoredAndAnEmptyOneWhenItsWaitEnds() async throws {
@@ -125,7 +131,12 @@ import ZeroMQ
         configuration.heartbeatInterval = 0.2
         configuration.logLevel = .error
         let notifier = try RunningNotifier(configuration)
-        defer { Task { await notifier.stop(); await detection.stop() } }
+        defer {
+            Task {
+                await notifier.stop()
+                await detection.stop()
+            }
+        }
         let endpoint = try #require(try await notifier.service.boundEndpoints().catchUp)
         try await detection.add(Fixtures.journey("ana", 1))
         let client = try Client(endpoint)
@@ -135,7 +146,7 @@ import ZeroMQ
         for _ in 0..<100 {
             try client.send(#"{"after": 0}"#)
             let reply = try #require(try client.reply(timeout: 5))
-            if case let .number(value)? = reply.value["head"] { head = value }
+            if case .number(let value)? = reply.value["head"] { head = value }
             if head == 3 { break }
             try await Task.sleep(for: .milliseconds(50))
         }
@@ -172,21 +183,29 @@ import ZeroMQ
             try socket.setRouterMandatory(true)
             try socket.bind("tcp://127.0.0.1:*")
             loop.setValue(socket.lastEndpoint)
-            loop.setValue(CatchUpServer(socket: socket, loop: loop, store: store, format: .current, retentionAge: 86_400,
-                                        log: testLog, maximumHeld: 2))
+            loop.setValue(
+                CatchUpServer(
+                    socket: socket, loop: loop, store: store, format: .current, retentionAge: 86_400,
+                    log: testLog, maximumHeld: 2))
         }
         defer { reactor.stop() }
         let endpoint = try await reactor.run { loop in loop.value(String.self) ?? "" }
-        func heldCount() async throws -> Int { try await reactor.run { loop in loop.value(CatchUpServer.self)?.held.count ?? -1 } }
+        func heldCount() async throws -> Int {
+            try await reactor.run { loop in loop.value(CatchUpServer.self)?.held.count ?? -1 }
+        }
 
-        let first = try Client(endpoint), second = try Client(endpoint)
+        let first = try Client(endpoint)
+        let second = try Client(endpoint)
         defer { second.close() }
         try first.send(#"{"after": 3, "waitMs": 20000}"#)
         try first.send(#"{"after": 3, "waitMs": 20000}"#)
         #expect(await eventually(timeout: 60) { (try? await heldCount()) == 2 })
         try second.send(#"{"after": 3, "waitMs": 20000}"#)
         let refused = try #require(try second.reply(timeout: 5))
-        guard case let .string(message)? = refused.value["error"] else { Issue.record("\(refused)"); return }
+        guard case .string(let message)? = refused.value["error"] else {
+            Issue.record("\(refused)")
+            return
+        }
         #expect(message.hasPrefix("waitMs: 2 requests are waiting already"), "\(message)")
         // Without waitMs it is answered as ever.
         try second.send(#"{"after": 0}"#)
@@ -196,7 +215,8 @@ import ZeroMQ
         first.close()
         try await Task.sleep(for: .milliseconds(300))
         try await reactor.run { loop in
-            try loop.value(NotifierStore.self)?.store(Fixtures.bodies(Fixtures.journey("ben", 2)), feed: "f", position: 6)
+            try loop.value(NotifierStore.self)?.store(
+                Fixtures.bodies(Fixtures.journey("ben", 2)), feed: "f", position: 6)
             loop.value(CatchUpServer.self)?.stored()
         }
         #expect(try await heldCount() == 0)
@@ -204,7 +224,8 @@ import ZeroMQ
         try second.send(#"{"after": 6, "waitMs": 20000}"#)
         #expect(await eventually(timeout: 60) { (try? await heldCount()) == 1 })
         try await reactor.run { loop in
-            try loop.value(NotifierStore.self)?.store(Fixtures.bodies(Fixtures.journey("cai", 3)), feed: "f", position: 9)
+            try loop.value(NotifierStore.self)?.store(
+                Fixtures.bodies(Fixtures.journey("cai", 3)), feed: "f", position: 9)
             loop.value(CatchUpServer.self)?.stored()
         }
         #expect(try Self.positions(#require(try second.reply(timeout: 5)).value) == [7, 8, 9])

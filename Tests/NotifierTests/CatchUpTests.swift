@@ -1,8 +1,9 @@
 import Foundation
-import Testing
 import RoadSaveModel
+import Testing
 import Wire
 import ZeroMQ
+
 @testable import NotifierService
 
 @Suite struct CatchUpTests {
@@ -21,9 +22,11 @@ import ZeroMQ
 
     @Test func parsesRequests() throws {
         #expect(try request(#"{"after": 0}"#) == CatchUpRequest(start: .position(0)))
-        #expect(try request(#"{"after": 42, "max": 10, "prefix": "crashDetected.app-1."}"#)
+        #expect(
+            try request(#"{"after": 42, "max": 10, "prefix": "crashDetected.app-1."}"#)
                 == CatchUpRequest(start: .position(42), max: 10, prefix: "crashDetected.app-1."))
-        #expect(try request(#"{"afterEventID": "abc", "max": 10000, "prefix": ""}"#)
+        #expect(
+            try request(#"{"afterEventID": "abc", "max": 10000, "prefix": ""}"#)
                 == CatchUpRequest(start: .eventID("abc"), max: 10000))
         let round = CatchUpRequest(start: .eventID("e-1"), max: 7, prefix: "trip")
         #expect(try CatchUpRequest(json: round.json()) == round)
@@ -55,7 +58,8 @@ import ZeroMQ
     }
 
     func answer(_ text: String, _ store: NotifierStore, format: EventFormat = .current) throws -> JSONValue {
-        try JSONText.decode(CatchUpServer.answer(Array(text.utf8), store: store, format: format, retentionAge: 7 * 86_400))
+        try JSONText.decode(
+            CatchUpServer.answer(Array(text.utf8), store: store, format: format, retentionAge: 7 * 86_400))
     }
 
     @Test func repliesWithEventsHeadAndNext() throws {
@@ -75,11 +79,13 @@ import ZeroMQ
         #expect(page.next == 5 && page.head == 9)
 
         // By eventID: the events after it.
-        let byID = try CatchUpReply(json: JSONText.bytes(try answer(#"{"afterEventID": "\#(events[5].eventID)"}"#, store)))
+        let byID = try CatchUpReply(
+            json: JSONText.bytes(try answer(#"{"afterEventID": "\#(events[5].eventID)"}"#, store)))
         #expect(byID.events.map(\.position) == [7, 8, 9])
 
         // A prefix: only matching topics; the reply still reaches the head.
-        let crashes = try CatchUpReply(json: JSONText.bytes(try answer(#"{"after": 2, "prefix": "crashDetected.app-1."}"#, store)))
+        let crashes = try CatchUpReply(
+            json: JSONText.bytes(try answer(#"{"after": 2, "prefix": "crashDetected.app-1."}"#, store)))
         #expect(crashes.events.map(\.position) == [5])
         #expect(crashes.next == 9)
 
@@ -89,7 +95,7 @@ import ZeroMQ
 
         // The PUB socket's format.
         let legacy = try answer(#"{"after": 7, "max": 1}"#, store, format: .legacy)
-        guard case let .array(items)? = legacy["events"], let first = items.first else {
+        guard case .array(let items)? = legacy["events"], let first = items.first else {
             Issue.record("no events")
             return
         }
@@ -101,18 +107,22 @@ import ZeroMQ
         defer { Fixtures.remove(folder) }
         let (store, events) = try store(folder)
         func error(_ text: String) throws -> String? {
-            guard case let .string(message)? = try answer(text, store)["error"] else { return nil }
+            guard case .string(let message)? = try answer(text, store)["error"] else { return nil }
             return message
         }
         #expect(try error(#"{"after": 10}"#) == "after: position 10 is ahead of the newest (9)")
-        #expect(try error(#"{"after": 1}"#)
-                == "after: position 1 is older than the retention window (7 days): the oldest event kept is at position 3")
+        #expect(
+            try error(#"{"after": 1}"#)
+                == "after: position 1 is older than the retention window (7 days): the oldest event kept is at position 3"
+        )
         // 0: everything kept.
         #expect(try error(#"{"after": 0}"#) == nil)
         #expect(try CatchUpReply(json: JSONText.bytes(try answer(#"{"after": 0}"#, store))).events.first?.position == 3)
         #expect(try error(#"{"after": 2}"#) == nil)
-        #expect(try error(#"{"afterEventID": "\#(events[0].eventID)"}"#)
-                == "afterEventID: unknown eventID \(events[0].eventID) (never stored here, or older than the retention window of 7 days)")
+        #expect(
+            try error(#"{"afterEventID": "\#(events[0].eventID)"}"#)
+                == "afterEventID: unknown eventID \(events[0].eventID) (never stored here, or older than the retention window of 7 days)"
+        )
         #expect(try error(#"{"max": 3}"#)?.hasPrefix("after: missing") == true)
         #expect(throws: CatchUpRequest.Problem.self) {
             try CatchUpReply(json: Array(#"{"error": "after: bad"}"#.utf8))
@@ -125,8 +135,10 @@ import ZeroMQ
         let (store, events) = try store(folder)
         let dash = CurveAllowList.Entry(role: .subscriber, publicKey: "", name: "dash", applications: ["app-1"])
         func reply(_ text: String, key: CurveAllowList.Entry?) -> String {
-            String(decoding: CatchUpServer.answer(Array(text.utf8), store: store, format: .current,
-                                                  retentionAge: 7 * 86_400, key: key), as: UTF8.self)
+            String(
+                decoding: CatchUpServer.answer(
+                    Array(text.utf8), store: store, format: .current,
+                    retentionAge: 7 * 86_400, key: key), as: UTF8.self)
         }
         let otherApp = events[7]
         #expect(otherApp.device.app == "app-2")
@@ -137,7 +149,8 @@ import ZeroMQ
         #expect(reply(#"{"afterEventID": "\#(otherApp.eventID)"}"#, key: dash) == unknownReply(otherApp.eventID))
         #expect(reply(#"{"afterEventID": "\#(unknown)"}"#, key: dash) == unknownReply(unknown))
         // A key of every application, and the key's own application, get the events after it.
-        #expect(try CatchUpReply(json: Array(reply(#"{"afterEventID": "\#(otherApp.eventID)"}"#, key: nil).utf8)).next == 9)
+        #expect(
+            try CatchUpReply(json: Array(reply(#"{"afterEventID": "\#(otherApp.eventID)"}"#, key: nil).utf8)).next == 9)
         let own = try CatchUpReply(json: Array(reply(#"{"afterEventID": "\#(events[3].eventID)"}"#, key: dash).utf8))
         #expect(own.events.map(\.position) == [5, 6] && own.next == 9)
     }

@@ -1,12 +1,14 @@
 import Foundation
-import Testing
 import NotifierSinks
 import RoadSaveModel
+import Testing
 
 /// The NDJSON sink's durable batches: the file is cut back to the size recorded with the last deletion, so it holds
 /// each event once.
 @Suite struct NDJSONRecoveryTests {
-    func append(_ sink: NDJSONSink, _ events: [RoadSaveEvent], expected: Int64?) async -> Result<Int64?, NDJSONSink.WriteError> {
+    func append(_ sink: NDJSONSink, _ events: [RoadSaveEvent], expected: Int64?) async -> Result<
+        Int64?, NDJSONSink.WriteError
+    > {
         await withCheckedContinuation { continuation in
             sink.appendDurably(events, expectedOffset: expected) { continuation.resume(returning: $0) }
         }

@@ -1,12 +1,15 @@
-import Testing
 import RoadSaveModel
 import ServiceKit
+import Testing
+
 @testable import NotifierService
 
 @Suite struct NotifierConfigurationTests {
     func load(_ arguments: [String]) throws(CommandLineOptions.UsageError) -> NotifierConfiguration {
-        try NotifierConfiguration.load(ServiceConfiguration(specs: NotifierConfiguration.specs, arguments: arguments,
-                                                            environment: [:]))
+        try NotifierConfiguration.load(
+            ServiceConfiguration(
+                specs: NotifierConfiguration.specs, arguments: arguments,
+                environment: [:]))
     }
 
     func problem(_ arguments: [String]) -> String? {
@@ -30,10 +33,12 @@ import ServiceKit
     }
 
     @Test func settings() throws {
-        let remote = ["--data-dir", "/var/lib/roadsave/notify",
-                      "--events-endpoint", "tcp://10.0.0.1:5553, tcp://10.0.0.2:5553",
-                      "--catch-up-endpoint", "none", "--retention-age", "12h",
-                      "--publish-endpoint", "tcp://127.0.0.1:5554"]
+        let remote = [
+            "--data-dir", "/var/lib/roadsave/notify",
+            "--events-endpoint", "tcp://10.0.0.1:5553, tcp://10.0.0.2:5553",
+            "--catch-up-endpoint", "none", "--retention-age", "12h",
+            "--publish-endpoint", "tcp://127.0.0.1:5554",
+        ]
         // Detection on other machines: a plaintext link only with --insecure (--curve-server-key otherwise).
         #expect(problem(remote)?.hasPrefix("--events-endpoint tcp://10.0.0.1:5553 is on another machine") == true)
         let configuration = try load(remote + ["--insecure"])
@@ -53,7 +58,8 @@ import ServiceKit
         #expect(problem(["--events-endpoint", ","]) == "--events-endpoint needs at least one endpoint")
         #expect(problem(["--catch-up-endpoint", "5555"])?.hasPrefix("--catch-up-endpoint") == true)
         #expect(problem(["--data-dir", ""]) == "--data-dir must not be empty")
-        #expect(problem(["--webhooks", "http://h/a,http://h/a", "--webhook-secret", "0123456789abcdef"])
+        #expect(
+            problem(["--webhooks", "http://h/a,http://h/a", "--webhook-secret", "0123456789abcdef"])
                 == "--webhooks: \"http://h/a\" is given twice")
     }
 }

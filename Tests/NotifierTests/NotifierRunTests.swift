@@ -1,8 +1,9 @@
 import Foundation
-import RoadSaveTestKit
-import Testing
 import RoadSaveModel
+import RoadSaveTestKit
 import Storage
+import Testing
+
 @testable import NotifierService
 
 /// The notifier in this process against a real `FeedServer` over a fake source of events.
@@ -66,8 +67,11 @@ import Storage
         let all = try await catchUp(endpoint, CatchUpRequest(start: .position(0)))
         #expect(all.events.map(\.position) == Array(1...30))
         #expect(all.head == 30 && all.next == 30)
-        let crashes = try await catchUp(endpoint, CatchUpRequest(start: .eventID(events[2].eventID),
-                                                                 prefix: "crashDetected.app-1.user-1"))
+        let crashes = try await catchUp(
+            endpoint,
+            CatchUpRequest(
+                start: .eventID(events[2].eventID),
+                prefix: "crashDetected.app-1.user-1"))
         #expect(crashes.events.map(\.topic).allSatisfy { $0 == "crashDetected.app-1.user-1" })
         #expect(crashes.events.map(\.position) == [5, 17, 29])
 
@@ -83,7 +87,8 @@ import Storage
         let more = Fixtures.journey("user-9", 99)
         try await detection.add(more)
         let again = try RunningNotifier(configuration(folder: folder, events: detection.endpoint))
-        let subscriber2 = try await TestSubscriber(endpoint: try #require(try await again.service.boundEndpoints().publish))
+        let subscriber2 = try await TestSubscriber(
+            endpoint: try #require(try await again.service.boundEndpoints().publish))
         #expect(await eventually(timeout: 60) { lines(ndjson).count >= events.count + more.count })
         try await Task.sleep(for: .milliseconds(300))
         #expect(lines(ndjson) == (events + more).map { $0.json(.current) })

@@ -1,7 +1,8 @@
 import Foundation
-import Testing
 import RoadSaveModel
 import Storage
+import Testing
+
 @testable import NotifierService
 
 @Suite struct NotifierStoreTests {
@@ -99,8 +100,10 @@ import Storage
         let folder = Fixtures.folder()
         defer { Fixtures.remove(folder) }
         let store = try NotifierStore(path: folder + "/notifier.sqlite", sinks: [])
-        try store.store(Fixtures.bodies(Fixtures.journey("ana", 1) + Fixtures.journey("ana", 1, app: "app-10")
-                                        + Fixtures.journey("ben", 2)), feed: "f", position: 9)
+        try store.store(
+            Fixtures.bodies(
+                Fixtures.journey("ana", 1) + Fixtures.journey("ana", 1, app: "app-10")
+                    + Fixtures.journey("ben", 2)), feed: "f", position: 9)
         #expect(try store.events(after: 0, limit: 100, prefix: "crashDetected.app-1.").map(\.position) == [2, 8])
         #expect(try store.events(after: 2, limit: 100, prefix: "crashDetected.app-1.").map(\.position) == [8])
         #expect(try store.events(after: 0, limit: 1, prefix: "trip").map(\.position) == [1])

@@ -3,9 +3,11 @@ import RoadSaveTestKit
 import Storage
 import SystemKit
 import Testing
+
 @testable import NotifierService
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A webhook receiver that accepts connections and never answers must not make the notifier's memory grow: events
@@ -73,8 +75,10 @@ import Glibc
 
         let total = 20_000
         let events = (0..<(total / 2)).flatMap { number in
-            [Fixtures.tripStart("user-\(number % 50)", trip: "stuck-\(number)"),
-             Fixtures.tripEnd("user-\(number % 50)", trip: "stuck-\(number)")]
+            [
+                Fixtures.tripStart("user-\(number % 50)", trip: "stuck-\(number)"),
+                Fixtures.tripEnd("user-\(number % 50)", trip: "stuck-\(number)"),
+            ]
         }
         let window = NotifierService.window
         var mostInHand = 0
@@ -97,8 +101,9 @@ import Glibc
         let waiting = try SQLiteDatabase(path: storePath).integer("SELECT count(*) FROM outbox")
         #expect(waiting == Int64(total), "every event waits in the outbox on disk: \(waiting ?? -1) rows")
         #expect(receiver.connections > 0, "the sink did connect to the receiver")
-        print("stuck receiver: \(total) events stored, at most \(mostInHand) in the webhook sink's hands, "
-              + "\(receiver.connections) connections held open by the receiver")
+        print(
+            "stuck receiver: \(total) events stored, at most \(mostInHand) in the webhook sink's hands, "
+                + "\(receiver.connections) connections held open by the receiver")
 
         await notifier.stop()
         #expect(notifier.isFinished, "the notifier stops although deliveries hang (a stop that hangs never finishes)")

@@ -1,5 +1,5 @@
-import Foundation
 import DetectionEngine
+import Foundation
 import Replay
 import RoadSaveModel
 import Simulator
@@ -16,13 +16,14 @@ import Testing
 
     /// Each commuter's driving trip (`tripBehaviour`) in `style`, by user, with the car's true manoeuvres.
     static func drives(_ style: String) async -> [String: Drive] {
-        let options = SimulationOptions(devices: 8, seed: 7, durationMinutes: 45, scenario: "commute",
-                                        drivingStyleName: style)
+        let options = SimulationOptions(
+            devices: 8, seed: 7, durationMinutes: 45, scenario: "commute",
+            drivingStyleName: style)
         let (lines, truth) = simulate(options)
         let replayed = await SimulatedFleetTests().replay(lines)
         var drives: [String: Drive] = [:]
         for event in replayed.events {
-            guard case let .tripBehaviour(behaviour) = event.body else { continue }
+            guard case .tripBehaviour(let behaviour) = event.body else { continue }
             let manoeuvres = truth.first { $0.user == event.device.user }?.manoeuvres ?? []
             #expect(drives[event.device.user] == nil, "one drive per commuter")
             drives[event.device.user] = Drive(behaviour: behaviour, truth: manoeuvres)
@@ -31,14 +32,18 @@ import Testing
     }
 
     @Test func theSameDriversOnTheSameRoadsScoreInTheOrderOfTheirStyles() async throws {
-        let calm = await Self.drives("calm"), normal = await Self.drives("normal"), aggressive = await Self.drives("aggressive")
+        let calm = await Self.drives("calm")
+        let normal = await Self.drives("normal")
+        let aggressive = await Self.drives("aggressive")
         var compared = 0
         for (user, drive) in calm {
             guard let calmScore = drive.behaviour.score, let normalScore = normal[user]?.behaviour.score,
-                  let aggressiveScore = aggressive[user]?.behaviour.score else { continue }
+                let aggressiveScore = aggressive[user]?.behaviour.score
+            else { continue }
             compared += 1
-            #expect(calmScore > normalScore && normalScore > aggressiveScore,
-                    "\(user): calm \(calmScore), normal \(normalScore), aggressive \(aggressiveScore)")
+            #expect(
+                calmScore > normalScore && normalScore > aggressiveScore,
+                "\(user): calm \(calmScore), normal \(normalScore), aggressive \(aggressiveScore)")
             // The style is in the driving, not the road: the truth has more harsh manoeuvres the harder the style.
             #expect(drive.truth.count < aggressive[user]!.truth.count, "\(user)")
         }
@@ -51,7 +56,9 @@ import Testing
 
     @Test func harshManoeuvresAreFoundWhereTheTruthHasThem() async throws {
         let aggressive = await Self.drives("aggressive")
-        var found = 0, truths = 0, detected = 0
+        var found = 0
+        var truths = 0
+        var detected = 0
         for drive in aggressive.values where drive.behaviour.unscored == nil {
             let events = drive.behaviour.events.filter { $0.kind != .excessiveSpeed }
             detected += events.count
@@ -73,13 +80,16 @@ import Testing
         // the same kind within 10 s are one event, and GPS at 1 Hz smooths the shortest).
         #expect(Double(found) >= 0.9 * Double(detected), "\(found) of \(detected) events are true manoeuvres")
         #expect(Double(found) >= 0.6 * Double(truths), "\(found) of \(truths) true manoeuvres found")
-        print("driving styles: aggressive drivers, \(found) of \(detected) events true, \(found) of \(truths) true manoeuvres found")
+        print(
+            "driving styles: aggressive drivers, \(found) of \(detected) events true, \(found) of \(truths) true manoeuvres found"
+        )
         // The bends taken too fast (motorway ramps at 4.2 m/s² lateral): each found, and no other turn.
         let corners = aggressive.values.filter { $0.behaviour.unscored == nil }
         let trueCorners = corners.flatMap { $0.truth.filter { $0.kind == "sharpCornering" } }
         let foundCorners = corners.flatMap { $0.behaviour.events.filter { $0.kind == .sharpCornering } }
-        #expect(!trueCorners.isEmpty && foundCorners.count == trueCorners.count,
-                "\(foundCorners.count) sharp corners found, \(trueCorners.count) true")
+        #expect(
+            !trueCorners.isEmpty && foundCorners.count == trueCorners.count,
+            "\(foundCorners.count) sharp corners found, \(trueCorners.count) true")
     }
 
     @Test func calmDriversHaveNoHarshManoeuvres() async throws {

@@ -37,11 +37,13 @@ import Testing
         mutating func answerDue(all: Bool = false) {
             while let next = inFlight.firstIndex(where: { all || $0.due <= step }) {
                 switch inFlight.remove(at: next).call {
-                case let .fetchSettings(app):
+                case .fetchSettings(let app):
                     take(fleet.settingsFetched(app: app, .fetched(DetectionSettings()), now: nil))
-                case let .evaluateCrash(device, candidate):
-                    take(fleet.crashEvaluated(device: device, crashID: candidate.crashID,
-                                              outcome: .verdict(FleetCheckpointTests.evaluator.verdict(for: candidate))))
+                case .evaluateCrash(let device, let candidate):
+                    take(
+                        fleet.crashEvaluated(
+                            device: device, crashID: candidate.crashID,
+                            outcome: .verdict(FleetCheckpointTests.evaluator.verdict(for: candidate))))
                 default:
                     break
                 }
@@ -86,8 +88,9 @@ import Testing
                 }.sorted { $0.1 > $1.1 }
             }
             let decoder = JSONDecoder()
-            fleet = DeviceFleet(options: fleet.options, shared: try decoder.decode(FleetSharedState.self, from: shared),
-                                devices: try devices.map { ($0.0, try decoder.decode(FleetDeviceState.self, from: $0.1)) })
+            fleet = DeviceFleet(
+                options: fleet.options, shared: try decoder.decode(FleetSharedState.self, from: shared),
+                devices: try devices.map { ($0.0, try decoder.decode(FleetDeviceState.self, from: $0.1)) })
         }
     }
 
@@ -125,12 +128,13 @@ import Testing
         #expect(interrupted.fleet.statistics == whole.fleet.statistics)
 
         let perDevice = interrupted.encodeSeconds / Double(interrupted.encodedDevices)
-        print("fleet checkpoint: \(interrupted.encodedDevices / cuts.count) devices, "
-              + "\(interrupted.totalBytes / interrupted.encodedDevices) bytes a device on average, "
-              + "largest \(interrupted.largestDevice.bytes) (session \(interrupted.largestDevice.session), "
-              + "ordering \(interrupted.largestDevice.ordering); session parts "
-              + interrupted.largestSessionParts.prefix(4).map { "\($0.0) \($0.1)" }.joined(separator: ", ")
-              + "); JSONEncoder \(Int(perDevice * 1e6)) µs a device")
+        print(
+            "fleet checkpoint: \(interrupted.encodedDevices / cuts.count) devices, "
+                + "\(interrupted.totalBytes / interrupted.encodedDevices) bytes a device on average, "
+                + "largest \(interrupted.largestDevice.bytes) (session \(interrupted.largestDevice.session), "
+                + "ordering \(interrupted.largestDevice.ordering); session parts "
+                + interrupted.largestSessionParts.prefix(4).map { "\($0.0) \($0.1)" }.joined(separator: ", ")
+                + "); JSONEncoder \(Int(perDevice * 1e6)) µs a device")
     }
 
     @Test func theFleetDrivenDirectlyGivesReplaysEvents() async throws {

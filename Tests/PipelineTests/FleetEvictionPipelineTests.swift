@@ -36,12 +36,14 @@ import Testing
         mutating func answerDue(all: Bool = false) {
             while let next = inFlight.firstIndex(where: { all || $0.due <= step }) {
                 switch inFlight.remove(at: next).call {
-                case let .fetchSettings(app):
+                case .fetchSettings(let app):
                     take(fleet.settingsFetched(app: app, .fetched(DetectionSettings()), now: nil))
-                case let .evaluateCrash(device, candidate):
+                case .evaluateCrash(let device, let candidate):
                     bringBack(device)
-                    take(fleet.crashEvaluated(device: device, crashID: candidate.crashID,
-                                              outcome: .verdict(FleetEvictionPipelineTests.evaluator.verdict(for: candidate))))
+                    take(
+                        fleet.crashEvaluated(
+                            device: device, crashID: candidate.crashID,
+                            outcome: .verdict(FleetEvictionPipelineTests.evaluator.verdict(for: candidate))))
                 default:
                     break
                 }
@@ -103,8 +105,10 @@ import Testing
         return try lines.map { try RecordDecoding.record(fromJSON: Array($0.utf8)) }
     }
 
-    func compare(_ records: [SensorRecord], clock: Bool, idle: Double, throughJSON: Bool,
-                 minimumEvictions: Int) throws -> Shell {
+    func compare(
+        _ records: [SensorRecord], clock: Bool, idle: Double, throughJSON: Bool,
+        minimumEvictions: Int
+    ) throws -> Shell {
         var whole = Shell(clock: clock, idle: nil)
         try whole.run(records)
         var evicting = Shell(clock: clock, idle: idle, throughJSON: throughJSON)
@@ -116,12 +120,12 @@ import Testing
         func perDevice(_ actions: [FleetAction]) -> [String: [FleetAction]] {
             Dictionary(grouping: actions) { action -> String in
                 switch action {
-                case let .emit(event): event.device.description
-                case let .evaluateCrash(device, _), let .crashDismissed(device, _, _): device.description
-                case let .recordRejected(record, _): record.device.description
-                case let .deviceNotMonitored(device, _): device.description
-                case let .fetchSettings(app): "settings " + app
-                case let .watermarkHoldExpired(stream, _): "stream " + stream
+                case .emit(let event): event.device.description
+                case .evaluateCrash(let device, _), .crashDismissed(let device, _, _): device.description
+                case .recordRejected(let record, _): record.device.description
+                case .deviceNotMonitored(let device, _): device.description
+                case .fetchSettings(let app): "settings " + app
+                case .watermarkHoldExpired(let stream, _): "stream " + stream
                 }
             }
         }
@@ -144,8 +148,9 @@ import Testing
         // Replay has no clock to release a quiet device's reorder buffer: nothing leaves before `finish`, and the
         // run is the same.
         let options = SimulationOptions(devices: 6, seed: 7, durationMinutes: 15, crashes: 1)
-        let evicting = try compare(try Self.records(options, idle: 50), clock: false, idle: 0, throughJSON: false,
-                                   minimumEvictions: 0)
+        let evicting = try compare(
+            try Self.records(options, idle: 50), clock: false, idle: 0, throughJSON: false,
+            minimumEvictions: 0)
         #expect(evicting.evictions == 0)
     }
 
@@ -156,6 +161,7 @@ import Testing
         let evicting = try compare(records, clock: true, idle: 60, throughJSON: true, minimumEvictions: 190)
         // At the end the idle devices are out of memory (the active ones' records were flushed by finish).
         #expect(evicting.evicted.keys.filter { $0.user.hasPrefix("idle-") }.count >= 190)
-        print("eviction: \(evicting.evictions) evictions, largest evicted state \(evicting.largestEvicted) bytes of JSON")
+        print(
+            "eviction: \(evicting.evictions) evictions, largest evicted state \(evicting.largestEvicted) bytes of JSON")
     }
 }

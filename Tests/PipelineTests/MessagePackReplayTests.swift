@@ -1,5 +1,5 @@
-import Foundation
 import DetectionEngine
+import Foundation
 import Replay
 import RoadSaveModel
 import Simulator
@@ -23,7 +23,9 @@ import Wire
         return path
     }
 
-    func replayFile(_ path: String, _ format: RecordFileFormat) async throws -> (events: [String], summary: Replayer.Summary) {
+    func replayFile(_ path: String, _ format: RecordFileFormat) async throws -> (
+        events: [String], summary: Replayer.Summary
+    ) {
         let box = Box()
         let replayer = Replayer(platform: EmbeddedPlatform(), log: Log(category: "test", minimumLevel: .error)) {
             box.lines.append($0.json())

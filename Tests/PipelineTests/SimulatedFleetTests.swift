@@ -1,5 +1,5 @@
-import Foundation
 import DetectionEngine
+import Foundation
 import Replay
 import RoadSaveModel
 import Simulator
@@ -32,18 +32,19 @@ import Testing
     }
 
     static func trips(_ events: [RoadSaveEvent]) -> [TripInfo] {
-        events.compactMap { if case let .tripDidEnd(info) = $0.body { info } else { nil } }
+        events.compactMap { if case .tripDidEnd(let info) = $0.body { info } else { nil } }
     }
 
     static func crashes(_ events: [RoadSaveEvent]) -> [CrashInfo] {
-        events.compactMap { if case let .crashDetected(info) = $0.body { info } else { nil } }
+        events.compactMap { if case .crashDetected(let info) = $0.body { info } else { nil } }
     }
 
     @Test(arguments: [UInt64(1), 2, 3])
     func everyScenarioGivesTheEventsItsTruthCallsFor(seed: UInt64) async throws {
         // Two devices of every scenario in the mix, and two crashes.
-        let options = SimulationOptions(devices: 2 * SimulationOptions.mixScenarioNames.count + 2, seed: seed,
-                                        durationMinutes: 45, crashes: 2)
+        let options = SimulationOptions(
+            devices: 2 * SimulationOptions.mixScenarioNames.count + 2, seed: seed,
+            durationMinutes: 45, crashes: 2)
         let (lines, truth) = simulate(options)
         let replayed = await replay(lines)
         #expect(replayed.summary.invalid == 0)
@@ -60,7 +61,9 @@ import Testing
             for (crash, real) in zip(crashes, device.crashes) {
                 #expect(abs(crash.detectedAt - real.t) < 0.5, "\(context)")
                 #expect(crash.confidence == .high || crash.confidence == .medium, "\(context): \(crash.confidence)")
-                #expect(Self.metres(crash.latitude ?? 0, crash.longitude ?? 0, real.latitude, real.longitude) < 100, "\(context)")
+                #expect(
+                    Self.metres(crash.latitude ?? 0, crash.longitude ?? 0, real.latitude, real.longitude) < 100,
+                    "\(context)")
             }
 
             // Trips: one per drive the user drove, starting near when driving began and ending at the last
@@ -72,12 +75,16 @@ import Testing
                 #expect(trips.count <= device.otherLegs.filter { $0.mode == "bus" }.count, "\(context)")
                 continue
             }
-            #expect(trips.count == drives.count, "\(context): trips \(trips.map { ISO8601.string(fromSeconds: $0.startDate) }) drives \(drives.map { ISO8601.string(fromSeconds: $0.start) })")
+            #expect(
+                trips.count == drives.count,
+                "\(context): trips \(trips.map { ISO8601.string(fromSeconds: $0.startDate) }) drives \(drives.map { ISO8601.string(fromSeconds: $0.start) })"
+            )
             for (trip, drive) in zip(trips, drives) {
                 #expect(trip.startDate >= drive.start - 1 && trip.startDate - drive.start < 90, "\(context): start")
                 #expect(abs(trip.endDate - drive.end) < 15, "\(context): end \(trip.endDate - drive.end)")
-                #expect(abs(trip.distanceMetres - drive.distanceMetres) < 0.1 * drive.distanceMetres + 200,
-                        "\(context): distance \(trip.distanceMetres) vs \(drive.distanceMetres)")
+                #expect(
+                    abs(trip.distanceMetres - drive.distanceMetres) < 0.1 * drive.distanceMetres + 200,
+                    "\(context): distance \(trip.distanceMetres) vs \(drive.distanceMetres)")
             }
             if ["walk", "run", "cycle", "parked", "phoneDrop"].contains(device.scenario) {
                 #expect(trips.isEmpty, "\(context)")

@@ -24,8 +24,10 @@ import Testing
     }
 
     // The fleets of FleetEvictionPipelineTests.
-    @Test(arguments: [(SimulationOptions(devices: 12, seed: 4, durationMinutes: 25, crashes: 3, disorder: true), 0),
-                      (SimulationOptions(devices: 6, seed: 9, durationMinutes: 20, crashes: 1), 200)])
+    @Test(arguments: [
+        (SimulationOptions(devices: 12, seed: 4, durationMinutes: 25, crashes: 3, disorder: true), 0),
+        (SimulationOptions(devices: 6, seed: 9, durationMinutes: 20, crashes: 1), 200),
+    ])
     func everyStateOfASimulatedFleetReadsBackTheSame(options: SimulationOptions, idle: Int) throws {
         let lines = idle > 0 ? simulate(options, idle: IdleDeviceOptions(count: idle)).lines : simulate(options).lines
         let records = try lines.map { try RecordDecoding.record(fromJSON: Array($0.utf8)) }
@@ -41,11 +43,12 @@ import Testing
             if number % 7 == 0 {
                 for action in pending {
                     switch action {
-                    case let .fetchSettings(app):
+                    case .fetchSettings(let app):
                         _ = fleet.settingsFetched(app: app, .fetched(DetectionSettings()), now: now)
-                    case let .evaluateCrash(device, candidate):
-                        _ = fleet.crashEvaluated(device: device, crashID: candidate.crashID,
-                                                 outcome: .verdict(Self.evaluator.verdict(for: candidate)))
+                    case .evaluateCrash(let device, let candidate):
+                        _ = fleet.crashEvaluated(
+                            device: device, crashID: candidate.crashID,
+                            outcome: .verdict(Self.evaluator.verdict(for: candidate)))
                     default:
                         break
                     }

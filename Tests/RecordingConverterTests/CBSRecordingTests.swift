@@ -25,12 +25,15 @@ struct CBSRecordingTests {
         for line in text.split(separator: "\n").dropFirst() {
             let f = line.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
             guard f.count >= 8, let start = CBSConverter.parseTimestamp(Substring(f[4])),
-                  let end = CBSConverter.parseTimestamp(Substring(f[5])), let points = Int(f[7]) else {
+                let end = CBSConverter.parseTimestamp(Substring(f[5])), let points = Int(f[7])
+            else {
                 Issue.record("unreadable reference line \(line)")
                 continue
             }
-            result[f[0], default: []].append(ReferenceSegment(stop: f[2] == "True", mode: f[3], start: start, end: end,
-                                                              points: points))
+            result[f[0], default: []].append(
+                ReferenceSegment(
+                    stop: f[2] == "True", mode: f[3], start: start, end: end,
+                    points: points))
         }
         return result
     }
@@ -73,12 +76,15 @@ struct CBSRecordingTests {
         for (activity, segment) in zip(activities, recording.diarySegments) {
             #expect(double(activity, "t") == segment.start)
             let (kind, confidence) = CBSConverter.activity(for: segment)
-            #expect(activity["activity"] as? String == kind.rawValue && activity["confidence"] as? String == confidence.rawValue)
+            #expect(
+                activity["activity"] as? String == kind.rawValue
+                    && activity["confidence"] as? String == confidence.rawValue)
         }
         let kinds = Set(activities.compactMap { $0["activity"] as? String })
         #expect(kinds == ["stationary", "walking", "cycling", "automotive"])
 
-        #expect(recording.report.derived.contains { $0.contains("activity records derived from the travel-diary labels") })
+        #expect(
+            recording.report.derived.contains { $0.contains("activity records derived from the travel-diary labels") })
         #expect(recording.report.notes.contains { $0.contains("226 rows repeat the previous row's timestamp") })
         #expect(recording.report.notes.contains { $0.contains("no speed (unknown)") })
     }

@@ -13,7 +13,8 @@ struct ConvertCommandTests {
     }
 
     static func run(_ arguments: [String]) -> Run {
-        var out = "", err = ""
+        var out = ""
+        var err = ""
         let status = ConvertCommand.run(arguments, standardOutput: { out += $0 }, standardError: { err += $0 })
         return Run(status: status, out: out, err: err)
     }
@@ -25,8 +26,10 @@ struct ConvertCommandTests {
             #expect(result.out.contains("Usage: roadsave convert DATASET FILE"))
             #expect(result.err.isEmpty)
         }
-        for option in ["--app", "--user", "--derive-activity", "--trial", "--output", "phone-drops", "escooter",
-                       "envirocar", "emission", "GPS Speed km/h / 3.6", "STOPPED_WHILE_IN_VEHICLE", "ODbL"] {
+        for option in [
+            "--app", "--user", "--derive-activity", "--trial", "--output", "phone-drops", "escooter",
+            "envirocar", "emission", "GPS Speed km/h / 3.6", "STOPPED_WHILE_IN_VEHICLE", "ODbL",
+        ] {
             #expect(ConvertCommand.usage.contains(option), "\(option)")
         }
     }
@@ -34,7 +37,10 @@ struct ConvertCommandTests {
     @Test(arguments: [
         (["tmd"], "missing FILE"),
         ([], "missing DATASET"),
-        (["gpx", "a.gpx"], "unknown DATASET 'gpx': expected tmd, cbs, phone-drops, escooter, envirocar, emission or mobilitynet"),
+        (
+            ["gpx", "a.gpx"],
+            "unknown DATASET 'gpx': expected tmd, cbs, phone-drops, escooter, envirocar, emission or mobilitynet"
+        ),
         (["tmd", "a.csv.gz", "--speed", "3"], "unknown option --speed"),
         (["tmd", "a.csv.gz", "--app"], "option --app needs a value"),
         (["tmd", "a.csv.gz", "--user="], "option --user needs a value"),
@@ -60,7 +66,8 @@ struct ConvertCommandTests {
     }
 
     @Test func fileInTheWrongFormatExitsTwo() throws {
-        let file = FileManager.default.temporaryDirectory.appendingPathComponent("roadsave-convert-\(UUID().uuidString).tsv.gz")
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "roadsave-convert-\(UUID().uuidString).tsv.gz")
         try Data("not gzip".utf8).write(to: file)
         defer { try? FileManager.default.removeItem(at: file) }
         let result = Self.run(["escooter", file.path])
@@ -70,7 +77,8 @@ struct ConvertCommandTests {
 
     /// A scratch file holding `text`, removed by the caller.
     static func temporaryFile(_ name: String, _ text: String) throws -> URL {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("roadsave-convert-\(UUID().uuidString)")
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "roadsave-convert-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let file = folder.appendingPathComponent(name)
         try Data(text.utf8).write(to: file)
@@ -85,7 +93,9 @@ struct ConvertCommandTests {
         let lines = result.out.split(separator: "\n").map(String.init)
         #expect(lines == (try RecordingConverter.envirocar(file, app: "app-1")).lines)
         checkRecords(lines, app: "app-1", user: "envirocar-58db5ec7")
-        #expect(result.err.contains("envirocar 58db5ec7.json -> app app-1, user envirocar-58db5ec7 (label Volkswagen Golf 2016 gasoline)"))
+        #expect(
+            result.err.contains(
+                "envirocar 58db5ec7.json -> app app-1, user envirocar-58db5ec7 (label Volkswagen Golf 2016 gasoline)"))
         #expect(result.err.contains("records: 1 capabilities, 4 location, 0 activity, 0 steps, 0 impact; 5 in all"))
         #expect(result.err.contains("derived: location: one per feature") && result.err.contains("OBD-II Speed"))
     }
@@ -99,37 +109,51 @@ struct ConvertCommandTests {
         #expect(result.err.contains("derived: activity: one per background/motion_activity reading (5:"))
         // The records as MessagePack maps (a fixmap starts with 0x8N), not NDJSON.
         let bytes = try Data(contentsOf: output)
-        #expect(bytes.first.map { $0 & 0xF0 == 0x80 } == true, "first byte \(bytes.first.map { String($0, radix: 16) } ?? "none")")
+        #expect(
+            bytes.first.map { $0 & 0xF0 == 0x80 } == true,
+            "first byte \(bytes.first.map { String($0, radix: 16) } ?? "none")")
     }
 
     @Test func badJSONExitsTwoNamingTheFileAndTheField() throws {
-        let text = EnvirocarParsingTests.track([EnvirocarParsingTests.feature(
-            time: "2017-03-28T13:59:09Z", phenomena: #""GPS Speed": {"unit": "km/h", "value": "fast"}"#)])
+        let text = EnvirocarParsingTests.track([
+            EnvirocarParsingTests.feature(
+                time: "2017-03-28T13:59:09Z", phenomena: #""GPS Speed": {"unit": "km/h", "value": "fast"}"#)
+        ])
         let file = try Self.temporaryFile("bad.json", text)
         defer { try? FileManager.default.removeItem(at: file.deletingLastPathComponent()) }
         let result = Self.run(["envirocar", file.path])
         #expect(result.status == 2)
         #expect(result.out.isEmpty)
-        #expect(result.err.contains("roadsave convert: bad.json is not in the expected format: field "
-            + #"features[0].properties.phenomenons."GPS Speed".value: expected a number, found a string"#), "\(result.err)")
+        #expect(
+            result.err.contains(
+                "roadsave convert: bad.json is not in the expected format: field "
+                    + #"features[0].properties.phenomenons."GPS Speed".value: expected a number, found a string"#),
+            "\(result.err)")
 
         let day = try Self.temporaryFile("day.json", "[{\"metadata\": {\"key\": 3}}]")
         defer { try? FileManager.default.removeItem(at: day.deletingLastPathComponent()) }
         let dayResult = Self.run(["emission", day.path])
         #expect(dayResult.status == 2)
-        #expect(dayResult.err.contains("day.json is not in the expected format: field [0].metadata.key: expected a string, found a number"),
-                "\(dayResult.err)")
+        #expect(
+            dayResult.err.contains(
+                "day.json is not in the expected format: field [0].metadata.key: expected a string, found a number"),
+            "\(dayResult.err)")
     }
 
     @Test(.enabled(if: SharedData.isAvailable, sharedDataAbsent))
     func convertsToAFileWithTheReportOnStderr() throws {
         let input = try #require(sharedFile("us-transportation-mode/raw/sensorfile_Damiano_Car_1485092954647.csv.gz"))
-        let output = FileManager.default.temporaryDirectory.appendingPathComponent("roadsave-convert-\(UUID().uuidString).ndjson")
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "roadsave-convert-\(UUID().uuidString).ndjson")
         defer { try? FileManager.default.removeItem(at: output) }
-        let result = Self.run(["convert", "tmd", input.path, "--app", "app-1", "--user=driver-7", "--output", output.path])
+        let result = Self.run([
+            "convert", "tmd", input.path, "--app", "app-1", "--user=driver-7", "--output", output.path,
+        ])
         #expect(result.status == 0, "stderr was: \(result.err)")
         #expect(result.out.isEmpty)
-        #expect(result.err.contains("tmd sensorfile_Damiano_Car_1485092954647.csv.gz -> app app-1, user driver-7 (label Car)"))
+        #expect(
+            result.err.contains(
+                "tmd sensorfile_Damiano_Car_1485092954647.csv.gz -> app app-1, user driver-7 (label Car)"))
         #expect(result.err.contains("derived: positions integrated from GPS speed"))
         let lines = try String(contentsOf: output, encoding: .utf8).split(separator: "\n").map(String.init)
         #expect(lines == (try RecordingConverter.tmd(input, app: "app-1", user: "driver-7")).lines)
@@ -141,7 +165,8 @@ struct ConvertCommandTests {
         // An atomic write (a temporary file renamed over the target) once replaced /dev/null with a plain file.
         // Writing through a symbolic link shows the difference safely: the link must survive, its target filled.
         let input = try #require(sharedFile("us-transportation-mode/raw/sensorfile_Damiano_Car_1485092954647.csv.gz"))
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("roadsave-convert-\(UUID().uuidString)")
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "roadsave-convert-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         let target = folder.appendingPathComponent("target.ndjson")

@@ -9,10 +9,12 @@ import Testing
 struct EnvirocarParsingTests {
     /// One feature of a track, as the enviroCar API writes it; nil arguments leave the member out.
     static func feature(time: String?, lon: Double? = 7.0, lat: Double = 51.5, phenomena: String) -> String {
-        let geometry = lon.map { #""geometry": {"type": "Point", "coordinates": [\#($0), \#(lat)]}"# }
+        let geometry =
+            lon.map { #""geometry": {"type": "Point", "coordinates": [\#($0), \#(lat)]}"# }
             ?? #""geometry": null"#
         let timeMember = time.map { #""time": "\#($0)", "# } ?? ""
-        return #"{"type": "Feature", \#(geometry), "properties": {\#(timeMember)"id": "p", "phenomenons": {\#(phenomena)}}}"#
+        return
+            #"{"type": "Feature", \#(geometry), "properties": {\#(timeMember)"id": "p", "phenomenons": {\#(phenomena)}}}"#
     }
 
     static func track(_ features: [String]) -> String {
@@ -28,11 +30,21 @@ struct EnvirocarParsingTests {
     }
 
     static let sample = track([
-        feature(time: "2017-03-28T13:59:09Z", phenomena: #""GPS Speed": {"unit": "km/h", "value": 36}, "GPS Accuracy": {"unit": "%", "value": 8}, "GPS Bearing": {"unit": "deg", "value": 90}, "Speed": {"unit": "km/h", "value": 37}, "Rpm": {"unit": "u/min", "value": 2000}"#),
-        feature(time: "2017-03-28T13:59:14Z", lon: 7.0002, phenomena: #""GPS Speed": {"unit": "km/h", "value": 54}, "GPS Accuracy": {"unit": "%", "value": 4.5}"#),
+        feature(
+            time: "2017-03-28T13:59:09Z",
+            phenomena:
+                #""GPS Speed": {"unit": "km/h", "value": 36}, "GPS Accuracy": {"unit": "%", "value": 8}, "GPS Bearing": {"unit": "deg", "value": 90}, "Speed": {"unit": "km/h", "value": 37}, "Rpm": {"unit": "u/min", "value": 2000}"#
+        ),
+        feature(
+            time: "2017-03-28T13:59:14Z", lon: 7.0002,
+            phenomena: #""GPS Speed": {"unit": "km/h", "value": 54}, "GPS Accuracy": {"unit": "%", "value": 4.5}"#),
         feature(time: nil, phenomena: #""GPS Speed": {"unit": "km/h", "value": 50}"#),
         feature(time: "2017-03-28T13:59:16Z", lon: nil, phenomena: #""GPS Speed": {"unit": "km/h", "value": 50}"#),
-        feature(time: "2017-03-28T13:59:19Z", lon: 7.0004, phenomena: #""GPS Speed": {"unit": "km/h", "value": -21.5}, "GPS Accuracy": {"unit": "%", "value": 48}, "GPS Bearing": {"unit": "deg", "value": 507.8}"#),
+        feature(
+            time: "2017-03-28T13:59:19Z", lon: 7.0004,
+            phenomena:
+                #""GPS Speed": {"unit": "km/h", "value": -21.5}, "GPS Accuracy": {"unit": "%", "value": 48}, "GPS Bearing": {"unit": "deg", "value": 507.8}"#
+        ),
         feature(time: "2017-03-28T13:59:19Z", lon: 7.0005, phenomena: #""Speed": {"unit": "km/h", "value": 0}"#),
     ])
 
@@ -101,14 +113,27 @@ struct EnvirocarParsingTests {
         (#"[1, 2]"#, "the top level: expected a GeoJSON FeatureCollection"),
         (#"{"type": "FeatureCollection"}"#, "field features is missing"),
         (#"{"features": {}}"#, "field features: expected an array, found an object"),
-        (track([feature(time: "2017-03-28T13:59:09Z", phenomena: #""GPS Speed": {"unit": "km/h", "value": "fast"}"#)]),
-         #"field features[0].properties.phenomenons."GPS Speed".value: expected a number, found a string"#),
-        (track([feature(time: "2017-03-28T13:59:09Z", phenomena: #""GPS Speed": {"unit": "mph", "value": 30}"#)]),
-         #"field features[0].properties.phenomenons."GPS Speed".unit: expected km/h, found "mph""#),
-        (track([feature(time: "yesterday", phenomena: "")]), #"field features[0].properties.time: "yesterday" is not an ISO 8601 time"#),
-        (track([feature(time: "2017-03-28T13:59:09Z", lat: 91, phenomena: "")]),
-         "field features[0].geometry.coordinates[1]: latitude 91.0 is outside -90…90"),
-        (track([feature(time: nil, phenomena: "")]), "no feature with geometry coordinates and properties.time (1 features)"),
+        (
+            track([feature(time: "2017-03-28T13:59:09Z", phenomena: #""GPS Speed": {"unit": "km/h", "value": "fast"}"#)]
+            ),
+            #"field features[0].properties.phenomenons."GPS Speed".value: expected a number, found a string"#
+        ),
+        (
+            track([feature(time: "2017-03-28T13:59:09Z", phenomena: #""GPS Speed": {"unit": "mph", "value": 30}"#)]),
+            #"field features[0].properties.phenomenons."GPS Speed".unit: expected km/h, found "mph""#
+        ),
+        (
+            track([feature(time: "yesterday", phenomena: "")]),
+            #"field features[0].properties.time: "yesterday" is not an ISO 8601 time"#
+        ),
+        (
+            track([feature(time: "2017-03-28T13:59:09Z", lat: 91, phenomena: "")]),
+            "field features[0].geometry.coordinates[1]: latitude 91.0 is outside -90…90"
+        ),
+        (
+            track([feature(time: nil, phenomena: "")]),
+            "no feature with geometry coordinates and properties.time (1 features)"
+        ),
     ])
     func badInputNamesTheFileAndTheField(text: String, message: String) {
         let description = Self.error(text)

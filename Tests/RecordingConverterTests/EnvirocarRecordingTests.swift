@@ -21,7 +21,8 @@ struct EnvirocarRecordingTests {
         let url = try #require(sharedFile("\(folder)/tracks_summary_DERIVED.csv"))
         let lines = try String(contentsOf: url, encoding: .utf8).split(separator: "\n")
         let header = lines[0].split(separator: ",").map(String.init)
-        let file = try #require(header.firstIndex(of: "source_file")), n = try #require(header.firstIndex(of: "n"))
+        let file = try #require(header.firstIndex(of: "source_file"))
+        let n = try #require(header.firstIndex(of: "n"))
         var counts: [String: Int] = [:]
         for line in lines.dropFirst() {
             let fields = Self.csvFields(line)
@@ -32,11 +33,15 @@ struct EnvirocarRecordingTests {
 
     /// One CSV line's fields; the vehicle column is quoted when it holds a comma ("VW Golf  1,6l 2000 diesel").
     static func csvFields(_ line: Substring) -> [String] {
-        var fields: [String] = [], field = "", quoted = false
+        var fields: [String] = []
+        var field = ""
+        var quoted = false
         for character in line {
             switch character {
             case "\"": quoted.toggle()
-            case "," where !quoted: fields.append(field); field = ""
+            case "," where !quoted:
+                fields.append(field)
+                field = ""
             default: field.append(character)
             }
         }
@@ -61,14 +66,17 @@ struct EnvirocarRecordingTests {
         let files = Self.files
         #expect(files.count == 112)
         let summary = try Self.summaryCounts()
-        var total = 0, negativeSpeeds = 0, bearingsOutOfRange = 0
+        var total = 0
+        var negativeSpeeds = 0
+        var bearingsOutOfRange = 0
         for file in files {
             let recording = try RecordingConverter.envirocar(file)
             let name = file.deletingLastPathComponent().lastPathComponent + "/" + file.lastPathComponent
             let user = "envirocar-" + file.lastPathComponent.replacingOccurrences(of: ".json.gz", with: "")
             #expect(recording.user == user)
             let objects = checkRecords(recording.lines, app: "recorded", user: user)
-            #expect(objects[0]["activityAvailable"] as? Bool == false && objects[0]["pedometerAvailable"] as? Bool == false)
+            #expect(
+                objects[0]["activityAvailable"] as? Bool == false && objects[0]["pedometerAvailable"] as? Bool == false)
             #expect(records(objects, kind: "activity").isEmpty && records(objects, kind: "steps").isEmpty)
             #expect(records(objects, kind: "impact").isEmpty)
 
@@ -104,11 +112,15 @@ struct EnvirocarRecordingTests {
     }
 
     @Test func aTrackOfTwoSecondSamplingKeepsItsRepeatedSeconds() throws {
-        let file = try #require(sharedFile("\(Self.folder)/zembrzuski_envirocar_data_input/58f99cd7268d1b08a4496ad7.json.gz"))
+        let file = try #require(
+            sharedFile("\(Self.folder)/zembrzuski_envirocar_data_input/58f99cd7268d1b08a4496ad7.json.gz"))
         let recording = try RecordingConverter.envirocar(file, app: "app-1", user: "volvo")
         #expect(recording.label == "Volvo V40 2003 gasoline")
         #expect(recording.count(of: .location) == 198)
         #expect(recording.report.notes.contains { $0.contains("7 points repeat the previous point's time") })
-        #expect(recording.report.notes.contains { $0.contains("track 58f99cd7268d1b08a4496ad7") && $0.contains("median interval 2 s") })
+        #expect(
+            recording.report.notes.contains {
+                $0.contains("track 58f99cd7268d1b08a4496ad7") && $0.contains("median interval 2 s")
+            })
     }
 }

@@ -16,7 +16,8 @@ struct MobilityNetRecordingTests {
         let file = folder.appendingPathComponent(phoneRun.phone).appendingPathComponent(phoneRun.spec)
             .appendingPathComponent(key).appendingPathComponent("\(phoneRun.file).json.gz")
         guard FileManager.default.fileExists(atPath: file.path) else { return [] }
-        return try #require(try JSONSerialization.jsonObject(with: try RecordingFile.data(of: file)) as? [[String: Any]])
+        return try #require(
+            try JSONSerialization.jsonObject(with: try RecordingFile.data(of: file)) as? [[String: Any]])
     }
 
     @Test func everyPhoneRunGivesItsReadings() throws {
@@ -30,7 +31,9 @@ struct MobilityNetRecordingTests {
             checkRecords(recording.lines, app: "recorded", user: recording.user)
             // Distinct location readings with a position and a time, and every activity entry (none repeated here).
             let locations = try Self.entries(phoneRun, "background~location").compactMap { entry -> String? in
-                guard let data = entry["data"] as? [String: Any], data["ts"] != nil, data["latitude"] != nil else { return nil }
+                guard let data = entry["data"] as? [String: Any], data["ts"] != nil, data["latitude"] != nil else {
+                    return nil
+                }
                 return ["ts", "latitude", "longitude", "sensed_speed", "bearing", "accuracy"]
                     .map { "\(data[$0] ?? "-")" }.joined(separator: " ")
             }

@@ -14,8 +14,10 @@ struct RecordLineTests {
     }
 
     @Test func stringsAreEscaped() throws {
-        let line = SensorRecord(device: DeviceID(app: "a\"pp", user: "u\\s\ne\u{1}r"), seq: 0, t: 1_718_708_242,
-                                payload: .steps(3)).json()
+        let line = SensorRecord(
+            device: DeviceID(app: "a\"pp", user: "u\\s\ne\u{1}r"), seq: 0, t: 1_718_708_242,
+            payload: .steps(3)
+        ).json()
         let object = try #require(JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
         #expect(object["app"] as? String == "a\"pp")
         #expect(object["user"] as? String == "u\\s\ne\u{1}r")
@@ -25,10 +27,15 @@ struct RecordLineTests {
 
     @Test func everyKindHasItsFields() {
         let records = [
-            Self.record(1_718_708_241, .capabilities(DeviceCapabilities(activityAvailable: true, pedometerAvailable: false))),
+            Self.record(
+                1_718_708_241, .capabilities(DeviceCapabilities(activityAvailable: true, pedometerAvailable: false))),
             Self.record(1_718_708_242, .location(LocationFix(latitude: 52.1, longitude: 5.1))),
-            Self.record(1_718_708_243, .location(LocationFix(latitude: 44.5, longitude: 11.3, speed: 13.8, course: 90,
-                                                               horizontalAccuracy: 6))),
+            Self.record(
+                1_718_708_243,
+                .location(
+                    LocationFix(
+                        latitude: 44.5, longitude: 11.3, speed: 13.8, course: 90,
+                        horizontalAccuracy: 6))),
             Self.record(1_718_708_244, .activity(ActivityObservation(.automotive, .high))),
             Self.record(1_718_708_245, .steps(1180)),
         ]
@@ -40,7 +47,9 @@ struct RecordLineTests {
         let objects = checkRecords(lines, app: "app-1", user: "user-1")
         #expect(objects.count == 5)
         #expect(objects[1]["speed"] == nil && objects[1]["hacc"] == nil && objects[1]["course"] == nil)
-        #expect(double(objects[2], "course") == 90 && double(objects[2], "hacc") == 6 && double(objects[2], "speed") == 13.8)
+        #expect(
+            double(objects[2], "course") == 90 && double(objects[2], "hacc") == 6 && double(objects[2], "speed") == 13.8
+        )
         #expect(objects[3]["activity"] as? String == "automotive" && objects[3]["confidence"] as? String == "high")
         #expect(objects[0]["pedometerAvailable"] as? Bool == false)
     }
@@ -57,8 +66,9 @@ struct RecordLineTests {
     }
 
     @Test func aConvertedRecordingsLinesAreItsNumberedRecords() throws {
-        let recording = try TMDConverter.convert(text: TMDParsingTests.sample, fileName: "sensorfile_Test_Car_1485092954647.csv",
-                                                 app: "app-1")
+        let recording = try TMDConverter.convert(
+            text: TMDParsingTests.sample, fileName: "sensorfile_Test_Car_1485092954647.csv",
+            app: "app-1")
         #expect(recording.records.count == recording.lines.count)
         #expect(recording.records.map(\.seq) == recording.records.indices.map { UInt64($0) })
         #expect(recording.records.allSatisfy { $0.device == recording.device })
@@ -67,10 +77,12 @@ struct RecordLineTests {
     }
 
     @Test func devicesAreMergedByTimeEachKeepingItsOwnSeq() {
-        let a = PhoneDropConverter.convert(trial: PhoneDropParsingTests.syntheticDrop(), app: "app-1", user: "a",
-                                           startTime: 1_726_598_000)
-        let b = PhoneDropConverter.convert(trial: PhoneDropParsingTests.syntheticDrop(), app: "app-1", user: "b",
-                                           startTime: 1_726_598_000.5)
+        let a = PhoneDropConverter.convert(
+            trial: PhoneDropParsingTests.syntheticDrop(), app: "app-1", user: "a",
+            startTime: 1_726_598_000)
+        let b = PhoneDropConverter.convert(
+            trial: PhoneDropParsingTests.syntheticDrop(), app: "app-1", user: "b",
+            startTime: 1_726_598_000.5)
         let merged = RecordOrder.merged([a, b])
         #expect(merged.count == a.lines.count + b.lines.count)
         #expect(merged.filter { $0.contains(#""user":"a""#) } == a.lines)
@@ -107,16 +119,17 @@ struct TMDParsingTests {
         #expect(log.activities.map(\.percent) == [56, 100])
         #expect(log.stepCounts.map(\.ms) == [1500] && log.stepCounts.map(\.steps) == [1180])
         #expect(log.accelerations.count == 3)
-        #expect(log.badTimeLines == 2)      // -1903 and 12a
-        #expect(log.malformedLines == 1)    // "oops"
-        #expect(log.outOfOrderLines == 1)   // 1400 after 1500
+        #expect(log.badTimeLines == 2) // -1903 and 12a
+        #expect(log.malformedLines == 1) // "oops"
+        #expect(log.outOfOrderLines == 1) // 1400 after 1500
         #expect(log.ignoredSensors == ["": 1, "android.sensor.gyroscope": 1])
     }
 
     @Test func fileNamesGiveTheStartAndLabel() {
         let info = TMDConverter.fileInfo("sensorfile_Damiano_Car_1485092954647.csv.gz")
         #expect(info?.person == "Damiano" && info?.label == "Car" && info?.startMs == 1_485_092_954_647)
-        #expect(TMDConverter.fileInfo("sensorfile_Andrea_Carpineti_Bus_1482579574027.csv")?.person == "Andrea_Carpineti")
+        #expect(
+            TMDConverter.fileInfo("sensorfile_Andrea_Carpineti_Bus_1482579574027.csv")?.person == "Andrea_Carpineti")
         #expect(TMDConverter.fileInfo("Crashtest.tsv.gz") == nil)
         #expect(TMDConverter.fileInfo("sensorfile_x_Car_notatime.csv.gz") == nil)
     }
@@ -140,8 +153,9 @@ struct TMDParsingTests {
     }
 
     @Test func conversionIntegratesSpeedAndCutsImpacts() throws {
-        let recording = try TMDConverter.convert(text: Self.sample, fileName: "sensorfile_Test_Car_1485092954647.csv.gz",
-                                                 app: "app-1")
+        let recording = try TMDConverter.convert(
+            text: Self.sample, fileName: "sensorfile_Test_Car_1485092954647.csv.gz",
+            app: "app-1")
         #expect(recording.user == "Test_Car_1485092954647")
         #expect(recording.label == "Car")
         let objects = checkRecords(recording.lines, app: "app-1", user: "Test_Car_1485092954647")
@@ -166,7 +180,10 @@ struct TMDParsingTests {
         let impact = try #require(records(objects, kind: "impact").first)
         #expect(abs(double(impact, "peakG")! - 29.42 / 9.80665) < 0.001)
         #expect(abs(double(impact, "t")! - 1_485_092_956.047) < 0.0005)
-        #expect(recording.report.derived.contains { $0.contains("integrated from GPS speed") && $0.contains("no coordinates") })
+        #expect(
+            recording.report.derived.contains {
+                $0.contains("integrated from GPS speed") && $0.contains("no coordinates")
+            })
         #expect(recording.report.notes.contains { $0.contains("skipped 2 lines with a negative or unreadable time") })
     }
 
@@ -214,8 +231,9 @@ struct CBSParsingTests {
     }
 
     @Test func conversionWithDerivedActivity() throws {
-        let recording = try CBSConverter.convert(text: Self.sample, fileName: "ssi_open_geodata-Utrecht6-2024-06-18.csv.gz",
-                                                 deriveActivity: true)
+        let recording = try CBSConverter.convert(
+            text: Self.sample, fileName: "ssi_open_geodata-Utrecht6-2024-06-18.csv.gz",
+            deriveActivity: true)
         #expect(recording.user == "Utrecht6-2024-06-18")
         let objects = checkRecords(recording.lines, app: "recorded", user: "Utrecht6-2024-06-18")
         let locations = records(objects, kind: "location")
@@ -273,9 +291,11 @@ struct PhoneDropParsingTests {
             let t = Double(i) / 200
             samples.append(t < 2 ? 1 : t < 2.6 ? 0.05 : t < 2.62 ? 17 : 1)
         }
-        return PhoneDropTrial(name: "fall_99", kind: .drop, recordedStart: 1_726_598_003.904, samples: samples.enumerated().map {
-            PhoneDropTrial.Sample(t: Double($0.offset) / 200, x: 0, y: 0, z: $0.element)
-        })
+        return PhoneDropTrial(
+            name: "fall_99", kind: .drop, recordedStart: 1_726_598_003.904,
+            samples: samples.enumerated().map {
+                PhoneDropTrial.Sample(t: Double($0.offset) / 200, x: 0, y: 0, z: $0.element)
+            })
     }
 
     @Test func dropIsSplicedIntoAWalk() throws {
@@ -290,9 +310,11 @@ struct PhoneDropParsingTests {
         let locations = records(objects, kind: "location")
         #expect(locations.count > 100)
         #expect(locations.allSatisfy { (0...1.4).contains(double($0, "speed")!) })
-        #expect(locations.allSatisfy {
-            abs(double($0, "lat")! - PhoneDropConverter.place.lat) < 1e-4 && abs(double($0, "lon")! - PhoneDropConverter.place.lon) < 1e-4
-        })
+        #expect(
+            locations.allSatisfy {
+                abs(double($0, "lat")! - PhoneDropConverter.place.lat) < 1e-4
+                    && abs(double($0, "lon")! - PhoneDropConverter.place.lon) < 1e-4
+            })
         let steps = records(objects, kind: "steps").map { double($0, "steps")! }
         #expect(steps.count >= 3 && steps == steps.sorted())
         let activities = records(objects, kind: "activity").map { $0["activity"] as? String }

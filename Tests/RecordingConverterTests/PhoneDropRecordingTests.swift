@@ -64,12 +64,15 @@ struct PhoneDropRecordingTests {
             let objects = checkRecords(recording.lines, app: "recorded", user: trial.name)
             let impacts = records(objects, kind: "impact")
             let landing = impacts.filter { (10...30).contains(double($0, "peakG")!) }
-            #expect(!landing.isEmpty, "\(trial.name): an impact of 10–30 g among \(impacts.map { double($0, "peakG")! })")
+            #expect(
+                !landing.isEmpty, "\(trial.name): an impact of 10–30 g among \(impacts.map { double($0, "peakG")! })")
             guard let impact = landing.first else { continue }
-            #expect(Self.longestFreeFall(before: impactSamples(impact)) >= 0.3, "\(trial.name): free fall before the peak")
+            #expect(
+                Self.longestFreeFall(before: impactSamples(impact)) >= 0.3, "\(trial.name): free fall before the peak")
             let t = double(impact, "t")!
-            #expect(t > trial.recordedStart! && t < trial.recordedStart! + trial.samples.last!.t,
-                    "\(trial.name): the impact lies inside the trial's own time")
+            #expect(
+                t > trial.recordedStart! && t < trial.recordedStart! + trial.samples.last!.t,
+                "\(trial.name): the impact lies inside the trial's own time")
         }
     }
 
@@ -101,7 +104,10 @@ struct PhoneDropRecordingTests {
         let recording = PhoneDropConverter.convert(trial: trial, app: "app-1", user: "tester")
         let objects = checkRecords(recording.lines, app: "app-1", user: "tester")
         #expect(objects[0]["activityAvailable"] as? Bool == true && objects[0]["pedometerAvailable"] as? Bool == true)
-        #expect(records(objects, kind: "activity").map { $0["activity"] as? String } == ["walking", "stationary", "walking"])
+        #expect(
+            records(objects, kind: "activity").map { $0["activity"] as? String } == [
+                "walking", "stationary", "walking",
+            ])
         let locations = records(objects, kind: "location")
         let times = locations.map { double($0, "t")! }
         #expect(zip(times.dropFirst(), times).allSatisfy { abs($0 - $1 - 1) < 1e-6 }, "1 Hz fixes")

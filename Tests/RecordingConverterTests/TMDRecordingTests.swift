@@ -11,7 +11,9 @@ struct TMDRecordingTests {
     static let folder = "us-transportation-mode/raw"
 
     static func files(label: String) -> [URL] {
-        SharedData.files(in: folder, suffix: ".csv.gz").filter { TMDConverter.fileInfo($0.lastPathComponent)?.label == label }
+        SharedData.files(in: folder, suffix: ".csv.gz").filter {
+            TMDConverter.fileInfo($0.lastPathComponent)?.label == label
+        }
     }
 
     @Test func everyFileConvertsToValidRecords() throws {
@@ -23,8 +25,9 @@ struct TMDRecordingTests {
             #expect(recording.label == info.label)
             checkRecords(recording.lines, app: "recorded", user: recording.user)
             #expect(recording.report.text.contains("label \(info.label)"))
-            #expect(recording.report.notes.contains { $0.contains("negative or unreadable time") },
-                    "every log has sound lines with negative times, which are skipped and counted")
+            #expect(
+                recording.report.notes.contains { $0.contains("negative or unreadable time") },
+                "every log has sound lines with negative times, which are skipped and counted")
             // Gravity alone is 1 g: a summary far from it would mean the m/s² → g conversion is wrong.
             let accelerometer = try #require(recording.accelerometer)
             #expect(accelerometer.sampleCount > 900)
@@ -51,13 +54,17 @@ struct TMDRecordingTests {
             let lons = locations.compactMap { double($0, "lon") }
             #expect(lons == lons.sorted())
             let activities = records(objects, kind: "activity").compactMap { $0["activity"] as? String }
-            #expect(activities.allSatisfy { $0 == "automotive" || $0 == "unknown" }, "\(file.lastPathComponent): \(activities)")
-            automotiveHigh += records(objects, kind: "activity").filter {
-                $0["activity"] as? String == "automotive" && $0["confidence"] as? String == "high"
-            }.count
-            #expect(recording.report.derived.contains {
-                $0.contains("integrated from GPS speed along a fixed bearing") && $0.contains("no coordinates")
-            })
+            #expect(
+                activities.allSatisfy { $0 == "automotive" || $0 == "unknown" },
+                "\(file.lastPathComponent): \(activities)")
+            automotiveHigh +=
+                records(objects, kind: "activity").filter {
+                    $0["activity"] as? String == "automotive" && $0["confidence"] as? String == "high"
+                }.count
+            #expect(
+                recording.report.derived.contains {
+                    $0.contains("integrated from GPS speed along a fixed bearing") && $0.contains("no coordinates")
+                })
         }
         #expect(automotiveHigh >= 2, "the recogniser said vehicle with high confidence in the car logs")
     }
@@ -92,8 +99,9 @@ struct TMDRecordingTests {
 
     @Test func stillFileIsStationary() throws {
         let file = try #require(Self.files(label: "Still").first)
-        let objects = checkRecords(try RecordingConverter.tmd(file).lines, app: "recorded",
-                                   user: "Damiano_Still_1484659419340")
+        let objects = checkRecords(
+            try RecordingConverter.tmd(file).lines, app: "recorded",
+            user: "Damiano_Still_1484659419340")
         let activities = records(objects, kind: "activity")
         #expect(!activities.isEmpty && activities.allSatisfy { $0["activity"] as? String == "stationary" })
         #expect(records(objects, kind: "impact").isEmpty)

@@ -7,8 +7,10 @@ import Testing
 /// driving trips: at least 97 % of them covered for 90 % of their moving time, at most 2 % judged public transport
 /// (the targets, met: 110 covered, none judged bus or rail, README "Passengers"). Splits are not checked:
 /// two drives stand or crawl below walking pace for longer than the stop delay, which ends a GPS-only trip.
-@Suite(.enabled(if: SharedData.has(.envirocar),
-                "../shared/data/envirocar-car-tracks is absent: the enviroCar drive tests skipped"))
+@Suite(
+    .enabled(
+        if: SharedData.has(.envirocar),
+        "../shared/data/envirocar-car-tracks is absent: the enviroCar drive tests skipped"))
 struct EnvirocarDriveTests {
     static let movingSpeed = 2.0
     /// The 112 tracks' files, both folders.
@@ -20,16 +22,18 @@ struct EnvirocarDriveTests {
     @Test func theDrivesStayDrivingTripsCoveringTheirMovingTime() async throws {
         let files = Self.files
         #expect(files.count == 112)
-        var covered = 0, judgedTransit = 0, startErrors: [Double] = []
+        var covered = 0
+        var judgedTransit = 0
+        var startErrors: [Double] = []
         for file in files {
             let converted = try RecordingConverter.envirocar(file)
             let trips = await RealRecordingTests().replay(converted.lines).events.compactMap { event -> TripInfo? in
-                if case let .tripDidEnd(info) = event.body { info } else { nil }
+                if case .tripDidEnd(let info) = event.body { info } else { nil }
             }
             // Moving time: from each fix at walking pace or faster to the next fix.
             let fixes = converted.lines.compactMap { try? RecordDecoding.record(fromJSON: Array($0.utf8)) }
                 .compactMap { record -> (Double, Double)? in
-                    if case let .location(fix) = record.payload { (record.t, fix.speed ?? 0) } else { nil }
+                    if case .location(let fix) = record.payload { (record.t, fix.speed ?? 0) } else { nil }
                 }
             let moving = zip(fixes, fixes.dropFirst()).filter { $0.0.1 >= Self.movingSpeed }.map { ($0.0.0, $0.1.0) }
             let movingTime = moving.reduce(0) { $0 + $1.1 - $1.0 }
@@ -39,9 +43,13 @@ struct EnvirocarDriveTests {
             }
             if movingTime > 0, inTrips >= 0.9 * movingTime { covered += 1 }
             if trips.contains(where: { !$0.isDriving && $0.transportMode != .unknown }) { judgedTransit += 1 }
-            if let first = driving.first, let firstMoving = moving.first { startErrors.append(first.startDate - firstMoving.0) }
+            if let first = driving.first, let firstMoving = moving.first {
+                startErrors.append(first.startDate - firstMoving.0)
+            }
         }
-        print("enviroCar: \(covered) of \(files.count) drives covered by driving trips, \(judgedTransit) judged bus or rail")
+        print(
+            "enviroCar: \(covered) of \(files.count) drives covered by driving trips, \(judgedTransit) judged bus or rail"
+        )
         #expect(Double(covered) >= 0.97 * Double(files.count), "drives covered: \(covered)")
         #expect(Double(judgedTransit) <= 0.02 * Double(files.count), "drives judged public transport: \(judgedTransit)")
         let median = startErrors.sorted()[startErrors.count / 2]

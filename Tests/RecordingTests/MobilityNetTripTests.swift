@@ -7,8 +7,10 @@ import Testing
 /// scores them (README "MobilityNet whole journeys"): a leg is taken for driving when driving trips (car or
 /// unknown) cover at least half of it. The figures are today's, as floors and ceilings: a change that does worse
 /// fails here and has to say why.
-@Suite(.enabled(if: SharedData.has(.mobilitynet),
-                "../shared/data/mobilitynet-whole-journeys is absent (a clone outside the RoadSave workspace): skipped"))
+@Suite(
+    .enabled(
+        if: SharedData.has(.mobilitynet),
+        "../shared/data/mobilitynet-whole-journeys is absent (a clone outside the RoadSave workspace): skipped"))
 struct MobilityNetTripTests {
     static let transit: Set<String> = ["BUS", "TRAIN", "SUBWAY", "LIGHT_RAIL"]
     static let twoWheels: Set<String> = ["BICYCLING", "E_BIKE", "ESCOOTER"]
@@ -32,18 +34,21 @@ struct MobilityNetTripTests {
         for recording in recordings {
             let phoneRun = try #require(phoneRuns.first { $0.user == recording.user })
             let trips = await RealRecordingTests().replay(recording.lines).events.compactMap {
-                if case let .tripDidEnd(info) = $0.body { info } else { nil }
+                if case .tripDidEnd(let info) = $0.body { info } else { nil }
             }
             let fixTimes = recording.records.filter { $0.kind == .location }.map(\.t)
             for leg in legs where leg.spec == phoneRun.spec && leg.run == phoneRun.run {
                 func covered(_ chosen: [TripInfo]) -> Bool {
-                    let overlap = chosen.map { max(0, min($0.endDate, leg.end) - max($0.startDate, leg.start)) }.reduce(0, +)
+                    let overlap = chosen.map { max(0, min($0.endDate, leg.end) - max($0.startDate, leg.start)) }.reduce(
+                        0, +)
                     return overlap >= 0.5 * max(leg.end - leg.start, 1)
                 }
-                scored.append(Scored(leg: leg, phoneRun: phoneRun,
-                                     fixes: fixTimes.filter { leg.start <= $0 && $0 <= leg.end }.count,
-                                     takenForDriving: covered(trips.filter(\.isDriving)),
-                                     judgedTransit: covered(trips.filter { !$0.isDriving })))
+                scored.append(
+                    Scored(
+                        leg: leg, phoneRun: phoneRun,
+                        fixes: fixTimes.filter { leg.start <= $0 && $0 <= leg.end }.count,
+                        takenForDriving: covered(trips.filter(\.isDriving)),
+                        judgedTransit: covered(trips.filter { !$0.isDriving })))
             }
         }
         return scored

@@ -7,14 +7,16 @@ import Testing
 /// transport are chosen so that driving does not show them: every trip judged `bus` or `rail` must lie in a
 /// labelled public-transport ride, and the car recordings must stay driving. How many transit rides are caught is
 /// measured by `make quality`; here only a floor at today's count.
-@Suite(.enabled(if: SharedData.isAvailable,
-                "../shared/data is absent (a clone outside the RoadSave workspace): real-recording tests skipped"))
+@Suite(
+    .enabled(
+        if: SharedData.isAvailable,
+        "../shared/data is absent (a clone outside the RoadSave workspace): real-recording tests skipped"))
 struct PassengerRecordingTests {
     static let publicTransport: Set<String> = ["Bus", "Tram", "Metro", "Train", "Ferry"]
 
     func tripEnds(_ lines: [String]) async -> [TripInfo] {
         await RealRecordingTests().replay(lines).events.compactMap {
-            if case let .tripDidEnd(info) = $0.body { info } else { nil }
+            if case .tripDidEnd(let info) = $0.body { info } else { nil }
         }
     }
 
@@ -29,9 +31,11 @@ struct PassengerRecordingTests {
                 for trip in await tripEnds(converted.lines) where !trip.isDriving {
                     // A ride the diary has no journey for (one day's diary ends in a "stop" of four hours over which
                     // GPS travels 5 and 8 km) is neither right nor wrong: counted, not judged.
-                    guard converted.diarySegments.contains(where: {
-                        !$0.stop && $0.start <= trip.endDate && trip.startDate <= $0.end
-                    }) else {
+                    guard
+                        converted.diarySegments.contains(where: {
+                            !$0.stop && $0.start <= trip.endDate && trip.startDate <= $0.end
+                        })
+                    else {
                         unlabelled += 1
                         continue
                     }
@@ -41,8 +45,10 @@ struct PassengerRecordingTests {
                         .filter { !$0.stop && Self.publicTransport.contains($0.mode) }
                         .map { max(0, min($0.end + 60, trip.endDate) - max($0.start - 60, trip.startDate)) }
                         .reduce(0, +)
-                    #expect(inTransit >= 0.5 * trip.duration,
-                            "\(file.lastPathComponent): a \(trip.transportMode) trip (\(trip.transportReason)) from \(ISO8601.string(fromSeconds: trip.startDate)) is mostly outside public transport")
+                    #expect(
+                        inTransit >= 0.5 * trip.duration,
+                        "\(file.lastPathComponent): a \(trip.transportMode) trip (\(trip.transportReason)) from \(ISO8601.string(fromSeconds: trip.startDate)) is mostly outside public transport"
+                    )
                 }
             }
         }
@@ -60,7 +66,8 @@ struct PassengerRecordingTests {
         for file in files {
             // Their GPS is a speed line every 20 s or so: gaps that are the phone's usual interval are no tunnel.
             for trip in await tripEnds(try RecordingConverter.tmd(file).lines) {
-                #expect(trip.isDriving, "\(file.lastPathComponent): judged \(trip.transportMode) (\(trip.transportReason))")
+                #expect(
+                    trip.isDriving, "\(file.lastPathComponent): judged \(trip.transportMode) (\(trip.transportReason))")
             }
         }
     }

@@ -9,16 +9,18 @@ import Testing
 /// conversion's report says what it derived). These recordings hold no real crash and no driving trip with dense
 /// GPS, so they test what must NOT happen: no trip while walking or still, no crash while driving or riding a bus
 /// or train, no crash from any phone drop.
-@Suite(.enabled(if: SharedData.isAvailable,
-                "../shared/data is absent (a clone outside the RoadSave workspace): real-recording tests skipped"))
+@Suite(
+    .enabled(
+        if: SharedData.isAvailable,
+        "../shared/data is absent (a clone outside the RoadSave workspace): real-recording tests skipped"))
 struct RealRecordingTests {
     /// Events and platform calls of one replay.
     struct Outcome {
         var events: [RoadSaveEvent] = []
         var evaluations = 0
         var summary = Replayer.Summary()
-        var trips: [TripStartInfo] { events.compactMap { if case let .tripDidStart(i) = $0.body { i } else { nil } } }
-        var crashes: [CrashInfo] { events.compactMap { if case let .crashDetected(i) = $0.body { i } else { nil } } }
+        var trips: [TripStartInfo] { events.compactMap { if case .tripDidStart(let i) = $0.body { i } else { nil } } }
+        var crashes: [CrashInfo] { events.compactMap { if case .crashDetected(let i) = $0.body { i } else { nil } } }
     }
 
     /// Counts the evaluations the embedded platform is asked for.
@@ -36,7 +38,9 @@ struct RealRecordingTests {
     func replay(_ lines: [String]) async -> Outcome {
         let platform = CountingPlatform()
         let collected = EventBox()
-        let replayer = Replayer(platform: platform, log: Log(category: "test", minimumLevel: .error)) { collected.events.append($0) }
+        let replayer = Replayer(platform: platform, log: Log(category: "test", minimumLevel: .error)) {
+            collected.events.append($0)
+        }
         for (index, line) in lines.enumerated() {
             await replayer.feed(line: Array(line.utf8), number: index + 1)
             // Long CPU-bound loops give the 2-thread cooperative pool back now and then, so tests running beside
@@ -57,7 +61,9 @@ struct RealRecordingTests {
     static let transportationFiles = SharedData.files(in: "us-transportation-mode/raw", suffix: ".csv.gz")
 
     @Test func noTripWhileWalkingOrStill() async throws {
-        let files = Self.transportationFiles.filter { $0.lastPathComponent.contains("_Walking_") || $0.lastPathComponent.contains("_Still_") }
+        let files = Self.transportationFiles.filter {
+            $0.lastPathComponent.contains("_Walking_") || $0.lastPathComponent.contains("_Still_")
+        }
         #expect(files.count == 3)
         for file in files {
             let converted = try RecordingConverter.tmd(file)
@@ -127,7 +133,7 @@ struct RealRecordingTests {
                 tripsStarted += outcome.trips.count
                 let fixes = converted.lines.compactMap { try? RecordDecoding.record(fromJSON: Array($0.utf8)) }
                     .compactMap { record -> (Double, LocationFix)? in
-                        if case let .location(fix) = record.payload { (record.t, fix) } else { nil }
+                        if case .location(let fix) = record.payload { (record.t, fix) } else { nil }
                     }
                 for segment in converted.diarySegments where segment.stop || ["Walk", "Bike"].contains(segment.mode) {
                     // The diaries have labelling errors (SOURCE.txt: a 12.7 km "Walk"; one day's last "stop"
@@ -143,8 +149,11 @@ struct RealRecordingTests {
                     guard !mislabelled else { continue }
                     checkedSegments += 1
                     // Minute-resolution diary times: a minute's margin at each end.
-                    for trip in outcome.trips where trip.startDate > segment.start + 60 && trip.startDate < segment.end - 60 {
-                        Issue.record("\(file.lastPathComponent) (activity derived: \(deriveActivity)): trip at \(ISO8601.string(fromSeconds: trip.startDate)) during a \(segment.stop ? "stop" : segment.mode) segment")
+                    for trip in outcome.trips
+                    where trip.startDate > segment.start + 60 && trip.startDate < segment.end - 60 {
+                        Issue.record(
+                            "\(file.lastPathComponent) (activity derived: \(deriveActivity)): trip at \(ISO8601.string(fromSeconds: trip.startDate)) during a \(segment.stop ? "stop" : segment.mode) segment"
+                        )
                     }
                 }
                 #expect(outcome.crashes.isEmpty)
@@ -159,12 +168,16 @@ struct RealRecordingTests {
         let radians = Double.pi / 180
         let dLat = (b.latitude - a.latitude) * radians
         let dLon = (b.longitude - a.longitude) * radians
-        let h = sin(dLat / 2) * sin(dLat / 2) + cos(a.latitude * radians) * cos(b.latitude * radians) * sin(dLon / 2) * sin(dLon / 2)
+        let h =
+            sin(dLat / 2) * sin(dLat / 2) + cos(a.latitude * radians) * cos(b.latitude * radians) * sin(dLon / 2)
+            * sin(dLon / 2)
         return 2 * 6_371_008.8 * asin(min(1, h.squareRoot()))
     }
 
-    @Test(.enabled(if: SharedData.has(.envirocar) && SharedData.has(.emission),
-                   "envirocar-car-tracks or emission-activity-traces is not in ../shared/data: skipped"))
+    @Test(
+        .enabled(
+            if: SharedData.has(.envirocar) && SharedData.has(.emission),
+            "envirocar-car-tracks or emission-activity-traces is not in ../shared/data: skipped"))
     func carDrivesAndPhoneDaysPassValidationWithoutACrash() async throws {
         // enviroCar tracks (Contains enviroCar data (enviroCar.org), ODbL) and e-mission days have no accelerometer,
         // so nothing may reach the crash path; the replay checks every converted record against the service's rules.
@@ -206,13 +219,17 @@ enum CrashEngineProbe {
         _ = try? session.startMonitoring(at: t0, fetch: .fetched(settings))
         var actions: [DetectionAction] = []
         let device = DeviceID(app: "probe", user: "probe")
-        actions += session.handle(SensorRecord(device: device, t: t0, payload: .activity(ActivityObservation(.automotive, .high))))
+        actions += session.handle(
+            SensorRecord(device: device, t: t0, payload: .activity(ActivityObservation(.automotive, .high))))
         for second in 1...30 {
-            let fix = LocationFix(latitude: -33.9, longitude: 18.4 + Double(second) * 0.00015, speed: 14, horizontalAccuracy: 5)
+            let fix = LocationFix(
+                latitude: -33.9, longitude: 18.4 + Double(second) * 0.00015, speed: 14, horizontalAccuracy: 5)
             actions += session.handle(SensorRecord(device: device, t: t0 + Double(second), payload: .location(fix)))
         }
-        actions += session.handle(SensorRecord(device: device, t: t0 + 30.5,
-                                               payload: .impact(ImpactObservation(peakG: 40, durationMs: 10, samples: samples))))
+        actions += session.handle(
+            SensorRecord(
+                device: device, t: t0 + 30.5,
+                payload: .impact(ImpactObservation(peakG: 40, durationMs: 10, samples: samples))))
         actions += session.advance(to: t0 + 3600)
         return actions.contains { if case .crashDismissed(_, .freeFallBeforeImpact) = $0 { true } else { false } }
     }

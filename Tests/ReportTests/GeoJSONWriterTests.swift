@@ -1,5 +1,6 @@
 import RoadSaveModel
 import Testing
+
 @testable import Report
 
 struct GeoJSONWriterTests {
@@ -7,7 +8,7 @@ struct GeoJSONWriterTests {
         let text = GeoJSONWriter.featureCollection(reports)
         let value = try JSONParser.parse(text)
         #expect(value["type"] == .string("FeatureCollection"))
-        guard case let .array(features)? = value["features"] else {
+        guard case .array(let features)? = value["features"] else {
             Issue.record("no features array")
             return []
         }
@@ -15,10 +16,10 @@ struct GeoJSONWriterTests {
     }
 
     func coordinates(_ feature: JSONValue) -> [[Double]] {
-        guard case let .array(positions)? = feature["geometry"]?["coordinates"] else { return [] }
+        guard case .array(let positions)? = feature["geometry"]?["coordinates"] else { return [] }
         return positions.map { position in
-            guard case let .array(numbers) = position else { return [] }
-            return numbers.compactMap { if case let .number(n) = $0 { n } else { nil } }
+            guard case .array(let numbers) = position else { return [] }
+            return numbers.compactMap { if case .number(let n) = $0 { n } else { nil } }
         }
     }
 
@@ -41,7 +42,8 @@ struct GeoJSONWriterTests {
             }
             #expect(near(positions.first, track.first))
             #expect(near(positions.last, track.last))
-            #expect(positions.allSatisfy { $0.count == 2 && (-180...180).contains($0[0]) && (-90...90).contains($0[1]) })
+            #expect(
+                positions.allSatisfy { $0.count == 2 && (-180...180).contains($0[0]) && (-90...90).contains($0[1]) })
         }
     }
 
@@ -53,7 +55,9 @@ struct GeoJSONWriterTests {
         let brake = try #require(points.first)
         #expect(brake["geometry"]?["type"] == .string("Point"))
         #expect(brake["geometry"]?["coordinates"] == .array([.number(18.403), .number(-33.948)]))
-        #expect(brake["properties"]?["tripID"] == .string("trip-A") && brake["properties"]?["eventKind"] == .string("hardBraking"))
+        #expect(
+            brake["properties"]?["tripID"] == .string("trip-A")
+                && brake["properties"]?["eventKind"] == .string("hardBraking"))
         #expect(brake["properties"]?["severity"] == .string("severe") && brake["properties"]?["peak"] == .number(-4.75))
     }
 

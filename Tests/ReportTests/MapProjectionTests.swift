@@ -1,4 +1,5 @@
 import Testing
+
 @testable import Report
 
 struct MapProjectionTests {
@@ -63,7 +64,7 @@ struct MapProjectionTests {
 }
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif

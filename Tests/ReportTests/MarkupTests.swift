@@ -1,9 +1,11 @@
 import Testing
+
 @testable import Report
 
 struct MarkupTests {
     @Test func escapesEverythingThatCouldOpenMarkup() {
-        #expect(Markup.escape("<script>alert('x')</script> & \"q\"")
+        #expect(
+            Markup.escape("<script>alert('x')</script> & \"q\"")
                 == "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; &quot;q&quot;")
     }
 
@@ -16,7 +18,9 @@ struct MarkupTests {
         #expect(Markup.number(12.34) == "12.3")
         #expect(Markup.number(-0.04) == "0" || Markup.number(-0.04) == "-0")
         #expect(Markup.number(480) == "480")
-        #expect(Markup.points([(1, 2), (3.25, 4.75)]) == "1,2 3.3,4.8" || Markup.points([(1, 2), (3.25, 4.75)]) == "1,2 3.2,4.8")
+        #expect(
+            Markup.points([(1, 2), (3.25, 4.75)]) == "1,2 3.3,4.8"
+                || Markup.points([(1, 2), (3.25, 4.75)]) == "1,2 3.2,4.8")
         // 2026-03-02T06:31:05.123Z
         let t = 1_772_433_065.123
         #expect(Markup.clock(t) == "06:31")

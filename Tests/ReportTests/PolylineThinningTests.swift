@@ -1,5 +1,6 @@
 import GatewayKit
 import Testing
+
 @testable import Report
 
 struct PolylineThinningTests {
@@ -38,7 +39,8 @@ struct PolylineThinningTests {
         #expect(kept.count < points.count / 20)
         for (a, b) in zip(kept, kept.dropFirst()) {
             for index in a...b {
-                let distance = PolylineThinning.squaredDistance(points[index], toSegment: points[a], points[b]).squareRoot()
+                let distance = PolylineThinning.squaredDistance(points[index], toSegment: points[a], points[b])
+                    .squareRoot()
                 #expect(distance <= 0.5 + 1e-9)
                 if distance > 0.5 + 1e-9 { return }
             }
@@ -46,9 +48,8 @@ struct PolylineThinningTests {
     }
 }
 
-
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif

@@ -1,5 +1,6 @@
 import RoadSaveModel
 import Testing
+
 @testable import Report
 
 struct ReportCollectorTests {
@@ -26,7 +27,9 @@ struct ReportCollectorTests {
         let open = report.trips.last!
         #expect(open.tripID == "trip-C" && open.info == nil)
         #expect(open.endDate(lastSeen: report.lastSeen) == Fixture.t0 + 3000)
-        #expect(report.track(of: open).map(\.t) == stride(from: Fixture.t0 + 2800, through: Fixture.t0 + 3000, by: 10).map { $0 })
+        #expect(
+            report.track(of: open).map(\.t)
+                == stride(from: Fixture.t0 + 2800, through: Fixture.t0 + 3000, by: 10).map { $0 })
     }
 
     @Test func anEndWithoutItsStartIsATripToo() {
@@ -44,8 +47,11 @@ struct ReportCollectorTests {
         let d = Fixture.device
         for t in [30.0, 10, 20, 10, 40] { collector.add(Fixture.fix(d, Fixture.t0 + t, -33.9, 18.4 + t / 1e4)) }
         // An invalid fix (negative accuracy) is no position.
-        collector.add(SensorRecord(device: d, t: Fixture.t0 + 50, payload: .location(
-            LocationFix(latitude: 0, longitude: 0, horizontalAccuracy: -1))))
+        collector.add(
+            SensorRecord(
+                device: d, t: Fixture.t0 + 50,
+                payload: .location(
+                    LocationFix(latitude: 0, longitude: 0, horizontalAccuracy: -1))))
         let report = collector.reports()[0]
         #expect(report.track.map { $0.t - Fixture.t0 } == [10, 20, 30, 40])
         #expect(report.records == 6)
@@ -79,10 +85,16 @@ struct ReportCollectorTests {
         #expect(report.activities.last?.end == Fixture.t0 + 3000)
         for (a, b) in zip(report.activities, report.activities.dropFirst()) { #expect(a.end == b.start) }
         // The same activity at another confidence is another span.
-        let spans = ActivitySpan.spans(from: [(0, ActivityObservation(.walking, .high)), (5, ActivityObservation(.walking, .high)),
-                                              (10, ActivityObservation(.walking, .low))], until: 20)
-        #expect(spans == [ActivitySpan(start: 0, end: 10, activity: .walking, confidence: .high),
-                          ActivitySpan(start: 10, end: 20, activity: .walking, confidence: .low)])
+        let spans = ActivitySpan.spans(
+            from: [
+                (0, ActivityObservation(.walking, .high)), (5, ActivityObservation(.walking, .high)),
+                (10, ActivityObservation(.walking, .low)),
+            ], until: 20)
+        #expect(
+            spans == [
+                ActivitySpan(start: 0, end: 10, activity: .walking, confidence: .high),
+                ActivitySpan(start: 10, end: 20, activity: .walking, confidence: .low),
+            ])
     }
 
     @Test func onlyTheUsersAskedForAreKept() {

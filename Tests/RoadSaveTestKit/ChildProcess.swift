@@ -1,14 +1,15 @@
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
-import SystemKit
+    import Glibc
+    import SystemKit
 #endif
 
 /// A process of its own (a service, `roadsave`, a Python client), with its standard output and error read by two
 /// threads as they come, line by line, each line stamped with the monotonic time it was read. Stopped with SIGKILL by
 /// `kill()` (tests call it in a `defer`), or with any signal by `signal(_:)`. Waiting is done with `Task.sleep` polls
 /// with a bound, so no thread of Swift's cooperative pool blocks on a child and a hung child cannot hang the run.
-public final class ChildProcess: @unchecked Sendable {  // Sendable: outputs are behind `Locked`; Process is thread-safe
+public final class ChildProcess: @unchecked Sendable { // Sendable: outputs are behind `Locked`; Process is thread-safe
     public struct Line: Sendable {
         public let time: Double
         public let text: String
@@ -32,21 +33,28 @@ public final class ChildProcess: @unchecked Sendable {  // Sendable: outputs are
     /// `environment` is added to this process's environment less every `ROADSAVE_*` variable of the caller's (so a
     /// developer's settings cannot leak into a test). `input`, when given, is written to its standard input, which is
     /// then closed.
-    public convenience init(name: String, executable: URL, arguments: [String], environment: [String: String] = [:],
-                            input: Data? = nil) throws {
-        try self.init(name: name, executable: executable, arguments: arguments,
-                      exactEnvironment: Self.environment(adding: environment), input: input)
+    public convenience init(
+        name: String, executable: URL, arguments: [String], environment: [String: String] = [:],
+        input: Data? = nil
+    ) throws {
+        try self.init(
+            name: name, executable: executable, arguments: arguments,
+            exactEnvironment: Self.environment(adding: environment), input: input)
     }
 
     /// Started with exactly `exactEnvironment`.
-    public init(name: String, executable: URL, arguments: [String], exactEnvironment: [String: String],
-                input: Data? = nil) throws {
+    public init(
+        name: String, executable: URL, arguments: [String], exactEnvironment: [String: String],
+        input: Data? = nil
+    ) throws {
         self.name = name
         self.arguments = arguments
         process.executableURL = executable
         process.arguments = arguments
         process.environment = exactEnvironment
-        let out = Pipe(), err = Pipe(), stdin = Pipe()
+        let out = Pipe()
+        let err = Pipe()
+        let stdin = Pipe()
         process.standardOutput = out
         process.standardError = err
         process.standardInput = input == nil ? FileHandle.nullDevice : stdin
@@ -67,8 +75,9 @@ public final class ChildProcess: @unchecked Sendable {  // Sendable: outputs are
 
     /// A Python script, run by the `python3` on the PATH.
     public static func python(_ script: URL, _ arguments: [String], name: String? = nil) throws -> ChildProcess {
-        try ChildProcess(name: name ?? script.lastPathComponent, executable: Executables.env,
-                         arguments: ["python3", script.path] + arguments)
+        try ChildProcess(
+            name: name ?? script.lastPathComponent, executable: Executables.env,
+            arguments: ["python3", script.path] + arguments)
     }
 
     private func read(_ handle: FileHandle, toStandardOutput: Bool) {
@@ -82,7 +91,9 @@ public final class ChildProcess: @unchecked Sendable {  // Sendable: outputs are
             while true {
                 let chunk = handle.availableData
                 if chunk.isEmpty { break }
-                output.withLock { if toStandardOutput { $0.stdoutBytes.append(chunk) } else { $0.stderrBytes.append(chunk) } }
+                output.withLock {
+                    if toStandardOutput { $0.stdoutBytes.append(chunk) } else { $0.stderrBytes.append(chunk) }
+                }
                 partial.append(chunk)
                 while let newline = partial.firstIndex(of: 0x0A) {
                     append(partial[partial.startIndex..<newline])
@@ -110,7 +121,8 @@ public final class ChildProcess: @unchecked Sendable {  // Sendable: outputs are
     /// The JSON values printed on standard output, one a line, with the time each was read.
     public var jsonLines: [(time: Double, value: Any)] {
         stdout.compactMap { line in
-            guard let value = try? JSONSerialization.jsonObject(with: Data(line.text.utf8), options: [.fragmentsAllowed])
+            guard
+                let value = try? JSONSerialization.jsonObject(with: Data(line.text.utf8), options: [.fragmentsAllowed])
             else { return nil }
             return (line.time, value)
         }
@@ -156,7 +168,9 @@ public final class ChildProcess: @unchecked Sendable {  // Sendable: outputs are
     /// The last lines of both outputs, for failure messages.
     public func tail(_ count: Int = 25) -> String {
         let lines = output.current
-        let text = (lines.stdout.suffix(count).map { "  out: " + $0.text } + lines.stderr.suffix(count).map { "  err: " + $0.text })
+        let text =
+            (lines.stdout.suffix(count).map { "  out: " + $0.text }
+                + lines.stderr.suffix(count).map { "  err: " + $0.text })
         let state = process.isRunning ? "running" : "ended (\(process.terminationStatus))"
         return "--- \(name) [\(state)]\n" + text.map { String($0.prefix(400)) }.joined(separator: "\n")
     }

@@ -6,9 +6,12 @@ public enum Executables {
     /// inside the .xctest bundle, so a few folders up), else `.build/debug`.
     public static let folder: URL = {
         if let path = ProcessInfo.processInfo.environment["ROADSAVE_BIN_DIR"] { return URL(fileURLWithPath: path) }
-        var folder = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
+        var folder = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+            .deletingLastPathComponent()
         for _ in 0..<4 {
-            if FileManager.default.isExecutableFile(atPath: folder.appendingPathComponent("roadsave").path) { return folder }
+            if FileManager.default.isExecutableFile(atPath: folder.appendingPathComponent("roadsave").path) {
+                return folder
+            }
             folder = folder.deletingLastPathComponent()
         }
         return TestPaths.repository.appendingPathComponent(".build/debug")

@@ -12,9 +12,12 @@ public struct KeyFolder: Sendable {
     /// A new folder named `prefix-…` with a key pair for each of `servers` (the first is `serverSecret`'s), then one
     /// for each of `clients` (a name and its keygen options: `--role`, `--apps`), and `allow.txt` listing the clients
     /// named in `listing` (every client when nil; none, and no file, when empty).
-    public init(prefix: String = "roadsave-curve", servers: [String], clients: [(name: String, options: [String])] = [],
-                listing: [String]? = nil) async throws {
-        folder = FileManager.default.temporaryDirectory.appendingPathComponent("\(prefix)-\(UUID().uuidString.prefix(8))")
+    public init(
+        prefix: String = "roadsave-curve", servers: [String], clients: [(name: String, options: [String])] = [],
+        listing: [String]? = nil
+    ) async throws {
+        folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "\(prefix)-\(UUID().uuidString.prefix(8))")
         server = servers.first
         for name in servers {
             _ = try await Self.keygen([name, "--directory", folder.path])
@@ -41,8 +44,9 @@ public struct KeyFolder: Sendable {
 
     /// Writes `allow.txt`: the lines of `names`, in that order.
     public func writeAllowList(_ names: [String]) throws {
-        try (names.compactMap { lines[$0] }.joined(separator: "\n") + "\n").write(toFile: allowList, atomically: true,
-                                                                                   encoding: .utf8)
+        try (names.compactMap { lines[$0] }.joined(separator: "\n") + "\n").write(
+            toFile: allowList, atomically: true,
+            encoding: .utf8)
     }
 
     public func remove() { try? FileManager.default.removeItem(at: folder) }
@@ -56,7 +60,8 @@ public struct KeyFolder: Sendable {
 
     /// `roadsave keygen ARGUMENTS`, which must exit 0 within 20 s; its standard output's lines.
     public static func keygen(_ arguments: [String]) async throws -> [String] {
-        let child = try ChildProcess(name: "roadsave", executable: Executables.named("roadsave"), arguments: ["keygen"] + arguments)
+        let child = try ChildProcess(
+            name: "roadsave", executable: Executables.named("roadsave"), arguments: ["keygen"] + arguments)
         defer { child.kill() }
         let status = await child.waitForExit(timeout: 20)
         #expect(status == 0, "\(child.tail())")

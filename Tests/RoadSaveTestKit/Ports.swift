@@ -1,7 +1,8 @@
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
-import SystemKit
+    import Glibc
+    import SystemKit
 #endif
 
 /// Free TCP ports on loopback, random in 20000…32000, below the kernel's ephemeral range (32768 and up) where
@@ -49,8 +50,10 @@ public enum Ports {
     }
 
     /// A fresh TCP socket and the address 127.0.0.1:port, closed after `body`.
-    private static func withLoopbackSocket(_ port: Int,
-                                           _ body: (Int32, UnsafePointer<sockaddr>, socklen_t) -> Bool) -> Bool {
+    private static func withLoopbackSocket(
+        _ port: Int,
+        _ body: (Int32, UnsafePointer<sockaddr>, socklen_t) -> Bool
+    ) -> Bool {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { return false }
         defer { close(fd) }
@@ -59,7 +62,9 @@ public enum Ports {
         address.sin_port = in_port_t(UInt16(port).bigEndian)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                body(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
     }
 }

@@ -24,14 +24,18 @@ public struct ProcessResult: Sendable {
 extension ChildProcess {
     /// Runs `executable ARGUMENTS` to its end with exactly `environment` (this process's when nil) and collects both
     /// outputs. Killed after `limit` seconds, a bound on a hang (then it throws), not a timing.
-    public static func run(_ executable: URL, _ arguments: [String], input: Data? = nil,
-                           environment: [String: String]? = nil, limit: Double = 60) async throws -> ProcessResult {
-        let child = try ChildProcess(name: executable.lastPathComponent, executable: executable, arguments: arguments,
-                                     exactEnvironment: environment ?? ProcessInfo.processInfo.environment, input: input)
+    public static func run(
+        _ executable: URL, _ arguments: [String], input: Data? = nil,
+        environment: [String: String]? = nil, limit: Double = 60
+    ) async throws -> ProcessResult {
+        let child = try ChildProcess(
+            name: executable.lastPathComponent, executable: executable, arguments: arguments,
+            exactEnvironment: environment ?? ProcessInfo.processInfo.environment, input: input)
         defer { child.kill() }
         guard let status = await child.waitForExit(timeout: limit) else {
-            throw TestFailure("\(executable.lastPathComponent) \(arguments.joined(separator: " ")) still running after "
-                              + "\(limit) s\nstderr: \(child.stderrText)")
+            throw TestFailure(
+                "\(executable.lastPathComponent) \(arguments.joined(separator: " ")) still running after "
+                    + "\(limit) s\nstderr: \(child.stderrText)")
         }
         return ProcessResult(status: status, stdout: child.stdoutText, stderr: child.stderrText)
     }

@@ -4,7 +4,8 @@ import Foundation
 /// reach their fixtures and helper scripts whatever folder they are run from.
 public enum TestPaths {
     /// The repository root.
-    public static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    public static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .deletingLastPathComponent()
         .deletingLastPathComponent()
 
     /// `Tests/`.

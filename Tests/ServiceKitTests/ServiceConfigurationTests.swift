@@ -1,17 +1,22 @@
 import Foundation
 import RoadSaveModel
-@testable import ServiceKit
 import Testing
 
+@testable import ServiceKit
+
 @Suite struct ServiceConfigurationTests {
-    static let endpoint = Setting<String>(flag: "--endpoint", environment: "T_ENDPOINT", key: "endpoint", default: "tcp://*:1",
-                                          help: "e")
-    static let secret = Setting<String?>.text(flag: "--secret", environment: "T_SECRET", key: "secret", help: "s", secret: true)
-    static let verbose = Setting<Bool>(flag: "--verbose", environment: "T_VERBOSE", key: "verbose", help: "v", switch: true)
+    static let endpoint = Setting<String>(
+        flag: "--endpoint", environment: "T_ENDPOINT", key: "endpoint", default: "tcp://*:1",
+        help: "e")
+    static let secret = Setting<String?>.text(
+        flag: "--secret", environment: "T_SECRET", key: "secret", help: "s", secret: true)
+    static let verbose = Setting<Bool>(
+        flag: "--verbose", environment: "T_VERBOSE", key: "verbose", help: "v", switch: true)
     let specs: [any AnySetting] = [Self.endpoint, Self.secret, Self.verbose]
 
     func file(_ json: String) throws -> String {
-        let url = FileManager.default.temporaryDirectory.appendingPathComponent("roadsave-config-\(UUID().uuidString).json")
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "roadsave-config-\(UUID().uuidString).json")
         try json.write(to: url, atomically: false, encoding: .utf8)
         return url.path
     }
@@ -21,11 +26,13 @@ import Testing
         defer { try? FileManager.default.removeItem(atPath: path) }
         let onlyFile = try ServiceConfiguration(specs: specs, arguments: ["--config", path], environment: [:])
         #expect(try onlyFile.value(Self.endpoint) == "tcp://file:3")
-        let environment = try ServiceConfiguration(specs: specs, arguments: ["--config", path],
-                                                   environment: ["T_ENDPOINT": "tcp://env:2"])
+        let environment = try ServiceConfiguration(
+            specs: specs, arguments: ["--config", path],
+            environment: ["T_ENDPOINT": "tcp://env:2"])
         #expect(try environment.value(Self.endpoint) == "tcp://env:2")
-        let flag = try ServiceConfiguration(specs: specs, arguments: ["--config", path, "--endpoint", "tcp://flag:1"],
-                                            environment: ["T_ENDPOINT": "tcp://env:2"])
+        let flag = try ServiceConfiguration(
+            specs: specs, arguments: ["--config", path, "--endpoint", "tcp://flag:1"],
+            environment: ["T_ENDPOINT": "tcp://env:2"])
         #expect(try flag.value(Self.endpoint) == "tcp://flag:1")
         let defaults = try ServiceConfiguration(specs: specs, arguments: [], environment: [:])
         #expect(try defaults.value(Self.endpoint) == "tcp://*:1")
@@ -35,8 +42,9 @@ import Testing
     }
 
     @Test func secretsAreMaskedInTheDescription() throws {
-        let configuration = try ServiceConfiguration(specs: specs, arguments: ["--secret", "a-very-long-shared-secret"],
-                                                     environment: [:])
+        let configuration = try ServiceConfiguration(
+            specs: specs, arguments: ["--secret", "a-very-long-shared-secret"],
+            environment: [:])
         let text = configuration.describe()
         #expect(!text.contains("a-very-long-shared-secret"))
         #expect(text.contains("secret=a-…et (flag)"))

@@ -23,14 +23,16 @@ import Testing
                 for drive in device.drives where drive.end - drive.start > 120 {
                     let automotive = records.filter { $0.activity == "automotive" && $0.t >= drive.start }
                     guard let firstHigh = automotive.first(where: { $0.confidence == "high" }),
-                          let first = automotive.first else {
+                        let first = automotive.first
+                    else {
                         Issue.record("\(device.user): no automotive high during the drive")
                         continue
                     }
                     #expect(first.confidence == "medium")
                     #expect(first.t - drive.start >= 3 && first.t - drive.start <= 10)
-                    #expect(firstHigh.t - drive.start >= 15 && firstHigh.t - drive.start <= 45,
-                            "\(device.user): high after \(firstHigh.t - drive.start) s")
+                    #expect(
+                        firstHigh.t - drive.start >= 15 && firstHigh.t - drive.start <= 45,
+                        "\(device.user): high after \(firstHigh.t - drive.start) s")
                     checked += 1
                 }
             }
@@ -47,9 +49,10 @@ import Testing
                 }
                 // At least one red light and the final stop at the car park.
                 #expect(pairs.count >= 2, "\(device.user) \(device.scenario)")
-                #expect(pairs.allSatisfy { pair in
-                    device.drives.contains { pair.0.t >= $0.start && pair.0.t <= $0.end + 120 }
-                })
+                #expect(
+                    pairs.allSatisfy { pair in
+                        device.drives.contains { pair.0.t >= $0.start && pair.0.t <= $0.end + 120 }
+                    })
             }
         }
     }
@@ -71,8 +74,9 @@ import Testing
             let matching = samples.filter { $0.activity == activity && $0.confidence == "high" }
             // Stops at crossings, red lights and bus stops are reported as stationary now and then.
             let share = ["walking": 0.8, "running": 0.8, "cycling": 0.7, "bus": 0.5][mode]!
-            #expect(Double(matching.count) >= Double(samples.count) * share,
-                    "\(scenario): \(samples.map { "\($0.activity!) \($0.confidence!)" })")
+            #expect(
+                Double(matching.count) >= Double(samples.count) * share,
+                "\(scenario): \(samples.map { "\($0.activity!) \($0.confidence!)" })")
         }
     }
 
@@ -80,8 +84,11 @@ import Testing
         let device = try #require(Fixture.mix.devices("parked").first)
         let records = Self.activities(Fixture.mix, device)
         #expect(records.count >= 10)
-        #expect(records.allSatisfy { ($0.activity == "stationary" && $0.confidence == "high")
-                || ($0.activity == "unknown" && $0.confidence == "low") })
+        #expect(
+            records.allSatisfy {
+                ($0.activity == "stationary" && $0.confidence == "high")
+                    || ($0.activity == "unknown" && $0.confidence == "low")
+            })
         // Refreshed every 60–120 s while unchanged.
         let gaps = zip(records, records.dropFirst()).map { $1.t - $0.t }
         #expect(gaps.allSatisfy { $0 <= 121 })

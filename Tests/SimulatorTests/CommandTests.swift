@@ -8,8 +8,10 @@ import Testing
     @Test func helpExitsZero() {
         #expect(SimulateCommand.run(["--help"]) == 0)
         #expect(SimulateCommand.run(["-h"]) == 0)
-        for flag in ["--devices", "--seed", "--start", "--duration", "--scenario", "--crashes", "--app", "--origin",
-                     "--disorder", "--output", "--truth", "--driving-style"] {
+        for flag in [
+            "--devices", "--seed", "--start", "--duration", "--scenario", "--crashes", "--app", "--origin",
+            "--disorder", "--output", "--truth", "--driving-style",
+        ] {
             #expect(SimulateCommand.usage.contains(flag))
         }
     }
@@ -26,22 +28,28 @@ import Testing
 
     @Test func writesRecordsAndTruthFiles() throws {
         let directory = FileManager.default.temporaryDirectory
-            .appendingPathComponent("simulate-\(ProcessInfo.processInfo.processIdentifier)-\(UInt32.random(in: 0...UInt32.max))")
+            .appendingPathComponent(
+                "simulate-\(ProcessInfo.processInfo.processIdentifier)-\(UInt32.random(in: 0...UInt32.max))")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let output = directory.appendingPathComponent("records.ndjson").path
         let truthPath = directory.appendingPathComponent("truth.json").path
 
-        let status = SimulateCommand.run(["--devices", "2", "--seed", "5", "--duration", "6", "--start",
-                                          "2026-03-02T06:30:00Z", "--scenario", "commute", "--app", "fleet-7",
-                                          "--origin", "-26.2041,28.0473", "--output", output, "--truth", truthPath])
+        let status = SimulateCommand.run([
+            "--devices", "2", "--seed", "5", "--duration", "6", "--start",
+            "2026-03-02T06:30:00Z", "--scenario", "commute", "--app", "fleet-7",
+            "--origin", "-26.2041,28.0473", "--output", output, "--truth", truthPath,
+        ])
         #expect(status == 0)
         let written = try String(contentsOfFile: output, encoding: .utf8)
-        let expected = simulate(SimulationOptions(devices: 2, seed: 5, start: 1_772_433_000, durationMinutes: 6,
-                                                  scenario: "commute", app: "fleet-7",
-                                                  origin: Coordinate(latitude: -26.2041, longitude: 28.0473)))
+        let expected = simulate(
+            SimulationOptions(
+                devices: 2, seed: 5, start: 1_772_433_000, durationMinutes: 6,
+                scenario: "commute", app: "fleet-7",
+                origin: Coordinate(latitude: -26.2041, longitude: 28.0473)))
         #expect(written == expected.lines.joined(separator: "\n") + "\n")
-        let truth = try JSONDecoder().decode([ScenarioTruth].self, from: Data(contentsOf: URL(fileURLWithPath: truthPath)))
+        let truth = try JSONDecoder().decode(
+            [ScenarioTruth].self, from: Data(contentsOf: URL(fileURLWithPath: truthPath)))
         #expect(truth == expected.truth)
         #expect(truth.map(\.user) == ["user-001", "user-002"])
         #expect(expected.lines.first?.contains("\"app\":\"fleet-7\"") == true)
@@ -81,9 +89,12 @@ import Testing
         let truth = Fixture.crashes.truth
         let object = try #require(try JSONSerialization.jsonObject(with: truthJSON(truth)) as? [[String: Any]])
         let first = try #require(object.first)
-        for key in ["app", "user", "device", "scenario", "drivingStyle", "manoeuvres", "activityAvailable", "pedometerAvailable", "firstRecordT",
-                    "lastRecordT", "drives", "otherLegs", "crashes", "drops", "bumps", "hardBrakes", "impacts",
-                    "gpsOutliers", "invalidFixes", "totalSteps"] {
+        for key in [
+            "app", "user", "device", "scenario", "drivingStyle", "manoeuvres", "activityAvailable",
+            "pedometerAvailable", "firstRecordT",
+            "lastRecordT", "drives", "otherLegs", "crashes", "drops", "bumps", "hardBrakes", "impacts",
+            "gpsOutliers", "invalidFixes", "totalSteps",
+        ] {
             #expect(first[key] != nil, "missing \(key)")
         }
         let drive = try #require((first["drives"] as? [[String: Any]])?.first)

@@ -27,8 +27,9 @@ import Testing
     }
 
     @Test func startTimeAndOriginAreOptions() throws {
-        let options = SimulationOptions(devices: 1, seed: 4, start: 1_800_000_000, durationMinutes: 3, scenario: "parked",
-                                        origin: Coordinate(latitude: 51.5, longitude: -0.12))
+        let options = SimulationOptions(
+            devices: 1, seed: 4, start: 1_800_000_000, durationMinutes: 3, scenario: "parked",
+            origin: Coordinate(latitude: 51.5, longitude: -0.12))
         let run = Run(options)
         let first = try #require(run.records.first)
         #expect(first.t >= 1_800_000_000 && first.t < 1_800_000_000 + 180)
@@ -42,6 +43,7 @@ import Testing
         #expect(Set(scenarios) == Set(SimulationOptions.mixScenarioNames))
         #expect(!scenarios.contains("crash"))
         // Deterministic from the seed.
-        #expect(simulate(SimulationOptions(devices: 11, seed: 7, durationMinutes: 1)).truth.map(\.scenario) == scenarios)
+        #expect(
+            simulate(SimulationOptions(devices: 11, seed: 7, durationMinutes: 1)).truth.map(\.scenario) == scenarios)
     }
 }

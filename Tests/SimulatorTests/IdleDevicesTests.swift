@@ -23,7 +23,7 @@ import Testing
         #expect(byUser["idle-0000001"] != nil && byUser["idle-0001000"] != nil)
         for (user, sent) in byUser {
             #expect(sent.map(\.seq) == [0, 1], "\(user)")
-            guard case .capabilities = sent[0].payload, case let .location(fix) = sent[1].payload else {
+            guard case .capabilities = sent[0].payload, case .location(let fix) = sent[1].payload else {
                 Issue.record("\(user): \(sent.map(\.payload))")
                 continue
             }
@@ -31,7 +31,8 @@ import Testing
             #expect(abs(sent[1].t - sent[0].t - 0.2) < 0.001)
         }
         // Announced evenly over the run, and the whole output in time order.
-        let first = idle.map(\.t).min()!, last = idle.map(\.t).max()!
+        let first = idle.map(\.t).min()!
+        let last = idle.map(\.t).max()!
         #expect(first == Self.options.start)
         #expect(last > Self.options.start + 9 * 60 && last < Self.options.start + 10 * 60)
         #expect(zip(records, records.dropFirst()).allSatisfy { $0.t <= $1.t })
@@ -47,12 +48,18 @@ import Testing
 
     @Test func theCommandWritesTheSameAndRefusesBadCombinations() throws {
         let path = FileManager.default.temporaryDirectory
-            .appendingPathComponent("idle-\(ProcessInfo.processInfo.processIdentifier)-\(UInt32.random(in: 0...UInt32.max)).ndjson").path
+            .appendingPathComponent(
+                "idle-\(ProcessInfo.processInfo.processIdentifier)-\(UInt32.random(in: 0...UInt32.max)).ndjson"
+            ).path
         defer { try? FileManager.default.removeItem(atPath: path) }
-        #expect(SimulateCommand.run(["--devices", "3", "--seed", "11", "--duration", "10", "--idle-devices", "40",
-                                     "--output", path]) == 0)
+        #expect(
+            SimulateCommand.run([
+                "--devices", "3", "--seed", "11", "--duration", "10", "--idle-devices", "40",
+                "--output", path,
+            ]) == 0)
         let written = try String(contentsOfFile: path, encoding: .utf8)
-        #expect(written == simulate(Self.options, idle: IdleDeviceOptions(count: 40)).lines.joined(separator: "\n") + "\n")
+        #expect(
+            written == simulate(Self.options, idle: IdleDeviceOptions(count: 40)).lines.joined(separator: "\n") + "\n")
         #expect(SimulateCommand.usage.contains("--idle-devices"))
         #expect(SimulateCommand.run(["--idle-devices", "many"]) == 2)
         #expect(SimulateCommand.run(["--idle-devices", "-1"]) == 2)

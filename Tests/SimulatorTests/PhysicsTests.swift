@@ -16,7 +16,8 @@ import Testing
                 let crashes = device.crashes.map(\.t)
                 let fixes = goodFixes(run, device)
                 for (a, b) in zip(fixes, fixes.dropFirst()) where b.ms - a.ms == 1000 {
-                    guard a.speed! >= 0, b.speed! >= 0, !crashes.contains(where: { a.t >= $0 - 1.5 && a.t < $0 + 5 }) else {
+                    guard a.speed! >= 0, b.speed! >= 0, !crashes.contains(where: { a.t >= $0 - 1.5 && a.t < $0 + 5 })
+                    else {
                         continue
                     }
                     let acceleration = b.speed! - a.speed!
@@ -51,7 +52,8 @@ import Testing
 
     @Test func legsCoverTheirDistanceAtTheirSpeeds() {
         let limits: [String: (low: Double, high: Double)] = [
-            "walking": (1.2, 1.6), "running": (2.5, 3.5), "cycling": (5.0, 6.0), "bus": (0, 50 / 3.6), "car": (0, 120 / 3.6),
+            "walking": (1.2, 1.6), "running": (2.5, 3.5), "cycling": (5.0, 6.0), "bus": (0, 50 / 3.6),
+            "car": (0, 120 / 3.6),
         ]
         for run in Self.runs {
             for device in run.truth {
@@ -70,8 +72,9 @@ import Testing
                 for leg in device.drives + device.otherLegs where leg.distanceMetres > 1000 {
                     let integrated = fixes.filter { $0.t > leg.start && $0.t <= leg.end + 1 }
                         .reduce(0.0) { $0 + max(0, $1.speed!) }
-                    #expect(abs(integrated - leg.distanceMetres) / leg.distanceMetres < 0.08,
-                            "\(device.user) \(leg.mode) \(integrated) vs \(leg.distanceMetres)")
+                    #expect(
+                        abs(integrated - leg.distanceMetres) / leg.distanceMetres < 0.08,
+                        "\(device.user) \(leg.mode) \(integrated) vs \(leg.distanceMetres)")
                 }
             }
         }

@@ -40,7 +40,8 @@ import Testing
         #expect((1.65...2.05).contains(median(walking)), "walking median \(median(walking))")
 
         let runner = try #require(Fixture.mix.devices("run").first)
-        let running = Self.rates(Self.stepRecords(Fixture.mix, runner), within: runner.otherLegs.filter { $0.mode == "running" })
+        let running = Self.rates(
+            Self.stepRecords(Fixture.mix, runner), within: runner.otherLegs.filter { $0.mode == "running" })
         #expect(running.count > 50)
         #expect((2.55...3.05).contains(median(running)), "running median \(median(running))")
     }
@@ -81,7 +82,9 @@ import Testing
             for device in run.truth {
                 let records = Self.stepRecords(run, device)
                 for drive in device.drives {
-                    let during = zip(records, records.dropFirst()).filter { $1.t > drive.start + 6 && $1.t <= drive.end }
+                    let during = zip(records, records.dropFirst()).filter {
+                        $1.t > drive.start + 6 && $1.t <= drive.end
+                    }
                     let added = during.reduce(0) { $0 + $1.1.steps! - $1.0.steps! }
                     let bumps = device.bumps.filter { $0.t >= drive.start && $0.t <= drive.end }.count
                     #expect(added <= bumps, "\(device.user): \(added) steps while driving over \(bumps) bumps")

@@ -27,9 +27,10 @@ struct Rec: Sendable {
 
     init?(_ line: String) {
         guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
-              let kind = object["kind"] as? String, let app = object["app"] as? String,
-              let user = object["user"] as? String, let seq = (object["seq"] as? NSNumber)?.intValue,
-              let t = (object["t"] as? NSNumber)?.doubleValue else { return nil }
+            let kind = object["kind"] as? String, let app = object["app"] as? String,
+            let user = object["user"] as? String, let seq = (object["seq"] as? NSNumber)?.intValue,
+            let t = (object["t"] as? NSNumber)?.doubleValue
+        else { return nil }
         func number(_ key: String) -> Double? { (object[key] as? NSNumber)?.doubleValue }
         self.line = line
         keys = Set(object.keys)
@@ -48,7 +49,9 @@ struct Rec: Sendable {
         steps = (object["steps"] as? NSNumber)?.intValue
         peakG = number("peakG")
         durationMs = number("durationMs")
-        samples = (object["samples"] as? [Any])?.map { ($0 as? [Any] ?? []).map { ($0 as? NSNumber)?.doubleValue ?? .nan } }
+        samples = (object["samples"] as? [Any])?.map {
+            ($0 as? [Any] ?? []).map { ($0 as? NSNumber)?.doubleValue ?? .nan }
+        }
     }
 
     /// Milliseconds, for exact comparisons with the truth.

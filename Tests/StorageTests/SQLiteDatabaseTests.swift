@@ -26,8 +26,9 @@ struct SQLiteDatabaseTests {
             rows.append("\(row.integer(0)) \(row.double(1)) \(row.text(2)) \(row.blob(3)) \(row.isNull(4))")
         }
         #expect(rows == ["\(Int64.max) 1.5 zoë [] true", "-1 -0.25  [0, 255] false"])
-        #expect(try database.statement("SELECT count(*) FROM t WHERE b IS NULL").integer() == 0,
-                "an empty blob is stored as a blob, not NULL")
+        #expect(
+            try database.statement("SELECT count(*) FROM t WHERE b IS NULL").integer() == 0,
+            "an empty blob is stored as a blob, not NULL")
     }
 
     @Test("a transaction that throws leaves nothing behind; a committed one survives reopening")

@@ -1,8 +1,9 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import SystemKit
 import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// A handler is a C function pointer: it reaches the counter through a static, as the commands' `SignalFlag` does.
 private enum Received {
@@ -29,7 +30,8 @@ private enum Received {
         defer { sigaction(SIGUSR2, &previous, nil) }
         // Unblocked on this thread (a pool thread may inherit a mask that blocks it), so `raise` delivers it here
         // before it returns.
-        var only = sigset_t(), mask = sigset_t()
+        var only = sigset_t()
+        var mask = sigset_t()
         sigemptyset(&only)
         sigaddset(&only, SIGUSR2)
         pthread_sigmask(SIG_UNBLOCK, &only, &mask)

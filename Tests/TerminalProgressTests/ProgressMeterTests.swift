@@ -1,11 +1,17 @@
 import Testing
+
 @testable import TerminalProgress
 
 /// A clock the test moves by hand; it counts how often the meter reads it.
 private final class ManualClock: @unchecked Sendable {
     var now = 0.0
     var reads = 0
-    var read: () -> Double { { self.reads += 1; return self.now } }
+    var read: () -> Double {
+        {
+            self.reads += 1
+            return self.now
+        }
+    }
 }
 
 /// Keeps what the meter would have drawn.
@@ -28,14 +34,18 @@ private final class RecordingDisplay: ProgressDisplay, @unchecked Sendable {
 
 @Suite struct ProgressMeterFormattingTests {
     @Test func theLineSaysWhatIsDoneHowFastAndWhatIsLeft() {
-        #expect(ProgressMeter.text(label: "replay", count: 412_345, noun: "records", rate: 981_234.4, fraction: 0.3712,
-                                   left: 3.2) == "replay: 412,345 records, 981,234 records/s, 37%, 0:04 left")
+        #expect(
+            ProgressMeter.text(
+                label: "replay", count: 412_345, noun: "records", rate: 981_234.4, fraction: 0.3712,
+                left: 3.2) == "replay: 412,345 records, 981,234 records/s, 37%, 0:04 left")
     }
 
     @Test func withoutATotalThereIsNoPercentNorTimeLeft() {
-        #expect(ProgressMeter.text(label: "send", count: 1_000, noun: "records", rate: 250, fraction: nil, left: nil)
+        #expect(
+            ProgressMeter.text(label: "send", count: 1_000, noun: "records", rate: 250, fraction: nil, left: nil)
                 == "send: 1,000 records, 250 records/s")
-        #expect(ProgressMeter.text(label: "send", count: 0, noun: "records", rate: nil, fraction: nil, left: nil)
+        #expect(
+            ProgressMeter.text(label: "send", count: 0, noun: "records", rate: nil, fraction: nil, left: nil)
                 == "send: 0 records")
     }
 
@@ -67,8 +77,9 @@ private final class RecordingDisplay: ProgressDisplay, @unchecked Sendable {
 
     @Test func showsOnlyOnATerminalThatRedrawsAndNotOverTheCommandsOutput() {
         func show(err: Bool, out: Bool, writes: Bool, term: String? = "xterm", off: Bool = false) -> Bool {
-            ProgressMeter.shouldShow(standardErrorIsTerminal: err, standardOutputIsTerminal: out,
-                                     writesStandardOutput: writes, term: term, turnedOff: off)
+            ProgressMeter.shouldShow(
+                standardErrorIsTerminal: err, standardOutputIsTerminal: out,
+                writesStandardOutput: writes, term: term, turnedOff: off)
         }
         #expect(show(err: true, out: false, writes: true))
         #expect(show(err: true, out: true, writes: false))
@@ -179,8 +190,9 @@ private final class RecordingDisplay: ProgressDisplay, @unchecked Sendable {
             clock.now += 0.3
             meter.advance(by: 1_000, at: minute * 10_000)
         }
-        #expect(display.shown.last?.hasPrefix("simulate: 3,000 records, 3,333 records/s, 50%, 0:01 left") == true,
-                "\(display.shown.last ?? "")")
+        #expect(
+            display.shown.last?.hasPrefix("simulate: 3,000 records, 3,333 records/s, 50%, 0:01 left") == true,
+            "\(display.shown.last ?? "")")
     }
 
     /// A phase that has just begun has no rate nor time left yet (a rate over a hundredth of a second is noise).
@@ -236,15 +248,19 @@ private final class RecordingDisplay: ProgressDisplay, @unchecked Sendable {
     @Test func drawsAtTheFirstAdvanceAndEveryNCountsWhateverTheClock() {
         let clock = ManualClock()
         let display = RecordingDisplay(clock: clock)
-        var meter = ProgressMeter(label: "replay", total: 3_000, display: display, clock: clock.read,
-                                  timing: Self.every(1_000))
+        var meter = ProgressMeter(
+            label: "replay", total: 3_000, display: display, clock: clock.read,
+            timing: Self.every(1_000))
         for record in 1...3_000 {
             clock.now += 1e-6
             meter.advance(at: record)
         }
-        #expect(display.shown == ["replay: 1 records, 1,000,000 records/s, 0%, 0:01 left",
-                                  "replay: 1,001 records, 1,000,000 records/s, 33%, 0:01 left",
-                                  "replay: 2,001 records, 1,000,000 records/s, 66%, 0:01 left"], "\(display.shown)")
+        #expect(
+            display.shown == [
+                "replay: 1 records, 1,000,000 records/s, 0%, 0:01 left",
+                "replay: 1,001 records, 1,000,000 records/s, 33%, 0:01 left",
+                "replay: 2,001 records, 1,000,000 records/s, 66%, 0:01 left",
+            ], "\(display.shown)")
         meter.finish()
         #expect(display.clears == 1)
     }
@@ -262,16 +278,20 @@ private final class RecordingDisplay: ProgressDisplay, @unchecked Sendable {
         meter.startPhase(noun: "records", total: 60_000)
         clock.now += 0.001
         meter.advance(by: 10, at: 1_000)
-        #expect(display.shown == ["simulate: 1 devices, 1,000 devices/s, 25%, 0:01 left",
-                                  "simulate: 10 records, 10,000 records/s, 1%, 0:01 left"], "\(display.shown)")
+        #expect(
+            display.shown == [
+                "simulate: 1 devices, 1,000 devices/s, 25%, 0:01 left",
+                "simulate: 10 records, 10,000 records/s, 1%, 0:01 left",
+            ], "\(display.shown)")
     }
 
     /// No time at all since the phase began: no rate to show (nor time left), but the line still is.
     @Test func aClockThatHasNotMovedGivesNoRate() {
         let clock = ManualClock()
         let display = RecordingDisplay(clock: clock)
-        var meter = ProgressMeter(label: "convert", noun: "trials", total: 10, display: display, clock: clock.read,
-                                  timing: Self.every(5))
+        var meter = ProgressMeter(
+            label: "convert", noun: "trials", total: 10, display: display, clock: clock.read,
+            timing: Self.every(5))
         meter.advance()
         #expect(display.shown == ["convert: 1 trials, 10%"])
     }

@@ -1,8 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Testing
+
 @testable import TerminalProgress
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 @Suite struct StatusLineTests {
     /// What a status line on a pipe writes, read back.
@@ -44,7 +46,8 @@ import Testing
             line.clear()
             line.writeAbove("after\n")
         }
-        #expect(text == "before\n\r\u{1B}[Ksend: 5 records\r\u{1B}[Klevel=warning msg=x\nsend: 5 records\r\u{1B}[Kafter\n")
+        #expect(
+            text == "before\n\r\u{1B}[Ksend: 5 records\r\u{1B}[Klevel=warning msg=x\nsend: 5 records\r\u{1B}[Kafter\n")
     }
 
     @Test func aLongLineIsCutToTheTerminalsWidth() {

@@ -1,26 +1,32 @@
 import RoadSaveModel
 import Testing
+
 @testable import Wire
 
 @Suite("Acknowledgements")
 struct AcknowledgementTests {
-    static let ack = Acknowledgement(accepted: 2, rejected: [
-        Rejection(index: 1, field: "lat", reason: "91.0 is outside -90…90"),
-        Rejection(index: 4, field: "(record)", reason: "expected a map, found a string"),
-    ])
+    static let ack = Acknowledgement(
+        accepted: 2,
+        rejected: [
+            Rejection(index: 1, field: "lat", reason: "91.0 is outside -90…90"),
+            Rejection(index: 4, field: "(record)", reason: "expected a map, found a string"),
+        ])
 
     @Test func jsonIsTheContractShape() {
-        #expect(String(decoding: Self.ack.encode(as: .json), as: UTF8.self)
-            == #"{"accepted":2,"rejected":[{"index":1,"field":"lat","reason":"91.0 is outside -90…90"},"#
-            + #"{"index":4,"field":"(record)","reason":"expected a map, found a string"}]}"#)
-        #expect(String(decoding: Acknowledgement(accepted: 7).encode(as: .json), as: UTF8.self)
-            == #"{"accepted":7,"rejected":[]}"#)
+        #expect(
+            String(decoding: Self.ack.encode(as: .json), as: UTF8.self)
+                == #"{"accepted":2,"rejected":[{"index":1,"field":"lat","reason":"91.0 is outside -90…90"},"#
+                + #"{"index":4,"field":"(record)","reason":"expected a map, found a string"}]}"#)
+        #expect(
+            String(decoding: Acknowledgement(accepted: 7).encode(as: .json), as: UTF8.self)
+                == #"{"accepted":7,"rejected":[]}"#)
     }
 
     @Test func msgpackIsTheSameMap() {
         // {"accepted": 7, "rejected": []}: fixmap 2, fixstr 8 "accepted", 7, fixstr 8 "rejected", fixarray 0
-        #expect(Acknowledgement(accepted: 7).encode(as: .msgpack)
-            == [0x82, 0xA8] + Array("accepted".utf8) + [0x07, 0xA8] + Array("rejected".utf8) + [0x90])
+        #expect(
+            Acknowledgement(accepted: 7).encode(as: .msgpack)
+                == [0x82, 0xA8] + Array("accepted".utf8) + [0x07, 0xA8] + Array("rejected".utf8) + [0x90])
     }
 
     @Test(arguments: ContentType.allCases)
@@ -31,7 +37,8 @@ struct AcknowledgementTests {
     }
 
     @Test func unreadableBatchHasIndexMinusOne() {
-        let ack = Acknowledgement.unreadable(WireError(.unexpectedShape, "a batch must be an array of records", offset: 0))
+        let ack = Acknowledgement.unreadable(
+            WireError(.unexpectedShape, "a batch must be an array of records", offset: 0))
         #expect(ack.accepted == 0)
         #expect(ack.rejected.count == 1)
         #expect(ack.rejected.first?.index == -1)
@@ -41,9 +48,11 @@ struct AcknowledgementTests {
 
     @Test func decodesWhatOthersWrite() throws {
         // White space, other member order, unknown members, numbers with a fraction of zero.
-        let text = #" { "rejected" : [ { "reason": "missing", "field": "user", "index": 0, "hint": 1 } ], "batch": "b1", "accepted": 3.0 } "#
-        #expect(try Acknowledgement.decode(Array(text.utf8), contentType: .json)
-            == Acknowledgement(accepted: 3, rejected: [Rejection(index: 0, field: "user", reason: "missing")]))
+        let text =
+            #" { "rejected" : [ { "reason": "missing", "field": "user", "index": 0, "hint": 1 } ], "batch": "b1", "accepted": 3.0 } "#
+        #expect(
+            try Acknowledgement.decode(Array(text.utf8), contentType: .json)
+                == Acknowledgement(accepted: 3, rejected: [Rejection(index: 0, field: "user", reason: "missing")]))
     }
 
     @Test func rejectsWrongShapes() {

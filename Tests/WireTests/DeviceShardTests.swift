@@ -1,5 +1,6 @@
 import RoadSaveModel
 import Testing
+
 @testable import Wire
 
 @Suite("Device shards")

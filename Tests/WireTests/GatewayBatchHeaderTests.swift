@@ -7,8 +7,10 @@ import Wire
 @Suite struct GatewayBatchHeaderTests {
     @Test(arguments: ContentType.allCases)
     func aHeaderReadsBackInEitherContentType(_ contentType: ContentType) throws {
-        for header in [GatewayBatchHeader(gateway: "gw-7", progress: .watermark(1_772_433_000.25)),
-                       GatewayBatchHeader(gateway: "gw-7", progress: .end)] {
+        for header in [
+            GatewayBatchHeader(gateway: "gw-7", progress: .watermark(1_772_433_000.25)),
+            GatewayBatchHeader(gateway: "gw-7", progress: .end),
+        ] {
             #expect(try GatewayBatchHeader.decode(header.encode(as: contentType), contentType: contentType) == header)
         }
         #expect(GatewayBatchHeader(gateway: "g", progress: .end).watermark == .infinity)
@@ -16,8 +18,9 @@ import Wire
 
     @Test func unknownMembersAreIgnoredAndEndFalseIsAWatermark() throws {
         let text = #"{"gateway": "gw", "watermark": 12.5, "end": false, "note": "x"}"#
-        #expect(try GatewayBatchHeader.decode(Array(text.utf8), contentType: .json)
-            == GatewayBatchHeader(gateway: "gw", progress: .watermark(12.5)))
+        #expect(
+            try GatewayBatchHeader.decode(Array(text.utf8), contentType: .json)
+                == GatewayBatchHeader(gateway: "gw", progress: .watermark(12.5)))
     }
 
     /// Every way a header can be wrong names the member at fault.
@@ -46,10 +49,12 @@ import Wire
         }
     }
 
-    static let records = RecordBatch.encodeBatch([
-        SensorRecord(device: DeviceID(app: "a", user: "u"), seq: 1, t: 1_772_433_000,
-                     payload: .location(LocationFix(latitude: 1, longitude: 2, speed: 3, horizontalAccuracy: 4))),
-    ], as: .msgpack)
+    static let records = RecordBatch.encodeBatch(
+        [
+            SensorRecord(
+                device: DeviceID(app: "a", user: "u"), seq: 1, t: 1_772_433_000,
+                payload: .location(LocationFix(latitude: 1, longitude: 2, speed: 3, horizontalAccuracy: 4)))
+        ], as: .msgpack)
 
     @Test func aChunkWithoutAHeaderIsTheRecordsArrayAsBefore() throws {
         let chunk = JournalChunk(records: Self.records, header: nil)
@@ -59,19 +64,23 @@ import Wire
 
     @Test func aChunkWithAHeaderReadsBackWithItsShardAndRecords() throws {
         for progress in [GatewayBatchHeader.Progress.watermark(1_772_433_001.5), .end] {
-            let chunk = JournalChunk(records: Self.records, header: GatewayBatchHeader(gateway: "gw-1", progress: progress),
-                                     shard: 11)
+            let chunk = JournalChunk(
+                records: Self.records, header: GatewayBatchHeader(gateway: "gw-1", progress: progress),
+                shard: 11)
             let read = try JournalChunk(item: chunk.item)
             #expect(read == chunk)
             #expect(try RecordBatch.decodeBatch(read.records, contentType: .msgpack).accepted.count == 1)
         }
-        let empty = JournalChunk(records: MessagePackFraming.arrayHeader(0),
-                                 header: GatewayBatchHeader(gateway: "g", progress: .watermark(3)))
+        let empty = JournalChunk(
+            records: MessagePackFraming.arrayHeader(0),
+            header: GatewayBatchHeader(gateway: "g", progress: .watermark(3)))
         #expect(try JournalChunk(item: empty.item) == empty)
     }
 
     @Test func aDamagedChunkIsAnErrorNotACrash() {
-        let item = JournalChunk(records: Self.records, header: GatewayBatchHeader(gateway: "gw", progress: .end), shard: 2).item
+        let item = JournalChunk(
+            records: Self.records, header: GatewayBatchHeader(gateway: "gw", progress: .end), shard: 2
+        ).item
         for cut in 1..<item.count - 1 {
             // A cut inside the header or records either fails or reads records that then fail to decode.
             if let chunk = try? JournalChunk(item: Array(item.prefix(cut))) {

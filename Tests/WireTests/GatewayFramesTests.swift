@@ -1,9 +1,11 @@
 import Testing
+
 @testable import Wire
 
 /// The frames of a gateway batch, read once for sensor-ingest and the benchmark's bare server.
 struct GatewayFramesTests {
-    let id: [UInt8] = Array("gw".utf8), batch: [UInt8] = Array("b-1".utf8), type: [UInt8] = Array("application/msgpack".utf8)
+    let id: [UInt8] = Array("gw".utf8), batch: [UInt8] = Array("b-1".utf8),
+        type: [UInt8] = Array("application/msgpack".utf8)
     let body: [UInt8] = [0x90], header: [UInt8] = [0x80]
 
     @Test func aDealersBatchWithAndWithoutItsHeader() {

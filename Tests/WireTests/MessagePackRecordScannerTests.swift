@@ -1,6 +1,7 @@
 import Foundation
 import RoadSaveModel
 import Testing
+
 @testable import Wire
 
 /// The fast MessagePack record path (`MessagePackRecordScanner` + the shared validator) against the gateway batch's
@@ -19,14 +20,17 @@ struct MessagePackRecordScannerTests {
         bytes.withUnsafeBufferPointer { buffer -> (Result<SensorRecord, RecordError>, length: Int)? in
             guard let base = buffer.baseAddress else { return nil }
             var fields = RecordFields()
-            switch MessagePackRecordScanner.scan(base, count: buffer.count, into: &fields, identifiers: IdentifierCache()) {
-            case let .record(length):
-                let result = Result { () throws(RecordError) -> SensorRecord in try RecordDecoding.record(from: fields) }
+            switch MessagePackRecordScanner.scan(
+                base, count: buffer.count, into: &fields, identifiers: IdentifierCache())
+            {
+            case .record(let length):
+                let result = Result { () throws(RecordError) -> SensorRecord in try RecordDecoding.record(from: fields)
+                }
                 return (result, length)
             case .incomplete:
                 return nil
             case .general:
-                guard case let .complete(length) = MessagePack.extent(base, count: buffer.count) else { return nil }
+                guard case .complete(let length) = MessagePack.extent(base, count: buffer.count) else { return nil }
                 return (MessagePack.record(base, count: length), length)
             }
         }
@@ -34,7 +38,7 @@ struct MessagePackRecordScannerTests {
 
     func expectAgreement(_ bytes: [UInt8], sourceLocation: SourceLocation = #_sourceLocation) {
         let extent = bytes.withUnsafeBufferPointer { MessagePack.extent($0.baseAddress!, count: $0.count) }
-        guard case let .complete(length) = extent else { return }
+        guard case .complete(let length) = extent else { return }
         let record = Array(bytes[..<length])
         let file = fileResult(record)
         let batch = batchResult(record)
@@ -50,9 +54,9 @@ struct MessagePackRecordScannerTests {
         // Against the batch decoder: the same record; where it refuses the record, or the whole batch, so does the
         // reader (its byte offsets count from the batch, so only the field is compared).
         switch (file.0, batch) {
-        case let (.success(a), .success(b)?):
+        case (.success(let a), .success(let b)?):
             #expect(String(reflecting: a) == String(reflecting: b), "\(hex)", sourceLocation: sourceLocation)
-        case let (.failure(a), .failure(b)?):
+        case (.failure(let a), .failure(let b)?):
             #expect(a.field == b.field, "\(hex)", sourceLocation: sourceLocation)
         case (.failure, nil):
             break
@@ -68,8 +72,10 @@ struct MessagePackRecordScannerTests {
             let bytes = Self.encoded(record)
             let fields = bytes.withUnsafeBufferPointer { buffer -> RecordFields? in
                 var fields = RecordFields()
-                if case let .record(length) = MessagePackRecordScanner.scan(buffer.baseAddress!, count: buffer.count,
-                                                                           into: &fields, identifiers: IdentifierCache()) {
+                if case .record(let length) = MessagePackRecordScanner.scan(
+                    buffer.baseAddress!, count: buffer.count,
+                    into: &fields, identifiers: IdentifierCache())
+                {
                     #expect(length == bytes.count)
                     return fields
                 }
@@ -88,7 +94,8 @@ struct MessagePackRecordScannerTests {
         let head = str("kind") + str("steps") + str("app") + str("a") + str("user") + str("b")
         let numbers: [[UInt8]] = [
             [0x05], [0xFF], [0xCC, 0xC8], [0xCD, 0x01, 0x00], [0xCE, 0x69, 0x8A, 0x2B, 0x00],
-            [0xCF, 0, 0, 0, 0, 0x69, 0x8A, 0x2B, 0x00], [0xD0, 0x85], [0xD1, 0x80, 0x00], [0xD2, 0x69, 0x8A, 0x2B, 0x00],
+            [0xCF, 0, 0, 0, 0, 0x69, 0x8A, 0x2B, 0x00], [0xD0, 0x85], [0xD1, 0x80, 0x00],
+            [0xD2, 0x69, 0x8A, 0x2B, 0x00],
             [0xD3, 0, 0, 0, 0, 0x69, 0x8A, 0x2B, 0x00], [0xCA, 0x4E, 0xD3, 0x14, 0x56], [0xCA, 0x7F, 0xC0, 0, 0],
             [0xCB, 0x41, 0xDA, 0x62, 0x8A, 0xC0, 0, 0, 0], [0xCB, 0x7F, 0xF0, 0, 0, 0, 0, 0, 0], [0xC0], [0xC3],
             str("x"), [0x90], [0x80], [0xC4, 0x01, 0x00], [0xD4, 0x01, 0x00], [0xC1],
@@ -96,10 +103,12 @@ struct MessagePackRecordScannerTests {
         for number in numbers {
             expectAgreement([0x86] + head + str("t") + number + str("steps") + [0x01])
             expectAgreement([0x86] + head + str("t") + [0xCE, 0x69, 0x8A, 0x2B, 0x00] + str("steps") + number)
-            expectAgreement([0xDE, 0x00, 0x07] + head + str8("t") + [0xCE, 0x69, 0x8A, 0x2B, 0x00] + str("steps") + [0x01]
-                            + str("zzz") + number)
-            expectAgreement([0x87] + head + str("t") + [0xCE, 0x69, 0x8A, 0x2B, 0x00] + str("steps") + [0x01]
-                            + str("steps") + number)
+            expectAgreement(
+                [0xDE, 0x00, 0x07] + head + str8("t") + [0xCE, 0x69, 0x8A, 0x2B, 0x00] + str("steps") + [0x01]
+                    + str("zzz") + number)
+            expectAgreement(
+                [0x87] + head + str("t") + [0xCE, 0x69, 0x8A, 0x2B, 0x00] + str("steps") + [0x01]
+                    + str("steps") + number)
         }
         // Not a map; a map with a non-string key; a non-UTF-8 key or value; deep nesting in an unknown member.
         expectAgreement([0x93, 0x01, 0x02, 0x03])
@@ -111,8 +120,10 @@ struct MessagePackRecordScannerTests {
 
     /// Each byte of each fixture record replaced by bytes that change its type or length, and cut short.
     @Test func damagedRecordsAgree() {
-        let replacements: [UInt8] = [0x00, 0x7F, 0x80, 0x8F, 0x90, 0x94, 0xA0, 0xBF, 0xC0, 0xC1, 0xC2, 0xC4, 0xCA, 0xCB,
-                                     0xCC, 0xD3, 0xD4, 0xD9, 0xDC, 0xDE, 0xDF, 0xE0, 0xFF, 0x41, 0xC3]
+        let replacements: [UInt8] = [
+            0x00, 0x7F, 0x80, 0x8F, 0x90, 0x94, 0xA0, 0xBF, 0xC0, 0xC1, 0xC2, 0xC4, 0xCA, 0xCB,
+            0xCC, 0xD3, 0xD4, 0xD9, 0xDC, 0xDE, 0xDF, 0xE0, 0xFF, 0x41, 0xC3,
+        ]
         var checked = 0
         for record in Fixtures.records {
             let bytes = Self.encoded(record)
@@ -125,8 +136,9 @@ struct MessagePackRecordScannerTests {
                 let cut = Array(bytes[..<index])
                 let outcome = cut.withUnsafeBufferPointer { buffer -> MessagePackRecordScanner.Outcome in
                     var fields = RecordFields()
-                    return MessagePackRecordScanner.scan(buffer.baseAddress ?? UnsafePointer(bitPattern: 1)!,
-                                                         count: buffer.count, into: &fields, identifiers: nil)
+                    return MessagePackRecordScanner.scan(
+                        buffer.baseAddress ?? UnsafePointer(bitPattern: 1)!,
+                        count: buffer.count, into: &fields, identifiers: nil)
                 }
                 if case .record = outcome { Issue.record("a record cut at \(index) was read whole") }
             }
@@ -144,7 +156,9 @@ struct RecordFileReaderTests {
         return path
     }
 
-    func readAll(_ path: String, _ format: RecordFileFormat) throws -> (items: [(Int, RecordFileReader.Item)], failure: RecordFileReader.Failure?) {
+    func readAll(_ path: String, _ format: RecordFileFormat) throws -> (
+        items: [(Int, RecordFileReader.Item)], failure: RecordFileReader.Failure?
+    ) {
         let reader = try RecordFileReader(path: path, format: format)
         var items: [(Int, RecordFileReader.Item)] = []
         while let next = reader.next() { items.append(next) }
@@ -156,9 +170,12 @@ struct RecordFileReaderTests {
         var record = Fixtures.records[index % Fixtures.records.count]
         record.seq = UInt64(index)
         if index % 1000 == 7 {
-            record.payload = .impact(ImpactObservation(peakG: 3, durationMs: 10, samples: (0..<700).map {
-                ImpactSample(dt: Double($0) / 100, x: 0.1, y: -0.2, z: 1.0 / Double($0 + 1))
-            }))
+            record.payload = .impact(
+                ImpactObservation(
+                    peakG: 3, durationMs: 10,
+                    samples: (0..<700).map {
+                        ImpactSample(dt: Double($0) / 100, x: 0.1, y: -0.2, z: 1.0 / Double($0 + 1))
+                    }))
         }
         return record
     }
@@ -173,7 +190,7 @@ struct RecordFileReaderTests {
         #expect(items.count == Self.many.count)
         for (position, (number, item)) in items.enumerated() {
             #expect(number == position + 1)
-            guard case let .record(record) = item, record == Self.many[position] else {
+            guard case .record(let record) = item, record == Self.many[position] else {
                 Issue.record("record \(number): \(item)")
                 return
             }
@@ -185,7 +202,7 @@ struct RecordFileReaderTests {
         for (index, record) in Self.many.prefix(6000).enumerated() {
             text += record.json() + (index % 500 == 3 ? "\r\n  \n\n" : "\n")
         }
-        text += "{\"kind\":\"steps\"}"   // a last line without a line break, and bad
+        text += "{\"kind\":\"steps\"}" // a last line without a line break, and bad
         let path = try temporaryFile(Array(text.utf8), "many.ndjson")
         defer { unlink(path) }
         let (items, failure) = try readAll(path, .ndjson)
@@ -193,16 +210,20 @@ struct RecordFileReaderTests {
         var expected: [(Int, Result<SensorRecord, RecordError>)] = []
         var lineReader = try NDJSONLineReader(path: path)
         lineReader.forEachLine { line, number in
-            expected.append((number, Result { () throws(RecordError) -> SensorRecord in
-                try RecordDecoding.recordThroughParser(fromJSON: Array(line))
-            }))
+            expected.append(
+                (
+                    number,
+                    Result { () throws(RecordError) -> SensorRecord in
+                        try RecordDecoding.recordThroughParser(fromJSON: Array(line))
+                    }
+                ))
         }
         #expect(items.count == expected.count)
         for ((number, item), (expectedNumber, result)) in zip(items, expected) {
             #expect(number == expectedNumber)
             switch (item, result) {
-            case let (.record(a), .success(b)): #expect(a == b)
-            case let (.invalid(a), .failure(b)): #expect(a == b)
+            case (.record(let a), .success(let b)): #expect(a == b)
+            case (.invalid(let a), .failure(let b)): #expect(a == b)
             default: Issue.record("line \(number): \(item) but \(result)")
             }
         }
@@ -211,10 +232,14 @@ struct RecordFileReaderTests {
     @Test func aBadMessagePackRecordIsReportedAndSkipped() throws {
         let good = MessagePack.encode(record: Fixtures.records[0])
         // A record whose lat is a string, one with a bin member (refused by the batch decoder), then a good one.
-        var badLat = MessagePack.encode(.object([("kind", .string("location")), ("app", .string("a")),
-                                                 ("user", .string("b")), ("t", .number(1_772_433_000)),
-                                                 ("lat", .string("north")), ("lon", .number(1))]))
-        let withBin: [UInt8] = [0x82, 0xA4] + Array("kind".utf8) + [0xA5] + Array("steps".utf8) + [0xA1, 0x78, 0xC4, 0x02, 0x00, 0x01]
+        var badLat = MessagePack.encode(
+            .object([
+                ("kind", .string("location")), ("app", .string("a")),
+                ("user", .string("b")), ("t", .number(1_772_433_000)),
+                ("lat", .string("north")), ("lon", .number(1)),
+            ]))
+        let withBin: [UInt8] =
+            [0x82, 0xA4] + Array("kind".utf8) + [0xA5] + Array("steps".utf8) + [0xA1, 0x78, 0xC4, 0x02, 0x00, 0x01]
         badLat += withBin
         let path = try temporaryFile(good + badLat + good, "bad.msgpack")
         defer { unlink(path) }
@@ -222,8 +247,9 @@ struct RecordFileReaderTests {
         #expect(failure == nil)
         #expect(items.count == 4)
         guard items.count == 4 else { return }
-        guard case .record = items[0].1, case let .invalid(lat) = items[1].1, case let .invalid(bin) = items[2].1,
-              case .record = items[3].1 else {
+        guard case .record = items[0].1, case .invalid(let lat) = items[1].1, case .invalid(let bin) = items[2].1,
+            case .record = items[3].1
+        else {
             Issue.record("\(items)")
             return
         }
@@ -239,7 +265,9 @@ struct RecordFileReaderTests {
         let (items, failure) = try readAll(path, .msgpack)
         #expect(items.count == 1)
         let reason = try #require(failure).reason
-        #expect(reason.contains("ends inside record 2") && reason.contains("byte \(good.count)") && reason.contains("truncated"))
+        #expect(
+            reason.contains("ends inside record 2") && reason.contains("byte \(good.count)")
+                && reason.contains("truncated"))
     }
 
     @Test func bytesThatStartNoObjectStopTheReading() throws {

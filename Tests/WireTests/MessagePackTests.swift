@@ -1,13 +1,16 @@
 import RoadSaveModel
 import Testing
+
 @testable import Wire
 
 @Suite("MessagePack")
 struct MessagePackTests {
     /// Decodes `bytes`, expecting an error with `code` (and `offset`, when given).
     @discardableResult
-    func decodeError(_ bytes: [UInt8], _ code: WireError.Code, offset: Int? = nil,
-                     sourceLocation: SourceLocation = #_sourceLocation) -> WireError? {
+    func decodeError(
+        _ bytes: [UInt8], _ code: WireError.Code, offset: Int? = nil,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) -> WireError? {
         do {
             let value = try MessagePack.decode(bytes)
             Issue.record("expected \(code), decoded \(value)", sourceLocation: sourceLocation)
@@ -32,9 +35,11 @@ struct MessagePackTests {
         #expect(try MessagePack.decode([0xCC, 0xC8]) == .number(200))
         #expect(try MessagePack.decode([0xCD, 0xFF, 0xFF]) == .number(65_535))
         #expect(try MessagePack.decode([0xCE, 0x00, 0x01, 0x00, 0x00]) == .number(65_536))
-        #expect(try MessagePack.decode([0xCF, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00]) == .number(4_294_967_296))
+        #expect(
+            try MessagePack.decode([0xCF, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00]) == .number(4_294_967_296))
         // uint64 max: beyond 2^53, so the nearest Double (as JSON would give)
-        #expect(try MessagePack.decode([0xCF] + [UInt8](repeating: 0xFF, count: 8)) == .number(18_446_744_073_709_551_616))
+        #expect(
+            try MessagePack.decode([0xCF] + [UInt8](repeating: 0xFF, count: 8)) == .number(18_446_744_073_709_551_616))
         // int8 0xd0: 0xdf = -33; int16 0xd1: 0xff7f = -129; int32 0xd2: 0xfffe7960 = -100000
         #expect(try MessagePack.decode([0xD0, 0xDF]) == .number(-33))
         #expect(try MessagePack.decode([0xD1, 0xFF, 0x7F]) == .number(-129))
@@ -55,8 +60,9 @@ struct MessagePackTests {
         #expect(try MessagePack.decode([0xA0]) == .string(""))
         #expect(try MessagePack.decode([0xA2, 0xC3, 0xA9]) == .string("é"))
         // str8 0xd9 with a 1-byte length: 40 × "x"
-        #expect(try MessagePack.decode([0xD9, 0x28] + [UInt8](repeating: 0x78, count: 40))
-            == .string(String(repeating: "x", count: 40)))
+        #expect(
+            try MessagePack.decode([0xD9, 0x28] + [UInt8](repeating: 0x78, count: 40))
+                == .string(String(repeating: "x", count: 40)))
         // str16 0xda, str32 0xdb
         #expect(try MessagePack.decode([0xDA, 0x00, 0x03, 0x61, 0x62, 0x63]) == .string("abc"))
         #expect(try MessagePack.decode([0xDB, 0x00, 0x00, 0x00, 0x01, 0x7A]) == .string("z"))
@@ -65,7 +71,8 @@ struct MessagePackTests {
         // fixarray 0x92 [negative fixint -1, int8 -33]
         #expect(try MessagePack.decode([0x92, 0xFF, 0xD0, 0xDF]) == .array([.number(-1), .number(-33)]))
         // array16 0xdc with 3 elements [nil, false, true]
-        #expect(try MessagePack.decode([0xDC, 0x00, 0x03, 0xC0, 0xC2, 0xC3]) == .array([.null, .bool(false), .bool(true)]))
+        #expect(
+            try MessagePack.decode([0xDC, 0x00, 0x03, 0xC0, 0xC2, 0xC3]) == .array([.null, .bool(false), .bool(true)]))
         // array32 0xdd with 1 element
         #expect(try MessagePack.decode([0xDD, 0x00, 0x00, 0x00, 0x01, 0x05]) == .array([.number(5)]))
         // map16 0xde {"k": []}, map32 0xdf {} (empty)
@@ -73,8 +80,9 @@ struct MessagePackTests {
         #expect(try MessagePack.decode([0xDF, 0x00, 0x00, 0x00, 0x00]) == .object([]))
         // A record-like map: {"kind": "steps", "steps": 300 (uint16 0x012c), "t": 1.5}
         let bytes = Fixtures.bytes("83 a4 6b696e64 a5 7374657073 a5 7374657073 cd 01 2c a1 74 cb 3ff8000000000000")
-        #expect(try MessagePack.decode(bytes)
-            == .object([("kind", .string("steps")), ("steps", .number(300)), ("t", .number(1.5))]))
+        #expect(
+            try MessagePack.decode(bytes)
+                == .object([("kind", .string("steps")), ("steps", .number(300)), ("t", .number(1.5))]))
     }
 
     @Test func decodesFromAnyCollection() throws {
@@ -100,9 +108,16 @@ struct MessagePackTests {
         #expect(MessagePack.encode(.number(.nan)) == [0xC0])
         #expect(MessagePack.encode(.number(-.infinity)) == [0xC0])
         #expect(MessagePack.encode(.string("a")) == [0xA1, 0x61])
-        #expect(MessagePack.encode(.string(String(repeating: "x", count: 40))) == [0xD9, 0x28] + [UInt8](repeating: 0x78, count: 40))
-        #expect(MessagePack.encode(.object([("a", .null), ("b", .bool(true))])) == [0x82, 0xA1, 0x61, 0xC0, 0xA1, 0x62, 0xC3])
-        #expect(MessagePack.encode(.array(Array(repeating: .bool(false), count: 16))) == [0xDC, 0x00, 0x10] + [UInt8](repeating: 0xC2, count: 16))
+        #expect(
+            MessagePack.encode(.string(String(repeating: "x", count: 40))) == [0xD9, 0x28]
+                + [UInt8](repeating: 0x78, count: 40))
+        #expect(
+            MessagePack.encode(.object([("a", .null), ("b", .bool(true))])) == [
+                0x82, 0xA1, 0x61, 0xC0, 0xA1, 0x62, 0xC3,
+            ])
+        #expect(
+            MessagePack.encode(.array(Array(repeating: .bool(false), count: 16))) == [0xDC, 0x00, 0x10]
+                + [UInt8](repeating: 0xC2, count: 16))
     }
 
     // MARK: Round trips
@@ -132,7 +147,7 @@ struct MessagePackTests {
 
     @Test func keepsMemberOrderAndDuplicateKeys() throws {
         let value = JSONValue.object([("z", .number(1)), ("a", .number(2)), ("z", .number(3))])
-        guard case let .object(members) = try MessagePack.decode(MessagePack.encode(value)) else {
+        guard case .object(let members) = try MessagePack.decode(MessagePack.encode(value)) else {
             Issue.record("not an object")
             return
         }
@@ -171,8 +186,9 @@ struct MessagePackTests {
 
     @Test func rejectsTrailingBytes() {
         decodeError([0x01, 0x02], .trailingBytes, offset: 1)
-        decodeError(MessagePack.encode(Fixtures.locationValue) + [0xC0], .trailingBytes,
-                    offset: MessagePack.encode(Fixtures.locationValue).count)
+        decodeError(
+            MessagePack.encode(Fixtures.locationValue) + [0xC0], .trailingBytes,
+            offset: MessagePack.encode(Fixtures.locationValue).count)
     }
 
     @Test func rejectsNonStringKeys() {
@@ -251,12 +267,15 @@ struct MessagePackTests {
     // MARK: The record fast path
 
     @Test func decodeRecordsValidatesEachElement() throws {
-        let body = MessagePack.encode(.array([Fixtures.locationValue, Fixtures.location(with: "lat", .number(91)),
-                                              .number(3)]))
+        let body = MessagePack.encode(
+            .array([
+                Fixtures.locationValue, Fixtures.location(with: "lat", .number(91)),
+                .number(3),
+            ]))
         let results = try MessagePack.decodeRecords(body)
         #expect(results.count == 3)
         #expect(try results[0].get() == RecordDecoding.record(from: Fixtures.locationValue))
-        guard case let .failure(lat) = results[1], case let .failure(notMap) = results[2] else {
+        guard case .failure(let lat) = results[1], case .failure(let notMap) = results[2] else {
             Issue.record("expected failures at 1 and 2: \(results)")
             return
         }
@@ -268,7 +287,7 @@ struct MessagePackTests {
     @Test func decodeRecordsNamesTheMemberOfABadString() throws {
         // [ {"app": "\xff"} ]: a readable document whose only record holds a string that is not UTF-8
         let results = try MessagePack.decodeRecords([0x91, 0x81, 0xA3, 0x61, 0x70, 0x70, 0xA1, 0xFF])
-        guard case let .failure(error) = results.first else {
+        guard case .failure(let error) = results.first else {
             Issue.record("expected a failure: \(results)")
             return
         }
@@ -295,7 +314,10 @@ struct JSONTextTests {
             ("small", .number(1e-7)), ("big", .number(1e16)), ("huge", .number(1e300)), ("nan", .number(.nan)),
             ("a", .array([.null, .bool(true), .bool(false)])), ("o", .object([])),
         ])
-        #expect(JSONText.encode(value) == #"{"s":"a\"b\\c\n\u0001","i":42,"neg":-7,"f":0.1,"small":1e-07,"big":1e+16,"huge":1e+300,"nan":null,"a":[null,true,false],"o":{}}"#)
+        #expect(
+            JSONText.encode(value)
+                == #"{"s":"a\"b\\c\n\u0001","i":42,"neg":-7,"f":0.1,"small":1e-07,"big":1e+16,"huge":1e+300,"nan":null,"a":[null,true,false],"o":{}}"#
+        )
     }
 
     @Test(arguments: MessagePackTests.shapes)
@@ -304,7 +326,9 @@ struct JSONTextTests {
     }
 
     @Test func numbersRoundTrip() throws {
-        for number in [0.1, 1.0 / 3, 1_718_708_242.123_456_7, -2.5e-308, 9_007_199_254_740_994, 123_456_789_012_345_680_000.0] {
+        for number in [
+            0.1, 1.0 / 3, 1_718_708_242.123_456_7, -2.5e-308, 9_007_199_254_740_994, 123_456_789_012_345_680_000.0,
+        ] {
             #expect(Double(JSONText.number(number)) == number)
         }
     }

@@ -1,11 +1,14 @@
 import Foundation
 import RoadSaveModel
 import Testing
+
 @testable import Wire
 
 /// Against an independent MessagePack implementation: Python's `msgpack` package, run as a child process.
 /// Skipped (with the reason shown) when `python3` or its `msgpack` module is not installed.
-@Suite("Python msgpack interoperability", .enabled(if: Python.hasMsgpack, "needs python3 with the msgpack module (pip install msgpack)"))
+@Suite(
+    "Python msgpack interoperability",
+    .enabled(if: Python.hasMsgpack, "needs python3 with the msgpack module (pip install msgpack)"))
 struct PythonInteropTests {
     @Test func swiftDecodesABatchEncodedByPython() throws {
         let script = """
@@ -38,21 +41,38 @@ struct PythonInteropTests {
         let device = DeviceID(app: "app-1", user: "user-9")
         #expect(batch.records.count == 5)
         #expect(batch.rejections == [Rejection(index: 3, field: "lat", reason: "91.0 is outside -90…90")])
-        #expect(batch.accepted == [
-            SensorRecord(device: device, seq: 1, t: 1_718_708_242.123, payload: .location(LocationFix(
-                latitude: -33.924_868_5, longitude: 18.424_055_3, speed: 13.41, course: 271.5, horizontalAccuracy: 4.8))),
-            SensorRecord(device: device, t: 1_718_708_243, payload: .steps(300)),
-            SensorRecord(device: DeviceID(app: "app-1", user: "üser ✓"), seq: 1 << 40, t: 1_718_708_244.5,
-                         payload: .impact(ImpactObservation(peakG: 4.25, durationMs: 35, samples: [
-                             ImpactSample(dt: -1, x: 0.01, y: -0.98, z: 0.12), ImpactSample(dt: 0, x: 3.9, y: -1.1, z: 0.7),
-                         ]))),
-            SensorRecord(device: DeviceID(app: "a", user: "u"), t: 1_718_708_246,
-                         payload: .capabilities(DeviceCapabilities(activityAvailable: false, pedometerAvailable: true))),
-        ])
+        #expect(
+            batch.accepted == [
+                SensorRecord(
+                    device: device, seq: 1, t: 1_718_708_242.123,
+                    payload: .location(
+                        LocationFix(
+                            latitude: -33.924_868_5, longitude: 18.424_055_3, speed: 13.41, course: 271.5,
+                            horizontalAccuracy: 4.8))),
+                SensorRecord(device: device, t: 1_718_708_243, payload: .steps(300)),
+                SensorRecord(
+                    device: DeviceID(app: "app-1", user: "üser ✓"), seq: 1 << 40, t: 1_718_708_244.5,
+                    payload: .impact(
+                        ImpactObservation(
+                            peakG: 4.25, durationMs: 35,
+                            samples: [
+                                ImpactSample(dt: -1, x: 0.01, y: -0.98, z: 0.12),
+                                ImpactSample(dt: 0, x: 3.9, y: -1.1, z: 0.7),
+                            ]))),
+                SensorRecord(
+                    device: DeviceID(app: "a", user: "u"), t: 1_718_708_246,
+                    payload: .capabilities(DeviceCapabilities(activityAvailable: false, pedometerAvailable: true))),
+            ])
         let event = try EventBody.decode(Array(output[split.upperBound...]))
-        #expect(event == RoadSaveEvent(device: DeviceID(app: "app-1", user: "üser ✓"), body: .crashDetected(CrashInfo(
-            crashID: "c-1", confidence: .high, detectedAt: 1_718_708_300.000_1, latitude: nil, longitude: nil,
-            isTest: false))))
+        #expect(
+            event
+                == RoadSaveEvent(
+                    device: DeviceID(app: "app-1", user: "üser ✓"),
+                    body: .crashDetected(
+                        CrashInfo(
+                            crashID: "c-1", confidence: .high, detectedAt: 1_718_708_300.000_1, latitude: nil,
+                            longitude: nil,
+                            isTest: false))))
     }
 
     @Test func pythonDecodesWhatSwiftEncodes() throws {
@@ -74,11 +94,11 @@ struct PythonInteropTests {
             """
         let output = try Python.run(script, input: batch + ack + event)
         let value = try JSONText.decode(output)
-        guard case let .array(parts)? = value["parts"], parts.count == 3 else {
+        guard case .array(let parts)? = value["parts"], parts.count == 3 else {
             Issue.record("unexpected output: \(String(decoding: output, as: UTF8.self))")
             return
         }
-        guard case let .array(records) = parts[0] else {
+        guard case .array(let records) = parts[0] else {
             Issue.record("the batch is not a list in Python")
             return
         }
@@ -117,8 +137,9 @@ enum Python {
         let errors = stderr.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         guard process.terminationStatus == 0 else {
-            throw Failure(description: "python3 exited with \(process.terminationStatus): "
-                          + String(decoding: errors, as: UTF8.self))
+            throw Failure(
+                description: "python3 exited with \(process.terminationStatus): "
+                    + String(decoding: errors, as: UTF8.self))
         }
         return [UInt8](output)
     }

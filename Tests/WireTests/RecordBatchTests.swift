@@ -1,5 +1,6 @@
 import RoadSaveModel
 import Testing
+
 @testable import Wire
 
 @Suite("Record batches")
@@ -8,14 +9,24 @@ struct RecordBatchTests {
     static let mixed: [(JSONValue, String?)] = [
         (Fixtures.locationValue, nil),
         (Fixtures.location(with: "lat", .number(91)), "lat"),
-        (.object([("kind", .string("steps")), ("app", .string("a")), ("user", .string("u")), ("t", .number(1_718_708_242)),
-                  ("steps", .number(10)), ("extra", .array([.null]))]), nil),
+        (
+            .object([
+                ("kind", .string("steps")), ("app", .string("a")), ("user", .string("u")),
+                ("t", .number(1_718_708_242)),
+                ("steps", .number(10)), ("extra", .array([.null])),
+            ]), nil
+        ),
         (Fixtures.location(without: "user"), "user"),
         (.string("not a record"), "(record)"),
         (Fixtures.location(with: "kind", .string("teleport")), "kind"),
         (Fixtures.location(with: "t", .string("yesterday")), "t"),
-        (.object([("kind", .string("activity")), ("app", .string("a")), ("user", .string("u")), ("t", .number(1_718_708_242)),
-                  ("activity", .string("automotive")), ("confidence", .string("high"))]), nil),
+        (
+            .object([
+                ("kind", .string("activity")), ("app", .string("a")), ("user", .string("u")),
+                ("t", .number(1_718_708_242)),
+                ("activity", .string("automotive")), ("confidence", .string("high")),
+            ]), nil
+        ),
         (Fixtures.location(with: "seq", .number(-1)), "seq"),
     ]
 
@@ -30,9 +41,9 @@ struct RecordBatchTests {
         #expect(batch.records.map(\.index) == Array(0..<Self.mixed.count))
         for (slot, (value, field)) in zip(batch.records, Self.mixed) {
             switch (slot.result, field) {
-            case let (.success(record), nil):
+            case (.success(let record), nil):
                 #expect(record == (try RecordDecoding.record(from: value)))
-            case let (.failure(error), field?):
+            case (.failure(let error), let field?):
                 #expect(error.field == field, "index \(slot.index): \(error)")
                 #expect(!error.reason.isEmpty)
             default:
@@ -59,7 +70,8 @@ struct RecordBatchTests {
 
     @Test(arguments: ContentType.allCases)
     func unreadableBodiesThrow(_ contentType: ContentType) {
-        let notArray = contentType == .json ? JSONText.bytes(Fixtures.locationValue) : MessagePack.encode(Fixtures.locationValue)
+        let notArray =
+            contentType == .json ? JSONText.bytes(Fixtures.locationValue) : MessagePack.encode(Fixtures.locationValue)
         #expect(throws: WireError.self) { try RecordBatch.decodeBatch(notArray, contentType: contentType) }
         do {
             _ = try RecordBatch.decodeBatch(notArray, contentType: contentType)
@@ -68,7 +80,9 @@ struct RecordBatchTests {
             #expect(error.reason.contains("array"))
         }
         for garbage: [UInt8] in [[], [0xC1, 0x00], Array("{\"kind\":".utf8), [0x93, 0x01], Array("hello".utf8)] {
-            #expect(throws: WireError.self, "\(garbage)") { try RecordBatch.decodeBatch(garbage, contentType: contentType) }
+            #expect(throws: WireError.self, "\(garbage)") {
+                try RecordBatch.decodeBatch(garbage, contentType: contentType)
+            }
         }
     }
 
@@ -81,8 +95,11 @@ struct RecordBatchTests {
     @Test func tooManyRecordsAreRefusedWhole() {
         let count = RecordBatch.maximumRecords + 1
         // array32 header, then `count` × nil
-        let body: [UInt8] = [0xDD, UInt8(count >> 24 & 0xFF), UInt8(count >> 16 & 0xFF), UInt8(count >> 8 & 0xFF),
-                             UInt8(count & 0xFF)] + [UInt8](repeating: 0xC0, count: count)
+        let body: [UInt8] =
+            [
+                0xDD, UInt8(count >> 24 & 0xFF), UInt8(count >> 16 & 0xFF), UInt8(count >> 8 & 0xFF),
+                UInt8(count & 0xFF),
+            ] + [UInt8](repeating: 0xC0, count: count)
         do {
             _ = try RecordBatch.decodeBatch(body, contentType: .msgpack)
             Issue.record("expected tooLarge")
@@ -100,8 +117,9 @@ struct RecordBatchTests {
 
     @Test func emptyBatchIsFine() throws {
         #expect(try RecordBatch.decodeBatch([0x90], contentType: .msgpack).records.isEmpty)
-        #expect(try RecordBatch.decodeBatch(Array(" [ ] ".utf8), contentType: .json).acknowledgement
-            == Acknowledgement(accepted: 0, rejected: []))
+        #expect(
+            try RecordBatch.decodeBatch(Array(" [ ] ".utf8), contentType: .json).acknowledgement
+                == Acknowledgement(accepted: 0, rejected: []))
     }
 
     // MARK: Encoding
@@ -117,7 +135,7 @@ struct RecordBatchTests {
     /// map, keys in the documented order, times exact.
     @Test func msgpackRecordIsTheContractMap() throws {
         let value = try MessagePack.decode(RecordBatch.encodeBatch([Fixtures.records[0]], as: .msgpack))
-        guard case let .array(records) = value, records.count == 1, case let .object(members) = records[0] else {
+        guard case .array(let records) = value, records.count == 1, case .object(let members) = records[0] else {
             Issue.record("not an array of one map: \(value)")
             return
         }
@@ -133,8 +151,9 @@ struct RecordBatchTests {
         #expect(batch.rejections.isEmpty, "\(batch.rejections)")
         #expect(batch.accepted == Fixtures.jsonExactRecords)
         // The JSON of each element is the model's own line.
-        #expect(String(decoding: body, as: UTF8.self)
-            == "[" + Fixtures.jsonExactRecords.map { $0.json() }.joined(separator: ",") + "]")
+        #expect(
+            String(decoding: body, as: UTF8.self)
+                == "[" + Fixtures.jsonExactRecords.map { $0.json() }.joined(separator: ",") + "]")
     }
 
     @Test(arguments: ContentType.allCases)

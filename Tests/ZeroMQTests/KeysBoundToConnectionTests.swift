@@ -11,7 +11,8 @@ import ZeroMQ
 @Suite("KeysBoundToConnection", .serialized, .timeLimit(.minutes(1)))
 struct KeysBoundToConnectionTests {
     @Test func theEntryIsTheKeysAndMustStillCarryTheNameItWasAdmittedUnder() throws {
-        let k1 = try ZMQCurve.keyPair().publicKey, k2 = try ZMQCurve.keyPair().publicKey
+        let k1 = try ZMQCurve.keyPair().publicKey
+        let k2 = try ZMQCurve.keyPair().publicKey
         let admitted = CurvePeer(name: "gw-1", publicKey: k1)
         let listed = try CurveAllowList(text: "gateway \(k1) gw-1 app-1\noperator \(k2) alice")
         #expect(try listed.entry(for: admitted, role: .gateway).applications == ["app-1"])
@@ -27,18 +28,26 @@ struct KeysBoundToConnectionTests {
         // The line changed to another key under the same name, every application: K1 gets nothing of it.
         let replaced = try CurveAllowList(text: "gateway \(k2) gw-1")
         let replacedRefusal = try #require(refusal(replaced, admitted))
-        #expect(replacedRefusal == CurveKeyRefusal(
-            role: .gateway, name: "gw-1",
-            message: "gateway key \"gw-1\" is no longer in the allow-list (removed or replaced since this connection's handshake)"))
+        #expect(
+            replacedRefusal
+                == CurveKeyRefusal(
+                    role: .gateway, name: "gw-1",
+                    message:
+                        "gateway key \"gw-1\" is no longer in the allow-list (removed or replaced since this connection's handshake)"
+                ))
         // Removed altogether; listed in another role only; listed under another name; a message without the metadata.
-        #expect(refusal(try CurveAllowList(text: ""), admitted)?.message.contains("no longer in the allow-list") == true)
+        #expect(
+            refusal(try CurveAllowList(text: ""), admitted)?.message.contains("no longer in the allow-list") == true)
         #expect(refusal(try CurveAllowList(text: "operator \(k1) gw-1"), admitted) != nil)
         let renamed = try #require(refusal(try CurveAllowList(text: "gateway \(k1) gw-9"), admitted))
-        #expect(renamed.message == "gateway key \"gw-1\" is listed under another name since this connection's handshake: connect again")
+        #expect(
+            renamed.message
+                == "gateway key \"gw-1\" is listed under another name since this connection's handshake: connect again")
         #expect(refusal(listed, nil)?.message == "gateway key unknown: the message carries no key from the handshake")
         // Each role words it for itself, and no refusal shows key material.
-        #expect(refusal(replaced, CurvePeer(name: "alice", publicKey: k1), role: .operator)?.message
-                    .hasPrefix("operator key \"alice\" is no longer") == true)
+        #expect(
+            refusal(replaced, CurvePeer(name: "alice", publicKey: k1), role: .operator)?.message
+                .hasPrefix("operator key \"alice\" is no longer") == true)
         for text in [replacedRefusal.message, renamed.message] {
             #expect(!text.contains(k1) && !text.contains(k2))
         }
@@ -65,7 +74,7 @@ struct KeysBoundToConnectionTests {
     }
 
     /// A reactor with a ZAP handler and a ROUTER secured for gateways, recording every message.
-    final class Server: @unchecked Sendable {  // Sendable: `received` is locked; the rest is set before use
+    final class Server: @unchecked Sendable { // Sendable: `received` is locked; the rest is set before use
         let context: ZMQContext
         let reactor: Reactor
         let received = Locked<[Received]>([])
@@ -84,9 +93,10 @@ struct KeysBoundToConnectionTests {
                 loop.onReadable(socket) { socket in
                     socket.drain(limit: 100, failed: { _ in }) { frames in
                         let entry = zap.entry(for: socket.lastPeer, role: .gateway)
-                        let message = Received(body: String(decoding: frames.last ?? [], as: UTF8.self), peer: socket.lastPeer,
-                                               entryName: try? entry.get().name,
-                                               refusal: { if case let .failure(refusal) = entry { refusal.message } else { nil } }())
+                        let message = Received(
+                            body: String(decoding: frames.last ?? [], as: UTF8.self), peer: socket.lastPeer,
+                            entryName: try? entry.get().name,
+                            refusal: { if case .failure(let refusal) = entry { refusal.message } else { nil } }())
                         received.withLock { $0.append(message) }
                         return true
                     }
@@ -111,7 +121,7 @@ struct KeysBoundToConnectionTests {
     }
 
     /// A CURVE DEALER on a reactor of its own: one connection, kept open between sends.
-    final class Client: @unchecked Sendable {  // Sendable: the socket is touched only on the reactor
+    final class Client: @unchecked Sendable { // Sendable: the socket is touched only on the reactor
         let context: ZMQContext
         let reactor: Reactor
 
@@ -139,13 +149,18 @@ struct KeysBoundToConnectionTests {
     }
 
     @Test func aKeyReplacedUnderItsNameIsRefusedOnTheConnectionItHasOpen() async throws {
-        let serverKeys = try ZMQCurve.keyPair(), k1 = try ZMQCurve.keyPair(), k2 = try ZMQCurve.keyPair()
-        let list = FileManager.default.temporaryDirectory.appendingPathComponent("allow-\(UUID().uuidString.prefix(8))").path
+        let serverKeys = try ZMQCurve.keyPair()
+        let k1 = try ZMQCurve.keyPair()
+        let k2 = try ZMQCurve.keyPair()
+        let list = FileManager.default.temporaryDirectory.appendingPathComponent("allow-\(UUID().uuidString.prefix(8))")
+            .path
         try "gateway \(k1.publicKey) gw-1 app-1\n".write(toFile: list, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(atPath: list) }
         let server = try await Server(keys: serverKeys, allowList: list)
-        let first = try await Client(CurveClientKeys(serverPublicKey: serverKeys.publicKey, publicKey: k1.publicKey,
-                                                     secretKey: k1.secretKey), endpoint: server.endpoint.current)
+        let first = try await Client(
+            CurveClientKeys(
+                serverPublicKey: serverKeys.publicKey, publicKey: k1.publicKey,
+                secretKey: k1.secretKey), endpoint: server.endpoint.current)
         try await first.send("before")
         try #require(await server.waitFor(1))
 
@@ -154,8 +169,10 @@ struct KeysBoundToConnectionTests {
         try await first.send("after")
         try #require(await server.waitFor(2))
         // The name's new key connects and is served under the same name.
-        let second = try await Client(CurveClientKeys(serverPublicKey: serverKeys.publicKey, publicKey: k2.publicKey,
-                                                      secretKey: k2.secretKey), endpoint: server.endpoint.current)
+        let second = try await Client(
+            CurveClientKeys(
+                serverPublicKey: serverKeys.publicKey, publicKey: k2.publicKey,
+                secretKey: k2.secretKey), endpoint: server.endpoint.current)
         try await second.send("new key")
         try #require(await server.waitFor(3))
         for client in [first, second] { await client.stop() }
@@ -168,7 +185,9 @@ struct KeysBoundToConnectionTests {
         #expect(received[1].peer == CurvePeer(name: "gw-1", publicKey: k1.publicKey), "the same connection")
         #expect(received[0].entryName == "gw-1" && received[0].refusal == nil)
         #expect(received[1].entryName == nil)
-        #expect(received[1].refusal?.contains("gateway key \"gw-1\" is no longer in the allow-list") == true, "\(received[1])")
+        #expect(
+            received[1].refusal?.contains("gateway key \"gw-1\" is no longer in the allow-list") == true,
+            "\(received[1])")
         #expect(received[2].peer == CurvePeer(name: "gw-1", publicKey: k2.publicKey) && received[2].entryName == "gw-1")
     }
 }

@@ -24,7 +24,8 @@ struct ReactorBoundTests {
         context.terminate()
     }
 
-    @Test("off its reactor's thread it is not accessible: a task, a plain thread, another reactor, after the loop ended")
+    @Test(
+        "off its reactor's thread it is not accessible: a task, a plain thread, another reactor, after the loop ended")
     func notAccessibleElsewhere() async throws {
         let context = try ZMQContext()
         let reactor = Reactor(name: "zmq-test-bound-a", context: context)

@@ -24,8 +24,10 @@ private func threadCPUTime() -> Double {
 }
 
 /// Starts a reactor and waits until `setup` has run (work posted after start runs after setup).
-private func started(_ name: String, _ context: ZMQContext,
-                     _ setup: @escaping @Sendable (ReactorLoop) throws -> Void = { _ in }) async throws -> Reactor {
+private func started(
+    _ name: String, _ context: ZMQContext,
+    _ setup: @escaping @Sendable (ReactorLoop) throws -> Void = { _ in }
+) async throws -> Reactor {
     let reactor = Reactor(name: name, context: context)
     reactor.start(setup)
     try await answer(reactor) { _ in }
@@ -76,7 +78,7 @@ struct ReactorTests {
         }
         #expect(await eventually { seen.current.count == 4 })
         reactor.stop()
-        #expect(try await exitError(of: reactor, blocking: true) == nil)  // wait() from a plain thread
+        #expect(try await exitError(of: reactor, blocking: true) == nil) // wait() from a plain thread
 
         let entries = seen.current
         #expect(Set(entries.keys) == ["setup", "post", "timer", "readable", "stop"])
@@ -84,7 +86,7 @@ struct ReactorTests {
         #expect(pthread_equal(setupThread, pthread_self()) == 0)
         for (what, entry) in entries {
             #expect(pthread_equal(entry.thread, setupThread) != 0, "\(what) ran on another thread")
-            #expect(entry.name == "zmq-test-reacto", "\(what) ran on a thread named '\(entry.name)'")  // 15 bytes
+            #expect(entry.name == "zmq-test-reacto", "\(what) ran on a thread named '\(entry.name)'") // 15 bytes
         }
         #expect(await finishes(within: 60) { context.terminate() })
     }
@@ -119,7 +121,7 @@ struct ReactorTests {
             }
         }
         #expect(await eventually { threadsDone.current == threadPosters })
-        try await answer(reactor) { _ in }  // posted after everything above: when it runs, all of those have run
+        try await answer(reactor) { _ in } // posted after everything above: when it runs, all of those have run
 
         let entries = log.current
         #expect(entries.count == perPoster * (threadPosters + taskPosters))
@@ -208,7 +210,10 @@ struct ReactorTests {
             let start = loop.now
             var own: TimerID?
             own = loop.every(0.02) {
-                let count = ticks.withLock { $0.append(loop.now - start); return $0.count }
+                let count = ticks.withLock {
+                    $0.append(loop.now - start)
+                    return $0.count
+                }
                 if count == 5, let own { loop.cancel(own) }
             }
             let second = loop.every(0.01) { other.withLock { $0 += 1 } }
@@ -257,7 +262,7 @@ struct ReactorTests {
             let router = try loop.socket(.router)
             _ = try bindAny(router, .tcp, "stop")
             loop.onReadable(router) { _ in }
-            let spare = try loop.socket(.dealer)  // owned though never polled
+            let spare = try loop.socket(.dealer) // owned though never polled
             socketBox.value = router
             loop.onStop {
                 events.withLock { $0.append("onStop router open: \(!router.isClosed) spare open: \(!spare.isClosed)") }
@@ -275,9 +280,9 @@ struct ReactorTests {
         #expect(events.current == ["onStop router open: true spare open: true"])
         #expect(socketBox.value?.isClosed == true)
         #expect(!reactor.post { _ in })
-        await #expect(throws: ReactorError.stopped) { try await answer(reactor) { _ in 1 } }  // refused at once
-        #expect(try await exitError(of: reactor, within: 60) == nil)  // already finished: finished() returns at once
-        #expect(try await exitError(of: reactor, within: 60, blocking: true) == nil)  // and so does wait()
+        await #expect(throws: ReactorError.stopped) { try await answer(reactor) { _ in 1 } } // refused at once
+        #expect(try await exitError(of: reactor, within: 60) == nil) // already finished: finished() returns at once
+        #expect(try await exitError(of: reactor, within: 60, blocking: true) == nil) // and so does wait()
         #expect(await finishes(within: 60) { context.terminate() }, "zmq_ctx_term hung: a socket was left open")
     }
 
@@ -288,7 +293,12 @@ struct ReactorTests {
         let count = Locked(0)
         reactor.start { loop in
             loop.every(0.01) {
-                if count.withLock({ $0 += 1; return $0 }) == 3 { loop.stop() }
+                if count.withLock({
+                    $0 += 1
+                    return $0
+                }) == 3 {
+                    loop.stop()
+                }
             }
         }
         #expect(try await exitError(of: reactor) == nil)
@@ -306,7 +316,7 @@ struct ReactorTests {
             let pull = try loop.socket(.pull)
             try pull.bind("inproc://bad-setup")
             loop.onStop { stopped.withLock { $0 = true } }
-            try pull.connect("nonsense")  // throws ZMQError EINVAL
+            try pull.connect("nonsense") // throws ZMQError EINVAL
         }
         let error = try await exitError(of: reactor)
         let zmqError = try #require(error as? ZMQError)
@@ -323,7 +333,7 @@ struct ReactorTests {
         let withSockets = try await started("with-sockets", context) { loop in
             let sub = try loop.socket(.sub)
             try sub.subscribe("")
-            try sub.connect("tcp://127.0.0.1:9")  // never answers; fine
+            try sub.connect("tcp://127.0.0.1:9") // never answers; fine
             loop.onReadable(sub) { _ in }
             loop.onStop { stoppedAt.withLock { $0.append(MonotonicClock.now()) } }
         }
@@ -350,7 +360,7 @@ struct ReactorTests {
     @Test("run: async code awaits a value computed on the reactor; errors come back too")
     func runFromAsync() async throws {
         let context = try ZMQContext()
-        final class Counter { var value = 0 }  // non-Sendable state, kept on the loop
+        final class Counter { var value = 0 } // non-Sendable state, kept on the loop
         let reactor = try await started("run", context) { loop in
             loop.setValue(Counter())
         }
@@ -403,7 +413,8 @@ struct ReactorTests {
             loop.onReadable(dealer) { socket in
                 while let frames = try? socket.receive(dontWait: true), frames.count == 2 {
                     guard let id = UInt64(String(decoding: frames[0], as: UTF8.self)) else { continue }
-                    client.pending.removeValue(forKey: id)?.resume(returning: String(decoding: frames[1], as: UTF8.self))
+                    client.pending.removeValue(forKey: id)?.resume(
+                        returning: String(decoding: frames[1], as: UTF8.self))
                 }
             }
             loop.onStop {
@@ -421,7 +432,8 @@ struct ReactorTests {
                             client.pending[id] = continuation
                             // Every request gets a deadline, so no caller waits forever on a lost reply.
                             loop.schedule(after: 5) {
-                                client.pending.removeValue(forKey: id)?.resume(throwing: TestFailure("request \(id) timed out"))
+                                client.pending.removeValue(forKey: id)?.resume(
+                                    throwing: TestFailure("request \(id) timed out"))
                             }
                         } else {
                             continuation.resume(throwing: TestFailure("send would block"))

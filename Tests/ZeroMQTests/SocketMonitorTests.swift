@@ -1,12 +1,13 @@
 import CZeroMQ
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
 import RoadSaveTestKit
 import SystemKit
 import Testing
 import ZeroMQ
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// `SocketMonitor` on a ROUTER that takes TCP connections: what libzmq does silently (a frame over ZMQ_MAXMSGSIZE, a
 /// CURVE client refused by the ZAP handler, a connection that never says a word) becomes a `Closed` with the peer and
@@ -14,7 +15,7 @@ import ZeroMQ
 @Suite("SocketMonitor", .serialized, .timeLimit(.minutes(1)))
 struct SocketMonitorTests {
     /// A reactor with a monitored ROUTER bound on loopback; `configure` runs on the reactor before the monitor starts.
-    final class Server: @unchecked Sendable {  // Sendable: `closed` is locked; the rest is set before use
+    final class Server: @unchecked Sendable { // Sendable: `closed` is locked; the rest is set before use
         let context: ZMQContext
         let reactor: Reactor
         let closed = Locked<[SocketMonitor.Closed]>([])
@@ -43,7 +44,8 @@ struct SocketMonitorTests {
 
         /// Waits until the counters satisfy `condition` (true), or `timeout` passes.
         func eventually(timeout: Double = 60, _ condition: @escaping @Sendable (SocketMonitor.Counters) -> Bool)
-            async throws -> Bool {
+            async throws -> Bool
+        {
             let deadline = Date().addingTimeInterval(timeout)
             while Date() < deadline {
                 if condition(try await counters) { return true }
@@ -70,16 +72,19 @@ struct SocketMonitorTests {
 
     /// Sends `frames` from a DEALER of its own context (a CURVE client with `curve`), and keeps it until the server's
     /// monitor has counted what `seen` asks for (waited for, not slept: a busy machine is slow to get there).
-    static func send(_ frames: [[UInt8]], to server: Server,
-                     curve: (server: String, pair: (publicKey: String, secretKey: String))? = nil,
-                     until seen: @escaping @Sendable (SocketMonitor.Counters) -> Bool) async throws {
+    static func send(
+        _ frames: [[UInt8]], to server: Server,
+        curve: (server: String, pair: (publicKey: String, secretKey: String))? = nil,
+        until seen: @escaping @Sendable (SocketMonitor.Counters) -> Bool
+    ) async throws {
         let context = try ZMQContext()
         defer { context.terminate() }
         let socket = try ZMQSocket(context, .dealer)
         defer { socket.close() }
         if let curve {
-            try socket.setCurveClient(serverPublicKey: Array(curve.server.utf8), publicKey: Array(curve.pair.publicKey.utf8),
-                                      secretKey: Array(curve.pair.secretKey.utf8))
+            try socket.setCurveClient(
+                serverPublicKey: Array(curve.server.utf8), publicKey: Array(curve.pair.publicKey.utf8),
+                secretKey: Array(curve.pair.secretKey.utf8))
         }
         try socket.connect(server.endpoint.current)
         // Connected before sending, so the monitor has read the accept (and the peer's address) before the drop: a
@@ -98,16 +103,21 @@ struct SocketMonitorTests {
         let closed = try #require(await server.waitForClose())
         #expect(closed.ending == .closed)
         #expect(closed.peer.hasPrefix("127.0.0.1:") && closed.peer != "127.0.0.1:0", "\(closed)")
-        #expect(closed.ending.reason(maximumMessageBytes: 1024).contains("over the limit of 1024 bytes (ZMQ_MAXMSGSIZE)"))
+        #expect(
+            closed.ending.reason(maximumMessageBytes: 1024).contains("over the limit of 1024 bytes (ZMQ_MAXMSGSIZE)"))
         let counters = try await server.counters
         // The DEALER reconnects after being dropped, and is dropped again when it resends: at least one of each.
-        #expect(counters.accepted >= 1 && counters.handshakesSucceeded >= 1 && counters.disconnected >= 1, "\(counters)")
+        #expect(
+            counters.accepted >= 1 && counters.handshakesSucceeded >= 1 && counters.disconnected >= 1, "\(counters)")
         #expect(counters.open <= 1)
     }
 
     @Test func aCurveClientTheZAPHandlerRefusesIsAHandshakeFailure() async throws {
-        let serverKeys = try ZMQCurve.keyPair(), listed = try ZMQCurve.keyPair(), stranger = try ZMQCurve.keyPair()
-        let list = FileManager.default.temporaryDirectory.appendingPathComponent("allow-\(UUID().uuidString.prefix(8))").path
+        let serverKeys = try ZMQCurve.keyPair()
+        let listed = try ZMQCurve.keyPair()
+        let stranger = try ZMQCurve.keyPair()
+        let list = FileManager.default.temporaryDirectory.appendingPathComponent("allow-\(UUID().uuidString.prefix(8))")
+            .path
         try "gateway \(listed.publicKey) gw-1\n".write(toFile: list, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(atPath: list) }
         let server = try await Server { socket, loop in
@@ -139,7 +149,9 @@ struct SocketMonitorTests {
         address.sin_port = port.bigEndian
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         try #require(connected == 0)
         let started = Date()

@@ -62,8 +62,10 @@ func finishes(within timeout: Double, _ body: @escaping @Sendable () -> Void) as
 }
 
 /// `reactor.run(body)`, failing instead of hanging the whole test run if the reactor never answers (a bug).
-func answer<T: Sendable>(_ reactor: Reactor, timeout: Double = 60,
-                         _ body: @escaping @Sendable (ReactorLoop) throws -> T) async throws -> T {
+func answer<T: Sendable>(
+    _ reactor: Reactor, timeout: Double = 60,
+    _ body: @escaping @Sendable (ReactorLoop) throws -> T
+) async throws -> T {
     let result = Locked<Result<T, any Error>?>(nil)
     Task {
         do {

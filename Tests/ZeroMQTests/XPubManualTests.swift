@@ -6,7 +6,8 @@ import ZeroMQ
 struct XPubManualTests {
     @Test("ZMQ_XPUB_MANUAL: the subscription comes up with its metadata and only what the application applies is sent")
     func manualSubscriptions() async throws {
-        let (message, received) = try await onThread { () -> ((frames: [[UInt8]], properties: [String: String])?, [[String]]) in
+        let (message, received) = try await onThread {
+            () -> ((frames: [[UInt8]], properties: [String: String])?, [[String]]) in
             let context = try ZMQContext()
             defer { context.terminate() }
             let xpub = try ZMQSocket(context, .xpub)
@@ -49,7 +50,9 @@ struct XPubManualTests {
 
     @Test("ZAP reply metadata: ZMTP properties")
     func zapMetadata() {
-        #expect(ZAPHandler.metadata([("Connection", "12")]) == [10] + Array("Connection".utf8) + [0, 0, 0, 2] + Array("12".utf8))
+        #expect(
+            ZAPHandler.metadata([("Connection", "12")]) == [10] + Array("Connection".utf8) + [0, 0, 0, 2]
+                + Array("12".utf8))
         #expect(ZAPHandler.metadata([]) == [])
     }
 }

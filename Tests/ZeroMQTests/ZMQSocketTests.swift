@@ -133,30 +133,31 @@ struct ZMQSocketTests {
             try require(joined, "SUB never joined")
 
             try sub.unsubscribe("sync")
-            try pub.send(["tripDidStart.app-1.u1", "{}"])       // not subscribed
-            try pub.send(["crashDetected.app-1.u1", "c1"])       // subscribed
-            try pub.send(["crashDetectedX", "no"])               // prefix must match exactly
-            try pub.send(["tripDidEnd.app-2.u1", "other app"])   // other app
-            try pub.send(["tripDidEnd.app-1.u9", "t1"])          // subscribed
-            try pub.send(["crashDetected.app-2.u3", ""])         // subscribed, empty body
+            try pub.send(["tripDidStart.app-1.u1", "{}"]) // not subscribed
+            try pub.send(["crashDetected.app-1.u1", "c1"]) // subscribed
+            try pub.send(["crashDetectedX", "no"]) // prefix must match exactly
+            try pub.send(["tripDidEnd.app-2.u1", "other app"]) // other app
+            try pub.send(["tripDidEnd.app-1.u9", "t1"]) // subscribed
+            try pub.send(["crashDetected.app-2.u3", ""]) // subscribed, empty body
             try pub.send(["crashDetected.end"])
 
             var got: [[String]] = []
             while true {
                 guard let frames = try sub.receive() else { throw TestFailure("receive timed out") }
                 let message = text(frames)!
-                if message == ["sync"] { continue }  // sent before the unsubscribe reached the PUB
+                if message == ["sync"] { continue } // sent before the unsubscribe reached the PUB
                 got.append(message)
                 if message == ["crashDetected.end"] { break }
             }
             return got
         }
-        #expect(received == [
-            ["crashDetected.app-1.u1", "c1"],
-            ["tripDidEnd.app-1.u9", "t1"],
-            ["crashDetected.app-2.u3", ""],
-            ["crashDetected.end"],
-        ])
+        #expect(
+            received == [
+                ["crashDetected.app-1.u1", "c1"],
+                ["tripDidEnd.app-1.u9", "t1"],
+                ["crashDetected.app-2.u3", ""],
+                ["crashDetected.end"],
+            ])
     }
 
     @Test("REQ/REP", arguments: Transport.allCases)
@@ -286,7 +287,7 @@ struct ZMQSocketTests {
             try dealer.setSendTimeout(milliseconds: 100)
             start = MonotonicClock.now()
             results.append((try dealer.send(["b", "c"]), MonotonicClock.now() - start))
-            let fresh = try ZMQSocket(context, .push)  // default ZMQ_SNDTIMEO
+            let fresh = try ZMQSocket(context, .push) // default ZMQ_SNDTIMEO
             defer { fresh.close() }
             start = MonotonicClock.now()
             results.append((try fresh.send(["d"]), MonotonicClock.now() - start))
@@ -305,16 +306,20 @@ struct ZMQSocketTests {
             defer { context.terminate() }
             let socket = try ZMQSocket(context, .dealer)
             defer { socket.close() }
-            var values = [try socket.int32Option(ZMQ_LINGER), try socket.int32Option(ZMQ_SNDTIMEO),
-                          try socket.int32Option(ZMQ_RCVTIMEO)]
+            var values = [
+                try socket.int32Option(ZMQ_LINGER), try socket.int32Option(ZMQ_SNDTIMEO),
+                try socket.int32Option(ZMQ_RCVTIMEO),
+            ]
             try socket.setLinger(milliseconds: 250)
             try socket.setSendHighWaterMark(10)
             try socket.setReceiveHighWaterMark(20)
             try socket.setImmediate(true)
             try socket.setHeartbeat(interval: 1000, timeout: 3000, ttl: 5000)
-            values += [try socket.int32Option(ZMQ_LINGER), try socket.int32Option(ZMQ_SNDHWM),
-                       try socket.int32Option(ZMQ_RCVHWM), try socket.int32Option(ZMQ_IMMEDIATE),
-                       try socket.int32Option(ZMQ_HEARTBEAT_IVL), try socket.int32Option(ZMQ_HEARTBEAT_TIMEOUT)]
+            values += [
+                try socket.int32Option(ZMQ_LINGER), try socket.int32Option(ZMQ_SNDHWM),
+                try socket.int32Option(ZMQ_RCVHWM), try socket.int32Option(ZMQ_IMMEDIATE),
+                try socket.int32Option(ZMQ_HEARTBEAT_IVL), try socket.int32Option(ZMQ_HEARTBEAT_TIMEOUT),
+            ]
             return values
         }
         #expect(values == [0, 1000, -1, 250, 10, 20, 1, 1000, 3000])
@@ -347,8 +352,8 @@ struct ZMQSocketTests {
         let outcome = Locked<(error: ZMQError?, at: Double)?>(nil)
         Thread {
             do {
-                let pull = try ZMQSocket(context, .pull)  // no receive timeout: blocks until shutdown
-                defer { pull.close() }                     // closing lets zmq_ctx_term finish
+                let pull = try ZMQSocket(context, .pull) // no receive timeout: blocks until shutdown
+                defer { pull.close() } // closing lets zmq_ctx_term finish
                 try pull.bind("inproc://blocked")
                 ready.withLock { $0 = true }
                 _ = try pull.receive()
@@ -358,7 +363,7 @@ struct ZMQSocketTests {
             }
         }.start()
         #expect(await eventually { ready.current })
-        try await Task.sleep(for: .milliseconds(100))  // let it block
+        try await Task.sleep(for: .milliseconds(100)) // let it block
         #expect(outcome.current == nil)
         let shutdownAt = MonotonicClock.now()
         context.shutdown()
@@ -387,7 +392,10 @@ struct ZMQSocketTests {
             try push.connect(endpoint)
             var fds: [Int32] = [-1, -1]
             try require(pipe(&fds) == 0, "pipe failed")
-            defer { close(fds[0]); close(fds[1]) }
+            defer {
+                close(fds[0])
+                close(fds[1])
+            }
 
             var poller = ZMQPoller()
             poller.add(pull)
@@ -405,8 +413,9 @@ struct ZMQSocketTests {
             var socketReady: [ZMQPollEvents] = []
             let deadline = MonotonicClock.now() + 5
             while MonotonicClock.now() < deadline {
-                socketReady = try ZMQPoller.poll([ZMQPollItem(pull), ZMQPollItem(fileDescriptor: fds[0])],
-                                                 timeoutMilliseconds: 1000)
+                socketReady = try ZMQPoller.poll(
+                    [ZMQPollItem(pull), ZMQPollItem(fileDescriptor: fds[0])],
+                    timeoutMilliseconds: 1000)
                 if socketReady[0].contains(.readable) { break }
             }
             try require(text(try pull.receive(dontWait: true)) == ["ping"], "message not there after poll")
@@ -433,8 +442,9 @@ struct ZMQSocketTests {
             let endpoint = try bindAny(pull, .tcp, "curve")
             let push = try ZMQSocket(context, .push)
             defer { push.close() }
-            try push.setCurveClient(serverPublicKey: bytes(server.publicKey), publicKey: bytes(client.publicKey),
-                                    secretKey: bytes(client.secretKey))
+            try push.setCurveClient(
+                serverPublicKey: bytes(server.publicKey), publicKey: bytes(client.publicKey),
+                secretKey: bytes(client.secretKey))
             try push.connect(endpoint)
             try push.send(["secret", "payload"])
             return text(try pull.receive())

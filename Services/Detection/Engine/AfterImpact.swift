@@ -35,14 +35,17 @@ struct AfterImpact: Sendable, Equatable, Codable {
 
     /// One record after the impact: `fix` when it was an accepted location, `newSteps` counted from it,
     /// `activity` when it reported one.
-    mutating func observe(at t: Double, fix: AcceptedFix?, newSteps: Int, activity: ActivityObservation?,
-                          settings: DetectionSettings) {
+    mutating func observe(
+        at t: Double, fix: AcceptedFix?, newSteps: Int, activity: ActivityObservation?,
+        settings: DetectionSettings
+    ) {
         guard watches(t) else { return }
         records += 1
         lastRecordAt = t
         steps += newSteps
         if let activity, activity.activity == .walking || activity.activity == .running,
-           activity.confidence >= .medium {
+            activity.confidence >= .medium
+        {
             walkingReported = true
         }
         guard let fix else { return }
@@ -62,7 +65,8 @@ struct AfterImpact: Sendable, Equatable, Codable {
     func outcome(settings: DetectionSettings) -> CrashFollowUpOutcome {
         guard records > 0 else { return .deviceSilent }
         if let held = heldSpeed.maximum, held >= settings.startSpeed,
-           let farthest, farthest >= settings.crashFollowUpMovedDistance {
+            let farthest, farthest >= settings.crashFollowUpMovedDistance
+        {
             return .vehicleMovedOn
         }
         if steps >= settings.crashFollowUpWalkingSteps || walkingReported { return .personWalking }
@@ -70,8 +74,10 @@ struct AfterImpact: Sendable, Equatable, Codable {
     }
 
     /// The follow-up of the crash `crashID`, reported with `confidence`, as the evidence stands.
-    func followUp(crashID: String, confidence: CrashConfidence, isTest: Bool,
-                  settings: DetectionSettings) -> CrashFollowUpInfo {
+    func followUp(
+        crashID: String, confidence: CrashConfidence, isTest: Bool,
+        settings: DetectionSettings
+    ) -> CrashFollowUpInfo {
         let end = until ?? lastRecordAt ?? since
         let known = lastPosition ?? anchor
         return CrashFollowUpInfo(

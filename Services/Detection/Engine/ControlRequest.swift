@@ -27,8 +27,10 @@ public struct ControlRequest: Sendable, Equatable, Codable {
         }
     }
 
-    public init(command: Command, app: String, user: String? = nil, detectionMode: CrashDetectionMode? = nil,
-                shouldAutoDetectTrips: Bool? = nil, enabled: Bool? = nil, followUp: Bool? = nil) {
+    public init(
+        command: Command, app: String, user: String? = nil, detectionMode: CrashDetectionMode? = nil,
+        shouldAutoDetectTrips: Bool? = nil, enabled: Bool? = nil, followUp: Bool? = nil
+    ) {
         self.command = command
         self.app = app
         self.user = user
@@ -46,33 +48,36 @@ public struct ControlRequest: Sendable, Equatable, Codable {
             throw Invalid(message: "not JSON: \(error)")
         }
         guard case .object = value else { throw Invalid(message: "expected a JSON object") }
-        guard case let .string(name)? = value["command"] else { throw Invalid(message: "command: missing") }
+        guard case .string(let name)? = value["command"] else { throw Invalid(message: "command: missing") }
         guard let command = Command(rawValue: name) else {
-            throw Invalid(message: "command: unknown \"\(name)\"; expected one of "
-                + (Command.allCases.map(\.rawValue) + OperatorCommand.allCases.map(\.rawValue)).joined(separator: ", "))
+            throw Invalid(
+                message: "command: unknown \"\(name)\"; expected one of "
+                    + (Command.allCases.map(\.rawValue) + OperatorCommand.allCases.map(\.rawValue)).joined(
+                        separator: ", "))
         }
-        guard case let .string(app)? = value["app"], !app.isEmpty else { throw Invalid(message: "app: missing") }
+        guard case .string(let app)? = value["app"], !app.isEmpty else { throw Invalid(message: "app: missing") }
         self.command = command
         self.app = app
         switch value["user"] {
         case nil, .null?: user = nil
-        case let .string(user)? where !user.isEmpty: self.user = user
+        case .string(let user)? where !user.isEmpty: self.user = user
         default: throw Invalid(message: "user: expected a non-empty string")
         }
         // `mode` for setDetectionMode, `detectionMode` as in the configuration; either is accepted.
         for key in ["detectionMode", "mode"] {
-            if case let .string(text)? = value[key] {
+            if case .string(let text)? = value[key] {
                 guard let parsed = CrashDetectionMode(rawValue: text) else {
-                    throw Invalid(message: "\(key): unknown mode \"\(text)\"; expected all, crashOnly, tripOnly or disabled")
+                    throw Invalid(
+                        message: "\(key): unknown mode \"\(text)\"; expected all, crashOnly, tripOnly or disabled")
                 }
                 detectionMode = parsed
             }
         }
-        if case let .bool(flag)? = value["shouldAutoDetectTrips"] { shouldAutoDetectTrips = flag }
-        if case let .bool(flag)? = value["enabled"] { enabled = flag }
+        if case .bool(let flag)? = value["shouldAutoDetectTrips"] { shouldAutoDetectTrips = flag }
+        if case .bool(let flag)? = value["enabled"] { enabled = flag }
         switch value["followUp"] {
         case nil, .null?: break
-        case let .bool(flag)?: followUp = flag
+        case .bool(let flag)?: followUp = flag
         default: throw Invalid(message: "followUp: expected true or false")
         }
         if command == .setDetectionMode, detectionMode == nil {
@@ -117,8 +122,8 @@ public enum ControlOutcome: Sendable, Equatable {
     /// The reply on the wire.
     public var reply: [UInt8] {
         switch self {
-        case let .ok(devices, states): ControlReply.ok(devices: devices, states: states)
-        case let .failure(code, message, device): ControlReply.failure(code, message, device: device)
+        case .ok(let devices, let states): ControlReply.ok(devices: devices, states: states)
+        case .failure(let code, let message, let device): ControlReply.failure(code, message, device: device)
         }
     }
 }

@@ -45,11 +45,12 @@ public struct CrashCandidate: Sendable, Equatable, Codable {
 
     /// What `crashDetected` carries of this candidate.
     public var details: CrashDetails {
-        CrashDetails(speedBeforeImpact: speedBefore, speedAfterImpact: speedAfter, deltaV: deltaV, peakG: peakG,
-                     impactDurationMs: durationMs, impacts: impactCount, heading: heading,
-                     positionAccuracy: latitude == nil ? nil : positionAccuracy,
-                     positionAge: positionTime.map { abs(time - $0) }, positionTrusted: positionTrusted ?? false,
-                     recentPositions: recentPositions ?? [], inTrip: tripInProgress, tripID: tripID)
+        CrashDetails(
+            speedBeforeImpact: speedBefore, speedAfterImpact: speedAfter, deltaV: deltaV, peakG: peakG,
+            impactDurationMs: durationMs, impacts: impactCount, heading: heading,
+            positionAccuracy: latitude == nil ? nil : positionAccuracy,
+            positionAge: positionTime.map { abs(time - $0) }, positionTrusted: positionTrusted ?? false,
+            recentPositions: recentPositions ?? [], inTrip: tripInProgress, tripID: tripID)
     }
 }
 

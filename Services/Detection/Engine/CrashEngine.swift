@@ -18,9 +18,11 @@ struct CrashEngine: Sendable, Codable {
         /// what followed it (and in clusters kept from before follow-ups).
         var evidence: AfterImpact?
 
-        init(firstImpact: Double, firstImpactSamples: [ImpactSample], strongest: ImpactObservation, count: Int,
-             activityMode: ActivityContext.Mode, tripInProgress: Bool, tripID: String? = nil,
-             evidence: AfterImpact? = nil) {
+        init(
+            firstImpact: Double, firstImpactSamples: [ImpactSample], strongest: ImpactObservation, count: Int,
+            activityMode: ActivityContext.Mode, tripInProgress: Bool, tripID: String? = nil,
+            evidence: AfterImpact? = nil
+        ) {
             self.firstImpact = firstImpact
             self.firstImpactSamples = firstImpactSamples
             self.strongest = strongest
@@ -54,7 +56,8 @@ struct CrashEngine: Sendable, Codable {
             let container = try decoder.container(keyedBy: CodingKeys.self)
             firstImpact = try container.decode(Double.self, forKey: .firstImpact)
             strongest = try container.decode(ImpactObservation.self, forKey: .strongest)
-            firstImpactSamples = try container.decodeIfPresent([ImpactSample].self, forKey: .firstImpactSamples)
+            firstImpactSamples =
+                try container.decodeIfPresent([ImpactSample].self, forKey: .firstImpactSamples)
                 ?? strongest.samples
             count = try container.decode(Int.self, forKey: .count)
             activityMode = try container.decode(ActivityContext.Mode.self, forKey: .activityMode)
@@ -115,29 +118,38 @@ struct CrashEngine: Sendable, Codable {
 
     /// `watchAfter`: the records after it are still to come, so its follow-up can gather them (not for an impact
     /// that came after later records).
-    mutating func impact(_ observation: ImpactObservation, at t: Double, context: CrashContext, watchAfter: Bool = true) {
+    mutating func impact(_ observation: ImpactObservation, at t: Double, context: CrashContext, watchAfter: Bool = true)
+    {
         let settings = context.settings
-        if let index = pending.firstIndex(where: { t - $0.firstImpact <= settings.crashClusterWindow && t >= $0.firstImpact }) {
+        if let index = pending.firstIndex(where: {
+            t - $0.firstImpact <= settings.crashClusterWindow && t >= $0.firstImpact
+        }) {
             pending[index].count += 1
             if observation.peakG > pending[index].strongest.peakG { pending[index].strongest = observation }
             return
         }
         if recentCrashes.contains(where: { t >= $0 && t - $0 <= settings.crashClusterWindow }) { return }
         let anchor = Array(context.gps.fixes(from: t - settings.crashPositionWindow, to: t)).last
-        pending.append(ImpactCluster(firstImpact: t, firstImpactSamples: observation.samples, strongest: observation,
-                                     count: 1, activityMode: context.activity.mode,
-                                     tripInProgress: context.tripInProgress, tripID: context.tripID,
-                                     evidence: watchAfter ? AfterImpact(since: t, anchor: anchor) : nil))
+        pending.append(
+            ImpactCluster(
+                firstImpact: t, firstImpactSamples: observation.samples, strongest: observation,
+                count: 1, activityMode: context.activity.mode,
+                tripInProgress: context.tripInProgress, tripID: context.tripID,
+                evidence: watchAfter ? AfterImpact(since: t, anchor: anchor) : nil))
     }
 
     /// One record of the device (impacts aside), for the follow-ups gathering what came after their impacts.
-    mutating func observe(at t: Double, fix: AcceptedFix?, newSteps: Int, activity: ActivityObservation?,
-                          settings: DetectionSettings) {
+    mutating func observe(
+        at t: Double, fix: AcceptedFix?, newSteps: Int, activity: ActivityObservation?,
+        settings: DetectionSettings
+    ) {
         for index in pending.indices {
-            pending[index].evidence?.observe(at: t, fix: fix, newSteps: newSteps, activity: activity, settings: settings)
+            pending[index].evidence?.observe(
+                at: t, fix: fix, newSteps: newSteps, activity: activity, settings: settings)
         }
         for index in followUps.indices {
-            followUps[index].evidence.observe(at: t, fix: fix, newSteps: newSteps, activity: activity, settings: settings)
+            followUps[index].evidence.observe(
+                at: t, fix: fix, newSteps: newSteps, activity: activity, settings: settings)
         }
     }
 
@@ -176,8 +188,9 @@ struct CrashEngine: Sendable, Codable {
         var actions: [DetectionAction] = []
         followUps.removeAll { watch in
             guard let due = watch.due, due <= now, let confidence = watch.confidence else { return false }
-            let info = watch.evidence.followUp(crashID: watch.crashID, confidence: confidence, isTest: watch.isTest,
-                                               settings: settings)
+            let info = watch.evidence.followUp(
+                crashID: watch.crashID, confidence: confidence, isTest: watch.isTest,
+                settings: settings)
             actions.append(.emit(RoadSaveEvent(device: device, body: .crashFollowUp(info))))
             return true
         }
@@ -222,24 +235,27 @@ struct CrashEngine: Sendable, Codable {
 
     /// The platform's answer (or its absence) for a candidate: the crash event (and its follow-up, when the watch
     /// ended by `now`, the session's time), or a dismissal for `none`.
-    mutating func evaluated(crashID: String, outcome: CrashEvaluationOutcome, now: Double?,
-                            settings: DetectionSettings) -> [DetectionAction] {
+    mutating func evaluated(
+        crashID: String, outcome: CrashEvaluationOutcome, now: Double?,
+        settings: DetectionSettings
+    ) -> [DetectionAction] {
         guard let index = awaitingVerdict.firstIndex(where: { $0.crashID == crashID }) else { return [] }
         let candidate = awaitingVerdict.remove(at: index)
         let confidence: CrashConfidence
         switch outcome {
         case .unreachable:
             confidence = .unknown
-        case let .verdict(verdict):
+        case .verdict(let verdict):
             guard let fromVerdict = CrashConfidence(verdict: verdict) else {
                 followUps.removeAll { $0.crashID == crashID }
                 return [.crashDismissed(candidate, .platformVerdictNone)]
             }
             confidence = fromVerdict
         }
-        let info = CrashInfo(crashID: candidate.crashID, confidence: confidence, detectedAt: candidate.time,
-                             latitude: candidate.latitude, longitude: candidate.longitude, isTest: candidate.isTest,
-                             details: candidate.details)
+        let info = CrashInfo(
+            crashID: candidate.crashID, confidence: confidence, detectedAt: candidate.time,
+            latitude: candidate.latitude, longitude: candidate.longitude, isTest: candidate.isTest,
+            details: candidate.details)
         var actions: [DetectionAction] = [.emit(RoadSaveEvent(device: device, body: .crashDetected(info)))]
         if let watch = followUps.firstIndex(where: { $0.crashID == crashID }) {
             followUps[watch].confidence = confidence
@@ -258,7 +274,8 @@ struct CrashEngine: Sendable, Codable {
             .compactMap(\.speed)
         let speedBefore = before.max()
         let speedAfter = median(after)
-        let nearby = Array(context.gps.fixes(from: t0 - settings.crashPositionWindow, to: t0)).last
+        let nearby =
+            Array(context.gps.fixes(from: t0 - settings.crashPositionWindow, to: t0)).last
             ?? Array(context.gps.fixes(from: t0, to: t0 + settings.crashPositionWindow)).first
         // Without a fix near the impact (a tunnel), the last known position is still the best place to send help.
         let position = nearby ?? context.gps.last
@@ -272,13 +289,16 @@ struct CrashEngine: Sendable, Codable {
             peakG: cluster.strongest.peakG, durationMs: cluster.strongest.durationMs, impactCount: cluster.count,
             activity: cluster.activityMode.rawValue, tripInProgress: cluster.tripInProgress, isTest: false,
             samples: cluster.strongest.samples.map { [$0.dt, $0.x, $0.y, $0.z] },
-            deltaV: ImpactReadings.deltaV(samples: cluster.strongest.samples, speedBefore: speedBefore,
-                                          speedAfter: speedAfter),
+            deltaV: ImpactReadings.deltaV(
+                samples: cluster.strongest.samples, speedBefore: speedBefore,
+                speedAfter: speedAfter),
             heading: readings.heading, positionTime: position?.t, positionTrusted: readings.trusted,
             recentPositions: readings.recent, tripID: cluster.tripID)
 
-        if let reason = falsePositiveReason(cluster, speedBefore: speedBefore, speedAfter: speedAfter,
-                                            hasPosition: nearby != nil, inVehicle: inVehicle, settings: settings) {
+        if let reason = falsePositiveReason(
+            cluster, speedBefore: speedBefore, speedAfter: speedAfter,
+            hasPosition: nearby != nil, inVehicle: inVehicle, settings: settings)
+        {
             return .crashDismissed(candidate, reason)
         }
         recentCrashes.removeAll { t0 - $0 > settings.crashClusterWindow }
@@ -291,9 +311,11 @@ struct CrashEngine: Sendable, Codable {
         return .evaluateCrash(candidate)
     }
 
-    private func falsePositiveReason(_ cluster: ImpactCluster, speedBefore: Double?, speedAfter: Double?,
-                                     hasPosition: Bool, inVehicle: Bool,
-                                     settings: DetectionSettings) -> FalsePositiveReason? {
+    private func falsePositiveReason(
+        _ cluster: ImpactCluster, speedBefore: Double?, speedAfter: Double?,
+        hasPosition: Bool, inVehicle: Bool,
+        settings: DetectionSettings
+    ) -> FalsePositiveReason? {
         if cluster.strongest.peakG < settings.crashMinimumPeakG { return .weakImpact }
         if Self.hasFreeFall(before: cluster.firstImpactSamples, settings: settings) { return .freeFallBeforeImpact }
         if !cluster.tripInProgress, cluster.activityMode == .onFoot || cluster.activityMode == .cycling {

@@ -13,6 +13,6 @@ public enum DetectionAction: Sendable, Equatable {
 extension Array where Element == DetectionAction {
     /// The events among the actions.
     public var events: [RoadSaveEvent] {
-        compactMap { if case let .emit(event) = $0 { event } else { nil } }
+        compactMap { if case .emit(let event) = $0 { event } else { nil } }
     }
 }

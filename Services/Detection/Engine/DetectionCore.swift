@@ -35,8 +35,10 @@ public struct DetectionCore: Sendable {
         /// The shard this detection reads (`0/2`, or `all`), for the journal gaps it finds.
         public var shard: String
 
-        public init(fleet: DeviceFleet.Options = .init(), checkpointInterval: Double = 2, deviceMemoryIdle: Double = 3600,
-                    silentJournalGrace: Double = 10, dataDirectory: String = "", shard: String = "all") {
+        public init(
+            fleet: DeviceFleet.Options = .init(), checkpointInterval: Double = 2, deviceMemoryIdle: Double = 3600,
+            silentJournalGrace: Double = 10, dataDirectory: String = "", shard: String = "all"
+        ) {
             self.fleet = fleet
             self.checkpointInterval = checkpointInterval
             self.deviceMemoryIdle = deviceMemoryIdle
@@ -78,7 +80,8 @@ public struct DetectionCore: Sendable {
         public var devicesTickedAhead = 0
         public var checkpoints = 0
         public var eventsByKind = Dictionary(uniqueKeysWithValues: RoadSaveEvent.names.map { ($0, 0) })
-        public var dismissalsByReason = Dictionary(uniqueKeysWithValues: FalsePositiveReason.allCases.map { ($0.rawValue, 0) })
+        public var dismissalsByReason = Dictionary(
+            uniqueKeysWithValues: FalsePositiveReason.allCases.map { ($0.rawValue, 0) })
         /// Records not applied handed to the store (a re-run's repeats included).
         public var unappliedKept = 0
         /// Journal positions advanced and the records they held (for the lag in records).
@@ -146,9 +149,11 @@ public struct DetectionCore: Sendable {
 
     /// A core that starts from a checkpoint (`fleet` as it held it, `checkpointInput`, `checkpointPositions`) and
     /// the inputs stored after it (`recovery`, the last stored being `lastInput`), reading `journalEndpoints`.
-    public init(options: Options, fleet: DeviceFleet, checkpointInput: Int64 = 0, checkpointPositions: [String: UInt64] = [:],
-                recovery: [DetectionInput] = [], lastInput: Int64 = 0, journalGaps: [JournalGap] = [],
-                journalEndpoints: [String], at time: DetectionTime) {
+    public init(
+        options: Options, fleet: DeviceFleet, checkpointInput: Int64 = 0, checkpointPositions: [String: UInt64] = [:],
+        recovery: [DetectionInput] = [], lastInput: Int64 = 0, journalGaps: [JournalGap] = [],
+        journalEndpoints: [String], at time: DetectionTime
+    ) {
         self.options = options
         self.journalGaps = journalGaps
         self.fleet = fleet
@@ -167,7 +172,8 @@ public struct DetectionCore: Sendable {
 
     /// The shell is up: every journal is asked who it is, and the re-run begins (it goes live at once when there
     /// is nothing to re-run, or as soon as the journals have named themselves).
-    public mutating func start(at time: DetectionTime, evicted: inout some EvictedDeviceStore) -> [DetectionCoreAction] {
+    public mutating func start(at time: DetectionTime, evicted: inout some EvictedDeviceStore) -> [DetectionCoreAction]
+    {
         clock = time
         var actions: [DetectionCoreAction] = journals.indices.map { .fetch(journal: $0, journals[$0].greeting()) }
         continueRecovery(at: time, evicted: &evicted, into: &actions)
@@ -175,27 +181,33 @@ public struct DetectionCore: Sendable {
     }
 
     /// Journal `index` answered a fetch, with these chunks (decoded by the shell, in the reply's order).
-    public mutating func journalReplied(_ index: Int, _ answer: JournalAnswer, chunks: [JournalChunkRecords],
-                                        at time: DetectionTime,
-                                        evicted: inout some EvictedDeviceStore) -> [DetectionCoreAction] {
+    public mutating func journalReplied(
+        _ index: Int, _ answer: JournalAnswer, chunks: [JournalChunkRecords],
+        at time: DetectionTime,
+        evicted: inout some EvictedDeviceStore
+    ) -> [DetectionCoreAction] {
         clock = time
         var actions: [DetectionCoreAction] = []
         if case .stopped = phase { return actions }
         if case .stopping = phase { return actions }
         journals[index].replied(answer, at: time.monotonic)
         if let error = answer.error {
-            actions.append(.log(.warning, "journal refused a request", [("endpoint", journals[index].endpoint), ("error", error)]))
+            actions.append(
+                .log(.warning, "journal refused a request", [("endpoint", journals[index].endpoint), ("error", error)]))
             journals[index].retryAt = time.monotonic + 1
             return actions
         }
         guard journals[index].feed == answer.feed else {
             // First contact (or the endpoint now serves another journal): continue from what the checkpoint says.
             if let previous = journals[index].feed {
-                actions.append(.log(.warning, "the journal at an endpoint changed",
-                                    [("endpoint", journals[index].endpoint), ("was", previous), ("now", answer.feed)]))
+                actions.append(
+                    .log(
+                        .warning, "the journal at an endpoint changed",
+                        [("endpoint", journals[index].endpoint), ("was", previous), ("now", answer.feed)]))
             }
-            journals[index].adopt(feed: answer.feed, position: positionAfterRecovery(of: answer.feed),
-                                  checkpointed: checkpointPositions[answer.feed] ?? 0)
+            journals[index].adopt(
+                feed: answer.feed, position: positionAfterRecovery(of: answer.feed),
+                checkpointed: checkpointPositions[answer.feed] ?? 0)
             if case .recovering = phase {
                 continueRecovery(at: time, evicted: &evicted, into: &actions)
             } else if case .live = phase {
@@ -204,7 +216,9 @@ public struct DetectionCore: Sendable {
             return actions
         }
         noteGap(index, answer, into: &actions)
-        if case .recovering(var queue, true) = phase, case let .records(feed, _, to, now) = queue.first, feed == answer.feed {
+        if case .recovering(var queue, true) = phase, case .records(let feed, _, let to, let now) = queue.first,
+            feed == answer.feed
+        {
             queue.removeFirst()
             phase = .recovering(queue: queue, waiting: false)
             counts.recoveredInputs += 1
@@ -217,13 +231,16 @@ public struct DetectionCore: Sendable {
         journals[index].noteEnd(answer, items: chunks.count)
         if journals[index].unansweredBeforeReply > options.journalHeardWithin {
             let seconds = (journals[index].unansweredBeforeReply * 10).rounded() / 10
-            resumeClock("the journal at \(journals[index].endpoint) answered after \(seconds) s", at: time, into: &actions)
+            resumeClock(
+                "the journal at \(journals[index].endpoint) answered after \(seconds) s", at: time, into: &actions)
         }
         if journalsCaughtUp { counts.caughtUpAt = time.monotonic }
         if !reportedCaughtUp, journalsCaughtUp {
             reportedCaughtUp = true
-            actions.append(.log(.info, "caught up with the journals",
-                                [("seconds", seconds(time.monotonic - counts.startedAt)), ("records", String(counts.recordsRead))]))
+            actions.append(
+                .log(
+                    .info, "caught up with the journals",
+                    [("seconds", seconds(time.monotonic - counts.startedAt)), ("records", String(counts.recordsRead))]))
         }
         let after = journals[index].position
         journals[index].position = answer.to
@@ -238,8 +255,10 @@ public struct DetectionCore: Sendable {
     }
 
     /// The platform answered a `callPlatform`.
-    public mutating func platformAnswered(_ answer: PlatformAnswer, at time: DetectionTime,
-                                          evicted: inout some EvictedDeviceStore) -> [DetectionCoreAction] {
+    public mutating func platformAnswered(
+        _ answer: PlatformAnswer, at time: DetectionTime,
+        evicted: inout some EvictedDeviceStore
+    ) -> [DetectionCoreAction] {
         clock = time
         var actions: [DetectionCoreAction] = []
         platformCallsInFlight -= 1
@@ -248,17 +267,19 @@ public struct DetectionCore: Sendable {
         default: break
         }
         switch answer {
-        case let .settings(app, fetch):
+        case .settings(let app, let fetch):
             pendingInputs.append(.settings(app: app, fetch: fetch, now: time.wall))
             perform(fleet.settingsFetched(app: app, fetch, now: time.wall), into: &actions)
-        case let .verdict(device, crashID, outcome):
+        case .verdict(let device, let crashID, let outcome):
             if outcome == .unreachable {
-                actions.append(.log(.warning, "platform unreachable: crash reported with confidence unknown",
-                                    [("device", device.description), ("crashID", crashID)]))
+                actions.append(
+                    .log(
+                        .warning, "platform unreachable: crash reported with confidence unknown",
+                        [("device", device.description), ("crashID", crashID)]))
             }
             pendingInputs.append(.verdict(device: device, crashID: crashID, outcome: outcome))
             perform(fleet.crashEvaluated(device: device, crashID: crashID, outcome: outcome), into: &actions)
-        case let .commandSettings(number, fetch):
+        case .commandSettings(let number, let fetch):
             guard let command = waitingCommands.removeValue(forKey: number) else { break }
             execute(command, fetch: fetch, at: time, evicted: &evicted, into: &actions)
         }
@@ -267,20 +288,27 @@ public struct DetectionCore: Sendable {
     }
 
     /// A control command came (parsed, and allowed by the shell's access check).
-    public mutating func commandArrived(_ command: ControlCommand, at time: DetectionTime,
-                                        evicted: inout some EvictedDeviceStore) -> [DetectionCoreAction] {
+    public mutating func commandArrived(
+        _ command: ControlCommand, at time: DetectionTime,
+        evicted: inout some EvictedDeviceStore
+    ) -> [DetectionCoreAction] {
         clock = time
         var actions: [DetectionCoreAction] = []
         switch phase {
         case .live:
             handle(command, at: time, evicted: &evicted, into: &actions)
         case .stopping, .stopped:
-            actions.append(.reply(command.target, ControlReply.failure("stopping", "the detection service is shutting down")))
+            actions.append(
+                .reply(command.target, ControlReply.failure("stopping", "the detection service is shutting down")))
         case .recovering:
             // Applied once the stored inputs have been re-run, so that they come after them, as they did.
             guard commandsWhileStarting.count < options.maximumCommandsWhileStarting else {
-                actions.append(.reply(command.target, ControlReply.failure(
-                    "recovering", "the detection service is re-running its inputs after a restart; try again in a moment")))
+                actions.append(
+                    .reply(
+                        command.target,
+                        ControlReply.failure(
+                            "recovering",
+                            "the detection service is re-running its inputs after a restart; try again in a moment")))
                 break
             }
             commandsWhileStarting.append(command)
@@ -290,8 +318,10 @@ public struct DetectionCore: Sendable {
 
     /// An operator command came (parsed, and allowed by the shell's access check). It is not an input: what it
     /// changes is stored by the shell before the reply leaves.
-    public mutating func operatorCommandArrived(_ command: OperatorCommand, from target: ControlTarget,
-                                                at time: DetectionTime) -> [DetectionCoreAction] {
+    public mutating func operatorCommandArrived(
+        _ command: OperatorCommand, from target: ControlTarget,
+        at time: DetectionTime
+    ) -> [DetectionCoreAction] {
         clock = time
         switch phase {
         case .stopping, .stopped:
@@ -306,10 +336,13 @@ public struct DetectionCore: Sendable {
             let gaps = open.map { journalGaps[$0] }
             var actions: [DetectionCoreAction] = []
             if !gaps.isEmpty { actions.append(.journalGapsAcknowledged(gaps)) }
-            actions.append(.log(.info, "control command", [
-                ("key", target.key ?? "-"), ("command", command.rawValue), ("app", "*"), ("user", "*"),
-                ("result", "ok (\(gaps.count) gaps)"),
-            ]))
+            actions.append(
+                .log(
+                    .info, "control command",
+                    [
+                        ("key", target.key ?? "-"), ("command", command.rawValue), ("app", "*"), ("user", "*"),
+                        ("result", "ok (\(gaps.count) gaps)"),
+                    ]))
             actions.append(.reply(target, OperatorCommand.acknowledgedReply(gaps)))
             return actions
         }
@@ -323,11 +356,13 @@ public struct DetectionCore: Sendable {
     public mutating func tick(at time: DetectionTime, evicted: inout some EvictedDeviceStore) -> [DetectionCoreAction] {
         clock = time
         var actions: [DetectionCoreAction] = []
-        for line in unappliedLog.roll(now: time.monotonic) { actions.append(.log(line.level, line.message, line.fields)) }
+        for line in unappliedLog.roll(now: time.monotonic) {
+            actions.append(.log(line.level, line.message, line.fields))
+        }
         switch phase {
         case .stopped:
             return actions
-        case let .stopping(deadline, checkpointLast):
+        case .stopping(let deadline, let checkpointLast):
             finishStopping(deadline: deadline, checkpointLast: checkpointLast, at: time, into: &actions)
             return actions
         case .recovering:
@@ -354,8 +389,10 @@ public struct DetectionCore: Sendable {
             journals[index].retryAt = nil
             if journals[index].feed == nil {
                 actions.append(.fetch(journal: index, journals[index].greeting()))
-            } else if case .recovering(let queue, true) = phase, case let .records(feed, after, to, _) = queue.first,
-                      feed == journals[index].feed {
+            } else if case .recovering(let queue, true) = phase,
+                case .records(let feed, let after, let to, _) = queue.first,
+                feed == journals[index].feed
+            {
                 actions.append(.fetch(journal: index, journals[index].range(after: after, through: to)))
             } else if case .live = phase {
                 actions.append(.fetch(journal: index, journals[index].next()))
@@ -371,8 +408,10 @@ public struct DetectionCore: Sendable {
 
     /// A `writeCheckpoint` ended: what it holds is safe, so the inputs before it can go and ingest may drop the
     /// records before its positions. One that failed is written again with the next (its inputs are kept).
-    public mutating func checkpointWritten(generation: Int, outcome: CheckpointOutcome,
-                                           at time: DetectionTime) -> [DetectionCoreAction] {
+    public mutating func checkpointWritten(
+        generation: Int, outcome: CheckpointOutcome,
+        at time: DetectionTime
+    ) -> [DetectionCoreAction] {
         guard generation == checkpointGeneration else { return [] }
         clock = time
         checkpointInFlight = false
@@ -380,9 +419,12 @@ public struct DetectionCore: Sendable {
         devicesInFlight = []
         let reason: String
         switch outcome {
-        case let .written(cost):
-            nextCheckpointAllowed = inFlightStartedAt + Self.checkpointSpacing(cost: cost, devicesLeft: inFlightEvictions,
-                                                                                 share: options.checkpointCostShare)
+        case .written(let cost):
+            nextCheckpointAllowed =
+                inFlightStartedAt
+                + Self.checkpointSpacing(
+                    cost: cost, devicesLeft: inFlightEvictions,
+                    share: options.checkpointCostShare)
             evictionsUnsaved = false
             checkpointInput = inFlightInput
             checkpointPositions = inFlightPositions
@@ -391,7 +433,7 @@ public struct DetectionCore: Sendable {
             }
             counts.checkpoints += 1
             return [.forgetInputs(through: inFlightInput)]
-        case let .failed(error): reason = error
+        case .failed(let error): reason = error
         case .superseded: reason = "superseded by a later checkpoint before its turn"
         }
         unsavedDevices += changed
@@ -411,7 +453,8 @@ public struct DetectionCore: Sendable {
         let wasLive = if case .live = phase { true } else { false }
         phase = .stopping(deadline: time.monotonic + options.stopGrace, checkpointLast: wasLive)
         for command in commandsWhileStarting {
-            actions.append(.reply(command.target, ControlReply.failure("stopping", "the detection service is shutting down")))
+            actions.append(
+                .reply(command.target, ControlReply.failure("stopping", "the detection service is shutting down")))
         }
         commandsWhileStarting.removeAll()
         for journal in journals { if let feed = journal.feed { positionsAtStop[feed] = journal.position } }
@@ -438,7 +481,7 @@ public struct DetectionCore: Sendable {
     public var isLive: Bool { if case .live = phase { true } else { false } }
 
     /// Inputs still to re-run after the checkpoint.
-    public var recoveryQueueCount: Int { if case let .recovering(queue, _) = phase { queue.count } else { 0 } }
+    public var recoveryQueueCount: Int { if case .recovering(let queue, _) = phase { queue.count } else { 0 } }
 
     /// Devices in memory with a trip in progress (a pass over all of them: for metrics now and then).
     public var tripsInProgress: Int { fleet.tripsInProgress }
@@ -467,19 +510,23 @@ public struct DetectionCore: Sendable {
     /// Re-runs stored inputs one by one; records are fetched again from their journal by exact range. When the
     /// queue is empty the core goes live: reading journals from where the re-run ended, asking the platform again
     /// for whatever the fleet still waits for, and taking the commands that came meanwhile.
-    private mutating func continueRecovery(at time: DetectionTime, evicted: inout some EvictedDeviceStore,
-                                           into actions: inout [DetectionCoreAction]) {
+    private mutating func continueRecovery(
+        at time: DetectionTime, evicted: inout some EvictedDeviceStore,
+        into actions: inout [DetectionCoreAction]
+    ) {
         guard case .recovering(var queue, let waiting) = phase, !waiting else { return }
         while let input = queue.first {
-            if case let .records(feed, after, to, _) = input {
+            if case .records(let feed, let after, let to, _) = input {
                 // Records are asked of the journal that holds them: wait until every journal has named itself.
                 guard journals.allSatisfy({ $0.feed != nil }) else {
                     phase = .recovering(queue: queue, waiting: false)
                     return
                 }
                 guard let index = journals.firstIndex(where: { $0.feed == feed }) else {
-                    actions.append(.log(.error, "records of a journal no longer configured cannot be re-read: skipped",
-                                        [("journal", feed), ("after", String(after)), ("to", String(to))]))
+                    actions.append(
+                        .log(
+                            .error, "records of a journal no longer configured cannot be re-read: skipped",
+                            [("journal", feed), ("after", String(after)), ("to", String(to))]))
                     queue.removeFirst()
                     continue
                 }
@@ -495,9 +542,14 @@ public struct DetectionCore: Sendable {
         phase = .live
         counts.liveAt = time.monotonic
         resumeClock("started", at: time, into: &actions)
-        actions.append(.log(.info, "live", [("recoveredInputs", String(counts.recoveredInputs)),
-                                            ("devices", String(fleet.deviceCount)),
-                                            ("seconds", seconds(time.monotonic - counts.startedAt))]))
+        actions.append(
+            .log(
+                .info, "live",
+                [
+                    ("recoveredInputs", String(counts.recoveredInputs)),
+                    ("devices", String(fleet.deviceCount)),
+                    ("seconds", seconds(time.monotonic - counts.startedAt)),
+                ]))
         perform(fleet.pendingPlatformCalls, into: &actions)
         // A journal still to name itself is read once it has (its first reply).
         for index in journals.indices where journals[index].feed != nil {
@@ -509,25 +561,27 @@ public struct DetectionCore: Sendable {
     }
 
     /// Applies a stored input again (recovery); records are re-run where their fetch is answered.
-    private mutating func rerun(_ input: DetectionInput, evicted: inout some EvictedDeviceStore,
-                                into actions: inout [DetectionCoreAction]) {
+    private mutating func rerun(
+        _ input: DetectionInput, evicted: inout some EvictedDeviceStore,
+        into actions: inout [DetectionCoreAction]
+    ) {
         switch input {
         case .records:
             break
-        case let .settings(app, fetch, now):
+        case .settings(let app, let fetch, let now):
             perform(fleet.settingsFetched(app: app, fetch, now: now), into: &actions)
-        case let .verdict(device, crashID, outcome):
+        case .verdict(let device, let crashID, let outcome):
             perform(fleet.crashEvaluated(device: device, crashID: crashID, outcome: outcome), into: &actions)
-        case let .control(text, fetch, now):
+        case .control(let text, let fetch, let now):
             guard let request = try? ControlRequest(json: Array(text.utf8)) else { return }
             bringBack(for: request, evicted: &evicted, into: &actions)
             perform(fleet.control(request, now: now, fetch: fetch).actions, into: &actions)
-        case let .tick(now):
+        case .tick(let now):
             perform(fleet.tick(now: now), into: &actions)
-        case let .deviceTick(now, devices):
+        case .deviceTick(let now, let devices):
             for device in devices { bringBack(device, evicted: &evicted, into: &actions) }
             perform(fleet.tick(now: now, only: devices), into: &actions)
-        case let .resumed(now):
+        case .resumed(let now):
             fleet.resumeClock(now: now)
         }
     }
@@ -535,8 +589,10 @@ public struct DetectionCore: Sendable {
     /// Where reading of `feed` goes on after the re-run: its last records input, else its checkpoint position.
     private func positionAfterRecovery(of feed: String) -> UInt64 {
         var position = checkpointPositions[feed] ?? 0
-        if case let .recovering(queue, _) = phase {
-            for case let .records(inputFeed, _, to, _) in queue where inputFeed == feed { position = max(position, to) }
+        if case .recovering(let queue, _) = phase {
+            for case .records(let inputFeed, _, let to, _) in queue where inputFeed == feed {
+                position = max(position, to)
+            }
         }
         return position
     }
@@ -556,16 +612,19 @@ public struct DetectionCore: Sendable {
             actions.append(.journalGap(journalGaps[known]))
             return
         }
-        let gap = JournalGap(journal: answer.feed, endpoint: journals[index].endpoint, shard: options.shard,
-                             position: answer.after, deletedThrough: deleted)
+        let gap = JournalGap(
+            journal: answer.feed, endpoint: journals[index].endpoint, shard: options.shard,
+            position: answer.after, deletedThrough: deleted)
         journalGaps.append(gap)
         counts.journalGapsFound += 1
         actions.append(.journalGap(gap))
     }
 
     /// A reply's chunks, each chunk's records and then its gateway's watermark.
-    private mutating func apply(_ chunks: [JournalChunkRecords], feed: String, now: Double,
-                                evicted: inout some EvictedDeviceStore, into actions: inout [DetectionCoreAction]) {
+    private mutating func apply(
+        _ chunks: [JournalChunkRecords], feed: String, now: Double,
+        evicted: inout some EvictedDeviceStore, into actions: inout [DetectionCoreAction]
+    ) {
         for chunk in chunks {
             let stream = chunk.gateway.map { Self.streamName(feed: feed, shard: chunk.shard, gateway: $0) }
             for record in chunk.records {
@@ -582,7 +641,9 @@ public struct DetectionCore: Sendable {
     /// Detection hears its journals again (it started, or a journal answers after an outage): the time it could
     /// not is not the devices' silence (`DeviceFleet.resumeClock`). Stored like any input, so that a re-run measures
     /// silence as this run did.
-    private mutating func resumeClock(_ reason: String, at time: DetectionTime, into actions: inout [DetectionCoreAction]) {
+    private mutating func resumeClock(
+        _ reason: String, at time: DetectionTime, into actions: inout [DetectionCoreAction]
+    ) {
         guard fleet.deviceCount > 0 else { return }
         actions.append(.log(.info, "devices' quiet time counts from now", [("reason", reason)]))
         fleet.resumeClock(now: time.wall)
@@ -601,7 +662,8 @@ public struct DetectionCore: Sendable {
     /// go by their watermarks, which hold however far behind detection is, so they are served either way.
     private mutating func clockTick(at time: DetectionTime, into actions: inout [DetectionCoreAction]) {
         let monotonic = time.monotonic
-        let heardWithin = options.journalHeardWithin, grace = options.silentJournalGrace
+        let heardWithin = options.journalHeardWithin
+        let grace = options.silentJournalGrace
         func heard(_ journal: JournalLink) -> Bool { monotonic - journal.lastReply < heardWithin }
         func given(_ journal: JournalLink) -> Bool { monotonic - journal.lastReply > grace }
         let readAll = journals.allSatisfy { ($0.caughtUp && heard($0)) || given($0) }
@@ -609,7 +671,8 @@ public struct DetectionCore: Sendable {
             let due = fleet.dueDevices(now: time.wall, limit: Self.maximumWatched)
             let read = due.filter { device in
                 journals.allSatisfy { journal in
-                    (journal.caughtUp && heard(journal)) || given(journal) || (heard(journal) && journal.hasGivenAll(of: device))
+                    (journal.caughtUp && heard(journal)) || given(journal)
+                        || (heard(journal) && journal.hasGivenAll(of: device))
                 }
             }
             for index in journals.indices { journals[index].watch = due }
@@ -636,8 +699,10 @@ public struct DetectionCore: Sendable {
     // MARK: Control
 
     /// A command taken now: the startup guard's settings fetched first when it needs them.
-    private mutating func handle(_ command: ControlCommand, at time: DetectionTime, evicted: inout some EvictedDeviceStore,
-                                 into actions: inout [DetectionCoreAction]) {
+    private mutating func handle(
+        _ command: ControlCommand, at time: DetectionTime, evicted: inout some EvictedDeviceStore,
+        into actions: inout [DetectionCoreAction]
+    ) {
         guard command.request.needsSettings else {
             execute(command, fetch: nil, at: time, evicted: &evicted, into: &actions)
             return
@@ -647,10 +712,13 @@ public struct DetectionCore: Sendable {
         call(.commandSettings(waiting: nextCommandNumber, app: command.request.app), into: &actions)
     }
 
-    private mutating func execute(_ command: ControlCommand, fetch: SettingsFetch?, at time: DetectionTime,
-                                  evicted: inout some EvictedDeviceStore, into actions: inout [DetectionCoreAction]) {
+    private mutating func execute(
+        _ command: ControlCommand, fetch: SettingsFetch?, at time: DetectionTime,
+        evicted: inout some EvictedDeviceStore, into actions: inout [DetectionCoreAction]
+    ) {
         guard case .live = phase else {
-            actions.append(.reply(command.target, ControlReply.failure("stopping", "the detection service is shutting down")))
+            actions.append(
+                .reply(command.target, ControlReply.failure("stopping", "the detection service is shutting down")))
             return
         }
         let request = command.request
@@ -658,7 +726,8 @@ public struct DetectionCore: Sendable {
         bringBack(for: request, evicted: &evicted, into: &actions)
         let (outcome, fleetActions) = fleet.control(request, now: time.wall, fetch: fetch)
         perform(fleetActions, into: &actions)
-        actions.append(.log(.info, "control command", Self.audit(request, key: command.target.key, result: outcome.summary)))
+        actions.append(
+            .log(.info, "control command", Self.audit(request, key: command.target.key, result: outcome.summary)))
         // The reply leaves once the command is stored.
         pendingReplies.append((command.target, outcome.reply))
         commit(at: time, into: &actions)
@@ -667,17 +736,21 @@ public struct DetectionCore: Sendable {
     /// The audit line's fields of a command: the operator key's name, the command, the application masked, the
     /// user, the result. Never the key itself.
     public static func audit(_ request: ControlRequest?, key: String?, result: String) -> [(String, String)] {
-        [("key", key ?? "-"), ("command", request?.command.rawValue ?? "?"),
-         ("app", request.map { Secret.mask($0.app) } ?? "?"), ("user", request.map { $0.user ?? "*" } ?? "?"),
-         ("result", result)]
+        [
+            ("key", key ?? "-"), ("command", request?.command.rawValue ?? "?"),
+            ("app", request.map { Secret.mask($0.app) } ?? "?"), ("user", request.map { $0.user ?? "*" } ?? "?"),
+            ("result", result),
+        ]
     }
 
     // MARK: Devices out of memory
 
     /// Puts a device that left memory back into the fleet before an input names it. A store that cannot be read
     /// stops the service (as a failed commit does): going on would start the device afresh.
-    private mutating func bringBack(_ device: DeviceID, evicted: inout some EvictedDeviceStore,
-                                    into actions: inout [DetectionCoreAction]) {
+    private mutating func bringBack(
+        _ device: DeviceID, evicted: inout some EvictedDeviceStore,
+        into actions: inout [DetectionCoreAction]
+    ) {
         guard !evicted.isEmpty, !fleet.isResident(device) else { return }
         do {
             if let state = try evicted.takeBack(device) { fleet.restore(state) }
@@ -687,8 +760,10 @@ public struct DetectionCore: Sendable {
     }
 
     /// A command for one device brings it back; one for every device of an application brings them all back.
-    private mutating func bringBack(for request: ControlRequest, evicted: inout some EvictedDeviceStore,
-                                    into actions: inout [DetectionCoreAction]) {
+    private mutating func bringBack(
+        for request: ControlRequest, evicted: inout some EvictedDeviceStore,
+        into actions: inout [DetectionCoreAction]
+    ) {
         guard !evicted.isEmpty else { return }
         if let user = request.user {
             bringBack(DeviceID(app: request.app, user: user), evicted: &evicted, into: &actions)
@@ -708,25 +783,33 @@ public struct DetectionCore: Sendable {
     private mutating func perform(_ fleetActions: [FleetAction], into actions: inout [DetectionCoreAction]) {
         for action in fleetActions {
             switch action {
-            case let .emit(event):
+            case .emit(let event):
                 counts.eventsByKind[event.name, default: 0] += 1
                 pendingEvents.append(event)
-                actions.append(.log(.info, "event", [("event", event.name), ("device", event.device.description),
-                                                     ("eventID", event.eventID)]))
-            case let .fetchSettings(app):
+                actions.append(
+                    .log(
+                        .info, "event",
+                        [
+                            ("event", event.name), ("device", event.device.description),
+                            ("eventID", event.eventID),
+                        ]))
+            case .fetchSettings(let app):
                 guard case .live = phase else { continue }
                 call(.settings(app: app), into: &actions)
-            case let .evaluateCrash(device, candidate):
+            case .evaluateCrash(let device, let candidate):
                 guard case .live = phase else { continue }
                 call(.evaluation(device: device, candidate: candidate), into: &actions)
-            case let .crashDismissed(device, candidate, reason):
+            case .crashDismissed(let device, let candidate, let reason):
                 counts.dismissalsByReason[reason.rawValue, default: 0] += 1
-                actions.append(.log(.info, "suspected crash dismissed", [
-                    ("device", device.description), ("crashID", candidate.crashID),
-                    ("at", ISO8601.string(fromSeconds: candidate.time)), ("reason", reason.rawValue),
-                    ("peakG", JSONObjectWriter.number(candidate.peakG, decimals: 1)),
-                ]))
-            case let .recordRejected(record, reason):
+                actions.append(
+                    .log(
+                        .info, "suspected crash dismissed",
+                        [
+                            ("device", device.description), ("crashID", candidate.crashID),
+                            ("at", ISO8601.string(fromSeconds: candidate.time)), ("reason", reason.rawValue),
+                            ("peakG", JSONObjectWriter.number(candidate.peakG, decimals: 1)),
+                        ]))
+            case .recordRejected(let record, let reason):
                 if case .duplicate = reason {
                     // A duplicate is a record already taken: nothing of it is lost (but a run of them far behind is
                     // said).
@@ -740,13 +823,20 @@ public struct DetectionCore: Sendable {
                 for line in unappliedLog.noted(record, reason, now: clock.monotonic) {
                     actions.append(.log(line.level, line.message, line.fields))
                 }
-            case let .deviceNotMonitored(device, error):
-                actions.append(.log(.error, "device not monitored",
-                                    [("device", device.description), ("error", error.code), ("reason", error.description)]))
-            case let .watermarkHoldExpired(stream, stillSince):
-                actions.append(.log(.warning, "a gateway's watermark has stood still too long: its devices go by the clock until it moves (records it delivers later may be too late)",
-                                    [("stream", stream), ("stillSince", ISO8601.string(fromSeconds: stillSince)),
-                                     ("hold", JSONObjectWriter.number(options.fleet.watermarkHold, decimals: 1))]))
+            case .deviceNotMonitored(let device, let error):
+                actions.append(
+                    .log(
+                        .error, "device not monitored",
+                        [("device", device.description), ("error", error.code), ("reason", error.description)]))
+            case .watermarkHoldExpired(let stream, let stillSince):
+                actions.append(
+                    .log(
+                        .warning,
+                        "a gateway's watermark has stood still too long: its devices go by the clock until it moves (records it delivers later may be too late)",
+                        [
+                            ("stream", stream), ("stillSince", ISO8601.string(fromSeconds: stillSince)),
+                            ("hold", JSONObjectWriter.number(options.fleet.watermarkHold, decimals: 1)),
+                        ]))
             }
         }
     }
@@ -765,19 +855,25 @@ public struct DetectionCore: Sendable {
     /// (and a crash's verdict is stored in the same transaction as the records that raised it). At most
     /// `deferredInputs` wait, and no longer than `deferredCommitDelay`. During recovery (`eventsOnly`) only events
     /// and records not applied are stored: the inputs that gave them are in the store already.
-    private mutating func commit(force: Bool = false, eventsOnly: Bool = false, at time: DetectionTime,
-                                 into actions: inout [DetectionCoreAction]) {
+    private mutating func commit(
+        force: Bool = false, eventsOnly: Bool = false, at time: DetectionTime,
+        into actions: inout [DetectionCoreAction]
+    ) {
         if case .stopped = phase { return }
         if eventsOnly {
             guard !pendingEvents.isEmpty || !pendingUnapplied.isEmpty else { return }
-            actions.append(.commit(DetectionCommit(inputs: [], events: pendingEvents, unapplied: pendingUnapplied,
-                                                   replies: [], at: time.wall)))
+            actions.append(
+                .commit(
+                    DetectionCommit(
+                        inputs: [], events: pendingEvents, unapplied: pendingUnapplied,
+                        replies: [], at: time.wall)))
             counts.unappliedKept += pendingUnapplied.count
             pendingEvents.removeAll()
             pendingUnapplied.removeAll()
             return
         }
-        guard force || !pendingEvents.isEmpty || !pendingReplies.isEmpty || !pendingUnapplied.isEmpty
+        guard
+            force || !pendingEvents.isEmpty || !pendingReplies.isEmpty || !pendingUnapplied.isEmpty
                 || pendingInputs.count >= options.deferredInputs
         else {
             // Stored soon anyway, so the store shows how far detection has read within `deferredCommitDelay`.
@@ -789,8 +885,11 @@ public struct DetectionCore: Sendable {
         deferredCommitAt = nil
         guard !pendingInputs.isEmpty || !pendingEvents.isEmpty || !pendingReplies.isEmpty || !pendingUnapplied.isEmpty
         else { return }
-        actions.append(.commit(DetectionCommit(inputs: pendingInputs, events: pendingEvents, unapplied: pendingUnapplied,
-                                               replies: pendingReplies, at: time.wall)))
+        actions.append(
+            .commit(
+                DetectionCommit(
+                    inputs: pendingInputs, events: pendingEvents, unapplied: pendingUnapplied,
+                    replies: pendingReplies, at: time.wall)))
         // The store numbers inputs one after the other: a checkpoint taken next (its order follows this commit's)
         // holds these, whatever the shell has told yet (`committed` says the same number).
         lastInput += Int64(pendingInputs.count)
@@ -808,10 +907,15 @@ public struct DetectionCore: Sendable {
     /// load, every device changes between checkpoints and encoding them all is real work on a machine whose cores
     /// the pipeline needs: checkpoints are spaced so that they take at most 1/`checkpointCostShare` of the time (a
     /// restart then re-reads a little more of the journals). `wait`: a stop's last one.
-    private mutating func checkpoint(wait: Bool = false, at time: DetectionTime, into actions: inout [DetectionCoreAction]) {
+    private mutating func checkpoint(
+        wait: Bool = false, at time: DetectionTime, into actions: inout [DetectionCoreAction]
+    ) {
         guard !checkpointInFlight || wait else { return }
         if !wait, time.monotonic < nextCheckpointAllowed,
-           !Self.checkpointDue(resident: fleet.residentCount, residentAtLast: residentAtLastCheckpoint) { return }
+            !Self.checkpointDue(resident: fleet.residentCount, residentAtLast: residentAtLastCheckpoint)
+        {
+            return
+        }
         switch phase {
         case .live, .stopping: break
         default: return
@@ -836,8 +940,10 @@ public struct DetectionCore: Sendable {
         residentAtLastCheckpoint = fleet.residentCount
         // Before the state is taken: a restart re-runs the inputs after it on the same streams.
         fleet.forgetFinishedStreams(now: time.wall)
-        guard lastInput > checkpointInput || fleet.hasChangedDevices || !unsavedDevices.isEmpty || !leaving.isEmpty
-                || evictionsUnsaved else { return }
+        guard
+            lastInput > checkpointInput || fleet.hasChangedDevices || !unsavedDevices.isEmpty || !leaving.isEmpty
+                || evictionsUnsaved
+        else { return }
         let changed = unsavedDevices + fleet.takeChangedDevices().filter { !unsaved.contains($0) }
         unsavedDevices.removeAll()
         var positions = checkpointPositions.merging(positionsAtStop) { _, atStop in atStop }
@@ -849,19 +955,26 @@ public struct DetectionCore: Sendable {
         inFlightPositions = positions
         inFlightEvictions = !leaving.isEmpty || evictionsUnsaved
         inFlightStartedAt = time.monotonic
-        actions.append(.writeCheckpoint(CheckpointOrder(
-            generation: checkpointGeneration, input: lastInput, shared: fleet.sharedState,
-            changed: changed.compactMap { fleet.deviceState($0) }, leaving: leaving, leavingUnchanged: leavingUnchanged,
-            positions: positions, at: time.wall, wait: wait)))
+        actions.append(
+            .writeCheckpoint(
+                CheckpointOrder(
+                    generation: checkpointGeneration, input: lastInput, shared: fleet.sharedState,
+                    changed: changed.compactMap { fleet.deviceState($0) }, leaving: leaving,
+                    leavingUnchanged: leavingUnchanged,
+                    positions: positions, at: time.wall, wait: wait)))
     }
 
     /// The stop ends once no platform call is in flight and no checkpoint is being written, or at `deadline`.
-    private mutating func finishStopping(deadline: Double, checkpointLast: Bool, at time: DetectionTime,
-                                         into actions: inout [DetectionCoreAction]) {
+    private mutating func finishStopping(
+        deadline: Double, checkpointLast: Bool, at time: DetectionTime,
+        into actions: inout [DetectionCoreAction]
+    ) {
         guard (platformCallsInFlight == 0 && !checkpointInFlight) || time.monotonic >= deadline else { return }
         if platformCallsInFlight > 0 {
-            actions.append(.log(.warning, "stopping with platform calls unanswered (asked again at the next start)",
-                                [("calls", String(platformCallsInFlight))]))
+            actions.append(
+                .log(
+                    .warning, "stopping with platform calls unanswered (asked again at the next start)",
+                    [("calls", String(platformCallsInFlight))]))
         }
         if checkpointLast { checkpoint(wait: true, at: time, into: &actions) }
         phase = .stopped
@@ -875,8 +988,8 @@ extension ControlOutcome {
     /// For the log line of a command: `ok (N devices)` or the error code.
     public var summary: String {
         switch self {
-        case let .ok(devices, _): "ok (\(devices.count) devices)"
-        case let .failure(code, _, _): code
+        case .ok(let devices, _): "ok (\(devices.count) devices)"
+        case .failure(let code, _, _): code
         }
     }
 }

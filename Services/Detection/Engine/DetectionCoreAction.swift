@@ -59,8 +59,8 @@ public enum PlatformAnswer: Sendable, Equatable {
     /// The platform could not be reached (after the platform client's retries).
     public var isFailure: Bool {
         switch self {
-        case let .settings(_, fetch), let .commandSettings(_, fetch): fetch == .unreachable
-        case let .verdict(_, _, outcome): outcome == .unreachable
+        case .settings(_, let fetch), .commandSettings(_, let fetch): fetch == .unreachable
+        case .verdict(_, _, let outcome): outcome == .unreachable
         }
     }
 }
@@ -95,7 +95,7 @@ public struct UnappliedRecord: Sendable, Equatable {
     }
 
     public var appliedUpTo: Double? {
-        if case let .late(appliedUpTo) = reason { appliedUpTo } else { nil }
+        if case .late(let appliedUpTo) = reason { appliedUpTo } else { nil }
     }
 }
 

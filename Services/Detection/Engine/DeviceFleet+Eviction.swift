@@ -20,8 +20,9 @@ extension DeviceFleet {
     /// flight (see above).
     public func isEvictable(_ state: FleetDeviceState, idle: Double, now: Double?) -> Bool {
         guard let reference = now ?? newestRecordTime,
-              let lastSeen = now == nil ? state.lastEventTime : state.lastArrival,
-              reference - lastSeen >= idle else { return false }
+            let lastSeen = now == nil ? state.lastEventTime : state.lastArrival,
+            reference - lastSeen >= idle
+        else { return false }
         return !state.hasWorkInFlight
     }
 
@@ -55,7 +56,7 @@ extension DeviceFleet {
         guard let changedDevices else { return [] }
         devices.removeLast(devices.count - write)
         releaseSpareCapacity()
-        wakeTimes.needsFullRefresh = true  // slots moved
+        wakeTimes.needsFullRefresh = true // slots moved
         // An evicted device's latest state is the value returned: it need not be written again as changed.
         changed.removeAll()
         for slot in changedDevices.compactMap({ slot(of: $0) }).sorted() { changed.insert(slot) }

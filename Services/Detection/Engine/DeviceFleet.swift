@@ -32,9 +32,11 @@ public struct DeviceFleet: Sendable {
 
         public static let defaultWatermarkHold = 60.0
 
-        public init(ordering: RecordOrdering.Options = .init(), autoMonitor: Bool = true, idleFlush: Double = 1,
-                    maximumWaitingRecords: Int = 10_000, settingsRetry: Double = 30,
-                    watermarkHold: Double = Options.defaultWatermarkHold) {
+        public init(
+            ordering: RecordOrdering.Options = .init(), autoMonitor: Bool = true, idleFlush: Double = 1,
+            maximumWaitingRecords: Int = 10_000, settingsRetry: Double = 30,
+            watermarkHold: Double = Options.defaultWatermarkHold
+        ) {
             self.ordering = ordering
             self.autoMonitor = autoMonitor
             self.idleFlush = idleFlush
@@ -87,8 +89,10 @@ public struct DeviceFleet: Sendable {
 
     /// A record arrived; what the shell must do is appended to `actions` (a shell that reuses that buffer
     /// allocates nothing for the records that ask for nothing, nearly all of them).
-    public mutating func receive(_ record: consuming SensorRecord, from stream: String? = nil, now: Double?,
-                                 into actions: inout [FleetAction]) {
+    public mutating func receive(
+        _ record: consuming SensorRecord, from stream: String? = nil, now: Double?,
+        into actions: inout [FleetAction]
+    ) {
         statistics.records += 1
         newestRecordTime = max(newestRecordTime ?? record.t, record.t)
         let slot = slot(for: record.device)
@@ -117,11 +121,12 @@ public struct DeviceFleet: Sendable {
         state.fetchInFlight = false
         var actions: [FleetAction] = []
         switch fetch {
-        case let .fetched(settings):
+        case .fetched(let settings):
             state.settings = settings
             state.retryAt = nil
             applications[app] = state
-            for slot in devices.indices where devices[slot].device.app == app && !devices[slot].waitingForSettings.isEmpty {
+            for slot in devices.indices
+            where devices[slot].device.app == app && !devices[slot].waitingForSettings.isEmpty {
                 let waiting = devices[slot].waitingForSettings
                 devices[slot].waitingForSettings.removeAll()
                 changed.insert(slot)
@@ -142,7 +147,8 @@ public struct DeviceFleet: Sendable {
             }
             if let base = now ?? newestRecordTime { state.retryAt = base + options.settingsRetry }
             applications[app] = state
-            for slot in devices.indices where devices[slot].device.app == app && !devices[slot].waitingForSettings.isEmpty {
+            for slot in devices.indices
+            where devices[slot].device.app == app && !devices[slot].waitingForSettings.isEmpty {
                 statistics.notMonitored += devices[slot].waitingForSettings.count
                 devices[slot].waitingForSettings.removeAll()
                 changed.insert(slot)
@@ -153,7 +159,9 @@ public struct DeviceFleet: Sendable {
     }
 
     /// The platform's evaluation of a candidate from `evaluateCrash` ended (or could not be had).
-    public mutating func crashEvaluated(device: DeviceID, crashID: String, outcome: CrashEvaluationOutcome) -> [FleetAction] {
+    public mutating func crashEvaluated(device: DeviceID, crashID: String, outcome: CrashEvaluationOutcome)
+        -> [FleetAction]
+    {
         guard let slot = slot(of: device) else { return [] }
         changed.insert(slot)
         devices[slot].awaitingEvaluation.removeAll { $0.crashID == crashID }
@@ -165,8 +173,10 @@ public struct DeviceFleet: Sendable {
     /// A control command (PROTOCOL §7) at the shell's clock `now`. `fetch` is the settings fetch the shell did first
     /// when `request.needsSettings` (nil otherwise). Targets: the user given, else every known device of the
     /// application in device order (`noDevices` when there is none); the first refusal stops the command.
-    public mutating func control(_ request: ControlRequest, now: Double,
-                                 fetch: SettingsFetch?) -> (outcome: ControlOutcome, actions: [FleetAction]) {
+    public mutating func control(
+        _ request: ControlRequest, now: Double,
+        fetch: SettingsFetch?
+    ) -> (outcome: ControlOutcome, actions: [FleetAction]) {
         var actions: [FleetAction] = []
         if case .fetched = fetch {
             // The answer serves auto-monitor too: records waiting for this application go on now.
@@ -178,8 +188,10 @@ public struct DeviceFleet: Sendable {
         } else {
             targets = devices.lazy.map(\.device).filter { $0.app == request.app }.sorted()
             guard !targets.isEmpty else {
-                return (.failure(code: "noDevices", message: "no device of that application is known yet", device: nil),
-                        actions)
+                return (
+                    .failure(code: "noDevices", message: "no device of that application is known yet", device: nil),
+                    actions
+                )
             }
         }
         var states: [ControlDeviceState] = []
@@ -191,9 +203,10 @@ public struct DeviceFleet: Sendable {
                 let result: [DetectionAction]
                 switch request.command {
                 case .configure:
-                    let configuration = RoadSaveConfiguration(applicationID: device.app, clientUserID: device.user,
-                                                              detectionMode: request.detectionMode ?? .all,
-                                                              shouldAutoDetectTrips: request.shouldAutoDetectTrips ?? true)
+                    let configuration = RoadSaveConfiguration(
+                        applicationID: device.app, clientUserID: device.user,
+                        detectionMode: request.detectionMode ?? .all,
+                        shouldAutoDetectTrips: request.shouldAutoDetectTrips ?? true)
                     result = try session.configure(configuration, at: t)
                 case .startMonitoring:
                     result = try session.startMonitoring(at: t, fetch: fetch ?? .unreachable)
@@ -278,7 +291,8 @@ public struct DeviceFleet: Sendable {
     /// header) or that watermark has stood still for `watermarkHold` (then nil, and the clock's rules apply).
     func governingWatermark(_ slot: Int, now: Double?) -> Double? {
         guard let name = devices[slot].stream, let stream = streams[name],
-              !stream.isStalled(now: now, hold: options.watermarkHold) else { return nil }
+            !stream.isStalled(now: now, hold: options.watermarkHold)
+        else { return nil }
         return stream.effectiveWatermark
     }
 
@@ -392,7 +406,9 @@ public struct DeviceFleet: Sendable {
         if watermark == .infinity {
             for record in devices[slot].ordering.flush() { apply(record, slot: slot, into: &actions) }
         } else {
-            while let next = devices[slot].ordering.nextReady(before: watermark) { apply(next, slot: slot, into: &actions) }
+            while let next = devices[slot].ordering.nextReady(before: watermark) {
+                apply(next, slot: slot, into: &actions)
+            }
         }
         var previous: Double?
         while let deadline = devices[slot].session.nextDeadline, deadline < watermark, deadline != previous {
@@ -419,7 +435,9 @@ public struct DeviceFleet: Sendable {
     /// their quiet time decides nothing but when they leave memory, and a resume is no reason to write them all.
     public mutating func resumeClock(now: Double) {
         for slot in devices.indices {
-            guard let arrival = devices[slot].lastArrival, arrival < now, devices[slot].hasWorkInFlight else { continue }
+            guard let arrival = devices[slot].lastArrival, arrival < now, devices[slot].hasWorkInFlight else {
+                continue
+            }
             devices[slot].lastArrival = now
             changed.insert(slot)
         }
@@ -452,7 +470,9 @@ public struct DeviceFleet: Sendable {
     /// crash candidates sent and not answered (devices in the order met, each in the order sent). A shell restored
     /// from a checkpoint asks for them again.
     public var pendingPlatformCalls: [FleetAction] {
-        let fetches = applications.values.filter(\.fetchInFlight).map(\.app).sorted().map { FleetAction.fetchSettings(app: $0) }
+        let fetches = applications.values.filter(\.fetchInFlight).map(\.app).sorted().map {
+            FleetAction.fetchSettings(app: $0)
+        }
         let evaluations = devices.flatMap { state in
             state.awaitingEvaluation.map { FleetAction.evaluateCrash(device: state.device, candidate: $0) }
         }
@@ -496,9 +516,10 @@ public struct DeviceFleet: Sendable {
     }
 
     public var sharedState: FleetSharedState {
-        FleetSharedState(applications: applications.values.sorted { $0.app < $1.app },
-                         deviceOrder: devices.map(\.device), statistics: statistics, newestRecordTime: newestRecordTime,
-                         streams: streams.values.sorted { $0.name < $1.name })
+        FleetSharedState(
+            applications: applications.values.sorted { $0.app < $1.app },
+            deviceOrder: devices.map(\.device), statistics: statistics, newestRecordTime: newestRecordTime,
+            streams: streams.values.sorted { $0.name < $1.name })
     }
 
     /// A fleet as it was checkpointed. Devices are put in `shared.deviceOrder`; a device listed there without a
@@ -531,13 +552,16 @@ public struct DeviceFleet: Sendable {
     /// was stored with: an operator who changes `--reorder-window` and restarts expects it to apply to all devices.
     /// Only the window: the other ordering options are not settings, and `sequenceMemory` sizes stored state.
     static func adoptConfiguredOrdering(_ state: inout FleetDeviceState, options: Options) {
-        if state.ordering.options.window != options.ordering.window { state.ordering.adopt(window: options.ordering.window) }
+        if state.ordering.options.window != options.ordering.window {
+            state.ordering.adopt(window: options.ordering.window)
+        }
     }
 
     /// What monitoring meets when the platform never gave the application's settings (the session's startup guard
     /// with nothing cached).
-    static let settingsUnavailable = RoadSaveError.offlineLimitExceeded(lastSuccessfulFetch: nil,
-                                                                         graceSeconds: DetectionSettings().offlineGrace)
+    static let settingsUnavailable = RoadSaveError.offlineLimitExceeded(
+        lastSuccessfulFetch: nil,
+        graceSeconds: DetectionSettings().offlineGrace)
 
     /// The device's slot, if it is in memory.
     func slot(of device: DeviceID) -> Int? {
@@ -565,8 +589,10 @@ public struct DeviceFleet: Sendable {
 
     /// Auto-monitor, then the reorder stage.
     /// `releasing` false: a record ordered by a watermark is only buffered (the caller releases after a burst).
-    private mutating func route(_ record: consuming SensorRecord, slot: Int, now: Double?, into actions: inout [FleetAction],
-                                releasing: Bool = true) {
+    private mutating func route(
+        _ record: consuming SensorRecord, slot: Int, now: Double?, into actions: inout [FleetAction],
+        releasing: Bool = true
+    ) {
         if !devices[slot].waitingForSettings.isEmpty {
             // Behind the records already waiting, so that arrival order is kept.
             wait(record, slot: slot)
@@ -605,12 +631,15 @@ public struct DeviceFleet: Sendable {
         devices[slot].waitingForSettings.append(record)
     }
 
-    private mutating func startAutomatically(slot: Int, settings: DetectionSettings, at t: Double,
-                                             into actions: inout [FleetAction]) {
+    private mutating func startAutomatically(
+        slot: Int, settings: DetectionSettings, at t: Double,
+        into actions: inout [FleetAction]
+    ) {
         let device = devices[slot].device
         var session = devices[slot].session
         do {
-            var result = try session.configure(RoadSaveConfiguration(applicationID: device.app, clientUserID: device.user), at: t)
+            var result = try session.configure(
+                RoadSaveConfiguration(applicationID: device.app, clientUserID: device.user), at: t)
             result += try session.startMonitoring(at: t, fetch: .fetched(settings))
             devices[slot].session = session
             devices[slot].notMonitoredReported = false
@@ -641,8 +670,10 @@ public struct DeviceFleet: Sendable {
         actions.append(.deviceNotMonitored(devices[slot].device, error))
     }
 
-    private mutating func order(_ record: consuming SensorRecord, slot: Int, now: Double?,
-                                into actions: inout [FleetAction], releasing: Bool = true) {
+    private mutating func order(
+        _ record: consuming SensorRecord, slot: Int, now: Double?,
+        into actions: inout [FleetAction], releasing: Bool = true
+    ) {
         // The scratch buffer is taken out while in use; ready records are moved out one by one, never copied.
         var rejected: [(SensorRecord, RecordOrdering.Rejection)] = []
         swap(&rejected, &rejectedScratch)
@@ -656,7 +687,9 @@ public struct DeviceFleet: Sendable {
             actions.append(.recordRejected(rejectedRecord, reason))
             // An impact too late for ordering is still screened, on what the session has: a crash alert is never
             // lost to the order its records came in.
-            if case .late = reason, case .impact = rejectedRecord.payload, devices[slot].session.lifecycle == .monitoring {
+            if case .late = reason, case .impact = rejectedRecord.payload,
+                devices[slot].session.lifecycle == .monitoring
+            {
                 statistics.lateImpactsScreened += 1
                 perform(devices[slot].session.lateImpact(rejectedRecord), slot: slot, into: &actions)
             }
@@ -665,7 +698,9 @@ public struct DeviceFleet: Sendable {
         swap(&rejected, &rejectedScratch)
         if let watermark = governingWatermark(slot, now: now) {
             guard releasing else { return }
-            while let next = devices[slot].ordering.nextReady(before: watermark) { apply(next, slot: slot, into: &actions) }
+            while let next = devices[slot].ordering.nextReady(before: watermark) {
+                apply(next, slot: slot, into: &actions)
+            }
             return
         }
         var released = false
@@ -691,13 +726,13 @@ public struct DeviceFleet: Sendable {
         let device = devices[slot].device
         for result in results {
             switch result {
-            case let .emit(event):
+            case .emit(let event):
                 statistics.events += 1
                 actions.append(.emit(event))
-            case let .evaluateCrash(candidate):
+            case .evaluateCrash(let candidate):
                 devices[slot].awaitingEvaluation.append(candidate)
                 actions.append(.evaluateCrash(device: device, candidate: candidate))
-            case let .crashDismissed(candidate, reason):
+            case .crashDismissed(let candidate, let reason):
                 statistics.crashesDismissed += 1
                 actions.append(.crashDismissed(device: device, candidate: candidate, reason: reason))
             }

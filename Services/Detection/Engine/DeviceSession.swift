@@ -47,7 +47,9 @@ public struct DeviceSession: Sendable, Codable {
 
     /// Configures the device. Configuring again replaces the configuration (a trip in progress is ended if the
     /// new one leaves no trip detection).
-    public mutating func configure(_ configuration: RoadSaveConfiguration, at t: Double) throws(RoadSaveError) -> [DetectionAction] {
+    public mutating func configure(_ configuration: RoadSaveConfiguration, at t: Double) throws(RoadSaveError)
+        -> [DetectionAction]
+    {
         try configuration.validate()
         guard configuration.device == device else {
             throw .invalidConfiguration(field: "clientUserID", reason: "belongs to another device")
@@ -62,7 +64,8 @@ public struct DeviceSession: Sendable, Codable {
     }
 
     /// Starts monitoring with the result of a settings fetch (the startup guard).
-    public mutating func startMonitoring(at t: Double, fetch: SettingsFetch) throws(RoadSaveError) -> [DetectionAction] {
+    public mutating func startMonitoring(at t: Double, fetch: SettingsFetch) throws(RoadSaveError) -> [DetectionAction]
+    {
         guard lifecycle != .unconfigured else { throw .notConfigured }
         let actions = advance(to: t)
         try applyStartupGuard(at: t, fetch: fetch)
@@ -92,7 +95,9 @@ public struct DeviceSession: Sendable, Codable {
 
     /// Pauses or resumes automatic trip detection. Pausing ends a trip in progress; resuming runs the startup
     /// guard again (so it needs a settings fetch). Crash detection is unaffected either way.
-    public mutating func setAutoTripDetection(_ enabled: Bool, at t: Double, fetch: SettingsFetch? = nil) throws(RoadSaveError) -> [DetectionAction] {
+    public mutating func setAutoTripDetection(_ enabled: Bool, at t: Double, fetch: SettingsFetch? = nil)
+        throws(RoadSaveError) -> [DetectionAction]
+    {
         guard lifecycle != .unconfigured else { throw .notConfigured }
         var actions = advance(to: t)
         if enabled {
@@ -110,7 +115,9 @@ public struct DeviceSession: Sendable, Codable {
 
     /// Switches the detection mode: a trip in progress ends if trips are no longer detected; crashes already sent
     /// for evaluation are still reported, but no new ones are detected if crashes are switched off.
-    public mutating func setDetectionMode(_ mode: CrashDetectionMode, at t: Double) throws(RoadSaveError) -> [DetectionAction] {
+    public mutating func setDetectionMode(_ mode: CrashDetectionMode, at t: Double) throws(RoadSaveError)
+        -> [DetectionAction]
+    {
         guard lifecycle != .unconfigured else { throw .notConfigured }
         var actions = advance(to: t)
         let wasTripping = tripsActive
@@ -122,7 +129,8 @@ public struct DeviceSession: Sendable, Codable {
 
     /// Raises a test crash: the same evaluation path as a real one, flagged `isTest`; `followUp` asks for its
     /// `crashFollowUp` too.
-    public mutating func raiseTestCrash(at t: Double, followUp: Bool = false) throws(RoadSaveError) -> [DetectionAction] {
+    public mutating func raiseTestCrash(at t: Double, followUp: Bool = false) throws(RoadSaveError) -> [DetectionAction]
+    {
         guard lifecycle != .unconfigured else { throw .notConfigured }
         guard monitoring else { throw .notMonitoring }
         guard crashesActive else { throw .crashDetectionDisabled }
@@ -156,40 +164,45 @@ public struct DeviceSession: Sendable, Codable {
         var newSteps = 0
         var reportedActivity: ActivityObservation?
         switch record.payload {
-        case let .location(fix):
+        case .location(let fix):
             var measurement = FixMeasurement()
-            guard case let .success(accepted) = gps.accept(fix, at: record.t, settings: _settings,
-                                                           keepingFrom: gpsHistoryCutoff(at: record.t),
-                                                           pendingImpact: crashes.oldestPendingImpact,
-                                                           measurement: &measurement) else { break }
+            guard
+                case .success(let accepted) = gps.accept(
+                    fix, at: record.t, settings: _settings,
+                    keepingFrom: gpsHistoryCutoff(at: record.t),
+                    pendingImpact: crashes.oldestPendingImpact,
+                    measurement: &measurement)
+            else { break }
             acceptedFix = accepted
             if accepted.isMovement { steps.movementSeen() }
             if tripsActive, let event = trips.fixAccepted(accepted, measurement: measurement, context: tripContext) {
                 actions.append(.emit(event))
             }
-        case let .activity(observation):
+        case .activity(let observation):
             reportedActivity = observation
             activity.update(observation, at: record.t)
             if tripsActive, let event = trips.activityChanged(context: tripContext) {
                 actions.append(.emit(event))
             }
-        case let .steps(count):
+        case .steps(let count):
             // Without a pedometer only the stop delay ends trips.
             guard capabilities.pedometerAvailable else { break }
             newSteps = steps.update(cumulative: count)
             if tripsActive {
-                let events = trips.stepsCounted(newSteps, at: record.t, stepsSinceMovement: steps.sinceMovement,
-                                                context: tripContext)
+                let events = trips.stepsCounted(
+                    newSteps, at: record.t, stepsSinceMovement: steps.sinceMovement,
+                    context: tripContext)
                 if !events.isEmpty { actions += events.map(DetectionAction.emit) }
             }
-        case let .impact(observation):
+        case .impact(let observation):
             if crashesActive { crashes.impact(observation, at: record.t, context: crashContext) }
-        case let .capabilities(reported):
+        case .capabilities(let reported):
             capabilities = reported
         }
         if crashes.isWatching, record.kind != .impact {
-            crashes.observe(at: record.t, fix: acceptedFix, newSteps: newSteps, activity: reportedActivity,
-                            settings: settings)
+            crashes.observe(
+                at: record.t, fix: acceptedFix, newSteps: newSteps, activity: reportedActivity,
+                settings: settings)
         }
         // A record may have moved a deadline to or before now (for example the end of automotive reports).
         // (Nearly always nothing: appending an empty array is still a call.)
@@ -202,7 +215,7 @@ public struct DeviceSession: Sendable, Codable {
     /// anyway, with what the session knows now (its GPS history around the impact, as far as it still holds it,
     /// and the trip and activity as they are), and decided at once when its decision time has passed.
     public mutating func lateImpact(_ record: SensorRecord) -> [DetectionAction] {
-        guard crashesActive, case let .impact(observation) = record.payload else { return [] }
+        guard crashesActive, case .impact(let observation) = record.payload else { return [] }
         // What followed it has been applied already: it has no follow-up.
         crashes.impact(observation, at: record.t, context: crashContext, watchAfter: false)
         guard let clock else { return [] }
@@ -293,20 +306,21 @@ public struct DeviceSession: Sendable, Codable {
     /// A crash sent for evaluation in the trip in progress leaves that trip unscored (`TripEngine.crashSuspected`).
     private mutating func noteSuspectedCrashes(_ actions: [DetectionAction]) {
         guard trips.isDriving else { return }
-        for case let .evaluateCrash(candidate) in actions where !candidate.isTest {
+        for case .evaluateCrash(let candidate) in actions where !candidate.isTest {
             if let tripID = candidate.tripID { trips.crashSuspected(tripID: tripID) }
         }
     }
 
     private mutating func applyStartupGuard(at t: Double, fetch: SettingsFetch) throws(RoadSaveError) {
         switch fetch {
-        case let .fetched(fetched):
+        case .fetched(let fetched):
             settings = fetched
             lastSuccessfulSettingsFetch = t
         case .unreachable:
             guard let last = lastSuccessfulSettingsFetch, t - last <= settings.offlineGrace else {
-                throw .offlineLimitExceeded(lastSuccessfulFetch: lastSuccessfulSettingsFetch,
-                                            graceSeconds: settings.offlineGrace)
+                throw .offlineLimitExceeded(
+                    lastSuccessfulFetch: lastSuccessfulSettingsFetch,
+                    graceSeconds: settings.offlineGrace)
             }
         }
     }
@@ -316,7 +330,8 @@ public struct DeviceSession: Sendable, Codable {
     }
 
     private var crashContext: CrashContext {
-        CrashContext(sharedSettings: _settings, activity: activity, gps: gps, tripInProgress: trips.isDriving,
-                     tripID: trips.tripID)
+        CrashContext(
+            sharedSettings: _settings, activity: activity, gps: gps, tripInProgress: trips.isDriving,
+            tripID: trips.tripID)
     }
 }

@@ -71,7 +71,9 @@ struct DrivingBehaviour: Sendable, Equatable, Codable {
         let acceleration = (point.speed - previous.speed) / elapsed
         let meanSpeed = (point.speed + previous.speed) / 2
         // Courses of a car nearly at rest swing anyhow: turns count from the speed gate up.
-        let turn = meanSpeed < settings.longitudinalSpeedGate ? nil
+        let turn =
+            meanSpeed < settings.longitudinalSpeedGate
+            ? nil
             : previous.course.flatMap { from in point.course.map { Self.turn(from: from, to: $0) } }
         let lateral = turn.map { meanSpeed * ($0 * .pi / 180) / elapsed }
         if abs(acceleration) > settings.glitchAcceleration || abs(lateral ?? 0) > settings.glitchAcceleration {
@@ -99,7 +101,8 @@ struct DrivingBehaviour: Sendable, Equatable, Codable {
         return difference
     }
 
-    private mutating func noteLongitudinal(_ acceleration: Double, from: Point, to: Point, settings: BehaviourSettings) {
+    private mutating func noteLongitudinal(_ acceleration: Double, from: Point, to: Point, settings: BehaviourSettings)
+    {
         // Changed where it is: a run is two points and more, not worth a copy per fix.
         if let peak = longitudinal?.peak, (peak < 0) == (acceleration < 0), acceleration != 0 {
             longitudinal!.end = to
@@ -111,10 +114,13 @@ struct DrivingBehaviour: Sendable, Equatable, Codable {
         if acceleration != 0 { longitudinal = Run(start: from, end: to, peak: acceleration, pairs: 1) }
     }
 
-    private mutating func noteCornering(_ lateral: Double?, turn: Double, from: Point, to: Point,
-                                        settings: BehaviourSettings) {
+    private mutating func noteCornering(
+        _ lateral: Double?, turn: Double, from: Point, to: Point,
+        settings: BehaviourSettings
+    ) {
         guard let lateral, abs(lateral) >= settings.corneringThreshold,
-              min(from.speed, to.speed) >= settings.corneringSpeedGate else {
+            min(from.speed, to.speed) >= settings.corneringSpeedGate
+        else {
             finishCornering(settings: settings)
             return
         }
@@ -154,10 +160,14 @@ struct DrivingBehaviour: Sendable, Equatable, Codable {
         longitudinal = nil
         guard run.pairs >= 2, abs(run.end.speed - run.start.speed) >= settings.minimumSpeedChange else { return }
         if run.peak < 0 {
-            guard run.peak <= settings.brakingThreshold, run.start.speed >= settings.longitudinalSpeedGate else { return }
+            guard run.peak <= settings.brakingThreshold, run.start.speed >= settings.longitudinalSpeedGate else {
+                return
+            }
             record(.hardBraking, severe: run.peak <= settings.severeBraking, run, settings: settings)
         } else {
-            guard run.peak >= settings.accelerationThreshold, run.end.speed >= settings.longitudinalSpeedGate else { return }
+            guard run.peak >= settings.accelerationThreshold, run.end.speed >= settings.longitudinalSpeedGate else {
+                return
+            }
             record(.hardAcceleration, severe: run.peak >= settings.severeAcceleration, run, settings: settings)
         }
     }
@@ -178,11 +188,13 @@ struct DrivingBehaviour: Sendable, Equatable, Codable {
 
     /// One event, or the one before of its kind made longer when this one follows it closely (one manoeuvre).
     private mutating func record(_ kind: DrivingEventKind, severe: Bool, _ run: Run, settings: BehaviourSettings) {
-        let event = DrivingEvent(kind: kind, severity: severe ? .severe : .harsh, start: run.start.t, end: run.end.t,
-                                 peak: run.peak, startSpeed: run.start.speed, endSpeed: run.end.speed,
-                                 latitude: run.start.latitude, longitude: run.start.longitude, fixes: run.pairs + 1)
+        let event = DrivingEvent(
+            kind: kind, severity: severe ? .severe : .harsh, start: run.start.t, end: run.end.t,
+            peak: run.peak, startSpeed: run.start.speed, endSpeed: run.end.speed,
+            latitude: run.start.latitude, longitude: run.start.longitude, fixes: run.pairs + 1)
         if let index = events.lastIndex(where: { $0.kind == kind }),
-           event.start - events[index].end <= settings.sameEventWindow {
+            event.start - events[index].end <= settings.sameEventWindow
+        {
             var merged = events[index]
             merged.end = event.end
             merged.endSpeed = event.endSpeed
@@ -197,34 +209,40 @@ struct DrivingBehaviour: Sendable, Equatable, Codable {
 
     /// The verdict on the trip that ended: `mode` what it was judged to be taken in, `crashed` whether a crash was
     /// detected in it.
-    func judge(tripID: String, endDate: Double, distance: Double, duration: Double, mode: TransportMode, crashed: Bool,
-               settings: BehaviourSettings) -> TripBehaviour {
+    func judge(
+        tripID: String, endDate: Double, distance: Double, duration: Double, mode: TransportMode, crashed: Bool,
+        settings: BehaviourSettings
+    ) -> TripBehaviour {
         var finished = self
         finished.finishRuns(settings: settings)
         finished.finishSpeeding(settings: settings)
         let unscored: UnscoredReason? =
-            if crashed { .crash }
-            else if mode == .bus || mode == .rail { .notCar }
-            else if mode == .unknown || distance < settings.minimumDistance || duration < settings.minimumDuration { .tooShort }
-            else if finished.usableSeconds < settings.minimumUsableShare * duration { .sparseGPS }
-            else { nil }
+            if crashed { .crash } else if mode == .bus || mode == .rail {
+                .notCar
+            } else if mode == .unknown || distance < settings.minimumDistance || duration < settings.minimumDuration {
+                .tooShort
+            } else if finished.usableSeconds < settings.minimumUsableShare * duration { .sparseGPS } else { nil }
         guard unscored == nil else {
-            return TripBehaviour(tripID: tripID, endDate: endDate, unscored: unscored, events: finished.events,
-                                 distanceMetres: distance)
+            return TripBehaviour(
+                tripID: tripID, endDate: endDate, unscored: unscored, events: finished.events,
+                distanceMetres: distance)
         }
         // Severe events weigh twice; the rate is taken over the floor distance at least.
         let weighted = finished.events.reduce(0.0) { $0 + ($1.severity == .severe ? 2 : 1) }
         let rate = weighted / max(distance, settings.scoreFloorDistance) * 100_000
         let longitudinalRMS = (finished.longitudinalSquares / finished.usableSeconds).squareRoot()
-        let lateralRMS = finished.lateralSeconds > 0 ? (finished.lateralSquares / finished.lateralSeconds).squareRoot() : 0
+        let lateralRMS =
+            finished.lateralSeconds > 0 ? (finished.lateralSquares / finished.lateralSeconds).squareRoot() : 0
         // Each subscore halves at its setting; the score is their product, so either can only lower it.
         let eventsScore = 100 / (1 + rate / settings.eventsHalvingRate)
-        let spread = (longitudinalRMS * longitudinalRMS + settings.lateralWeight * lateralRMS * lateralRMS)
+        let spread =
+            (longitudinalRMS * longitudinalRMS + settings.lateralWeight * lateralRMS * lateralRMS)
             / (settings.smoothnessHalvingRMS * settings.smoothnessHalvingRMS)
         let smoothnessScore = 100 / (1 + spread)
-        return TripBehaviour(tripID: tripID, endDate: endDate, events: finished.events, distanceMetres: distance,
-                             eventsPer100Kilometres: rate, longitudinalRMS: longitudinalRMS, lateralRMS: lateralRMS,
-                             eventsScore: eventsScore, smoothnessScore: smoothnessScore,
-                             score: eventsScore * smoothnessScore / 100)
+        return TripBehaviour(
+            tripID: tripID, endDate: endDate, events: finished.events, distanceMetres: distance,
+            eventsPer100Kilometres: rate, longitudinalRMS: longitudinalRMS, lateralRMS: lateralRMS,
+            eventsScore: eventsScore, smoothnessScore: smoothnessScore,
+            score: eventsScore * smoothnessScore / 100)
     }
 }

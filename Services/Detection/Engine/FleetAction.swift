@@ -25,7 +25,7 @@ public enum FleetAction: Sendable, Equatable {
 extension Array where Element == FleetAction {
     /// The events among the actions.
     public var events: [RoadSaveEvent] {
-        compactMap { if case let .emit(event) = $0 { event } else { nil } }
+        compactMap { if case .emit(let event) = $0 { event } else { nil } }
     }
 }
 

@@ -83,9 +83,11 @@ public struct FleetSharedState: Sendable, Equatable, Codable {
     /// The gateways' streams, sorted by name (nil in checkpoints written before watermarks).
     public var streams: [FleetStreamState]?
 
-    public init(applications: [FleetApplicationState] = [], deviceOrder: [DeviceID] = [],
-                statistics: FleetStatistics = .init(), newestRecordTime: Double? = nil,
-                streams: [FleetStreamState]? = nil) {
+    public init(
+        applications: [FleetApplicationState] = [], deviceOrder: [DeviceID] = [],
+        statistics: FleetStatistics = .init(), newestRecordTime: Double? = nil,
+        streams: [FleetStreamState]? = nil
+    ) {
         self.applications = applications
         self.deviceOrder = deviceOrder
         self.statistics = statistics

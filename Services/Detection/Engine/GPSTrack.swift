@@ -16,8 +16,10 @@ public struct AcceptedFix: Sendable, Equatable, Codable {
     /// The reported course, degrees clockwise from north; NaN when the record had none (a crash's heading).
     private var courseDegrees: Float
 
-    public init(t: Double, latitude: Double, longitude: Double, speed: Double?, accuracy: Double, isMovement: Bool,
-                course: Double? = nil) {
+    public init(
+        t: Double, latitude: Double, longitude: Double, speed: Double?, accuracy: Double, isMovement: Bool,
+        course: Double? = nil
+    ) {
         self.t = t
         self.latitude = latitude
         self.longitude = longitude
@@ -54,19 +56,23 @@ struct FixMeasurement: Sendable {
     /// `fix.distance(to: other)`, where `fix` is the fix measured.
     func distance(from fix: AcceptedFix, to other: AcceptedFix) -> Double {
         guard other.latitude.bitPattern == previousLatitude.bitPattern,
-              other.longitude.bitPattern == previousLongitude.bitPattern else {
-            return Geo.distance(fix.latitude, fix.longitude, cosLatitude,
-                                other.latitude, other.longitude, Geo.cosLatitude(other.latitude))
+            other.longitude.bitPattern == previousLongitude.bitPattern
+        else {
+            return Geo.distance(
+                fix.latitude, fix.longitude, cosLatitude,
+                other.latitude, other.longitude, Geo.cosLatitude(other.latitude))
         }
         if !distanceFromPrevious.isNaN { return distanceFromPrevious }
-        return Geo.distance(fix.latitude, fix.longitude, cosLatitude,
-                            other.latitude, other.longitude, previousCosLatitude)
+        return Geo.distance(
+            fix.latitude, fix.longitude, cosLatitude,
+            other.latitude, other.longitude, previousCosLatitude)
     }
 
     /// `other.distance(to: fix)`, where `fix` is the fix measured.
     func distance(to fix: AcceptedFix, from other: AcceptedFix) -> Double {
-        Geo.distance(other.latitude, other.longitude, Geo.cosLatitude(other.latitude),
-                     fix.latitude, fix.longitude, cosLatitude)
+        Geo.distance(
+            other.latitude, other.longitude, Geo.cosLatitude(other.latitude),
+            fix.latitude, fix.longitude, cosLatitude)
     }
 }
 
@@ -145,46 +151,58 @@ struct GPSTrack: Sendable, Codable {
     /// Filters a fix and, if it counts, adds it to the history. Fixes before `cutoff` (default: 150 s before `t`)
     /// may be dropped, but the newest of them is kept, and the fixes a crash at `pendingImpact` (the first impact of
     /// a crash waiting for its decision), or else one from now on, is reported with (`crashPositionsKept`).
-    mutating func accept(_ fix: LocationFix, at t: Double, settings: DetectionSettings,
-                         keepingFrom cutoff: Double? = nil, pendingImpact: Double? = nil) -> Result<AcceptedFix, FixRejection> {
-        accept(fix, at: t, settings: SessionSettings(wrappedValue: settings), keepingFrom: cutoff,
-               pendingImpact: pendingImpact)
+    mutating func accept(
+        _ fix: LocationFix, at t: Double, settings: DetectionSettings,
+        keepingFrom cutoff: Double? = nil, pendingImpact: Double? = nil
+    ) -> Result<AcceptedFix, FixRejection> {
+        accept(
+            fix, at: t, settings: SessionSettings(wrappedValue: settings), keepingFrom: cutoff,
+            pendingImpact: pendingImpact)
     }
 
     /// The same, reading the settings where they are (a session's shared copy) rather than copying them per fix.
-    mutating func accept(_ fix: LocationFix, at t: Double, settings sharedSettings: SessionSettings,
-                         keepingFrom cutoff: Double? = nil, pendingImpact: Double? = nil) -> Result<AcceptedFix, FixRejection> {
+    mutating func accept(
+        _ fix: LocationFix, at t: Double, settings sharedSettings: SessionSettings,
+        keepingFrom cutoff: Double? = nil, pendingImpact: Double? = nil
+    ) -> Result<AcceptedFix, FixRejection> {
         var measurement = FixMeasurement()
-        return accept(fix, at: t, settings: sharedSettings, keepingFrom: cutoff, pendingImpact: pendingImpact,
-                      measurement: &measurement)
+        return accept(
+            fix, at: t, settings: sharedSettings, keepingFrom: cutoff, pendingImpact: pendingImpact,
+            measurement: &measurement)
     }
 
     /// The same, also saying what was computed for the fix accepted (`measurement`, unchanged for a rejected one).
-    mutating func accept(_ fix: LocationFix, at t: Double, settings sharedSettings: SessionSettings,
-                         keepingFrom cutoff: Double? = nil, pendingImpact: Double? = nil,
-                         measurement: inout FixMeasurement) -> Result<AcceptedFix, FixRejection> {
+    mutating func accept(
+        _ fix: LocationFix, at t: Double, settings sharedSettings: SessionSettings,
+        keepingFrom cutoff: Double? = nil, pendingImpact: Double? = nil,
+        measurement: inout FixMeasurement
+    ) -> Result<AcceptedFix, FixRejection> {
         var settings: DetectionSettings { sharedSettings.wrappedValue }
         if let accuracy = fix.horizontalAccuracy, accuracy < 0 { return .failure(.invalidFix) }
         let accuracy = fix.horizontalAccuracy ?? Self.assumedAccuracy
         if accuracy > settings.maximumHorizontalAccuracy { return .failure(.poorAccuracy) }
         let course = fix.course.flatMap { $0 >= 0 && $0 < 360 ? $0 : nil }
-        var candidate = AcceptedFix(t: t, latitude: fix.latitude, longitude: fix.longitude, speed: fix.speed,
-                                    accuracy: accuracy, isMovement: false, course: course)
+        var candidate = AcceptedFix(
+            t: t, latitude: fix.latitude, longitude: fix.longitude, speed: fix.speed,
+            accuracy: accuracy, isMovement: false, course: course)
         var measured = FixMeasurement()
         if let last {
             if t <= last.t { return .failure(.duplicate) }
             measured.cosLatitude = Geo.cosLatitude(candidate.latitude)
             measured.previousLatitude = last.latitude
             measured.previousLongitude = last.longitude
-            measured.previousCosLatitude = last.latitude.bitPattern == cachedLatitude.bitPattern
+            measured.previousCosLatitude =
+                last.latitude.bitPattern == cachedLatitude.bitPattern
                 ? cachedCosLatitude : Geo.cosLatitude(last.latitude)
             let elapsed = t - last.t
             // Nearly every fix is surely no jump by a bound without trigonometry (its distance is then computed
             // only if something needs it: for most fixes, nothing does); the others are decided on the distance.
             if !(Geo.distanceBound(candidate.latitude, candidate.longitude, last.latitude, last.longitude) / elapsed
-                 <= settings.maximumPlausibleSpeed) {
-                let step = Geo.distance(candidate.latitude, candidate.longitude, measured.cosLatitude,
-                                        last.latitude, last.longitude, measured.previousCosLatitude)
+                <= settings.maximumPlausibleSpeed)
+            {
+                let step = Geo.distance(
+                    candidate.latitude, candidate.longitude, measured.cosLatitude,
+                    last.latitude, last.longitude, measured.previousCosLatitude)
                 measured.distanceFromPrevious = step
                 if step / elapsed > settings.maximumPlausibleSpeed {
                     consecutiveJumps += 1
@@ -197,7 +215,9 @@ struct GPSTrack: Sendable, Codable {
             measured.cosLatitude = Geo.cosLatitude(candidate.latitude)
         }
         consecutiveJumps = 0
-        if candidate.speed == nil { candidate.speed = estimatedSpeed(for: candidate, cosLatitude: measured.cosLatitude) }
+        if candidate.speed == nil {
+            candidate.speed = estimatedSpeed(for: candidate, cosLatitude: measured.cosLatitude)
+        }
         candidate.isMovement = (candidate.speed ?? 0) >= settings.movementSpeed
         recent.append(candidate)
         cachedLatitude = candidate.latitude
@@ -213,8 +233,10 @@ struct GPSTrack: Sendable, Codable {
         guard let reference = recent.last(where: { fix.t - $0.t >= Self.speedBaseline }) else { return nil }
         guard fix.t - reference.t <= Self.speedReferenceLimit else { return nil }
         let noise = 2 * (fix.accuracy * fix.accuracy + reference.accuracy * reference.accuracy).squareRoot()
-        let travelled = Geo.distance(fix.latitude, fix.longitude, cosLatitude, reference.latitude, reference.longitude,
-                                     Geo.cosLatitude(reference.latitude)) - noise
+        let travelled =
+            Geo.distance(
+                fix.latitude, fix.longitude, cosLatitude, reference.latitude, reference.longitude,
+                Geo.cosLatitude(reference.latitude)) - noise
         return max(0, travelled) / (fix.t - reference.t)
     }
 

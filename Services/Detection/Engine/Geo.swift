@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 enum Geo {
@@ -30,8 +30,10 @@ enum Geo {
     }
 
     /// The same, with both latitudes' cosines given (`cosLatitude`): the same operations in the same order.
-    static func distance(_ lat1: Double, _ lon1: Double, _ cos1: Double,
-                         _ lat2: Double, _ lon2: Double, _ cos2: Double) -> Double {
+    static func distance(
+        _ lat1: Double, _ lon1: Double, _ cos1: Double,
+        _ lat2: Double, _ lon2: Double, _ cos2: Double
+    ) -> Double {
         let radians = Double.pi / 180
         let dLat = (lat2 - lat1) * radians
         let dLon = (lon2 - lon1) * radians

@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import RoadSaveModel
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// What the records around an impact say beyond the screening's features: the change of velocity, the direction of
 /// travel and the positions before the crash position (README "Crash alerts" gives the rules).
@@ -31,9 +32,13 @@ enum ImpactReadings {
         guard sorted.count >= 3 else { return nil }
         let quiet = sorted.filter { $0.dt < 0 && $0.magnitude < impactG }
         let count = Double(max(1, quiet.count))
-        let baseline = quiet.isEmpty ? (0.0, 0.0, 0.0)
-            : (quiet.map(\.x).reduce(0, +) / count, quiet.map(\.y).reduce(0, +) / count,
-               quiet.map(\.z).reduce(0, +) / count)
+        let baseline =
+            quiet.isEmpty
+            ? (0.0, 0.0, 0.0)
+            : (
+                quiet.map(\.x).reduce(0, +) / count, quiet.map(\.y).reduce(0, +) / count,
+                quiet.map(\.z).reduce(0, +) / count
+            )
         var sum = (0.0, 0.0, 0.0)
         var impactSamples = 0
         for index in sorted.indices.dropLast() where sorted[index].magnitude >= impactG {
@@ -52,15 +57,18 @@ enum ImpactReadings {
     /// latest earlier fix at least `headingBaseline` away and at most `headingLookBack` older.
     static func heading(at position: AcceptedFix, track: GPSTrack) -> Double? {
         if let course = position.course { return course }
-        guard let origin = track.fixes(from: position.t - headingLookBack, to: position.t).reversed()
-            .first(where: { $0.t < position.t && $0.distance(to: position) >= headingBaseline }) else { return nil }
+        guard
+            let origin = track.fixes(from: position.t - headingLookBack, to: position.t).reversed()
+                .first(where: { $0.t < position.t && $0.distance(to: position) >= headingBaseline })
+        else { return nil }
         return bearing(from: origin, to: position)
     }
 
     /// The initial great-circle bearing, degrees in [0, 360).
     static func bearing(from a: AcceptedFix, to b: AcceptedFix) -> Double {
         let radians = Double.pi / 180
-        let lat1 = a.latitude * radians, lat2 = b.latitude * radians
+        let lat1 = a.latitude * radians
+        let lat2 = b.latitude * radians
         let dLon = (b.longitude - a.longitude) * radians
         let y = sin(dLon) * cos(lat2)
         let x = cos(lat1) * sin(lat2) - sin(lat1) * cos(lat2) * cos(dLon)

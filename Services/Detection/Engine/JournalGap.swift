@@ -14,8 +14,10 @@ public struct JournalGap: Sendable, Equatable {
     /// An operator said the loss is known (`acknowledgeJournalGaps`); it no longer holds readiness.
     public var acknowledged: Bool
 
-    public init(journal: String, endpoint: String, shard: String, position: UInt64, deletedThrough: UInt64,
-                acknowledged: Bool = false) {
+    public init(
+        journal: String, endpoint: String, shard: String, position: UInt64, deletedThrough: UInt64,
+        acknowledged: Bool = false
+    ) {
         self.journal = journal
         self.endpoint = endpoint
         self.shard = shard
@@ -30,13 +32,16 @@ public struct JournalGap: Sendable, Equatable {
     }
 
     /// The error line's message and fields.
-    public static let message = "journal records deleted by retention before detection read them: the devices of this "
+    public static let message =
+        "journal records deleted by retention before detection read them: the devices of this "
         + "shard are rebuilt only from what remains; their trips and crashes from before may be lost or incomplete "
         + "(acknowledge with `roadsave ctl acknowledgeJournalGaps`)"
 
     public var logFields: [(String, String)] {
-        [("journal", journal), ("endpoint", endpoint), ("shard", shard), ("position", String(position)),
-         ("deletedThrough", String(deletedThrough))]
+        [
+            ("journal", journal), ("endpoint", endpoint), ("shard", shard), ("position", String(position)),
+            ("deletedThrough", String(deletedThrough)),
+        ]
     }
 
     /// Why detection is not ready while this gap is not acknowledged (/readyz).

@@ -106,8 +106,10 @@ public struct JournalAnswer: Sendable, Equatable {
     /// records after `after` are gone (`FeedReplyHeader.deletedThrough`).
     public var deletedThrough: UInt64?
 
-    public init(feed: String, after: UInt64, to: UInt64, head: UInt64, watched: [UInt64] = [], error: String? = nil,
-                deletedThrough: UInt64? = nil) {
+    public init(
+        feed: String, after: UInt64, to: UInt64, head: UInt64, watched: [UInt64] = [], error: String? = nil,
+        deletedThrough: UInt64? = nil
+    ) {
         self.feed = feed
         self.after = after
         self.to = to

@@ -11,10 +11,13 @@ public enum OperatorCommand: String, Sendable, Equatable, CaseIterable {
     /// The operator command `bytes` holds; nil when it holds something else (an application's command, or what
     /// `ControlRequest` will refuse). Throws when it is an operator command with members it does not take.
     public static func parse(_ bytes: [UInt8]) throws(ControlRequest.Invalid) -> OperatorCommand? {
-        guard let value = try? JSONParser.parse(bytes), case .object = value, case let .string(name)? = value["command"],
-              let command = OperatorCommand(rawValue: name) else { return nil }
+        guard let value = try? JSONParser.parse(bytes), case .object = value,
+            case .string(let name)? = value["command"],
+            let command = OperatorCommand(rawValue: name)
+        else { return nil }
         for key in ["app", "user"] where value[key] != nil && value[key] != .null {
-            throw ControlRequest.Invalid(message: "\(key): \(name) concerns every application of the shard; give no \(key)")
+            throw ControlRequest.Invalid(
+                message: "\(key): \(name) concerns every application of the shard; give no \(key)")
         }
         return command
     }

@@ -12,7 +12,9 @@ public enum OrderingSettings {
     public static let all: [any AnySetting] = [reorderWindow]
 
     /// `options` with the ordering these settings give.
-    public static func apply(_ values: SettingValues, to options: inout DeviceFleet.Options) throws(CommandLineOptions.UsageError) {
+    public static func apply(_ values: SettingValues, to options: inout DeviceFleet.Options) throws(CommandLineOptions
+        .UsageError)
+    {
         options.ordering.window = try values.value(reorderWindow)
     }
 }

@@ -107,5 +107,7 @@ public struct SettingsOverridePlatform: Platform {
 
     public func settings(applicationID: String) async throws -> DetectionSettings { fixedSettings }
 
-    public func evaluate(_ candidate: CrashCandidate) async throws -> CrashVerdict { try await base.evaluate(candidate) }
+    public func evaluate(_ candidate: CrashCandidate) async throws -> CrashVerdict {
+        try await base.evaluate(candidate)
+    }
 }

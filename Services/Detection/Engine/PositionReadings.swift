@@ -14,8 +14,9 @@ struct PositionReadings {
             return
         }
         heading = ImpactReadings.heading(at: position, track: context.gps)
-        trusted = ImpactReadings.isTrusted(age: abs(t - position.t), accuracy: position.accuracy,
-                                           settings: context.settings)
+        trusted = ImpactReadings.isTrusted(
+            age: abs(t - position.t), accuracy: position.accuracy,
+            settings: context.settings)
         recent = ImpactReadings.recentPositions(before: position, in: context.gps)
     }
 }

@@ -35,9 +35,9 @@ public struct RecordOrdering: Sendable {
             switch self {
             case .duplicate:
                 "duplicate record (seq already received)"
-            case let .late(appliedUpTo):
+            case .late(let appliedUpTo):
                 "arrived after records up to \(ISO8601.string(fromSeconds: appliedUpTo)) were applied: too late for the reorder window, not applied"
-            case let .farInFuture(streamTime):
+            case .farInFuture(let streamTime):
                 "timestamp far ahead of the device's other records (around \(ISO8601.string(fromSeconds: streamTime))) and not confirmed by the records after it: not applied"
             }
         }
@@ -81,7 +81,9 @@ public struct RecordOrdering: Sendable {
 
     /// Takes a record in. Returns the records now ready, in order, and what was rejected (the record itself, or a
     /// suspect it disproved).
-    public mutating func insert(_ record: SensorRecord) -> (ready: [SensorRecord], rejected: [(SensorRecord, Rejection)]) {
+    public mutating func insert(_ record: SensorRecord) -> (
+        ready: [SensorRecord], rejected: [(SensorRecord, Rejection)]
+    ) {
         var ready: [SensorRecord] = []
         var rejected: [(SensorRecord, Rejection)] = []
         insert(record, ready: &ready, rejected: &rejected)
@@ -89,8 +91,10 @@ public struct RecordOrdering: Sendable {
     }
 
     /// Takes a record in, appending the records now ready (in order) to `ready` and what was rejected to `rejected`.
-    public mutating func insert(_ record: SensorRecord, ready: inout [SensorRecord],
-                                rejected: inout [(SensorRecord, Rejection)]) {
+    public mutating func insert(
+        _ record: SensorRecord, ready: inout [SensorRecord],
+        rejected: inout [(SensorRecord, Rejection)]
+    ) {
         insert(record, rejected: &rejected)
         while let next = nextReady() { ready.append(next) }
     }
@@ -151,8 +155,8 @@ public struct RecordOrdering: Sendable {
     public var oldestBufferedTime: Double? {
         let head = count > 0 ? ring[first]!.t : nil
         switch (head, suspect?.t) {
-        case let (head?, held?): return min(head, held)
-        case let (head, held): return head ?? held
+        case (let head?, let held?): return min(head, held)
+        case (let head, let held): return head ?? held
         }
     }
 
@@ -265,14 +269,16 @@ extension RecordOrdering: Codable {
         sequences = SequenceWindow(size: options.sequenceMemory)
         let runs = try container.decode([UInt64].self, forKey: .sequenceRuns)
         guard runs.count % 2 == 0 else {
-            throw DecodingError.dataCorruptedError(forKey: .sequenceRuns, in: container,
-                                                   debugDescription: "expected pairs of first value and count")
+            throw DecodingError.dataCorruptedError(
+                forKey: .sequenceRuns, in: container,
+                debugDescription: "expected pairs of first value and count")
         }
         for pair in stride(from: 0, to: runs.count, by: 2) {
             let (first, count) = (runs[pair], runs[pair + 1])
             guard count >= 1, count <= UInt64(options.sequenceMemory) + 1, first <= UInt64.max - (count - 1) else {
-                throw DecodingError.dataCorruptedError(forKey: .sequenceRuns, in: container,
-                                                       debugDescription: "run of \(count) from \(first) is impossible")
+                throw DecodingError.dataCorruptedError(
+                    forKey: .sequenceRuns, in: container,
+                    debugDescription: "run of \(count) from \(first) is impossible")
             }
             for offset in 0..<count { sequences.insert(first + offset) }
         }

@@ -98,7 +98,8 @@ struct RideProfile: Sendable, Equatable, Codable {
             // A phone that sleeps its GPS while it stands still (Android does, and wakes it minutes later) leaves a
             // gap too: only one that began while the phone was travelling is taken for a tunnel.
             if gap >= max(Self.undergroundGap, Self.undergroundGapIntervals * usualInterval),
-               fix.distance(to: last) / gap >= Self.undergroundSpeed, (last.speed ?? 0) >= Self.vehicleSpeed {
+                fix.distance(to: last) / gap >= Self.undergroundSpeed, (last.speed ?? 0) >= Self.vehicleSpeed
+            {
                 undergroundGaps += 1
                 undergroundSeconds = (undergroundSeconds ?? 0) + gap
             }
@@ -106,7 +107,8 @@ struct RideProfile: Sendable, Equatable, Codable {
         // A phone that reports by distance (iOS: a fix every 30 m or so) says nothing while the vehicle stands: a
         // silence that ends a few tens of metres on, slow before it, is a stop from the last fix on.
         if let last, restSince == nil, movedSinceRest, fix.t - last.t >= Self.silentStopGap,
-           (last.speed ?? 0) < Self.vehicleSpeed, fix.distance(to: last) <= Self.silentStopDistance {
+            (last.speed ?? 0) < Self.vehicleSpeed, fix.distance(to: last) <= Self.silentStopDistance
+        {
             restSince = last.t
             stationStopEnded = nil
         }
@@ -135,8 +137,10 @@ struct RideProfile: Sendable, Equatable, Codable {
                 let dwell = fix.t - restSince
                 if Self.dwellRange.contains(dwell) { dwellStops += 1 } else { otherStops += 1 }
                 // A stop reached straight from station speed, of a station's length, may be one.
-                if let fast = lastAtStationSpeed, restSince - fast <= Self.stationRamp, lastStationRun >= Self.stationRun,
-                   Self.stationDwell.contains(dwell) {
+                if let fast = lastAtStationSpeed, restSince - fast <= Self.stationRamp,
+                    lastStationRun >= Self.stationRun,
+                    Self.stationDwell.contains(dwell)
+                {
                     stationStopEnded = fix.t
                 }
             }
@@ -162,8 +166,11 @@ struct RideProfile: Sendable, Equatable, Codable {
 
     /// The verdict on the ride as a whole: the first deciding sign, and every sign seen.
     func judge(distance: Double, duration: Double)
-        -> (mode: TransportMode, reason: TransportReason, signs: [TransportReason]) {
-        guard duration >= Self.minimumDuration, distance >= Self.minimumDistance else { return (.unknown, .tooShort, []) }
+        -> (mode: TransportMode, reason: TransportReason, signs: [TransportReason])
+    {
+        guard duration >= Self.minimumDuration, distance >= Self.minimumDistance else {
+            return (.unknown, .tooShort, [])
+        }
         let signs = signs(distance: distance, duration: duration)
         guard let deciding = signs.first(where: { !Self.weakSigns.contains($0) }) else {
             return (.car, .noTransitEvidence, signs)
@@ -177,7 +184,8 @@ struct RideProfile: Sendable, Equatable, Codable {
         // One gap on a long ride is a recording's hole as well as a tunnel (a car app's lost minute on a motorway):
         // underground takes several, or a fifth of the ride.
         if undergroundGaps >= Self.undergroundGapsNeeded
-            || (undergroundGaps > 0 && (undergroundSeconds ?? .infinity) >= Self.undergroundShare * duration) {
+            || (undergroundGaps > 0 && (undergroundSeconds ?? .infinity) >= Self.undergroundShare * duration)
+        {
             signs.append(.gpsLostWhileMoving)
         }
         if railSpeedSeconds >= Self.railSpeedDuration { signs.append(.railSpeed) }
@@ -187,9 +195,10 @@ struct RideProfile: Sendable, Equatable, Codable {
         if let away = distanceFromCarObserved, away >= Self.awayFromCarDistance { signs.append(.boardedAwayFromCar) }
         let stops = dwellStops + otherStops
         if dwellStops >= Self.minimumDwellStops,
-           Double(dwellStops) / (distance / 1_000) >= Self.dwellStopsPerKilometre,
-           Double(dwellStops) >= Self.dwellShare * Double(stops),
-           sustainedTopSpeed < Self.urbanTopSpeed {
+            Double(dwellStops) / (distance / 1_000) >= Self.dwellStopsPerKilometre,
+            Double(dwellStops) >= Self.dwellShare * Double(stops),
+            sustainedTopSpeed < Self.urbanTopSpeed
+        {
             signs.append(.regularDwellStops)
         }
         return signs
@@ -199,7 +208,8 @@ struct RideProfile: Sendable, Equatable, Codable {
     private func mode(decidedBy sign: TransportReason) -> TransportMode {
         switch sign {
         case .gpsLostWhileMoving, .railSpeed, .stationStops: .rail
-        case .stepsWhileMoving, .boardedAfterWaiting, .boardedAwayFromCar: sustainedTopSpeed >= Self.urbanTopSpeed ? .rail : .bus
+        case .stepsWhileMoving, .boardedAfterWaiting, .boardedAwayFromCar:
+            sustainedTopSpeed >= Self.urbanTopSpeed ? .rail : .bus
         case .regularDwellStops: .bus
         case .noTransitEvidence, .tooShort, .notClassified: .car
         }

@@ -40,12 +40,14 @@ struct TripEngine: Sendable, Codable {
             let last = odometer.last ?? start
             let peak = heldSpeed ?? HeldSpeed()
             if let leadIn {
-                return LeadIn(start: leadIn.start, last: last, lastMovement: lastMovement,
-                              distance: leadIn.distance + leadIn.last.distance(to: start) + odometer.distance,
-                              heldSpeed: peak.continuing(leadIn.heldSpeed))
+                return LeadIn(
+                    start: leadIn.start, last: last, lastMovement: lastMovement,
+                    distance: leadIn.distance + leadIn.last.distance(to: start) + odometer.distance,
+                    heldSpeed: peak.continuing(leadIn.heldSpeed))
             }
             guard maximumSpeed >= settings.startSpeed, odometer.distance >= Self.leadInDistance else { return nil }
-            return LeadIn(start: start, last: last, lastMovement: lastMovement, distance: odometer.distance, heldSpeed: peak)
+            return LeadIn(
+                start: start, last: last, lastMovement: lastMovement, distance: odometer.distance, heldSpeed: peak)
         }
 
         /// Notes a fix's speed against the held-speed start of devices without a classifier: the stretch must cover,
@@ -63,7 +65,8 @@ struct TripEngine: Sendable, Codable {
                 // ten seconds, so the distance is what tells.
                 if let previous, fix.t > previous.t {
                     let elapsed = fix.t - previous.t
-                    let reach = (previous.speed ?? 0) * elapsed + 0.5 * Self.maximumAcceleration * elapsed * elapsed
+                    let reach =
+                        (previous.speed ?? 0) * elapsed + 0.5 * Self.maximumAcceleration * elapsed * elapsed
                         + previous.accuracy + fix.accuracy
                     if previous.distance(to: fix) > reach {
                         heldFastLeapt = true
@@ -75,7 +78,8 @@ struct TripEngine: Sendable, Codable {
             }
             let elapsed = fix.t - from.t
             if elapsed >= settings.gpsOnlyStartHeldDuration,
-               from.distance(to: fix) >= 2.0 / 3.0 * settings.gpsOnlyStartHeldSpeed * elapsed {
+                from.distance(to: fix) >= 2.0 / 3.0 * settings.gpsOnlyStartHeldSpeed * elapsed
+            {
                 heldFast = true
             }
         }
@@ -172,10 +176,10 @@ struct TripEngine: Sendable, Codable {
 
     private mutating func setState(_ state: State) {
         switch state {
-        case let .idle(movement):
+        case .idle(let movement):
             run = movement.map { OutOfLine($0) }
             trip = nil
-        case let .driving(active):
+        case .driving(let active):
             trip = OutOfLine(active)
             run = nil
         }
@@ -221,8 +225,9 @@ struct TripEngine: Sendable, Codable {
                     run.noteHeld(fix, after: previous, settings: settings)
                 }
             } else {
-                var started = MovementRun(start: fix, lastMovement: fix.t, maximumSpeed: fix.speed ?? 0,
-                                          odometer: Odometer(anchor: fix))
+                var started = MovementRun(
+                    start: fix, lastMovement: fix.t, maximumSpeed: fix.speed ?? 0,
+                    odometer: Odometer(anchor: fix))
                 started.lastMovingFix = fix
                 started.heldSpeed = HeldSpeed()
                 started.heldSpeed?.add(fix.speed)
@@ -233,9 +238,12 @@ struct TripEngine: Sendable, Codable {
                 // A phone that fell silent where it waited (iOS stops its fixes while it stands) waited on until it
                 // could have left, wherever its first fix finds it: a wake-up's hundreds of metres, or tens.
                 let silence = previousIdleFix.flatMap { fix.t - $0.t >= WakeUp.silence ? ($0, fix) : nil }
-                started.ride.boardingWaitObserved = whereabouts.waitAfterWalking(departure: fix.t, silentlyFrom: silence)
+                started.ride.boardingWaitObserved = whereabouts.waitAfterWalking(
+                    departure: fix.t, silentlyFrom: silence)
                 if let broken = run?.read({ $0.asLeadIn(settings: settings) }) { brokenRun = OutOfLine(broken) }
-                if let lead = brokenRun?.value, fix.t - lead.lastMovement <= settings.stopDelay { started.leadIn = lead }
+                if let lead = brokenRun?.value, fix.t - lead.lastMovement <= settings.stopDelay {
+                    started.leadIn = lead
+                }
                 brokenRun = nil
                 run = OutOfLine(started)
             }
@@ -265,7 +273,9 @@ struct TripEngine: Sendable, Codable {
 
     /// The pedometer counted `newSteps` at `t`, `stepsSinceMovement` since the last movement. Past the threshold the
     /// user walked away, so the trip ends at once; steps while the vehicle moves mark a passenger.
-    mutating func stepsCounted(_ newSteps: Int, at t: Double, stepsSinceMovement: Int, context: TripContext) -> [RoadSaveEvent] {
+    mutating func stepsCounted(_ newSteps: Int, at t: Double, stepsSinceMovement: Int, context: TripContext)
+        -> [RoadSaveEvent]
+    {
         if trip != nil {
             trip!.modify { $0.ride.stepsCounted(newSteps, at: t) }
         } else if run != nil {
@@ -284,7 +294,8 @@ struct TripEngine: Sendable, Codable {
         // light) the stop delay runs from its latest report, but never past the in-vehicle standstill limit.
         // A device that falls silent reports nothing, so its stop delay runs from its last movement.
         if context.capabilities.activityAvailable, context.activity.currentlyAutomotive,
-           let report = context.activity.lastAutomotive, report > from {
+            let report = context.activity.lastAutomotive, report > from
+        {
             from = min(report, lastMovement + settings.maximumStandstillInVehicle - settings.stopDelay)
         }
         return from + settings.stopDelay
@@ -316,18 +327,22 @@ struct TripEngine: Sendable, Codable {
                 parkedCar = OutOfLine(Whereabouts.Sample(t: end.t, latitude: end.latitude, longitude: end.longitude))
             }
         }
-        let info = TripInfo(tripID: trip.tripID, startDate: trip.startDate, endDate: trip.lastMovement,
-                            distanceMetres: trip.odometer.distance, endReason: reason,
-                            transportMode: verdict.mode, transportReason: verdict.reason, transportSigns: verdict.signs,
-                            startLatitude: trip.startPosition?.latitude, startLongitude: trip.startPosition?.longitude,
-                            endLatitude: trip.lastMovingFix?.latitude, endLongitude: trip.lastMovingFix?.longitude,
-                            maxSpeed: trip.heldSpeed?.maximum)
-        let behaviour = trip.behaviour.judge(tripID: trip.tripID, endDate: trip.lastMovement,
-                                             distance: trip.odometer.distance,
-                                             duration: trip.lastMovement - trip.startDate, mode: verdict.mode,
-                                             crashed: trip.crashSuspected, settings: behaviourSettings)
-        return [RoadSaveEvent(device: device, body: .tripDidEnd(info)),
-                RoadSaveEvent(device: device, body: .tripBehaviour(behaviour))]
+        let info = TripInfo(
+            tripID: trip.tripID, startDate: trip.startDate, endDate: trip.lastMovement,
+            distanceMetres: trip.odometer.distance, endReason: reason,
+            transportMode: verdict.mode, transportReason: verdict.reason, transportSigns: verdict.signs,
+            startLatitude: trip.startPosition?.latitude, startLongitude: trip.startPosition?.longitude,
+            endLatitude: trip.lastMovingFix?.latitude, endLongitude: trip.lastMovingFix?.longitude,
+            maxSpeed: trip.heldSpeed?.maximum)
+        let behaviour = trip.behaviour.judge(
+            tripID: trip.tripID, endDate: trip.lastMovement,
+            distance: trip.odometer.distance,
+            duration: trip.lastMovement - trip.startDate, mode: verdict.mode,
+            crashed: trip.crashSuspected, settings: behaviourSettings)
+        return [
+            RoadSaveEvent(device: device, body: .tripDidEnd(info)),
+            RoadSaveEvent(device: device, body: .tripBehaviour(behaviour)),
+        ]
     }
 
     /// Forgets evidence gathered so far (detection paused or resumed: the startup guard runs again).
@@ -340,21 +355,27 @@ struct TripEngine: Sendable, Codable {
 
     // MARK: Start decision
 
-    private mutating func startIfEvidenceSuffices(at fix: AcceptedFix, measurement: FixMeasurement? = nil,
-                                                  context: TripContext) -> RoadSaveEvent? {
-        guard trip == nil, run?.read({ Self.evidenceSuffices($0, at: fix, measurement: measurement, context: context) }) == true
+    private mutating func startIfEvidenceSuffices(
+        at fix: AcceptedFix, measurement: FixMeasurement? = nil,
+        context: TripContext
+    ) -> RoadSaveEvent? {
+        guard trip == nil,
+            run?.read({ Self.evidenceSuffices($0, at: fix, measurement: measurement, context: context) }) == true
         else { return nil }
         return start(run!.value)
     }
 
     /// Static: it reads only the run (read in place, where a method would copy the engine to call it).
-    private static func evidenceSuffices(_ run: MovementRun, at fix: AcceptedFix, measurement: FixMeasurement?,
-                                         context: TripContext) -> Bool {
+    private static func evidenceSuffices(
+        _ run: MovementRun, at fix: AcceptedFix, measurement: FixMeasurement?,
+        context: TripContext
+    ) -> Bool {
         let settings = context.settings
         let netDistance = measurement?.distance(to: fix, from: run.start) ?? run.start.distance(to: fix)
         let evidence: Bool
         if context.capabilities.activityAvailable {
-            evidence = context.activity.allowsTripStart(at: fix.t)
+            evidence =
+                context.activity.allowsTripStart(at: fix.t)
                 && run.duration >= settings.startDuration
                 && netDistance >= settings.startDistance
                 && run.maximumSpeed >= settings.startSpeed
@@ -363,7 +384,8 @@ struct TripEngine: Sendable, Codable {
             // City driving averages less than that between its lights, but reaches a speed no bicycle holds, or
             // holds 30 km/h for a quarter of a minute, which a bicycle rarely does (so a trip starts within about
             // half a minute of moving off).
-            let sustained = run.duration >= settings.gpsOnlyStartDuration
+            let sustained =
+                run.duration >= settings.gpsOnlyStartDuration
                 && netDistance >= settings.gpsOnlyStartDistance
                 && (run.odometer.distance / run.duration >= settings.gpsOnlyStartSpeed
                     || run.ride.sustainedTopSpeed >= settings.gpsOnlyStartPeakSpeed)
@@ -391,13 +413,16 @@ struct TripEngine: Sendable, Codable {
         }
         var ride = run.ride
         if let car = parkedCar?.value {
-            ride.distanceFromCarObserved = whereabouts.distanceFromCar(car, departure: startDate, firstMoving: run.start)
+            ride.distanceFromCarObserved = whereabouts.distanceFromCar(
+                car, departure: startDate, firstMoving: run.start)
         }
         let tripID = StableID.make("trip", device.app, device.user, millis(startDate))
-        trip = OutOfLine(ActiveTrip(tripID: tripID, startDate: startDate, lastMovement: run.lastMovement,
-                                    odometer: odometer, ride: ride, startPosition: Position(startFix),
-                                    lastMovingFix: run.lastMovingFix ?? run.odometer.last ?? run.start,
-                                    heldSpeed: heldSpeed, behaviour: run.behaviour))
+        trip = OutOfLine(
+            ActiveTrip(
+                tripID: tripID, startDate: startDate, lastMovement: run.lastMovement,
+                odometer: odometer, ride: ride, startPosition: Position(startFix),
+                lastMovingFix: run.lastMovingFix ?? run.odometer.last ?? run.start,
+                heldSpeed: heldSpeed, behaviour: run.behaviour))
         self.run = nil
         return RoadSaveEvent(device: device, body: .tripDidStart(TripStartInfo(tripID: tripID, startDate: startDate)))
     }

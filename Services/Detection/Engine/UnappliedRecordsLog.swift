@@ -32,13 +32,19 @@ public struct UnappliedRecordsLog: Sendable {
     public mutating func noted(_ record: SensorRecord, _ reason: RecordOrdering.Rejection, now: Double) -> [Line] {
         total += 1
         var lines: [Line] = []
-        if case let .late(appliedUpTo) = reason, let line = staleRun(record, appliedUpTo: appliedUpTo) { lines.append(line) }
+        if case .late(let appliedUpTo) = reason, let line = staleRun(record, appliedUpTo: appliedUpTo) {
+            lines.append(line)
+        }
         let (write, heldBack) = budget.admit(at: now)
         if heldBack > 0 { lines.append(summary(heldBack)) }
         if write {
-            lines.append(Line(level: .warning, message: "record not applied (kept in the store's unapplied table)",
-                              fields: [("device", record.device.description), ("kind", record.kind.rawValue),
-                                       ("t", ISO8601.string(fromSeconds: record.t)), ("reason", reason.description)]))
+            lines.append(
+                Line(
+                    level: .warning, message: "record not applied (kept in the store's unapplied table)",
+                    fields: [
+                        ("device", record.device.description), ("kind", record.kind.rawValue),
+                        ("t", ISO8601.string(fromSeconds: record.t)), ("reason", reason.description),
+                    ]))
         }
         return lines
     }
@@ -54,15 +60,21 @@ public struct UnappliedRecordsLog: Sendable {
     private mutating func staleRun(_ record: SensorRecord, appliedUpTo: Double, duplicate: Bool = false) -> Line? {
         guard !staleRunReported, appliedUpTo - record.t > Self.staleRunBehind else { return nil }
         staleRunReported = true
-        let taken = duplicate
+        let taken =
+            duplicate
             ? "their seq numbers were taken before, so they are dropped as duplicates"
             : "they are kept in the store's unapplied table, not applied"
-        return Line(level: .error, message: """
-            records older than what detection has already applied for their devices: the data directories hold a \
-            newer run of these devices (a recording or test sent before?), and \(taken). To start afresh, stop the \
-            services and remove detection's data directory and ingest's journal
-            """, fields: [("device", record.device.description), ("t", ISO8601.string(fromSeconds: record.t)),
-                          ("appliedUpTo", ISO8601.string(fromSeconds: appliedUpTo)), ("dataDir", dataDirectory)])
+        return Line(
+            level: .error,
+            message: """
+                records older than what detection has already applied for their devices: the data directories hold a \
+                newer run of these devices (a recording or test sent before?), and \(taken). To start afresh, stop the \
+                services and remove detection's data directory and ingest's journal
+                """,
+            fields: [
+                ("device", record.device.description), ("t", ISO8601.string(fromSeconds: record.t)),
+                ("appliedUpTo", ISO8601.string(fromSeconds: appliedUpTo)), ("dataDir", dataDirectory),
+            ])
     }
 
     /// The interval's count, once it is over (the service calls this now and then, so a count is said even when no
@@ -73,8 +85,11 @@ public struct UnappliedRecordsLog: Sendable {
     }
 
     private func summary(_ count: Int) -> Line {
-        Line(level: .warning, message: "more records not applied (kept in the store's unapplied table)",
-             fields: [("records", String(count)), ("in", "the last \(Int(budget.window)) s"),
-                      ("total", String(total)), ("dataDir", dataDirectory)])
+        Line(
+            level: .warning, message: "more records not applied (kept in the store's unapplied table)",
+            fields: [
+                ("records", String(count)), ("in", "the last \(Int(budget.window)) s"),
+                ("total", String(total)), ("dataDir", dataDirectory),
+            ])
     }
 }

@@ -33,7 +33,9 @@ struct Whereabouts: Sendable, Equatable, Codable {
     static func == (lhs: Whereabouts, rhs: Whereabouts) -> Bool { lhs.samples == rhs.samples }
 
     mutating func add(_ fix: AcceptedFix) {
-        if let last = lastSampleTime.isNaN ? samples.last?.t : lastSampleTime, fix.t - last < Self.sampleInterval { return }
+        if let last = lastSampleTime.isNaN ? samples.last?.t : lastSampleTime, fix.t - last < Self.sampleInterval {
+            return
+        }
         samples.append(Sample(t: fix.t, latitude: fix.latitude, longitude: fix.longitude))
         lastSampleTime = fix.t
         // Everything older than the window goes, also after a silence: a place hours ago says nothing of a walk.
@@ -58,7 +60,8 @@ struct Whereabouts: Sendable, Equatable, Codable {
     /// says nothing of where it boarded (the place it lay before its silence may be far from a car it walked to).
     func distanceFromCar(_ car: Sample, departure: Double, firstMoving: AcceptedFix) -> Double? {
         guard departure >= car.t, departure - car.t <= RideProfile.parkedCarValidity,
-              let before = placeIndex(before: departure).map({ samples[$0] }) else { return nil }
+            let before = placeIndex(before: departure).map({ samples[$0] })
+        else { return nil }
         let first = Sample(t: firstMoving.t, latitude: firstMoving.latitude, longitude: firstMoving.longitude)
         return min(car.distance(to: before), car.distance(to: first))
     }
@@ -82,7 +85,9 @@ struct Whereabouts: Sendable, Equatable, Codable {
     /// `silentlyFrom`: the fixes either side of a silence of `TripEngine.WakeUp.silence` or more before the ride: a
     /// phone stops its GPS (or its fixes) while it lies still, so it stayed where it went silent until it could have
     /// left, at the latest.
-    func waitAfterWalking(departure: Double, silentlyFrom silence: (before: AcceptedFix, after: AcceptedFix)? = nil) -> Double? {
+    func waitAfterWalking(departure: Double, silentlyFrom silence: (before: AcceptedFix, after: AcceptedFix)? = nil)
+        -> Double?
+    {
         guard let placeIndex = placeIndex(before: departure) else { return nil }
         let place = samples[placeIndex]
         var arrivedIndex = placeIndex
@@ -90,11 +95,16 @@ struct Whereabouts: Sendable, Equatable, Codable {
         let arrived = samples[arrivedIndex].t
         // The approach: some sample before the stay far enough away, and nothing covered faster than walking.
         guard let farthest = samples[..<arrivedIndex].max(by: { $0.distance(to: place) < $1.distance(to: place) }),
-              farthest.distance(to: place) >= Self.arrivalDistance,
-              farthest.distance(to: place) / max(arrived - farthest.t, 1) <= Self.walkingPace else { return nil }
+            farthest.distance(to: place) >= Self.arrivalDistance,
+            farthest.distance(to: place) / max(arrived - farthest.t, 1) <= Self.walkingPace
+        else { return nil }
         var stayedUntil = place.t
-        if let silence, Sample(t: silence.before.t, latitude: silence.before.latitude,
-                               longitude: silence.before.longitude).distance(to: place) <= Self.stayRadius {
+        if let silence,
+            Sample(
+                t: silence.before.t, latitude: silence.before.latitude,
+                longitude: silence.before.longitude
+            ).distance(to: place) <= Self.stayRadius
+        {
             let travelled = silence.before.distance(to: silence.after) / Self.silentDepartureSpeed
             stayedUntil = max(stayedUntil, silence.after.t - travelled)
         }

@@ -1,9 +1,10 @@
 import DetectionEngine
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import RoadSaveModel
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 /// The RoadSave platform over HTTP (PROTOCOL §5), with URLSession: per-request timeouts and retries with
 /// exponential backoff. Each call is its own async task, so a slow platform delays only the device that waits.
@@ -30,9 +31,9 @@ public struct HTTPPlatform: Platform {
 
         public var description: String {
             switch self {
-            case let .unreachable(reason): "platform unreachable: \(reason)"
-            case let .status(code): "platform answered HTTP \(code)"
-            case let .badResponse(reason): "platform answered something unusable: \(reason)"
+            case .unreachable(let reason): "platform unreachable: \(reason)"
+            case .status(let code): "platform answered HTTP \(code)"
+            case .badResponse(let reason): "platform answered something unusable: \(reason)"
             }
         }
 
@@ -40,7 +41,7 @@ public struct HTTPPlatform: Platform {
         var isTransient: Bool {
             switch self {
             case .unreachable: true
-            case let .status(code): code == 408 || code == 429 || code >= 500
+            case .status(let code): code == 408 || code == 429 || code >= 500
             case .badResponse: false
             }
         }
@@ -52,8 +53,10 @@ public struct HTTPPlatform: Platform {
 
     /// `baseURL` must be an absolute http or https URL.
     public init(baseURL: URL, options: Options = Options()) throws(CommandLineOptions.UsageError) {
-        guard let scheme = baseURL.scheme?.lowercased(), scheme == "http" || scheme == "https", baseURL.host != nil else {
-            throw CommandLineOptions.UsageError("platform URL must be an absolute http:// or https:// URL, got \"\(baseURL.absoluteString)\"")
+        guard let scheme = baseURL.scheme?.lowercased(), scheme == "http" || scheme == "https", baseURL.host != nil
+        else {
+            throw CommandLineOptions.UsageError(
+                "platform URL must be an absolute http:// or https:// URL, got \"\(baseURL.absoluteString)\"")
         }
         self.baseURL = baseURL
         self.options = options
@@ -85,8 +88,9 @@ public struct HTTPPlatform: Platform {
         request.setValue("application/json", forHTTPHeaderField: "Accept")
         request.httpBody = try JSONEncoder().encode(candidate)
         let body = try await send(request)
-        guard case let .string(name)? = (try? JSONParser.parse([UInt8](body)))?["verdict"] else {
-            throw Failure.badResponse("crash evaluation: expected {\"verdict\": \"high\" | \"medium\" | \"low\" | \"none\"}")
+        guard case .string(let name)? = (try? JSONParser.parse([UInt8](body)))?["verdict"] else {
+            throw Failure.badResponse(
+                "crash evaluation: expected {\"verdict\": \"high\" | \"medium\" | \"low\" | \"none\"}")
         }
         guard let verdict = CrashVerdict(rawValue: name) else {
             throw Failure.badResponse("crash evaluation: unknown verdict \"\(name)\"")

@@ -8,10 +8,13 @@ import RoadSaveModel
 public enum PlatformSettings {
     public static let url = Setting<URL?>(
         flag: "--platform", environment: "ROADSAVE_PLATFORM_URL", key: "platform", valueName: "URL",
-        help: "the RoadSave platform's base URL (http:// or https://) for settings and crash evaluation (default: the embedded platform: built-in settings and evaluator)") {
+        help:
+            "the RoadSave platform's base URL (http:// or https://) for settings and crash evaluation (default: the embedded platform: built-in settings and evaluator)"
+    ) {
         text, flag throws(CommandLineOptions.UsageError) in
         guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), ["http", "https"].contains(scheme),
-              url.host != nil else {
+            url.host != nil
+        else {
             throw .init("\(flag): \"\(text)\" is not an http:// or https:// URL")
         }
         return url
@@ -24,7 +27,8 @@ public enum PlatformSettings {
     /// The defaults are `HTTPPlatform.Options`' own.
     public static let timeout = Setting<Double>(
         flag: "--platform-timeout", environment: "ROADSAVE_PLATFORM_TIMEOUT", key: "platformTimeout",
-        default: HTTPPlatform.Options().requestTimeout, range: 0.1...300, valueName: "S", help: "seconds per platform request")
+        default: HTTPPlatform.Options().requestTimeout, range: 0.1...300, valueName: "S",
+        help: "seconds per platform request")
 
     public static let attempts = Setting<Int>(
         flag: "--platform-attempts", environment: "ROADSAVE_PLATFORM_ATTEMPTS", key: "platformAttempts",
@@ -40,6 +44,7 @@ public enum PlatformSettings {
 
     /// The platform these settings ask for (a settings file is read now, so a bad one is reported at once).
     public static func platform(_ values: SettingValues) throws -> any Platform {
-        try PlatformSetup.platform(url: values.value(url), options: options(values), settingsFile: values.value(settingsFile))
+        try PlatformSetup.platform(
+            url: values.value(url), options: options(values), settingsFile: values.value(settingsFile))
     }
 }

@@ -6,12 +6,15 @@ import RoadSaveModel
 /// from a settings file replacing the platform's. Shared by `roadsave replay` and the detection service, so both
 /// read the same files the same way and report a bad one the same way.
 public enum PlatformSetup {
-    public static func platform(url: URL?, options: HTTPPlatform.Options = .init(),
-                                settingsFile: String?, flag: String = "--settings") throws -> any Platform {
+    public static func platform(
+        url: URL?, options: HTTPPlatform.Options = .init(),
+        settingsFile: String?, flag: String = "--settings"
+    ) throws -> any Platform {
         var platform: any Platform = EmbeddedPlatform()
         if let url { platform = try HTTPPlatform(baseURL: url, options: options) }
         if let settingsFile {
-            platform = SettingsOverridePlatform(base: platform, settings: try settings(fromFile: settingsFile, flag: flag))
+            platform = SettingsOverridePlatform(
+                base: platform, settings: try settings(fromFile: settingsFile, flag: flag))
         }
         return platform
     }

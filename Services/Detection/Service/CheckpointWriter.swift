@@ -50,8 +50,10 @@ final class CheckpointWriter: @unchecked Sendable {
 
     /// Encodes (`make`) and writes checkpoint `generation` after those before it, off the caller's thread. `done`
     /// gets how it went (on the writer's thread), nil when it was superseded and not written.
-    func write(_ generation: Int, _ make: @escaping @Sendable () throws -> Checkpoint,
-               done: @escaping @Sendable (Result<Timing, any Error>?) -> Void) {
+    func write(
+        _ generation: Int, _ make: @escaping @Sendable () throws -> Checkpoint,
+        done: @escaping @Sendable (Result<Timing, any Error>?) -> Void
+    ) {
         queue.async { done(self.writeInTurn(generation, make)) }
     }
 

@@ -12,7 +12,8 @@ enum ControlAccess {
     /// admitted with, or why that key is refused now (`CurveAllowList.entry(for:role:)`); nil without keys.
     static func refusal(of request: ControlRequest, key: Result<CurveAllowList.Entry, CurveKeyRefusal>?) -> Refusal? {
         refusal(key) { entry in
-            entry.allows(application: request.app) ? nil
+            entry.allows(application: request.app)
+                ? nil
                 : "operator key \"\(entry.name)\" may not control application \"\(request.app)\" "
                     + "(it is listed for \(entry.applicationsText))"
         }
@@ -21,7 +22,8 @@ enum ControlAccess {
     /// Nil when the operator command may run: it concerns every application, so a key limited to some may not.
     static func refusal(of command: OperatorCommand, key: Result<CurveAllowList.Entry, CurveKeyRefusal>?) -> Refusal? {
         refusal(key) { entry in
-            entry.applications == nil ? nil
+            entry.applications == nil
+                ? nil
                 : "operator key \"\(entry.name)\" is listed for \(entry.applicationsText) only; "
                     + "\(command.rawValue) concerns every application, so it needs a key listed for all (*)"
         }
@@ -29,12 +31,14 @@ enum ControlAccess {
 
     /// No keys: allowed. A key removed or replaced since its handshake is refused from the next command on. A key
     /// in force: `forbidden` with the reason `entry` gives, if it gives one.
-    private static func refusal(_ key: Result<CurveAllowList.Entry, CurveKeyRefusal>?,
-                                entry reason: (CurveAllowList.Entry) -> String?) -> Refusal? {
+    private static func refusal(
+        _ key: Result<CurveAllowList.Entry, CurveKeyRefusal>?,
+        entry reason: (CurveAllowList.Entry) -> String?
+    ) -> Refusal? {
         switch key {
         case nil: nil
-        case let .failure(refusal): Refusal(code: "forbidden", message: refusal.message)
-        case let .success(entry): reason(entry).map { Refusal(code: "forbidden", message: $0) }
+        case .failure(let refusal): Refusal(code: "forbidden", message: refusal.message)
+        case .success(let entry): reason(entry).map { Refusal(code: "forbidden", message: $0) }
         }
     }
 }

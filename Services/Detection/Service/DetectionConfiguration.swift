@@ -88,42 +88,57 @@ public struct DetectionConfiguration: Sendable {
             help: "directory of detection's store (checkpoint, inputs since, outbox); one per shard")
         public static let checkpointInterval = Setting<Double>(
             flag: "--checkpoint-interval", environment: "ROADSAVE_CHECKPOINT_INTERVAL", key: "checkpointInterval",
-            default: 2, range: 0.1...3600, help: "seconds between checkpoints (a restart re-runs about this much of the journals)")
+            default: 2, range: 0.1...3600,
+            help: "seconds between checkpoints (a restart re-runs about this much of the journals)")
         public static let deviceMemoryIdle = Setting<Double>(
             flag: "--device-memory-idle", environment: "ROADSAVE_DEVICE_MEMORY_IDLE", key: "deviceMemoryIdle",
             default: 3600, range: 0...31_536_000,
-            help: "seconds without a record after which an idle device (no trip, no crash pending) leaves memory for the store, back when it sends again; 0 keeps all in memory")
+            help:
+                "seconds without a record after which an idle device (no trip, no crash pending) leaves memory for the store, back when it sends again; 0 keeps all in memory"
+        )
         public static let autoMonitor = Setting<Bool>(
             flag: "--auto-monitor", environment: "ROADSAVE_AUTO_MONITOR", key: "autoMonitor", default: true,
             help: "configure and monitor a device when its first record arrives (true/false)")
         public static let watermarkHold = Setting<Double>(
             flag: "--watermark-hold", environment: "ROADSAVE_WATERMARK_HOLD", key: "watermarkHold",
             default: DeviceFleet.Options.defaultWatermarkHold, range: 0...3600,
-            help: "seconds a gateway's watermark may stand still (the gateway, its link or ingest down) while its devices' records and decisions wait for it; then the clock releases them, logged and counted")
+            help:
+                "seconds a gateway's watermark may stand still (the gateway, its link or ingest down) while its devices' records and decisions wait for it; then the clock releases them, logged and counted"
+        )
         public static let shard = Setting<String?>.text(
             flag: "--shard", environment: "ROADSAVE_SHARD", key: "shard",
             help: "take only shard I of N of the devices, as I/N (N as sensor-ingest's --shards)")
         public static let shardBase = Setting<Int>(
             flag: "--shard-base", environment: "ROADSAVE_SHARD_BASE", key: "shardBase", default: 0, shown: "0",
-            help: "the number --shard gives the first shard: 0, or 1 for an orchestrator's task slot (Docker Swarm's {{.Task.Slot}} counts from 1)") {
+            help:
+                "the number --shard gives the first shard: 0, or 1 for an orchestrator's task slot (Docker Swarm's {{.Task.Slot}} counts from 1)"
+        ) {
             text, flag throws(CommandLineOptions.UsageError) in
-            guard let base = Int(text), [0, 1].contains(base) else { throw .init("\(flag) must be 0 or 1, got \"\(text)\"") }
+            guard let base = Int(text), [0, 1].contains(base) else {
+                throw .init("\(flag) must be 0 or 1, got \"\(text)\"")
+            }
             return base
         }
         public static let curveServerKey = CurveSettings.upstreamSpec(upstream: "sensor-ingest")
     }
 
     public static let specs: [any AnySetting] =
-        [Settings.recordsEndpoint, Settings.controlEndpoint, Settings.eventsEndpoint, Settings.dataDirectory,
-         Settings.checkpointInterval, Settings.deviceMemoryIdle]
+        [
+            Settings.recordsEndpoint, Settings.controlEndpoint, Settings.eventsEndpoint, Settings.dataDirectory,
+            Settings.checkpointInterval, Settings.deviceMemoryIdle,
+        ]
         + PlatformSettings.all + [Settings.autoMonitor] + OrderingSettings.all
         + [Settings.watermarkHold, Settings.shard, Settings.shardBase, ServiceSettings.logLevel, ServiceMetrics.spec]
         + CurveSettings.specs + [Settings.curveServerKey]
 
-    public static func load(_ source: ServiceConfiguration) throws(CommandLineOptions.UsageError) -> DetectionConfiguration {
+    public static func load(_ source: ServiceConfiguration) throws(CommandLineOptions.UsageError)
+        -> DetectionConfiguration
+    {
         var configuration = DetectionConfiguration()
         let records = try source.value(Settings.recordsEndpoint)
-        guard Set(records).count == records.count else { throw .init("--records-endpoint: an endpoint is listed twice") }
+        guard Set(records).count == records.count else {
+            throw .init("--records-endpoint: an endpoint is listed twice")
+        }
         configuration.recordsEndpoints = records
         configuration.controlEndpoint = try source.value(Settings.controlEndpoint)
         configuration.eventsEndpoint = try source.value(Settings.eventsEndpoint)
@@ -141,25 +156,33 @@ public struct DetectionConfiguration: Sendable {
         if let text = try source.value(Settings.shard) {
             let parts = text.split(separator: "/").compactMap { Int($0) }
             guard parts.count == 2, parts[1] >= 1, (base..<parts[1] + base).contains(parts[0]) else {
-                throw .init("--shard must be I/N with \(base) ≤ I < N\(base == 0 ? "" : " + 1") (--shard-base \(base)), got \"\(text)\"")
+                throw .init(
+                    "--shard must be I/N with \(base) ≤ I < N\(base == 0 ? "" : " + 1") (--shard-base \(base)), got \"\(text)\""
+                )
             }
             // Kept 0-based from here on: the store's shard and the journal's requests count from 0.
             configuration.shard = (parts[0] - base, parts[1])
         }
         configuration.logLevel = try source.value(ServiceSettings.logLevel)
         configuration.metricsEndpoint = try ServiceMetrics.endpoint(source)
-        configuration.curve = try CurveSettings.serverKeys(source, endpoints: [("--control-endpoint", configuration.controlEndpoint),
-                                                                              ("--events-endpoint", configuration.eventsEndpoint)])
-        configuration.recordsCurve = try CurveSettings.upstreamKeys(source, flag: "--records-endpoint",
-                                                                    endpoints: configuration.recordsEndpoints,
-                                                                    own: configuration.curve)
+        configuration.curve = try CurveSettings.serverKeys(
+            source,
+            endpoints: [
+                ("--control-endpoint", configuration.controlEndpoint),
+                ("--events-endpoint", configuration.eventsEndpoint),
+            ])
+        configuration.recordsCurve = try CurveSettings.upstreamKeys(
+            source, flag: "--records-endpoint",
+            endpoints: configuration.recordsEndpoints,
+            own: configuration.curve)
         return configuration
     }
 
     /// The platform these settings describe (checked at start, so a bad settings file stops the service).
     public func makePlatform() throws -> any Platform {
-        try PlatformSetup.platform(url: platformURL,
-                                   options: .init(requestTimeout: platformTimeout, attempts: platformAttempts),
-                                   settingsFile: settingsFile)
+        try PlatformSetup.platform(
+            url: platformURL,
+            options: .init(requestTimeout: platformTimeout, attempts: platformAttempts),
+            settingsFile: settingsFile)
     }
 }

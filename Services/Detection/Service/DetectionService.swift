@@ -33,9 +33,11 @@ public final class DetectionService: Sendable {
         let platform = try platform ?? configuration.makePlatform()
         context = try ZMQContext()
         reactor = Reactor(name: "detection", context: context)
-        serving = ReactorBound(handingOver: DetectionServing(configuration: configuration, log: log, platform: platform,
-                                                             reactor: reactor),
-                               to: reactor)
+        serving = ReactorBound(
+            handingOver: DetectionServing(
+                configuration: configuration, log: log, platform: platform,
+                reactor: reactor),
+            to: reactor)
     }
 
     public func run() throws {
@@ -58,8 +60,10 @@ public final class DetectionService: Sendable {
     }
 
     /// A checkpoint row's JSON (`DetectionServing.checkpointJSON`).
-    static func checkpointJSON<Value: Encodable>(_ value: Value,
-                                                 _ encoder: StreamingJSONEncoder = StreamingJSONEncoder()) throws -> [UInt8] {
+    static func checkpointJSON<Value: Encodable>(
+        _ value: Value,
+        _ encoder: StreamingJSONEncoder = StreamingJSONEncoder()
+    ) throws -> [UInt8] {
         try DetectionServing.checkpointJSON(value, encoder)
     }
 }

@@ -65,20 +65,23 @@ final class DetectionServing {
     func setUp(_ loop: ReactorLoop, metrics: ServiceMetrics) throws {
         self.metrics = metrics
         self.loop = loop
-        let store = try DetectionStore(directory: try DataDirectory.prepare(configuration.dataDirectory),
-                                       shard: configuration.shardDescription)
+        let store = try DetectionStore(
+            directory: try DataDirectory.prepare(configuration.dataDirectory),
+            shard: configuration.shardDescription)
         self.store = store
         // A checkpoint being written is finished before the data directory is given up (the store is closed
         // as the loop ends, on the thread that used it; not if it failed, `failStore`).
         loop.onStop { [unowned self] in self.store?.close() }
         let control = try loop.socket(.router)
         // With keys, the ZAP handler answers for operators; SIGHUP re-reads its allow-list.
-        try ServiceZAP.secure(control, role: .operator, keys: configuration.curve, handler: &zap, loop: loop,
-                              reactor: reactor, log: log, clients: "control clients",
-                              fields: ["control": configuration.controlEndpoint])
+        try ServiceZAP.secure(
+            control, role: .operator, keys: configuration.curve, handler: &zap, loop: loop,
+            reactor: reactor, log: log, clients: "control clients",
+            fields: ["control": configuration.controlEndpoint])
         // The outbox feed is for the notifier only.
-        let outbox = try FeedServer.bound(to: configuration.eventsEndpoint, loop: loop, source: store, zap: zap,
-                                          secretKey: configuration.curve?.secretKey, sendTimeoutMilliseconds: 1000, log: log)
+        let outbox = try FeedServer.bound(
+            to: configuration.eventsEndpoint, loop: loop, source: store, zap: zap,
+            secretKey: configuration.curve?.secretKey, sendTimeoutMilliseconds: 1000, log: log)
         self.outbox = outbox
         try control.setSendTimeout(milliseconds: 1000)
         try control.setMaximumMessageSize(Self.maximumCommandBytes)
@@ -87,21 +90,27 @@ final class DetectionServing {
         self.control = control
         loop.onReadable(control) { [self] socket in receiveCommands(socket) }
         for (index, endpoint) in configuration.recordsEndpoints.enumerated() {
-            let reader = try JournalReader(loop: loop, endpoint: endpoint, consumer: configuration.consumerName,
-                                           shard: configuration.shard, curve: configuration.recordsCurve?[index],
-                                           log: log) { [self] header, items in
+            let reader = try JournalReader(
+                loop: loop, endpoint: endpoint, consumer: configuration.consumerName,
+                shard: configuration.shard, curve: configuration.recordsCurve?[index],
+                log: log
+            ) { [self] header, items in
                 journalReplied(index, header, items)
             }
             journals.append(reader)
         }
         self.core = try restore(from: store)
         loop.every(Self.tickInterval) { [self] in perform(core.tick(at: time, evicted: &evicted)) }
-        log.info("running", ["records": configuration.recordsEndpoints.joined(separator: ","),
-                             "control": control.lastEndpoint, "events": outbox.endpoint,
-                             "dataDir": configuration.dataDirectory,
-                             "platform": configuration.platformURL?.absoluteString ?? "embedded",
-                             "autoMonitor": String(configuration.autoMonitor),
-                             "recovering": String(core.recoveryQueueCount)])
+        log.info(
+            "running",
+            [
+                "records": configuration.recordsEndpoints.joined(separator: ","),
+                "control": control.lastEndpoint, "events": outbox.endpoint,
+                "dataDir": configuration.dataDirectory,
+                "platform": configuration.platformURL?.absoluteString ?? "embedded",
+                "autoMonitor": String(configuration.autoMonitor),
+                "recovering": String(core.recoveryQueueCount),
+            ])
         let actions = core.start(at: time, evicted: &evicted)
         // Posting starts once the store is loaded: until then /healthz says "starting", so a long load of many
         // devices is not taken for a stuck loop.
@@ -148,10 +157,11 @@ final class DetectionServing {
         for gap in gaps where !gap.acknowledged {
             log.write(.error, "journal gap not acknowledged yet: " + JournalGap.message, pairs: gap.logFields)
         }
-        return DetectionCore(options: configuration.coreOptions, fleet: fleet, checkpointInput: checkpointInput,
-                             checkpointPositions: positions, recovery: inputs.map(\.input),
-                             lastInput: try store.lastInput(), journalGaps: gaps,
-                             journalEndpoints: configuration.recordsEndpoints, at: time)
+        return DetectionCore(
+            options: configuration.coreOptions, fleet: fleet, checkpointInput: checkpointInput,
+            checkpointPositions: positions, recovery: inputs.map(\.input),
+            lastInput: try store.lastInput(), journalGaps: gaps,
+            journalEndpoints: configuration.recordsEndpoints, at: time)
     }
 
     // MARK: Inputs to the core
@@ -180,14 +190,20 @@ final class DetectionServing {
             records.reserveCapacity(decoded.records.count)
             for (index, result) in decoded.records {
                 switch result {
-                case let .success(record): records.append(record)
-                case let .failure(error):
-                    log.error("invalid record in the journal: skipped", ["index": String(index), "field": error.field,
-                                                                         "reason": error.reason])
+                case .success(let record): records.append(record)
+                case .failure(let error):
+                    log.error(
+                        "invalid record in the journal: skipped",
+                        [
+                            "index": String(index), "field": error.field,
+                            "reason": error.reason,
+                        ])
                 }
             }
-            chunks.append(JournalChunkRecords(records: records, gateway: chunk.header?.gateway, shard: chunk.shard,
-                                              watermark: chunk.header?.watermark))
+            chunks.append(
+                JournalChunkRecords(
+                    records: records, gateway: chunk.header?.gateway, shard: chunk.shard,
+                    watermark: chunk.header?.watermark))
         }
         return chunks
     }
@@ -218,21 +234,26 @@ final class DetectionServing {
                 return true
             }
             guard core != nil else { return true }
-            let command = DetectionCore.ControlCommand(target: target, request: request,
-                                                       text: String(decoding: body, as: UTF8.self))
+            let command = DetectionCore.ControlCommand(
+                target: target, request: request,
+                text: String(decoding: body, as: UTF8.self))
             perform(core.commandArrived(command, at: time, evicted: &evicted))
             return true
         }
     }
 
     /// An operator command (`OperatorCommand`): only for a key listed for every application.
-    private func operatorCommandArrived(_ command: OperatorCommand, target: ControlTarget,
-                                        key: Result<CurveAllowList.Entry, CurveKeyRefusal>?) {
+    private func operatorCommandArrived(
+        _ command: OperatorCommand, target: ControlTarget,
+        key: Result<CurveAllowList.Entry, CurveKeyRefusal>?
+    ) {
         if let refusal = ControlAccess.refusal(of: command, key: key) {
-            log.write(.warning, "control command refused", pairs: [
-                ("key", target.key ?? "-"), ("command", command.rawValue), ("app", "*"), ("user", "*"),
-                ("result", refusal.code),
-            ])
+            log.write(
+                .warning, "control command refused",
+                pairs: [
+                    ("key", target.key ?? "-"), ("command", command.rawValue), ("app", "*"), ("user", "*"),
+                    ("result", refusal.code),
+                ])
             send(target.frames, ControlReply.failure(refusal.code, refusal.message))
             return
         }
@@ -242,7 +263,8 @@ final class DetectionServing {
 
     /// A command refused before the core sees it (unreadable, or not this operator key's), with its audit line.
     private func refuse(_ target: ControlTarget, _ request: ControlRequest?, code: String, message: String) {
-        log.write(.warning, "control command refused", pairs: DetectionCore.audit(request, key: target.key, result: code))
+        log.write(
+            .warning, "control command refused", pairs: DetectionCore.audit(request, key: target.key, result: code))
         send(target.frames, ControlReply.failure(code, message))
     }
 
@@ -253,13 +275,15 @@ final class DetectionServing {
         let bound = ReactorBound(self, on: reactor)
         Task { [reactor] in
             let started = MonotonicClock.now()
-            let answer: PlatformAnswer = switch call {
-            case let .settings(app): .settings(app: app, fetch: await platform.fetchSettings(applicationID: app))
-            case let .evaluation(device, candidate):
-                .verdict(device: device, crashID: candidate.crashID, outcome: await platform.evaluation(of: candidate))
-            case let .commandSettings(waiting, app):
-                .commandSettings(waiting: waiting, fetch: await platform.fetchSettings(applicationID: app))
-            }
+            let answer: PlatformAnswer =
+                switch call {
+                case .settings(let app): .settings(app: app, fetch: await platform.fetchSettings(applicationID: app))
+                case .evaluation(let device, let candidate):
+                    .verdict(
+                        device: device, crashID: candidate.crashID, outcome: await platform.evaluation(of: candidate))
+                case .commandSettings(let waiting, let app):
+                    .commandSettings(waiting: waiting, fetch: await platform.fetchSettings(applicationID: app))
+                }
             let seconds = MonotonicClock.now() - started
             reactor.post { _ in bound.value.platformAnswered(answer, kind: kind, seconds: seconds) }
         }
@@ -278,17 +302,17 @@ final class DetectionServing {
             // A store that failed: only the log lines of what is left go out.
             if storeBroken, !action.isLog { continue }
             switch action {
-            case let .fetch(index, fetch):
+            case .fetch(let index, let fetch):
                 if journals.indices.contains(index) { journals[index].fetch(fetch) }
-            case let .callPlatform(call):
+            case .callPlatform(let call):
                 callPlatform(call)
-            case let .commit(commit):
+            case .commit(let commit):
                 store(commit)
-            case let .reply(target, bytes):
+            case .reply(let target, let bytes):
                 send(target.frames, bytes)
-            case let .writeCheckpoint(order):
+            case .writeCheckpoint(let order):
                 write(order)
-            case let .forgetInputs(input):
+            case .forgetInputs(let input):
                 do {
                     try store?.forgetInputs(through: input)
                     try store?.trimUnapplied()
@@ -296,7 +320,7 @@ final class DetectionServing {
                     // They are skipped at a restart (the checkpoint holds them) and deleted with the next checkpoint.
                     log.warning("inputs held by the checkpoint not deleted", ["error": "\(error)"])
                 }
-            case let .journalGap(gap):
+            case .journalGap(let gap):
                 log.write(.error, JournalGap.message, pairs: gap.logFields)
                 do {
                     try store?.saveJournalGap(gap, at: time.wall)
@@ -305,7 +329,7 @@ final class DetectionServing {
                     failStore(error)
                     continue
                 }
-            case let .journalGapsAcknowledged(gaps):
+            case .journalGapsAcknowledged(let gaps):
                 do {
                     try store?.acknowledgeJournalGaps(gaps, at: time.wall)
                 } catch {
@@ -314,7 +338,7 @@ final class DetectionServing {
                     continue
                 }
                 log.info("journal gaps acknowledged", ["gaps": String(gaps.count)])
-            case let .log(level, message, fields):
+            case .log(let level, let message, let fields):
                 log.write(level, message, pairs: fields)
             case .stop:
                 logStop()
@@ -328,8 +352,9 @@ final class DetectionServing {
     private func store(_ commit: DetectionCommit) {
         guard let store else { return }
         do {
-            let last = try store.commit(inputs: commit.inputs, events: commit.events, unapplied: commit.unapplied,
-                                        at: commit.at)
+            let last = try store.commit(
+                inputs: commit.inputs, events: commit.events, unapplied: commit.unapplied,
+                at: commit.at)
             core.committed(lastInput: last)
         } catch {
             failStore(error)
@@ -360,12 +385,16 @@ final class DetectionServing {
 
     private func logStop() {
         guard core != nil else { return }
-        log.info("stopping", ["records": String(core.counts.recordsRead),
-                              "events": String(core.counts.eventsByKind.values.reduce(0, +)),
-                              "devices": String(core.fleet.deviceCount), "evictions": String(evicted.evictions),
-                              "restores": String(evicted.restores),
-                              "devicesTickedAhead": String(core.counts.devicesTickedAhead),
-                              "outbox": String((try? store?.outboxCount()) ?? -1)])
+        log.info(
+            "stopping",
+            [
+                "records": String(core.counts.recordsRead),
+                "events": String(core.counts.eventsByKind.values.reduce(0, +)),
+                "devices": String(core.fleet.deviceCount), "evictions": String(evicted.evictions),
+                "restores": String(evicted.restores),
+                "devicesTickedAhead": String(core.counts.devicesTickedAhead),
+                "outbox": String((try? store?.outboxCount()) ?? -1),
+            ])
     }
 
     // MARK: Checkpoints
@@ -383,28 +412,37 @@ final class DetectionServing {
         let leaving = leavingAll.filter { !core.fleet.isResident($0.device) }
         let leavingNow = leaving.filter { !evicted.storedAlready.contains($0.device) }
         let markedNow = leaving.filter { evicted.storedAlready.contains($0.device) }
-        let (shared, states, input, positions, time) = (order.shared, order.changed, order.input, order.positions, order.at)
+        let (shared, states, input, positions, time) = (
+            order.shared, order.changed, order.input, order.positions, order.at
+        )
         let generation = order.generation
         store.checkpoints.started(generation)
         let rows = store.rows
         let make: @Sendable () throws -> CheckpointWriter.Checkpoint = {
-            let encoded = try Self.encode(shared, states: states, leaving: leavingNow, markedOnly: markedNow, rows: rows)
-            return CheckpointWriter.Checkpoint(input: input, shared: encoded.shared, changedDevices: encoded.devices,
-                                               evictedDevices: encoded.evicted, markedEvicted: encoded.markedOnly,
-                                               positions: positions, time: time)
+            let encoded = try Self.encode(
+                shared, states: states, leaving: leavingNow, markedOnly: markedNow, rows: rows)
+            return CheckpointWriter.Checkpoint(
+                input: input, shared: encoded.shared, changedDevices: encoded.devices,
+                evictedDevices: encoded.evicted, markedEvicted: encoded.markedOnly,
+                positions: positions, time: time)
         }
         // Counts, not the lists: `done` below must not keep the states alive (`make` lets go of them once run).
         let (changedCount, encodedCount, markedCount) = (states.count, leavingNow.count, markedNow.count)
-        let bound = ReactorBound(self, on: reactor), log = log
+        let bound = ReactorBound(self, on: reactor)
+        let log = log
         let done: @Sendable (Result<CheckpointWriter.Timing, any Error>?) -> Void = { result in
             bound.value.checkpointEnded(generation: generation, result)
-            if case let .success(timing) = result {
+            if case .success(let timing) = result {
                 // What sizes a checkpoint (and detection's memory between two), for tuning at scale.
-                log.debug("checkpoint", ["resident": String(bound.value.core?.fleet.residentCount ?? 0),
-                                         "changed": String(changedCount), "leavingEncoded": String(encodedCount),
-                                         "leavingMarked": String(markedCount),
-                                         "encodeSeconds": String(format: "%.3f", timing.encoding),
-                                         "writeSeconds": String(format: "%.3f", timing.writing)])
+                log.debug(
+                    "checkpoint",
+                    [
+                        "resident": String(bound.value.core?.fleet.residentCount ?? 0),
+                        "changed": String(changedCount), "leavingEncoded": String(encodedCount),
+                        "leavingMarked": String(markedCount),
+                        "encodeSeconds": String(format: "%.3f", timing.encoding),
+                        "writeSeconds": String(format: "%.3f", timing.writing),
+                    ])
             }
         }
         guard !order.wait else {
@@ -419,8 +457,8 @@ final class DetectionServing {
     private func checkpointEnded(generation: Int, _ result: Result<CheckpointWriter.Timing, any Error>?) {
         let outcome: CheckpointOutcome
         switch result {
-        case let .success(timing)?: outcome = .written(cost: timing.encoding + timing.writing)
-        case let .failure(error)?: outcome = .failed("\(error)")
+        case .success(let timing)?: outcome = .written(cost: timing.encoding + timing.writing)
+        case .failure(let error)?: outcome = .failed("\(error)")
         case nil: outcome = .superseded
         }
         if case .written = outcome, let (written, leaving) = evictionsInFlight, written == generation {
@@ -440,13 +478,17 @@ final class DetectionServing {
         _ = loop?.schedule(after: 0.2) { EvictedDevices.returnFreedMemory() }
     }
 
-    typealias Encoded = (shared: [UInt8], devices: [(DeviceID, [UInt8])], evicted: [(DeviceID, [UInt8])],
-                         markedOnly: [DetectionStore.MarkedEviction])
+    typealias Encoded = (
+        shared: [UInt8], devices: [(DeviceID, [UInt8])], evicted: [(DeviceID, [UInt8])],
+        markedOnly: [DetectionStore.MarkedEviction]
+    )
 
     /// Encodes a checkpoint (off the reactor thread). `markedOnly`: devices leaving memory whose stored row is
     /// current; each carries a way to encode its state, for a row that turns out to be missing.
-    private static func encode(_ shared: FleetSharedState, states: [FleetDeviceState], leaving: [EvictedState],
-                               markedOnly: [EvictedState], rows: DeviceRowCodec) throws -> Encoded {
+    private static func encode(
+        _ shared: FleetSharedState, states: [FleetDeviceState], leaving: [EvictedState],
+        markedOnly: [EvictedState], rows: DeviceRowCodec
+    ) throws -> Encoded {
         // One encoder for the whole checkpoint: the devices of an application repeat its settings.
         let encoder = StreamingJSONEncoder(reusing: DetectionSettings.self)
         // Those leaving first: each state (~4 KB) goes as soon as its row (~200 bytes) is made.
@@ -466,8 +508,10 @@ final class DetectionServing {
     /// by JSONEncoder for a value that encoder does not follow. Members in the order the types encode them (stable;
     /// JSONEncoder's unsorted order was its tables' hash order), not sorted: sorting took about 4 % of detection's
     /// samples while many devices left memory, and JSONDecoder does not need it.
-    static func checkpointJSON<Value: Encodable>(_ value: Value,
-                                                 _ encoder: StreamingJSONEncoder = StreamingJSONEncoder()) throws -> [UInt8] {
+    static func checkpointJSON<Value: Encodable>(
+        _ value: Value,
+        _ encoder: StreamingJSONEncoder = StreamingJSONEncoder()
+    ) throws -> [UInt8] {
         if let bytes = try? encoder.encode(value) { return bytes }
         return Array(try JSONEncoder().encode(value))
     }
@@ -517,7 +561,8 @@ final class DetectionServing {
 extension DetectionConfiguration {
     /// The core's options from these settings.
     var coreOptions: DetectionCore.Options {
-        DetectionCore.Options(fleet: fleetOptions, checkpointInterval: checkpointInterval, deviceMemoryIdle: deviceMemoryIdle,
-                              silentJournalGrace: silentJournalGrace, dataDirectory: dataDirectory, shard: shardDescription)
+        DetectionCore.Options(
+            fleet: fleetOptions, checkpointInterval: checkpointInterval, deviceMemoryIdle: deviceMemoryIdle,
+            silentJournalGrace: silentJournalGrace, dataDirectory: dataDirectory, shard: shardDescription)
     }
 }

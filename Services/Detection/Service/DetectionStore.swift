@@ -64,7 +64,8 @@ final class DetectionStore: FeedSource {
     /// of its own, written again each time the row changed or was marked out of memory, and checkpoints of tens of
     /// thousands of devices leaving memory held detection's thread for seconds (inserts ~2.4 times slower,
     /// measured with 2 KB rows).
-    static let devicesColumns = "app TEXT NOT NULL, user TEXT NOT NULL, state BLOB NOT NULL, resident INTEGER NOT NULL DEFAULT 1, PRIMARY KEY (app, user)"
+    static let devicesColumns =
+        "app TEXT NOT NULL, user TEXT NOT NULL, state BLOB NOT NULL, resident INTEGER NOT NULL DEFAULT 1, PRIMARY KEY (app, user)"
 
     init(directory: String, shard: String) throws {
         let statePath = DataDirectory.file("detection.sqlite", in: directory)
@@ -73,7 +74,8 @@ final class DetectionStore: FeedSource {
         let database = try SQLiteDatabase(path: outboxPath)
         self.state = state
         self.database = database
-        try state.execute("""
+        try state.execute(
+            """
             CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
             CREATE TABLE IF NOT EXISTS checkpoint(id INTEGER PRIMARY KEY CHECK (id = 1), input INTEGER NOT NULL,
                 taken_at REAL NOT NULL, state BLOB NOT NULL);
@@ -82,7 +84,8 @@ final class DetectionStore: FeedSource {
             \(DeviceRowCodec.schema);
             """)
         try rows.load(from: state)
-        try database.execute("""
+        try database.execute(
+            """
             CREATE TABLE IF NOT EXISTS inputs(seq INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL, at REAL NOT NULL,
                 body TEXT NOT NULL);
             CREATE TABLE IF NOT EXISTS outbox(position INTEGER PRIMARY KEY AUTOINCREMENT, event_id TEXT NOT NULL UNIQUE,
@@ -109,7 +112,8 @@ final class DetectionStore: FeedSource {
         }
         if withoutRowID {
             try state.transaction {
-                try state.execute("""
+                try state.execute(
+                    """
                     CREATE TABLE devices_rowid(\(Self.devicesColumns));
                     INSERT INTO devices_rowid(app, user, state, resident) SELECT app, user, state, resident FROM devices;
                     DROP TABLE devices;
@@ -125,7 +129,11 @@ final class DetectionStore: FeedSource {
         let setMeta = try state.statement("INSERT INTO meta(key, value) VALUES (?, ?)")
         if let stored = try meta("shard") {
             guard stored == shard else {
-                throw StorageError(code: -1, message: "\(directory) holds the state of detection shard \(stored), not \(shard): give each shard its own --data-dir")
+                throw StorageError(
+                    code: -1,
+                    message:
+                        "\(directory) holds the state of detection shard \(stored), not \(shard): give each shard its own --data-dir"
+                )
             }
         } else {
             try setMeta.run("shard", shard)
@@ -152,7 +160,8 @@ final class DetectionStore: FeedSource {
         defer { try? state.execute("DETACH DATABASE moved") }
         try state.transaction {
             for table in oldTables.sorted() {
-                try state.execute("""
+                try state.execute(
+                    """
                     INSERT OR IGNORE INTO moved.\(table) SELECT * FROM main.\(table);
                     DELETE FROM moved.sqlite_sequence WHERE name = '\(table)';
                     INSERT INTO moved.sqlite_sequence(name, seq) SELECT name, seq FROM main.sqlite_sequence WHERE name = '\(table)';
@@ -238,8 +247,10 @@ final class DetectionStore: FeedSource {
     /// after this, the events may leave. Returns the sequence number of the last input. Events already in the
     /// outbox and records already in `unapplied` (a re-run) are not added again.
     @discardableResult
-    func commit(inputs: [DetectionInput], events: [RoadSaveEvent], unapplied: [UnappliedRecord] = [],
-                at time: Double) throws -> Int64? {
+    func commit(
+        inputs: [DetectionInput], events: [RoadSaveEvent], unapplied: [UnappliedRecord] = [],
+        at time: Double
+    ) throws -> Int64? {
         guard !inputs.isEmpty || !events.isEmpty || !unapplied.isEmpty else { return nil }
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys
@@ -258,11 +269,13 @@ final class DetectionStore: FeedSource {
             }
             guard !unapplied.isEmpty else { return }
             let insert = try database.statement(
-                "INSERT OR IGNORE INTO unapplied(noted_at, app, user, t, kind, reason, applied_up_to, record) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
+                "INSERT OR IGNORE INTO unapplied(noted_at, app, user, t, kind, reason, applied_up_to, record) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+            )
             for item in unapplied {
                 let record = item.record
-                try insert.run(time, record.device.app, record.device.user, record.t, record.kind.rawValue, item.code,
-                               item.appliedUpTo, record.json())
+                try insert.run(
+                    time, record.device.app, record.device.user, record.t, record.kind.rawValue, item.code,
+                    item.appliedUpTo, record.json())
             }
         }
         return last
@@ -270,7 +283,8 @@ final class DetectionStore: FeedSource {
 
     /// Keeps the newest `unappliedKept` rows of `unapplied` (with each checkpoint).
     func trimUnapplied() throws {
-        try database.statement("DELETE FROM unapplied WHERE id <= (SELECT max(id) FROM unapplied) - ?").run(Self.unappliedKept)
+        try database.statement("DELETE FROM unapplied WHERE id <= (SELECT max(id) FROM unapplied) - ?").run(
+            Self.unappliedKept)
     }
 
     /// Rows in `unapplied` (the stop line and tests; not for a hot path).
@@ -303,30 +317,37 @@ final class DetectionStore: FeedSource {
     /// Every gap kept, in the order found.
     func journalGaps() throws -> [JournalGap] {
         var gaps: [JournalGap] = []
-        try database.statement("""
+        try database.statement(
+            """
             SELECT journal, endpoint, shard, position, deleted_through, acknowledged_at IS NOT NULL FROM journal_gaps
             ORDER BY found_at, journal, position
-            """).query { row in
-            gaps.append(JournalGap(journal: row.text(0), endpoint: row.text(1), shard: row.text(2),
-                                   position: row.unsigned(3), deletedThrough: row.unsigned(4),
-                                   acknowledged: row.integer(5) != 0))
+            """
+        ).query { row in
+            gaps.append(
+                JournalGap(
+                    journal: row.text(0), endpoint: row.text(1), shard: row.text(2),
+                    position: row.unsigned(3), deletedThrough: row.unsigned(4),
+                    acknowledged: row.integer(5) != 0))
         }
         return gaps
     }
 
     /// Stores a gap found (or one that grew: its new end, not acknowledged).
     func saveJournalGap(_ gap: JournalGap, at time: Double) throws {
-        try database.statement("""
+        try database.statement(
+            """
             INSERT INTO journal_gaps(journal, position, endpoint, shard, deleted_through, found_at, acknowledged_at)
             VALUES (?, ?, ?, ?, ?, ?, NULL)
             ON CONFLICT (journal, position) DO UPDATE SET deleted_through = excluded.deleted_through,
                 acknowledged_at = NULL
-            """).run(gap.journal, gap.position, gap.endpoint, gap.shard, gap.deletedThrough, time)
+            """
+        ).run(gap.journal, gap.position, gap.endpoint, gap.shard, gap.deletedThrough, time)
     }
 
     /// Marks gaps acknowledged (one transaction).
     func acknowledgeJournalGaps(_ gaps: [JournalGap], at time: Double) throws {
-        let update = try database.statement("UPDATE journal_gaps SET acknowledged_at = ? WHERE journal = ? AND position = ?")
+        let update = try database.statement(
+            "UPDATE journal_gaps SET acknowledged_at = ? WHERE journal = ? AND position = ?")
         try database.transaction {
             for gap in gaps { try update.run(time, gap.journal, gap.position) }
         }
@@ -339,14 +360,16 @@ final class DetectionStore: FeedSource {
         var to = request.after
         var bytes = 0
         let through = request.through.map { Int64(bitPattern: $0) } ?? Int64.max
-        try database.statement("SELECT position, event FROM outbox WHERE position > ? AND position <= ? ORDER BY position LIMIT ?")
-            .query(request.after, through, request.maxItems) { row in
-                guard items.isEmpty || bytes < request.maxBytes else { return }
-                let event = row.blob(1)
-                bytes += event.count
-                items.append(event)
-                to = row.unsigned(0)
-            }
+        try database.statement(
+            "SELECT position, event FROM outbox WHERE position > ? AND position <= ? ORDER BY position LIMIT ?"
+        )
+        .query(request.after, through, request.maxItems) { row in
+            guard items.isEmpty || bytes < request.maxBytes else { return }
+            let event = row.blob(1)
+            bytes += event.count
+            items.append(event)
+            to = row.unsigned(0)
+        }
         return FeedBatch(items: items, to: to)
     }
 

@@ -70,8 +70,9 @@ final class DeviceRowCodec: @unchecked Sendable {
         if scratch.count < bound { scratch = [UInt8](repeating: 0, count: bound) }
         let size = scratch.withUnsafeMutableBytes { output in
             json.withUnsafeBytes { input in
-                ZSTD_compress_usingCDict(compressor.context, output.baseAddress, output.count, input.baseAddress,
-                                         input.count, compressor.dictionary)
+                ZSTD_compress_usingCDict(
+                    compressor.context, output.baseAddress, output.count, input.baseAddress,
+                    input.count, compressor.dictionary)
             }
         }
         guard ZSTD_isError(size) == 0 else { return json }
@@ -91,7 +92,9 @@ final class DeviceRowCodec: @unchecked Sendable {
         unsaved = nil
     }
 
-    private func compressorMaking(from json: [UInt8]) -> (id: UInt32, context: OpaquePointer, dictionary: OpaquePointer)? {
+    private func compressorMaking(from json: [UInt8]) -> (
+        id: UInt32, context: OpaquePointer, dictionary: OpaquePointer
+    )? {
         if let compressor { return compressor }
         let (id, content, made): (UInt32, [UInt8], Bool) = lock.withLock {
             if let newest = dictionaries.keys.max() { return (newest, dictionaries[newest]!, false) }
@@ -100,7 +103,8 @@ final class DeviceRowCodec: @unchecked Sendable {
         }
         if made { unsaved = (id, content) }
         guard let context = ZSTD_createCCtx() else { return nil }
-        guard let dictionary = content.withUnsafeBytes({ ZSTD_createCDict($0.baseAddress, $0.count, Self.level) }) else {
+        guard let dictionary = content.withUnsafeBytes({ ZSTD_createCDict($0.baseAddress, $0.count, Self.level) })
+        else {
             ZSTD_freeCCtx(context)
             return nil
         }
@@ -122,11 +126,14 @@ final class DeviceRowCodec: @unchecked Sendable {
     /// The JSON of a stored row (compressed or not).
     func json(_ row: [UInt8]) throws -> [UInt8] {
         guard row.first == Self.marker else { return row }
-        guard row.count > Self.headerSize else { throw CorruptRow(description: "a compressed device row of \(row.count) bytes") }
+        guard row.count > Self.headerSize else {
+            throw CorruptRow(description: "a compressed device row of \(row.count) bytes")
+        }
         let id = row[1..<Self.headerSize].reversed().reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
         return try lock.withLock {
             guard let dictionary = dictionaries[id] else {
-                throw CorruptRow(description: "a device row compressed against dictionary \(id), which the store does not have")
+                throw CorruptRow(
+                    description: "a device row compressed against dictionary \(id), which the store does not have")
             }
             return try row.withUnsafeBytes { stored in
                 let frame = UnsafeRawBufferPointer(rebasing: stored[Self.headerSize...])
@@ -138,8 +145,9 @@ final class DeviceRowCodec: @unchecked Sendable {
                 var json = [UInt8](repeating: 0, count: Int(size))
                 let written = json.withUnsafeMutableBytes { output in
                     dictionary.withUnsafeBytes { content in
-                        ZSTD_decompress_usingDict(decompression, output.baseAddress, output.count, frame.baseAddress,
-                                                  frame.count, content.baseAddress, content.count)
+                        ZSTD_decompress_usingDict(
+                            decompression, output.baseAddress, output.count, frame.baseAddress,
+                            frame.count, content.baseAddress, content.count)
                     }
                 }
                 guard ZSTD_isError(written) == 0, written == json.count else {

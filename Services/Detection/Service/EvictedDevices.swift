@@ -65,7 +65,11 @@ struct EvictedDevices: EvictedDeviceStore {
         for state in states {
             unsaved[state.device] = EvictedState(state, lock: unsavedLock, rows: rows)
             index.insert(state.device.hashValue)
-            if stored.contains(state.device) { storedAlready.insert(state.device) } else { storedAlready.remove(state.device) }
+            if stored.contains(state.device) {
+                storedAlready.insert(state.device)
+            } else {
+                storedAlready.remove(state.device)
+            }
         }
         evictions += states.count
     }
@@ -118,13 +122,13 @@ struct EvictedDevices: EvictedDeviceStore {
     /// without this the resident size stays at its high-water mark after a large eviction.
     static func returnFreedMemory() {
         #if os(Linux)
-        _ = glibcMallocTrim(0)
+            _ = glibcMallocTrim(0)
         #endif
     }
 }
 
 #if os(Linux)
-// glibc's malloc_trim(3): not in the Glibc module's headers.
-@_silgen_name("malloc_trim")
-private func glibcMallocTrim(_ pad: Int) -> Int32
+    // glibc's malloc_trim(3): not in the Glibc module's headers.
+    @_silgen_name("malloc_trim")
+    private func glibcMallocTrim(_ pad: Int) -> Int32
 #endif

@@ -39,17 +39,18 @@ final class EvictedState: @unchecked Sendable {
     /// The state, decoded from its row if that was made already.
     func state() throws -> FleetDeviceState {
         switch current {
-        case let .state(state): return state
-        case let .row(bytes): return try JSONDecoder().decode(FleetDeviceState.self, from: Data(rows.json(bytes, of: device)))
+        case .state(let state): return state
+        case .row(let bytes):
+            return try JSONDecoder().decode(FleetDeviceState.self, from: Data(rows.json(bytes, of: device)))
         }
     }
 
     /// The state's row, made by `encode` the first time; from then on only the row is kept.
     func encodedRow(_ encode: (FleetDeviceState) throws -> [UInt8]) throws -> [UInt8] {
         switch current {
-        case let .row(bytes):
+        case .row(let bytes):
             return bytes
-        case let .state(state):
+        case .state(let state):
             let bytes = try encode(state)
             lock.withLock { held = .row(bytes) }
             return bytes

@@ -26,21 +26,25 @@ final class JournalReader {
     static let waitMilliseconds = 1000
 
     /// With `curve` the link to ingest is a CurveZMQ client (detection's own key pair, ingest's public key).
-    init(loop: ReactorLoop, endpoint: String, consumer: String, shard: (index: Int, count: Int)?,
-         curve: CurveClientKeys? = nil, log: Log, onReply: @escaping (FeedReplyHeader, ArraySlice<[UInt8]>) -> Void) throws {
+    init(
+        loop: ReactorLoop, endpoint: String, consumer: String, shard: (index: Int, count: Int)?,
+        curve: CurveClientKeys? = nil, log: Log, onReply: @escaping (FeedReplyHeader, ArraySlice<[UInt8]>) -> Void
+    ) throws {
         self.endpoint = endpoint
         self.consumer = consumer
         self.shard = shard
-        client = try FeedClient(loop: loop, endpoint: endpoint, log: log, maximumFrameBytes: Self.maximumFrameBytes,
-                                curve: curve, onReply: onReply)
+        client = try FeedClient(
+            loop: loop, endpoint: endpoint, log: log, maximumFrameBytes: Self.maximumFrameBytes,
+            curve: curve, onReply: onReply)
     }
 
     /// Asks what the core wants: an exact range at once (a re-run), else a reply's worth after a position.
     func fetch(_ fetch: JournalFetch) {
-        var request = FeedRequest(id: 0, feed: fetch.feed, after: fetch.after, through: fetch.through,
-                                  maxItems: Self.maximumItems, maxBytes: Self.maximumBytes, acknowledged: fetch.checkpointed,
-                                  consumer: consumer, shard: shard?.index, shards: shard?.count,
-                                  waitMilliseconds: Self.waitMilliseconds)
+        var request = FeedRequest(
+            id: 0, feed: fetch.feed, after: fetch.after, through: fetch.through,
+            maxItems: Self.maximumItems, maxBytes: Self.maximumBytes, acknowledged: fetch.checkpointed,
+            consumer: consumer, shard: shard?.index, shards: shard?.count,
+            waitMilliseconds: Self.waitMilliseconds)
         request.watch = fetch.watch
         if fetch.through != nil {
             request.maxItems = 1_000_000
@@ -61,7 +65,8 @@ final class JournalReader {
 extension JournalAnswer {
     /// The core's view of a feed reply's header.
     init(_ header: FeedReplyHeader) {
-        self.init(feed: header.feed, after: header.after, to: header.to, head: header.head, watched: header.watched,
-                  error: header.error, deletedThrough: header.deletedThrough)
+        self.init(
+            feed: header.feed, after: header.after, to: header.to, head: header.head, watched: header.watched,
+            error: header.error, deletedThrough: header.deletedThrough)
     }
 }

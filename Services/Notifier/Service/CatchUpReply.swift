@@ -21,17 +21,19 @@ public struct CatchUpReply: Sendable, Equatable {
         } catch {
             throw CatchUpRequest.Problem("the catch-up reply is not JSON: \(error.reason)")
         }
-        if case let .string(message)? = value["error"] { throw CatchUpRequest.Problem(message) }
-        guard case let .array(items)? = value["events"], let head = Self.whole(value["head"]),
-              let next = Self.whole(value["next"]) else {
+        if case .string(let message)? = value["error"] { throw CatchUpRequest.Problem(message) }
+        guard case .array(let items)? = value["events"], let head = Self.whole(value["head"]),
+            let next = Self.whole(value["next"])
+        else {
             throw CatchUpRequest.Problem("the catch-up reply lacks events, head or next")
         }
         self.head = head
         self.next = next
         events = []
         for item in items {
-            guard let position = Self.whole(item["position"]), case let .string(topic)? = item["topic"],
-                  let event = item["event"] else {
+            guard let position = Self.whole(item["position"]), case .string(let topic)? = item["topic"],
+                let event = item["event"]
+            else {
                 throw CatchUpRequest.Problem("a catch-up reply entry lacks position, topic or event")
             }
             events.append(Entry(position: position, topic: topic, event: event))
@@ -39,7 +41,7 @@ public struct CatchUpReply: Sendable, Equatable {
     }
 
     private static func whole(_ value: JSONValue?) -> UInt64? {
-        guard case let .number(number)? = value, number >= 0, number == number.rounded() else { return nil }
+        guard case .number(let number)? = value, number >= 0, number == number.rounded() else { return nil }
         return UInt64(number)
     }
 }

@@ -49,7 +49,8 @@ public struct CatchUpRequest: Sendable, Equatable {
     /// Milliseconds to hold the request when it finds nothing (`waitMs`); nil or 0: answered at once.
     public var waitMilliseconds: Int?
 
-    public init(start: Start, max: Int = CatchUpRequest.defaultMax, prefix: String? = nil, waitMilliseconds: Int? = nil) {
+    public init(start: Start, max: Int = CatchUpRequest.defaultMax, prefix: String? = nil, waitMilliseconds: Int? = nil)
+    {
         self.start = start
         self.max = max
         self.prefix = prefix
@@ -76,22 +77,23 @@ public struct CatchUpRequest: Sendable, Equatable {
         } catch {
             throw Problem("a catch-up request is one JSON object: \(error.reason)")
         }
-        guard case let .object(members) = value else {
+        guard case .object(let members) = value else {
             throw Problem("a catch-up request is a JSON object, found \(value.typeName)")
         }
         let known = ["after", "afterEventID", "max", "prefix", "waitMs"]
         if let unknown = members.first(where: { !known.contains($0.0) }) {
-            throw Problem("\(unknown.0): unknown member; expected after or afterEventID, and optionally max, prefix and waitMs")
+            throw Problem(
+                "\(unknown.0): unknown member; expected after or afterEventID, and optionally max, prefix and waitMs")
         }
         switch (value["after"], value["afterEventID"]) {
         case (nil, nil):
             throw Problem("after: missing; give after (a position) or afterEventID")
         case (.some, .some):
             throw Problem("after and afterEventID: give one of them, not both")
-        case let (.some(after), nil):
+        case (.some(let after), nil):
             start = .position(try Self.whole(after, "after", range: 0...9_007_199_254_740_992))
-        case let (nil, .some(eventID)):
-            guard case let .string(text) = eventID, !text.isEmpty else {
+        case (nil, .some(let eventID)):
+            guard case .string(let text) = eventID, !text.isEmpty else {
                 throw Problem("afterEventID must be a non-empty string, found \(eventID.typeName)")
             }
             start = .eventID(text)
@@ -102,7 +104,9 @@ public struct CatchUpRequest: Sendable, Equatable {
             self.max = Self.defaultMax
         }
         if let prefix = value["prefix"] {
-            guard case let .string(text) = prefix else { throw Problem("prefix must be a string, found \(prefix.typeName)") }
+            guard case .string(let text) = prefix else {
+                throw Problem("prefix must be a string, found \(prefix.typeName)")
+            }
             self.prefix = text.isEmpty ? nil : text
         } else {
             prefix = nil
@@ -114,10 +118,12 @@ public struct CatchUpRequest: Sendable, Equatable {
         }
     }
 
-    private static func whole(_ value: JSONValue, _ name: String, range: ClosedRange<Double>) throws(Problem) -> UInt64 {
-        guard case let .number(number) = value, number == number.rounded(), range.contains(number) else {
-            throw Problem("\(name) must be a whole number from \(JSONText.number(range.lowerBound)) to "
-                          + "\(JSONText.number(range.upperBound)), found \(JSONText.encode(value))")
+    private static func whole(_ value: JSONValue, _ name: String, range: ClosedRange<Double>) throws(Problem) -> UInt64
+    {
+        guard case .number(let number) = value, number == number.rounded(), range.contains(number) else {
+            throw Problem(
+                "\(name) must be a whole number from \(JSONText.number(range.lowerBound)) to "
+                    + "\(JSONText.number(range.upperBound)), found \(JSONText.encode(value))")
         }
         return UInt64(number)
     }
@@ -126,8 +132,8 @@ public struct CatchUpRequest: Sendable, Equatable {
     public func json() -> [UInt8] {
         var members: [(String, JSONValue)] = []
         switch start {
-        case let .position(position): members.append(("after", .number(Double(position))))
-        case let .eventID(eventID): members.append(("afterEventID", .string(eventID)))
+        case .position(let position): members.append(("after", .number(Double(position))))
+        case .eventID(let eventID): members.append(("afterEventID", .string(eventID)))
         }
         members.append(("max", .number(Double(max))))
         if let prefix { members.append(("prefix", .string(prefix))) }

@@ -27,8 +27,10 @@ final class CatchUpServer {
     /// Requests answered, by outcome (for /metrics).
     private(set) var requests: [NotifierMetrics.CatchUpOutcome: Int] = [:]
 
-    init(socket: ZMQSocket, loop: ReactorLoop, store: NotifierStore, format: EventFormat, retentionAge: Double, log: Log,
-         maximumHeld: Int = HeldCatchUps.defaultCapacity, zap: ZAPHandler? = nil) {
+    init(
+        socket: ZMQSocket, loop: ReactorLoop, store: NotifierStore, format: EventFormat, retentionAge: Double, log: Log,
+        maximumHeld: Int = HeldCatchUps.defaultCapacity, zap: ZAPHandler? = nil
+    ) {
         self.socket = socket
         self.loop = loop
         held = HeldCatchUps(capacity: maximumHeld)
@@ -70,12 +72,14 @@ final class CatchUpServer {
         }
         let found: Found
         do {
-            found = try Self.reply(request, store: store, format: format, retentionAge: retentionAge,
-                                   key: key(for: peer))
+            found = try Self.reply(
+                request, store: store, format: format, retentionAge: retentionAge,
+                key: key(for: peer))
         } catch {
             if let refusal = error as? CurveKeyRefusal {
-                log.warning("catch-up request refused: subscriber key no longer listed",
-                            ["key": refusal.name, "reason": refusal.message])
+                log.warning(
+                    "catch-up request refused: subscriber key no longer listed",
+                    ["key": refusal.name, "reason": refusal.message])
             }
             requests[(error as? CatchUpRequest.Problem)?.isGap == true ? .gap : .refused, default: 0] += 1
             send(Self.error(error), to: route)
@@ -88,10 +92,17 @@ final class CatchUpServer {
         }
         var waiting = request
         waiting.start = .position(found.next)
-        guard held.hold(HeldCatchUps.Held(route: route, request: waiting, sender: peer,
-                                          deadline: loop.now + Double(wait) / 1000)) else {
-            log.warning("catch-up long-poll refused: too many held", ["held": String(held.count), "key": peer?.name ?? "none"])
-            send(Self.error("waitMs: \(held.capacity) requests are waiting already; ask again later, or without waitMs"), to: route)
+        guard
+            held.hold(
+                HeldCatchUps.Held(
+                    route: route, request: waiting, sender: peer,
+                    deadline: loop.now + Double(wait) / 1000))
+        else {
+            log.warning(
+                "catch-up long-poll refused: too many held", ["held": String(held.count), "key": peer?.name ?? "none"])
+            send(
+                Self.error("waitMs: \(held.capacity) requests are waiting already; ask again later, or without waitMs"),
+                to: route)
             return
         }
         scheduleDeadline()
@@ -105,8 +116,9 @@ final class CatchUpServer {
         var gone: Set<[UInt8]> = []
         for var waiting in held.takeAll() where !gone.contains(waiting.peer) {
             do {
-                let found = try Self.reply(waiting.request, store: store, format: format, retentionAge: retentionAge,
-                                           key: key(for: waiting.sender))
+                let found = try Self.reply(
+                    waiting.request, store: store, format: format, retentionAge: retentionAge,
+                    key: key(for: waiting.sender))
                 if found.isEmptyAtHead {
                     waiting.request.start = .position(found.next)
                     stillWaiting.append(waiting)
@@ -139,8 +151,10 @@ final class CatchUpServer {
         for waiting in requests where !gone.contains(waiting.peer) {
             let bytes: [UInt8]
             do {
-                bytes = try Self.reply(waiting.request, store: store, format: format, retentionAge: retentionAge,
-                                       key: key(for: waiting.sender)).bytes
+                bytes = try Self.reply(
+                    waiting.request, store: store, format: format, retentionAge: retentionAge,
+                    key: key(for: waiting.sender)
+                ).bytes
             } catch {
                 bytes = Self.error(error)
             }
@@ -165,7 +179,7 @@ final class CatchUpServer {
         do {
             _ = try socket.send(route + [reply], dontWait: true)
             return true
-        } catch where error.code == EHOSTUNREACH {
+        } catch  where error.code == EHOSTUNREACH {
             log.info("catch-up peer gone: its reply and held requests dropped", ["held": String(held.count)])
             return false
         } catch {
@@ -198,8 +212,10 @@ final class CatchUpServer {
     /// The reply frame to a request frame.
     /// With a subscriber `key` limited to applications, events of other applications are left out of the reply (its
     /// `next` still moves past them).
-    static func answer(_ request: [UInt8], store: NotifierStore, format: EventFormat, retentionAge: Double,
-                       key: CurveAllowList.Entry? = nil) -> [UInt8] {
+    static func answer(
+        _ request: [UInt8], store: NotifierStore, format: EventFormat, retentionAge: Double,
+        key: CurveAllowList.Entry? = nil
+    ) -> [UInt8] {
         do {
             let request = try CatchUpRequest(json: request)
             return try answer(request, store: store, format: format, retentionAge: retentionAge, key: key)
@@ -210,34 +226,40 @@ final class CatchUpServer {
         }
     }
 
-    static func answer(_ request: CatchUpRequest, store: NotifierStore, format: EventFormat,
-                       retentionAge: Double, key: CurveAllowList.Entry? = nil) throws -> [UInt8] {
+    static func answer(
+        _ request: CatchUpRequest, store: NotifierStore, format: EventFormat,
+        retentionAge: Double, key: CurveAllowList.Entry? = nil
+    ) throws -> [UInt8] {
         try reply(request, store: store, format: format, retentionAge: retentionAge, key: key).bytes
     }
 
-    static func reply(_ request: CatchUpRequest, store: NotifierStore, format: EventFormat,
-                      retentionAge: Double, key: CurveAllowList.Entry? = nil) throws -> Found {
+    static func reply(
+        _ request: CatchUpRequest, store: NotifierStore, format: EventFormat,
+        retentionAge: Double, key: CurveAllowList.Entry? = nil
+    ) throws -> Found {
         let head = try store.head()
         let oldest = try store.oldestPosition() ?? head + 1
         let window = Self.days(retentionAge)
         let after: UInt64
         switch request.start {
-        case let .position(position):
+        case .position(let position):
             guard position <= head else {
                 throw CatchUpRequest.Problem("after: position \(position) is ahead of the newest (\(head))")
             }
             // The events between `position` and the oldest kept were deleted: the subscriber would get a gap.
             // 0 asks for everything kept, whatever that is.
             guard position == 0 || position + 1 >= oldest || position >= head else {
-                throw CatchUpRequest.Problem("after: position \(position) is older than the retention window (\(window)): "
-                                             + "the oldest event kept is at position \(oldest)", isGap: true)
+                throw CatchUpRequest.Problem(
+                    "after: position \(position) is older than the retention window (\(window)): "
+                        + "the oldest event kept is at position \(oldest)", isGap: true)
             }
             after = position
-        case let .eventID(eventID):
+        case .eventID(let eventID):
             // Another application's event answers exactly as an unknown one: a limited key learns nothing of it.
             guard let position = try store.position(ofEventID: eventID, applications: key?.applications) else {
-                throw CatchUpRequest.Problem("afterEventID: unknown eventID \(eventID) (never stored here, or older than "
-                                             + "the retention window of \(window))")
+                throw CatchUpRequest.Problem(
+                    "afterEventID: unknown eventID \(eventID) (never stored here, or older than "
+                        + "the retention window of \(window))")
             }
             after = position
         }

@@ -18,8 +18,10 @@ enum LivePrefixes {
     static let eventNames = RoadSaveEvent.names
 
     /// The prefixes to subscribe on the subscriber's connection for `requested`, sorted, without repeats.
-    static func applied(requested: [UInt8], applications: Set<String>?,
-                        eventNames: [String] = LivePrefixes.eventNames) -> [[UInt8]] {
+    static func applied(
+        requested: [UInt8], applications: Set<String>?,
+        eventNames: [String] = LivePrefixes.eventNames
+    ) -> [[UInt8]] {
         guard let applications else { return [requested] }
         var prefixes: Set<[UInt8]> = []
         for app in applications where separable(app) {

@@ -44,13 +44,16 @@ struct LiveSubscriptions {
         clock += 1
         var entry = connections[connection] ?? Connection()
         entry.lastUse = clock
-        let applied = entry.requests[requested] ?? LivePrefixes.applied(requested: requested, applications: key.applications)
+        let applied =
+            entry.requests[requested] ?? LivePrefixes.applied(requested: requested, applications: key.applications)
         entry.requests[requested] = applied
         if connections[connection] == nil && connections.count >= capacity { evictLeastRecentlyUsed() }
         connections[connection] = entry
         if let applications = key.applications {
-            for app in applications where LivePrefixes.separable(app)
-                && !LivePrefixes.applied(requested: requested, applications: [app]).isEmpty {
+            for app in applications
+            where LivePrefixes.separable(app)
+                && !LivePrefixes.applied(requested: requested, applications: [app]).isEmpty
+            {
                 limitedApplications.insert(app)
             }
         }

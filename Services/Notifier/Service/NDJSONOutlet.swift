@@ -37,8 +37,10 @@ final class NDJSONOutlet: SinkOutlet {
     }
 
     /// `committedOffset`: the size recorded with the last deletion (see `NDJSONSink.recover`, already applied).
-    init(sink: NDJSONSink, offset: Int64?, capacity: Int, reactor: Reactor, loop: ReactorLoop, log: Log,
-         report: @escaping (OutletReport) -> Void) {
+    init(
+        sink: NDJSONSink, offset: Int64?, capacity: Int, reactor: Reactor, loop: ReactorLoop, log: Log,
+        report: @escaping (OutletReport) -> Void
+    ) {
         self.sink = sink
         key = Self.key(for: sink.path)
         writtenOffset = offset
@@ -59,7 +61,8 @@ final class NDJSONOutlet: SinkOutlet {
         let batch = Array(pending.prefix(Self.batchLimit))
         pending.removeFirst(batch.count)
         writing = batch
-        let reactor = reactor, bound = ReactorBound(self, on: reactor)
+        let reactor = reactor
+        let bound = ReactorBound(self, on: reactor)
         sink.appendDurably(batch.map(\.event), expectedOffset: writtenOffset) { result in
             reactor.post { _ in bound.value.written(result) }
         }
@@ -70,19 +73,22 @@ final class NDJSONOutlet: SinkOutlet {
         guard let batch = writing else { return }
         writing = nil
         switch result {
-        case let .success(offset):
+        case .success(let offset):
             if failuresInARow > 0 { log.info("writes succeed again", ["sink": name]) }
             failuresInARow = 0
             writtenOffset = offset
             report(OutletReport(sink: key, taken: batch.map(\.position), state: offset.map { String($0) }))
             writeNext()
-        case let .failure(error):
+        case .failure(let error):
             failuresInARow += 1
             // The first failure in a row, then every tenth: a full disk doesn't flood the log.
             if failuresInARow == 1 || failuresInARow % 10 == 0 {
-                log.error("write failed: the events stay in the outbox and are written again",
-                          ["sink": name, "error": error.description, "events": String(batch.count),
-                           "failuresInARow": String(failuresInARow)])
+                log.error(
+                    "write failed: the events stay in the outbox and are written again",
+                    [
+                        "sink": name, "error": error.description, "events": String(batch.count),
+                        "failuresInARow": String(failuresInARow),
+                    ])
             }
             pending.insert(contentsOf: batch, at: 0)
             let delay = min(5, 0.1 * Double(1 << min(failuresInARow, 6)))

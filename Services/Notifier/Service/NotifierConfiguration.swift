@@ -44,7 +44,9 @@ public struct NotifierConfiguration: Sendable {
     public enum Settings {
         public static let dataDirectory = ServiceSettings.dataDirectory(
             key: "dataDirectory", default: "roadsave-data/notify",
-            help: "directory of notifier.sqlite: the events (deduplicated by eventID), an outbox per sink, the positions read in detection's feeds")
+            help:
+                "directory of notifier.sqlite: the events (deduplicated by eventID), an outbox per sink, the positions read in detection's feeds"
+        )
         public static let eventsEndpoint = ServiceSettings.connected(
             flag: "--events-endpoint", environment: "ROADSAVE_EVENTS_CONNECT", key: "eventsEndpoint",
             default: ["tcp://127.0.0.1:5553"],
@@ -53,7 +55,9 @@ public struct NotifierConfiguration: Sendable {
         public static let catchUpEndpoint = ServiceSettings.boundOrNone(
             flag: "--catch-up-endpoint", environment: "ROADSAVE_CATCH_UP_ENDPOINT", key: "catchUpEndpoint",
             default: "tcp://*:5555",
-            help: "ZeroMQ endpoint (ROUTER) where subscribers ask for the events they missed, by position or eventID (roadsave tail --since); \"none\" for none")
+            help:
+                "ZeroMQ endpoint (ROUTER) where subscribers ask for the events they missed, by position or eventID (roadsave tail --since); \"none\" for none"
+        )
         public static let retentionAge = duration(
             flag: "--retention-age", environment: "ROADSAVE_RETENTION_AGE", key: "retentionAge", default: 7 * 86_400,
             help: "how long events are kept once every sink took them: the catch-up window (e.g. 7d, 12h, 30m, 90s)")
@@ -78,10 +82,14 @@ public struct NotifierConfiguration: Sendable {
         public static let webhookMaximumBackoff = Setting<Double>(
             flag: "--webhook-max-backoff", environment: "ROADSAVE_WEBHOOK_MAX_BACKOFF", key: "webhookMaximumBackoff",
             default: 30, range: 0.05...3600,
-            help: "longest wait in seconds between two attempts of a webhook delivery; failed deliveries (network errors, 408, 429, 5xx) are retried without end, in order per device; other 4xx and 3xx answers are logged as dropped by the receiver and not retried")
+            help:
+                "longest wait in seconds between two attempts of a webhook delivery; failed deliveries (network errors, 408, 429, 5xx) are retried without end, in order per device; other 4xx and 3xx answers are logged as dropped by the receiver and not retried"
+        )
         public static let ndjson = Setting<String?>.text(
             flag: "--ndjson", environment: "ROADSAVE_NDJSON", key: "ndjson",
-            help: "append events as NDJSON to this file, each once even across crashes (the file is cut back to the last recorded write at start: it must be the notifier's alone); - for standard output (at least once)")
+            help:
+                "append events as NDJSON to this file, each once even across crashes (the file is cut back to the last recorded write at start: it must be the notifier's alone); - for standard output (at least once)"
+        )
         public static let ndjsonFormat = format(
             flag: "--ndjson-format", environment: "ROADSAVE_NDJSON_FORMAT", key: "ndjsonFormat",
             help: "event format of the NDJSON output: current or legacy")
@@ -91,18 +99,24 @@ public struct NotifierConfiguration: Sendable {
         public static let curveServerKey = CurveSettings.upstreamSpec(upstream: "detection")
 
         /// A duration (`duration`), shown as one (`7d`).
-        static func duration(flag: String, environment: String, key: String, default seconds: Double,
-                             help: String) -> Setting<Double> {
-            Setting<Double>(flag: flag, environment: environment, key: key, default: seconds, shown: durationText(seconds),
-                            help: help) { text, flag throws(CommandLineOptions.UsageError) in
+        static func duration(
+            flag: String, environment: String, key: String, default seconds: Double,
+            help: String
+        ) -> Setting<Double> {
+            Setting<Double>(
+                flag: flag, environment: environment, key: key, default: seconds, shown: durationText(seconds),
+                help: help
+            ) { text, flag throws(CommandLineOptions.UsageError) in
                 try NotifierConfiguration.duration(text, flag: flag)
             }
         }
 
         /// An event format, current by default.
         static func format(flag: String, environment: String, key: String, help: String) -> Setting<EventFormat> {
-            Setting<EventFormat>(flag: flag, environment: environment, key: key, default: .current,
-                                 shown: EventFormat.current.rawValue, help: help) { text, flag throws(CommandLineOptions.UsageError) in
+            Setting<EventFormat>(
+                flag: flag, environment: environment, key: key, default: .current,
+                shown: EventFormat.current.rawValue, help: help
+            ) { text, flag throws(CommandLineOptions.UsageError) in
                 guard let format = EventFormat(rawValue: text) else {
                     throw .init("\(flag) must be current or legacy, got \"\(text)\"")
                 }
@@ -112,13 +126,17 @@ public struct NotifierConfiguration: Sendable {
     }
 
     public static let specs: [any AnySetting] =
-        [Settings.dataDirectory, Settings.eventsEndpoint, Settings.catchUpEndpoint, Settings.retentionAge,
-         Settings.publishEndpoint, Settings.publishFormat, Settings.webhooks, Settings.webhookSecret,
-         Settings.webhookSecretFile, Settings.webhookFormat, Settings.webhookMaximumBackoff, Settings.ndjson,
-         Settings.ndjsonFormat, Settings.heartbeat, ServiceSettings.logLevel, ServiceMetrics.spec]
+        [
+            Settings.dataDirectory, Settings.eventsEndpoint, Settings.catchUpEndpoint, Settings.retentionAge,
+            Settings.publishEndpoint, Settings.publishFormat, Settings.webhooks, Settings.webhookSecret,
+            Settings.webhookSecretFile, Settings.webhookFormat, Settings.webhookMaximumBackoff, Settings.ndjson,
+            Settings.ndjsonFormat, Settings.heartbeat, ServiceSettings.logLevel, ServiceMetrics.spec,
+        ]
         + CurveSettings.specs + [Settings.curveServerKey]
 
-    public static func load(_ source: ServiceConfiguration) throws(CommandLineOptions.UsageError) -> NotifierConfiguration {
+    public static func load(_ source: ServiceConfiguration) throws(CommandLineOptions.UsageError)
+        -> NotifierConfiguration
+    {
         var configuration = NotifierConfiguration()
         configuration.dataDirectory = try source.value(Settings.dataDirectory)
         configuration.eventsEndpoints = try source.value(Settings.eventsEndpoint)
@@ -129,9 +147,13 @@ public struct NotifierConfiguration: Sendable {
         configuration.publishFormat = try source.value(Settings.publishFormat)
         configuration.webhookFormat = try source.value(Settings.webhookFormat)
         configuration.ndjsonFormat = try source.value(Settings.ndjsonFormat)
-        for text in (try source.value(Settings.webhooks) ?? "").split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) })
+        for text in (try source.value(Settings.webhooks) ?? "").split(separator: ",").map({
+            $0.trimmingCharacters(in: .whitespaces)
+        })
         where !text.isEmpty {
-            guard let url = URL(string: text), let scheme = url.scheme, ["http", "https"].contains(scheme), url.host != nil else {
+            guard let url = URL(string: text), let scheme = url.scheme, ["http", "https"].contains(scheme),
+                url.host != nil
+            else {
                 throw .init("--webhooks: \"\(text)\" is not an http:// or https:// URL")
             }
             // Each URL has one outbox: the same one twice would get each event twice.
@@ -150,7 +172,8 @@ public struct NotifierConfiguration: Sendable {
             configuration.webhookSecret = bytes
         }
         if !configuration.webhooks.isEmpty, configuration.webhookSecret.count < 16 {
-            throw .init("webhooks need a secret of at least 16 bytes: set ROADSAVE_WEBHOOK_SECRET or --webhook-secret-file")
+            throw .init(
+                "webhooks need a secret of at least 16 bytes: set ROADSAVE_WEBHOOK_SECRET or --webhook-secret-file")
         }
         configuration.ndjsonPath = try source.value(Settings.ndjson)
         configuration.heartbeatInterval = try source.value(Settings.heartbeat)
@@ -160,18 +183,23 @@ public struct NotifierConfiguration: Sendable {
             throw .init("no sink: give --publish-endpoint, --webhooks or --ndjson (events would go nowhere)")
         }
         configuration.curve = try CurveSettings.serverKeys(
-            source, endpoints: [("--publish-endpoint", configuration.publishEndpoint),
-                                ("--catch-up-endpoint", configuration.catchUpEndpoint)]
-                .compactMap { flag, endpoint in endpoint.map { (flag, $0) } })
-        configuration.eventsCurve = try CurveSettings.upstreamKeys(source, flag: "--events-endpoint",
-                                                                   endpoints: configuration.eventsEndpoints,
-                                                                   own: configuration.curve)
+            source,
+            endpoints: [
+                ("--publish-endpoint", configuration.publishEndpoint),
+                ("--catch-up-endpoint", configuration.catchUpEndpoint),
+            ]
+            .compactMap { flag, endpoint in endpoint.map { (flag, $0) } })
+        configuration.eventsCurve = try CurveSettings.upstreamKeys(
+            source, flag: "--events-endpoint",
+            endpoints: configuration.eventsEndpoints,
+            own: configuration.curve)
         return configuration
     }
 
     /// Seconds as `duration` reads them back, in the largest unit that divides them (`7d`, `90s`).
     static func durationText(_ seconds: Double) -> String {
-        for (unit, size) in [("d", 86_400.0), ("h", 3600), ("m", 60)] where seconds >= size && seconds.truncatingRemainder(dividingBy: size) == 0 {
+        for (unit, size) in [("d", 86_400.0), ("h", 3600), ("m", 60)]
+        where seconds >= size && seconds.truncatingRemainder(dividingBy: size) == 0 {
             return SettingText.number(seconds / size) + unit
         }
         return SettingText.number(seconds) + "s"

@@ -52,37 +52,55 @@ struct NotifierMetrics {
 
     func families(_ gauges: Gauges) -> [MetricFamily] {
         let webhooks = gauges.webhooks.sorted { $0.key < $1.key }
-        func webhookFamily(_ name: String, _ kind: MetricFamily.Kind, _ help: String,
-                           _ samples: (WebhookSink.Stats) -> [(outcome: String?, value: Int)]) -> MetricFamily {
-            MetricFamily(name: name, help: help, kind: kind, samples: webhooks.flatMap { sink, stats in
-                samples(stats).map { entry in
-                    MetricFamily.Sample(labels: [("sink", sink)] + (entry.outcome.map { [("outcome", $0)] } ?? []),
-                                        value: Double(entry.value))
-                }
-            })
+        func webhookFamily(
+            _ name: String, _ kind: MetricFamily.Kind, _ help: String,
+            _ samples: (WebhookSink.Stats) -> [(outcome: String?, value: Int)]
+        ) -> MetricFamily {
+            MetricFamily(
+                name: name, help: help, kind: kind,
+                samples: webhooks.flatMap { sink, stats in
+                    samples(stats).map { entry in
+                        MetricFamily.Sample(
+                            labels: [("sink", sink)] + (entry.outcome.map { [("outcome", $0)] } ?? []),
+                            value: Double(entry.value))
+                    }
+                })
         }
         return [
             .single("roadsave_notifier_events_stored_total", .counter, "Events stored (once per eventID).", stored),
-            .single("roadsave_notifier_duplicates_dropped_total", .counter,
-                    "Events fetched again that were stored already (dropped by eventID).", duplicates),
-            .labelled("roadsave_notifier_deliveries_total", .counter, "Events taken by each sink.", label: "sink",
-                      deliveredBySink),
-            .labelled("roadsave_notifier_outbox_events", .gauge, "Events stored and not yet taken, by sink.", label: "sink",
-                      outbox),
-            webhookFamily("roadsave_notifier_webhook_deliveries_total", .counter,
-                          "Webhook events settled, by outcome (failed: refused for good by the receiver).") {
+            .single(
+                "roadsave_notifier_duplicates_dropped_total", .counter,
+                "Events fetched again that were stored already (dropped by eventID).", duplicates),
+            .labelled(
+                "roadsave_notifier_deliveries_total", .counter, "Events taken by each sink.", label: "sink",
+                deliveredBySink),
+            .labelled(
+                "roadsave_notifier_outbox_events", .gauge, "Events stored and not yet taken, by sink.", label: "sink",
+                outbox),
+            webhookFamily(
+                "roadsave_notifier_webhook_deliveries_total", .counter,
+                "Webhook events settled, by outcome (failed: refused for good by the receiver)."
+            ) {
                 [("delivered", $0.delivered), ("failed", $0.failed)]
             },
-            webhookFamily("roadsave_notifier_webhook_retries_total", .counter, "Webhook attempts after an event's first.") {
+            webhookFamily(
+                "roadsave_notifier_webhook_retries_total", .counter, "Webhook attempts after an event's first."
+            ) {
                 [(nil, $0.retried)]
             },
-            webhookFamily("roadsave_notifier_webhook_queued", .gauge,
-                          "Webhook events in the sink's hands: waiting, backing off or in flight.") { [(nil, $0.queued)] },
-            .labelled("roadsave_notifier_catch_up_requests_total", .counter, "Catch-up requests, by outcome.",
-                      label: "outcome", catchUps),
-            .single("roadsave_notifier_catch_up_held", .gauge, "Catch-up long-polls waiting for events.", gauges.heldCatchUps),
-            .single("roadsave_notifier_upstreams_silent", .gauge, "Detection feeds that have not answered for a while.",
-                    gauges.silentUpstreams),
+            webhookFamily(
+                "roadsave_notifier_webhook_queued", .gauge,
+                "Webhook events in the sink's hands: waiting, backing off or in flight."
+            ) { [(nil, $0.queued)] },
+            .labelled(
+                "roadsave_notifier_catch_up_requests_total", .counter, "Catch-up requests, by outcome.",
+                label: "outcome", catchUps),
+            .single(
+                "roadsave_notifier_catch_up_held", .gauge, "Catch-up long-polls waiting for events.",
+                gauges.heldCatchUps),
+            .single(
+                "roadsave_notifier_upstreams_silent", .gauge, "Detection feeds that have not answered for a while.",
+                gauges.silentUpstreams),
         ]
     }
 }

@@ -44,28 +44,38 @@ public final class NotifierService: Sendable {
         _ = try DataDirectory.prepare(configuration.dataDirectory)
         let ndjsonSink: NDJSONSink?
         if let path = configuration.ndjsonPath {
-            ndjsonSink = try NDJSONSink(path: path, format: configuration.ndjsonFormat,
-                                        log: Log(category: "ndjson", minimumLevel: configuration.logLevel))
+            ndjsonSink = try NDJSONSink(
+                path: path, format: configuration.ndjsonFormat,
+                log: Log(category: "ndjson", minimumLevel: configuration.logLevel))
         } else {
             ndjsonSink = nil
         }
         context = try ZMQContext()
         reactor = Reactor(name: "notifier", context: context)
-        serving = ReactorBound(handingOver: NotifierServing(configuration: configuration, libzmqVersion: libzmqVersion,
-                                                            log: log, ndjsonSink: ndjsonSink, reactor: reactor),
-                               to: reactor)
+        serving = ReactorBound(
+            handingOver: NotifierServing(
+                configuration: configuration, libzmqVersion: libzmqVersion,
+                log: log, ndjsonSink: ndjsonSink, reactor: reactor),
+            to: reactor)
     }
 
     /// The store's file.
     public var storePath: String { DataDirectory.file(NotifierStore.fileName, in: configuration.dataDirectory) }
 
     public func run() throws {
-        try ServiceLoop.run(reactor, context: context, metricsEndpoint: configuration.metricsEndpoint, log: log, ended: {
-            // Also when the loop failed; the figures were taken on its thread as it stopped.
-            let (stored, duplicates, delivered) = stoppedFigures.withLock { $0 }
-            log.info("stopped", ["stored": String(stored), "duplicatesDropped": String(duplicates),
-                                 "delivered": String(delivered)])
-        }) { [serving, stoppedFigures] loop, metrics in
+        try ServiceLoop.run(
+            reactor, context: context, metricsEndpoint: configuration.metricsEndpoint, log: log,
+            ended: {
+                // Also when the loop failed; the figures were taken on its thread as it stopped.
+                let (stored, duplicates, delivered) = stoppedFigures.withLock { $0 }
+                log.info(
+                    "stopped",
+                    [
+                        "stored": String(stored), "duplicatesDropped": String(duplicates),
+                        "delivered": String(delivered),
+                    ])
+            }
+        ) { [serving, stoppedFigures] loop, metrics in
             loop.onStop {
                 let counters = serving.value.counters
                 stoppedFigures.withLock {

@@ -60,8 +60,10 @@ final class NotifierServing {
     /// How often old events are deleted.
     static let retentionInterval = 60.0
 
-    init(configuration: NotifierConfiguration, libzmqVersion: (major: Int32, minor: Int32, patch: Int32), log: Log,
-         ndjsonSink: NDJSONSink?, reactor: Reactor) {
+    init(
+        configuration: NotifierConfiguration, libzmqVersion: (major: Int32, minor: Int32, patch: Int32), log: Log,
+        ndjsonSink: NDJSONSink?, reactor: Reactor
+    ) {
         self.configuration = configuration
         self.libzmqVersion = libzmqVersion
         liveFiltering = LiveFiltering.choose(keys: configuration.curve != nil, libzmq: libzmqVersion)
@@ -86,12 +88,15 @@ final class NotifierServing {
     /// role, and SIGHUP re-reads its allow-list. Without: a warning, since anyone who reaches the port may read events.
     /// `unlimitedKeysOnly`: why keys limited to applications are refused on this socket (`LiveFiltering`).
     private func secure(_ socket: ZMQSocket, loop: ReactorLoop, unlimitedKeysOnly: String? = nil) throws {
-        try ServiceZAP.secure(socket, role: .subscriber, keys: configuration.curve, handler: &zap, loop: loop,
-                              reactor: reactor, log: log, clients: "subscribers", unlimitedKeysOnly: unlimitedKeysOnly)
+        try ServiceZAP.secure(
+            socket, role: .subscriber, keys: configuration.curve, handler: &zap, loop: loop,
+            reactor: reactor, log: log, clients: "subscribers", unlimitedKeysOnly: unlimitedKeysOnly)
     }
 
     static func subscriberEntries(_ list: CurveAllowList) -> [String: CurveAllowList.Entry] {
-        Dictionary(list.entries.filter { $0.role == .subscriber }.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        Dictionary(
+            list.entries.filter { $0.role == .subscriber }.map { ($0.name, $0) },
+            uniquingKeysWith: { first, _ in first })
     }
 
     /// After SIGHUP: libzmq asks ZAP only at the handshake, and cannot drop one connection's subscriptions from outside,
@@ -154,22 +159,26 @@ final class NotifierServing {
             try publisher.setSendHighWaterMark(Self.subscriberQueue)
             try publisher.setMaximumMessageSize(Self.maximumRequestBytes)
             try publisher.setLinger(milliseconds: 2000)
-            try secure(publisher, loop: loop,
-                       unlimitedKeysOnly: liveFiltering == .unlimitedKeysOnly ? LiveFiltering.refusal : nil)
+            try secure(
+                publisher, loop: loop,
+                unlimitedKeysOnly: liveFiltering == .unlimitedKeysOnly ? LiveFiltering.refusal : nil)
             if let zap {
                 if liveFiltering == .manual {
-                    subscriptionGate = try SubscriptionGate(socket: publisher, loop: loop, log: log) { [unowned self] peer in
+                    subscriptionGate = try SubscriptionGate(socket: publisher, loop: loop, log: log) {
+                        [unowned self] peer in
                         try? self.zap?.entry(for: peer, role: .subscriber).get()
                     }
                 } else {
                     let version = libzmqVersion
-                    log.warning("subscriber keys limited to applications are refused on the live socket: libzmq before "
-                                + "4.3.5 cannot filter per subscription safely (libzmq 2df7ab6a); they follow live by "
-                                + "catch-up long-poll (waitMs, roadsave tail --via-catch-up)",
-                                ["libzmq": "\(version.major).\(version.minor).\(version.patch)"])
+                    log.warning(
+                        "subscriber keys limited to applications are refused on the live socket: libzmq before "
+                            + "4.3.5 cannot filter per subscription safely (libzmq 2df7ab6a); they follow live by "
+                            + "catch-up long-poll (waitMs, roadsave tail --via-catch-up)",
+                        ["libzmq": "\(version.major).\(version.minor).\(version.patch)"])
                 }
                 liveEntriesAtBind = Self.subscriberEntries(zap.allowList)
-                let reactor = reactor, bound = ReactorBound(WeakReference(self), on: reactor)
+                let reactor = reactor
+                let bound = ReactorBound(WeakReference(self), on: reactor)
                 ReloadRequests.onReload {
                     // Posted after the ZAP handler's own reload (registered first).
                     reactor.post { loop in bound.value.object?.subscriberKeysReloaded(loop) }
@@ -178,25 +187,31 @@ final class NotifierServing {
             try OutsideSockets.watch(publisher, name: "subscribers", loop: loop, log: log)
             try publisher.bind(endpoint)
             self.publisher = publisher
-            outlets.append(PublisherOutlet(socket: publisher, format: configuration.publishFormat, capacity: Self.window,
-                                           log: log, withholds: { [unowned self] in subscriptionGate?.withholds($0) ?? false },
-                                           report: report))
+            outlets.append(
+                PublisherOutlet(
+                    socket: publisher, format: configuration.publishFormat, capacity: Self.window,
+                    log: log, withholds: { [unowned self] in subscriptionGate?.withholds($0) ?? false },
+                    report: report))
         }
         for url in configuration.webhooks {
             var options = WebhookSink.Options(url: url, secret: configuration.webhookSecret)
             options.format = configuration.webhookFormat
             options.maximumBackoff = configuration.webhookMaximumBackoff
             options.initialBackoff = min(options.initialBackoff, options.maximumBackoff)
-            outlets.append(WebhookOutlet(options: options, capacity: Self.window, reactor: reactor,
-                                         log: Log(category: "webhook", minimumLevel: configuration.logLevel), report: report))
+            outlets.append(
+                WebhookOutlet(
+                    options: options, capacity: Self.window, reactor: reactor,
+                    log: Log(category: "webhook", minimumLevel: configuration.logLevel), report: report))
         }
         if let ndjsonSink {
             let key = NDJSONOutlet.key(for: ndjsonSink.path)
             let recorded = try store.sinkState(key).flatMap { Int64($0) }
             let offset = try ndjsonSink.recover(committedOffset: recorded)
             if let offset, offset != recorded { try store.complete(sink: key, positions: [], state: String(offset)) }
-            outlets.append(NDJSONOutlet(sink: ndjsonSink, offset: offset, capacity: Self.window, reactor: reactor, loop: loop,
-                                        log: Log(category: "ndjson", minimumLevel: configuration.logLevel), report: report))
+            outlets.append(
+                NDJSONOutlet(
+                    sink: ndjsonSink, offset: offset, capacity: Self.window, reactor: reactor, loop: loop,
+                    log: Log(category: "ndjson", minimumLevel: configuration.logLevel), report: report))
         }
         if let endpoint = configuration.catchUpEndpoint {
             let socket = try loop.socket(.router)
@@ -207,14 +222,17 @@ final class NotifierServing {
             try OutsideSockets.watch(socket, name: "catch-up", loop: loop, log: log)
             try socket.bind(endpoint)
             catchUpSocket = socket
-            catchUp = CatchUpServer(socket: socket, loop: loop, store: store, format: configuration.publishFormat,
-                                    retentionAge: configuration.retentionAge, log: log, zap: zap)
+            catchUp = CatchUpServer(
+                socket: socket, loop: loop, store: store, format: configuration.publishFormat,
+                retentionAge: configuration.retentionAge, log: log, zap: zap)
         }
         for (index, endpoint) in configuration.eventsEndpoints.enumerated() {
             let upstream = UpstreamFeed(endpoint: endpoint, now: loop.now)
-            upstream.client = try FeedClient(loop: loop, endpoint: endpoint, log: log,
-                                             maximumFrameBytes: Self.maximumEventFrameBytes,
-                                             curve: configuration.eventsCurve?[index]) { [unowned self] header, items in
+            upstream.client = try FeedClient(
+                loop: loop, endpoint: endpoint, log: log,
+                maximumFrameBytes: Self.maximumEventFrameBytes,
+                curve: configuration.eventsCurve?[index]
+            ) { [unowned self] header, items in
                 replied(upstream, loop: loop, header: header, items: items)
             }
             upstreams.append(upstream)
@@ -228,11 +246,15 @@ final class NotifierServing {
         counters.opened(outboxes: outboxes)
         // What the last run left in the outboxes goes first.
         for outlet in outlets { pump(outlet, loop: loop) }
-        log.info("running", ["events": configuration.eventsEndpoints.joined(separator: ","),
-                             "subscribers": publisher?.lastEndpoint ?? "none",
-                             "catchUp": catchUpSocket?.lastEndpoint ?? "none",
-                             "sinks": outlets.map(\.name).joined(separator: ","), "store": storePath,
-                             "head": String((try? store.head()) ?? 0)])
+        log.info(
+            "running",
+            [
+                "events": configuration.eventsEndpoints.joined(separator: ","),
+                "subscribers": publisher?.lastEndpoint ?? "none",
+                "catchUp": catchUpSocket?.lastEndpoint ?? "none",
+                "sinks": outlets.map(\.name).joined(separator: ","), "store": storePath,
+                "head": String((try? store.head()) ?? 0),
+            ])
     }
 
     // MARK: Metrics
@@ -245,12 +267,16 @@ final class NotifierServing {
             if let stats = outlet.lastStats { webhooks[outlet.key] = stats }
         }
         if let catchUp { counters.setCatchUps(catchUp.requests) }
-        return counters.families(.init(webhooks: webhooks,
-                                       heldCatchUps: catchUp?.held.count ?? 0,
-                                       silentUpstreams: upstreams.filter(\.reportedSilent).count))
-            + FeedLinkMetrics.families(service: "notifier", links: upstreams.compactMap { upstream in
-                upstream.client.map { (upstream.endpoint, $0.statistics) }
-            })
+        return counters.families(
+            .init(
+                webhooks: webhooks,
+                heldCatchUps: catchUp?.held.count ?? 0,
+                silentUpstreams: upstreams.filter(\.reportedSilent).count))
+            + FeedLinkMetrics.families(
+                service: "notifier",
+                links: upstreams.compactMap { upstream in
+                    upstream.client.map { (upstream.endpoint, $0.statistics) }
+                })
     }
 
     /// Why the notifier is not ready (nothing when it is): its store and sockets, and every detection feed answered
@@ -258,7 +284,9 @@ final class NotifierServing {
     private func notReady() -> [String] {
         var reasons: [String] = []
         if store == nil { reasons.append("store not open") }
-        if (configuration.publishEndpoint != nil && publisher == nil) || (configuration.catchUpEndpoint != nil && catchUp == nil) {
+        if (configuration.publishEndpoint != nil && publisher == nil)
+            || (configuration.catchUpEndpoint != nil && catchUp == nil)
+        {
             reasons.append("sockets not bound")
         }
         if stopping { reasons.append("stopping") }
@@ -276,9 +304,11 @@ final class NotifierServing {
 
     private func fetch(_ upstream: UpstreamFeed) {
         guard !stopping, let client = upstream.client else { return }
-        client.fetch(FeedRequest(id: 0, feed: upstream.feed, after: upstream.position, maxItems: Self.fetchSize,
-                                 acknowledged: upstream.position, consumer: "notifier",
-                                 waitMilliseconds: Int(configuration.heartbeatInterval * 1000)))
+        client.fetch(
+            FeedRequest(
+                id: 0, feed: upstream.feed, after: upstream.position, maxItems: Self.fetchSize,
+                acknowledged: upstream.position, consumer: "notifier",
+                waitMilliseconds: Int(configuration.heartbeatInterval * 1000)))
     }
 
     private func fetchLater(_ upstream: UpstreamFeed, loop: ReactorLoop) {
@@ -289,7 +319,9 @@ final class NotifierServing {
         }
     }
 
-    private func replied(_ upstream: UpstreamFeed, loop: ReactorLoop, header: FeedReplyHeader, items: ArraySlice<[UInt8]>) {
+    private func replied(
+        _ upstream: UpstreamFeed, loop: ReactorLoop, header: FeedReplyHeader, items: ArraySlice<[UInt8]>
+    ) {
         upstream.lastAnswer = loop.now
         if upstream.reportedSilent {
             upstream.reportedSilent = false
@@ -297,8 +329,12 @@ final class NotifierServing {
         }
         guard !stopping, let store else { return }
         if let error = header.error {
-            log.warning("detection's feed refused the request; asking again shortly",
-                        ["endpoint": upstream.endpoint, "feed": header.feed, "after": String(upstream.position), "error": error])
+            log.warning(
+                "detection's feed refused the request; asking again shortly",
+                [
+                    "endpoint": upstream.endpoint, "feed": header.feed, "after": String(upstream.position),
+                    "error": error,
+                ])
             return fetchLater(upstream, loop: loop)
         }
         guard header.feed == upstream.feed else {
@@ -306,13 +342,18 @@ final class NotifierServing {
             do {
                 upstream.position = try store.upstreamPosition(feed: header.feed)
             } catch {
-                log.error("cannot read the stored feed position; asking again shortly",
-                          ["endpoint": upstream.endpoint, "error": "\(error)"])
+                log.error(
+                    "cannot read the stored feed position; asking again shortly",
+                    ["endpoint": upstream.endpoint, "error": "\(error)"])
                 return fetchLater(upstream, loop: loop)
             }
-            log.info("reading detection's outbox", ["endpoint": upstream.endpoint, "feed": header.feed,
-                                                    "after": String(upstream.position), "head": String(header.head),
-                                                    "previousFeed": upstream.feed ?? "none"])
+            log.info(
+                "reading detection's outbox",
+                [
+                    "endpoint": upstream.endpoint, "feed": header.feed,
+                    "after": String(upstream.position), "head": String(header.head),
+                    "previousFeed": upstream.feed ?? "none",
+                ])
             upstream.feed = header.feed
             return fetch(upstream)
         }
@@ -325,9 +366,12 @@ final class NotifierServing {
                 events.append((try EventBody.decode(item), item))
             } catch {
                 // It can never be read: waiting for it would stop every later event. Said loudly, with its place.
-                log.error("unreadable event from detection skipped",
-                          ["endpoint": upstream.endpoint, "feed": header.feed, "item": String(offset + 1),
-                           "after": String(header.after), "error": "\(error)"])
+                log.error(
+                    "unreadable event from detection skipped",
+                    [
+                        "endpoint": upstream.endpoint, "feed": header.feed, "item": String(offset + 1),
+                        "after": String(header.after), "error": "\(error)",
+                    ])
             }
         }
         if !items.isEmpty || header.to != upstream.position {
@@ -335,8 +379,9 @@ final class NotifierServing {
                 let stored = try store.store(events, feed: header.feed, position: header.to)
                 counters.stored(stored.count, duplicates: events.count - stored.count)
                 if stored.count < events.count {
-                    log.info("events already stored dropped (same eventID)",
-                             ["endpoint": upstream.endpoint, "events": String(events.count - stored.count)])
+                    log.info(
+                        "events already stored dropped (same eventID)",
+                        ["endpoint": upstream.endpoint, "events": String(events.count - stored.count)])
                 }
                 upstream.position = header.to
                 if !stored.isEmpty {
@@ -348,8 +393,9 @@ final class NotifierServing {
                     catchUp?.stored()
                 }
             } catch {
-                log.error("events not stored; asking detection again shortly",
-                          ["endpoint": upstream.endpoint, "events": String(events.count), "error": "\(error)"])
+                log.error(
+                    "events not stored; asking detection again shortly",
+                    ["endpoint": upstream.endpoint, "events": String(events.count), "error": "\(error)"])
                 return fetchLater(upstream, loop: loop)
             }
         }
@@ -360,8 +406,12 @@ final class NotifierServing {
         let patience = max(10, 5 * (configuration.heartbeatInterval + 2))
         for upstream in upstreams where !upstream.reportedSilent && loop.now - upstream.lastAnswer > patience {
             upstream.reportedSilent = true
-            log.warning("no answer from detection's feed", ["endpoint": upstream.endpoint,
-                                                            "seconds": String(Int(loop.now - upstream.lastAnswer))])
+            log.warning(
+                "no answer from detection's feed",
+                [
+                    "endpoint": upstream.endpoint,
+                    "seconds": String(Int(loop.now - upstream.lastAnswer)),
+                ])
         }
     }
 
@@ -411,8 +461,9 @@ final class NotifierServing {
             }
         } catch {
             // The sinks took these events: they are delivered again after the next start (at least once).
-            log.error("outbox entries of delivered events not deleted",
-                      ["events": String(reports.values.map(\.taken.count).reduce(0, +)), "error": "\(error)"])
+            log.error(
+                "outbox entries of delivered events not deleted",
+                ["events": String(reports.values.map(\.taken.count).reduce(0, +)), "error": "\(error)"])
         }
         for outlet in outlets {
             guard let report = reports[outlet.key] else { continue }
@@ -445,7 +496,8 @@ final class NotifierServing {
         for outlet in outlets { outlet.stopTaking() }
         catchUp?.answerEveryHeld()
         let finishers = outlets.map { $0.finisher(deadline: Self.stopGrace) }
-        let reactor = reactor, bound = ReactorBound(self, on: reactor)
+        let reactor = reactor
+        let bound = ReactorBound(self, on: reactor)
         Task {
             await withTaskGroup(of: Void.self) { group in
                 for finisher in finishers { group.addTask { await finisher() } }

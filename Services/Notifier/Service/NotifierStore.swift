@@ -100,14 +100,17 @@ public final class NotifierStore {
     /// Stores `events` (with their MessagePack bodies) and the feed's new position in one transaction; returns the
     /// events that were new (those already stored are dropped).
     @discardableResult
-    public func store(_ events: [(event: RoadSaveEvent, body: [UInt8])], feed: String, position: UInt64,
-                      now: Double = Date().timeIntervalSince1970) throws -> [StoredEvent] {
+    public func store(
+        _ events: [(event: RoadSaveEvent, body: [UInt8])], feed: String, position: UInt64,
+        now: Double = Date().timeIntervalSince1970
+    ) throws -> [StoredEvent] {
         try database.transaction {
             var stored: [StoredEvent] = []
             // Looked up first rather than INSERT OR IGNORE, which would use up a position: positions stay contiguous,
             // so a subscriber that sees a jump knows it missed something.
             let exists = try database.statement("SELECT 1 FROM events WHERE event_id = ?")
-            let insert = try database.statement("""
+            let insert = try database.statement(
+                """
                 INSERT INTO events(event_id, name, app, user, topic, stored_at, event, json) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                 """)
             let outbox = try database.statement("INSERT INTO outbox(sink, position) VALUES (?, ?)")
@@ -121,9 +124,11 @@ public final class NotifierStore {
                 for sink in sinks { try outbox.run(sink, position) }
                 stored.append(StoredEvent(position: position, event: event, topic: topic, json: json))
             }
-            try database.statement("""
+            try database.statement(
+                """
                 INSERT INTO upstream(feed, position) VALUES (?, ?) ON CONFLICT(feed) DO UPDATE SET position = excluded.position
-                """).run(feed, position)
+                """
+            ).run(feed, position)
             return stored
         }
     }
@@ -133,10 +138,12 @@ public final class NotifierStore {
     /// At most `limit` of the sink's outbox entries after `position`, oldest first.
     public func outbox(sink: String, after position: UInt64, limit: Int) throws -> [StoredEvent] {
         var entries: [StoredEvent] = []
-        try database.statement("""
+        try database.statement(
+            """
             SELECT e.position, e.event, e.topic, e.json FROM outbox o JOIN events e ON e.position = o.position
             WHERE o.sink = ? AND o.position > ? ORDER BY o.position LIMIT ?
-            """).query(sink, position, limit) { row in
+            """
+        ).query(sink, position, limit) { row in
             entries.append(try Self.storedEvent(row))
         }
         return entries
@@ -149,9 +156,11 @@ public final class NotifierStore {
             let delete = try database.statement("DELETE FROM outbox WHERE sink = ? AND position = ?")
             for position in positions { try delete.run(sink, position) }
             if let state {
-                try database.statement("""
+                try database.statement(
+                    """
                     INSERT INTO sink_state(sink, value) VALUES (?, ?) ON CONFLICT(sink) DO UPDATE SET value = excluded.value
-                    """).run(sink, state)
+                    """
+                ).run(sink, state)
             }
         }
     }
@@ -174,10 +183,12 @@ public final class NotifierStore {
     @discardableResult
     public func expire(storedBefore cutoff: Double) throws -> Int {
         try database.transaction {
-            try database.statement("""
+            try database.statement(
+                """
                 DELETE FROM events WHERE stored_at < ?
                 AND NOT EXISTS (SELECT 1 FROM outbox WHERE outbox.position = events.position)
-                """).run(cutoff)
+                """
+            ).run(cutoff)
             return database.changes
         }
     }
@@ -217,20 +228,25 @@ public final class NotifierStore {
         let append = { (row: SQLiteRow) throws in events.append(try Self.storedEvent(row)) }
         if let prefix, !prefix.isEmpty {
             // substr compares bytes exactly (LIKE would treat _ and % as patterns and ignore case).
-            try database.statement("""
+            try database.statement(
+                """
                 SELECT position, event, topic, json FROM events
                 WHERE position > ? AND substr(topic, 1, length(?)) = ? ORDER BY position LIMIT ?
-                """).query(position, prefix, prefix, limit, row: append)
+                """
+            ).query(position, prefix, prefix, limit, row: append)
         } else {
-            try database.statement("""
+            try database.statement(
+                """
                 SELECT position, event, topic, json FROM events WHERE position > ? ORDER BY position LIMIT ?
-                """).query(position, limit, row: append)
+                """
+            ).query(position, limit, row: append)
         }
         return events
     }
 
     private static func storedEvent(_ row: SQLiteRow) throws -> StoredEvent {
-        StoredEvent(position: row.unsigned(0), event: try EventBody.decode(row.blob(1)), topic: row.text(2),
-                    json: row.text(3))
+        StoredEvent(
+            position: row.unsigned(0), event: try EventBody.decode(row.blob(1)), topic: row.text(2),
+            json: row.text(3))
     }
 }

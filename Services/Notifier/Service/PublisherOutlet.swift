@@ -19,8 +19,10 @@ final class PublisherOutlet: SinkOutlet {
     private let withholds: (RoadSaveEvent) -> Bool
     private var withheldApplications: Set<String> = []
 
-    init(socket: ZMQSocket, format: EventFormat, capacity: Int, log: Log,
-         withholds: @escaping (RoadSaveEvent) -> Bool = { _ in false }, report: @escaping (OutletReport) -> Void) {
+    init(
+        socket: ZMQSocket, format: EventFormat, capacity: Int, log: Log,
+        withholds: @escaping (RoadSaveEvent) -> Bool = { _ in false }, report: @escaping (OutletReport) -> Void
+    ) {
         self.socket = socket
         self.withholds = withholds
         self.format = format
@@ -40,9 +42,10 @@ final class PublisherOutlet: SinkOutlet {
             if withholds(entry.event) {
                 let app = entry.event.device.app
                 if withheldApplications.insert(app).inserted {
-                    log.warning("events of an application whose ID has a \".\" are not published live while a subscriber key "
-                                + "limited to applications could match their topics; catch-up has them",
-                                ["app": Secret.mask(app), "eventID": entry.event.eventID])
+                    log.warning(
+                        "events of an application whose ID has a \".\" are not published live while a subscriber key "
+                            + "limited to applications could match their topics; catch-up has them",
+                        ["app": Secret.mask(app), "eventID": entry.event.eventID])
                 }
                 result.taken.append(entry.position)
                 continue
@@ -51,8 +54,9 @@ final class PublisherOutlet: SinkOutlet {
                 try socket.send(Self.frames(entry, format: format))
                 result.taken.append(entry.position)
             } catch {
-                log.error("event not published: left in the outbox until the next start",
-                          ["eventID": entry.event.eventID, "position": String(entry.position), "error": "\(error)"])
+                log.error(
+                    "event not published: left in the outbox until the next start",
+                    ["eventID": entry.event.eventID, "position": String(entry.position), "error": "\(error)"])
                 result.released += 1
             }
         }

@@ -49,8 +49,9 @@ final class SubscriptionGate {
     private func handle(_ frames: [[UInt8]], properties: [String: String]) {
         guard frames.count == 1, let kind = frames[0].first, kind == 0 || kind == 1 else {
             if !misaligned {
-                log.warning("a subscriber sent a message that is not a subscription; subscriptions waiting now are not applied",
-                            ["key": properties["User-Id"] ?? "?", "frames": String(frames.count)])
+                log.warning(
+                    "a subscriber sent a message that is not a subscription; subscriptions waiting now are not applied",
+                    ["key": properties["User-Id"] ?? "?", "frames": String(frames.count)])
             }
             misaligned = true
             return
@@ -58,11 +59,14 @@ final class SubscriptionGate {
         let requested = Array(frames[0].dropFirst())
         // Unsubscriptions libzmq makes when a connection ends carry no metadata: it has already dropped that
         // connection's subscriptions.
-        guard let name = properties["User-Id"], let connection = properties[ZAPHandler.connectionProperty] else { return }
+        guard let name = properties["User-Id"], let connection = properties[ZAPHandler.connectionProperty] else {
+            return
+        }
         let prefix = String(decoding: requested.prefix(80), as: UTF8.self)
         guard !misaligned else {
-            log.warning("subscription not applied (subscriptions out of order after a non-subscription message)",
-                        ["key": name, "prefix": prefix])
+            log.warning(
+                "subscription not applied (subscriptions out of order after a non-subscription message)",
+                ["key": name, "prefix": prefix])
             return
         }
         let key = properties[ZAPHandler.publicKeyProperty].flatMap { entry(CurvePeer(name: name, publicKey: $0)) }
@@ -72,8 +76,9 @@ final class SubscriptionGate {
             if key == nil {
                 log.warning("subscription refused: the key is no longer listed", ["key": name, "prefix": prefix])
             } else if change.subscribe.isEmpty {
-                log.info("subscription matches no topic of the key's applications",
-                         ["key": name, "prefix": prefix, "applications": key!.applicationsText])
+                log.info(
+                    "subscription matches no topic of the key's applications",
+                    ["key": name, "prefix": prefix, "applications": key!.applicationsText])
             }
         } else {
             change = subscriptions.unsubscribe(connection: connection, key: key, requested: requested)

@@ -36,7 +36,10 @@ final class WebhookOutlet: SinkOutlet {
         return "webhook:\(host)/\(StableID.make("webhook", url.absoluteString).prefix(8))"
     }
 
-    init(options: WebhookSink.Options, capacity: Int, reactor: Reactor, log: Log, report: @escaping (OutletReport) -> Void) {
+    init(
+        options: WebhookSink.Options, capacity: Int, reactor: Reactor, log: Log,
+        report: @escaping (OutletReport) -> Void
+    ) {
         key = Self.key(for: options.url)
         window = OutboxWindow(capacity: capacity)
         self.reactor = reactor
@@ -45,10 +48,13 @@ final class WebhookOutlet: SinkOutlet {
         (stream, feed) = AsyncStream<RoadSaveEvent>.makeStream(bufferingPolicy: .unbounded)
         name = "webhook(\(WebhookSink.displayURL(options.url)))"
         let bound = ReactorBound(WeakReference(self), on: reactor)
-        sink = WebhookSink(options: options, log: log, onSettled: { eventID, _ in
-            reactor.post { _ in bound.value.object?.settled(eventID) }
-        })
-        let sink = sink!, stream = stream
+        sink = WebhookSink(
+            options: options, log: log,
+            onSettled: { eventID, _ in
+                reactor.post { _ in bound.value.object?.settled(eventID) }
+            })
+        let sink = sink!
+        let stream = stream
         feeder = Task {
             for await event in stream { await sink.deliver(event) }
         }
@@ -58,7 +64,8 @@ final class WebhookOutlet: SinkOutlet {
     func refreshStats() {
         guard !statsAsked else { return }
         statsAsked = true
-        let sink = sink!, reactor = reactor
+        let sink = sink!
+        let reactor = reactor
         let bound = ReactorBound(WeakReference(self), on: reactor)
         Task {
             let stats = await sink.stats
@@ -88,12 +95,17 @@ final class WebhookOutlet: SinkOutlet {
     }
 
     func finisher(deadline: Double) -> @Sendable () async -> Void {
-        let feeder = feeder, sink = sink!, log = log, name = name
+        let feeder = feeder
+        let sink = sink!
+        let log = log
+        let name = name
         return {
             await feeder?.value
             let left = await sink.shutdown(deadline: deadline)
             if left > 0 {
-                log.info("events left in the outbox at stop: sent after the next start", ["sink": name, "events": String(left)])
+                log.info(
+                    "events left in the outbox at stop: sent after the next start",
+                    ["sink": name, "events": String(left)])
             }
         }
     }

@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import RoadSaveModel
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// Where events go (DESIGN-NOTES, "Output adapters behind one small protocol"): the notifier hands every event to each
 /// configured sink, and the sinks own delivery: queueing, retries, ordering and what is left at shutdown.

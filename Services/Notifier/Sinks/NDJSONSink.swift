@@ -2,10 +2,11 @@ import Dispatch
 import Foundation
 import RoadSaveModel
 import SystemKit
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Events as NDJSON, one line per event, appended to a file or written to standard output (path `-`), in batches
@@ -120,8 +121,9 @@ public final class NDJSONSink: Sendable {
         let size = Int64(status.st_size)
         guard let committedOffset else { return size }
         if size < committedOffset {
-            log.warning("the file is shorter than recorded: it was rotated or cut; appending to it as it is",
-                        ["sink": name, "size": String(size), "recorded": String(committedOffset)])
+            log.warning(
+                "the file is shorter than recorded: it was rotated or cut; appending to it as it is",
+                ["sink": name, "size": String(size), "recorded": String(committedOffset)])
             return size
         }
         if size > committedOffset {
@@ -129,8 +131,9 @@ public final class NDJSONSink: Sendable {
                 throw WriteError(operation: "ftruncate \(path)", code: errno)
             }
             guard fsync(descriptor) == 0 else { throw WriteError(operation: "fsync \(path)", code: errno) }
-            log.info("cut lines written after the last recorded batch (they are written again)",
-                     ["sink": name, "bytes": String(size - committedOffset), "offset": String(committedOffset)])
+            log.info(
+                "cut lines written after the last recorded batch (they are written again)",
+                ["sink": name, "bytes": String(size - committedOffset), "offset": String(committedOffset)])
         }
         return committedOffset
     }
@@ -139,8 +142,10 @@ public final class NDJSONSink: Sendable {
     /// there with the file's size afterwards (nil for standard output, devices and FIFOs) or the error. When
     /// `expectedOffset` is given and the file is longer (an earlier batch failed part-way), the file is first cut back to
     /// it, so a batch is never in the file twice.
-    public func appendDurably(_ events: [RoadSaveEvent], expectedOffset: Int64?,
-                              completion: @escaping @Sendable (Result<Int64?, WriteError>) -> Void) {
+    public func appendDurably(
+        _ events: [RoadSaveEvent], expectedOffset: Int64?,
+        completion: @escaping @Sendable (Result<Int64?, WriteError>) -> Void
+    ) {
         var lines: [UInt8] = []
         for event in events { lines += Array((event.json(format) + "\n").utf8) }
         let bytes = lines
@@ -151,7 +156,8 @@ public final class NDJSONSink: Sendable {
             if let expectedOffset {
                 var status = stat()
                 if fstat(self.descriptor, &status) == 0, Int64(status.st_size) > expectedOffset,
-                   ftruncate(self.descriptor, off_t(expectedOffset)) != 0 {
+                    ftruncate(self.descriptor, off_t(expectedOffset)) != 0
+                {
                     return completion(.failure(WriteError(operation: "ftruncate \(self.path)", code: errno)))
                 }
             }

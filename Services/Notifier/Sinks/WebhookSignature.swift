@@ -49,7 +49,8 @@ public enum WebhookSignature {
     /// case), compared in constant time (`sodium_memcmp`). Anything malformed is rejected.
     public static func verify(body: [UInt8], secret: [UInt8], header: String) -> Bool {
         guard header.hasPrefix(prefix), let given = bytes(fromHex: header.utf8.dropFirst(prefix.utf8.count)),
-              given.count == macLength else { return false }
+            given.count == macLength
+        else { return false }
         var expected = hmacSHA256(key: secret, message: body)
         defer { expected.withUnsafeMutableBytes { sodium_memzero($0.baseAddress, $0.count) } }
         return expected.withUnsafeBytes { expected in

@@ -1,9 +1,10 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import RoadSaveModel
 import SystemKit
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 /// Events as signed HTTP POSTs to one URL.
 ///
@@ -58,10 +59,12 @@ public actor WebhookSink: EventSink {
         /// They cannot replace the headers the sink sets itself.
         public var extraHeaders: [String: String]
 
-        public init(url: URL, secret: [UInt8], format: EventFormat = .current, timeout: Double = 5,
-                    initialBackoff: Double = 0.5, maximumBackoff: Double = 30, maximumConcurrentDeliveries: Int = 8,
-                    maximumRetryAfter: Double = 300, signatureHeader: String = "X-RoadSave-Signature",
-                    extraHeaders: [String: String] = [:]) {
+        public init(
+            url: URL, secret: [UInt8], format: EventFormat = .current, timeout: Double = 5,
+            initialBackoff: Double = 0.5, maximumBackoff: Double = 30, maximumConcurrentDeliveries: Int = 8,
+            maximumRetryAfter: Double = 300, signatureHeader: String = "X-RoadSave-Signature",
+            extraHeaders: [String: String] = [:]
+        ) {
             self.url = url
             self.secret = secret
             self.format = format
@@ -238,8 +241,9 @@ public actor WebhookSink: EventSink {
         if closing {
             // Not settled: the caller still has it.
             counters.rejectedAfterShutdown += 1
-            log.error("event refused: the sink is shutting down",
-                      ["sink": name, "event": event.name, "eventID": eventID, "device": event.device.description])
+            log.error(
+                "event refused: the sink is shutting down",
+                ["sink": name, "event": event.name, "eventID": eventID, "device": event.device.description])
             return
         }
         if heldIDs.contains(eventID) {
@@ -248,13 +252,15 @@ public actor WebhookSink: EventSink {
             return
         }
         let body = Array(event.json(options.format).utf8)
-        var request = URLRequest(url: options.url, cachePolicy: .reloadIgnoringLocalCacheData,
-                                 timeoutInterval: Self.libraryTimeout(options.timeout))
+        var request = URLRequest(
+            url: options.url, cachePolicy: .reloadIgnoringLocalCacheData,
+            timeoutInterval: Self.libraryTimeout(options.timeout))
         request.httpMethod = "POST"
         for (field, value) in options.extraHeaders { request.setValue(value, forHTTPHeaderField: field) }
         request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        request.setValue(WebhookSignature.sign(body: body, secret: options.secret),
-                         forHTTPHeaderField: options.signatureHeader)
+        request.setValue(
+            WebhookSignature.sign(body: body, secret: options.secret),
+            forHTTPHeaderField: options.signatureHeader)
         request.setValue(event.name, forHTTPHeaderField: "X-RoadSave-Event")
         request.setValue(eventID, forHTTPHeaderField: "X-RoadSave-Event-ID")
         request.setValue("RoadSave-Notifier/1", forHTTPHeaderField: "User-Agent")
@@ -309,7 +315,9 @@ public actor WebhookSink: EventSink {
             inFlight += 1
             nextToken += 1
             let token = nextToken
-            let session = session, request = item.request, timeout = options.timeout
+            let session = session
+            let request = item.request
+            let timeout = options.timeout
             let sequence = item.sequence
             let outcome = FirstOutcome()
             // Never cancelled (see `FirstOutcome`): it ends with the request, bounded by URLSession's own timeout.
@@ -321,7 +329,9 @@ public actor WebhookSink: EventSink {
             Task {
                 let timer = Task.detached {
                     try? await Task.sleep(for: .seconds(timeout))
-                    if !Task.isCancelled { outcome.offer(.retry(reason: "timed out after \(timeout)s", retryAfter: nil)) }
+                    if !Task.isCancelled {
+                        outcome.offer(.retry(reason: "timed out after \(timeout)s", retryAfter: nil))
+                    }
                 }
                 let result = await outcome.wait()
                 timer.cancel()
@@ -350,42 +360,55 @@ public actor WebhookSink: EventSink {
         }
         queue.phase = .idle
         switch outcome {
-        case let .delivered(status):
+        case .delivered(let status):
             _ = queue.items.popFirst()
             devices[device] = queue
             forget(item)
             counters.delivered += 1
             onSettled?(item.eventID, .delivered)
-            log.debug("event delivered", ["sink": name, "event": item.event.name, "eventID": item.eventID,
-                                          "status": String(status), "attempts": String(item.attempts)])
+            log.debug(
+                "event delivered",
+                [
+                    "sink": name, "event": item.event.name, "eventID": item.eventID,
+                    "status": String(status), "attempts": String(item.attempts),
+                ])
 
-        case let .permanent(reason):
+        case .permanent(let reason):
             _ = queue.items.popFirst()
             devices[device] = queue
             forget(item)
             counters.failed += 1
             onSettled?(item.eventID, .droppedByReceiver(reason: reason))
-            log.error("event dropped by the receiver: permanent answer, not retried",
-                      ["sink": name, "reason": reason, "event": item.event.name, "eventID": item.eventID,
-                       "device": device.description, "attempts": String(item.attempts)])
+            log.error(
+                "event dropped by the receiver: permanent answer, not retried",
+                [
+                    "sink": name, "reason": reason, "event": item.event.name, "eventID": item.eventID,
+                    "device": device.description, "attempts": String(item.attempts),
+                ])
 
-        case let .retry(reason, retryAfter):
+        case .retry(let reason, let retryAfter):
             // Retried without end: only the caller decides to stop (by shutting the sink down).
             let delay = backoff(attempts: item.attempts, retryAfter: retryAfter)
             nextToken += 1
             let timerToken = nextToken
             queue.phase = .backingOff
-            queue.timer = (timerToken, Task {
-                try? await Task.sleep(for: .seconds(delay))
-                self.backoffEnded(device: device, token: timerToken)
-            })
+            queue.timer = (
+                timerToken,
+                Task {
+                    try? await Task.sleep(for: .seconds(delay))
+                    self.backoffEnded(device: device, token: timerToken)
+                }
+            )
             devices[device] = queue
             counters.retried += 1
             // A warning for the first failure and every tenth; the others at info, so a long outage doesn't flood.
-            log.write(item.attempts == 1 || item.attempts % 10 == 0 ? .warning : .info, "delivery failed, will retry",
-                      ["sink": name, "reason": reason, "event": item.event.name, "eventID": item.eventID,
-                       "device": device.description, "attempts": String(item.attempts),
-                       "retryIn": String(format: "%.2fs", delay)])
+            log.write(
+                item.attempts == 1 || item.attempts % 10 == 0 ? .warning : .info, "delivery failed, will retry",
+                [
+                    "sink": name, "reason": reason, "event": item.event.name, "eventID": item.eventID,
+                    "device": device.description, "attempts": String(item.attempts),
+                    "retryIn": String(format: "%.2fs", delay),
+                ])
         }
     }
 
@@ -430,7 +453,8 @@ public actor WebhookSink: EventSink {
             return classify(status: http.statusCode, retryAfter: http.value(forHTTPHeaderField: "Retry-After"))
         } catch let error as URLError {
             // The code and its text, not the error's description: that carries the full URL.
-            return .retry(reason: "network error \(error.code.rawValue): \(error.localizedDescription)", retryAfter: nil)
+            return .retry(
+                reason: "network error \(error.code.rawValue): \(error.localizedDescription)", retryAfter: nil)
         } catch {
             return .retry(reason: "network error: \(type(of: error))", retryAfter: nil)
         }
@@ -505,7 +529,9 @@ public actor WebhookSink: EventSink {
         held = 0
         inFlight = 0
         if abandonedCount > 0 {
-            log.info("shutdown: events left undelivered, kept by the caller", ["sink": name, "events": String(abandonedCount)])
+            log.info(
+                "shutdown: events left undelivered, kept by the caller",
+                ["sink": name, "events": String(abandonedCount)])
         }
         // Requests on the wire are not cancelled (see `FirstOutcome`): they end by themselves within URLSession's
         // timeout, and may still reach the receiver (which drops duplicates by eventID). The session is invalidated once
@@ -524,8 +550,10 @@ public actor WebhookSink: EventSink {
 /// Refuses redirects: the receiver's 3xx becomes the answer (a permanent failure) instead of the signed body going to
 /// wherever it points.
 private final class RedirectRefuser: NSObject, URLSessionTaskDelegate, Sendable {
-    func urlSession(_ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
-                    newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void) {
+    func urlSession(
+        _ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
+        newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void
+    ) {
         completionHandler(nil)
     }
 }

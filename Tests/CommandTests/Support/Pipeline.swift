@@ -5,7 +5,7 @@ import Testing
 /// sensor-ingest, detection and notifier started one by one as `roadsave ingest|detect|notify`, on a block of six free
 /// loopback ports (gateways, records, control, events, subscribers, catch-up), each with a data directory of its own
 /// (see `RunningProcess`).
-final class Pipeline: @unchecked Sendable {  // Sendable: immutable after init; RunningProcess is thread-safe
+final class Pipeline: @unchecked Sendable { // Sendable: immutable after init; RunningProcess is thread-safe
     let base: Int
     let ingest: RunningProcess
     let detect: RunningProcess
@@ -24,15 +24,23 @@ final class Pipeline: @unchecked Sendable {  // Sendable: immutable after init; 
         if let stopDelay { settings = try temporaryFile("{\"stopDelay\": \(stopDelay)}", suffix: ".json") }
         var environment = ProcessInfo.processInfo.environment
         environment["ROADSAVE_APPLICATIONS"] = applications
-        let notify = try RunningProcess(["notify", "--events-endpoint", Ports.tcp(base + 3),
-                                         "--publish-endpoint", Ports.tcp(base + 4),
-                                         "--catch-up-endpoint", Ports.tcp(base + 5)])
-        let detect = try RunningProcess(["detect", "--records-endpoint", Ports.tcp(base + 1),
-                                         "--control-endpoint", Ports.tcp(base + 2),
-                                         "--events-endpoint", Ports.tcp(base + 3)]
-                                        + (settings.map { ["--settings", $0.path] } ?? []))
-        let ingest = try RunningProcess(["ingest", "--gateway-endpoint", Ports.tcp(base),
-                                         "--records-endpoint", Ports.tcp(base + 1)], environment: environment)
+        let notify = try RunningProcess([
+            "notify", "--events-endpoint", Ports.tcp(base + 3),
+            "--publish-endpoint", Ports.tcp(base + 4),
+            "--catch-up-endpoint", Ports.tcp(base + 5),
+        ])
+        let detect = try RunningProcess(
+            [
+                "detect", "--records-endpoint", Ports.tcp(base + 1),
+                "--control-endpoint", Ports.tcp(base + 2),
+                "--events-endpoint", Ports.tcp(base + 3),
+            ]
+                + (settings.map { ["--settings", $0.path] } ?? []))
+        let ingest = try RunningProcess(
+            [
+                "ingest", "--gateway-endpoint", Ports.tcp(base),
+                "--records-endpoint", Ports.tcp(base + 1),
+            ], environment: environment)
         let pipeline = Pipeline(base: base, ingest: ingest, detect: detect, notify: notify, settings: settings)
         for (process, marker) in [(ingest, "msg=listening"), (detect, "msg=running"), (notify, "msg=running")] {
             guard await waitForError(process, containing: marker, timeout: 20) else {
@@ -79,7 +87,8 @@ func waitForError(_ process: RunningProcess, containing text: String, timeout: D
 /// (`--since 0` at `catchUp`), so an event published before its subscription reached the notifier (connecting is not
 /// readiness) comes from the catch-up endpoint instead, whatever the time the subscription takes.
 func startTail(_ arguments: [String], catchUp: String) async throws -> RunningProcess {
-    let tail = try RunningProcess(["tail", "--log-level", "info", "--since", "0", "--catch-up-endpoint", catchUp] + arguments)
+    let tail = try RunningProcess(
+        ["tail", "--log-level", "info", "--since", "0", "--catch-up-endpoint", catchUp] + arguments)
     _ = await waitForError(tail, containing: "msg=subscribed", timeout: 10)
     return tail
 }

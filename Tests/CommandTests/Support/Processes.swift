@@ -8,17 +8,23 @@ enum Roadsave {
     static var executable: URL { Executables.roadsave }
 
     /// A fixture of the CLI tests (`Tests/CLITests/Fixtures`).
-    static func fixture(_ name: String) -> URL { TestPaths.target("CLITests").appendingPathComponent("Fixtures/\(name)") }
+    static func fixture(_ name: String) -> URL {
+        TestPaths.target("CLITests").appendingPathComponent("Fixtures/\(name)")
+    }
 
     typealias Result = ProcessResult
 
     /// Runs `roadsave ARGUMENTS` to completion (killed after `limit` seconds) and collects both outputs.
-    static func run(_ arguments: [String], input: Data? = nil, environment: [String: String]? = nil,
-                    limit: Double = 60) async throws -> Result {
+    static func run(
+        _ arguments: [String], input: Data? = nil, environment: [String: String]? = nil,
+        limit: Double = 60
+    ) async throws -> Result {
         let process = try RunningProcess(arguments, input: input, environment: environment)
         defer { process.kill() }
         guard let status = await process.waitForExit(timeout: limit) else {
-            throw TestFailure("roadsave \(arguments.joined(separator: " ")) still running after \(limit) s\nstderr: \(process.stderr)")
+            throw TestFailure(
+                "roadsave \(arguments.joined(separator: " ")) still running after \(limit) s\nstderr: \(process.stderr)"
+            )
         }
         return Result(status: status, stdout: process.stdout, stderr: process.stderr)
     }
@@ -34,8 +40,10 @@ final class RunningProcess: Sendable {
 
     /// `executable` is `roadsave` unless given (a shell standing in for a supervisor, say); `environment` is the
     /// whole environment (this process's when nil).
-    init(_ arguments: [String], input: Data? = nil, environment: [String: String]? = nil,
-         executable: URL = Roadsave.executable) throws {
+    init(
+        _ arguments: [String], input: Data? = nil, environment: [String: String]? = nil,
+        executable: URL = Roadsave.executable
+    ) throws {
         var variables = environment ?? ProcessInfo.processInfo.environment
         if variables["ROADSAVE_DATA_DIR"] == nil {
             let directory = FileManager.default.temporaryDirectory
@@ -45,8 +53,9 @@ final class RunningProcess: Sendable {
         } else {
             ownDataDirectory = nil
         }
-        child = try ChildProcess(name: arguments.first ?? executable.lastPathComponent, executable: executable,
-                                 arguments: arguments, exactEnvironment: variables, input: input)
+        child = try ChildProcess(
+            name: arguments.first ?? executable.lastPathComponent, executable: executable,
+            arguments: arguments, exactEnvironment: variables, input: input)
     }
 
     var process: Process { child.process }
@@ -77,17 +86,24 @@ func isAlive(_ pid: Int32) -> Bool {
     guard Foundation.kill(pid, 0) == 0 else { return false }
     // A zombie still answers kill(0): look at its state.
     guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-          let close = stat.lastIndex(of: ")") else { return true }
+        let close = stat.lastIndex(of: ")")
+    else { return true }
     let state = stat[stat.index(after: close)...].trimmingCharacters(in: .whitespaces).prefix(1)
     return state != "Z"
 }
 
 /// Stops a service process the graceful way and checks it exits 0 within `timeout`; SIGKILL otherwise.
-func stopGracefully(_ process: RunningProcess, timeout: Double = 15, sourceLocation: SourceLocation = #_sourceLocation) async {
+func stopGracefully(_ process: RunningProcess, timeout: Double = 15, sourceLocation: SourceLocation = #_sourceLocation)
+    async
+{
     process.signal(SIGTERM)
     let status = await process.waitForExit(timeout: timeout)
-    #expect(status == 0, "roadsave \(process.arguments.first ?? "") after SIGTERM: \(status.map(String.init) ?? "still running")\nstderr: \(process.stderr.suffix(2000))",
-            sourceLocation: sourceLocation)
-    #expect(!process.wasSignalled, "roadsave \(process.arguments.first ?? "") died of its signal", sourceLocation: sourceLocation)
+    #expect(
+        status == 0,
+        "roadsave \(process.arguments.first ?? "") after SIGTERM: \(status.map(String.init) ?? "still running")\nstderr: \(process.stderr.suffix(2000))",
+        sourceLocation: sourceLocation)
+    #expect(
+        !process.wasSignalled, "roadsave \(process.arguments.first ?? "") died of its signal",
+        sourceLocation: sourceLocation)
     process.kill()
 }

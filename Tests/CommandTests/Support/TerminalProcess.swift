@@ -4,7 +4,7 @@ import RoadSaveTestKit
 /// `roadsave` with its standard error on a pseudo-terminal (as a person at a terminal runs it) or on a pipe, standard
 /// output on a pipe, standard input fed from `input`; the progress line is drawn by the count rather than by the
 /// clock, so that whether it shows does not depend on the machine's speed.
-final class TerminalProcess: @unchecked Sendable {  // Sendable: the outputs are guarded by `lock`
+final class TerminalProcess: @unchecked Sendable { // Sendable: the outputs are guarded by `lock`
     struct Result {
         var status: Int32
         var stdout: String
@@ -18,12 +18,15 @@ final class TerminalProcess: @unchecked Sendable {  // Sendable: the outputs are
     private var open = 2
 
     /// Runs `roadsave ARGUMENTS` to its end (killed after `limit` seconds).
-    static func run(_ arguments: [String], stderrIsTerminal: Bool, input: Data? = nil,
-                    limit: Double = 120) async throws -> Result {
+    static func run(
+        _ arguments: [String], stderrIsTerminal: Bool, input: Data? = nil,
+        limit: Double = 120
+    ) async throws -> Result {
         try await TerminalProcess().run(arguments, stderrIsTerminal: stderrIsTerminal, input: input, limit: limit)
     }
 
-    private func run(_ arguments: [String], stderrIsTerminal: Bool, input: Data?, limit: Double) async throws -> Result {
+    private func run(_ arguments: [String], stderrIsTerminal: Bool, input: Data?, limit: Double) async throws -> Result
+    {
         let process = Process()
         process.executableURL = Roadsave.executable
         process.arguments = arguments
@@ -43,11 +46,14 @@ final class TerminalProcess: @unchecked Sendable {  // Sendable: the outputs are
         var errorPipe: Pipe?
         if stderrIsTerminal {
             controller = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC)
-            guard controller >= 0, grantpt(controller) == 0, unlockpt(controller) == 0, let name = ptsname(controller) else {
+            guard controller >= 0, grantpt(controller) == 0, unlockpt(controller) == 0, let name = ptsname(controller)
+            else {
                 throw TestFailure("no pseudo-terminal: \(String(cString: strerror(errno)))")
             }
             let terminal = Foundation.open(String(cString: name), O_RDWR | O_NOCTTY | O_CLOEXEC)
-            guard terminal >= 0 else { throw TestFailure("cannot open the pseudo-terminal: \(String(cString: strerror(errno)))") }
+            guard terminal >= 0 else {
+                throw TestFailure("cannot open the pseudo-terminal: \(String(cString: strerror(errno)))")
+            }
             process.standardError = FileHandle(fileDescriptor: terminal, closeOnDealloc: true)
         } else {
             let pipe = Pipe()
@@ -61,12 +67,18 @@ final class TerminalProcess: @unchecked Sendable {  // Sendable: the outputs are
         if let input { writeInBackground(input, to: stdin.fileHandleForWriting) }
         Thread { [self] in
             let data = out.fileHandleForReading.readDataToEndOfFile()
-            lock.withLock { output = data; open -= 1 }
+            lock.withLock {
+                output = data
+                open -= 1
+            }
         }.start()
         if let errorPipe {
             Thread { [self] in
                 let data = errorPipe.fileHandleForReading.readDataToEndOfFile()
-                lock.withLock { errors = data; open -= 1 }
+                lock.withLock {
+                    errors = data
+                    open -= 1
+                }
             }.start()
         } else {
             let controller = controller
@@ -94,8 +106,9 @@ final class TerminalProcess: @unchecked Sendable {  // Sendable: the outputs are
         let drained = Date().addingTimeInterval(5)
         while lock.withLock({ open > 0 }) && Date() < drained { try await Task.sleep(nanoseconds: 10_000_000) }
         return lock.withLock {
-            Result(status: process.terminationStatus, stdout: String(decoding: output, as: UTF8.self),
-                   stderr: String(decoding: errors, as: UTF8.self))
+            Result(
+                status: process.terminationStatus, stdout: String(decoding: output, as: UTF8.self),
+                stderr: String(decoding: errors, as: UTF8.self))
         }
     }
 }

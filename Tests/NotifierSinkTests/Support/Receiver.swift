@@ -1,18 +1,20 @@
 import Foundation
-#if canImport(Glibc)
-import Glibc
-private func sendKill(_ pid: pid_t) { _ = Glibc.kill(pid, SIGKILL) }
-#elseif canImport(Darwin)
-import Darwin
-private func sendKill(_ pid: pid_t) { _ = Darwin.kill(pid, SIGKILL) }
-#endif
 import RoadSaveModel
+
+#if canImport(Glibc)
+    import Glibc
+    private func sendKill(_ pid: pid_t) { _ = Glibc.kill(pid, SIGKILL) }
+#elseif canImport(Darwin)
+    import Darwin
+    private func sendKill(_ pid: pid_t) { _ = Darwin.kill(pid, SIGKILL) }
+#endif
 
 /// Support/webhook_receiver.py on a free loopback port. Its output is read by a thread of its own (so a busy receiver
 /// never blocks on a full pipe, and no test blocks a thread of Swift's small cooperative pool waiting for it: with 2
 /// cores, that would delay the sinks' timers under test).
 final class Receiver: @unchecked Sendable {
-    static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("webhook_receiver.py")
+    static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(
+        "webhook_receiver.py")
 
     let process = Process()
     private(set) var port = 0
@@ -61,7 +63,8 @@ final class Receiver: @unchecked Sendable {
 
     private func launch(_ arguments: [String]) throws {
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", Self.script.path, "--secret-hex", secret.map { String(format: "%02x", $0) }.joined()]
+        process.arguments =
+            ["python3", Self.script.path, "--secret-hex", secret.map { String(format: "%02x", $0) }.joined()]
             + arguments
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
@@ -140,23 +143,33 @@ enum TestEvents {
     }
 
     static func tripEnd(_ user: String, trip: String, at time: Double = 1_700_000_600) -> RoadSaveEvent {
-        RoadSaveEvent(device: device(user), body: .tripDidEnd(TripInfo(tripID: trip, startDate: time - 600, endDate: time,
-                                                                      distanceMetres: 5432.1, endReason: .stopDelay)))
+        RoadSaveEvent(
+            device: device(user),
+            body: .tripDidEnd(
+                TripInfo(
+                    tripID: trip, startDate: time - 600, endDate: time,
+                    distanceMetres: 5432.1, endReason: .stopDelay)))
     }
 
     static func crash(_ user: String, crash: String, isTest: Bool = false, at time: Double = 1_700_000_300)
-        -> RoadSaveEvent {
-        RoadSaveEvent(device: device(user), body: .crashDetected(CrashInfo(
-            crashID: crash, confidence: .high, detectedAt: time, latitude: -33.9248685, longitude: 18.4240553,
-            isTest: isTest)))
+        -> RoadSaveEvent
+    {
+        RoadSaveEvent(
+            device: device(user),
+            body: .crashDetected(
+                CrashInfo(
+                    crashID: crash, confidence: .high, detectedAt: time, latitude: -33.9248685, longitude: 18.4240553,
+                    isTest: isTest)))
     }
 
     /// A trip with a crash in it: start, crash, end.
     static func journey(_ user: String, _ number: Int) -> [RoadSaveEvent] {
         let base = 1_700_000_000 + Double(number) * 3600
-        return [tripStart(user, trip: "\(user)-trip-\(number)", at: base),
-                crash(user, crash: "\(user)-crash-\(number)", isTest: number % 2 == 1, at: base + 300),
-                tripEnd(user, trip: "\(user)-trip-\(number)", at: base + 600)]
+        return [
+            tripStart(user, trip: "\(user)-trip-\(number)", at: base),
+            crash(user, crash: "\(user)-crash-\(number)", isTest: number % 2 == 1, at: base + 300),
+            tripEnd(user, trip: "\(user)-trip-\(number)", at: base + 600),
+        ]
     }
 
     static func json(_ text: String) -> NSDictionary? {

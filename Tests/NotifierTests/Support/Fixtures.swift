@@ -7,28 +7,41 @@ enum Fixtures {
     static let app = "app-1"
 
     static func tripStart(_ user: String, trip: String, app: String = Fixtures.app, at time: Double = 1_700_000_000)
-        -> RoadSaveEvent {
-        RoadSaveEvent(device: DeviceID(app: app, user: user), body: .tripDidStart(TripStartInfo(tripID: trip, startDate: time)))
+        -> RoadSaveEvent
+    {
+        RoadSaveEvent(
+            device: DeviceID(app: app, user: user), body: .tripDidStart(TripStartInfo(tripID: trip, startDate: time)))
     }
 
     static func tripEnd(_ user: String, trip: String, app: String = Fixtures.app, at time: Double = 1_700_000_600)
-        -> RoadSaveEvent {
-        RoadSaveEvent(device: DeviceID(app: app, user: user), body: .tripDidEnd(TripInfo(
-            tripID: trip, startDate: time - 600, endDate: time, distanceMetres: 5432.1, endReason: .stopDelay)))
+        -> RoadSaveEvent
+    {
+        RoadSaveEvent(
+            device: DeviceID(app: app, user: user),
+            body: .tripDidEnd(
+                TripInfo(
+                    tripID: trip, startDate: time - 600, endDate: time, distanceMetres: 5432.1, endReason: .stopDelay)))
     }
 
     static func crash(_ user: String, crash: String, app: String = Fixtures.app, at time: Double = 1_700_000_300)
-        -> RoadSaveEvent {
-        RoadSaveEvent(device: DeviceID(app: app, user: user), body: .crashDetected(CrashInfo(
-            crashID: crash, confidence: .high, detectedAt: time, latitude: -33.9248685, longitude: 18.4240553, isTest: false)))
+        -> RoadSaveEvent
+    {
+        RoadSaveEvent(
+            device: DeviceID(app: app, user: user),
+            body: .crashDetected(
+                CrashInfo(
+                    crashID: crash, confidence: .high, detectedAt: time, latitude: -33.9248685, longitude: 18.4240553,
+                    isTest: false)))
     }
 
     /// Start, crash, end of one trip.
     static func journey(_ user: String, _ number: Int, app: String = Fixtures.app) -> [RoadSaveEvent] {
         let base = 1_700_000_000 + Double(number) * 3600
-        return [tripStart(user, trip: "\(user)-trip-\(number)", app: app, at: base),
-                crash(user, crash: "\(user)-crash-\(number)", app: app, at: base + 300),
-                tripEnd(user, trip: "\(user)-trip-\(number)", app: app, at: base + 600)]
+        return [
+            tripStart(user, trip: "\(user)-trip-\(number)", app: app, at: base),
+            crash(user, crash: "\(user)-crash-\(number)", app: app, at: base + 300),
+            tripEnd(user, trip: "\(user)-trip-\(number)", app: app, at: base + 600),
+        ]
     }
 
     /// Events with their MessagePack bodies, as the store takes them.
@@ -38,7 +51,9 @@ enum Fixtures {
 
     /// A fresh folder under the temporary directory.
     static func folder() -> String {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("roadsave-notifier-\(UUID().uuidString)").path
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "roadsave-notifier-\(UUID().uuidString)"
+        ).path
         try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
         return path
     }

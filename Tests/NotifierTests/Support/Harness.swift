@@ -38,8 +38,9 @@ final class FakeEventSource: FeedSource, @unchecked Sendable {
 
     func acknowledged(_ request: FeedRequest) {
         guard request.acknowledged > 0 else { return }
-        let committed = (try? SQLiteDatabase(path: storePath).statement("SELECT position FROM upstream WHERE feed = ?")
-            .integer(feedID)) ?? nil
+        let committed =
+            (try? SQLiteDatabase(path: storePath).statement("SELECT position FROM upstream WHERE feed = ?")
+                .integer(feedID)) ?? nil
         acknowledgements.withLock { $0.append((request.acknowledged, UInt64(committed ?? 0))) }
     }
 }
@@ -127,7 +128,9 @@ final class TestSubscriber: @unchecked Sendable {
     /// (position, topic, body) of each message with three frames.
     var received: [(position: UInt64, topic: String, body: String)] {
         messages.current.compactMap { frames in
-            guard frames.count == 3, let position = UInt64(String(decoding: frames[2], as: UTF8.self)) else { return nil }
+            guard frames.count == 3, let position = UInt64(String(decoding: frames[2], as: UTF8.self)) else {
+                return nil
+            }
             return (position, String(decoding: frames[0], as: UTF8.self), String(decoding: frames[1], as: UTF8.self))
         }
     }
