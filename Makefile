@@ -6,7 +6,7 @@ export PATH := $(PATH):/opt/swift/usr/bin
 OUT := out
 BIN := .build/debug/roadsave
 
-.PHONY: deps build test demo demo-replay bench up clean fuzz fuzz-smoke quality report-picture container-test swarm-test
+.PHONY: deps build test lint format demo demo-replay bench up clean fuzz fuzz-smoke quality report-picture container-test swarm-test
 
 deps:
 	@scripts/install-deps.sh
@@ -33,7 +33,7 @@ demo-replay: build
 ## Last, `roadsave report` end to end: its page in headless Chromium and its GeoJSON against RFC 7946. First,
 ## deploy/kubernetes against the Kubernetes 1.28 and newest schemas (scripts/check-kubernetes.sh, kubernetes-validate).
 PROCESS_TESTS := IntegrationTests|^CommandTests\.|CLITests|DetectionServiceTests|NotifierSinkTests
-test: deps
+test: deps lint
 	scripts/check-kubernetes.sh
 	Fuzz/fuzz.sh run $(FUZZ_SMOKE_SECONDS)
 	$(SWIFT) build --build-tests
@@ -42,6 +42,15 @@ test: deps
 	python3 scripts/test_report.py --roadsave $(BIN)
 	python3 scripts/bench_services.py --bin $(dir $(BIN)) --records 3000 --devices 50 --batch 200 --probes 5 \
 		--flood-seconds 1 --skip-shards --skip-restart --client send --check
+
+## The house style (.swift-format, swift format as the toolchain ships it): `make lint` fails on any file that
+## `make format` would change, or on a rule the configuration enables; `make test` runs it first.
+SWIFT_SOURCES := Package.swift Shared Services Tests Fuzz
+lint:
+	$(SWIFT) format lint --strict --recursive --parallel $(SWIFT_SOURCES)
+
+format:
+	$(SWIFT) format --in-place --recursive --parallel $(SWIFT_SOURCES)
 
 ## The Dockerfile and docker-compose.yml for real, offline (scripts/container-test.sh; root, a few minutes, not part of
 ## `make test`): a debootstrap base image (cached in .build/container), the executables built on the host, the image;

@@ -115,6 +115,7 @@ final class TerminalProcess: @unchecked Sendable { // Sendable: the outputs are 
 
 // The pseudo-terminal calls of glibc's <stdlib.h>, which Swift's Glibc module leaves out (they sit behind
 // _XOPEN_SOURCE); plain C functions of ints and a char pointer, so they are declared here by their symbols.
+// swift-format-ignore: AlwaysUseLowerCamelCase
 @_silgen_name("posix_openpt") private func posix_openpt(_ flags: Int32) -> Int32
 @_silgen_name("grantpt") private func grantpt(_ descriptor: Int32) -> Int32
 @_silgen_name("unlockpt") private func unlockpt(_ descriptor: Int32) -> Int32
