@@ -17,7 +17,7 @@ struct RoadSaveCommand {
                           the events (NDJSON)
           simulate        write realistic record streams (NDJSON or MessagePack) for any number of devices,
                           from a seed
-          convert         convert a real recording from ../shared/data into records (NDJSON or MessagePack)
+          convert         convert a recording of a public dataset (TMD, CBS, enviroCar, ...) into records
           report FILE     draw what the engines found in a recording: one HTML page (per device a map of the
                           trips, crashes and dismissed candidates, a timeline, tables) and GeoJSON
 

@@ -10,22 +10,41 @@ public enum ConvertCommand {
     public static let usage = """
         Usage: roadsave convert DATASET FILE [options]
 
-        Converts a real recording from ../shared/data into NDJSON sensor records (docs/PROTOCOL.md §2) that
-        `roadsave replay` and `roadsave send` read. Records go to stdout (or --output); the report of what
-        was read, skipped and derived goes to stderr.
+        Converts a real recording of one of the public datasets below into NDJSON sensor records
+        (docs/PROTOCOL.md §2) that `roadsave replay` and `roadsave send` read. Records go to stdout (or
+        --output); the report of what was read, skipped and derived goes to stderr. A file ending in .gz
+        is read through gzip; any other is read as it is.
 
-        DATASET and FILE:
-          tmd          us-transportation-mode/raw/sensorfile_<user>_<Mode>_<startms>.csv.gz
-          cbs          cbs-smart-survey-gps/split-by-day/ssi_open_geodata-<user>-<date>.csv.gz
-          phone-drops  phone-drops/raw_data.tar.gz (every trial as its own device, or one with --trial)
-          escooter     escooter-impacts/data/<name>.tsv.gz
-          envirocar    envirocar-car-tracks/<source>/<track>.json.gz (or .json): one enviroCar
-                       track, one car drive (Contains enviroCar data (enviroCar.org), ODbL)
-          emission     emission-activity-traces/<day>.json.gz (or .json): one e-mission day of a
-                       phone's trace (not its .ground_truth file)
-          mobilitynet  mobilitynet-whole-journeys/ (the folder): one device per phone and run, user
-                       <phone>.<run start> (ios-1.1564174916); --run and --phone choose some, --legs
-                       writes their labelled legs
+        DATASET and FILE (each dataset by its public name, where it is published, its licence):
+          tmd          US-TransportationMode (TMD), Carpineti et al., University of Bologna;
+                       github.com/vlomonaco/US-TransportationMode, MIT. FILE: one raw sensor log,
+                       TransportationData/_RawDataOriginal/sensorfile_<user>_<Mode>_<startms>.csv
+          cbs          CBS / Eurostat Smart Survey Implementation open geolocation dataset
+                       (Netherlands, 2024); github.com/essnet-ssi/geoservice-ssi, EUPL-1.2. FILE: one
+                       user-day, open_geo_data/split-by-day/ssi_open_geodata-<user>-<date>.csv
+          phone-drops  "Air Resistance From the Acceleration of a Falling Smartphone" (F. Saliby,
+                       arXiv:2410.14172); github.com/fsaliby/Air_Resistance_From_the_Acceleration_
+                       of_a_Falling_Smartphone, CC0. FILE: its raw_data.tar.gz (every trial as its own
+                       device, or one with --trial)
+          escooter     AccidDetec-Accel e-scooter accelerometer data; github.com/Rc-W024/
+                       AccidDetec-Accel, MIT. FILE: one of its data/<name>.tsv
+          envirocar    enviroCar car tracks (enviroCar.org, the app's track export, GeoJSON); ODbL 1.0
+                       ("Contains enviroCar data (enviroCar.org), ODbL"). FILE: one track,
+                       <track>.json: one car drive
+          emission     e-mission real phone-day traces (the e-mission-server repository's
+                       emission/tests/data/real_examples; github.com/e-mission/e-mission-server),
+                       BSD 3-Clause. FILE: one day's trace (not its .ground_truth file)
+          mobilitynet  MobilityNet SF Bay Area evaluation (e-mission "emeval");
+                       github.com/MobilityNet/mobilitynet-analysis-scripts, folder bin/data,
+                       BSD 3-Clause ("MobilityNet / e-mission project, (c) 2019 e-mission"). FILE: that
+                       folder, its readings gzip-compressed (<phone>/<spec>/background~location/
+                       <file>.json.gz, and background~motion_activity), with two CSV files derived
+                       from it: runs_DERIVED.csv (spec, run, phone, role, sensing_config, file: a row
+                       per phone's run) and legs_DERIVED.csv (spec, run, trip_id, leg_id, leg_type,
+                       mode, start_ts, end_ts: the legs of its evaluation transitions, as the
+                       repository's emeval/input/phone_view.py computes them). One device per phone
+                       and run, user <phone>.<run start> (ios-1.1564174916); --run and --phone choose
+                       some, --legs writes their labelled legs
 
         Options:
           --app ID            applicationID written in every record (default: recorded)

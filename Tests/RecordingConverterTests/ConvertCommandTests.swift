@@ -34,6 +34,31 @@ struct ConvertCommandTests {
         }
     }
 
+    /// The help stands alone: a user has no folder of the project's test recordings, so each dataset is named by
+    /// where it is published and its licence, and no path points into such a folder.
+    @Test func helpNamesEachDatasetByItsPublicSourceAndLicence() {
+        let usage = ConvertCommand.usage
+        #expect(!usage.contains("shared/data") && !usage.contains("../shared"))
+        for (dataset, source, licence) in [
+            ("tmd", "github.com/vlomonaco/US-TransportationMode", "MIT"),
+            ("cbs", "github.com/essnet-ssi/geoservice-ssi", "EUPL-1.2"),
+            ("phone-drops", "arXiv:2410.14172", "CC0"),
+            ("escooter", "AccidDetec-Accel", "MIT"),
+            ("envirocar", "enviroCar.org", "ODbL 1.0"),
+            ("emission", "github.com/e-mission/e-mission-server", "BSD 3-Clause"),
+            ("mobilitynet", "github.com/MobilityNet/mobilitynet-analysis-scripts", "BSD 3-Clause"),
+        ] {
+            guard let entry = usage.range(of: "\n  \(dataset) ") else {
+                Issue.record("\(dataset) is not in the help")
+                continue
+            }
+            let following = usage[entry.upperBound...]
+            let next = following.range(of: "\n  [a-z]", options: .regularExpression)?.lowerBound ?? following.endIndex
+            let text = following[..<next]
+            #expect(text.contains(source) && text.contains(licence) && text.contains("FILE:"), "\(dataset): \(text)")
+        }
+    }
+
     @Test(arguments: [
         (["tmd"], "missing FILE"),
         ([], "missing DATASET"),
