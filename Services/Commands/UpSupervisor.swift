@@ -271,16 +271,22 @@ extension UpCommand {
             }
         }
 
-        /// "ready" once the four public endpoints accept TCP connections.
+        /// "ready" once the four public endpoints listen: seen in the kernel's socket tables where it can be
+        /// (`ListeningPorts`: no connection, so no service logs a failed handshake), else by connecting.
         mutating func checkReady() {
             guard !ready else { return }
             let ports = [options.gateways, options.control, options.subscribers, options.catchUp]
-            guard let probeHost = Self.probeHost(options.bindHost) else {
+            let listening: Bool
+            if let open = ListeningPorts.current() {
+                listening = ports.allSatisfy(open.contains)
+            } else if let probeHost = Self.probeHost(options.bindHost) {
+                listening = ports.allSatisfy { Self.accepts(host: probeHost, port: $0) }
+            } else {
                 ready = true
                 Console.out("ready")
                 return
             }
-            if ports.allSatisfy({ Self.accepts(host: probeHost, port: $0) }) {
+            if listening {
                 ready = true
                 Console.out("ready")
                 log.info(
