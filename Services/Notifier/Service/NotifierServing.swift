@@ -14,16 +14,16 @@ import ZeroMQ
 /// the service's `ReactorBound`, or from the reactor thread's own handlers and timers.
 final class NotifierServing {
     let configuration: NotifierConfiguration
-    private let log: Log
-    private let reactor: Reactor
+    let log: Log
+    let reactor: Reactor
     private let ndjsonSink: NDJSONSink?
 
-    private var store: NotifierStore?
+    var store: NotifierStore?
     private(set) var outlets: [any SinkOutlet] = []
-    private var upstreams: [UpstreamFeed] = []
+    var upstreams: [UpstreamFeed] = []
     private(set) var publisher: ZMQSocket?
     private(set) var catchUpSocket: ZMQSocket?
-    private var catchUp: CatchUpServer?
+    var catchUp: CatchUpServer?
     /// The CurveZMQ authenticator of the PUB and catch-up sockets (subscriber keys), when the service has keys.
     private var zap: ZAPHandler?
     /// How the live socket keeps limited subscriber keys to their applications (by the libzmq version).
@@ -35,12 +35,12 @@ final class NotifierServing {
     /// connection (the socket is bound again), since libzmq asks ZAP only at the handshake and cannot drop one
     /// connection's subscriptions from outside.
     private var liveEntriesAtBind: [String: CurveAllowList.Entry] = [:]
-    private var pendingReports: [String: OutletReport] = [:]
-    private var flushPosted = false
-    private var stopping = false
+    var pendingReports: [String: OutletReport] = [:]
+    var flushPosted = false
+    var stopping = false
     /// /metrics, /healthz and /readyz, and what the notifier counts for them.
     private var metrics: ServiceMetrics?
-    private(set) var counters = NotifierMetrics()
+    var counters = NotifierMetrics()
 
     /// Most outbox entries in one sink's hands.
     static let window = 1000
@@ -298,189 +298,6 @@ final class NotifierServing {
             }
         }
         return reasons
-    }
-
-    // MARK: Pulling from detection
-
-    private func fetch(_ upstream: UpstreamFeed) {
-        guard !stopping, let client = upstream.client else { return }
-        client.fetch(
-            FeedRequest(
-                id: 0, feed: upstream.feed, after: upstream.position, maxItems: Self.fetchSize,
-                acknowledged: upstream.position, consumer: "notifier",
-                waitMilliseconds: Int(configuration.heartbeatInterval * 1000)))
-    }
-
-    private func fetchLater(_ upstream: UpstreamFeed, loop: ReactorLoop) {
-        guard !stopping, upstream.retry == nil else { return }
-        upstream.retry = loop.schedule(after: Self.retryPause) { [unowned self] in
-            upstream.retry = nil
-            fetch(upstream)
-        }
-    }
-
-    private func replied(
-        _ upstream: UpstreamFeed, loop: ReactorLoop, header: FeedReplyHeader, items: ArraySlice<[UInt8]>
-    ) {
-        upstream.lastAnswer = loop.now
-        if upstream.reportedSilent {
-            upstream.reportedSilent = false
-            log.info("detection's feed answers again", ["endpoint": upstream.endpoint])
-        }
-        guard !stopping, let store else { return }
-        if let error = header.error {
-            log.warning(
-                "detection's feed refused the request; asking again shortly",
-                [
-                    "endpoint": upstream.endpoint, "feed": header.feed, "after": String(upstream.position),
-                    "error": error,
-                ])
-            return fetchLater(upstream, loop: loop)
-        }
-        guard header.feed == upstream.feed else {
-            // First contact, or detection has a new store: read that feed from the position stored for it.
-            do {
-                upstream.position = try store.upstreamPosition(feed: header.feed)
-            } catch {
-                log.error(
-                    "cannot read the stored feed position; asking again shortly",
-                    ["endpoint": upstream.endpoint, "error": "\(error)"])
-                return fetchLater(upstream, loop: loop)
-            }
-            log.info(
-                "reading detection's outbox",
-                [
-                    "endpoint": upstream.endpoint, "feed": header.feed,
-                    "after": String(upstream.position), "head": String(header.head),
-                    "previousFeed": upstream.feed ?? "none",
-                ])
-            upstream.feed = header.feed
-            return fetch(upstream)
-        }
-        guard header.after == upstream.position else { return fetch(upstream) }
-        upstream.caughtUp = items.isEmpty || header.to >= header.head
-        var events: [(event: RoadSaveEvent, body: [UInt8])] = []
-        events.reserveCapacity(items.count)
-        for (offset, item) in items.enumerated() {
-            do {
-                events.append((try EventBody.decode(item), item))
-            } catch {
-                // It can never be read: waiting for it would stop every later event. Said loudly, with its place.
-                log.error(
-                    "unreadable event from detection skipped",
-                    [
-                        "endpoint": upstream.endpoint, "feed": header.feed, "item": String(offset + 1),
-                        "after": String(header.after), "error": "\(error)",
-                    ])
-            }
-        }
-        if !items.isEmpty || header.to != upstream.position {
-            do {
-                let stored = try store.store(events, feed: header.feed, position: header.to)
-                counters.stored(stored.count, duplicates: events.count - stored.count)
-                if stored.count < events.count {
-                    log.info(
-                        "events already stored dropped (same eventID)",
-                        ["endpoint": upstream.endpoint, "events": String(events.count - stored.count)])
-                }
-                upstream.position = header.to
-                if !stored.isEmpty {
-                    for outlet in outlets {
-                        outlet.window.stored()
-                        pump(outlet, loop: loop)
-                    }
-                    // Held catch-up long-polls that may now have something: answered after the commit.
-                    catchUp?.stored()
-                }
-            } catch {
-                log.error(
-                    "events not stored; asking detection again shortly",
-                    ["endpoint": upstream.endpoint, "events": String(events.count), "error": "\(error)"])
-                return fetchLater(upstream, loop: loop)
-            }
-        }
-        fetch(upstream)
-    }
-
-    private func checkSilence(_ loop: ReactorLoop) {
-        let patience = max(10, 5 * (configuration.heartbeatInterval + 2))
-        for upstream in upstreams where !upstream.reportedSilent && loop.now - upstream.lastAnswer > patience {
-            upstream.reportedSilent = true
-            log.warning(
-                "no answer from detection's feed",
-                [
-                    "endpoint": upstream.endpoint,
-                    "seconds": String(Int(loop.now - upstream.lastAnswer)),
-                ])
-        }
-    }
-
-    // MARK: Feeding the sinks
-
-    /// Reads the sink's outbox while its window has room.
-    private func pump(_ outlet: any SinkOutlet, loop: ReactorLoop) {
-        guard let store else { return }
-        while !stopping, let count = outlet.window.entriesToRead {
-            let entries: [StoredEvent]
-            do {
-                entries = try store.outbox(sink: outlet.key, after: outlet.window.lastRead, limit: count)
-            } catch {
-                log.error("cannot read the outbox; trying again shortly", ["sink": outlet.name, "error": "\(error)"])
-                _ = loop.schedule(after: Self.retryPause) { [unowned self] in pump(outlet, loop: loop) }
-                return
-            }
-            outlet.window.read(entries.map(\.position), asked: count)
-            guard !entries.isEmpty else { return }
-            outlet.take(entries)
-        }
-    }
-
-    /// An outlet's report: kept, and stored with the others of this round in one transaction.
-    private func received(_ report: OutletReport) {
-        var pending = pendingReports[report.sink] ?? OutletReport(sink: report.sink)
-        pending.taken += report.taken
-        pending.released += report.released
-        if let state = report.state { pending.state = state }
-        pendingReports[report.sink] = pending
-        guard !flushPosted else { return }
-        flushPosted = true
-        let bound = ReactorBound(self, on: reactor)
-        reactor.post { loop in bound.value.flushReports(loop) }
-    }
-
-    private func flushReports(_ loop: ReactorLoop) {
-        flushPosted = false
-        guard let store, !pendingReports.isEmpty else { return }
-        let reports = pendingReports
-        pendingReports = [:]
-        do {
-            try store.inOneTransaction {
-                for report in reports.values where !report.taken.isEmpty || report.state != nil {
-                    try store.complete(sink: report.sink, positions: report.taken, state: report.state)
-                }
-            }
-        } catch {
-            // The sinks took these events: they are delivered again after the next start (at least once).
-            log.error(
-                "outbox entries of delivered events not deleted",
-                ["events": String(reports.values.map(\.taken.count).reduce(0, +)), "error": "\(error)"])
-        }
-        for outlet in outlets {
-            guard let report = reports[outlet.key] else { continue }
-            counters.delivered(report.taken.count, sink: outlet.key)
-            outlet.window.settled(report.taken.count + report.released)
-            pump(outlet, loop: loop)
-        }
-    }
-
-    private func expireOldEvents() {
-        guard let store else { return }
-        do {
-            let deleted = try store.expire(storedBefore: Date().timeIntervalSince1970 - configuration.retentionAge)
-            if deleted > 0 { log.info("events past the retention age deleted", ["events": String(deleted)]) }
-        } catch {
-            log.error("old events not deleted", ["error": "\(error)"])
-        }
     }
 
     // MARK: Stopping

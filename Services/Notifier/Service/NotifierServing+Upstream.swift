@@ -1,0 +1,121 @@
+import Feeds
+import RoadSaveModel
+import Wire
+import ZeroMQ
+
+/// Pulling from detection: what the notifier asks each detection feed for, what it stores of a reply (and skips),
+/// when it asks again, and when a feed counts as silent.
+extension NotifierServing {
+    func fetch(_ upstream: UpstreamFeed) {
+        guard !stopping, let client = upstream.client else { return }
+        client.fetch(
+            FeedRequest(
+                id: 0, feed: upstream.feed, after: upstream.position, maxItems: Self.fetchSize,
+                acknowledged: upstream.position, consumer: "notifier",
+                waitMilliseconds: Int(configuration.heartbeatInterval * 1000)))
+    }
+
+    private func fetchLater(_ upstream: UpstreamFeed, loop: ReactorLoop) {
+        guard !stopping, upstream.retry == nil else { return }
+        upstream.retry = loop.schedule(after: Self.retryPause) { [unowned self] in
+            upstream.retry = nil
+            fetch(upstream)
+        }
+    }
+
+    func replied(
+        _ upstream: UpstreamFeed, loop: ReactorLoop, header: FeedReplyHeader, items: ArraySlice<[UInt8]>
+    ) {
+        upstream.lastAnswer = loop.now
+        if upstream.reportedSilent {
+            upstream.reportedSilent = false
+            log.info("detection's feed answers again", ["endpoint": upstream.endpoint])
+        }
+        guard !stopping, let store else { return }
+        if let error = header.error {
+            log.warning(
+                "detection's feed refused the request; asking again shortly",
+                [
+                    "endpoint": upstream.endpoint, "feed": header.feed, "after": String(upstream.position),
+                    "error": error,
+                ])
+            return fetchLater(upstream, loop: loop)
+        }
+        guard header.feed == upstream.feed else {
+            // First contact, or detection has a new store: read that feed from the position stored for it.
+            do {
+                upstream.position = try store.upstreamPosition(feed: header.feed)
+            } catch {
+                log.error(
+                    "cannot read the stored feed position; asking again shortly",
+                    ["endpoint": upstream.endpoint, "error": "\(error)"])
+                return fetchLater(upstream, loop: loop)
+            }
+            log.info(
+                "reading detection's outbox",
+                [
+                    "endpoint": upstream.endpoint, "feed": header.feed,
+                    "after": String(upstream.position), "head": String(header.head),
+                    "previousFeed": upstream.feed ?? "none",
+                ])
+            upstream.feed = header.feed
+            return fetch(upstream)
+        }
+        guard header.after == upstream.position else { return fetch(upstream) }
+        upstream.caughtUp = items.isEmpty || header.to >= header.head
+        var events: [(event: RoadSaveEvent, body: [UInt8])] = []
+        events.reserveCapacity(items.count)
+        for (offset, item) in items.enumerated() {
+            do {
+                events.append((try EventBody.decode(item), item))
+            } catch {
+                // It can never be read: waiting for it would stop every later event. Said loudly, with its place.
+                log.error(
+                    "unreadable event from detection skipped",
+                    [
+                        "endpoint": upstream.endpoint, "feed": header.feed, "item": String(offset + 1),
+                        "after": String(header.after), "error": "\(error)",
+                    ])
+            }
+        }
+        if !items.isEmpty || header.to != upstream.position {
+            do {
+                let stored = try store.store(events, feed: header.feed, position: header.to)
+                counters.stored(stored.count, duplicates: events.count - stored.count)
+                if stored.count < events.count {
+                    log.info(
+                        "events already stored dropped (same eventID)",
+                        ["endpoint": upstream.endpoint, "events": String(events.count - stored.count)])
+                }
+                upstream.position = header.to
+                if !stored.isEmpty {
+                    for outlet in outlets {
+                        outlet.window.stored()
+                        pump(outlet, loop: loop)
+                    }
+                    // Held catch-up long-polls that may now have something: answered after the commit.
+                    catchUp?.stored()
+                }
+            } catch {
+                log.error(
+                    "events not stored; asking detection again shortly",
+                    ["endpoint": upstream.endpoint, "events": String(events.count), "error": "\(error)"])
+                return fetchLater(upstream, loop: loop)
+            }
+        }
+        fetch(upstream)
+    }
+
+    func checkSilence(_ loop: ReactorLoop) {
+        let patience = max(10, 5 * (configuration.heartbeatInterval + 2))
+        for upstream in upstreams where !upstream.reportedSilent && loop.now - upstream.lastAnswer > patience {
+            upstream.reportedSilent = true
+            log.warning(
+                "no answer from detection's feed",
+                [
+                    "endpoint": upstream.endpoint,
+                    "seconds": String(Int(loop.now - upstream.lastAnswer)),
+                ])
+        }
+    }
+}
