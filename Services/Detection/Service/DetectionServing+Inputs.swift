@@ -1,0 +1,111 @@
+import DetectionEngine
+import RoadSaveModel
+import Wire
+import ZeroMQ
+
+/// Inputs to the core: journals' replies decoded, control and operator commands read and checked.
+extension DetectionServing {
+    // MARK: Inputs to the core
+
+    func journalReplied(_ index: Int, _ header: FeedReplyHeader, _ items: ArraySlice<[UInt8]>) {
+        guard core != nil else { return }
+        let chunks = decode(items)
+        perform(core.journalReplied(index, JournalAnswer(header), chunks: chunks, at: time, evicted: &evicted))
+    }
+
+    /// A reply's chunks, decoded; what cannot be read is logged and skipped (it was validated when it was stored).
+    private func decode(_ items: ArraySlice<[UInt8]>) -> [JournalChunkRecords] {
+        var chunks: [JournalChunkRecords] = []
+        chunks.reserveCapacity(items.count)
+        for item in items {
+            let chunk: JournalChunk
+            let decoded: DecodedBatch
+            do {
+                chunk = try JournalChunk(item: item)
+                decoded = try RecordBatch.decodeBatch(chunk.records, contentType: .msgpack, identifiers: identifiers)
+            } catch {
+                log.error("unreadable chunk in the journal: skipped", ["error": "\(error)"])
+                continue
+            }
+            var records: [SensorRecord] = []
+            records.reserveCapacity(decoded.records.count)
+            for (index, result) in decoded.records {
+                switch result {
+                case .success(let record): records.append(record)
+                case .failure(let error):
+                    log.error(
+                        "invalid record in the journal: skipped",
+                        [
+                            "index": String(index), "field": error.field,
+                            "reason": error.reason,
+                        ])
+                }
+            }
+            chunks.append(
+                JournalChunkRecords(
+                    records: records, gateway: chunk.header?.gateway, shard: chunk.shard,
+                    watermark: chunk.header?.watermark))
+        }
+        return chunks
+    }
+
+    func receiveCommands(_ socket: ZMQSocket) {
+        socket.drain(limit: 1000, failed: { log.error("control socket failed", ["error": "\($0)"]) }) { frames in
+            // [identity, (empty delimiter from REQ,) body]
+            guard frames.count >= 2, let body = frames.last else { return true }
+            // The key's entry in force now: one removed or replaced since the handshake is refused from its next
+            // command. The audit names the key as the allow-list in force does; a key it refuses, as it was admitted.
+            let peer = socket.lastPeer
+            let entry = zap?.entry(for: peer, role: .operator)
+            let key = (try? entry?.get())?.name ?? peer?.name
+            let target = ControlTarget(frames: Array(frames.dropLast()), key: zap == nil ? nil : key ?? "?")
+            let request: ControlRequest
+            do throws(ControlRequest.Invalid) {
+                if let command = try OperatorCommand.parse(body) {
+                    operatorCommandArrived(command, target: target, key: entry)
+                    return true
+                }
+                request = try ControlRequest(json: body)
+            } catch {
+                refuse(target, nil, code: "badRequest", message: error.message)
+                return true
+            }
+            if let refusal = ControlAccess.refusal(of: request, key: entry) {
+                refuse(target, request, code: refusal.code, message: refusal.message)
+                return true
+            }
+            guard core != nil else { return true }
+            let command = DetectionCore.ControlCommand(
+                target: target, request: request,
+                text: String(decoding: body, as: UTF8.self))
+            perform(core.commandArrived(command, at: time, evicted: &evicted))
+            return true
+        }
+    }
+
+    /// An operator command (`OperatorCommand`): only for a key listed for every application.
+    private func operatorCommandArrived(
+        _ command: OperatorCommand, target: ControlTarget,
+        key: Result<CurveAllowList.Entry, CurveKeyRefusal>?
+    ) {
+        if let refusal = ControlAccess.refusal(of: command, key: key) {
+            log.write(
+                .warning, "control command refused",
+                pairs: [
+                    ("key", target.key ?? "-"), ("command", command.rawValue), ("app", "*"), ("user", "*"),
+                    ("result", refusal.code),
+                ])
+            send(target.frames, ControlReply.failure(refusal.code, refusal.message))
+            return
+        }
+        guard core != nil else { return }
+        perform(core.operatorCommandArrived(command, from: target, at: time))
+    }
+
+    /// A command refused before the core sees it (unreadable, or not this operator key's), with its audit line.
+    private func refuse(_ target: ControlTarget, _ request: ControlRequest?, code: String, message: String) {
+        log.write(
+            .warning, "control command refused", pairs: DetectionCore.audit(request, key: target.key, result: code))
+        send(target.frames, ControlReply.failure(code, message))
+    }
+}
