@@ -66,9 +66,13 @@ enum Console {
 /// handlers are installed, so one arriving during `install()` is not lost and does not kill the process.
 enum SignalFlag {
     private static let received = SignalCounter()
+    /// SIGHUP, counted apart where it is installed: it asks `up` to have its services re-read their allow-lists, and
+    /// is neither a stop nor a second signal.
+    private static let hangups = SignalCounter()
 
     static func install(_ signals: [Int32] = [SIGTERM, SIGINT]) {
-        _ = received.signal // the static is made here, not in the handler
+        _ = received.signal // the statics are made here, not in the handler
+        _ = hangups.signal
         var set = sigset_t()
         sigemptyset(&set)
         for signal in signals { sigaddset(&set, signal) }
@@ -78,11 +82,11 @@ enum SignalFlag {
             var action = sigaction()
             #if canImport(Glibc)
                 action.__sigaction_handler.sa_handler = { number in
-                    SignalFlag.received.record(number)
+                    (number == SIGHUP ? SignalFlag.hangups : SignalFlag.received).record(number)
                 }
             #else
                 action.sa_handler = { number in
-                    SignalFlag.received.record(number)
+                    (number == SIGHUP ? SignalFlag.hangups : SignalFlag.received).record(number)
                 }
             #endif
             sigemptyset(&action.sa_mask)
@@ -95,8 +99,10 @@ enum SignalFlag {
 
     /// The last signal received (0 = none).
     static var signal: Int32 { received.signal }
-    /// How many signals arrived so far.
+    /// How many signals arrived so far (SIGHUP not counted).
     static var times: Int32 { received.times }
+    /// How many SIGHUPs arrived so far.
+    static var hangupTimes: Int32 { hangups.times }
 
     static func name(_ signal: Int32) -> String {
         switch signal {

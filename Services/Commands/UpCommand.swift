@@ -47,8 +47,10 @@ public enum UpCommand {
         each listens, then "ready" once gateways, control, subscribers and catch-up accept connections. Each service
         keeps its durable state in DIR/ingest, DIR/detect and DIR/notify (created if missing, locked while it runs);
         running up again on the same DIR resumes from there. A service that dies is restarted (the others keep
-        running); SIGTERM, SIGINT or SIGHUP stops all of them, ingest first and notifier last (a second signal kills
-        them at once). If up itself is killed, even with SIGKILL, the services stop too.
+        running); SIGTERM or SIGINT stops all of them, ingest first and notifier last (a second signal kills them at
+        once). SIGHUP stops nothing: each service re-reads its allow-list, so a client key added to (or removed from)
+        DIR/keys/allow.txt takes effect at once (kill -HUP the up process). If up itself is killed, even with
+        SIGKILL, the services stop too.
 
         Options:
           --applications IDS          accepted applicationIDs, comma-separated (credentials; prefer the environment
@@ -138,7 +140,8 @@ public enum UpCommand {
             }
             keys = prepared
         }
-        // SIGHUP too: the children have process groups of their own, so a closing terminal reaches only this process.
+        // SIGHUP as the services take it (re-read the allow-lists), passed on to them: they have process groups of
+        // their own, so no signal sent to this process reaches them otherwise.
         SignalFlag.install([SIGTERM, SIGINT, SIGHUP])
         // The parent-death signal is sent when the thread that spawned a child ends: only the main thread lives as
         // long as this process (a thread of Swift's pool may be retired while idle).

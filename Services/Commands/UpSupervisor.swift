@@ -42,6 +42,7 @@ extension UpCommand {
         var children: [Child] = []
         var stopping = false
         var signalsSeen: Int32 = 0
+        var hangupsSeen: Int32 = 0
         var failure: Int32?
         var ready = false
         var readySince = MonotonicClock.now()
@@ -189,10 +190,23 @@ extension UpCommand {
                     log.info("stopping", ["signal": SignalFlag.name(SignalFlag.signal)])
                     return finishStopping(status: 0)
                 }
+                if SignalFlag.hangupTimes > hangupsSeen {
+                    hangupsSeen = SignalFlag.hangupTimes
+                    reloadAllowLists()
+                }
                 restartDue()
                 checkReady()
                 usleep(50_000)
             }
+        }
+
+        /// SIGHUP: each running service re-reads its allow-list (its own SIGHUP), so that a key added to or removed
+        /// from DIR/keys/allow.txt takes effect without a restart.
+        func reloadAllowLists() {
+            let running = children.compactMap { child in child.pid.map { (child.name, $0) } }
+            for (_, pid) in running { kill(pid, SIGHUP) }
+            Console.out("reloading allow-lists (SIGHUP to \(running.map(\.0).joined(separator: ", ")))")
+            log.info("reloading allow-lists", ["services": running.map(\.0).joined(separator: ",")])
         }
 
         /// Spawns child `index`; false if `posix_spawn` failed.

@@ -141,6 +141,49 @@ import Testing
         #expect(await again.process.waitForExit(timeout: 60) == 0, "\(again.process.stderr.suffix(3000))")
     }
 
+    /// A gateway key added to DIR/keys/allow.txt while up runs is let in after SIGHUP to up, which passes it on to
+    /// the services (each re-reads its allow-list) and stops nothing.
+    @Test func aKeyAddedToTheAllowListIsLetInAfterSIGHUPAndNothingStops() async throws {
+        let dataDirectory = UpCommandTests.temporaryDataDirectory()
+        defer { try? FileManager.default.removeItem(at: dataDirectory) }
+        let keys = dataDirectory.appendingPathComponent("keys").path
+        let up = try await UpCommandTests.startUp(["--keys"], dataDirectory: dataDirectory)
+        defer { up.kill() }
+        let pids = ["ingest", "detect", "notify"].compactMap { up.pid($0) }
+        #expect(pids.count == 3, "\(up.process.lines)")
+
+        let clientDirectory = dataDirectory.appendingPathComponent("new-gateway").path
+        let keygen = try await Roadsave.run(["keygen", "gw-2", "--directory", clientDirectory])
+        #expect(keygen.status == 0, "\(keygen.stderr)")
+        let printed = try #require(keygen.lines.first { $0.hasPrefix("allow-list line: ") }, "\(keygen.stdout)")
+        let allowLine = String(printed.dropFirst("allow-list line: ".count))
+        let file = try temporaryFile(Self.drive(user: "new-gateway-driver"), suffix: ".ndjson")
+        defer { try? FileManager.default.removeItem(at: file) }
+        let send = [
+            "send", file.path, "--endpoint", up.gateways, "--key", clientDirectory + "/gw-2.key",
+            "--server-key", keys + "/ingest.key.pub", "--timeout", "2", "--attempts", "1",
+        ]
+        let refused = try await Roadsave.run(send)
+        #expect(refused.status == 1, "a key not in the allow-list: \(refused.stdout) \(refused.stderr)")
+
+        let allowList = keys + "/allow.txt"
+        try (String(contentsOfFile: allowList, encoding: .utf8) + allowLine + "\n").write(
+            toFile: allowList, atomically: true, encoding: .utf8)
+        up.process.signal(SIGHUP)
+        #expect(
+            await up.process.waitForLine(timeout: 10) { $0.hasPrefix("reloading allow-lists") } != nil,
+            "\(up.process.lines)")
+        // Each service says when it has re-read the list; ingest's is the one the gateway needs.
+        #expect(
+            await eventually(timeout: 10) { up.process.stderr.contains("allow-list re-read") },
+            "\(up.process.stderr.suffix(3000))")
+        let admitted = try await Roadsave.run(send)
+        #expect(admitted.status == 0, "\(admitted.stdout) \(admitted.stderr)")
+        #expect(pids.allSatisfy(isAlive) && up.process.process.isRunning, "SIGHUP must reload, not stop")
+        up.process.signal(SIGTERM)
+        #expect(await up.process.waitForExit(timeout: 60) == 0, "\(up.process.stderr.suffix(3000))")
+    }
+
     /// With --keys, a --bind-host other machines can reach needs no --insecure; --dry-run makes no keys.
     @Test func keysLetUpBindOffLoopbackWithoutInsecure() async throws {
         let dataDirectory = UpCommandTests.temporaryDataDirectory()
