@@ -293,8 +293,8 @@ extension UpCommand {
             let listening: Bool
             if let open = ListeningPorts.current() {
                 listening = ports.allSatisfy(open.contains)
-            } else if let probeHost = Self.probeHost(options.bindHost) {
-                listening = ports.allSatisfy { Self.accepts(host: probeHost, port: $0) }
+            } else if let probeHost = ListeningPorts.probeHost(options.bindHost) {
+                listening = ports.allSatisfy { ListeningPorts.accepts(host: probeHost, port: $0) }
             } else {
                 ready = true
                 Console.out("ready")
@@ -376,34 +376,6 @@ extension UpCommand {
             if low == 0 { return "exit \((status >> 8) & 0xff)" }
             if low != 0x7f { return "killed by \(SignalFlag.name(low))" }
             return "status \(status)"
-        }
-
-        /// The IPv4 address to probe for a bind host, nil when it cannot be probed (an interface name, IPv6).
-        static func probeHost(_ bindHost: String) -> String? {
-            if bindHost == "*" || bindHost == "0.0.0.0" { return "127.0.0.1" }
-            var address = in_addr()
-            return inet_pton(AF_INET, bindHost, &address) == 1 ? bindHost : nil
-        }
-
-        /// Whether something accepts TCP connections at host:port (connect, then close at once).
-        static func accepts(host: String, port: Int) -> Bool {
-            #if canImport(Glibc)
-                let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            #else
-                let fd = socket(AF_INET, SOCK_STREAM, 0)
-            #endif
-            guard fd >= 0 else { return false }
-            defer { close(fd) }
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_port = in_port_t(UInt16(port).bigEndian)
-            guard inet_pton(AF_INET, host, &address.sin_addr) == 1 else { return false }
-            let result = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-                }
-            }
-            return result == 0
         }
     }
 }
