@@ -18,8 +18,21 @@ let package = Package(
         // A progress line on the terminal for long commands (replay, send, simulate, convert), and the status line that
         // log lines are written above. Only SystemKit, so every command's target can use it.
         .target(name: "TerminalProgress", dependencies: ["SystemKit"], path: "Shared/TerminalProgress"),
-        // Shared: the model (configuration, records, events, errors) and its codecs, used by every service.
-        .target(name: "RoadSaveModel", dependencies: ["TerminalProgress"], path: "Shared/RoadSaveModel"),
+        // The model: the brief's types (configuration, trips, crashes, events, errors, the delegate), the sensor records,
+        // the detection and behaviour settings documents, stable IDs and ISO 8601 times. No dependencies.
+        .target(name: "RoadSaveModel", path: "Shared/RoadSaveModel"),
+        // The model's JSON: the strict parser and its values, the record scanner, fields and validator (PROTOCOL §2),
+        // records and events written as JSON lines, NDJSON files read line by line, the streaming encoder of
+        // checkpoints, the identifier cache of record readers. Beside Wire, which uses it for MessagePack.
+        .target(name: "RecordCodecs", dependencies: ["RoadSaveModel"], path: "Shared/RecordCodecs"),
+        // Structured log lines (logfmt) on standard error, written above the terminal's progress line, and the budget
+        // of a noisy source.
+        .target(
+            name: "Logging", dependencies: ["RoadSaveModel", "RecordCodecs", "TerminalProgress"], path: "Shared/Logging"
+        ),
+        // Command lines and settings: the option parser, typed settings (flag, environment variable, file key, default),
+        // the values given for them and their help.
+        .target(name: "Settings", dependencies: ["RoadSaveModel"], path: "Shared/Settings"),
         // Gateway-side code shared by the simulator, the recording converters and `roadsave send`: the impact trigger,
         // the watermark, and which ingest a device's records go to (the device hash of PROTOCOL §1, hence Wire).
         .target(name: "GatewayKit", dependencies: ["RoadSaveModel", "Wire"], path: "Shared/GatewayKit"),
@@ -43,43 +56,46 @@ let package = Package(
         // ZeroMQ in Swift: sockets owned by one reactor thread each.
         .target(name: "ZeroMQ", dependencies: ["CZeroMQ", "SystemKit"], path: "Shared/ZeroMQ"),
         // The wire format between gateways, services and subscribers: MessagePack or JSON bodies, multipart envelopes.
-        .target(name: "Wire", dependencies: ["RoadSaveModel", "CMessagePack"], path: "Shared/Wire"),
+        .target(name: "Wire", dependencies: ["RoadSaveModel", "RecordCodecs", "CMessagePack"], path: "Shared/Wire"),
         // Pull feeds between the services: a consumer asks for the items after a position; nothing can be dropped.
-        .target(name: "Feeds", dependencies: ["RoadSaveModel", "Wire", "ZeroMQ"], path: "Shared/Feeds"),
+        .target(name: "Feeds", dependencies: ["RoadSaveModel", "Logging", "Wire", "ZeroMQ"], path: "Shared/Feeds"),
 
         // Detection: the pure, deterministic trip and crash engines and the per-device session.
-        .target(name: "DetectionEngine", dependencies: ["RoadSaveModel"], path: "Services/Detection/Engine"),
+        .target(
+            name: "DetectionEngine", dependencies: ["RoadSaveModel", "RecordCodecs", "Logging", "Settings"],
+            path: "Services/Detection/Engine"),
         // The RoadSave platform over HTTP (settings and crash evaluation), for the service shells.
         .target(
-            name: "PlatformHTTP", dependencies: ["RoadSaveModel", "DetectionEngine"],
+            name: "PlatformHTTP", dependencies: ["RoadSaveModel", "RecordCodecs", "Settings", "DetectionEngine"],
             path: "Services/Detection/PlatformHTTP"),
 
         // What every service process shares: configuration, signals, the run loop of a service.
         .target(
-            name: "ServiceKit", dependencies: ["RoadSaveModel", "ZeroMQ", "Metrics", "Feeds", "SystemKit"],
+            name: "ServiceKit",
+            dependencies: ["RecordCodecs", "Logging", "Settings", "ZeroMQ", "Metrics", "Feeds", "SystemKit"],
             path: "Shared/ServiceKit"),
         // sensor-ingest: validates, acknowledges and publishes gateways' records.
         .target(
             name: "IngestService",
             dependencies: [
-                "RoadSaveModel", "ServiceKit", "Metrics", "Wire", "ZeroMQ", "Storage", "Feeds", "SystemKit",
+                "RoadSaveModel", "RecordCodecs", "Logging", "Settings", "ServiceKit", "Metrics", "Wire", "ZeroMQ",
+                "Storage", "Feeds", "SystemKit",
             ],
             path: "Services/Ingest"),
         // detection's service shell around the engines.
         .target(
             name: "DetectionService",
             dependencies: [
-                "DetectionEngine", "PlatformHTTP", "RoadSaveModel", "ServiceKit", "Metrics", "Wire", "ZeroMQ",
-                "Storage",
-                "Feeds", "CZstd", "SystemKit",
+                "DetectionEngine", "PlatformHTTP", "RoadSaveModel", "RecordCodecs", "Logging", "Settings", "ServiceKit",
+                "Metrics", "Wire", "ZeroMQ", "Storage", "Feeds", "CZstd", "SystemKit",
             ],
             path: "Services/Detection/Service"),
         // notifier's service shell around the sinks.
         .target(
             name: "NotifierService",
             dependencies: [
-                "NotifierSinks", "RoadSaveModel", "ServiceKit", "Metrics", "Wire", "ZeroMQ", "Storage", "Feeds",
-                "SystemKit",
+                "NotifierSinks", "RoadSaveModel", "RecordCodecs", "Logging", "Settings", "ServiceKit", "Metrics",
+                "Wire", "ZeroMQ", "Storage", "Feeds", "SystemKit",
             ],
             path: "Services/Notifier/Service"),
         // The service commands and the gateway/subscriber/control clients (roadsave ingest|detect|notify|up|send|tail|ctl).
@@ -87,7 +103,8 @@ let package = Package(
             name: "ServiceCommands",
             dependencies: [
                 "IngestService", "DetectionService", "NotifierService", "ServiceKit", "Metrics", "Wire", "ZeroMQ",
-                "RoadSaveModel", "CProcessControl", "Storage", "TerminalProgress", "GatewayKit", "SystemKit",
+                "RoadSaveModel", "RecordCodecs", "Logging", "Settings", "CProcessControl", "Storage",
+                "TerminalProgress", "GatewayKit", "SystemKit",
             ],
             path: "Services/Commands"),
         .executableTarget(
@@ -99,37 +116,48 @@ let package = Package(
 
         // Notifier: the sinks that deliver events (ZeroMQ PUB, webhooks, NDJSON).
         .target(
-            name: "NotifierSinks", dependencies: ["RoadSaveModel", "CSodium", "ZeroMQ", "Wire", "SystemKit"],
+            name: "NotifierSinks",
+            dependencies: ["RoadSaveModel", "RecordCodecs", "Logging", "CSodium", "ZeroMQ", "Wire", "SystemKit"],
             path: "Services/Notifier/Sinks"),
 
         // Replay: the engines over a recorded file (NDJSON or MessagePack), in one process.
         .target(
             name: "Replay",
-            dependencies: ["RoadSaveModel", "DetectionEngine", "PlatformHTTP", "Wire", "TerminalProgress"],
+            dependencies: [
+                "RoadSaveModel", "RecordCodecs", "Logging", "Settings", "DetectionEngine", "PlatformHTTP", "Wire",
+                "TerminalProgress",
+            ],
             path: "Services/Replay"),
         // Reports: the engines over a recording, drawn (HTML with inline SVG) and as GeoJSON.
         .target(
-            name: "Report", dependencies: ["RoadSaveModel", "DetectionEngine", "PlatformHTTP", "Replay", "Wire"],
+            name: "Report",
+            dependencies: [
+                "RoadSaveModel", "RecordCodecs", "Logging", "Settings", "DetectionEngine", "PlatformHTTP", "Replay",
+                "Wire",
+            ],
             path: "Services/Report"),
         // Simulation: realistic record streams from a seed.
         .target(name: "Simulator", dependencies: ["GatewayKit", "TerminalProgress"], path: "Services/Simulator"),
         // Converters from the real recordings in ../shared/data to NDJSON records.
         .target(
-            name: "Recordings", dependencies: ["GatewayKit", "RoadSaveModel", "Wire", "TerminalProgress"],
+            name: "Recordings",
+            dependencies: ["GatewayKit", "RoadSaveModel", "RecordCodecs", "Logging", "Wire", "TerminalProgress"],
             path: "Services/Recordings"),
 
         .executableTarget(
             name: "roadsave",
             dependencies: [
-                "RoadSaveModel", "DetectionEngine", "PlatformHTTP", "Replay", "Report", "Simulator",
-                "Recordings", "ServiceCommands",
+                "DetectionEngine", "PlatformHTTP", "Replay", "Report", "Simulator", "Recordings", "ServiceCommands",
             ],
             path: "Services/CLI"),
 
         // The benchmark behind `make bench`.
         .executableTarget(
             name: "roadsave-bench",
-            dependencies: ["RoadSaveModel", "DetectionEngine", "Replay", "Wire", "ZeroMQ", "CMessagePack"],
+            dependencies: [
+                "RoadSaveModel", "RecordCodecs", "Logging", "DetectionEngine", "Replay", "Wire", "ZeroMQ",
+                "CMessagePack",
+            ],
             path: "Services/Bench"),
 
         // What the test targets share: child processes with their outputs, free ports, the built executables, waits
@@ -143,58 +171,77 @@ let package = Package(
             name: "GatewayKitTests", dependencies: ["GatewayKit", "RoadSaveModel"], path: "Tests/GatewayKitTests"),
         .testTarget(name: "MetricsTests", dependencies: ["Metrics"], path: "Tests/MetricsTests"),
         .testTarget(
-            name: "ServiceKitTests", dependencies: ["ServiceKit", "RoadSaveModel"], path: "Tests/ServiceKitTests"),
+            name: "ServiceKitTests", dependencies: ["ServiceKit", "Settings"], path: "Tests/ServiceKitTests"),
         .testTarget(
             name: "DetectionServiceTests",
             dependencies: [
-                "DetectionService", "DetectionEngine", "IngestService", "RoadSaveModel", "Wire", "ZeroMQ",
-                "Storage", "Feeds", "SystemKit",
+                "DetectionService", "DetectionEngine", "IngestService", "RoadSaveModel", "RecordCodecs", "Logging",
+                "Wire", "ZeroMQ", "Storage", "Feeds", "SystemKit",
             ],
             path: "Tests/DetectionServiceTests"),
         .testTarget(name: "StorageTests", dependencies: ["Storage"], path: "Tests/StorageTests"),
         .testTarget(
-            name: "FeedTests", dependencies: ["Feeds", "Wire", "ZeroMQ", "RoadSaveModel"], path: "Tests/FeedTests"),
+            name: "FeedTests", dependencies: ["Feeds", "Wire", "ZeroMQ", "RoadSaveModel", "RecordCodecs", "Logging"],
+            path: "Tests/FeedTests"),
         .testTarget(
             name: "IngestTests",
-            dependencies: ["IngestService", "Storage", "Feeds", "Wire", "ZeroMQ", "RoadSaveModel", "SystemKit"],
+            dependencies: [
+                "IngestService", "Storage", "Feeds", "Wire", "ZeroMQ", "RoadSaveModel", "RecordCodecs", "Logging",
+                "Settings", "SystemKit",
+            ],
             path: "Tests/IngestTests"),
         .testTarget(
             name: "NotifierTests",
             dependencies: [
                 "NotifierService", "NotifierSinks", "Storage", "Feeds", "Wire", "ZeroMQ", "RoadSaveModel",
-                "ServiceKit", "SystemKit", "RoadSaveTestKit",
+                "RecordCodecs", "Logging", "Settings", "ServiceKit", "SystemKit", "RoadSaveTestKit",
             ],
             path: "Tests/NotifierTests"),
         .testTarget(
             name: "ZeroMQTests", dependencies: ["ZeroMQ", "SystemKit", "RoadSaveTestKit"], path: "Tests/ZeroMQTests"),
-        .testTarget(name: "WireTests", dependencies: ["Wire", "RoadSaveModel"], path: "Tests/WireTests"),
         .testTarget(
-            name: "NotifierSinkTests", dependencies: ["NotifierSinks", "RoadSaveModel", "ZeroMQ", "Wire"],
+            name: "WireTests", dependencies: ["Wire", "RoadSaveModel", "RecordCodecs"], path: "Tests/WireTests"),
+        .testTarget(
+            name: "NotifierSinkTests",
+            dependencies: ["NotifierSinks", "RoadSaveModel", "RecordCodecs", "Logging", "ZeroMQ", "Wire"],
             path: "Tests/NotifierSinkTests", exclude: ["Support/webhook_receiver.py"]),
-        .testTarget(name: "ModelTests", dependencies: ["RoadSaveModel", "GatewayKit"], path: "Tests/ModelTests"),
         .testTarget(
-            name: "EngineTests", dependencies: ["RoadSaveModel", "DetectionEngine", "GatewayKit"],
+            name: "ModelTests", dependencies: ["RoadSaveModel", "RecordCodecs", "Logging", "Settings", "GatewayKit"],
+            path: "Tests/ModelTests"),
+        .testTarget(
+            name: "EngineTests",
+            dependencies: ["RoadSaveModel", "Logging", "RecordCodecs", "DetectionEngine", "GatewayKit"],
             path: "Tests/EngineTests"),
-        .testTarget(name: "SimulatorTests", dependencies: ["Simulator"], path: "Tests/SimulatorTests"),
         .testTarget(
-            name: "RecordingConverterTests", dependencies: ["Recordings"], path: "Tests/RecordingConverterTests"),
+            name: "SimulatorTests", dependencies: ["Simulator", "RoadSaveModel", "RecordCodecs"],
+            path: "Tests/SimulatorTests"),
+        .testTarget(
+            name: "RecordingConverterTests", dependencies: ["Recordings", "RoadSaveModel", "RecordCodecs"],
+            path: "Tests/RecordingConverterTests"),
         .testTarget(
             name: "RecordingTests",
-            dependencies: ["Recordings", "RoadSaveModel", "DetectionEngine", "Replay", "GatewayKit"],
+            dependencies: [
+                "Recordings", "RoadSaveModel", "RecordCodecs", "Logging", "DetectionEngine", "Replay", "GatewayKit",
+            ],
             path: "Tests/RecordingTests"),
         // The report's pieces: projection, thinning, escaping, the events file, GeoJSON, what is counted and drawn.
         .testTarget(
-            name: "ReportTests", dependencies: ["Report", "RoadSaveModel", "DetectionEngine", "GatewayKit"],
+            name: "ReportTests",
+            dependencies: ["Report", "RoadSaveModel", "RecordCodecs", "DetectionEngine", "GatewayKit"],
             path: "Tests/ReportTests"),
         // The replay path over simulated fleets, against the simulator's ground truth.
         .testTarget(
-            name: "PipelineTests", dependencies: ["Simulator", "Replay", "DetectionEngine", "RoadSaveModel", "Wire"],
+            name: "PipelineTests",
+            dependencies: [
+                "Simulator", "Replay", "DetectionEngine", "RoadSaveModel", "RecordCodecs", "Logging", "Wire",
+            ],
             path: "Tests/PipelineTests"),
         // The gateway, subscriber, control and supervisor commands against real services.
         .testTarget(
             name: "CommandTests",
             dependencies: [
-                "roadsave", "ServiceCommands", "Wire", "RoadSaveModel", "Storage", "Recordings", "RoadSaveTestKit",
+                "roadsave", "ServiceCommands", "Wire", "RoadSaveModel", "RecordCodecs", "Storage", "Recordings",
+                "RoadSaveTestKit",
             ],
             path: "Tests/CommandTests"),
         // The three services as separate processes on loopback, driven by clients that are not the project's code

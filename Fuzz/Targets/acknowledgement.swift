@@ -1,6 +1,5 @@
 // Acknowledgement.decode, both content types (the first byte chooses: even JSON, odd MessagePack).
 // Property: an acknowledgement read is encoded and read again to an equal one, in either content type.
-import RoadSaveModel
 import Wire
 
 @_cdecl("LLVMFuzzerTestOneInput")

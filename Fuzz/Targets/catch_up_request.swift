@@ -2,7 +2,6 @@
 // this target (the NotifierService module would bring sockets and SQLite).
 // Properties: max stays within 1…maximumMax, waitMs within 0…maximumWait, and a request read is written and read
 // again to an equal one.
-import RoadSaveModel
 import Wire
 
 @_cdecl("LLVMFuzzerTestOneInput")

@@ -3,7 +3,6 @@
 // trip through which the detection store keeps it in its input log.
 import DetectionEngine
 import Foundation
-import RoadSaveModel
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {

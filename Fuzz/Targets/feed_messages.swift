@@ -1,7 +1,6 @@
 // The pull protocol's maps: FeedRequest(frames:) and FeedReplyHeader.parse on arbitrary MessagePack (the first byte
 // chooses: even a request, odd a reply header; the rest is the map's frame).
 // Property: what was read is written and read again to an equal request or header.
-import RoadSaveModel
 import Wire
 
 @_cdecl("LLVMFuzzerTestOneInput")

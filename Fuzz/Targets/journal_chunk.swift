@@ -1,7 +1,6 @@
 // A journal feed item (JournalChunk(item:)): a records array as it is, or the header map ending with the records
 // that ingest writes for a batch that had a gateway header. Property: what was read is written and read again to an
 // equal chunk, and its records are the bytes they were.
-import RoadSaveModel
 import Wire
 
 @_cdecl("LLVMFuzzerTestOneInput")

@@ -1,6 +1,6 @@
 // JSONParser on arbitrary bytes.
 // Properties: a parsed value written as JSON text parses back equal, and so does its MessagePack form.
-import RoadSaveModel
+import RecordCodecs
 import Wire
 
 @_cdecl("LLVMFuzzerTestOneInput")

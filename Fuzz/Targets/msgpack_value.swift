@@ -1,6 +1,7 @@
 // MessagePack.decode and decodeRecords on arbitrary bytes.
 // Properties: a decoded value encodes and decodes to an equal value, and its JSON text parses back to it; when the
 // document is an array, decodeRecords reads the same elements, each to the record RecordDecoding makes of it.
+import RecordCodecs
 import RoadSaveModel
 import Wire
 

@@ -2,7 +2,6 @@
 // Properties: the acknowledgement counts every element; each accepted record, written again in the same content type,
 // reads back equal (MessagePack carries doubles exactly) or, for JSON (which rounds to PROTOCOL §2's precision),
 // reads back to a record that then stays the same.
-import RoadSaveModel
 import Wire
 
 @_cdecl("LLVMFuzzerTestOneInput")

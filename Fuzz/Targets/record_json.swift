@@ -1,6 +1,7 @@
 // RecordDecoding.record(fromJSON:) on arbitrary bytes (one NDJSON line).
 // Properties: a record written as PROTOCOL §2 JSON (`json()`) reads back, of the same kind and device, with every
 // number within the documented precision; written again it is byte for byte the same.
+import RecordCodecs
 import RoadSaveModel
 import Wire
 

@@ -1,5 +1,4 @@
 import Foundation
-import RoadSaveModel
 import Wire
 import ZeroMQ
 

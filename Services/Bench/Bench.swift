@@ -1,8 +1,9 @@
 import CMessagePack
 import DetectionEngine
 import Foundation
+import Logging
+import RecordCodecs
 import Replay
-import RoadSaveModel
 import Wire
 
 /// `roadsave-bench FILE.ndjson`: how fast records are decoded and replayed, from NDJSON and from MessagePack, each

@@ -1,5 +1,6 @@
 import DetectionEngine
 import Foundation
+import RecordCodecs
 import RoadSaveModel
 
 /// `roadsave-bench engines FILE.ndjson`: the per-device engines alone (ordering, session, trip, ride, whereabouts,

@@ -2,7 +2,6 @@ import Foundation
 import Recordings
 import Replay
 import Report
-import RoadSaveModel
 import ServiceCommands
 import Simulator
 

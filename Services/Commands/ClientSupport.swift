@@ -1,5 +1,6 @@
-import RoadSaveModel
+import Logging
 import ServiceKit
+import Settings
 import SystemKit
 import TerminalProgress
 import ZeroMQ

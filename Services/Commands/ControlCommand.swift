@@ -1,6 +1,9 @@
 import Foundation
+import Logging
+import RecordCodecs
 import RoadSaveModel
 import ServiceKit
+import Settings
 import Wire
 import ZeroMQ
 

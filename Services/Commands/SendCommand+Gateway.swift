@@ -1,5 +1,5 @@
 import GatewayKit
-import RoadSaveModel
+import Logging
 import ServiceKit
 import SystemKit
 import TerminalProgress

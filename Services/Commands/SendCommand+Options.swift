@@ -1,6 +1,7 @@
 import GatewayKit
-import RoadSaveModel
+import Logging
 import ServiceKit
+import Settings
 import TerminalProgress
 import Wire
 import ZeroMQ

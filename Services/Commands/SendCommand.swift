@@ -1,4 +1,5 @@
 import GatewayKit
+import Logging
 import RoadSaveModel
 import ServiceKit
 import TerminalProgress

@@ -2,8 +2,8 @@ import DetectionService
 import Foundation
 import IngestService
 import NotifierService
-import RoadSaveModel
 import ServiceKit
+import Settings
 import Storage
 
 extension IngestService: RunnableService {}

@@ -1,5 +1,5 @@
+import Logging
 import NotifierService
-import RoadSaveModel
 import ServiceKit
 import SystemKit
 import Wire

@@ -1,6 +1,7 @@
+import Logging
 import NotifierService
-import RoadSaveModel
 import ServiceKit
+import Settings
 import Wire
 import ZeroMQ
 

@@ -1,4 +1,6 @@
+import Logging
 import NotifierService
+import RecordCodecs
 import RoadSaveModel
 import ServiceKit
 import SystemKit

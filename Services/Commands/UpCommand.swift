@@ -1,7 +1,8 @@
 import Foundation
+import Logging
 import Metrics
-import RoadSaveModel
 import ServiceKit
+import Settings
 import Storage
 import ZeroMQ
 

@@ -1,6 +1,7 @@
 import Foundation
+import Logging
 import Metrics
-import RoadSaveModel
+import RecordCodecs
 import ServiceKit
 import Storage
 import SystemKit

@@ -1,7 +1,8 @@
 import Feeds
 import Foundation
+import Logging
 import Metrics
-import RoadSaveModel
+import RecordCodecs
 import ServiceKit
 import Storage
 import SystemKit

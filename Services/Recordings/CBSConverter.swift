@@ -4,6 +4,7 @@
 // accuracy or course, and the diary is minute-resolution.
 
 import Foundation
+import Logging
 import RoadSaveModel
 
 /// A run of GPS points with the same diary label (stop flag and mode).

@@ -2,6 +2,7 @@
 // report on stderr. Exit 0 on success, 2 for bad options and for files that cannot be read or converted.
 
 import Foundation
+import RecordCodecs
 import RoadSaveModel
 import TerminalProgress
 import Wire

@@ -2,6 +2,7 @@
 // from the recording and what was derived or assumed, so a test or a person reading the output knows what it stands on.
 
 import GatewayKit
+import RecordCodecs
 import RoadSaveModel
 
 public enum Dataset: String, Sendable, CaseIterable {

@@ -2,6 +2,7 @@
 // field), and the three shapes an activity entry comes in.
 
 import Foundation
+import RecordCodecs
 
 extension EmissionConverter {
     /// Reads one day. An entry that is not an object, a value of the wrong type, a position out of range or an unknown

@@ -6,6 +6,7 @@
 // the edges of its window, which is where the few impossible values (a negative speed, bearings over 360°) come from.
 
 import Foundation
+import RecordCodecs
 import RoadSaveModel
 
 public enum EnvirocarConverter: RecordingBytesConverter {

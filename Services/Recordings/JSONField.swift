@@ -1,7 +1,7 @@
 // A value of a parsed JSON recording together with the path that leads to it (`features[3].properties.time`), so the
 // JSON converters can say which field of which file is wrong instead of "the data couldn't be read".
 
-import RoadSaveModel
+import RecordCodecs
 
 struct JSONField {
     let value: JSONValue

@@ -1,5 +1,5 @@
 // The order records are sent in: one device's records in device order (numbered by `ConvertedRecording`), and several
-// converted devices merged into one stream by time. The lines themselves are `SensorRecord.json()` (RoadSaveModel).
+// converted devices merged into one stream by time. The lines themselves are `SensorRecord.json()` (RecordCodecs).
 
 import RoadSaveModel
 

@@ -5,6 +5,7 @@
 
 import Foundation
 import GatewayKit
+import Logging
 import RoadSaveModel
 
 public enum TMDConverter {

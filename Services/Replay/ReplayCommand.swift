@@ -1,7 +1,9 @@
 import DetectionEngine
 import Foundation
+import Logging
 import PlatformHTTP
-import RoadSaveModel
+import RecordCodecs
+import Settings
 import TerminalProgress
 import Wire
 

@@ -1,4 +1,6 @@
 import DetectionEngine
+import Logging
+import RecordCodecs
 import RoadSaveModel
 
 /// Runs the detection engines over recorded records in one process: a thin shell around `DeviceFleet` (the same

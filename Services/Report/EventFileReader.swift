@@ -1,3 +1,4 @@
+import RecordCodecs
 import RoadSaveModel
 
 /// Reads a file of events as NDJSON: what `roadsave replay` prints, what the notifier's NDJSON sink writes, or what

@@ -1,3 +1,4 @@
+import RecordCodecs
 import RoadSaveModel
 
 /// The trips and crashes as a GeoJSON FeatureCollection (RFC 7946), for QGIS, kepler.gl or geojson.io:

@@ -1,3 +1,4 @@
+import RecordCodecs
 import RoadSaveModel
 
 /// A device's map as SVG: its track, each trip in its own colour with its start (an open circle) and end (a filled

@@ -1,3 +1,4 @@
+import RecordCodecs
 import RoadSaveModel
 
 /// Text into HTML and SVG: everything that comes from the input (device IDs, trip and crash IDs, reasons) goes

@@ -1,3 +1,4 @@
+import RecordCodecs
 import RoadSaveModel
 
 /// The report as one self-contained HTML page: inline CSS and SVG, no script, nothing fetched (its

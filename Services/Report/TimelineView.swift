@@ -1,3 +1,4 @@
+import RecordCodecs
 import RoadSaveModel
 
 /// A device's timeline as SVG, over the time of its records: GPS speed (km/h) as a line, the trips as spans in their

@@ -1,4 +1,4 @@
-import RoadSaveModel
+import Logging
 import Wire
 import ZeroMQ
 

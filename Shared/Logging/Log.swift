@@ -1,3 +1,5 @@
+import RecordCodecs
+import RoadSaveModel
 import TerminalProgress
 
 #if canImport(Glibc)

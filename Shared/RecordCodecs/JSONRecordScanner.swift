@@ -1,3 +1,5 @@
+import RoadSaveModel
+
 /// One NDJSON line → `RecordFields`, in one pass over the bytes: no `JSONValue`, no allocation but the strings a
 /// record keeps (and short identifiers and enumerated values are not even that). It handles the shape records have
 /// (an object of scalars, `samples` an array of four-number arrays) and says `nil` to anything else — escapes in a

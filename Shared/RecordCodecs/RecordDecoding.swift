@@ -1,3 +1,5 @@
+import RoadSaveModel
+
 /// Validation of sensor records against PROTOCOL §2: one validator (`record(from: RecordFields)`) for every input
 /// format. The readers only find the members (`RecordFields`); the rules and the errors (naming the field and
 /// saying why, for error lines and acks) live here once.

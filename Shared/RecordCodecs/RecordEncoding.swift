@@ -1,3 +1,5 @@
+import RoadSaveModel
+
 /// Sensor records as PROTOCOL §2 JSON: the inverse of `RecordDecoding`, built on `JSONObjectWriter` so lines are
 /// byte-for-byte repeatable (members in a fixed order, numbers at a fixed precision).
 ///

@@ -1,3 +1,5 @@
+import RoadSaveModel
+
 /// The members of one record (PROTOCOL §2) as a reader found them, before validation: one flat value per known field,
 /// filled by whichever reader saw the record (`JSONRecordScanner` over NDJSON bytes, `MessagePackRecordScanner` over
 /// MessagePack bytes, or `init(members:)` over a parsed `JSONValue`), then checked by the one validator,

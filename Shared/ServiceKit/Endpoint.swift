@@ -1,5 +1,6 @@
 import Foundation
-import RoadSaveModel
+import Logging
+import Settings
 
 /// Checks of ZeroMQ endpoints given in configuration, so a typo is reported at start, not as a bind error later.
 public enum Endpoint {

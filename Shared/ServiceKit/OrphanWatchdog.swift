@@ -1,5 +1,5 @@
 import Foundation
-import RoadSaveModel
+import Logging
 import SystemKit
 
 #if canImport(Glibc)

@@ -1,4 +1,4 @@
-import RoadSaveModel
+import Logging
 import ZeroMQ
 
 /// What every socket that takes outside connections gets (gateways, control, subscribers, catch-up), in one line where

@@ -1,5 +1,5 @@
+import Logging
 import Metrics
-import RoadSaveModel
 import ZeroMQ
 
 /// How every service shell runs its reactor: the metrics endpoint is served from before the loop starts (so that

@@ -1,6 +1,7 @@
 import Foundation
+import Logging
 import Metrics
-import RoadSaveModel
+import Settings
 import ZeroMQ
 
 #if canImport(Glibc)

@@ -1,5 +1,6 @@
 import Foundation
-import RoadSaveModel
+import Logging
+import Settings
 
 #if canImport(Glibc)
     import Glibc

@@ -1,4 +1,4 @@
-import RoadSaveModel
+import Logging
 import ZeroMQ
 
 /// The CurveZMQ guard of a service: one ZAP handler on the service's reactor (before any socket it protects is bound,

@@ -1,3 +1,5 @@
+import RoadSaveModel
+
 /// The options part of a usage text, from the settings themselves, so `--help` shows the defaults the code uses.
 public enum SettingHelp {
     /// A service's options: each with its environment variable and file key (flags, environment and a file all work).

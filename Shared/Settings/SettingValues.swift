@@ -1,3 +1,5 @@
+import RoadSaveModel
+
 /// The values given for a list of settings: from flags, the environment and a config file, in that order of
 /// precedence, each remembering where it came from. A typed lookup parses the text given, or takes the setting's
 /// default; `describe()` shows them all with secrets masked. A command that reads flags only (`roadsave replay`)

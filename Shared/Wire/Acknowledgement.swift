@@ -1,4 +1,4 @@
-import RoadSaveModel
+import RecordCodecs
 
 /// One record of a batch that was not accepted: its 0-based index in the batch (-1 when the batch as a whole could
 /// not be read), the field at fault, and why.

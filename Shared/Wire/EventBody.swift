@@ -1,3 +1,4 @@
+import RecordCodecs
 import RoadSaveModel
 
 /// An event as a MessagePack map: how detection keeps the events in its outbox and serves them on its feed, and how

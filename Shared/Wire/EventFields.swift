@@ -1,3 +1,4 @@
+import RecordCodecs
 import RoadSaveModel
 
 /// Typed access to an event body's members, with errors that name the member (`EventBody.decode`'s reader; internal

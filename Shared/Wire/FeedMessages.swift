@@ -1,3 +1,4 @@
+import RecordCodecs
 import RoadSaveModel
 
 /// The pull protocol between the services (ingest's journal → detection, detection's outbox → notifier): a consumer

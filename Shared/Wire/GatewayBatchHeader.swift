@@ -1,3 +1,4 @@
+import RecordCodecs
 import RoadSaveModel
 
 /// The optional fourth frame of a gateway batch, `[batchID, contentType, body, header]`: the gateway's own word on

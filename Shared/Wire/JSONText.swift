@@ -1,4 +1,4 @@
-import RoadSaveModel
+import RecordCodecs
 
 /// `JSONValue` ⇄ JSON text.
 ///

@@ -1,4 +1,4 @@
-import RoadSaveModel
+import RecordCodecs
 
 /// One item of sensor-ingest's journal feed: the records one gateway batch had for one shard, and the batch's
 /// header (`GatewayBatchHeader`) when the gateway sent one.

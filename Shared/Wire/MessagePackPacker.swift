@@ -1,5 +1,5 @@
 import CMessagePack
-import RoadSaveModel
+import RecordCodecs
 
 #if canImport(Glibc)
     import Glibc

@@ -1,4 +1,5 @@
 import CMessagePack
+import RecordCodecs
 import RoadSaveModel
 
 #if canImport(Glibc)

@@ -1,4 +1,5 @@
 import CMessagePack
+import RecordCodecs
 import RoadSaveModel
 
 /// Turns msgpack-c objects (already checked by `Scan`) into `JSONValue`s. `base` is the start of the input, so a

@@ -1,3 +1,4 @@
+import RecordCodecs
 import RoadSaveModel
 
 /// The content types of a gateway batch (PROTOCOL §7), as they appear in the batch's `contentType` frame.

@@ -1,3 +1,4 @@
+import RecordCodecs
 import RoadSaveModel
 
 #if canImport(Glibc)

@@ -1,5 +1,5 @@
 import Foundation
-import RoadSaveModel
+import RecordCodecs
 import RoadSaveTestKit
 import Testing
 import Wire

@@ -1,5 +1,6 @@
 import DetectionEngine
 import Foundation
+import RecordCodecs
 import RoadSaveModel
 import Testing
 

@@ -1,5 +1,6 @@
 import DetectionEngine
 import Foundation
+import Logging
 import RoadSaveModel
 import Storage
 import Testing

@@ -1,4 +1,5 @@
 import DetectionEngine
+import RecordCodecs
 import RoadSaveModel
 import Testing
 

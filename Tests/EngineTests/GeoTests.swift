@@ -1,4 +1,3 @@
-import RoadSaveModel
 import Testing
 
 @testable import DetectionEngine

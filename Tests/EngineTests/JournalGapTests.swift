@@ -1,5 +1,4 @@
 import Foundation
-import RoadSaveModel
 import Testing
 
 @testable import DetectionEngine

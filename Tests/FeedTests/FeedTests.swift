@@ -1,5 +1,7 @@
 import Feeds
 import Foundation
+import Logging
+import RecordCodecs
 import RoadSaveModel
 import Testing
 import Wire

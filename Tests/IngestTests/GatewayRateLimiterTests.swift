@@ -1,4 +1,3 @@
-import RoadSaveModel
 import Testing
 import Wire
 

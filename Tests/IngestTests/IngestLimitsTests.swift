@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import Logging
 import RoadSaveModel
 import Storage
 import Testing

@@ -1,5 +1,6 @@
 import Feeds
 import Foundation
+import Logging
 import RoadSaveModel
 import Storage
 import SystemKit

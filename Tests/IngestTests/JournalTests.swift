@@ -1,6 +1,5 @@
 import Feeds
 import Foundation
-import RoadSaveModel
 import Storage
 import Testing
 import Wire

@@ -1,7 +1,6 @@
 import Foundation
+import RoadSaveModel
 import Testing
-
-@testable import RoadSaveModel
 
 /// The thresholds of driving behaviour in a settings document: a nested `behaviour` object naming only what it
 /// changes, each checked with an error naming the field.

@@ -1,6 +1,6 @@
+import RoadSaveModel
+import Settings
 import Testing
-
-@testable import RoadSaveModel
 
 @Suite("CommandLineOptions")
 struct CommandLineOptionsTests {

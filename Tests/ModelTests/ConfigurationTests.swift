@@ -1,6 +1,5 @@
+import RoadSaveModel
 import Testing
-
-@testable import RoadSaveModel
 
 @Suite("RoadSaveConfiguration")
 struct RoadSaveConfigurationTests {

@@ -1,7 +1,6 @@
 import Foundation
+import RoadSaveModel
 import Testing
-
-@testable import RoadSaveModel
 
 @Suite("DetectionSettings")
 struct DetectionSettingsTests {

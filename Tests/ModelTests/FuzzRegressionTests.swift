@@ -1,6 +1,5 @@
+import RecordCodecs
 import Testing
-
-@testable import RoadSaveModel
 
 /// Inputs found by the fuzz targets (Fuzz/), kept so that what they broke stays fixed.
 @Suite("Fuzz regressions: RecordDecoding")

@@ -1,7 +1,6 @@
 import Foundation
+import RoadSaveModel
 import Testing
-
-@testable import RoadSaveModel
 
 // Expected instants are computed by hand, with the day arithmetic in the comments:
 // days from 1970-01-01 = 365 × years + leap days in between + days into the year.

@@ -1,5 +1,6 @@
 // The record decoder as it was before issue 9 (JSONValue → validation), kept frozen as the reference that the
 // shared validator (RecordDecoding over RecordFields) and the fast scanners are compared with.
+import RecordCodecs
 import RoadSaveModel
 
 /// Validation of sensor records against PROTOCOL §2. The same rules serve JSON and (later) MessagePack, since

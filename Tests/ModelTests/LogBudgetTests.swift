@@ -1,4 +1,4 @@
-import RoadSaveModel
+import Logging
 import Testing
 
 /// The budget of the connection log lines: a flood is logged in `limit` lines a window, the rest counted once.

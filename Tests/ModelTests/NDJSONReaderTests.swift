@@ -1,7 +1,6 @@
 import Foundation
+import RecordCodecs
 import Testing
-
-@testable import RoadSaveModel
 
 @Suite("NDJSONLineReader")
 struct NDJSONLineReaderTests {

@@ -1,6 +1,6 @@
+import RecordCodecs
+import RoadSaveModel
 import Testing
-
-@testable import RoadSaveModel
 
 @Suite("RecordDecoding: valid records")
 struct RecordDecodingValidTests {

@@ -1,8 +1,8 @@
 import Foundation
 import GatewayKit
+import RecordCodecs
+import RoadSaveModel
 import Testing
-
-@testable import RoadSaveModel
 
 /// Records at the encoder's precision (`SensorRecord.Precision`: t 3, lat/lon 7, speed 2, course 1, hacc 1, g values
 /// 4, durationMs 1, sample dt 4 decimals) decode back to themselves.

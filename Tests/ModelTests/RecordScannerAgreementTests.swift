@@ -1,7 +1,7 @@
 import Foundation
+import RecordCodecs
+import RoadSaveModel
 import Testing
-
-@testable import RoadSaveModel
 
 /// The fast NDJSON path (`JSONRecordScanner` + the shared validator) against the decoder as it was before issue 9
 /// (`LegacyRecordDecoding`: `JSONParser` → `JSONValue` → its own validation), record by record: the same record

@@ -1,7 +1,7 @@
 import Foundation
+import RecordCodecs
+import RoadSaveModel
 import Testing
-
-@testable import RoadSaveModel
 
 /// Events used by several tests, with their expected dates computed by hand (see ISO8601Tests' `Instants`).
 enum SampleEvents {

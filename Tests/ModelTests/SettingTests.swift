@@ -1,6 +1,5 @@
+import Settings
 import Testing
-
-@testable import RoadSaveModel
 
 /// `Setting<Value>` and `SettingValues`: typed values, their checks, where a value comes from, and how they are shown.
 @Suite struct SettingTests {

@@ -1,5 +1,5 @@
 import Foundation
-import RoadSaveModel
+import RecordCodecs
 import Testing
 
 /// `StreamingJSONEncoder`: JSON that JSONDecoder reads back as the value JSONEncoder's output gives, and a refusal

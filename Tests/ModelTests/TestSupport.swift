@@ -1,6 +1,6 @@
+import RecordCodecs
+import RoadSaveModel
 import Testing
-
-@testable import RoadSaveModel
 
 // Helpers shared by the model tests.
 

@@ -1,5 +1,4 @@
 import NotifierSinks
-import RoadSaveModel
 import Testing
 
 @Suite struct MemorySinkTests {

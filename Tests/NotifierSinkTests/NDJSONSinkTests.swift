@@ -1,4 +1,5 @@
 import Foundation
+import RecordCodecs
 import RoadSaveModel
 import Testing
 

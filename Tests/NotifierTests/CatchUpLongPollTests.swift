@@ -1,5 +1,6 @@
 import Foundation
-import RoadSaveModel
+import Logging
+import RecordCodecs
 import RoadSaveTestKit
 import SystemKit
 import Testing

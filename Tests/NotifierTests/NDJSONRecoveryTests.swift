@@ -1,5 +1,6 @@
 import Foundation
 import NotifierSinks
+import RecordCodecs
 import RoadSaveModel
 import Testing
 

@@ -1,5 +1,5 @@
-import RoadSaveModel
 import ServiceKit
+import Settings
 import Testing
 
 @testable import NotifierService

@@ -1,7 +1,8 @@
 import DetectionEngine
 import Foundation
+import Logging
+import RecordCodecs
 import Replay
-import RoadSaveModel
 import Simulator
 import Testing
 import Wire

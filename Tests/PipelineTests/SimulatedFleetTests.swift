@@ -1,5 +1,6 @@
 import DetectionEngine
 import Foundation
+import Logging
 import Replay
 import RoadSaveModel
 import Simulator

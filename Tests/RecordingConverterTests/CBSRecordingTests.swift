@@ -3,6 +3,7 @@
 
 import Foundation
 import Recordings
+import RoadSaveModel
 import Testing
 
 @Suite("CBS recordings", .enabled(if: SharedData.isAvailable, sharedDataAbsent))

@@ -4,6 +4,7 @@
 
 import Foundation
 import Recordings
+import RoadSaveModel
 import Testing
 
 @Suite("enviroCar recordings", .enabled(if: SharedData.has(.envirocar), datasetAbsent(.envirocar)))

@@ -5,6 +5,7 @@
 
 import Foundation
 import Recordings
+import RoadSaveModel
 import Testing
 
 @Suite("MobilityNet recordings", .enabled(if: SharedData.has(.mobilitynet), datasetAbsent(.mobilitynet)))

@@ -1,6 +1,7 @@
 // Parsing and writing on small in-memory inputs: these run everywhere, with or without ../shared/data.
 
 import Foundation
+import RecordCodecs
 import Recordings
 import RoadSaveModel
 import Testing

@@ -1,6 +1,7 @@
 // Shared checks: every converted line must be a PROTOCOL §2 record that a JSON reader other than our own writer accepts.
 
 import Foundation
+import RecordCodecs
 import Recordings
 import RoadSaveModel
 import Testing

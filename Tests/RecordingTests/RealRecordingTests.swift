@@ -1,5 +1,7 @@
 import DetectionEngine
 import Foundation
+import Logging
+import RecordCodecs
 import Recordings
 import Replay
 import RoadSaveModel

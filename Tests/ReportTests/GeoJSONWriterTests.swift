@@ -1,4 +1,4 @@
-import RoadSaveModel
+import RecordCodecs
 import Testing
 
 @testable import Report

@@ -1,5 +1,5 @@
 import Foundation
-import RoadSaveModel
+import Settings
 import Testing
 
 @testable import ServiceKit

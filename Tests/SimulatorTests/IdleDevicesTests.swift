@@ -2,6 +2,7 @@
 // the active devices, whose records stay exactly as without them.
 
 import Foundation
+import RecordCodecs
 import RoadSaveModel
 import Simulator
 import Testing

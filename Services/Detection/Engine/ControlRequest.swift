@@ -1,3 +1,4 @@
+import RecordCodecs
 import RoadSaveModel
 
 /// A control command (PROTOCOL §7): `{"command": …, "app": …, "user": …, other arguments}`; `user` may be left out

@@ -1,3 +1,4 @@
+import Logging
 import RoadSaveModel
 
 /// When a checkpoint is taken, and when a stop ends.

@@ -1,3 +1,4 @@
+import Logging
 import RoadSaveModel
 
 /// When a control command is taken (its settings fetched first if it needs them), and its audit line.

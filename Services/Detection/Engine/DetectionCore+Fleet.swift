@@ -1,3 +1,5 @@
+import Logging
+import RecordCodecs
 import RoadSaveModel
 
 /// Around the fleet: devices out of memory brought back before an input names them; the fleet's actions passed on.

@@ -1,3 +1,6 @@
+import Logging
+import RoadSaveModel
+
 /// Inputs other than a journal's reply and the clock: the start, platform answers, commands, stores, the stop.
 extension DetectionCore {
     // MARK: Inputs

@@ -1,3 +1,6 @@
+import Logging
+import RoadSaveModel
+
 /// A journal's reply and the passing of time: what is read next, gaps, and when the clock decides for devices.
 extension DetectionCore {
     // MARK: Journals and the clock

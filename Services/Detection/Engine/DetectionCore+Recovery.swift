@@ -1,3 +1,5 @@
+import Logging
+
 /// The inputs stored after the checkpoint, re-run one by one before the core goes live.
 extension DetectionCore {
     // MARK: Recovery

@@ -1,3 +1,4 @@
+import RecordCodecs
 import RoadSaveModel
 
 /// detection's decisions, as a value beside `DeviceFleet`: the re-run of the inputs stored after a checkpoint, which

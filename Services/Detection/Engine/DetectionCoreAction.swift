@@ -1,3 +1,4 @@
+import Logging
 import RoadSaveModel
 
 /// What `DetectionCore` asks its shell to do.

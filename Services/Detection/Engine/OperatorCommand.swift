@@ -1,4 +1,4 @@
-import RoadSaveModel
+import RecordCodecs
 
 /// A control command that concerns the detection shard itself rather than an application's devices
 /// (`{"command": "acknowledgeJournalGaps"}`): it names no application, so it is neither a `ControlRequest` nor

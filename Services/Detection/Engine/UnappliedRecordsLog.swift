@@ -1,3 +1,4 @@
+import Logging
 import RoadSaveModel
 
 /// What detection says in its log about records it could not apply (too late for ordering, far in the future): each

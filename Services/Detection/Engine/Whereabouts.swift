@@ -1,5 +1,3 @@
-import RoadSaveModel
-
 /// Where an idle device has been over the last minutes, sampled coarsely, to see how a ride began: a passenger
 /// walks to a stop and waits there for the bus; a driver walks to the car and leaves within a minute, or leaves from
 /// where the phone spent the night. Positions, not speeds: phones without a speed field read walking as rest.

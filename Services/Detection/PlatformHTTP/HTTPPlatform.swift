@@ -1,6 +1,8 @@
 import DetectionEngine
 import Foundation
+import RecordCodecs
 import RoadSaveModel
+import Settings
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking

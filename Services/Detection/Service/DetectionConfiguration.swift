@@ -1,9 +1,10 @@
 import DetectionEngine
 import Foundation
+import Logging
 import Metrics
 import PlatformHTTP
-import RoadSaveModel
 import ServiceKit
+import Settings
 import ZeroMQ
 
 /// detection's settings: flags, environment or a JSON file (see `ServiceConfiguration`).

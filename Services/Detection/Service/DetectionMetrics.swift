@@ -1,6 +1,5 @@
 import DetectionEngine
 import Metrics
-import RoadSaveModel
 
 /// What detection shows on /metrics: the fleet's statistics, the core's counts (events by kind, crash dismissals by
 /// reason, how far behind the journals), and what the shell measures itself, platform calls by kind with their

@@ -1,7 +1,8 @@
 import DetectionEngine
 import Foundation
+import Logging
 import PlatformHTTP
-import RoadSaveModel
+import RecordCodecs
 import ServiceKit
 import ZeroMQ
 

@@ -1,4 +1,5 @@
 import DetectionEngine
+import Logging
 import SystemKit
 import ZeroMQ
 

@@ -1,4 +1,5 @@
 import DetectionEngine
+import Logging
 import RoadSaveModel
 import Wire
 import ZeroMQ

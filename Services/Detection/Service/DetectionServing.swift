@@ -1,7 +1,9 @@
 import DetectionEngine
 import Feeds
 import Foundation
+import Logging
 import Metrics
+import RecordCodecs
 import RoadSaveModel
 import ServiceKit
 import Storage

@@ -1,6 +1,8 @@
 import DetectionEngine
 import Feeds
 import Foundation
+import Logging
+import RecordCodecs
 import RoadSaveModel
 import Storage
 import Wire

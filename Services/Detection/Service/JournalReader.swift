@@ -1,6 +1,6 @@
 import DetectionEngine
 import Feeds
-import RoadSaveModel
+import Logging
 import Wire
 import ZeroMQ
 

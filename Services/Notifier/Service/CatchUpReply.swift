@@ -1,4 +1,4 @@
-import RoadSaveModel
+import RecordCodecs
 import Wire
 
 /// A catch-up reply as a client reads it (the grammar is on `CatchUpRequest`).

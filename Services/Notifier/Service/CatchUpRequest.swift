@@ -1,4 +1,4 @@
-import RoadSaveModel
+import RecordCodecs
 import Wire
 
 /// A catch-up request: a subscriber that was away asks the notifier for the events it missed.

@@ -1,6 +1,6 @@
 import Foundation
+import Logging
 import NotifierSinks
-import RoadSaveModel
 import ZeroMQ
 
 /// The NDJSON file fed from its outbox, so that the file holds each event exactly once across crashes:

@@ -1,7 +1,9 @@
 import Foundation
+import Logging
 import Metrics
-import RoadSaveModel
+import RecordCodecs
 import ServiceKit
+import Settings
 import ZeroMQ
 
 /// notifier's settings: flags, environment or a JSON file (see `ServiceConfiguration`).

@@ -1,6 +1,6 @@
 import Foundation
+import Logging
 import NotifierSinks
-import RoadSaveModel
 import ServiceKit
 import Storage
 import SystemKit

@@ -1,5 +1,5 @@
 import Foundation
-import RoadSaveModel
+import Logging
 import ZeroMQ
 
 /// Feeding the sinks: what each outlet reads from its outbox, how the outlets' reports are stored (one transaction a

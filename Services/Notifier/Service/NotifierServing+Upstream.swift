@@ -1,4 +1,5 @@
 import Feeds
+import Logging
 import RoadSaveModel
 import Wire
 import ZeroMQ

@@ -1,9 +1,9 @@
 import Dispatch
 import Feeds
 import Foundation
+import Logging
 import Metrics
 import NotifierSinks
-import RoadSaveModel
 import ServiceKit
 import Storage
 import Wire

@@ -1,3 +1,5 @@
+import Logging
+import RecordCodecs
 import RoadSaveModel
 import ZeroMQ
 

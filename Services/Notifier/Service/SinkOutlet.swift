@@ -1,5 +1,3 @@
-import RoadSaveModel
-
 /// One sink as its outbox feeds it. Lives on the service's reactor thread: the service reads entries from the
 /// sink's outbox (in position order, a window at a time) and hands them to `take`; the outlet reports, on the reactor
 /// thread, which entries its sink took, and the service deletes those rows.

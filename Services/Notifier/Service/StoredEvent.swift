@@ -1,3 +1,4 @@
+import RecordCodecs
 import RoadSaveModel
 
 /// An event as the notifier's store holds it: its position in the notifier's own stream (the third frame of every

@@ -1,5 +1,7 @@
 import Dispatch
 import Foundation
+import Logging
+import RecordCodecs
 import RoadSaveModel
 import SystemKit
 

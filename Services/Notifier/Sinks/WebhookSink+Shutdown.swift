@@ -1,5 +1,5 @@
 import Foundation
-import RoadSaveModel
+import Logging
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking

@@ -1,4 +1,6 @@
 import Foundation
+import Logging
+import RecordCodecs
 import RoadSaveModel
 import SystemKit
 
