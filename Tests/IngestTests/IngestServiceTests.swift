@@ -230,8 +230,9 @@ import ZeroMQ
         let refused = try await ack("blocked", timeout: 20)
         #expect(refused.acknowledgement.accepted == 0)
         let rejection = try #require(refused.acknowledgement.rejected.first)
-        #expect(refused.acknowledgement.rejected.count == 1 && rejection.index == -1 && rejection.field == "(batch)")
+        #expect(refused.acknowledgement.rejected.count == 1 && rejection.index == -1 && rejection.field == "store")
         #expect(rejection.reason.contains("the journal could not store the batch"), "\(rejection.reason)")
+        #expect(refused.acknowledgement.resendAfterMs == 1000, "a store failure asks for the batch again")
 
         try await reactor.run { loop in
             let blocker = loop.value(SQLiteDatabase.self)!

@@ -9,8 +9,8 @@ Reads sensor records (docs/PROTOCOL.md §2, one JSON object a line, in time orde
 gives each device's records consecutive `seq` numbers when they carry none, and sends them in batches: MessagePack
 frames [batchID, contentType, body, header]. One batch is on its way at a time. It is kept until its
 acknowledgement comes and sent again with the same batchID (and a header computed afresh) when none comes within
---timeout, or after the acknowledgement's retryAfterMs when sensor-ingest limits the gateway's rate. Each header's
-watermark promises that no record older than it follows the batch; the last header says the stream is over.
+--timeout, or after the acknowledgement's retryAfterMs when sensor-ingest limits the gateway's rate or could not
+store it. Each header's watermark promises that no record older than it follows the batch; the last header says the stream is over.
 Prints each acknowledgement as a JSON line; exits 1 when a batch is not acknowledged after --attempts sends.
 Needs pyzmq and msgpack; --key and --server-key are ZeroMQ certificate files (`roadsave keygen`).
 """
@@ -87,7 +87,7 @@ def main():
                 reply_id, reply = socket.recv_multipart()
                 if reply_id == batch_id:  # else a late answer to an earlier send: skipped
                     ack = msgpack.unpackb(reply)
-            if ack is not None and "retryAfterMs" in ack:  # the gateway's rate limit: no verdict, send it again
+            if ack is not None and "retryAfterMs" in ack:  # rate limit or store failure: no verdict, send it again
                 time.sleep(ack["retryAfterMs"] / 1000)
                 continue
             if ack is not None:
