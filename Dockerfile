@@ -6,9 +6,9 @@
 # The package needs a Swift 6 toolchain; pass --build-arg SWIFT_IMAGE=swift:6.x-bookworm to match the one the
 # project is developed with if 6.0 lags behind it. Without a registry (the development machines), the base images
 # are made locally and passed as build arguments: `make container-test` (scripts/container-test.sh) makes the
-# runtime base with debootstrap and builds the executables on the host (BINARIES below); see "Containers" in the
-# README. Every apt-get step installs only the packages the base image lacks, so a base that has them all needs
-# no network.
+# runtime base with debootstrap and builds the executables on the host (BINARIES below); see "Containers" in
+# docs/operating.md. Every apt-get step installs only the packages the base image lacks, so a base that has them all
+# needs no network.
 
 ARG SWIFT_IMAGE=swift:6.0-bookworm
 ARG RUNTIME_IMAGE=debian:bookworm-slim

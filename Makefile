@@ -98,8 +98,8 @@ FUZZ_SMOKE_SECONDS ?= 3
 fuzz-smoke: deps
 	Fuzz/fuzz.sh run $(FUZZ_SMOKE_SECONDS)
 
-## docs/report.png, the README's picture of a report: the report test's day recording, drawn by `roadsave report`
-## and photographed in headless Chromium (after the test's checks pass on it).
+## docs/report.png, the picture of a report in the README and docs/replay-and-reports.md: the report test's day
+## recording, drawn by `roadsave report` and photographed in headless Chromium (after the test's checks pass on it).
 report-picture: deps
 	$(SWIFT) build --product roadsave
 	python3 scripts/test_report.py --roadsave $(BIN) --screenshot docs/report.png

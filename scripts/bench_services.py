@@ -8,7 +8,7 @@ detection's throughput with one and two shards.
                                     [--window 16] [--client auto|send|python] [--probes 60] [--no-keys]
                                     [--json FILE]
 
-Prints (and with --json writes as a list of figures, see README):
+Prints (and with --json writes as a list of figures, see docs/benchmarks.md):
   - clients:   the bare path fed by `roadsave send` (MessagePack file, --window batches in flight) and by the Python
                flood gateway (Tests/IntegrationTests/Support/flood_gateway.py): the faster one feeds both paths;
   - bare:      records a second acknowledged by `roadsave-bench ack-server` (receive, unpack and validate with

@@ -48,10 +48,10 @@ AFTER_A_DRIVE = {"boardedAwayFromCar"}
 PARKED_CAR_VALIDITY = 12 * 3600
 # (transportReason, transportSigns) of every trip replayed: what the engine decided on the signs.
 VERDICTS = []
-# Where each sign of public transport was fitted (README "Passengers"): its figures elsewhere are held out. Every
-# sign was first built on the CBS diaries, the only public-transport recordings with positions; the underground
-# sign's two conditions of issue 19 were fitted on the enviroCar drives. Steps while moving were set from how
-# walking reads on a pedometer, not fitted on any recording.
+# Where each sign of public transport was fitted (docs/detection.md "Passengers"): its figures elsewhere are held
+# out. Every sign was first built on the CBS diaries, the only public-transport recordings with positions; the
+# underground sign's two conditions of issue 19 were fitted on the enviroCar drives. Steps while moving were set from
+# how walking reads on a pedometer, not fitted on any recording.
 FITTED_ON = {
     "gpsLostWhileMoving": {"CBS", "enviroCar"},
     "railSpeed": {"CBS"},

@@ -13,10 +13,11 @@
 #  4. A gateway container on node-3 sends a simulated fleet with a crash to the two ingests on node-1 and node-2
 #     (roadsave send with both endpoints: each device to the ingest its hash picks). A subscriber on node-3 reads the
 #     notifier's catch-up on node-1: every event `roadsave replay` gives for the same records, each once.
-#  5. The drills, each ending with the same check: SIGKILL a detection task (Swarm restarts it); drain node-3, which
-#     holds nothing pinned (its detection shard moves to the free node, rebuilds from the journals on an empty volume
-#     and is never killed on the way: its health check is liveness, and it answers /readyz only once caught up with
-#     no gap); restart a node container (node-2, which
+#  5. The drills, each ending with the same check: SIGKILL a detection task (Swarm restarts it, on whichever node it
+#     picks); drain node-3, which holds nothing pinned (its detection shard moves to another node and is never killed
+#     on the way: its health check is liveness; it starts from that node's volume of the slot: empty, it rebuilds
+#     from the journals and is ready having read its whole shard; a store of an earlier life there, it resumes it;
+#     either way ready with lag_positions 0 and no journal gap); restart a node container (node-2, which
 #     holds ingest-2); scale ingest-1 to 0 and back while a second fleet is being sent (its gateway re-sends what
 #     was not acknowledged; nothing acknowledged is lost).
 #  6. Removes what it made, also on failure or interruption: the nodes and their volumes, the network, the images of
@@ -252,11 +253,22 @@ wait_for 120 "detection slot 1 restarted and ready" restarted
 check_events "after SIGKILL" 120
 step_done
 
-step "drill: drain node-3 (nothing pinned there); its detection shard moves and rebuilds"
+step "drill: drain node-3 (nothing pinned there); its detection shard moves to a node's store"
 # The scheduler spreads tasks over the nodes with fewest: node-3, with nothing pinned, gets a detection shard.
 slot=$(node_exec 1 docker service ps roadsave_detect --filter desired-state=running --format '{{.Node}} {{.Name}}' \
   | awk '$1 == "node-3" { sub(/.*\./, "", $2); print $2; exit }')
 [ -n "$slot" ] || fail "no detection shard runs on node-3: $(node_exec 1 docker service ps roadsave_detect --format '{{.Name}}@{{.Node}}')"
+# Where Swarm sends the slot is its choice, and what the slot starts from is that node's volume of the slot: none
+# where the slot never ran (it rebuilds from the journals), or the store of an earlier life there (the SIGKILL
+# drill's restart may have moved the slot, so it may come back to where it first ran: it resumes that store).
+declare -A earlier_store
+for n in 1 2; do
+  if node_exec "$n" docker volume inspect "roadsave-detect-data-$slot" >/dev/null 2>&1; then
+    earlier_store[$n]=1
+  else
+    earlier_store[$n]=0
+  fi
+done
 before=$(tasks detect)
 node_exec 1 docker node update --availability drain node-3 >/dev/null
 moved() { local w; w=$(task_of detect "$slot"); [ -n "$w" ] && [ "${w%% *}" != 3 ] && ready detect "$slot"; }
@@ -264,9 +276,16 @@ wait_for 240 "detection slot $slot moved off node-3 and ready" moved
 # Moved once and never killed on the way: the slot's tasks grew by the move alone.
 after=$(tasks detect)
 [ "$after" = "$((before + 1))" ] || fail "detection had $((after - before)) new tasks during the move (a restart loop?)"
-# Ready only once rebuilt: on the new node's empty volume it has read every record of its shard in both journals.
-metrics=$(http_get detect "$slot" /metrics)
-read_total=$(awk '$1 == "roadsave_detection_records_read_total" { print $2 }' <<<"$metrics")
+destination=$(task_of detect "$slot" | cut -d' ' -f1)
+# Ready means read to the journals' heads lately; nothing is being sent now, so it has everything: lag 0, no gap.
+metric() { awk -v name="$1" '$1 == name { print $2 }' <<<"$metrics"; }
+caught_up() {
+  metrics=$(http_get detect "$slot" /metrics) || return 1
+  [ "$(metric roadsave_detection_lag_positions)" = 0 ]
+}
+wait_for 30 "detection slot $slot ready with lag_positions 0" caught_up
+read_total=$(metric roadsave_detection_records_read_total)
+gaps=$(metric roadsave_detection_journal_gaps_unacknowledged)
 shard_total=0
 for i in 1 2; do
   where=$(task_of "ingest-$i")
@@ -274,8 +293,18 @@ for i in 1 2; do
     "SELECT coalesce(sum(records), 0) FROM chunks WHERE shard = $((slot - 1))")
   shard_total=$((shard_total + held))
 done
-log "slot $slot moved to node-$(task_of detect "$slot" | cut -d' ' -f1): ready, having read ${read_total:-?} records, its shard's $shard_total in the journals; $(grep -E '^roadsave_detection_(lag_positions|journal_gaps_unacknowledged) ' <<<"$metrics" | tr '\n' ' ')"
-[ "${read_total%.*}" = "$shard_total" ] || fail "the moved shard was ready having read ${read_total:-?} of its shard's $shard_total records"
+[ "${gaps%.*}" = 0 ] || fail "the moved shard reports $gaps unacknowledged journal gaps"
+if [ "${earlier_store[$destination]}" = 1 ]; then
+  # An earlier life's store: resumed from its checkpoint, so it read at most its shard (what followed the checkpoint).
+  log "slot $slot moved to node-$destination, where it ran before: resumed that store, read ${read_total:-?} of its shard's $shard_total records since; lag 0, no gap"
+  [ "${read_total%.*}" -le "$shard_total" ] \
+    || fail "the shard resumed on node-$destination read ${read_total:-?} records, more than its shard's $shard_total"
+else
+  # An empty volume: rebuilt from the journals, every record of its shard read before it was ready.
+  log "slot $slot moved to node-$destination, an empty volume: rebuilt, read ${read_total:-?} of its shard's $shard_total records; lag 0, no gap"
+  [ "${read_total%.*}" = "$shard_total" ] \
+    || fail "the shard rebuilt on node-$destination was ready having read ${read_total:-?} of its shard's $shard_total records"
+fi
 check_events "after the drain" 120
 node_exec 1 docker node update --availability active node-3 >/dev/null
 step_done

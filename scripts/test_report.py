@@ -19,8 +19,8 @@ For each it takes the events `roadsave replay` prints (and the dismissals it log
   - the same figures with --events (replay's events as the source), the same page from the MessagePack recording,
     the bad-input matrix (exit 2 naming the file, line and field), and a user named like markup (shown as text,
     nothing of it run or loaded).
-`--screenshot FILE` also saves a picture of the day's page (the README's docs/report.png). Runs as root too (CI):
-Chromium gets --no-sandbox.
+`--screenshot FILE` also saves a picture of the day's page (docs/report.png, shown in the README and
+docs/replay-and-reports.md). Runs as root too (CI): Chromium gets --no-sandbox.
 
 Usage: scripts/test_report.py --roadsave .build/debug/roadsave [--keep DIR] [--screenshot docs/report.png]
 """
@@ -298,7 +298,7 @@ def check_hostile_names(roadsave, driver, work):
 
 
 def screenshot(driver, html, path):
-    """The whole page (the day has one device: its map, timeline and tables), as the README shows it."""
+    """The whole page (the day has one device: its map, timeline and tables), as the README and docs show it."""
     from selenium.webdriver.common.by import By
 
     driver.get("file://" + os.path.abspath(html))

@@ -277,10 +277,20 @@ extension SendCommand {
                     throw CommandExit(
                         1, "batch \(entry.batchID) (\(entry.batch.lineRange)): unreadable acknowledgement: \(error)")
                 }
-                if let retryAfterMs = ack.rateLimitRetryAfterMs {
-                    // An answer, not a verdict: the same batch goes again after the pause, using up no attempt.
+                if let retryAfterMs = ack.resendAfterMs {
+                    // An answer, not a verdict (the rate limit, or a journal that could not store the batch): the
+                    // same batch goes again after the pause, using up no attempt.
                     let pause = min(Self.longestRateWait, Double(retryAfterMs) / 1000)
-                    noteRateRefusal(ack, batchID: entry.batchID, pause: pause)
+                    if ack.rateLimitRetryAfterMs != nil {
+                        noteRateRefusal(ack, batchID: entry.batchID, pause: pause)
+                    } else {
+                        note(
+                            .warning, "sensor-ingest could not store the batch: sending it again after the pause",
+                            [
+                                "batch": entry.batchID, "pause": JSONText.number(pause),
+                                "reason": ack.rejected.first?.reason ?? "",
+                            ])
+                    }
                     entry.answerDue = nil
                     entry.resendAt = MonotonicClock.now() + pause
                     inFlight[message[0]] = entry

@@ -45,7 +45,7 @@ public enum UpCommand {
         Runs the three services on this machine as supervised child processes of this executable:
         sensor-ingest, detection (with the embedded default platform unless --platform) and notifier, on the ports
         P to P+5 (gateways P, records P+1, control P+2, events P+3, subscribers P+4, catch-up P+5). Prints where
-        each listens, then "ready" once gateways, control, subscribers and catch-up accept connections. Each service
+        each listens, then "ready" once gateways, control, subscribers and catch-up listen. Each service
         keeps its durable state in DIR/ingest, DIR/detect and DIR/notify (created if missing, locked while it runs);
         running up again on the same DIR resumes from there. A service that dies is restarted (the others keep
         running); SIGTERM or SIGINT stops all of them, ingest first and notifier last (a second signal kills them at

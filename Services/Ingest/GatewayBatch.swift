@@ -241,12 +241,16 @@ struct GatewayBatch {
         return replyPrefix + [batchID, acknowledgement.encode(as: contentType)]
     }
 
-    /// The store failed: nothing of this batch is kept, and the gateway is told so (it keeps the batch and may send
-    /// it again).
+    /// How long a gateway is asked to wait before sending again a batch the journal could not store.
+    static let storeRetryAfterMs = 1000
+
+    /// The store failed: nothing of this batch is kept, and the gateway is told so, with when to send it again (it
+    /// keeps the batch; `roadsave send` sends it again after the pause).
     mutating func storeFailed(_ reason: String) {
-        acknowledgement = .unreadable(
-            reason: "the journal could not store the batch (\(reason)); nothing of it was accepted, send it again later"
-        )
+        acknowledgement = .storeFailed(
+            reason:
+                "the journal could not store the batch (\(reason)); nothing of it was accepted, send it again later",
+            retryAfterMs: Self.storeRetryAfterMs)
         records = []
         encoded = nil
         slots = nil

@@ -12,8 +12,9 @@ extension Journal {
     /// The chunks after `request.after` (through `request.through`) of `request.shard` (every shard when nil), in
     /// position order: at most `maxItems`, and no more than `maxBytes` unless the first alone is larger. Each item is a
     /// `JournalChunk`: the chunk's body, a MessagePack array of records, with its gateway header when it has one. The batch's
-    /// `to` is the last chunk's position; when the request gives `through` and everything up to it was read, `to` is
-    /// `through` (or the head, if lower), so a consumer re-reading a range learns that it has it all.
+    /// `to` is the last chunk's position; when everything up to `through` (or the head, if lower or not given) was
+    /// read, `to` is that position, so a consumer re-reading a range learns that it has it all, and a shard's consumer
+    /// that it has read its shard to the head.
     public func read(_ request: FeedRequest) throws -> FeedBatch {
         if let requested = request.shards, requested != shards {
             throw JournalError(
@@ -76,12 +77,15 @@ extension Journal {
         return Self.batch(items: items, last: last, full: full, request: request, through: through)
     }
 
-    /// A reply of `items`, the last at `last`: it reaches `through` when the request gave one and was not cut short.
+    /// A reply of `items`, the last at `last`. Not cut short, it reaches `through` (the head for a live request):
+    /// a shard's consumer has then read every chunk of its shard up to there, and the other shards' chunks after its
+    /// last are not its to wait for (its lag, `roadsave_detection_lag_positions`, is 0, not the positions of the
+    /// other shards' chunks stored since).
     private static func batch(items: [[UInt8]], last: UInt64?, full: Bool, request: FeedRequest, through: UInt64)
         -> FeedBatch
     {
         var to = last ?? request.after
-        if request.through != nil, !full { to = max(to, through) }
+        if !full { to = max(to, through) }
         return FeedBatch(items: items, to: to)
     }
 

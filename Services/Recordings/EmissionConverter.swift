@@ -79,7 +79,7 @@ public enum EmissionConverter: RecordingBytesConverter {
         case 4, 5, 9: return .unknown // UNKNOWN, TILTING, NONE (iOS: every flag false)
         // STOPPED_WHILE_IN_VEHICLE is iOS saying automotive and stationary at once: a car standing at lights or in a
         // queue. The phone still says it is in a vehicle, which is what keeps the engine's stop delay running from
-        // the latest report rather than ending the trip at a red light (README "Trips").
+        // the latest report rather than ending the trip at a red light (docs/detection.md "Trips").
         case 10: return .automotive
         // AIR_OR_HSR is not something a phone reports: e-mission's pipeline infers it for flights and high-speed
         // rail. Neither is a car, so it is not turned into the in-vehicle signal that starts trips.

@@ -1,4 +1,4 @@
-/// The thresholds of driving behaviour (issue 31, README "How they drove"). Where a figure is published it says
+/// The thresholds of driving behaviour (issue 31, docs/detection.md "How they drove"). Where a figure is published it says
 /// whose; the rest are the project's own engineering choices, said so.
 public struct BehaviourSettings: Sendable, Equatable, Codable {
     /// Fixes less accurate than this (metres) are not used: speed and course from them are noise.
@@ -42,7 +42,7 @@ public struct BehaviourSettings: Sendable, Equatable, Codable {
     public var scoreFloorDistance = 10_000.0
     /// A trip whose usable pairs cover less than this share of its duration is `sparseGPS`.
     public var minimumUsableShare = 0.5
-    /// The score's shape (README "How they drove": fitted on enviroCar drives of nine cars, checked on two others).
+    /// The score's shape (docs/detection.md "How they drove": fitted on enviroCar drives of nine cars, checked on two others).
     /// Weighted events per 100 km at which the events subscore is 50: GPS events disagree with the car's own speed
     /// often enough that they should move the score less than the spread does.
     public var eventsHalvingRate = 80.0

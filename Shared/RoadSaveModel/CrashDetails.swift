@@ -14,7 +14,7 @@ public struct TimedPosition: Sendable, Equatable, Codable {
 
 /// What the records show of a crash beyond its place and time, for the person dispatching help: the impact's
 /// strength, the vehicle's speed and direction, how far the position can be trusted and where the vehicle came from
-/// (README "Crash alerts", with the EN 15722 mapping). Computed by the crash engine from the crash's own records.
+/// (docs/detection.md "Crash alerts", with the EN 15722 mapping). Computed by the crash engine from the crash's own records.
 public struct CrashDetails: Sendable, Equatable, Codable {
     /// The fastest accepted fix in the seconds before the impact (`crashSpeedWindowBefore`), m/s.
     public var speedBeforeImpact: Double?

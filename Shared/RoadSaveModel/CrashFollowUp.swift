@@ -1,4 +1,4 @@
-/// What the records show in the minutes after a crash (README "Crash alerts"). The most urgent first.
+/// What the records show in the minutes after a crash (docs/detection.md "Crash alerts"). The most urgent first.
 public enum CrashFollowUpOutcome: String, Sendable, Codable, CaseIterable {
     /// Nothing received from the device since the impact: the phone may be broken, or the person unable to use it.
     case deviceSilent

@@ -27,7 +27,7 @@ public struct DetectionSettings: Sendable, Equatable, Codable {
     public var gpsOnlyStartPeakSpeed = 12.0
     /// Or, for city traffic that never reaches that between its lights: this speed (30 km/h) held at every fix for
     /// `gpsOnlyStartHeldDuration`, with `gpsOnlyStartHeldDistance` of net displacement. On the real recordings a
-    /// bicycle or a walk rarely holds it for a quarter of a minute (README "Trips").
+    /// bicycle or a walk rarely holds it for a quarter of a minute (docs/detection.md "Trips").
     public var gpsOnlyStartHeldSpeed = 8.3
     public var gpsOnlyStartHeldDuration = 15.0
     public var gpsOnlyStartHeldDistance = 200.0
@@ -78,7 +78,7 @@ public struct DetectionSettings: Sendable, Equatable, Codable {
     public var crashPositionTrustedAge = 30.0
     public var crashPositionTrustedAccuracy = 30.0
 
-    // Crash follow-up (README "Crash alerts").
+    // Crash follow-up (docs/detection.md "Crash alerts").
     /// `crashFollowUp` is sent this long (event time) after a reported crash was decided; 0 sends none.
     public var crashFollowUpDelay = 120.0
     /// Steps after the impact from which the person counts as walking.
@@ -90,7 +90,7 @@ public struct DetectionSettings: Sendable, Equatable, Codable {
     /// How long cached settings may be used while the platform cannot be reached.
     public var offlineGrace = 72.0 * 3600
 
-    /// How driving behaviour is judged (README "How they drove"): a nested object, `"behaviour": {…}`.
+    /// How driving behaviour is judged (docs/detection.md "How they drove"): a nested object, `"behaviour": {…}`.
     public var behaviour = BehaviourSettings()
 
     public init() {}

@@ -78,7 +78,7 @@ public struct TripInfo: Sendable, Equatable {
     public var endDate: Double
     public var distanceMetres: Double
     public var endReason: TripEndReason
-    /// What the trip was taken in; `bus` and `rail` trips are not driving (README: "Passengers").
+    /// What the trip was taken in; `bus` and `rail` trips are not driving (docs/detection.md: "Passengers").
     public var transportMode: TransportMode
     public var transportReason: TransportReason
     /// Every sign of public transport the ride showed, in the order they are weighed: `transportReason` is the

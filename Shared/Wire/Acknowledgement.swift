@@ -16,16 +16,21 @@ public struct Rejection: Equatable, Sendable {
 
 /// The reply to a gateway batch (PROTOCOL §7), in the batch's content type:
 /// `{"accepted": N, "rejected": [{"index": i, "field": "lat", "reason": "…"}]}` (members in that order), and, only
-/// when the batch was refused for the gateway's rate limit, a third member `"retryAfterMs": M` (readers that do not
-/// know it ignore it, and acknowledgements without it are the bytes they always were).
+/// when the batch was refused whole for a reason that passes (the gateway's rate limit, or a journal that could not
+/// store it), a third member `"retryAfterMs": M` (readers that do not know it ignore it, and acknowledgements without
+/// it are the bytes they always were).
 public struct Acknowledgement: Equatable, Sendable {
     public var accepted: Int
     public var rejected: [Rejection]
-    /// Milliseconds after which the same batch may be sent again; set only with a `rate` refusal (`rateLimited`).
+    /// Milliseconds after which the same batch may be sent again; set only with a `rate` or `store` refusal
+    /// (`rateLimited`, `storeFailed`).
     public var retryAfterMs: Int?
 
     /// The field of the rejection (at index -1) of a batch refused whole for its gateway's rate limit.
     public static let rateField = "rate"
+    /// The field of the rejection (at index -1) of a batch the journal could not store (a full disk, a lock held too
+    /// long): nothing of it was kept, and the same batch should be sent again.
+    public static let storeField = "store"
 
     public init(accepted: Int, rejected: [Rejection] = [], retryAfterMs: Int? = nil) {
         self.accepted = accepted
@@ -47,6 +52,24 @@ public struct Acknowledgement: Equatable, Sendable {
         guard let retryAfterMs, rejected.contains(where: { $0.index == -1 && $0.field == Self.rateField }) else {
             return nil
         }
+        return retryAfterMs
+    }
+
+    /// The answer to a batch the journal could not store: nothing accepted, one rejection at index -1 with field
+    /// `store`, and when to send it again. Not a verdict on the records.
+    public static func storeFailed(reason: String, retryAfterMs: Int) -> Acknowledgement {
+        Acknowledgement(
+            accepted: 0, rejected: [Rejection(index: -1, field: storeField, reason: reason)],
+            retryAfterMs: max(0, retryAfterMs))
+    }
+
+    /// The milliseconds to wait before sending the same batch again when it was refused whole for a reason that
+    /// passes (a `rate` or `store` rejection at index -1); nil for every other acknowledgement, whose rejections are
+    /// final.
+    public var resendAfterMs: Int? {
+        guard let retryAfterMs,
+            rejected.contains(where: { $0.index == -1 && ($0.field == Self.rateField || $0.field == Self.storeField) })
+        else { return nil }
         return retryAfterMs
     }
 

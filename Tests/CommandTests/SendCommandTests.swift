@@ -160,6 +160,57 @@ import Wire
         await stopGracefully(ingest)
     }
 
+    /// A batch the journal cannot store (its write lock held by another process past ingest's busy timeout) is
+    /// refused with `store` and a time to send it again: send waits and sends it again, using up no attempt, and
+    /// once the journal can write, the batch is stored. Nothing is lost.
+    @Test func sendsABatchAgainThatTheJournalCouldNotStore() async throws {
+        let base = Ports.reserveRange(2)
+        let journalDirectory = Self.dataDirectory()
+        defer { try? FileManager.default.removeItem(atPath: journalDirectory) }
+        let ingest = try Self.ingest(base: base, directory: journalDirectory)
+        defer { ingest.kill() }
+        #expect(await waitForError(ingest, containing: "msg=listening", timeout: 20), "ingest: \(ingest.stderr)")
+
+        // Another process holds the journal's write lock until the file `release` appears.
+        let release = journalDirectory + "/release"
+        let holder = Process()
+        holder.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        holder.arguments = [
+            "python3", "-c",
+            """
+            import os, sqlite3, sys, time
+            connection = sqlite3.connect(sys.argv[1], isolation_level=None)
+            connection.execute("BEGIN IMMEDIATE")
+            print("locked", flush=True)
+            while not os.path.exists(sys.argv[2]):
+                time.sleep(0.05)
+            connection.execute("ROLLBACK")
+            """,
+            journalDirectory + "/journal.sqlite", release,
+        ]
+        let output = Pipe()
+        holder.standardOutput = output
+        try holder.run()
+        defer { if holder.isRunning { holder.terminate() } }
+        let locked = output.fileHandleForReading.availableData
+        #expect(String(decoding: locked, as: UTF8.self).contains("locked"))
+
+        let file = try temporaryFile(Self.smallFile, suffix: ".ndjson")
+        defer { try? FileManager.default.removeItem(at: file) }
+        let send = try RunningProcess([
+            "send", file.path, "--endpoint", Ports.tcp(base), "--timeout", "30", "--attempts", "1",
+        ])
+        defer { send.kill() }
+        #expect(
+            await waitForError(send, containing: "could not store the batch", timeout: 60), "stderr: \(send.stderr)")
+        FileManager.default.createFile(atPath: release, contents: nil)
+        let status = await send.waitForExit(timeout: 60)
+        #expect(status == 0, "stderr: \(send.stderr)")
+        #expect(send.lines == ["sent 5, accepted 4, rejected 1, batches 1"], "\(send.stdout)")
+        await stopGracefully(ingest)
+        #expect(ingest.stderr.contains("accepted=4"), "ingest's own count: \(ingest.stderr)")
+    }
+
     @Test func reportsBadOptions() async throws {
         let file = try temporaryFile(Self.smallFile, suffix: ".ndjson")
         defer { try? FileManager.default.removeItem(at: file) }

@@ -51,8 +51,8 @@ struct CoreDriver {
     }
 
     /// Appends a batch of records to the journal (with its gateway's header when `gateway` is given).
-    mutating func store(_ records: [SensorRecord], gateway: String? = nil, watermark: Double? = nil) {
-        journal.append(JournalChunkRecords(records: records, gateway: gateway, shard: 0, watermark: watermark))
+    mutating func store(_ records: [SensorRecord], gateway: String? = nil, watermark: Double? = nil, shard: Int = 0) {
+        journal.append(JournalChunkRecords(records: records, gateway: gateway, shard: shard, watermark: watermark))
     }
 
     /// The journal answers the outstanding request with what it holds (at most `items` chunks).

@@ -200,6 +200,34 @@ import Testing
         #expect(driver.core.fleet.statistics.forcedReleases >= 1)
     }
 
+    /// A gateway's batches are cut into a stream per shard, each with its own hold: when the gateway stands still
+    /// the operator is warned once for it, not once a shard; and once again after it has moved and stood still anew.
+    @Test func aStalledGatewayIsWarnedOnceWhateverItsShards() {
+        var driver = Self.driver(options: .init(fleet: .init(watermarkHold: 30), silentJournalGrace: 3600))
+        let first = Self.drive("first", seconds: 40)
+        let second = Self.drive("second", seconds: 40)
+        driver.store(first, gateway: "B", watermark: first.last!.t - 5, shard: 0)
+        driver.store(second, gateway: "B", watermark: second.last!.t - 5, shard: 1)
+        driver.run(1)
+        driver.run(60, journalAnswers: true)
+        func warnings() -> Int { driver.logs.filter { $0.contains("watermark has stood still too long") }.count }
+        #expect(
+            ["first", "second"].allSatisfy { user in
+                driver.events.contains { $0.name == "tripDidEnd" && $0.device.user == user }
+            }, "both held devices released by the clock")
+        #expect(driver.core.fleet.statistics.forcedReleases >= 2, "a release in each shard's stream")
+        #expect(warnings() == 1, "\(driver.logs)")
+
+        // The gateway moves on (both shards' streams), then stands still again: one more warning.
+        let later = Self.drive("later", seconds: 40, start: second.last!.t + 600)
+        let other = Self.drive("other", seconds: 40, start: second.last!.t + 600)
+        driver.store(later, gateway: "B", watermark: later.last!.t - 5, shard: 0)
+        driver.store(other, gateway: "B", watermark: other.last!.t - 5, shard: 1)
+        driver.run(1)
+        driver.run(60, journalAnswers: true)
+        #expect(warnings() == 2, "\(driver.logs)")
+    }
+
     // MARK: Storing
 
     /// Records that give nothing to send wait to be stored (no fsync for them), at most `deferredCommitDelay`;

@@ -5,7 +5,7 @@ import Testing
 @testable import DetectionEngine
 
 /// `boardedAwayFromCar`: a driver's next drive leaves from where the last one ended; a ride boarded far from there,
-/// the same day, with the phone seen there before it, is public transport (README "Passengers").
+/// the same day, with the phone seen there before it, is public transport (docs/detection.md "Passengers").
 @Suite struct ParkedCarScenarioTests {
     /// Drives 3 km east at city speed and parks: a trip judged car, ending where the car now stands.
     static func driveAndPark(_ s: inout Script) {

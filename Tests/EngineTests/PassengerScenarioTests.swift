@@ -4,7 +4,7 @@ import Testing
 
 @testable import DetectionEngine
 
-/// Rides on public transport against car trips: what `tripDidEnd` says the trip was taken in (README "Passengers").
+/// Rides on public transport against car trips: what `tripDidEnd` says the trip was taken in (docs/detection.md "Passengers").
 @Suite struct PassengerScenarioTests {
     /// A scripted ride through the whole engine; the one trip it gives.
     static func ride(pedometer: Bool = true, _ narrate: (inout Script) -> Void) throws -> TripInfo {
@@ -30,7 +30,7 @@ import Testing
         #expect(trip.isDriving)
     }
 
-    /// Dwell stops are reported, but do not decide: town driving between lights shows them too (README "Passengers").
+    /// Dwell stops are reported, but do not decide: town driving between lights shows them too (docs/detection.md "Passengers").
     @Test func aBusStoppingEveryFewHundredMetresShowsTheDwellSignWithoutBeingDecidedByIt() throws {
         let trip = try Self.ride { s in
             s.accelerate(from: 2.5, to: 11, seconds: 8)

@@ -67,7 +67,7 @@ import Testing
     }
 
     /// A bicycle ride at up to 8 m/s with the classifier saying cycling every 12 s, but `stray` (an automotive
-    /// report) once in a while: the lone report is noise (MobilityNet's Android phones, README "Trips").
+    /// report) once in a while: the lone report is noise (MobilityNet's Android phones, docs/detection.md "Trips").
     /// `walkingBlip`: the report before the stray one says walking at medium confidence, as a cyclist's phone does.
     static func cyclingWithAStrayAutomotiveReport(confirmedBy next: ActivityType, walkingBlip: Bool = false) -> Harness
     {

@@ -176,7 +176,10 @@ import ZeroMQ
         #expect(answer.header.error == nil)
         #expect(answer.at - sentAt < 30, "the held request waited \(answer.at - sentAt) s for a committed batch")
         #expect(try Records.decode(answer.items) == ours, "only shard \(shard)'s records, in order")
-        #expect(answer.header.to == 1 && answer.header.head == 2, "shard 5's chunk comes before shard 9's")
+        #expect(
+            answer.header.to == 2 && answer.header.head == 2,
+            "shard 5's chunk comes before shard 9's, and the reply reaches the head: shard 9's chunk is not this reader's"
+        )
 
         // Every shard, from the start.
         try await fetch(Requests.request(after: 0, consumer: "everything", feed: feed))
@@ -231,8 +234,9 @@ import ZeroMQ
         let refused = try await ack("blocked", timeout: 20)
         #expect(refused.acknowledgement.accepted == 0)
         let rejection = try #require(refused.acknowledgement.rejected.first)
-        #expect(refused.acknowledgement.rejected.count == 1 && rejection.index == -1 && rejection.field == "(batch)")
+        #expect(refused.acknowledgement.rejected.count == 1 && rejection.index == -1 && rejection.field == "store")
         #expect(rejection.reason.contains("the journal could not store the batch"), "\(rejection.reason)")
+        #expect(refused.acknowledgement.resendAfterMs == 1000, "a store failure asks for the batch again")
 
         try await reactor.run { loop in
             let blocker = loop.value(SQLiteDatabase.self)!

@@ -51,12 +51,18 @@ import Wire
         #expect(shardA.to == 3)
         let shardB = try journal.read(Requests.request(after: 0, shard: 2, shards: Self.shards))
         #expect(try Records.decode(shardB.items) == b)
-        #expect(shardB.to == 2)
-        // Nothing after the last chunk of the shard: no items, and the position stays.
+        // Read to the head (3): shard 0's chunk at 3 is not shard 2's to wait for, so its reader is at the head.
+        #expect(shardB.to == 3)
+        // Nothing after the last chunk of the shard: no items, and the reader is at the head (its lag is 0).
         let nothing = try journal.read(Requests.request(after: 2, shard: 2, shards: Self.shards))
-        #expect(nothing.items.isEmpty && nothing.to == 2)
+        #expect(nothing.items.isEmpty && nothing.to == 3)
         let emptyShard = try journal.read(Requests.request(after: 0, shard: 1, shards: Self.shards))
-        #expect(emptyShard.items.isEmpty && emptyShard.to == 0)
+        #expect(emptyShard.items.isEmpty && emptyShard.to == 3)
+        // Cut short (one item at most), the reply ends at its last chunk: the rest is still to come.
+        var one = Requests.request(after: 0)
+        one.maxItems = 1
+        let cut = try journal.read(one)
+        #expect(cut.items.count == 1 && cut.to == 1)
 
         // The operator's view: readable columns.
         let database = try SQLiteDatabase(path: journal.path)

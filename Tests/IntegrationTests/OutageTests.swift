@@ -153,7 +153,7 @@ struct OutageTests {
     /// A gateway without watermarks is ordered by the reorder window and the clock (the rule gateways without a
     /// header keep): through ingest frozen and then killed, its re-sends can land behind newer batches, too late. Each
     /// such record must be in the `unapplied` table, and the events must be exactly those a replay gives for the
-    /// file without them. The count is printed: it is what the README says such a gateway gets.
+    /// file without them. The count is printed: it is what docs/gateways.md says such a gateway gets.
     @Test func aGatewayWithoutWatermarksKeepsWhatCannotBeAppliedInSight() async throws {
         try await withPipelineSlot {
             let runSeed = TestSeed.make()

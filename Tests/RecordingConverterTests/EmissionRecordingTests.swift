@@ -60,7 +60,7 @@ struct EmissionRecordingTests {
         return reference
     }
 
-    /// The activity and confidence the converter must write for a reading (README "Real data", `--help`).
+    /// The activity and confidence the converter must write for a reading (docs/real-data.md "Real data", `--help`).
     static func expected(_ reading: (ms: Int64, type: Int, confidence: Double, level: String?), platform: String)
         -> String
     {

@@ -6,7 +6,7 @@ import Testing
 
 /// The enviroCar drives (112 real car drives with GPS only; Contains enviroCar data (enviroCar.org), ODbL) stay
 /// driving trips: at least 97 % of them covered for 90 % of their moving time, at most 2 % judged public transport
-/// (the targets, met: 110 covered, none judged bus or rail, README "Passengers"). Splits are not checked:
+/// (the targets, met: 110 covered, none judged bus or rail, docs/detection.md "Passengers"). Splits are not checked:
 /// two drives stand or crawl below walking pace for longer than the stop delay, which ends a GPS-only trip.
 @Suite(
     .enabled(

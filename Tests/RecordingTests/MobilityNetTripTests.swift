@@ -4,7 +4,7 @@ import RoadSaveModel
 import Testing
 
 /// The MobilityNet whole journeys replayed, every phone and run, scored on their hand-marked legs as `make quality`
-/// scores them (README "MobilityNet whole journeys"): a leg is taken for driving when driving trips (car or
+/// scores them (docs/real-data.md "MobilityNet whole journeys"): a leg is taken for driving when driving trips (car or
 /// unknown) cover at least half of it. The figures are today's, as floors and ceilings: a change that does worse
 /// fails here and has to say why.
 @Suite(

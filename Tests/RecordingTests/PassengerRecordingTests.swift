@@ -3,7 +3,7 @@ import Recordings
 import RoadSaveModel
 import Testing
 
-/// What the trips of real recordings were judged to be taken in (README "Passengers"). The signs of public
+/// What the trips of real recordings were judged to be taken in (docs/detection.md "Passengers"). The signs of public
 /// transport are chosen so that driving does not show them: every trip judged `bus` or `rail` must lie in a
 /// labelled public-transport ride, and the car recordings must stay driving. How many transit rides are caught is
 /// measured by `make quality`; here only a floor at today's count.
@@ -52,7 +52,7 @@ struct PassengerRecordingTests {
                 }
             }
         }
-        // A floor at what the signs catch today (19 rides over both runs; README "Passengers"): a change that
+        // A floor at what the signs catch today (19 rides over both runs; docs/detection.md "Passengers"): a change that
         // catches fewer fails here and has to say why, as regularDwellStops' weakening did.
         #expect(judgedTransit >= 19, "rides judged public transport: \(judgedTransit)")
         // Today 4 (two rides, both runs): that day's two rides after its diary ends, boarded far from where the last

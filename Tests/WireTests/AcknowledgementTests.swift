@@ -45,6 +45,29 @@ struct AcknowledgementTests {
         #expect(ack.rejected.first?.reason.contains("array") == true)
     }
 
+    /// Refusals that pass (the rate limit, a journal that could not store the batch) say when to send the batch
+    /// again; every other rejection is final and has no such time.
+    @Test(arguments: ContentType.allCases)
+    func refusalsThatPassSayWhenToSendAgain(_ contentType: ContentType) throws {
+        let store = Acknowledgement.storeFailed(
+            reason: "the journal could not store the batch (disk full)", retryAfterMs: 1000)
+        #expect(
+            String(decoding: store.encode(as: .json), as: UTF8.self)
+                == #"{"accepted":0,"rejected":[{"index":-1,"field":"store","reason":"the journal could not store the batch (disk full)"}],"retryAfterMs":1000}"#
+        )
+        let rate = Acknowledgement.rateLimited(reason: "over 10 records/s", retryAfterMs: 250)
+        for ack in [store, rate] {
+            let decoded = try Acknowledgement.decode(ack.encode(as: contentType), contentType: contentType)
+            #expect(decoded == ack)
+        }
+        #expect(store.resendAfterMs == 1000 && store.rateLimitRetryAfterMs == nil)
+        #expect(rate.resendAfterMs == 250 && rate.rateLimitRetryAfterMs == 250)
+        // A final rejection that happens to carry a time is still final.
+        var final = Acknowledgement.unreadable(reason: "not an array")
+        final.retryAfterMs = 5
+        #expect(final.resendAfterMs == nil && Self.ack.resendAfterMs == nil)
+    }
+
     @Test func decodesWhatOthersWrite() throws {
         // White space, other member order, unknown members, numbers with a fraction of zero.
         let text =

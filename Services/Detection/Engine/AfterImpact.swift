@@ -59,7 +59,7 @@ struct AfterImpact: Sendable, Equatable, Codable {
         if fix.t - since >= settings.crashSettleTime { heldSpeed.add(fix.speed) }
     }
 
-    /// The outcome the evidence gives (README "Crash alerts"): nothing received is `deviceSilent`; a vehicle's speed
+    /// The outcome the evidence gives (docs/detection.md "Crash alerts"): nothing received is `deviceSilent`; a vehicle's speed
     /// (`startSpeed`) held over two fixes and `crashFollowUpMovedDistance` from the crash is `vehicleMovedOn`;
     /// `crashFollowUpWalkingSteps` steps or a walking or running report (medium or high) is `personWalking`; else `stationary`.
     func outcome(settings: DetectionSettings) -> CrashFollowUpOutcome {

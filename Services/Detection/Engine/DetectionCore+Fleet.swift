@@ -90,12 +90,14 @@ extension DetectionCore {
                         .error, "device not monitored",
                         [("device", device.description), ("error", error.code), ("reason", error.description)]))
             case .watermarkHoldExpired(let stream, let stillSince):
+                let gateway = Self.gatewayName(ofStream: stream) ?? stream
+                guard stalledGatewaysWarned.insert(gateway).inserted else { continue }
                 actions.append(
                     .log(
                         .warning,
                         "a gateway's watermark has stood still too long: its devices go by the clock until it moves (records it delivers later may be too late)",
                         [
-                            ("stream", stream), ("stillSince", ISO8601.string(fromSeconds: stillSince)),
+                            ("gateway", gateway), ("stillSince", ISO8601.string(fromSeconds: stillSince)),
                             ("hold", JSONObjectWriter.number(options.fleet.watermarkHold, decimals: 1)),
                         ]))
             }

@@ -161,8 +161,10 @@ extension DetectionCore {
                 if !evicted.isEmpty { bringBack(record.device, evicted: &evicted, into: &actions) }
                 perform(fleet.receive(record, from: stream, now: now), into: &actions)
             }
-            if let stream, let watermark = chunk.watermark {
+            if let stream, let gateway = chunk.gateway, let watermark = chunk.watermark,
                 fleet.watermarkRead(stream: stream, watermark: watermark, now: now)
+            {
+                stalledGatewaysWarned.remove(Self.gatewayName(feed: feed, gateway: gateway))
             }
         }
     }

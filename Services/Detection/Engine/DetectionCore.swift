@@ -148,6 +148,9 @@ public struct DetectionCore: Sendable {
     var unappliedLog: UnappliedRecordsLog
     /// The time of the input being taken.
     var clock: DetectionTime
+    /// Gateways whose stalled watermark was logged, until one of their streams moves: a gateway's batches are cut
+    /// into a stream per shard, and each stream's hold runs out on its own, but the operator is told once a gateway.
+    var stalledGatewaysWarned: Set<String> = []
 
     /// A core that starts from a checkpoint (`fleet` as it held it, `checkpointInput`, `checkpointPositions`) and
     /// the inputs stored after it (`recovery`, the last stored being `lastInput`), reading `journalEndpoints`.
@@ -206,6 +209,15 @@ public struct DetectionCore: Sendable {
     /// ingests may each carry a stream of the same gateway, each with its own watermark; and a batch's promise
     /// holds for a shard's devices from that shard's chunk on: `JournalChunk`).
     public static func streamName(feed: String, shard: Int, gateway: String) -> String { "\(feed)/\(shard)/\(gateway)" }
+
+    /// A gateway as the operator knows it: one journal's gateway, whatever shards its batches were cut into (each
+    /// shard's part is a stream of its own, `streamName`). The inverse for a stream's name: nil if not one.
+    static func gatewayName(feed: String, gateway: String) -> String { "\(feed)/\(gateway)" }
+    static func gatewayName(ofStream stream: String) -> String? {
+        let parts = stream.split(separator: "/", maxSplits: 2, omittingEmptySubsequences: false)
+        guard parts.count == 3, Int(parts[1]) != nil else { return nil }
+        return gatewayName(feed: String(parts[0]), gateway: String(parts[2]))
+    }
 
     func seconds(_ value: Double) -> String { JSONObjectWriter.number(value, decimals: 3) }
 }

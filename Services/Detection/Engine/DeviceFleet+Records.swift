@@ -33,9 +33,11 @@ extension DeviceFleet {
     /// A gateway's stream said how far it has come (`GatewayBatchHeader`), after the records of its batch:
     /// nothing of it below `watermark` is still to come (infinity: the stream is over). Its devices' records below
     /// it are released, and their timers before it fire, at the next `tick`; the watermark never moves back.
-    public mutating func watermarkRead(stream: String, watermark: Double, now: Double?) {
+    /// Returns whether the watermark moved (a batch sent again may carry an older one).
+    @discardableResult
+    public mutating func watermarkRead(stream: String, watermark: Double, now: Double?) -> Bool {
         noteStream(stream, now: now)
-        _ = streams[stream]!.advance(to: watermark, ended: watermark == .infinity, now: now)
+        return streams[stream]!.advance(to: watermark, ended: watermark == .infinity, now: now)
     }
 
     /// The answer to a `fetchSettings(app:)`. Fetched: the settings are kept for the application and every record

@@ -7,7 +7,7 @@ import RoadSaveModel
 #endif
 
 /// What the records around an impact say beyond the screening's features: the change of velocity, the direction of
-/// travel and the positions before the crash position (README "Crash alerts" gives the rules).
+/// travel and the positions before the crash position (docs/detection.md "Crash alerts" gives the rules).
 enum ImpactReadings {
     /// Standard gravity, m/s² per g.
     static let gravity = 9.80665

@@ -8,7 +8,7 @@ import RoadSaveModel
 /// - steps counted while the vehicle moves (a passenger walking in the aisle; a driver cannot);
 /// - a wait of minutes where the ride began, after walking there: a stop, not a parked car;
 /// - frequent short stops on a slow ride: a bus or tram dwelling at its stops every few hundred metres.
-/// Measured on the travel diaries of real recordings (README "Passengers"); each sign is chosen so that ordinary
+/// Measured on the travel diaries of real recordings (docs/detection.md "Passengers"); each sign is chosen so that ordinary
 /// driving does not show it, since a driving trip taken for a bus ride would be lost to the consumer.
 struct RideProfile: Sendable, Equatable, Codable {
     /// Rides shorter than these are not judged (`unknown`, `tooShort`): too little to tell a car from a bus.
@@ -160,7 +160,7 @@ struct RideProfile: Sendable, Equatable, Codable {
     }
 
     /// Signs that town driving shows too often to decide a ride: reported, never deciding. `regularDwellStops` was
-    /// fitted on the travel diaries; on car drives it was not fitted on it took 4 of 112 for buses (README
+    /// fitted on the travel diaries; on car drives it was not fitted on it took 4 of 112 for buses (docs/detection.md
     /// "Passengers": a sign decides only if it takes at most 2 % of the drives it was not fitted on for transit).
     static let weakSigns: Set<TransportReason> = [.regularDwellStops]
 
