@@ -44,10 +44,12 @@ test: deps lint
 		--flood-seconds 1 --skip-shards --skip-restart --client send --check
 
 ## The house style (.swift-format, swift format as the toolchain ships it): `make lint` fails on any file that
-## `make format` would change, or on a rule the configuration enables; `make test` runs it first.
+## `make format` would change, or on a rule the configuration enables, and when docs/contributing.md's graph of the
+## targets no longer matches Package.swift (scripts/dependency-graph.py); `make test` runs it first.
 SWIFT_SOURCES := Package.swift Shared Services Tests Fuzz
 lint:
 	$(SWIFT) format lint --strict --recursive --parallel $(SWIFT_SOURCES)
+	python3 scripts/dependency-graph.py --check docs/contributing.md
 
 format:
 	$(SWIFT) format --in-place --recursive --parallel $(SWIFT_SOURCES)

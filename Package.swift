@@ -32,7 +32,7 @@ let package = Package(
         ),
         // Command lines and settings: the option parser, typed settings (flag, environment variable, file key, default),
         // the values given for them and their help.
-        .target(name: "Settings", dependencies: ["RoadSaveModel"], path: "Shared/Settings"),
+        .target(name: "CommandSettings", dependencies: ["RoadSaveModel"], path: "Shared/CommandSettings"),
         // Gateway-side code shared by the simulator, the recording converters and `roadsave send`: the impact trigger,
         // the watermark, and which ingest a device's records go to (the device hash of PROTOCOL §1, hence Wire).
         .target(name: "GatewayKit", dependencies: ["RoadSaveModel", "Wire"], path: "Shared/GatewayKit"),
@@ -62,23 +62,25 @@ let package = Package(
 
         // Detection: the pure, deterministic trip and crash engines and the per-device session.
         .target(
-            name: "DetectionEngine", dependencies: ["RoadSaveModel", "RecordCodecs", "Logging", "Settings"],
+            name: "DetectionEngine", dependencies: ["RoadSaveModel", "RecordCodecs", "Logging", "CommandSettings"],
             path: "Services/Detection/Engine"),
         // The RoadSave platform over HTTP (settings and crash evaluation), for the service shells.
         .target(
-            name: "PlatformHTTP", dependencies: ["RoadSaveModel", "RecordCodecs", "Settings", "DetectionEngine"],
+            name: "PlatformHTTP",
+            dependencies: ["RoadSaveModel", "RecordCodecs", "CommandSettings", "DetectionEngine"],
             path: "Services/Detection/PlatformHTTP"),
 
         // What every service process shares: configuration, signals, the run loop of a service.
         .target(
             name: "ServiceKit",
-            dependencies: ["RecordCodecs", "Logging", "Settings", "ZeroMQ", "Metrics", "Feeds", "SystemKit"],
+            dependencies: ["RecordCodecs", "Logging", "CommandSettings", "ZeroMQ", "Metrics", "Feeds", "SystemKit"],
             path: "Shared/ServiceKit"),
         // sensor-ingest: validates, acknowledges and publishes gateways' records.
         .target(
             name: "IngestService",
             dependencies: [
-                "RoadSaveModel", "RecordCodecs", "Logging", "Settings", "ServiceKit", "Metrics", "Wire", "ZeroMQ",
+                "RoadSaveModel", "RecordCodecs", "Logging", "CommandSettings", "ServiceKit", "Metrics", "Wire",
+                "ZeroMQ",
                 "Storage", "Feeds", "SystemKit",
             ],
             path: "Services/Ingest"),
@@ -86,7 +88,8 @@ let package = Package(
         .target(
             name: "DetectionService",
             dependencies: [
-                "DetectionEngine", "PlatformHTTP", "RoadSaveModel", "RecordCodecs", "Logging", "Settings", "ServiceKit",
+                "DetectionEngine", "PlatformHTTP", "RoadSaveModel", "RecordCodecs", "Logging", "CommandSettings",
+                "ServiceKit",
                 "Metrics", "Wire", "ZeroMQ", "Storage", "Feeds", "CZstd", "SystemKit",
             ],
             path: "Services/Detection/Service"),
@@ -94,7 +97,7 @@ let package = Package(
         .target(
             name: "NotifierService",
             dependencies: [
-                "NotifierSinks", "RoadSaveModel", "RecordCodecs", "Logging", "Settings", "ServiceKit", "Metrics",
+                "NotifierSinks", "RoadSaveModel", "RecordCodecs", "Logging", "CommandSettings", "ServiceKit", "Metrics",
                 "Wire", "ZeroMQ", "Storage", "Feeds", "SystemKit",
             ],
             path: "Services/Notifier/Service"),
@@ -103,7 +106,7 @@ let package = Package(
             name: "ServiceCommands",
             dependencies: [
                 "IngestService", "DetectionService", "NotifierService", "ServiceKit", "Metrics", "Wire", "ZeroMQ",
-                "RoadSaveModel", "RecordCodecs", "Logging", "Settings", "CProcessControl", "Storage",
+                "RoadSaveModel", "RecordCodecs", "Logging", "CommandSettings", "CProcessControl", "Storage",
                 "TerminalProgress", "GatewayKit", "SystemKit",
             ],
             path: "Services/Commands"),
@@ -124,7 +127,8 @@ let package = Package(
         .target(
             name: "Replay",
             dependencies: [
-                "RoadSaveModel", "RecordCodecs", "Logging", "Settings", "DetectionEngine", "PlatformHTTP", "Wire",
+                "RoadSaveModel", "RecordCodecs", "Logging", "CommandSettings", "DetectionEngine", "PlatformHTTP",
+                "Wire",
                 "TerminalProgress",
             ],
             path: "Services/Replay"),
@@ -132,7 +136,8 @@ let package = Package(
         .target(
             name: "Report",
             dependencies: [
-                "RoadSaveModel", "RecordCodecs", "Logging", "Settings", "DetectionEngine", "PlatformHTTP", "Replay",
+                "RoadSaveModel", "RecordCodecs", "Logging", "CommandSettings", "DetectionEngine", "PlatformHTTP",
+                "Replay",
                 "Wire",
             ],
             path: "Services/Report"),
@@ -171,7 +176,7 @@ let package = Package(
             name: "GatewayKitTests", dependencies: ["GatewayKit", "RoadSaveModel"], path: "Tests/GatewayKitTests"),
         .testTarget(name: "MetricsTests", dependencies: ["Metrics"], path: "Tests/MetricsTests"),
         .testTarget(
-            name: "ServiceKitTests", dependencies: ["ServiceKit", "Settings"], path: "Tests/ServiceKitTests"),
+            name: "ServiceKitTests", dependencies: ["ServiceKit", "CommandSettings"], path: "Tests/ServiceKitTests"),
         .testTarget(
             name: "DetectionServiceTests",
             dependencies: [
@@ -187,14 +192,14 @@ let package = Package(
             name: "IngestTests",
             dependencies: [
                 "IngestService", "Storage", "Feeds", "Wire", "ZeroMQ", "RoadSaveModel", "RecordCodecs", "Logging",
-                "Settings", "SystemKit",
+                "CommandSettings", "SystemKit",
             ],
             path: "Tests/IngestTests"),
         .testTarget(
             name: "NotifierTests",
             dependencies: [
                 "NotifierService", "NotifierSinks", "Storage", "Feeds", "Wire", "ZeroMQ", "RoadSaveModel",
-                "RecordCodecs", "Logging", "Settings", "ServiceKit", "SystemKit", "RoadSaveTestKit",
+                "RecordCodecs", "Logging", "CommandSettings", "ServiceKit", "SystemKit", "RoadSaveTestKit",
             ],
             path: "Tests/NotifierTests"),
         .testTarget(
@@ -206,7 +211,8 @@ let package = Package(
             dependencies: ["NotifierSinks", "RoadSaveModel", "RecordCodecs", "Logging", "ZeroMQ", "Wire"],
             path: "Tests/NotifierSinkTests", exclude: ["Support/webhook_receiver.py"]),
         .testTarget(
-            name: "ModelTests", dependencies: ["RoadSaveModel", "RecordCodecs", "Logging", "Settings", "GatewayKit"],
+            name: "ModelTests",
+            dependencies: ["RoadSaveModel", "RecordCodecs", "Logging", "CommandSettings", "GatewayKit"],
             path: "Tests/ModelTests"),
         .testTarget(
             name: "EngineTests",

@@ -65,7 +65,7 @@ build_target() {
     echo "fuzz: building target $target" >&2
     # gold warns about every ASan helper symbol; the warnings are harmless and drown the real errors.
     "$SWIFTC" "${FLAGS[@]}" -module-name "Fuzz_$target" "${sources[@]}" -o "$binary" \
-        -L "$OUT" -lDetectionEngine -lWire -lZeroMQ -lSettings -lLogging -lRecordCodecs -lRoadSaveModel -lTerminalProgress -lSystemKit -lmsgpackc -lzmq 2>&1 | grep -v "Cannot export local symbol" || true
+        -L "$OUT" -lDetectionEngine -lWire -lZeroMQ -lCommandSettings -lLogging -lRecordCodecs -lRoadSaveModel -lTerminalProgress -lSystemKit -lmsgpackc -lzmq 2>&1 | grep -v "Cannot export local symbol" || true
     [[ -x "$binary" ]] || { echo "fuzz: target $target did not build" >&2; exit 1; }
 }
 
@@ -78,7 +78,7 @@ build_all() {
     build_module RoadSaveModel "$ROOT/Shared/RoadSaveModel"
     build_module RecordCodecs "$ROOT/Shared/RecordCodecs"
     build_module Logging "$ROOT/Shared/Logging"
-    build_module Settings "$ROOT/Shared/Settings"
+    build_module CommandSettings "$ROOT/Shared/CommandSettings"
     build_module Wire "$ROOT/Shared/Wire"
     # Ingest's gateway messages know the CurveZMQ allow-list entries (ZeroMQ module).
     build_module ZeroMQ "$ROOT/Shared/ZeroMQ"

@@ -1,5 +1,5 @@
+import CommandSettings
 import ServiceKit
-import Settings
 import ZeroMQ
 
 /// `--key FILE` and `--server-key FILE` of the clients (send, tail, ctl): this client's CurveZMQ key pair and the

@@ -1,6 +1,6 @@
+import CommandSettings
 import Logging
 import ServiceKit
-import Settings
 import SystemKit
 import TerminalProgress
 import ZeroMQ

@@ -1,9 +1,9 @@
+import CommandSettings
 import Foundation
 import Logging
 import RecordCodecs
 import RoadSaveModel
 import ServiceKit
-import Settings
 import Wire
 import ZeroMQ
 

@@ -1,6 +1,6 @@
+import CommandSettings
 import Foundation
 import ServiceKit
-import Settings
 import Storage
 
 /// A service's data directory as the service commands see it: its `--data-dir` setting (`ServiceSettings.dataDirectory`,

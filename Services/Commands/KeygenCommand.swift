@@ -1,5 +1,5 @@
+import CommandSettings
 import Foundation
-import Settings
 import ZeroMQ
 
 /// `roadsave keygen NAME`: a new CurveZMQ key pair in ZeroMQ's certificate files (`NAME.key`, secret, mode 0600;

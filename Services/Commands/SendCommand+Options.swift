@@ -1,7 +1,7 @@
+import CommandSettings
 import GatewayKit
 import Logging
 import ServiceKit
-import Settings
 import TerminalProgress
 import Wire
 import ZeroMQ

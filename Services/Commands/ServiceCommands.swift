@@ -1,9 +1,9 @@
+import CommandSettings
 import DetectionService
 import Foundation
 import IngestService
 import NotifierService
 import ServiceKit
-import Settings
 import Storage
 
 extension IngestService: RunnableService {}

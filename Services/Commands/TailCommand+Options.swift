@@ -1,7 +1,7 @@
+import CommandSettings
 import Logging
 import NotifierService
 import ServiceKit
-import Settings
 import Wire
 import ZeroMQ
 

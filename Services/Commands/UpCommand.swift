@@ -1,8 +1,8 @@
+import CommandSettings
 import Foundation
 import Logging
 import Metrics
 import ServiceKit
-import Settings
 import Storage
 import ZeroMQ
 

@@ -1,4 +1,4 @@
-import Settings
+import CommandSettings
 
 /// The opening that `replay` and `report` share: their options read (the shared platform and ordering settings'
 /// flags with the command's own), `--help` noticed, and the one record file named.

@@ -1,9 +1,9 @@
+import CommandSettings
 import DetectionEngine
 import Foundation
 import Logging
 import PlatformHTTP
 import RecordCodecs
-import Settings
 import TerminalProgress
 import Wire
 

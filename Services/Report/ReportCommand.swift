@@ -1,10 +1,10 @@
+import CommandSettings
 import DetectionEngine
 import Foundation
 import Logging
 import PlatformHTTP
 import Replay
 import RoadSaveModel
-import Settings
 import Wire
 
 #if canImport(Glibc)

@@ -1,5 +1,5 @@
+import CommandSettings
 import Foundation
-import Settings
 import ZeroMQ
 
 /// The CurveZMQ settings every service shares: its secret key, its allow-list, and `--insecure`. The keys themselves

@@ -1,6 +1,6 @@
+import CommandSettings
 import Foundation
 import Logging
-import Settings
 
 /// Checks of ZeroMQ endpoints given in configuration, so a typo is reported at start, not as a bind error later.
 public enum Endpoint {

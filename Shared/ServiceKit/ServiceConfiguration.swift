@@ -1,6 +1,6 @@
+import CommandSettings
 import Foundation
 import RecordCodecs
-import Settings
 
 /// A service's settings from flags, the environment and a JSON file (`--config FILE` or `ROADSAVE_CONFIG`), in that
 /// order of precedence, with defaults last (`SettingValues`); `describe()` shows the effective configuration with

@@ -1,7 +1,7 @@
+import CommandSettings
 import Foundation
 import Logging
 import Metrics
-import Settings
 import ZeroMQ
 
 #if canImport(Glibc)

@@ -1,6 +1,6 @@
+import CommandSettings
 import Foundation
 import Logging
-import Settings
 
 #if canImport(Glibc)
     import Glibc

@@ -1,6 +1,6 @@
+import CommandSettings
 import Foundation
 import Logging
-import Settings
 
 /// The kinds of setting the three services share, so each service's loader says only what is its own.
 public enum ServiceSettings {

@@ -1,5 +1,5 @@
+import CommandSettings
 import RoadSaveModel
-import Settings
 import Testing
 
 @Suite("CommandLineOptions")

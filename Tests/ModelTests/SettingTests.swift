@@ -1,4 +1,4 @@
-import Settings
+import CommandSettings
 import Testing
 
 /// `Setting<Value>` and `SettingValues`: typed values, their checks, where a value comes from, and how they are shown.

@@ -1,5 +1,5 @@
+import CommandSettings
 import ServiceKit
-import Settings
 import Testing
 
 @testable import NotifierService

@@ -1,5 +1,5 @@
+import CommandSettings
 import Foundation
-import Settings
 import Testing
 import ZeroMQ
 

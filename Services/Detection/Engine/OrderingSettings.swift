@@ -1,4 +1,4 @@
-import Settings
+import CommandSettings
 
 /// The ordering settings `roadsave detect`, `replay` and `report` share: one flag, one default (the engine's,
 /// `RecordOrdering.Options`) and one range. 600 s bounds what a device may hold in memory in the service; replay

@@ -1,8 +1,8 @@
+import CommandSettings
 import DetectionEngine
 import Foundation
 import RecordCodecs
 import RoadSaveModel
-import Settings
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking

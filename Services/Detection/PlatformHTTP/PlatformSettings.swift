@@ -1,6 +1,6 @@
+import CommandSettings
 import DetectionEngine
 import Foundation
-import Settings
 
 /// The platform settings `roadsave detect`, `replay` and `report` share, so each has one default, one range and one
 /// URL rule wherever it is given: `--platform` is an http:// or https:// URL with a host everywhere (anything else

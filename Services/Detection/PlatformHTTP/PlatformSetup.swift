@@ -1,7 +1,7 @@
+import CommandSettings
 import DetectionEngine
 import Foundation
 import RoadSaveModel
-import Settings
 
 /// The platform a command or service is configured with: the embedded one unless a URL is given, and thresholds
 /// from a settings file replacing the platform's. Shared by `roadsave replay` and the detection service, so both

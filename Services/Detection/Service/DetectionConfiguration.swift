@@ -1,10 +1,10 @@
+import CommandSettings
 import DetectionEngine
 import Foundation
 import Logging
 import Metrics
 import PlatformHTTP
 import ServiceKit
-import Settings
 import ZeroMQ
 
 /// detection's settings: flags, environment or a JSON file (see `ServiceConfiguration`).

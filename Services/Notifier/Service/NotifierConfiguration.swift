@@ -1,9 +1,9 @@
+import CommandSettings
 import Foundation
 import Logging
 import Metrics
 import RecordCodecs
 import ServiceKit
-import Settings
 import ZeroMQ
 
 /// notifier's settings: flags, environment or a JSON file (see `ServiceConfiguration`).
