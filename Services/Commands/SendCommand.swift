@@ -30,8 +30,9 @@ public enum SendCommand {
         contentType, body]). Up to --window batches are on their way at once, in file order; like a gateway it keeps
         each batch until its acknowledgement [batchID, ack] arrives: without one within --timeout it sends the same
         batch again (same batchID), up to --attempts times with a growing pause, then gives up naming the batch. A
-        batch refused for the gateway's rate limit (field rate) is sent again after the acknowledgement's
-        retryAfterMs, as often as it takes: it slows the send down, it loses nothing and uses up no attempt.
+        batch refused for the gateway's rate limit (field rate), or because the journal could not store it (field
+        store: a full disk, a lock held too long), is sent again after the acknowledgement's retryAfterMs, as often
+        as it takes: it slows the send down, it loses nothing and uses up no attempt.
 
         Order through outages: every batch carries a header with this gateway's watermark (GatewayBatchHeader: no
         record older than it follows), the oldest time of everything not yet acknowledged besides the batch itself,
