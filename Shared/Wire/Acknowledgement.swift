@@ -41,35 +41,37 @@ public struct Acknowledgement: Equatable, Sendable {
     /// The answer to a batch refused whole, unread, because its gateway is over its rate limit: nothing accepted, one
     /// rejection at index -1 with field `rate`, and when to send it again. Not a verdict on the records.
     public static func rateLimited(reason: String, retryAfterMs: Int) -> Acknowledgement {
-        Acknowledgement(
-            accepted: 0, rejected: [Rejection(index: -1, field: rateField, reason: reason)],
-            retryAfterMs: max(0, retryAfterMs))
+        refusedForNow(field: rateField, reason: reason, retryAfterMs: retryAfterMs)
     }
 
     /// The milliseconds to wait before sending the batch again when it was refused for the rate limit (a `rate`
     /// rejection at index -1); nil for every other acknowledgement, whose rejections are final.
-    public var rateLimitRetryAfterMs: Int? {
-        guard let retryAfterMs, rejected.contains(where: { $0.index == -1 && $0.field == Self.rateField }) else {
-            return nil
-        }
-        return retryAfterMs
-    }
+    public var rateLimitRetryAfterMs: Int? { retryAfterMs(ifRefusedFor: [Self.rateField]) }
 
     /// The answer to a batch the journal could not store: nothing accepted, one rejection at index -1 with field
     /// `store`, and when to send it again. Not a verdict on the records.
     public static func storeFailed(reason: String, retryAfterMs: Int) -> Acknowledgement {
-        Acknowledgement(
-            accepted: 0, rejected: [Rejection(index: -1, field: storeField, reason: reason)],
-            retryAfterMs: max(0, retryAfterMs))
+        refusedForNow(field: storeField, reason: reason, retryAfterMs: retryAfterMs)
     }
 
     /// The milliseconds to wait before sending the same batch again when it was refused whole for a reason that
     /// passes (a `rate` or `store` rejection at index -1); nil for every other acknowledgement, whose rejections are
     /// final.
-    public var resendAfterMs: Int? {
-        guard let retryAfterMs,
-            rejected.contains(where: { $0.index == -1 && ($0.field == Self.rateField || $0.field == Self.storeField) })
-        else { return nil }
+    public var resendAfterMs: Int? { retryAfterMs(ifRefusedFor: [Self.rateField, Self.storeField]) }
+
+    /// A batch refused whole for a reason that passes: nothing accepted, one rejection at index -1 with `field`, and
+    /// when to send it again.
+    private static func refusedForNow(field: String, reason: String, retryAfterMs: Int) -> Acknowledgement {
+        Acknowledgement(
+            accepted: 0, rejected: [Rejection(index: -1, field: field, reason: reason)],
+            retryAfterMs: max(0, retryAfterMs))
+    }
+
+    /// `retryAfterMs` when the batch was refused whole (index -1) for one of `fields`, else nil.
+    private func retryAfterMs(ifRefusedFor fields: Set<String>) -> Int? {
+        guard let retryAfterMs, rejected.contains(where: { $0.index == -1 && fields.contains($0.field) }) else {
+            return nil
+        }
         return retryAfterMs
     }
 

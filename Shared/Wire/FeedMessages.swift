@@ -116,7 +116,8 @@ public struct FeedReplyHeader: Sendable, Equatable {
     public var feed: String
     /// The request's `after`.
     public var after: UInt64
-    /// The position of the last item in this reply (`after` when there is none): the consumer's next `after`.
+    /// The consumer's next `after`: the position of the last item in this reply (`after` when there is none), or a
+    /// later position when the read covered everything up to it (a journal's reply not cut short reaches the head).
     public var to: UInt64
     /// The newest position in the feed (of any shard), for the consumer's lag.
     public var head: UInt64
