@@ -62,7 +62,8 @@ let package = Package(
 
         // Detection: the pure, deterministic trip and crash engines and the per-device session.
         .target(
-            name: "DetectionEngine", dependencies: ["RoadSaveModel", "RecordCodecs", "Logging", "CommandSettings"],
+            name: "DetectionEngine",
+            dependencies: ["RoadSaveModel", "RecordCodecs", "Logging", "CommandSettings", "SystemKit"],
             path: "Services/Detection/Engine"),
         // The RoadSave platform over HTTP (settings and crash evaluation), for the service shells.
         .target(
@@ -186,7 +187,8 @@ let package = Package(
             path: "Tests/DetectionServiceTests"),
         .testTarget(name: "StorageTests", dependencies: ["Storage"], path: "Tests/StorageTests"),
         .testTarget(
-            name: "FeedTests", dependencies: ["Feeds", "Wire", "ZeroMQ", "RoadSaveModel", "RecordCodecs", "Logging"],
+            name: "FeedTests",
+            dependencies: ["Feeds", "Wire", "ZeroMQ", "RoadSaveModel", "RecordCodecs", "Logging", "RoadSaveTestKit"],
             path: "Tests/FeedTests"),
         .testTarget(
             name: "IngestTests",

@@ -53,6 +53,7 @@ public enum ControlCommand {
           --timeout S         seconds to wait for the reply, 0.05 to 3600 (default 10)
           --log-level L       debug, info, warning or error (default warning)
         \(ClientCurveKeys.help(service: "detection"))
+        \(ClientLinkTimings.help)
           -h, --help          this text
 
         Exit status: 0 when the reply says "ok": true, 1 when it says false (the error code is in the printed reply)
@@ -114,6 +115,7 @@ public enum ControlCommand {
         var timeoutMilliseconds: Int32 = 10_000
         var logLevel = Log.Level.warning
         var keys: ClientCurveKeys?
+        var link = LinkTimings.standard
 
         init(_ arguments: [String], environment: [String: String]) throws {
             let parsed = try CommandLineOptions(
@@ -121,7 +123,7 @@ public enum ControlCommand {
                 valued: ([
                     "--app", "--user", "--mode", "--auto-trips", "--enabled", "--endpoint", "--timeout",
                     "--log-level",
-                ] as Set<String>).union(ClientCurveKeys.flags),
+                ] as Set<String>).union(ClientCurveKeys.flags).union(ClientLinkTimings.flags),
                 flags: CommandLineOptions.helpSwitches.union(["--follow-up"]))
             if parsed.asksForHelp {
                 help = true
@@ -194,6 +196,7 @@ public enum ControlCommand {
             (timeout, timeoutMilliseconds) = try parsed.milliseconds("--timeout", default: 10, range: 0.05...3600)
             if let text = parsed.string("--log-level") { logLevel = try LogLevelSetting.parse(text) }
             keys = try ClientCurveKeys.parse(parsed)
+            link = try ClientLinkTimings.parse(parsed)
         }
 
         static func bool(_ text: String, flag: String) throws(CommandExit) -> Bool {
@@ -242,6 +245,7 @@ public enum ControlCommand {
             socket = try ZMQSocket(context, .req, linger: 0, sendTimeout: options.timeoutMilliseconds)
             try socket.setReceiveTimeout(milliseconds: options.timeoutMilliseconds)
             try options.keys?.apply(to: socket)
+            try socket.setLinkTimings(options.link)
             try socket.connect(options.endpoint)
         } catch {
             throw CommandExit(1, "cannot connect to detection at \(options.endpoint): \(error)")

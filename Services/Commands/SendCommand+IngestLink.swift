@@ -75,6 +75,7 @@ extension SendCommand {
             let socket = try ZMQSocket(context, .dealer, linger: 0, sendTimeout: options.timeoutMilliseconds)
             self.socket = socket
             try options.keys?.apply(to: socket)
+            try socket.setLinkTimings(options.link)
             watch = try ConnectionWatch(socket, context: context, name: "send")
             try socket.connect(endpoint)
             gatewayName = options.gatewayName ?? runID

@@ -34,6 +34,7 @@ extension SendCommand {
         var realtime = false
         var logLevel = Log.Level.warning
         var keys: ClientCurveKeys?
+        var link = LinkTimings.standard
         /// Off with --no-progress.
         var progress = true
         /// Headers with watermarks (off with --no-watermark), their disorder bound, stream name and end.
@@ -49,7 +50,7 @@ extension SendCommand {
                     "--endpoint", "--format", "--input-format", "--batch", "--window", "--timeout",
                     "--attempts", "--rate", "--log-level", "--max-disorder", "--gateway",
                 ])
-                .union(ClientCurveKeys.flags),
+                .union(ClientCurveKeys.flags).union(ClientLinkTimings.flags),
                 flags: CommandLineOptions.helpSwitches.union([
                     "--realtime", ProgressMeter.flag, "--no-end", "--no-watermark",
                 ]))
@@ -112,6 +113,7 @@ extension SendCommand {
             }
             if let text = parsed.string("--log-level") { logLevel = try LogLevelSetting.parse(text) }
             keys = try ClientCurveKeys.parse(parsed)
+            link = try ClientLinkTimings.parse(parsed)
         }
     }
 }

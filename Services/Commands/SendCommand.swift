@@ -80,6 +80,7 @@ public enum SendCommand {
           --no-progress       no progress line on standard error (records read, records/s, percent and time
                               left of a file); it is shown only when standard error is a terminal
         \(ClientCurveKeys.help(service: "sensor-ingest"))
+        \(ClientLinkTimings.help)
           -h, --help          this text
 
         Output: records that fail validation here are reported on standard error as "line N: field: reason (not

@@ -23,10 +23,11 @@ extension TailCommand {
         /// The wait of each `--via-catch-up` long-poll.
         static let longPollMilliseconds = 25_000
 
-        init(context: ZMQContext, endpoint: String, keys: ClientCurveKeys?) throws {
+        init(context: ZMQContext, endpoint: String, keys: ClientCurveKeys?, link: LinkTimings) throws {
             self.endpoint = endpoint
             socket = try ZMQSocket(context, .dealer, linger: 0)
             try keys?.apply(to: socket)
+            try socket.setLinkTimings(link)
             try socket.connect(endpoint)
         }
 

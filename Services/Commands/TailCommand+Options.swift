@@ -29,6 +29,7 @@ extension TailCommand {
         var showPosition = false
         var viaCatchUp = false
         var keys: ClientCurveKeys?
+        var link = LinkTimings.standard
 
         init(_ arguments: [String]) throws {
             // --event may be repeated, which the shared parser does not keep: take those out first.
@@ -56,7 +57,7 @@ extension TailCommand {
                 valued: ([
                     "--endpoint", "--app", "--user", "--topic", "--count", "--timeout", "--log-level", "--since",
                     "--catch-up-endpoint",
-                ] as Set<String>).union(ClientCurveKeys.flags),
+                ] as Set<String>).union(ClientCurveKeys.flags).union(ClientLinkTimings.flags),
                 flags: CommandLineOptions.helpSwitches.union(["--show-position", "--via-catch-up"]))
             if parsed.asksForHelp {
                 help = true
@@ -99,6 +100,7 @@ extension TailCommand {
             showPosition = parsed.has("--show-position")
             viaCatchUp = parsed.has("--via-catch-up")
             keys = try ClientCurveKeys.parse(parsed)
+            link = try ClientLinkTimings.parse(parsed)
         }
 
         /// The subscription prefixes; ZeroMQ matches prefixes only, so `accepts` checks the whole topic.

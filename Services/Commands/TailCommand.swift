@@ -62,6 +62,7 @@ public enum TailCommand {
           --log-level L       debug, info, warning or error (default warning)
         \(ClientCurveKeys.help(service: "the notifier"))
                               (the same keys for the subscriber and the catch-up endpoint)
+        \(ClientLinkTimings.help)
           -h, --help          this text
 
         SIGINT and SIGTERM end it cleanly (exit 0). Exit status 1 when the subscription or the catch-up fails (an
@@ -92,6 +93,9 @@ public enum TailCommand {
             if options.since != nil { try socket.setReceiveHighWaterMark(0) }
             for prefix in options.prefixes { try socket.subscribe(prefix) }
             try options.keys?.apply(to: socket)
+            // Heartbeats: a connection that went silent (a cut link, a NAT that forgot it) is dropped and made anew,
+            // and what was published meanwhile is caught up (below), instead of waiting on a dead one.
+            try socket.setLinkTimings(options.link)
             // Its handshakes: on each reconnect what was published meanwhile is read from the catch-up endpoint.
             watch = try ConnectionWatch(socket, context: context, name: "tail")
             try socket.connect(options.endpoint)
@@ -118,7 +122,8 @@ public enum TailCommand {
         var printer = Printer(options: options)
         if let since = options.since {
             do {
-                catchUp = try CatchUpClient(context: context, endpoint: options.catchUpEndpoint, keys: options.keys)
+                catchUp = try CatchUpClient(
+                    context: context, endpoint: options.catchUpEndpoint, keys: options.keys, link: options.link)
             } catch {
                 throw CommandExit(1, "cannot connect to the catch-up endpoint \(options.catchUpEndpoint): \(error)")
             }
@@ -193,7 +198,8 @@ public enum TailCommand {
         do throws(CommandExit) {
             if client == nil {
                 do {
-                    client = try CatchUpClient(context: context, endpoint: options.catchUpEndpoint, keys: options.keys)
+                    client = try CatchUpClient(
+                        context: context, endpoint: options.catchUpEndpoint, keys: options.keys, link: options.link)
                 } catch {
                     throw CommandExit(1, "\(error)")
                 }
@@ -224,7 +230,8 @@ public enum TailCommand {
         let catchUp: CatchUpClient
         do {
             context = try ZMQContext()
-            catchUp = try CatchUpClient(context: context, endpoint: options.catchUpEndpoint, keys: options.keys)
+            catchUp = try CatchUpClient(
+                context: context, endpoint: options.catchUpEndpoint, keys: options.keys, link: options.link)
         } catch {
             throw CommandExit(1, "cannot connect to the catch-up endpoint \(options.catchUpEndpoint): \(error)")
         }

@@ -45,6 +45,8 @@ public struct IngestConfiguration: Sendable {
     /// share of the devices. Fixed for a journal: changing it needs a new data directory.
     public var shards = Settings.shards.defaultValue
     public var logLevel = ServiceSettings.logLevel.defaultValue
+    /// How its ZeroMQ connections notice a dead peer and come back (`--link-heartbeat` and the rest).
+    public var linkTimings = LinkTimings.standard
     /// Where /metrics, /healthz and /readyz are served (`--metrics-endpoint`); nil: nowhere.
     public var metricsEndpoint: MetricsEndpoint?
     /// CurveZMQ on the gateway socket (`--curve-secret-key`, `--allow`); nil: plaintext (loopback or `--insecure`).
@@ -125,7 +127,7 @@ public struct IngestConfiguration: Sendable {
             Settings.rateLimit,
             Settings.rateBurst, Settings.shards, ServiceSettings.logLevel, ServiceMetrics.spec,
         ]
-        + CurveSettings.specs
+        + LinkSettings.specs + CurveSettings.specs
 
     /// Reads and validates the settings; the error says which one is wrong and why.
     public static func load(_ source: ServiceConfiguration) throws(CommandLineOptions.UsageError) -> IngestConfiguration
@@ -173,6 +175,7 @@ public struct IngestConfiguration: Sendable {
         configuration.shards = try source.value(Settings.shards)
         configuration.logLevel = try source.value(ServiceSettings.logLevel)
         configuration.metricsEndpoint = try ServiceMetrics.endpoint(source)
+        configuration.linkTimings = try LinkSettings.timings(source)
         configuration.curve = try CurveSettings.serverKeys(
             source,
             endpoints: [

@@ -25,7 +25,7 @@ public final class IngestService: Sendable {
         self.configuration = configuration
         log = Log(category: "ingest", minimumLevel: configuration.logLevel)
         context = try ZMQContext()
-        reactor = Reactor(name: "ingest", context: context)
+        reactor = Reactor(name: "ingest", context: context, linkTimings: configuration.linkTimings)
         serving = ReactorBound(
             handingOver: IngestServing(configuration: configuration, log: log, reactor: reactor),
             to: reactor)

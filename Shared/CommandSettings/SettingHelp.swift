@@ -13,9 +13,8 @@ public enum SettingHelp {
     }
 
     /// A command's options (flags only), as `roadsave replay --help` lists them: `  --flag NAME  help (default X)`,
-    /// wrapped to `width` columns under the help's column.
-    public static func command(_ settings: [any AnySetting], width: Int = 116) -> String {
-        let column = 24
+    /// wrapped to `width` columns under the help's column (`column`, counted from 0).
+    public static func command(_ settings: [any AnySetting], width: Int = 116, column: Int = 24) -> String {
         return settings.map { setting in
             let name = setting.isSwitch ? setting.flag : "\(setting.flag) \(setting.valueName)"
             let head = "  " + name

@@ -4,10 +4,15 @@ import ZeroMQ
 
 /// One consumer's link to one feed server (a DEALER connected to its ROUTER). The owner decides what to ask for;
 /// the client keeps at most one request outstanding, sends it again when no answer comes in time (the server may
-/// have restarted and lost it: requests are idempotent), and passes on only the answer to the request outstanding.
+/// have restarted and lost it: requests are idempotent) or as soon as a connection lost is made anew (what was
+/// sent on the dead one gets no answer), and passes on only the answer to the request outstanding. The socket has
+/// its loop's `LinkTimings`: a silent link is dropped by its heartbeats and made anew within seconds of healing.
 public final class FeedClient {
     public let endpoint: String
     private let socket: ZMQSocket
+    /// The socket's connections, to send the outstanding request again as soon as a lost one is made anew.
+    private let connections: ConnectionWatch
+    private var connectionLost = false
     private let loop: ReactorLoop
     private let log: Log
     private var nextID: UInt64 = 1
@@ -22,6 +27,8 @@ public final class FeedClient {
         public var resent = 0
         public var outOfSequence = 0
         public var unreadable = 0
+        /// Connections to the server lost (the server went, or the link: heartbeats unanswered).
+        public var connectionsLost = 0
     }
     /// Extra time past the server's wait before a request is sent again.
     static let answerGrace = 2.0
@@ -43,8 +50,10 @@ public final class FeedClient {
         try socket.setSendTimeout(milliseconds: 0)
         if let maximumFrameBytes { try socket.setMaximumMessageSize(maximumFrameBytes) }
         if let curve { try socket.setCurveClient(curve) }
+        connections = try ConnectionWatch(socket, context: loop.context, name: "feed")
         try socket.connect(endpoint)
         loop.onReadable(socket) { [unowned self] socket in receive(socket) }
+        loop.onReadable(connections.reader) { [unowned self] _ in connectionsChanged() }
         resendTimer = loop.every(0.25) { [unowned self] in resendIfLate() }
     }
 
@@ -65,6 +74,7 @@ public final class FeedClient {
         outstanding = nil
         if let resendTimer { loop.cancel(resendTimer) }
         resendTimer = nil
+        loop.close(connections.reader)
         loop.close(socket)
     }
 
@@ -99,6 +109,25 @@ public final class FeedClient {
             // taking that answer in this same round would keep the loop for as long as the feed has a backlog, with
             // platform answers (a crash's verdict), timers and control commands waiting behind it.
             return false
+        }
+    }
+
+    /// A connection ended or was made: after a loss, the request outstanding goes again on the new connection at
+    /// once, instead of when its patience runs out.
+    private func connectionsChanged() {
+        for change in connections.changes() {
+            switch change {
+            case .lost:
+                connectionLost = true
+                statistics.connectionsLost += 1
+            case .established:
+                guard connectionLost else { continue }
+                connectionLost = false
+                guard let (request, _) = outstanding else { continue }
+                outstanding = (request, loop.now)
+                statistics.resent += 1
+                send(request)
+            }
         }
     }
 

@@ -55,6 +55,8 @@ public enum ReactorError: Error, Sendable, Equatable, CustomStringConvertible {
 public final class Reactor: Sendable {
     public let name: String
     public let context: ZMQContext
+    /// Set on every socket the loop creates (`ReactorLoop.socket`): how its connections notice a dead peer.
+    public let linkTimings: LinkTimings
 
     typealias Work = @Sendable (ReactorLoop) -> Void
 
@@ -85,9 +87,10 @@ public final class Reactor: Sendable {
     private let wakeWriteFD: Int32
     private let pipeError: ZMQError?
 
-    public init(name: String, context: ZMQContext) {
+    public init(name: String, context: ZMQContext, linkTimings: LinkTimings = .standard) {
         self.name = name
         self.context = context
+        self.linkTimings = linkTimings
         var fds: [Int32] = [-1, -1]
         if pipe(&fds) == 0 {
             for fd in fds {

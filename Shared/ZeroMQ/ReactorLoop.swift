@@ -83,7 +83,8 @@ public final class ReactorLoop {
 
     // MARK: - Sockets
 
-    /// Creates a socket (`ZMQ_LINGER` 0, `ZMQ_SNDTIMEO` 1000 ms unless given) owned by the loop: closed when it ends.
+    /// Creates a socket (`ZMQ_LINGER` 0, `ZMQ_SNDTIMEO` 1000 ms unless given, the reactor's `LinkTimings`) owned by
+    /// the loop: closed when it ends.
     public func socket(
         _ type: ZMQSocketType,
         linger: Int32 = ZMQSocket.defaultLinger,
@@ -91,6 +92,12 @@ public final class ReactorLoop {
     ) throws(ZMQError) -> ZMQSocket {
         assertOnLoopThread()
         let socket = try ZMQSocket(context, type, linger: linger, sendTimeout: sendTimeout)
+        do {
+            try socket.setLinkTimings(reactor.linkTimings)
+        } catch {
+            socket.close()
+            throw error
+        }
         adopt(socket)
         return socket
     }

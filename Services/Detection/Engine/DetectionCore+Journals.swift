@@ -15,7 +15,12 @@ extension DetectionCore {
         var actions: [DetectionCoreAction] = []
         if case .stopped = phase { return actions }
         if case .stopping = phase { return actions }
-        journals[index].replied(answer, at: time.monotonic)
+        if case .answersAgain(let unanswered) = journals[index].replied(answer, at: time.monotonic) {
+            actions.append(
+                .log(
+                    .info, "the journal answers again",
+                    [("endpoint", journals[index].endpoint), ("silentSeconds", seconds(unanswered))]))
+        }
         if let error = answer.error {
             actions.append(
                 .log(.warning, "journal refused a request", [("endpoint", journals[index].endpoint), ("error", error)]))
@@ -87,6 +92,7 @@ extension DetectionCore {
         for line in unappliedLog.roll(now: time.monotonic) {
             actions.append(.log(line.level, line.message, line.fields))
         }
+        noteSilentJournals(at: time, into: &actions)
         switch phase {
         case .stopped:
             return actions
@@ -107,6 +113,22 @@ extension DetectionCore {
             checkpoint(at: time, into: &actions)
         }
         return actions
+    }
+
+    /// A journal that has just fallen silent is said once (it is not ready, and its lag grows, until it answers).
+    private mutating func noteSilentJournals(at time: DetectionTime, into actions: inout [DetectionCoreAction]) {
+        if case .stopped = phase { return }
+        for index in journals.indices {
+            guard case .fellSilent(let unanswered) = journals[index].check(at: time.monotonic) else { continue }
+            actions.append(
+                .log(
+                    .warning,
+                    "no answer from the journal: ingest or the link to it is down; its gateways' watermarks are held until it answers",
+                    [
+                        ("endpoint", journals[index].endpoint), ("silentSeconds", seconds(unanswered)),
+                        ("limit", seconds(options.journalSilenceLimit)),
+                    ]))
+        }
     }
 
     /// Journals that refused a request are asked again a second later: who they are, the range a re-run waits
@@ -184,8 +206,12 @@ extension DetectionCore {
 
     /// Clock-driven decisions, only while every journal has been read to its end and still answers: while records
     /// wait unread, or cannot reach detection, a device is not silent. A journal that stopped answering is waited
-    /// for `silentJournalGrace` seconds, then the clock runs on without it (a dead ingest must not hold a crash
-    /// decision for ever); when it answers again, quiet time counts from then (`resumeClock`).
+    /// for `silentJournalGrace` seconds, then the clock runs on without it for the devices of gateways without
+    /// watermarks; a gateway's watermark that stands still is released by the clock only while its journal is
+    /// heard (the time detection cannot hear a journal is not its gateways' standing still), until the journal has
+    /// been silent for `journalSilenceLimit`: then it is taken as gone, and the clock decides for every device (a
+    /// dead ingest must not hold a crash decision for ever). When a journal answers again, quiet time and the
+    /// watermarks' hold count from then (`resumeClock`).
     ///
     /// While a journal is behind, devices due (a crash to decide, a trip to end) are not kept waiting for the whole
     /// backlog: each request asks the journals where those devices' records end (`JournalFetch.watch`), and the
@@ -195,11 +221,18 @@ extension DetectionCore {
         let monotonic = time.monotonic
         let heardWithin = options.journalHeardWithin
         let grace = options.silentJournalGrace
+        let limit = options.journalSilenceLimit
         func heard(_ journal: JournalLink) -> Bool { monotonic - journal.lastReply < heardWithin }
         func given(_ journal: JournalLink) -> Bool { monotonic - journal.lastReply > grace }
-        let readAll = journals.allSatisfy { ($0.caughtUp && heard($0)) || given($0) }
+        func gone(_ journal: JournalLink) -> Bool { monotonic - journal.lastReply > limit }
+        let readAll = journals.allSatisfy { ($0.caughtUp && heard($0)) || gone($0) }
         guard readAll else {
-            let due = fleet.dueDevices(now: time.wall, limit: Self.maximumWatched)
+            // A stream whose watermark stands still goes by the clock only if its journal is heard and read to its
+            // end (one behind may hold the watermark's next move), or gone.
+            let heardFeeds = Set(journals.filter { ($0.caughtUp && heard($0)) || gone($0) }.compactMap(\.feed))
+            let due = fleet.dueDevices(now: time.wall, limit: Self.maximumWatched) { stream in
+                Self.feed(ofStream: stream).map { heardFeeds.contains($0) } ?? false
+            }
             let read = due.filter { device in
                 journals.allSatisfy { journal in
                     (journal.caughtUp && heard(journal)) || given(journal)

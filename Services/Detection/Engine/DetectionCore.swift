@@ -17,11 +17,20 @@ public struct DetectionCore: Sendable {
         public var checkpointInterval: Double
         /// Seconds without a record after which an idle device leaves memory with a checkpoint; 0: never.
         public var deviceMemoryIdle: Double
-        /// Seconds a journal may leave detection without an answer before the clock runs on without it.
+        /// Seconds a journal may leave detection without an answer before the clock runs on without it for the
+        /// devices of gateways without watermarks (their records are all read but for that journal's).
         public var silentJournalGrace: Double
+        /// Seconds a journal may leave detection without an answer before it is taken as gone: until then no
+        /// gateway's watermark that stands still is released by the clock (a partition is not a gateway standing
+        /// still: the hold counts again from when the journal answers); after it, the clock decides for every
+        /// device, so an ingest gone for good holds no crash decision for ever (docs/operating.md, "Links").
+        public var journalSilenceLimit: Double
         /// A journal answers at least every second while detection is there to ask: one that has not answered for
         /// this long is not being heard (ingest down, or the link), and that time is not the devices' silence.
         public var journalHeardWithin = 1.5
+        /// Seconds without an answer after which a journal's link is said to be silent (one log line, readiness,
+        /// lag): the request's wait plus the time heartbeats take to find a dead connection.
+        public var journalSilentAfter: Double
         /// Most inputs kept unstored while they give nothing to send, and longest they wait (see `commit`).
         public var deferredInputs = 256
         public var deferredCommitDelay = 0.05
@@ -36,14 +45,19 @@ public struct DetectionCore: Sendable {
         /// The shard this detection reads (`0/2`, or `all`), for the journal gaps it finds.
         public var shard: String
 
+        public static let defaultJournalSilenceLimit = 300.0
+
         public init(
             fleet: DeviceFleet.Options = .init(), checkpointInterval: Double = 2, deviceMemoryIdle: Double = 3600,
-            silentJournalGrace: Double = 10, dataDirectory: String = "", shard: String = "all"
+            silentJournalGrace: Double = 10, journalSilenceLimit: Double = Options.defaultJournalSilenceLimit,
+            journalSilentAfter: Double = 6, dataDirectory: String = "", shard: String = "all"
         ) {
             self.fleet = fleet
             self.checkpointInterval = checkpointInterval
             self.deviceMemoryIdle = deviceMemoryIdle
             self.silentJournalGrace = silentJournalGrace
+            self.journalSilenceLimit = max(journalSilenceLimit, silentJournalGrace)
+            self.journalSilentAfter = journalSilentAfter
             self.dataDirectory = dataDirectory
             self.shard = shard
         }
@@ -165,7 +179,9 @@ public struct DetectionCore: Sendable {
         self.checkpointInput = checkpointInput
         self.checkpointPositions = checkpointPositions
         self.lastInput = lastInput
-        journals = journalEndpoints.map { JournalLink(endpoint: $0, at: time.monotonic) }
+        journals = journalEndpoints.map {
+            JournalLink(endpoint: $0, silentAfter: options.journalSilentAfter, at: time.monotonic)
+        }
         phase = .recovering(queue: recovery, waiting: false)
         unappliedLog = UnappliedRecordsLog(dataDirectory: options.dataDirectory)
         counts.startedAt = time.monotonic
@@ -175,12 +191,21 @@ public struct DetectionCore: Sendable {
 
     // MARK: Reading
 
-    /// Every journal's last reply reached its head.
-    public var journalsCaughtUp: Bool { !journals.isEmpty && journals.allSatisfy(\.caughtUp) }
+    /// Every journal's last reply reached its head, and no journal has fallen silent since.
+    public var journalsCaughtUp: Bool {
+        !journals.isEmpty && journals.allSatisfy { $0.caughtUp && !$0.hearing.isSilent }
+    }
 
-    /// Seconds since every journal was last read to its head: 0 while caught up, nil before the first time.
+    /// Seconds since every journal was last read to its head: 0 while caught up, nil before the first time. A
+    /// journal that has fallen silent is not caught up, whatever its last reply said: what it holds now is unknown.
     public func lagSeconds(now monotonic: Double) -> Double? {
         journalsCaughtUp ? 0 : counts.caughtUpAt.map { monotonic - $0 }
+    }
+
+    /// The journals that have fallen silent (`Options.journalSilentAfter` without an answer), with the seconds since
+    /// each last answered at `monotonic`: detection is not ready while there is one.
+    public func silentJournals(now monotonic: Double) -> [(endpoint: String, unanswered: Double)] {
+        journals.filter(\.hearing.isSilent).map { ($0.endpoint, $0.hearing.unanswered(at: monotonic)) }
     }
 
     public var isLive: Bool { if case .live = phase { true } else { false } }
@@ -213,6 +238,12 @@ public struct DetectionCore: Sendable {
     /// A gateway as the operator knows it: one journal's gateway, whatever shards its batches were cut into (each
     /// shard's part is a stream of its own, `streamName`). The inverse for a stream's name: nil if not one.
     static func gatewayName(feed: String, gateway: String) -> String { "\(feed)/\(gateway)" }
+    /// The journal of a stream, by its name (`streamName`); nil if not one.
+    static func feed(ofStream stream: String) -> String? {
+        let parts = stream.split(separator: "/", maxSplits: 2, omittingEmptySubsequences: false)
+        guard parts.count == 3, Int(parts[1]) != nil else { return nil }
+        return String(parts[0])
+    }
     static func gatewayName(ofStream stream: String) -> String? {
         let parts = stream.split(separator: "/", maxSplits: 2, omittingEmptySubsequences: false)
         guard parts.count == 3, Int(parts[1]) != nil else { return nil }

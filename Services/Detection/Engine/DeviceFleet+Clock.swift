@@ -39,14 +39,21 @@ extension DeviceFleet {
         return actions
     }
 
-    /// The devices `tick(now:)` would act on: a reorder buffer to release or a timer due (in the order met, at most
-    /// `limit`). Changes nothing but the wake times kept to find them.
-    public mutating func dueDevices(now: Double, limit: Int) -> [DeviceID] {
+    /// The devices `tick(now:)` would act on by the clock: a reorder buffer to release or a timer due (in the order
+    /// met, at most `limit`). A device of a gateway's stream waits for its watermark, not for the journal's word on
+    /// its records; it is among them only when that watermark has stood still for `watermarkHold` and
+    /// `streamsByClock` lets its stream go by the clock (its journal is heard). Changes nothing but the wake times
+    /// kept to find them.
+    public mutating func dueDevices(
+        now: Double, limit: Int, streamsByClock: (String) -> Bool = { _ in false }
+    ) -> [DeviceID] {
         refreshWakeTimes()
         var due: [DeviceID] = []
-        // A device of a stream waits for its watermark, not for the journal's word on its records.
-        for slot in devices.indices where wakeTimes.times[slot] <= now && devices[slot].stream == nil {
+        for slot in devices.indices where wakeTimes.times[slot] <= now {
             guard due.count < limit else { break }
+            if let stream = devices[slot].stream {
+                guard governingWatermark(slot, now: now) == nil, streamsByClock(stream) else { continue }
+            }
             if releaseDue(slot, now: now) || timerDue(slot, now: now) { due.append(devices[slot].device) }
         }
         return due

@@ -1,4 +1,5 @@
 import RoadSaveModel
+import SystemKit
 
 /// What detection knows of one sensor-ingest journal it reads (the socket that asks is its shell's): which journal
 /// the endpoint serves, how far it has been read and checkpointed, whether it was read to its head and when it last
@@ -13,8 +14,10 @@ public struct JournalLink: Sendable, Equatable {
     public internal(set) var checkpointed: UInt64 = 0
     /// The last reply had nothing more, or reached the journal's head.
     public private(set) var caughtUp = false
-    /// When the last reply came (monotonic seconds), and how long the journal had left detection without one then.
-    public private(set) var lastReply: Double
+    /// When the last reply came (monotonic seconds) and whether the journal has fallen silent since, and how long
+    /// it had left detection without a reply when the last came.
+    public private(set) var hearing: LinkHearing
+    public var lastReply: Double { hearing.lastAnswer }
     public private(set) var unansweredBeforeReply = 0.0
     /// The newest position in the journal, for the lag.
     public private(set) var head: UInt64 = 0
@@ -26,20 +29,27 @@ public struct JournalLink: Sendable, Equatable {
     /// A refused request is asked again at this time (monotonic seconds).
     var retryAt: Double?
 
-    init(endpoint: String, at monotonic: Double) {
+    init(endpoint: String, silentAfter: Double, at monotonic: Double) {
         self.endpoint = endpoint
-        lastReply = monotonic
+        hearing = LinkHearing(silentAfter: silentAfter, since: monotonic)
     }
 
-    /// A reply came: when, how far the journal goes, and what it said of the devices asked about.
-    mutating func replied(_ answer: JournalAnswer, at monotonic: Double) {
+    /// A reply came: when, how far the journal goes, and what it said of the devices asked about. Returns whether
+    /// the journal answers again after it had fallen silent.
+    mutating func replied(_ answer: JournalAnswer, at monotonic: Double) -> LinkHearing.Change? {
         unansweredBeforeReply = monotonic - lastReply
-        lastReply = monotonic
+        let change = hearing.answered(at: monotonic)
         head = answer.head
         lastPositions = [:]
         if answer.watched.count == asked.count {
             for (device, position) in zip(asked, answer.watched) { lastPositions[device] = position }
         }
+        return change
+    }
+
+    /// Time passed: whether the journal has just fallen silent.
+    mutating func check(at monotonic: Double) -> LinkHearing.Change? {
+        hearing.check(at: monotonic)
     }
 
     /// The reply named this journal: take it, with the position stored for it (0 for a journal never read).

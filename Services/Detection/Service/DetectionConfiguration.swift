@@ -26,6 +26,10 @@ public struct DetectionConfiguration: Sendable {
     /// devices' timers fire again (a dead ingest must not hold a crash decision for ever), and records it still
     /// holds are then late.
     public var silentJournalGrace = 10.0
+    /// Seconds a journal may leave detection without an answer before it is taken as gone: until then its
+    /// gateways' watermarks are held (a partition is not a gateway standing still); then the clock decides for
+    /// every device, so a dead ingest holds a crash decision at most this long.
+    public var journalSilenceLimit = Settings.journalSilenceLimit.defaultValue
     /// The platform's base URL; nil for the embedded platform.
     public var platformURL: URL?
     public var platformTimeout = PlatformSettings.timeout.defaultValue
@@ -41,6 +45,8 @@ public struct DetectionConfiguration: Sendable {
     /// Only the devices of this shard (`i/n`, by a stable hash of the device), for running several detections.
     public var shard: (index: Int, count: Int)?
     public var logLevel = ServiceSettings.logLevel.defaultValue
+    /// How its ZeroMQ connections notice a dead peer and come back (`--link-heartbeat` and the rest).
+    public var linkTimings = LinkTimings.standard
     /// Where /metrics, /healthz and /readyz are served (`--metrics-endpoint`); nil: nowhere.
     public var metricsEndpoint: MetricsEndpoint?
     /// CurveZMQ on the control socket (`--curve-secret-key`, `--allow`: operator keys) and the outbox feed (service
@@ -106,6 +112,12 @@ public struct DetectionConfiguration: Sendable {
             help:
                 "seconds a gateway's watermark may stand still (the gateway, its link or ingest down) while its devices' records and decisions wait for it; then the clock releases them, logged and counted"
         )
+        public static let journalSilenceLimit = Setting<Double>(
+            flag: "--journal-silence-limit", environment: "ROADSAVE_JOURNAL_SILENCE_LIMIT", key: "journalSilenceLimit",
+            default: DetectionCore.Options.defaultJournalSilenceLimit, range: 10...86_400,
+            help:
+                "seconds a journal may go unanswered (ingest or the link to it down) while its gateways' watermarks are held; after it the ingest is taken as gone and the clock decides for its devices (crash decisions included), and records it gives later may be too late"
+        )
         public static let shard = Setting<String?>.text(
             flag: "--shard", environment: "ROADSAVE_SHARD", key: "shard",
             help: "take only shard I of N of the devices, as I/N (N as sensor-ingest's --shards)")
@@ -129,8 +141,11 @@ public struct DetectionConfiguration: Sendable {
             Settings.checkpointInterval, Settings.deviceMemoryIdle,
         ]
         + PlatformSettings.all + [Settings.autoMonitor] + OrderingSettings.all
-        + [Settings.watermarkHold, Settings.shard, Settings.shardBase, ServiceSettings.logLevel, ServiceMetrics.spec]
-        + CurveSettings.specs + [Settings.curveServerKey]
+        + [
+            Settings.watermarkHold, Settings.journalSilenceLimit, Settings.shard, Settings.shardBase,
+            ServiceSettings.logLevel, ServiceMetrics.spec,
+        ]
+        + LinkSettings.specs + CurveSettings.specs + [Settings.curveServerKey]
 
     public static func load(_ source: ServiceConfiguration) throws(CommandLineOptions.UsageError)
         -> DetectionConfiguration
@@ -150,6 +165,7 @@ public struct DetectionConfiguration: Sendable {
         configuration.autoMonitor = try source.value(Settings.autoMonitor)
         configuration.reorderWindow = try source.value(OrderingSettings.reorderWindow)
         configuration.watermarkHold = try source.value(Settings.watermarkHold)
+        configuration.journalSilenceLimit = try source.value(Settings.journalSilenceLimit)
         configuration.dataDirectory = try source.value(Settings.dataDirectory)
         configuration.checkpointInterval = try source.value(Settings.checkpointInterval)
         configuration.deviceMemoryIdle = try source.value(Settings.deviceMemoryIdle)
@@ -166,6 +182,7 @@ public struct DetectionConfiguration: Sendable {
         }
         configuration.logLevel = try source.value(ServiceSettings.logLevel)
         configuration.metricsEndpoint = try ServiceMetrics.endpoint(source)
+        configuration.linkTimings = try LinkSettings.timings(source)
         configuration.curve = try CurveSettings.serverKeys(
             source,
             endpoints: [

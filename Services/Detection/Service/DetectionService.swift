@@ -33,7 +33,7 @@ public final class DetectionService: Sendable {
         log = Log(category: "detection", minimumLevel: configuration.logLevel)
         let platform = try platform ?? configuration.makePlatform()
         context = try ZMQContext()
-        reactor = Reactor(name: "detection", context: context)
+        reactor = Reactor(name: "detection", context: context, linkTimings: configuration.linkTimings)
         serving = ReactorBound(
             handingOver: DetectionServing(
                 configuration: configuration, log: log, platform: platform,

@@ -183,7 +183,13 @@ final class DetectionServing {
             platformCallsInFlight: core.platformCallsInFlight, checkpoints: core.counts.checkpoints,
             streams: core.fleet.streamCount, journalGapsUnacknowledged: core.unacknowledgedGaps.count)
         return counters.families(fleet: core.fleet.statistics, counts: core.counts, gauges: gauges)
-            + FeedLinkMetrics.families(service: "detection", links: journals.map { ($0.endpoint, $0.linkStatistics) })
+            + FeedLinkMetrics.families(
+                service: "detection",
+                links: zip(journals, core.journals).map { reader, link in
+                    FeedLinkMetrics.Link(
+                        endpoint: reader.endpoint, statistics: reader.linkStatistics,
+                        unanswered: link.hearing.unanswered(at: now))
+                })
     }
 
     /// Why detection is not ready (nothing when it is): its store and sockets, re-running its inputs after a
@@ -195,6 +201,9 @@ final class DetectionServing {
         if control == nil || outbox == nil { reasons.append("sockets not bound") }
         guard core != nil else { return reasons + ["starting"] }
         reasons += core.unacknowledgedGaps.map(\.readinessReason)
+        reasons += core.silentJournals(now: now).map {
+            "no answer from the journal at \($0.endpoint) for \(Int($0.unanswered)) s"
+        }
         switch core.phase {
         case .recovering: reasons.append("re-running the inputs stored after the last checkpoint")
         case .stopping, .stopped: reasons.append("stopping")
@@ -214,6 +223,8 @@ extension DetectionConfiguration {
     var coreOptions: DetectionCore.Options {
         DetectionCore.Options(
             fleet: fleetOptions, checkpointInterval: checkpointInterval, deviceMemoryIdle: deviceMemoryIdle,
-            silentJournalGrace: silentJournalGrace, dataDirectory: dataDirectory, shard: shardDescription)
+            silentJournalGrace: silentJournalGrace, journalSilenceLimit: journalSilenceLimit,
+            journalSilentAfter: JournalReader.waitSeconds + linkTimings.heartbeatTimeout,
+            dataDirectory: dataDirectory, shard: shardDescription)
     }
 }

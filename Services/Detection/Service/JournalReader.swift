@@ -24,6 +24,7 @@ final class JournalReader {
     static let maximumFrameBytes: Int64 = 4 * 64 << 20
     /// How long ingest may hold a request while it has nothing new (it answers as soon as a batch is stored).
     static let waitMilliseconds = 1000
+    static var waitSeconds: Double { Double(waitMilliseconds) / 1000 }
 
     /// With `curve` the link to ingest is a CurveZMQ client (detection's own key pair, ingest's public key).
     init(

@@ -31,6 +31,8 @@ public struct NotifierConfiguration: Sendable {
     /// How long a fetch may wait at detection for new events; its empty answer is detection's heartbeat.
     public var heartbeatInterval = Settings.heartbeat.defaultValue
     public var logLevel = ServiceSettings.logLevel.defaultValue
+    /// How its ZeroMQ connections notice a dead peer and come back (`--link-heartbeat` and the rest).
+    public var linkTimings = LinkTimings.standard
     /// Where /metrics, /healthz and /readyz are served (`--metrics-endpoint`); nil: nowhere.
     public var metricsEndpoint: MetricsEndpoint?
     /// CurveZMQ on the PUB and catch-up sockets (`--curve-secret-key`, `--allow`: subscriber keys); nil: plaintext
@@ -134,7 +136,7 @@ public struct NotifierConfiguration: Sendable {
             Settings.webhookSecretFile, Settings.webhookFormat, Settings.webhookMaximumBackoff, Settings.ndjson,
             Settings.ndjsonFormat, Settings.heartbeat, ServiceSettings.logLevel, ServiceMetrics.spec,
         ]
-        + CurveSettings.specs + [Settings.curveServerKey]
+        + LinkSettings.specs + CurveSettings.specs + [Settings.curveServerKey]
 
     public static func load(_ source: ServiceConfiguration) throws(CommandLineOptions.UsageError)
         -> NotifierConfiguration
@@ -181,6 +183,7 @@ public struct NotifierConfiguration: Sendable {
         configuration.heartbeatInterval = try source.value(Settings.heartbeat)
         configuration.logLevel = try source.value(ServiceSettings.logLevel)
         configuration.metricsEndpoint = try ServiceMetrics.endpoint(source)
+        configuration.linkTimings = try LinkSettings.timings(source)
         if configuration.publishEndpoint == nil, configuration.webhooks.isEmpty, configuration.ndjsonPath == nil {
             throw .init("no sink: give --publish-endpoint, --webhooks or --ndjson (events would go nowhere)")
         }

@@ -51,7 +51,7 @@ public final class NotifierService: Sendable {
             ndjsonSink = nil
         }
         context = try ZMQContext()
-        reactor = Reactor(name: "notifier", context: context)
+        reactor = Reactor(name: "notifier", context: context, linkTimings: configuration.linkTimings)
         serving = ReactorBound(
             handingOver: NotifierServing(
                 configuration: configuration, libzmqVersion: libzmqVersion,

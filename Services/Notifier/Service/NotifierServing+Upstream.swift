@@ -1,6 +1,7 @@
 import Feeds
 import Logging
 import RoadSaveModel
+import SystemKit
 import Wire
 import ZeroMQ
 
@@ -27,10 +28,10 @@ extension NotifierServing {
     func replied(
         _ upstream: UpstreamFeed, loop: ReactorLoop, header: FeedReplyHeader, items: ArraySlice<[UInt8]>
     ) {
-        upstream.lastAnswer = loop.now
-        if upstream.reportedSilent {
-            upstream.reportedSilent = false
-            log.info("detection's feed answers again", ["endpoint": upstream.endpoint])
+        if case .answersAgain(let unanswered) = upstream.hearing.answered(at: loop.now) {
+            log.info(
+                "detection's feed answers again",
+                ["endpoint": upstream.endpoint, "silentSeconds": String(Int(unanswered.rounded()))])
         }
         guard !stopping, let store else { return }
         if let error = header.error {
@@ -107,16 +108,16 @@ extension NotifierServing {
         fetch(upstream)
     }
 
+    /// A feed answers at least once a fetch's wait while it is there: one that has not for that long plus the
+    /// time heartbeats take to find a dead connection is silent (detection or the link to it is down).
+    var upstreamSilentAfter: Double { configuration.heartbeatInterval + configuration.linkTimings.heartbeatTimeout }
+
     func checkSilence(_ loop: ReactorLoop) {
-        let patience = max(10, 5 * (configuration.heartbeatInterval + 2))
-        for upstream in upstreams where !upstream.reportedSilent && loop.now - upstream.lastAnswer > patience {
-            upstream.reportedSilent = true
+        for upstream in upstreams {
+            guard case .fellSilent(let unanswered) = upstream.hearing.check(at: loop.now) else { continue }
             log.warning(
-                "no answer from detection's feed",
-                [
-                    "endpoint": upstream.endpoint,
-                    "seconds": String(Int(loop.now - upstream.lastAnswer)),
-                ])
+                "no answer from detection's feed: detection or the link to it is down",
+                ["endpoint": upstream.endpoint, "silentSeconds": String(Int(unanswered.rounded()))])
         }
     }
 }

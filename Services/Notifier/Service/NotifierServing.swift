@@ -79,7 +79,7 @@ final class NotifierServing {
     func start(_ loop: ReactorLoop, metrics: ServiceMetrics) throws {
         self.metrics = metrics
         try setUp(loop)
-        self.metrics?.start(on: loop) { [self] in (metricFamilies(), notReady()) }
+        self.metrics?.start(on: loop) { [self] in (metricFamilies(now: loop.now), notReady(now: loop.now)) }
     }
 
     // MARK: CurveZMQ
@@ -227,7 +227,7 @@ final class NotifierServing {
                 retentionAge: configuration.retentionAge, log: log, zap: zap)
         }
         for (index, endpoint) in configuration.eventsEndpoints.enumerated() {
-            let upstream = UpstreamFeed(endpoint: endpoint, now: loop.now)
+            let upstream = UpstreamFeed(endpoint: endpoint, silentAfter: upstreamSilentAfter, now: loop.now)
             upstream.client = try FeedClient(
                 loop: loop, endpoint: endpoint, log: log,
                 maximumFrameBytes: Self.maximumEventFrameBytes,
@@ -240,7 +240,7 @@ final class NotifierServing {
         }
         expireOldEvents()
         loop.every(Self.retentionInterval) { [unowned self] in expireOldEvents() }
-        loop.every(5) { [unowned self] in checkSilence(loop) }
+        loop.every(0.5) { [unowned self] in checkSilence(loop) }
         var outboxes: [String: Int] = [:]
         for outlet in outlets { outboxes[outlet.key] = try store.outboxCount(sink: outlet.key) }
         counters.opened(outboxes: outboxes)
@@ -260,7 +260,7 @@ final class NotifierServing {
     // MARK: Metrics
 
     /// What /metrics shows of the notifier (posted by `ServiceMetrics` from the loop).
-    private func metricFamilies() -> [MetricFamily] {
+    private func metricFamilies(now: Double) -> [MetricFamily] {
         var webhooks: [String: WebhookSink.Stats] = [:]
         for case let outlet as WebhookOutlet in outlets {
             outlet.refreshStats()
@@ -271,17 +271,21 @@ final class NotifierServing {
             .init(
                 webhooks: webhooks,
                 heldCatchUps: catchUp?.held.count ?? 0,
-                silentUpstreams: upstreams.filter(\.reportedSilent).count))
+                silentUpstreams: upstreams.filter(\.hearing.isSilent).count))
             + FeedLinkMetrics.families(
                 service: "notifier",
                 links: upstreams.compactMap { upstream in
-                    upstream.client.map { (upstream.endpoint, $0.statistics) }
+                    upstream.client.map {
+                        FeedLinkMetrics.Link(
+                            endpoint: upstream.endpoint, statistics: $0.statistics,
+                            unanswered: upstream.hearing.unanswered(at: now))
+                    }
                 })
     }
 
     /// Why the notifier is not ready (nothing when it is): its store and sockets, and every detection feed answered
     /// and read to its head at its last answer.
-    private func notReady() -> [String] {
+    private func notReady(now: Double) -> [String] {
         var reasons: [String] = []
         if store == nil { reasons.append("store not open") }
         if (configuration.publishEndpoint != nil && publisher == nil)
@@ -291,8 +295,10 @@ final class NotifierServing {
         }
         if stopping { reasons.append("stopping") }
         for upstream in upstreams {
-            if upstream.reportedSilent {
-                reasons.append("detection's feed at \(upstream.endpoint) does not answer")
+            if upstream.hearing.isSilent {
+                reasons.append(
+                    "no answer from detection's feed at \(upstream.endpoint) for \(Int(upstream.hearing.unanswered(at: now))) s"
+                )
             } else if !upstream.caughtUp {
                 reasons.append("behind detection's feed at \(upstream.endpoint)")
             }
