@@ -6,8 +6,8 @@
                                  [--server-key SERVER.key.pub --key CLIENT.key] [--timeout S]
 
 Prints each event once, as one JSON line {"position": P, "event": {...}, "via": "live" | "catch-up"}, whatever
-happens to the connection: the notifier restarting, a network blip, or a reload of subscriber keys that drops every
-live connection. libzmq reconnects a SUB by itself and says nothing; what the notifier published meanwhile is not
+happens to the connection: the notifier restarting, a network blip or a silent partition (found by heartbeats), or a
+reload of subscriber keys that drops every live connection. libzmq reconnects a SUB by itself and says nothing; what the notifier published meanwhile is not
 resent on the live socket. So the subscriber watches its own socket's handshakes (a monitor) and, on every one,
 asks the catch-up endpoint for what came after the last position it saw; once more a second later, for an event
 published in the moment between that answer and its subscription taking effect at the notifier. Positions seen
@@ -26,6 +26,20 @@ import zmq.auth
 RESYNC_AGAIN_AFTER = 1.0  # seconds after a handshake: the second catch-up
 HANDSHAKE_EVENTS = zmq.EVENT_HANDSHAKE_SUCCEEDED | zmq.EVENT_CONNECTED
 
+# How a dead connection is noticed (docs/operating.md, "Links"): a connection whose peer vanished without a word (a cut
+# link, a NAT or load balancer that forgot it while no event came) stays open for up to fifteen minutes unless ZMTP
+# heartbeats find it. With these, it is dropped within about 6 s, made anew as soon as the link carries again, and the
+# handshake of the new one starts a catch-up: the next crash alert arrives live. The services' own defaults.
+LINK_OPTIONS = {
+    zmq.HEARTBEAT_IVL: 1000,  # ms between PINGs
+    zmq.HEARTBEAT_TIMEOUT: 5000,  # ms without anything back after a PING: the connection is dead
+    zmq.HEARTBEAT_TTL: 5000,  # asks the notifier to drop it too after as long without a PING
+    zmq.CONNECT_TIMEOUT: 2000,  # ms one attempt to connect may take
+    zmq.RECONNECT_IVL: 100,  # first pause before connecting again
+    zmq.RECONNECT_IVL_MAX: 2000,  # longest pause, after failures
+    zmq.HANDSHAKE_IVL: 5000,  # a handshake that hangs (the link failed during it) is given up
+}
+
 
 def main():
     parser = argparse.ArgumentParser(description="print every event once, catching up on every reconnect")
@@ -43,6 +57,8 @@ def main():
     def secured(kind):
         sock = context.socket(kind)
         sock.setsockopt(zmq.LINGER, 0)
+        for option, value in LINK_OPTIONS.items():
+            sock.setsockopt(option, value)
         if options.server_key:
             sock.curve_serverkey = zmq.auth.load_certificate(options.server_key)[0]
             sock.curve_publickey, sock.curve_secretkey = zmq.auth.load_certificate(options.key)
