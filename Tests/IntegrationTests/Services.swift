@@ -42,6 +42,10 @@ final class Services {
     /// Every process started (restarts included), for logs and cleanup.
     private(set) var all: [Child] = []
     private let settingsFile: URL?
+    /// Where detection reads the journal and the notifier detection's outbox, when not straight from the ports
+    /// (through a `LinkRelay` the test cuts); set before the service starts.
+    var recordsEndpointForDetection: String?
+    var eventsEndpointForNotifier: String?
 
     init(_ options: Options = Options()) throws {
         self.options = options
@@ -58,10 +62,13 @@ final class Services {
         }
     }
 
-    /// Starts all three and waits until each listens on its TCP ports.
-    static func start(_ options: Options = Options()) async throws -> Services {
+    /// Starts all three and waits until each listens on its TCP ports; `prepare` sees them first (their ports).
+    static func start(
+        _ options: Options = Options(), prepare: (Services) throws -> Void = { _ in }
+    ) async throws -> Services {
         let services = try Services(options)
         do {
+            try prepare(services)
             try services.startIngest()
             try services.startDetect()
             try services.startNotify()
@@ -119,7 +126,7 @@ final class Services {
     /// a node with an empty volume).
     func startDetect(dataDirectory name: String) throws {
         var arguments = [
-            "--records-endpoint", "tcp://127.0.0.1:\(recordsPort)",
+            "--records-endpoint", recordsEndpointForDetection ?? "tcp://127.0.0.1:\(recordsPort)",
             "--control-endpoint", "tcp://127.0.0.1:\(controlPort)",
             "--events-endpoint", "tcp://127.0.0.1:\(eventsPort)",
             "--reorder-window", "3",
@@ -137,7 +144,7 @@ final class Services {
 
     func startNotify() throws {
         var arguments = [
-            "--events-endpoint", "tcp://127.0.0.1:\(eventsPort)",
+            "--events-endpoint", eventsEndpointForNotifier ?? "tcp://127.0.0.1:\(eventsPort)",
             "--publish-endpoint", "tcp://127.0.0.1:\(publishPort)",
             "--catch-up-endpoint", "tcp://127.0.0.1:\(catchUpPort)",
             "--data-dir", dataDirectory("notify"),
