@@ -44,3 +44,29 @@ import Testing
         #expect(help.contains("--platform-attempts N attempts per platform call, with exponential backoff (default 3)"))
     }
 }
+
+/// The link timings (`LinkSettings`) are one set of settings in the three services and the three clients: the same
+/// flags, ranges and defaults, and the same error when the timeout would drop every quiet connection.
+@Suite(.serialized) struct LinkSettingsCommandTests {
+    @Test func everyServiceAndClientTakesTheLinkTimingsAndRefusesATimeoutNotLongerThanTheHeartbeat() async throws {
+        let expected = "--link-timeout (2) must be longer than --link-heartbeat (2)"
+        for command in [
+            ["ingest", "--applications", "test-app"], ["detect"], ["notify"], ["send", "-"], ["tail"],
+            ["ctl", "configure", "--app", "test-app"],
+        ] {
+            let refused = try await ChildProcess.run(
+                Executables.roadsave, command + ["--link-heartbeat", "2", "--link-timeout", "2"], limit: 60)
+            #expect(refused.status == 2 && refused.stderr.contains(expected), "\(command): \(refused.stderr)")
+            let outOfRange = try await ChildProcess.run(
+                Executables.roadsave, command + ["--connect-timeout", "0"], limit: 60)
+            #expect(
+                outOfRange.status == 2
+                    && outOfRange.stderr.contains("--connect-timeout must be a number from 0.1 to 120.0, got \"0\""),
+                "\(command): \(outOfRange.stderr)")
+            let help = try await ChildProcess.run(Executables.roadsave, command.prefix(1) + ["--help"], limit: 60)
+            for flag in ["--link-heartbeat", "--link-timeout", "--connect-timeout", "--reconnect-max"] {
+                #expect(help.stdout.contains(flag), "\(command) --help lacks \(flag)")
+            }
+        }
+    }
+}
