@@ -109,4 +109,55 @@ struct LinkFaultTests {
             #expect(!detectionLog.contains { $0.contains("watermark has stood still too long") }, "\(context)")
         }
     }
+
+    /// A subscriber that has heard nothing for a while has its connections forgotten by a NAT (silent for ever, while
+    /// new ones pass): its heartbeats find it, it connects anew and catches up, and the next crash alert reaches it
+    /// without a restart. Without heartbeats it would wait on a dead connection for the kernel's fifteen minutes.
+    @Test func anIdleSubscriberWhoseConnectionWasForgottenGetsTheNextCrash() async throws {
+        try await withPipelineSlot {
+            let services = try await Services.start()
+            defer { services.kill() }
+            let publish = try LinkRelay(to: services.publishPort)
+            let catchUp = try LinkRelay(to: services.catchUpPort)
+            defer {
+                publish.stop()
+                catchUp.stop()
+            }
+            let tail = try Child(
+                name: "tail", executable: OutageTests.roadsave,
+                arguments: [
+                    "tail", "--endpoint", publish.endpoint, "--catch-up-endpoint", catchUp.endpoint,
+                    "--show-position", "--timeout", "300",
+                ] + Self.link)
+            defer { tail.kill() }
+            func printed(_ event: String, user: String) -> Bool {
+                PipelineDurabilityTests.printed(tail).contains {
+                    $0.event.string("event") == event && $0.event.string("user") == user
+                }
+            }
+            // Subscribed (a probe's trip reaches it), then idle.
+            var probe = 0
+            let subscribed = try await eventually(timeout: 60, interval: 0.5) {
+                probe += 1
+                let user = "probe-\(probe)"
+                let file = try Drive.probe(app: "demo-app", user: user).write()
+                defer { try? FileManager.default.removeItem(at: file) }
+                _ = try await Gateway.send(file, to: services.gatewayEndpoint, timeout: 10)
+                return await eventually(timeout: 3) { printed("tripDidStart", user: user) }
+            }
+            #expect(subscribed, "the subscriber never got a probe\n\(tail.tail())\n\(services.logs())")
+            publish.forget()
+            catchUp.forget()
+            let crash = try RecordedCrash.file()
+            defer { try? FileManager.default.removeItem(at: crash) }
+            let gateway = try Child(
+                name: "send", executable: OutageTests.roadsave,
+                arguments: ["send", crash.path, "--endpoint", services.gatewayEndpoint])
+            defer { gateway.kill() }
+            #expect(await gateway.waitForExit(timeout: 60) == 0, "\(gateway.tail())")
+            #expect(
+                await eventually(timeout: 60) { printed("crashDetected", user: RecordedCrash.user) },
+                "the crash never reached the subscriber whose connection was forgotten\n\(tail.tail())")
+        }
+    }
 }
