@@ -89,6 +89,28 @@ import Testing
         #expect(driver.logs.contains { $0.contains("watermark has stood still too long") })
     }
 
+    /// What the limit is for: a crash whose decision falls due while its journal cannot be heard waits for the
+    /// journal (what it holds may change the decision) up to the limit, then is decided on what was read.
+    @Test func aCrashDecisionWaitsForASilentJournalAtMostTheLimit() {
+        var driver = Self.driver(hold: 30, limit: 60)
+        var crash = Script()
+        crash.device = FleetStreams.device("crash")
+        crash.activity(.automotive, .high)
+        crash.drive(seconds: 60, speed: 15)
+        crash.impact(peakG: 45)
+        crash.accelerate(from: 5, to: 0, seconds: 2)
+        crash.stand(seconds: 2)
+        // The gateway has promised up to its last fix; the decision (5 s after the impact) is due after it.
+        driver.store(crash.records, gateway: "gw", watermark: crash.records.last!.t)
+        driver.run(0.5)
+        func evaluated() -> Bool { driver.calls.contains { if case .evaluation = $0 { true } else { false } } }
+        #expect(!evaluated(), "the decision waits for the watermark")
+        driver.run(55, journalAnswers: false)
+        #expect(!evaluated(), "held while the journal is silent, within the limit")
+        driver.run(10, journalAnswers: false)
+        #expect(evaluated(), "past the limit the clock decides: an ingest gone for good holds no crash alert")
+    }
+
     @Test func aGatewayStandingStillOnAHeardJournalIsReleasedAfterItsHold() {
         var driver = Self.driver(hold: 30)
         let held = DetectionCoreTests.drive("held", seconds: 40)
