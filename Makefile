@@ -6,7 +6,7 @@ export PATH := $(PATH):/opt/swift/usr/bin
 OUT := out
 BIN := .build/debug/roadsave
 
-.PHONY: deps build test lint format demo demo-replay bench up clean fuzz fuzz-smoke quality report-picture container-test swarm-test
+.PHONY: deps build test lint format demo demo-replay bench up clean fuzz fuzz-smoke quality report-picture container-test swarm-test partition-test
 
 deps:
 	@scripts/install-deps.sh
@@ -67,6 +67,16 @@ container-test: deps
 ## node, scale an ingest to 0 and back, each time replay's events once. Everything it made is removed after.
 swarm-test: deps
 	scripts/swarm-test.sh
+
+## Network partitions between the services (scripts/partition_test.py; root, about 25 minutes, not part of `make
+## test`): five network namespaces (gateway, ingest, detection, notifier, subscriber) joined by TUN links that
+## scripts/tun_forwarder.py cuts, heals, degrades (30 % loss, 200 ms) or makes forget their flows like a NAT; with
+## keys and a reordering gateway, each drill checks that the subscriber gets replay's events once, nothing is left
+## unapplied, every record is acknowledged, traffic flows within 5 s of the heal and readiness says 503 within 10 s.
+## PARTITION_ARGS passes options (--drills, --runs, --cut-seconds, --json FILE, --keep; see --help).
+partition-test: deps
+	$(SWIFT) build
+	python3 scripts/partition_test.py --bin .build/debug $(PARTITION_ARGS)
 
 ## The three services on this machine (set ROADSAVE_APPLICATIONS to the applicationIDs to accept).
 up: build
