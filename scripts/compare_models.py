@@ -27,7 +27,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ride_features  # noqa: E402
 
 TRANSIT = {"bus", "tram", "metro", "train", "ferry"}
-FOLDS = ["CBS", "MobilityNet", "TMD", "enviroCar"]
+FOLDS = ["CBS", "MobilityNet", "TMD", "enviroCar", "Go!Track", "Helsinki"]
 # The ride's own GPS features: every dataset has them, whatever the phone recorded around the ride.
 INSIDE = ["duration_s", "distance_m", "speed_p50", "speed_p85", "speed_p95", "speed_max2", "share_moving",
           "time_ge_8_s", "time_ge_12_s", "time_ge_25_s", "time_ge_42_s", "stops_per_km", "stop_p50_s",
