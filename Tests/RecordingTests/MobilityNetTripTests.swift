@@ -69,8 +69,8 @@ struct MobilityNetTripTests {
         let transit = legs.filter { Self.transit.contains($0.leg.mode) && !$0.phoneRun.config.hasPrefix("POWER") }
         #expect(transit.count == 133)
         #expect(transit.filter(\.takenForDriving).count <= 28, "transit legs taken for driving")
-        // Bicycles, e-bikes and e-scooters: at most one driving trip (today one e-bike leg at 25 km/h on an iPhone,
-        // which the same change no longer takes for a bus ride).
+        // Bicycles, e-bikes and e-scooters: at most one driving trip (today one bike-share e-bike leg on an iPhone,
+        // 7–8 m/s for 17 minutes, which the same change no longer takes for a bus ride).
         let wheels = legs.filter { Self.twoWheels.contains($0.leg.mode) }
         #expect(wheels.count >= 50)
         let taken = wheels.filter(\.takenForDriving).map { "\($0.phoneRun.user) \($0.leg.mode) at \($0.leg.start)" }
