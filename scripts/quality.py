@@ -508,6 +508,7 @@ def gotrack_legs(roadsave, data, work):
     its phone's device; again under GOTRACK_TARGET for the rides of >= 5 minutes and >= 20 fixes."""
     legs, trips, distance_trips, by_user = folder_dataset(
         roadsave, "gotrack", os.path.join(data, "gotrack-aracaju"), work)
+    fixes = location_fixes(os.path.join(work, "gotrack.ndjson"))
     kept = []
     for leg in legs:
         if leg["status"] != "kept":
@@ -518,7 +519,25 @@ def gotrack_legs(roadsave, data, work):
     rows = score_legs([(GOTRACK,) + entry for _, entry in kept], trips, distance_trips, by_user)
     target = [(GOTRACK_TARGET,) + entry for leg, entry in kept
               if float(leg["duration_s"]) >= 60 * GOTRACK_MINUTES and int(leg["fixes"]) >= GOTRACK_FIXES]
+    for _, mode, _, user, start, end in target:
+        if mode == "car":
+            GOTRACK_MOVING.append(moving_coverage(fixes[user], driving(trips[user]), start, end))
     return rows + score_legs(target, trips, distance_trips, by_user, signs=False)
+
+
+# (seconds moving, share of them covered by driving trips) of each Go!Track car ride of the target set.
+GOTRACK_MOVING = []
+
+
+def moving_coverage(fixes, trips, start, end):
+    """A ride's moving time (the intervals between fixes whose displacement says >= MOVING m/s: Go!Track has no GPS
+    speed) and the share of it driving trips cover. Riders started and stopped the recording themselves, some long
+    after they parked: the moving time is what a trip can be asked to cover, as for the enviroCar drives."""
+    moving = [(a[0], b[0]) for a, b in zip(fixes, fixes[1:])
+              if start <= a[0] and b[0] <= end and b[0] > a[0] and metres(a[1], a[2], b[1], b[2]) / (b[0] - a[0]) >= MOVING]
+    total = sum(b - a for a, b in moving)
+    covered = sum(max(0.0, min(b, trip[1]) - max(a, trip[0])) for a, b in moving for trip in trips)
+    return total, (covered / total if total else 0.0)
 
 
 def print_new_datasets(groups):
@@ -543,6 +562,12 @@ def print_new_datasets(groups):
         print(f"Go!Track rides >= {GOTRACK_MINUTES} min and >= {GOTRACK_FIXES} fixes: cars found {cars}/{car_rides} "
               f"(median start error {median_start(GOTRACK_TARGET, 'car')}), buses taken for driving "
               f"{buses}/{bus_rides}; rides left out of the records: {left_out or 'none'}")
+        still = sum(1 for seconds, _ in GOTRACK_MOVING if seconds < 60)
+        half = sum(1 for seconds, share in GOTRACK_MOVING if seconds >= 60 and share >= 0.5)
+        most = sum(1 for seconds, share in GOTRACK_MOVING if seconds >= 60 and share >= 0.9)
+        print(f"Go!Track car rides on their moving time (>= {MOVING:.0f} m/s between fixes; riders often recorded long "
+              f"after parking): {half} of {len(GOTRACK_MOVING) - still} at least half covered by driving trips, {most} "
+              f"at least 90 %; {still} never moved for a minute")
 
 
 def baseline_table(groups):
