@@ -3,7 +3,7 @@
 
 Reads the features CSV of `scripts/quality.py --features FILE` and takes every detected ride that overlaps a labelled
 car leg or a labelled transit leg (bus, tram, metro, train, ferry). Folds are the datasets (CBS, MobilityNet, TMD,
-enviroCar). For each fold it prints:
+enviroCar, Go!Track, Helsinki). For each fold it prints:
 
 - the engine's own verdict (the shipped signs): transit rides judged bus or rail, car rides judged bus or rail;
 - each model, fitted on the other folds and scored on this one: a depth-3 decision tree and a depth-3 gradient-boosted
