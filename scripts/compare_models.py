@@ -3,7 +3,7 @@
 
 Reads the features CSV of `scripts/quality.py --features FILE` and takes every detected ride that overlaps a labelled
 car leg or a labelled transit leg (bus, tram, metro, train, ferry). Folds are the datasets (CBS, MobilityNet, TMD,
-enviroCar). For each fold it prints:
+enviroCar, Go!Track, Helsinki). For each fold it prints:
 
 - the engine's own verdict (the shipped signs): transit rides judged bus or rail, car rides judged bus or rail;
 - each model, fitted on the other folds and scored on this one: a depth-3 decision tree and a depth-3 gradient-boosted
@@ -27,7 +27,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ride_features  # noqa: E402
 
 TRANSIT = {"bus", "tram", "metro", "train", "ferry"}
-FOLDS = ["CBS", "MobilityNet", "TMD", "enviroCar"]
+FOLDS = ["CBS", "MobilityNet", "TMD", "enviroCar", "Go!Track", "Helsinki"]
 # The ride's own GPS features: every dataset has them, whatever the phone recorded around the ride.
 INSIDE = ["duration_s", "distance_m", "speed_p50", "speed_p85", "speed_p95", "speed_max2", "share_moving",
           "time_ge_8_s", "time_ge_12_s", "time_ge_25_s", "time_ge_42_s", "stops_per_km", "stop_p50_s",

@@ -16,8 +16,19 @@ at least 2 m/s (the engines' movement threshold) to the next point. It gives the
 the median start and end error: the first driving trip's start minus the first moving point, the last driving trip's
 end minus the last moving point. Contains enviroCar data (enviroCar.org), ODbL.
 
-`--json FILE` writes the figures too: one entry per dataset and mode, the enviroCar entry with its drive figures
-under "drives".
+Two more datasets of whole days and rides: the Aalto TrafficSense phones in Helsinki (8 Android phones on one day,
+Google activity recognition and fused locations; the 103 legs their carriers logged by hand, 97 on buses, trams, metros
+and trains and 6 by car) and the Go!Track rides in Aracaju (28 Android phones, GPS positions only; each ride, by car
+or bus, one leg from its first to its last point). Helsinki adds a line of car legs found and transit legs taken for
+driving; Go!Track the rides long enough to judge, >= 5 minutes and >= 20 fixes (cars found, buses taken for
+driving), and leaves out the rides the converter left out of the phones' records (uploaded twice, or with a restarted clock).
+
+Beside the engines, every dataset's legs are measured against a plain distance rule computed here from the same
+converted fixes (`distance_rule_trips`): what a GPS tracker's motion logic does (Traccar's trips, by distance alone),
+so each table shows what the engines add to it.
+
+`--json FILE` writes the figures too: one entry per dataset and mode (with the distance rule's figures under
+"distanceRule"), the enviroCar entry with its drive figures under "drives".
 
 `--features FILE` writes a CSV with one row per labelled leg and per detected ride (`scripts/ride_features.py`: speed
 percentiles, time at speed, stops and their durations, accelerations, turns, GPS gaps moving or still, the walk and
@@ -29,7 +40,7 @@ wait before, steps while moving, activity reported), so that the modes' distribu
 Usage: scripts/quality.py --roadsave PATH [--data DIR] [--json FILE] [--legs] [--features FILE] [--settings FILE]
                           [--keep DIR]
 """
-import argparse, collections, contextlib, csv, datetime as dt, glob, gzip, json, os, statistics, subprocess, sys, tempfile
+import argparse, collections, contextlib, csv, datetime as dt, glob, gzip, json, math, os, statistics, subprocess, sys, tempfile
 
 TRANSIT = {"bus", "tram", "metro", "train", "ferry"}
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -45,9 +56,24 @@ SIGNS = []
 # Signs that can show only on a ride after a driving trip of the same day (RideProfile.parkedCarValidity): their
 # held-out car figures say how many drives they could have shown on.
 AFTER_A_DRIVE = {"boardedAwayFromCar"}
+# Signs that decide only under a condition the ride shows (RideProfile.decides), and the condition: the table's "decides"
+# is whether the condition may let them, and the engine is not expected to let every showing decide.
+CONDITIONAL = {"boardedAwayFromCar": "only when the phone walked to where the ride began"}
 PARKED_CAR_VALIDITY = 12 * 3600
 # (transportReason, transportSigns) of every trip replayed: what the engine decided on the signs.
 VERDICTS = []
+# (dataset, mode, name, taken, start error, end error) of every labelled leg against the distance rule's trips.
+BASELINE = []
+# The distance rule: a trip starts at the first fix more than DISTANCE_START metres (straight line) from where the
+# device last stopped; while it lasts, a fix more than DISTANCE_MOVE metres from the last fix that moved is movement;
+# DISTANCE_STOP seconds without movement end it, at its last movement. Only fixes the engines' GPS filter would use
+# count (accuracy unknown or <= USABLE_ACCURACY), and after a silence longer than DISTANCE_STOP the device is taken
+# to be where its next fix is. It is Traccar's kind of motion logic (a trip from position changes, ended by a parking
+# time) with a start distance in place of a speed, so that fixes without speeds (CBS, Go!Track, Helsinki) are judged
+# like the others.
+DISTANCE_START = 200.0
+DISTANCE_MOVE = 100.0
+DISTANCE_STOP = 300.0
 # Where each sign of public transport was fitted (docs/detection.md "Passengers"): its figures elsewhere are held
 # out. Every sign was first built on the CBS diaries, the only public-transport recordings with positions; the
 # underground sign's two conditions of issue 19 were fitted on the enviroCar drives. Steps while moving were set from
@@ -61,7 +87,8 @@ FITTED_ON = {
     "boardedAwayFromCar": {"MobilityNet"},
     "regularDwellStops": {"CBS"},
 }
-# A sign decides a ride only if it takes at most this share of the car drives it was not fitted on for transit.
+# A sign decides a ride only if it takes at most this share of the car drives of each dataset it was not fitted on
+# for transit (per dataset, never in aggregate: a sign that holds on one large dataset may still fail another).
 HELD_OUT_CAR_LIMIT = 0.02
 
 
@@ -139,6 +166,64 @@ def covered(trips, start, end):
     return sum(max(0.0, min(end, t1) - max(start, t0)) for t0, t1, *_ in trips)
 
 
+def metres(lat1, lon1, lat2, lon2):
+    """Great-circle distance (haversine)."""
+    p1, p2 = math.radians(lat1), math.radians(lat2)
+    a = math.sin((p2 - p1) / 2) ** 2 + math.cos(p1) * math.cos(p2) * math.sin(math.radians(lon2 - lon1) / 2) ** 2
+    return 2 * 6371008.8 * math.asin(math.sqrt(a))
+
+
+def location_fixes(records):
+    """(t, lat, lon) of the location records the GPS filter would use, by user, in time order. `records`: an NDJSON
+    file or its records already read."""
+    fixes = collections.defaultdict(list)
+    loaded = load(records) if isinstance(records, str) else records
+    for record in loaded:
+        if record["kind"] == "location" and 0 <= record.get("hacc", 0) <= USABLE_ACCURACY:
+            fixes[record["user"]].append((record["t"], record["lat"], record["lon"]))
+    for user in fixes:
+        fixes[user].sort()
+    return fixes
+
+
+def one_device(records):
+    """The usable fixes of a file of one device's records (none when it has none)."""
+    return next(iter(location_fixes(records).values()), [])
+
+
+def distance_rule_trips(fixes):
+    """The distance rule's trips over one device's fixes, shaped as replay's trips (mode unknown: the rule cannot tell
+    a car from a bus or a walk)."""
+    trips = []
+    anchor = None  # where the device last stopped
+    moved = None  # (t, lat, lon) of the trip's last movement
+    start = None
+    previous = None  # the time of the fix before
+    for t, lat, lon in fixes:
+        if moved is not None and t - moved[0] > DISTANCE_STOP:
+            trips.append((start, moved[0], "unknown", "distanceRule", ()))
+            anchor, moved = moved[1:], None
+        if anchor is None or (moved is None and t - previous > DISTANCE_STOP):
+            # After a silence longer than the stop time the rule starts afresh where the device is: it does not count
+            # movement it did not see (Go!Track's phones record rides only, and appear at each ride's start).
+            anchor = (lat, lon)
+        elif moved is None:
+            if metres(*anchor, lat, lon) > DISTANCE_START:
+                start, moved = t, (t, lat, lon)
+        elif metres(moved[1], moved[2], lat, lon) > DISTANCE_MOVE:
+            moved = (t, lat, lon)
+        previous = t
+    if moved is not None:
+        trips.append((start, moved[0], "unknown", "distanceRule", ()))
+    return trips
+
+
+def baseline(dataset, mode, name, trips, start, end):
+    """Scores a leg against the distance rule's trips of its device, as `match` scores the engines'."""
+    taken, _, start_error, end_error = match(trips, start, end)
+    BASELINE.append((dataset, mode, name, taken, start_error, end_error))
+
+
 def match(trips, start, end):
     """Whether driving trips cover half the leg, whether any trips do, and the start/end error of the driving trip
     overlapping it most."""
@@ -174,6 +259,8 @@ def tmd_legs(roadsave, data, work):
         trips, records = replay(roadsave, "tmd", path, [], work)
         start, end = first_record_time(records), last_record_time(records)
         rows.append(("TMD (Android activity)", mode, os.path.basename(path)) + match(trips, start, end))
+        baseline("TMD (Android activity)", mode, os.path.basename(path), distance_rule_trips(one_device(records)),
+                 start, end)
         leg_signs("TMD (Android activity)", mode, trips, start, end)
         collect("TMD (Android activity)", records, [(mode, os.path.basename(path), start, end)], trips)
     return rows
@@ -186,6 +273,7 @@ def cbs_legs(roadsave, data, work, derive):
     for path in sorted(glob.glob(os.path.join(data, "cbs-smart-survey-gps/split-by-day/*.csv.gz"))):
         day = os.path.basename(path)[:-3]
         trips, records = replay(roadsave, "cbs", path, ["--derive-activity"] if derive else [], work)
+        distance_trips = distance_rule_trips(one_device(records))
         legs = []
         for segment in segments:
             if segment["file"] != day or segment["stop"] == "True" or not segment["mode"]:
@@ -195,6 +283,7 @@ def cbs_legs(roadsave, data, work, derive):
                 continue  # a label with no track to judge (the single Car segment has one point)
             name = f"{day} {segment['start_utc'][11:16]}"
             rows.append((label, segment["mode"].lower(), name) + match(trips, start, end))
+            baseline(label, segment["mode"].lower(), name, distance_trips, start, end)
             leg_signs(label, segment["mode"].lower(), trips, start, end)
             legs.append((segment["mode"].lower(), name, start, end))
         collect(label, records, legs, trips)
@@ -246,6 +335,7 @@ def mobilitynet_legs(roadsave, data, work):
     for user, trip in replayed_trips(roadsave, records):
         trips[user].append(trip)
     fixes, usable_fixes = fix_times(records)
+    distance_trips = {user: distance_rule_trips(f) for user, f in location_fixes(records).items()}
     rows = []
     by_user = collections.defaultdict(list)
     if FEATURES is not None:
@@ -264,6 +354,7 @@ def mobilitynet_legs(roadsave, data, work):
         dataset = mobilitynet_group(leg["os"], leg["config"])
         name = f"{leg['user']} {leg['leg_id']}"
         rows.append((dataset, mode, name) + match(trips[leg["user"]], start, end))
+        baseline(dataset, mode, name, distance_trips.get(leg["user"], []), start, end)
         if mode == "car":
             start_error = rows[-1][5]
             first_fix = next((t for t in usable_fixes[leg["user"]] if start <= t <= end), None)
@@ -309,6 +400,7 @@ def envirocar_drives(roadsave, data, work):
         trips, records = replay(roadsave, "envirocar", path, [], work)
         points = envirocar_points(path)
         rows.append((ENVIROCAR, "car", name) + match(trips, points[0][0], points[-1][0]))
+        baseline(ENVIROCAR, "car", name, distance_rule_trips(one_device(records)), points[0][0], points[-1][0])
         leg_signs(ENVIROCAR, "car", trips, points[0][0], points[-1][0])
         collect(ENVIROCAR, records, [("car", name, points[0][0], points[-1][0])], trips)
         moving = moving_intervals(points)
@@ -355,6 +447,162 @@ def print_envirocar(summary):
                                                   sorted(summary["busOrRailTrips"].items())))
 
 
+HELSINKI = "Helsinki (Android activity)"
+
+
+def folder_dataset(roadsave, dataset, folder, work):
+    """Converts a folder dataset with its legs (`roadsave convert DATASET FOLDER --legs`) and replays it: the legs'
+    rows, each device's trips, the distance rule's trips by user, and the records by user when --features needs them."""
+    records = os.path.join(work, f"{dataset}.ndjson")
+    legs_file = os.path.join(work, f"{dataset}-legs.csv")
+    subprocess.run([roadsave, "convert", dataset, folder, "--output", records, "--legs", legs_file],
+                   check=True, stderr=subprocess.DEVNULL)
+    trips = collections.defaultdict(list)
+    for user, trip in replayed_trips(roadsave, records):
+        trips[user].append(trip)
+    loaded = load(records)
+    distance_trips = {user: distance_rule_trips(f) for user, f in location_fixes(loaded).items()}
+    by_user = collections.defaultdict(list)
+    if FEATURES is not None:
+        for record in loaded:
+            by_user[record["user"]].append(record)
+    return list(csv.DictReader(open(legs_file))), trips, distance_trips, by_user
+
+
+def score_legs(legs, trips, distance_trips, by_user, signs=True):
+    """Rows of the main table for (dataset, mode, name, user, start, end) legs, with the distance rule's rows, and
+    (when `signs`) their transport signs and features."""
+    rows = []
+    legs_of = collections.defaultdict(list)
+    for dataset, mode, name, user, start, end in legs:
+        rows.append((dataset, mode, name) + match(trips[user], start, end))
+        baseline(dataset, mode, name, distance_trips.get(user, []), start, end)
+        if signs:
+            leg_signs(dataset, mode, trips[user], start, end)
+            legs_of[user].append((mode, name, start, end))
+    for user, user_legs in legs_of.items():
+        collect(legs[0][0], by_user[user], user_legs, trips[user])
+    return rows
+
+
+def helsinki_legs(roadsave, data, work):
+    """The Aalto TrafficSense phones' day in Helsinki: every leg of the hand-kept log (vehicle departure to arrival)
+    scored on the phone that logged it."""
+    legs, trips, distance_trips, by_user = folder_dataset(
+        roadsave, "aalto", os.path.join(data, "aalto-trafficsense-helsinki"), work)
+    return score_legs([(HELSINKI, leg["mode"], f"{leg['user']} {leg['line_type']} {leg['line_name']} "
+                        f"line {leg['log_line']}", leg["user"], float(leg["start_ts"]), float(leg["end_ts"]))
+                       for leg in legs], trips, distance_trips, by_user)
+
+
+GOTRACK = "Go!Track (GPS only)"
+GOTRACK_TARGET = "Go!Track >= 5 min, >= 20 fixes"
+# The rides long enough to judge: long enough to be a trip, with fixes enough to see it.
+GOTRACK_MINUTES, GOTRACK_FIXES = 5, 20
+# Rides in the legs file whose points the converter left out of the records (uploaded twice, a restarted clock).
+LEFT_OUT = collections.Counter()
+
+
+def gotrack_legs(roadsave, data, work):
+    """The Go!Track rides: each ride kept in its phone's records one leg from its first to its last point, scored on
+    its phone's device; again under GOTRACK_TARGET for the rides of >= 5 minutes and >= 20 fixes."""
+    legs, trips, distance_trips, by_user = folder_dataset(
+        roadsave, "gotrack", os.path.join(data, "gotrack-aracaju"), work)
+    fixes = location_fixes(os.path.join(work, "gotrack.ndjson"))
+    kept = []
+    for leg in legs:
+        if leg["status"] != "kept":
+            LEFT_OUT[leg["status"].split(" ")[0]] += 1
+            continue
+        kept.append((leg, (leg["mode"], f"{leg['user']} track {leg['track_id']}", leg["user"],
+                           float(leg["start_ts"]), float(leg["end_ts"]))))
+    rows = score_legs([(GOTRACK,) + entry for _, entry in kept], trips, distance_trips, by_user)
+    target = [(GOTRACK_TARGET,) + entry for leg, entry in kept
+              if float(leg["duration_s"]) >= 60 * GOTRACK_MINUTES and int(leg["fixes"]) >= GOTRACK_FIXES]
+    for _, mode, _, user, start, end in target:
+        if mode == "car":
+            GOTRACK_MOVING.append(moving_coverage(fixes[user], driving(trips[user]), start, end))
+    return rows + score_legs(target, trips, distance_trips, by_user, signs=False)
+
+
+# (seconds moving, share of them covered by driving trips) of each Go!Track car ride of the target set.
+GOTRACK_MOVING = []
+
+
+def moving_coverage(fixes, trips, start, end):
+    """A ride's moving time (the intervals between fixes whose displacement says >= MOVING m/s: Go!Track has no GPS
+    speed) and the share of it driving trips cover. Riders started and stopped the recording themselves, some long
+    after they parked: the moving time is what a trip can be asked to cover, as for the enviroCar drives."""
+    moving = [(a[0], b[0]) for a, b in zip(fixes, fixes[1:])
+              if start <= a[0] and b[0] <= end and b[0] > a[0] and metres(a[1], a[2], b[1], b[2]) / (b[0] - a[0]) >= MOVING]
+    total = sum(b - a for a, b in moving)
+    covered = sum(max(0.0, min(b, trip[1]) - max(a, trip[0])) for a, b in moving for trip in trips)
+    return total, (covered / total if total else 0.0)
+
+
+def print_new_datasets(groups):
+    """The summary lines of Helsinki and Go!Track: cars found, transit taken for driving, start errors."""
+    def count(dataset, modes):
+        chosen = [g for (d, m), g in groups.items() if d == dataset and m in modes]
+        return sum(g["taken"] for g in chosen), sum(g["legs"] for g in chosen)
+    def median_start(dataset, mode):
+        g = groups.get((dataset, mode))
+        return f"{statistics.median(g['start']):+.0f} s" if g and g["start"] else "-"
+    if any(d == HELSINKI for d, _ in groups):
+        found, legs = count(HELSINKI, {"car"})
+        taken, transit = count(HELSINKI, TRANSIT)
+        per_mode = ", ".join(f"{m} {'/'.join(map(str, count(HELSINKI, {m})))}"
+                             for m in ("bus", "tram", "metro", "train") if count(HELSINKI, {m})[1])
+        print(f"\nHelsinki: car legs found {found}/{legs} (median start error {median_start(HELSINKI, 'car')}), "
+              f"transit legs taken for driving {taken}/{transit} ({per_mode})")
+    if any(d == GOTRACK for d, _ in groups):
+        cars, car_rides = count(GOTRACK_TARGET, {"car"})
+        buses, bus_rides = count(GOTRACK_TARGET, {"bus"})
+        left_out = ", ".join(f"{n} {why}" for why, n in sorted(LEFT_OUT.items()))
+        print(f"Go!Track rides >= {GOTRACK_MINUTES} min and >= {GOTRACK_FIXES} fixes: cars found {cars}/{car_rides} "
+              f"(median start error {median_start(GOTRACK_TARGET, 'car')}), buses taken for driving "
+              f"{buses}/{bus_rides}; rides left out of the records: {left_out or 'none'}")
+        still = sum(1 for seconds, _ in GOTRACK_MOVING if seconds < 60)
+        half = sum(1 for seconds, share in GOTRACK_MOVING if seconds >= 60 and share >= 0.5)
+        most = sum(1 for seconds, share in GOTRACK_MOVING if seconds >= 60 and share >= 0.9)
+        print(f"Go!Track car rides on their moving time (>= {MOVING:.0f} m/s between fixes; riders often recorded long "
+              f"after parking): {half} of {len(GOTRACK_MOVING) - still} at least half covered by driving trips, {most} "
+              f"at least 90 %; {still} never moved for a minute")
+
+
+def baseline_table(groups):
+    """The distance rule per dataset and mode, beside the engines' legs taken."""
+    base = {}
+    for dataset, mode, _, taken, start_error, end_error in BASELINE:
+        entry = base.setdefault((dataset, mode), {"legs": 0, "taken": 0, "start": [], "end": []})
+        entry["legs"] += 1
+        entry["taken"] += taken
+        if start_error is not None:
+            entry["start"].append(start_error)
+            entry["end"].append(end_error)
+    return base
+
+
+def print_baseline(base, groups, width):
+    print(f"\ndistance rule (a trip from the first fix > {DISTANCE_START:.0f} m from the last stop, while fixes move "
+          f"> {DISTANCE_MOVE:.0f} m, ended after {DISTANCE_STOP / 60:.0f} min without; fixes <= "
+          f"{USABLE_ACCURACY:.0f} m) beside the engines")
+    print(f"{'dataset':<{width}}{'mode':<10}{'legs':>6}{'engines: driving':>18}{'rule: taken':>14}"
+          f"{'start err (median s)':>22}{'end err':>9}")
+    for (dataset, mode), b in sorted(base.items()):
+        engines, taken = groups.get((dataset, mode), {"taken": 0})["taken"], b["taken"]
+        start = f"{statistics.median(b['start']):+.0f}" if b["start"] else "-"
+        end = f"{statistics.median(b['end']):+.0f}" if b["end"] else "-"
+        print(f"{dataset:<{width}}{mode:<10}{b['legs']:>6}{engines:>18}{taken:>14}{start:>22}{end:>9}")
+    for dataset in sorted({d for d, _ in base}):
+        transit = [(b, groups.get((d, m), {"taken": 0})["taken"]) for (d, m), b in base.items()
+                   if d == dataset and m in TRANSIT]
+        if transit:
+            legs = sum(b["legs"] for b, _ in transit)
+            print(f"{dataset:<{width}}{'transit':<10}{legs:>6}{sum(e for _, e in transit):>18}"
+                  f"{sum(b['taken'] for b, _ in transit):>14}")
+
+
 def family(dataset):
     return dataset.split(" ")[0]
 
@@ -367,6 +615,8 @@ def sign_table():
     for sign, fitted in FITTED_ON.items():
         entry = {"sign": sign, "fittedOn": sorted(fitted), "datasets": {}}
         held_out_cars = held_out_car_signs = held_out_could = 0
+        # Judged per dataset, never in aggregate: the held-out cars of each family it was not fitted on.
+        by_family = collections.defaultdict(lambda: [0, 0])
         for dataset in datasets:
             for kind, labels in (("transit", TRANSIT), ("car", {"car"})):
                 legs = [(signs, after) for d, label, signs, after in SIGNS if d == dataset and label in labels]
@@ -378,12 +628,16 @@ def sign_table():
                     held_out_cars += len(legs)
                     held_out_car_signs += shown
                     held_out_could += sum(after for _, after in legs)
+                    by_family[family(dataset)][0] += len(legs)
+                    by_family[family(dataset)][1] += shown
         entry["heldOutCarDrives"] = held_out_cars
         entry["heldOutCarShowing"] = held_out_car_signs
         if sign in AFTER_A_DRIVE:
             # The held-out drives it could have shown on at all (with a driving trip before them that day).
             entry["heldOutCarDrivesAfterADrive"] = held_out_could
-        entry["deciding"] = held_out_cars == 0 or held_out_car_signs <= HELD_OUT_CAR_LIMIT * held_out_cars
+        entry["heldOutCarsByDataset"] = {name: {"legs": legs, "showing": shown}
+                                         for name, (legs, shown) in sorted(by_family.items())}
+        entry["deciding"] = all(shown <= HELD_OUT_CAR_LIMIT * legs for legs, shown in by_family.values())
         # What the engine did with rides whose first sign this was: decided by it, or not.
         firsts = [reason == sign for reason, signs in VERDICTS if signs and signs[0] == sign]
         entry["engineDecides"] = all(firsts) if firsts else None
@@ -393,7 +647,7 @@ def sign_table():
 
 def print_sign_table(signs):
     print("\ntransport signs (legs showing each; held out = datasets it was not fitted on; a sign decides only if at most "
-          f"{HELD_OUT_CAR_LIMIT:.0%} of held-out car drives show it)")
+          f"{HELD_OUT_CAR_LIMIT:.0%} of the car drives of each held-out dataset show it: the worst one is named)")
     columns = [(d, k) for d in sorted({d for e in signs for d in e["datasets"]}) for k in ("transit", "car")
                if any(k in e["datasets"].get(d, {}) for e in signs)]
     def heading(dataset, kind):
@@ -402,20 +656,27 @@ def print_sign_table(signs):
         return f"{family(dataset)} {detail} {kind}".replace("  ", " ")
     cell = max([22] + [len(heading(d, k)) + 2 for d, k in columns])
     print(f"{'sign':<22}{'fitted on':<16}" + "".join(f"{heading(d, k):>{cell}}" for d, k in columns)
-          + f"{'held-out cars':>15}  decides")
+          + f"{'held-out cars':>15}  {'worst held-out dataset':<24}decides")
     for e in signs:
         cells = []
         for d, k in columns:
             c = e["datasets"].get(d, {}).get(k)
             cells.append(f"{c['showing']}/{c['legs']}" if c else "-")
         fitted = ", ".join(e["fittedOn"]) or "none"
+        by = e["heldOutCarsByDataset"]
+        worst = max(by, key=lambda name: by[name]["showing"] / by[name]["legs"], default=None)
+        worst_text = f"{worst} {by[worst]['showing']}/{by[worst]['legs']}" if worst else "-"
         print(f"{e['sign']:<22}{fitted:<16}" + "".join(f"{c:>{cell}}" for c in cells)
-              + f"{e['heldOutCarShowing']:>9}/{e['heldOutCarDrives']:<5}  {'yes' if e['deciding'] else 'no'}")
+              + f"{e['heldOutCarShowing']:>9}/{e['heldOutCarDrives']:<5}  {worst_text:<24}{'yes' if e['deciding'] else 'no'}")
     for e in signs:
         if "heldOutCarDrivesAfterADrive" in e:
             print(f"{e['sign']} can show only after a driving trip the same day: {e['heldOutCarDrivesAfterADrive']} of "
                   f"the {e['heldOutCarDrives']} held-out car drives had one")
+    for sign, condition in CONDITIONAL.items():
+        print(f"{sign} decides {condition}")
     for e in signs:
+        if e["sign"] in CONDITIONAL:
+            continue
         if e["engineDecides"] is not None and e["engineDecides"] != e["deciding"]:
             print(f"quality: the engine {'lets' if e['engineDecides'] else 'does not let'} {e['sign']} decide, "
                   f"against this table: RideProfile.weakSigns needs changing", file=sys.stderr)
@@ -480,6 +741,12 @@ def main():
             rows += envirocar_rows
         else:
             print(f"quality: no enviroCar tracks at {args.data}: that table skipped", file=sys.stderr)
+        for folder, name, legs in (("aalto-trafficsense-helsinki", "Aalto TrafficSense (Helsinki) legs", helsinki_legs),
+                                   ("gotrack-aracaju", "Go!Track rides", gotrack_legs)):
+            if os.path.isdir(os.path.join(args.data, folder)):
+                rows += legs(args.roadsave, args.data, work)
+            else:
+                print(f"quality: no {name} at {args.data}: those rows skipped", file=sys.stderr)
     if args.legs:
         for row in rows:
             print(*[f"{v:.0f}" if isinstance(v, float) else v for v in row], sep="\t")
@@ -508,6 +775,15 @@ def main():
         anything = sum(g["any"] for g in transit)
         if legs:
             print(f"{dataset:<{width}}{'transit':<10}{legs:>6}{f'{taken} ({100 * taken / legs:.0f} %)':>19}{anything:>10}")
+    print_new_datasets(groups)
+    base = baseline_table(groups)
+    print_baseline(base, groups, width)
+    for entry in summary:
+        b = base.get((entry["dataset"], entry["mode"]))
+        if b:
+            entry["distanceRule"] = {"legs": b["legs"], "taken": b["taken"],
+                                     "medianStartError": statistics.median(b["start"]) if b["start"] else None,
+                                     "medianEndError": statistics.median(b["end"]) if b["end"] else None}
     if START_LATENCY:
         print_start_latency()
     if drives:

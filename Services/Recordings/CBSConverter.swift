@@ -57,7 +57,7 @@ public enum CBSConverter {
         let width = max(timeColumn, latColumn, lonColumn, stopColumn, modeColumn) + 1
         for line in lines {
             let parts = fields(line)
-            guard parts.count >= width, let t = parseTimestamp(parts[timeColumn]),
+            guard parts.count >= width, let t = RecordingTime.seconds(from: parts[timeColumn]),
                 let lat = Double(parts[latColumn]), let lon = Double(parts[lonColumn]),
                 (-90...90).contains(lat), (-180...180).contains(lon)
             else {
@@ -79,66 +79,6 @@ public enum CBSConverter {
             log.fixes.append(Fix(t: t, lat: lat, lon: lon, stop: stop, mode: stop ? "" : String(parts[modeColumn])))
         }
         return log
-    }
-
-    /// `YYYY-MM-DDTHH:MM:SS[.fff](Z|±HH:MM)` → Unix seconds. Hand-written because the day files hold 150 000 of them
-    /// and the formatter classes are slow; returns nil for anything else.
-    public static func parseTimestamp(_ text: Substring) -> Double? {
-        let chars = Array(text.utf8)
-        guard chars.count >= 19, chars[4] == UInt8(ascii: "-"), chars[7] == UInt8(ascii: "-"),
-            chars[10] == UInt8(ascii: "T") || chars[10] == UInt8(ascii: " "),
-            chars[13] == UInt8(ascii: ":"), chars[16] == UInt8(ascii: ":")
-        else { return nil }
-        func digits(_ range: Range<Int>) -> Int? {
-            var value = 0
-            for index in range {
-                let c = chars[index]
-                guard c >= UInt8(ascii: "0"), c <= UInt8(ascii: "9") else { return nil }
-                value = value * 10 + Int(c - UInt8(ascii: "0"))
-            }
-            return value
-        }
-        guard let year = digits(0..<4), let month = digits(5..<7), let day = digits(8..<10),
-            let hour = digits(11..<13), let minute = digits(14..<16), let second = digits(17..<19),
-            (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 61
-        else { return nil }
-        var index = 19
-        var fraction = 0.0
-        if index < chars.count, chars[index] == UInt8(ascii: ".") {
-            index += 1
-            var scale = 0.1
-            while index < chars.count, chars[index] >= UInt8(ascii: "0"), chars[index] <= UInt8(ascii: "9") {
-                fraction += Double(chars[index] - UInt8(ascii: "0")) * scale
-                scale /= 10
-                index += 1
-            }
-        }
-        var offset = 0
-        if index < chars.count {
-            if chars[index] == UInt8(ascii: "Z"), index + 1 == chars.count {
-                offset = 0
-            } else if chars[index] == UInt8(ascii: "+") || chars[index] == UInt8(ascii: "-"), chars.count == index + 6,
-                chars[index + 3] == UInt8(ascii: ":"), let hours = digits((index + 1)..<(index + 3)),
-                let minutes = digits((index + 4)..<(index + 6))
-            {
-                offset = (hours * 3600 + minutes * 60) * (chars[index] == UInt8(ascii: "+") ? 1 : -1)
-            } else {
-                return nil
-            }
-        }
-        let seconds =
-            daysFromCivil(year: year, month: month, day: day) * 86400 + hour * 3600 + minute * 60 + second - offset
-        return Double(seconds) + fraction
-    }
-
-    /// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm).
-    static func daysFromCivil(year: Int, month: Int, day: Int) -> Int {
-        let y = month <= 2 ? year - 1 : year
-        let era = (y >= 0 ? y : y - 399) / 400
-        let yoe = y - era * 400
-        let doy = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
-        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
-        return era * 146097 + doe - 719468
     }
 
     /// Runs of identical (stop, mode), the way segments_derived.csv beside the data was made.

@@ -46,18 +46,37 @@ public enum ConvertCommand {
                        repository's emeval/input/phone_view.py computes them). One device per phone
                        and run, user <phone>.<run start> (ios-1.1564174916); --run and --phone choose
                        some, --legs writes their labelled legs
+          aalto        Aalto TrafficSense public-transport dataset (Helsinki, 26 August 2016);
+                       github.com/aalto-trafficsense/public-transport-dataset, CC BY 4.0 ("Aalto
+                       TrafficSense public-transport dataset, Aalto University, CC BY 4.0"). FILE: the
+                       repository's folder (or its csv/ folder) with csv/device_data.csv (each phone's
+                       fused location and Google activity recognition's top three), csv/device_models.csv
+                       and csv/manual_log.csv (the legs logged by hand). One device per phone, user
+                       aalto-<device_id>; --legs writes the logged legs
+          gotrack      Go!Track GPS trajectories (Aracaju, Brazil, 2014-2016): the UCI Machine Learning
+                       Repository's "GPS Trajectories" (archive.ics.uci.edu), CC BY 4.0 ("GPS
+                       Trajectories (Go!Track), UCI Machine Learning Repository, CC BY 4.0"). FILE: the
+                       folder with go_track_tracks.csv (a row per ride: id, id_android, car_or_bus, linha)
+                       and go_track_trackspoints.csv (latitude, longitude, track_id, time), either may be
+                       gzip-compressed. One device per phone, user gotrack-<id_android>; --legs writes a
+                       leg per ride
 
         Options:
           --app ID            applicationID written in every record (default: recorded)
           --user ID           clientUserID (default: from the file name or trial name; for phone-drops
-                              without --trial it is a prefix: ID-fall_3, ID-fall_4, ...)
+                              without --trial it is a prefix: ID-fall_3, ID-fall_4, ...); not for
+                              mobilitynet, aalto and gotrack, which name each phone's device
           --derive-activity   cbs only: add activity records derived from the travel-diary labels
           --trial NAME        phone-drops only: convert one trial, e.g. fall_3 or up_and_down_7
           --run NAME          mobilitynet only: one run (its name in runs_DERIVED.csv, e.g.
                               1564174916_1564183089)
           --phone NAME        mobilitynet only: one phone (ucb-sdb-ios-1 ... ucb-sdb-android-4)
-          --legs FILE         mobilitynet only: write the legs of the devices converted (CSV: user, os,
-                              role, config, spec, run, trip_id, leg_id, leg_type, mode, start_ts, end_ts)
+          --legs FILE         mobilitynet, aalto and gotrack: write the labelled legs of the devices
+                              converted as CSV. mobilitynet: user, os, role, config, spec, run, trip_id,
+                              leg_id, leg_type, mode, start_ts, end_ts. aalto: user, mode (bus, tram,
+                              metro, train, car), line_type, line_name, start_ts, end_ts, departure_stop,
+                              arrival_stop, log_line. gotrack: user, mode (car, bus), start_ts, end_ts,
+                              track_id, fixes, duration_s, line, status (kept, duplicate of N, overlaps N)
           --output FILE       write the records to FILE instead of stdout
           --output-format F   ndjson or msgpack (the records' MessagePack maps one after another, which
                               `roadsave replay` reads fastest); default: msgpack when FILE ends in .msgpack,
@@ -89,11 +108,31 @@ public enum ConvertCommand {
         phones); the course is the fixes' bearing. Phone runs with no readings at all are skipped and
         named. MobilityNet data (MobilityNet / e-mission project, (c) 2019 e-mission), BSD 3-Clause.
 
+        aalto: a location per device_data.csv row (hacc = accuracy; no speed or course: the client
+        recorded none) and an activity per row from activity_1 and activity_1_conf, Google's most
+        probable activity, mapped as for tmd: IN_VEHICLE -> automotive, ON_BICYCLE -> cycling,
+        ON_FOOT and WALKING -> walking, RUNNING -> running, STILL -> stationary, TILTING and
+        UNKNOWN -> unknown; confidence >= 75 high, >= 50 medium, else low. Capabilities: activity,
+        no pedometer. The files' times are local, EEST (UTC+3), and written as UTC. device_data.csv,
+        not device_data_filtered.csv: the filtered file has the authors' after-the-fact activity
+        and no accuracy. Rows that cannot be read are skipped and named by file and line.
+
+        gotrack: a location per point (latitude, longitude; no speed, accuracy or course, none
+        invented), each phone's rides one after another in time order. Capabilities: no activity
+        classifier, no pedometer, so trips start on GPS alone. The file's times are local, UTC-3,
+        and written as UTC. A ride whose points repeat an earlier ride's (uploaded twice), or whose
+        times overlap a ride already kept on the same phone (its clock restarted), is left out of
+        the records and marked in --legs. Rows that cannot be read are skipped and named by file
+        and line.
+
         Exit status: 0 converted, 2 bad option, unreadable file or one not in its dataset's format
         (the message names the file and the field).
         """
 
-    /// "tmd, cbs, phone-drops, escooter, envirocar or emission", for the errors.
+    /// The datasets converted from a folder rather than a file; these also write their labelled legs (--legs).
+    static let folderDatasets: Set<Dataset> = [.mobilitynet, .aalto, .gotrack]
+
+    /// "tmd, cbs, phone-drops, escooter, envirocar, emission, mobilitynet, aalto or gotrack", for the errors.
     static let datasetNames =
         Dataset.allCases.dropLast().map(\.rawValue).joined(separator: ", ")
         + " or " + Dataset.allCases.last!.rawValue
@@ -185,13 +224,20 @@ public enum ConvertCommand {
         if trial != nil, dataset != .phoneDrops {
             return fail("option --trial applies only to the phone-drops dataset")
         }
-        for (option, given) in [("--run", run), ("--phone", phone), ("--legs", legsOutput)]
-        where given != nil && dataset != .mobilitynet {
+        for (option, given) in [("--run", run), ("--phone", phone)] where given != nil && dataset != .mobilitynet {
             return fail("option \(option) applies only to the mobilitynet dataset")
+        }
+        if legsOutput != nil, !Self.folderDatasets.contains(dataset) {
+            return fail("option --legs applies only to the mobilitynet, aalto and gotrack datasets")
         }
         if user != nil, dataset == .mobilitynet {
             return fail(
                 "option --user does not apply to mobilitynet: each phone's run is its own device (<phone>.<run>)")
+        }
+        if user != nil, dataset == .aalto || dataset == .gotrack {
+            return fail(
+                "option --user does not apply to \(dataset.rawValue): each phone is its own device "
+                    + "(\(dataset == .aalto ? "aalto-<device_id>" : "gotrack-<id_android>"))")
         }
 
         let outputFormat: RecordFileFormat
@@ -208,13 +254,14 @@ public enum ConvertCommand {
             label: "convert", noun: "trials", turnedOff: !showProgress,
             writesStandardOutput: false)
         var skipped: [String] = []
+        var legsText = ""
         do {
-            if dataset == .mobilitynet {
+            if Self.folderDatasets.contains(dataset) {
                 var isDirectory: ObjCBool = false
                 guard FileManager.default.fileExists(atPath: file.path, isDirectory: &isDirectory),
                     isDirectory.boolValue
                 else {
-                    return fail("\(file.path): mobilitynet takes the dataset's folder (mobilitynet-whole-journeys/)")
+                    return fail("\(file.path): \(dataset.rawValue) takes the dataset's folder (\(dataset.folder)/)")
                 }
             } else {
                 try RecordingFile.checkReadable(file)
@@ -236,15 +283,19 @@ public enum ConvertCommand {
                     done, total in
                     if done == 0 { progress.startPhase(noun: "phone runs", total: total) } else { progress.advance() }
                 }
-                if let legsOutput {
+                if legsOutput != nil {
                     let converted = Set(recordings.map(\.user))
                     let phoneRuns = try MobilityNetConverter.phoneRuns(in: file).filter { converted.contains($0.user) }
-                    let text = MobilityNetConverter.legsCSV(try MobilityNetConverter.legs(in: file), for: phoneRuns)
-                    do {
-                        try text.write(toFile: legsOutput, atomically: false, encoding: .utf8)
-                    } catch {
-                        return fail("option --legs: cannot write \(legsOutput): \(error.localizedDescription)")
-                    }
+                    legsText = MobilityNetConverter.legsCSV(try MobilityNetConverter.legs(in: file), for: phoneRuns)
+                }
+            case .aalto: (recordings, skipped, legsText) = try RecordingConverter.aalto(file, app: app)
+            case .gotrack: (recordings, skipped, legsText) = try RecordingConverter.gotrack(file, app: app)
+            }
+            if let legsOutput {
+                do {
+                    try legsText.write(toFile: legsOutput, atomically: false, encoding: .utf8)
+                } catch {
+                    return fail("option --legs: cannot write \(legsOutput): \(error.localizedDescription)")
                 }
             }
             progress.finish()

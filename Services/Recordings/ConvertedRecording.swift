@@ -13,6 +13,8 @@ public enum Dataset: String, Sendable, CaseIterable {
     case envirocar
     case emission
     case mobilitynet
+    case aalto
+    case gotrack
 
     /// The folder under ../shared/data.
     public var folder: String {
@@ -24,6 +26,8 @@ public enum Dataset: String, Sendable, CaseIterable {
         case .envirocar: return "envirocar-car-tracks"
         case .emission: return "emission-activity-traces"
         case .mobilitynet: return "mobilitynet-whole-journeys"
+        case .aalto: return "aalto-trafficsense-helsinki"
+        case .gotrack: return "gotrack-aracaju"
         }
     }
 }

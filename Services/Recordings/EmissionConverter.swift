@@ -94,14 +94,14 @@ public enum EmissionConverter: RecordingBytesConverter {
         8: "RUNNING", 9: "NONE", 10: "STOPPED_WHILE_IN_VEHICLE", 11: "AIR_OR_HSR",
     ]
 
-    /// Android: Google's percentage, with the thresholds the TMD converter uses for the same API (≥ 75 high, ≥ 50
-    /// medium, else low). iOS: CMMotionActivity's own three levels, which e-mission writes as `confidence_level` and
+    /// Android: Google's percentage, with the thresholds of every converter of the same API
+    /// (`GoogleActivityRecognition`: ≥ 75 high, ≥ 50 medium, else low). iOS: CMMotionActivity's own three levels, which e-mission writes as `confidence_level` and
     /// as 50/75/100 (raw 0/1/2 is read too). Nil when an iOS reading has neither in a form known here.
     public static func confidence(of reading: MotionReading) -> ActivityConfidence? {
         switch reading.platform {
         case .android:
             guard let percent = reading.confidence else { return nil }
-            return percent >= 75 ? .high : percent >= 50 ? .medium : .low
+            return GoogleActivityRecognition.confidence(forPercent: percent)
         case .ios:
             if let level = reading.confidenceLevel { return ActivityConfidence(rawValue: level.lowercased()) }
             switch reading.confidence {

@@ -53,24 +53,15 @@ public enum MobilityNetConverter {
 
     /// The rows of a derived CSV as dictionaries by header; an error names the file, the line and the column.
     static func table(_ file: URL, columns: [String]) throws -> [(line: Int, values: [String: String])] {
-        let lines = textLines(try RecordingFile.text(of: file))
-        guard let header = lines.first else { throw RecordingError.malformed(file: file.path, reason: "empty") }
-        let names = fields(header).map(String.init)
-        if let repeated = names.first(where: { name in names.filter { $0 == name }.count > 1 }) {
-            throw RecordingError.malformed(file: file.path, reason: "the header names column \(repeated) twice")
-        }
-        for column in columns where !names.contains(column) {
-            throw RecordingError.malformed(file: file.path, reason: "no column \(column) in the header")
-        }
-        return try lines.dropFirst().enumerated().map { offset, line in
-            let values = fields(line).map(String.init)
-            guard values.count == names.count else {
+        let table = try CSVTable(text: try RecordingFile.text(of: file), file: file.path, required: columns)
+        return try table.rows.map { row in
+            guard row.fields.count == table.columns.count else {
                 throw RecordingError.malformed(
                     file: file.path,
-                    reason: "line \(offset + 2): \(values.count) fields, "
-                        + "the header has \(names.count)")
+                    reason: "line \(row.line): \(row.fields.count) fields, "
+                        + "the header has \(table.columns.count)")
             }
-            return (offset + 2, Dictionary(uniqueKeysWithValues: zip(names, values)))
+            return (row.line, Dictionary(uniqueKeysWithValues: zip(table.columns, row.fields)))
         }
     }
 

@@ -1,6 +1,6 @@
 // One entry point per dataset of ../shared/data. Each returns the device's NDJSON lines and a report of what was derived;
 // the per-dataset enums (TMDConverter, CBSConverter, PhoneDropConverter, EscooterConverter, EnvirocarConverter,
-// EmissionConverter, MobilityNetConverter) hold the parsing.
+// EmissionConverter, MobilityNetConverter, AaltoConverter, GoTrackConverter) hold the parsing.
 
 import Foundation
 
@@ -60,5 +60,23 @@ public enum RecordingConverter {
         -> (recordings: [ConvertedRecording], skipped: [String])
     {
         try MobilityNetConverter.convert(folder: folder, app: app, run: run, phone: phone, phoneRead: phoneRead)
+    }
+
+    /// aalto-trafficsense-helsinki/ (the folder, or its csv/ folder): every phone as its own device, user
+    /// `aalto-<device_id>`; the rows that cannot be read, by file and line, in `skipped`; manual_log.csv's legs as CSV
+    /// in `legsCSV` (for `--legs`).
+    public static func aalto(_ folder: URL, app: String = "recorded") throws
+        -> (recordings: [ConvertedRecording], skipped: [String], legsCSV: String)
+    {
+        try AaltoConverter.convert(folder: folder, app: app)
+    }
+
+    /// gotrack-aracaju/ (the folder of go_track_tracks.csv and go_track_trackspoints.csv, either gzip-compressed or
+    /// not): every phone as its own device, user `gotrack-<id_android>`, its rides in time order; the rows that cannot
+    /// be read, by file and line, in `skipped`; a leg per track as CSV in `legsCSV` (for `--legs`).
+    public static func gotrack(_ folder: URL, app: String = "recorded") throws
+        -> (recordings: [ConvertedRecording], skipped: [String], legsCSV: String)
+    {
+        try GoTrackConverter.convert(folder: folder, app: app)
     }
 }

@@ -123,22 +123,6 @@ public enum TMDConverter {
         return log
     }
 
-    /// Google activity-recognition labels as the logger writes them.
-    public static func activity(forLabel label: String) -> ActivityType {
-        switch label.lowercased() {
-        case "vehicle", "in_vehicle": return .automotive
-        case "on_foot", "walking", "foot": return .walking
-        case "running": return .running
-        case "bicycle", "on_bicycle": return .cycling
-        case "still": return .stationary
-        default: return .unknown // tilting, unknown
-        }
-    }
-
-    public static func confidence(forPercent percent: Int) -> ActivityConfidence {
-        percent >= 75 ? .high : percent >= 50 ? .medium : .low
-    }
-
     /// Where the integrated positions start and which way they run. The recording has no coordinates; the origin is
     /// in Bologna, where the dataset was recorded, so positions look plausible on a map.
     public static let origin = (lat: 44.4938, lon: 11.3430)
@@ -209,14 +193,13 @@ public enum TMDConverter {
 
         var unknownLabels = Set<String>()
         for reading in log.activities {
-            let kind = Self.activity(forLabel: reading.label)
-            if kind == .unknown, !["unknown", "tilting"].contains(reading.label.lowercased()) {
-                unknownLabels.insert(reading.label)
-            }
+            let kind = GoogleActivityRecognition.activity(forName: reading.label)
+            if kind == nil { unknownLabels.insert(reading.label) }
+            let confidence = GoogleActivityRecognition.confidence(forPercent: Double(reading.percent))
             records.append(
                 SensorRecord(
                     device: device, t: time(reading.ms),
-                    payload: .activity(ActivityObservation(kind, confidence(forPercent: reading.percent)))))
+                    payload: .activity(ActivityObservation(kind ?? .unknown, confidence))))
         }
         if !log.activities.isEmpty {
             let labels = log.activities.map { "\($0.label) \($0.percent)%" }.joined(separator: ", ")

@@ -25,8 +25,8 @@ struct CBSRecordingTests {
         var result: [String: [ReferenceSegment]] = [:]
         for line in text.split(separator: "\n").dropFirst() {
             let f = line.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
-            guard f.count >= 8, let start = CBSConverter.parseTimestamp(Substring(f[4])),
-                let end = CBSConverter.parseTimestamp(Substring(f[5])), let points = Int(f[7])
+            guard f.count >= 8, let start = RecordingTime.seconds(from: Substring(f[4])),
+                let end = RecordingTime.seconds(from: Substring(f[5])), let points = Int(f[7])
             else {
                 Issue.record("unreadable reference line \(line)")
                 continue

@@ -47,6 +47,8 @@ struct ConvertCommandTests {
             ("envirocar", "enviroCar.org", "ODbL 1.0"),
             ("emission", "github.com/e-mission/e-mission-server", "BSD 3-Clause"),
             ("mobilitynet", "github.com/MobilityNet/mobilitynet-analysis-scripts", "BSD 3-Clause"),
+            ("aalto", "github.com/aalto-trafficsense/public-transport-dataset", "CC BY 4.0"),
+            ("gotrack", "archive.ics.uci.edu", "CC BY 4.0"),
         ] {
             guard let entry = usage.range(of: "\n  \(dataset) ") else {
                 Issue.record("\(dataset) is not in the help")
@@ -64,7 +66,8 @@ struct ConvertCommandTests {
         ([], "missing DATASET"),
         (
             ["gpx", "a.gpx"],
-            "unknown DATASET 'gpx': expected tmd, cbs, phone-drops, escooter, envirocar, emission or mobilitynet"
+            "unknown DATASET 'gpx': expected tmd, cbs, phone-drops, escooter, envirocar, emission, mobilitynet, aalto "
+                + "or gotrack"
         ),
         (["tmd", "a.csv.gz", "--speed", "3"], "unknown option --speed"),
         (["tmd", "a.csv.gz", "--app"], "option --app needs a value"),
@@ -77,7 +80,20 @@ struct ConvertCommandTests {
         (["envirocar", "/nonexistent/58db5ec7.json.gz"], "/nonexistent/58db5ec7.json.gz: no such file"),
         (["emission", "/nonexistent/day.json"], "/nonexistent/day.json: no such file"),
         (["emission", "day.json", "--trial", "x"], "--trial applies only to the phone-drops dataset"),
-        (["tmd", "a.csv.gz", "--legs", "legs.csv"], "--legs applies only to the mobilitynet dataset"),
+        (
+            ["tmd", "a.csv.gz", "--legs", "legs.csv"],
+            "--legs applies only to the mobilitynet, aalto and gotrack datasets"
+        ),
+        (["aalto", "/", "--run", "x"], "--run applies only to the mobilitynet dataset"),
+        (
+            ["aalto", "/", "--user", "u"],
+            "--user does not apply to aalto: each phone is its own device (aalto-<device_id>)"
+        ),
+        (["gotrack", "/", "--user", "u"], "--user does not apply to gotrack"),
+        (["aalto", "/nonexistent"], "aalto takes the dataset's folder (aalto-trafficsense-helsinki/)"),
+        (["gotrack", "/nonexistent/go_track_tracks.csv"], "gotrack takes the dataset's folder (gotrack-aracaju/)"),
+        (["aalto", "/"], "no device_data.csv in it or in its csv/ folder"),
+        (["gotrack", "/"], "no go_track_tracks.csv (or go_track_tracks.csv.gz) in it"),
         (["cbs", "a.csv.gz", "--phone", "ucb-sdb-ios-1"], "--phone applies only to the mobilitynet dataset"),
         (["mobilitynet", "/", "--user", "u"], "--user does not apply to mobilitynet"),
         (["mobilitynet", "/nonexistent"], "mobilitynet takes the dataset's folder"),

@@ -136,21 +136,21 @@ struct TMDParsingTests {
     }
 
     @Test func activityLabelsAndConfidences() {
-        #expect(TMDConverter.activity(forLabel: "vehicle") == .automotive)
-        #expect(TMDConverter.activity(forLabel: "in_vehicle") == .automotive)
-        #expect(TMDConverter.activity(forLabel: "on_foot") == .walking)
-        #expect(TMDConverter.activity(forLabel: "walking") == .walking)
-        #expect(TMDConverter.activity(forLabel: "running") == .running)
-        #expect(TMDConverter.activity(forLabel: "bicycle") == .cycling)
-        #expect(TMDConverter.activity(forLabel: "on_bicycle") == .cycling)
-        #expect(TMDConverter.activity(forLabel: "still") == .stationary)
-        #expect(TMDConverter.activity(forLabel: "tilting") == .unknown)
-        #expect(TMDConverter.activity(forLabel: "unknown") == .unknown)
-        #expect(TMDConverter.confidence(forPercent: 100) == .high)
-        #expect(TMDConverter.confidence(forPercent: 75) == .high)
-        #expect(TMDConverter.confidence(forPercent: 74) == .medium)
-        #expect(TMDConverter.confidence(forPercent: 50) == .medium)
-        #expect(TMDConverter.confidence(forPercent: 49) == .low)
+        #expect(GoogleActivityRecognition.activity(forName: "vehicle") == .automotive)
+        #expect(GoogleActivityRecognition.activity(forName: "in_vehicle") == .automotive)
+        #expect(GoogleActivityRecognition.activity(forName: "on_foot") == .walking)
+        #expect(GoogleActivityRecognition.activity(forName: "walking") == .walking)
+        #expect(GoogleActivityRecognition.activity(forName: "running") == .running)
+        #expect(GoogleActivityRecognition.activity(forName: "bicycle") == .cycling)
+        #expect(GoogleActivityRecognition.activity(forName: "on_bicycle") == .cycling)
+        #expect(GoogleActivityRecognition.activity(forName: "still") == .stationary)
+        #expect(GoogleActivityRecognition.activity(forName: "tilting") == .unknown)
+        #expect(GoogleActivityRecognition.activity(forName: "unknown") == .unknown)
+        #expect(GoogleActivityRecognition.confidence(forPercent: 100) == .high)
+        #expect(GoogleActivityRecognition.confidence(forPercent: 75) == .high)
+        #expect(GoogleActivityRecognition.confidence(forPercent: 74) == .medium)
+        #expect(GoogleActivityRecognition.confidence(forPercent: 50) == .medium)
+        #expect(GoogleActivityRecognition.confidence(forPercent: 49) == .low)
     }
 
     @Test func conversionIntegratesSpeedAndCutsImpacts() throws {
@@ -210,12 +210,12 @@ struct CBSParsingTests {
         """
 
     @Test func timestamps() {
-        #expect(CBSConverter.parseTimestamp("2024-06-18T10:57:22Z") == 1_718_708_242)
-        #expect(CBSConverter.parseTimestamp("2000-02-29T23:59:59Z") == 951_868_799)
-        #expect(CBSConverter.parseTimestamp("1970-01-01T00:00:00Z") == 0)
-        #expect(CBSConverter.parseTimestamp("2024-06-18T12:57:22.5+02:00") == 1_718_708_242.5)
-        #expect(CBSConverter.parseTimestamp("2024-13-18T10:57:22Z") == nil)
-        #expect(CBSConverter.parseTimestamp("yesterday") == nil)
+        #expect(RecordingTime.seconds(from: "2024-06-18T10:57:22Z") == 1_718_708_242)
+        #expect(RecordingTime.seconds(from: "2000-02-29T23:59:59Z") == 951_868_799)
+        #expect(RecordingTime.seconds(from: "1970-01-01T00:00:00Z") == 0)
+        #expect(RecordingTime.seconds(from: "2024-06-18T12:57:22.5+02:00") == 1_718_708_242.5)
+        #expect(RecordingTime.seconds(from: "2024-13-18T10:57:22Z") == nil)
+        #expect(RecordingTime.seconds(from: "yesterday") == nil)
     }
 
     @Test func rowsSegmentsAndDuplicates() throws {

@@ -52,9 +52,11 @@ struct PassengerRecordingTests {
                 }
             }
         }
-        // A floor at what the signs catch today (19 rides over both runs; docs/detection.md "Passengers"): a change that
-        // catches fewer fails here and has to say why, as regularDwellStops' weakening did.
-        #expect(judgedTransit >= 19, "rides judged public transport: \(judgedTransit)")
+        // A floor at what the signs catch today (15 rides over both runs; docs/detection.md "Passengers"): a change that
+        // catches fewer fails here and has to say why, as regularDwellStops' weakening did, and as issue 44 did (19 to
+        // 15): where a ride on public transport ended is no longer taken for where no car of the device stands, which
+        // took a drive after a morning of buses for a bus ride.
+        #expect(judgedTransit >= 15, "rides judged public transport: \(judgedTransit)")
         // Today 4 (two rides, both runs): that day's two rides after its diary ends, boarded far from where the last
         // ride judged driving (a tram the signs missed) ended. More would mean signs judging what cannot be checked.
         #expect(unlabelled <= 4, "rides judged public transport outside the diaries: \(unlabelled)")

@@ -44,6 +44,9 @@ public struct DeviceSession: Sendable, Codable {
         monitoring && autoTripDetection && detectionMode.detectsTrips && settings.tripDetectionEnabled
     }
     private var crashesActive: Bool { monitoring && detectionMode.detectsCrashes && settings.crashDetectionEnabled }
+    /// A silence of the records shorter than this ends no trip anyway (the stop delay and the data-gap limit are
+    /// longer): only longer ones are looked at for a drive that went on through them.
+    private static let bridgeableSilence = 60.0
 
     /// Configures the device. Configuring again replaces the configuration (a trip in progress is ended if the
     /// new one leaves no trip detection).
@@ -150,11 +153,19 @@ public struct DeviceSession: Sendable, Codable {
     /// Applies one record; records must come in event-time order (see `RecordOrdering`). Time first advances to
     /// the record, firing what was due before it.
     public mutating func handle(_ record: SensorRecord) -> [DetectionAction] {
+        // A drive that went on through a silence of the records (a tunnel, a paused GPS) is not ended by it: its
+        // stop delay must not fire in the silence (`TripEngine.droveThroughSilence`).
+        var droveThrough = false
+        if tripsActive, let lastRecordTime, record.t - lastRecordTime > Self.bridgeableSilence,
+            case .location(let fix) = record.payload
+        {
+            droveThrough = trips.droveThroughSilence(since: lastRecordTime, to: fix, at: record.t)
+        }
         var actions = advance(to: record.t, byRecord: true)
         guard monitoring else { return actions }
         // After a silence longer than the data-gap limit nothing is known of what happened in it: the trip in
         // progress ends at its last movement rather than being merged with whatever comes next.
-        if let lastRecordTime, record.t - lastRecordTime > settings.dataGap {
+        if let lastRecordTime, record.t - lastRecordTime > settings.dataGap, !droveThrough {
             actions += endTrip(reason: .dataGap)
         }
         lastRecordTime = record.t

@@ -159,10 +159,23 @@ struct RideProfile: Sendable, Equatable, Codable {
         stepsWhileMoving += count
     }
 
-    /// Signs that town driving shows too often to decide a ride: reported, never deciding. `regularDwellStops` was
-    /// fitted on the travel diaries; on car drives it was not fitted on it took 4 of 112 for buses (docs/detection.md
-    /// "Passengers": a sign decides only if it takes at most 2 % of the drives it was not fitted on for transit).
+    /// Signs that drivers show too often to decide a ride: reported, never deciding (docs/detection.md
+    /// "Passengers": a sign decides only if it takes at most 2 % of the car drives of each dataset it was not fitted
+    /// on for transit). `regularDwellStops` (fitted on the travel diaries) takes 4 of enviroCar's 112 drives: town
+    /// driving between lights.
     static let weakSigns: Set<TransportReason> = [.regularDwellStops]
+
+    /// Whether `sign` may decide this ride. `boardedAwayFromCar` (fitted on MobilityNet's scripted journeys, one car
+    /// a person) decides only when the phone came to where the ride began on foot, in the minutes before it: a
+    /// passenger walks to a stop, while a car that is not the device's own (a second car at home, a lift, a taxi
+    /// at the door) meets the phone where it has been, and a phone that records only its rides (Go!Track) shows no
+    /// walk at all. Otherwise it is reported, not deciding: 4 of Go!Track's 65 car rides and none of Helsinki's 6
+    /// show it, after moves of the car the phone did not record.
+    func decides(_ sign: TransportReason) -> Bool {
+        if Self.weakSigns.contains(sign) { return false }
+        if sign == .boardedAwayFromCar { return boardingWaitObserved != nil }
+        return true
+    }
 
     /// The verdict on the ride as a whole: the first deciding sign, and every sign seen.
     func judge(distance: Double, duration: Double)
@@ -172,7 +185,7 @@ struct RideProfile: Sendable, Equatable, Codable {
             return (.unknown, .tooShort, [])
         }
         let signs = signs(distance: distance, duration: duration)
-        guard let deciding = signs.first(where: { !Self.weakSigns.contains($0) }) else {
+        guard let deciding = signs.first(where: decides) else {
             return (.car, .noTransitEvidence, signs)
         }
         return (mode(decidedBy: deciding), deciding, signs)

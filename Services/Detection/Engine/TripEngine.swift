@@ -51,6 +51,35 @@ struct TripEngine: Sendable, Codable {
     // MARK: Inputs
 
     /// A fix passed the GPS filter; `measurement` is what the filter computed for it (reused, not computed again).
+    /// The longest silence of the device's records a drive is taken to have gone on through: longer, and it may
+    /// have ended and another begun.
+    static let bridgedSilence = 900.0
+    /// The speed a vehicle averaged across a silence it drove through, at least (a town drive's, stops included).
+    static let bridgingSpeed = 4.0
+
+    /// The device's records fell silent at `silentSince` and come again with `fix` at `t`: whether the trip in
+    /// progress drove on through the silence (a tunnel, a phone that paused its GPS on a long drive). It did when
+    /// the vehicle was moving at the trip's last movement, the silence began then, and `fix` lies as far on as
+    /// `bridgingSpeed` covers from there; the silence then counts as movement, so neither the stop delay nor the
+    /// data-gap limit ends the trip. A car that parked shows its stop first (the phone stands still before its
+    /// GPS sleeps), and a silence of more than `bridgedSilence` is never bridged.
+    mutating func droveThroughSilence(since silentSince: Double, to fix: LocationFix, at t: Double) -> Bool {
+        guard let last = trip?.read({ $0.lastMovingFix }), let lastMovement = trip?.read({ $0.lastMovement }),
+            lastMovement >= silentSince - Self.silenceBegan, t - lastMovement <= Self.bridgedSilence,
+            (last.speed ?? 0) >= RideProfile.vehicleSpeed,
+            (fix.horizontalAccuracy ?? 0) >= 0, (fix.horizontalAccuracy ?? 0) <= Self.bridgingAccuracy
+        else { return false }
+        let distance = Geo.distance(last.latitude, last.longitude, fix.latitude, fix.longitude)
+        guard distance / (t - lastMovement) >= Self.bridgingSpeed else { return false }
+        trip!.modify { $0.lastMovement = t }
+        return true
+    }
+
+    /// The last movement must be this close to the last record before the silence (a fix or two).
+    private static let silenceBegan = 15.0
+    /// A fix after the silence must be at least this good to say where the vehicle got to.
+    private static let bridgingAccuracy = 100.0
+
     mutating func fixAccepted(_ fix: AcceptedFix, measurement: FixMeasurement, context: TripContext) -> RoadSaveEvent? {
         if trip != nil {
             trip!.modify { trip in
@@ -177,14 +206,11 @@ struct TripEngine: Sendable, Codable {
         lastIdleFix = nil
         whereabouts.forget()
         let verdict = trip.ride.judge(distance: trip.odometer.distance, duration: trip.lastMovement - trip.startDate)
-        if let end = trip.lastMovingFix {
-            // A ride on public transport leaves the car where it was; with none parked that day, the device came by
-            // public transport, so no car of its stands where the ride ended either: a ride from elsewhere is
-            // another leg of the journey.
-            let carKnown = parkedCar.map { end.t - $0.read(\.t) <= RideProfile.parkedCarValidity } ?? false
-            if verdict.mode.isDriving || !carKnown {
-                parkedCar = OutOfLine(Whereabouts.Sample(t: end.t, latitude: end.latitude, longitude: end.longitude))
-            }
+        // Where the device's car stands is known only from its own driving trip: a ride on public transport leaves
+        // it where it was, and says nothing of where a car of the device stands (the day may go on by car from
+        // anywhere: a second car, a lift, a taxi).
+        if verdict.mode.isDriving, let end = trip.lastMovingFix {
+            parkedCar = OutOfLine(Whereabouts.Sample(t: end.t, latitude: end.latitude, longitude: end.longitude))
         }
         let info = TripInfo(
             tripID: trip.tripID, startDate: trip.startDate, endDate: trip.lastMovement,
