@@ -28,7 +28,9 @@ demo-replay: build
 	$(BIN) replay $(OUT)/morning.ndjson
 
 ## All tests: the fuzz smoke run (every libFuzzer target a few seconds on its seeds; under 2 minutes with its build),
-## then unit, scenario, real recordings (skipped without ../shared/data) and end to end. The tests that start
+## the count guards (scripts/bench_counters.py --check: each hot path's heap allocations a record and system calls
+## a batch against scripts/counters-recorded.json, a few seconds), then unit, scenario, real recordings (skipped
+## without ../shared/data) and end to end. The tests that start
 ## processes and time them run one at a time after the others, so a busy 2-core machine can't make them flaky.
 ## Last, `roadsave report` end to end: its page in headless Chromium and its GeoJSON against RFC 7946. First,
 ## deploy/kubernetes against the Kubernetes 1.28 and newest schemas (scripts/check-kubernetes.sh, kubernetes-validate).
@@ -37,6 +39,7 @@ test: deps lint
 	scripts/check-kubernetes.sh
 	Fuzz/fuzz.sh run $(FUZZ_SMOKE_SECONDS)
 	$(SWIFT) build --build-tests
+	python3 scripts/bench_counters.py --bin $(dir $(BIN)) --check
 	$(SWIFT) test --skip-build --skip '$(PROCESS_TESTS)'
 	$(SWIFT) test --skip-build --no-parallel --filter '$(PROCESS_TESTS)'
 	python3 scripts/test_report.py --roadsave $(BIN)
@@ -84,13 +87,19 @@ up: build
 
 ## Every benchmark, one table (scripts/bench.py): decoding and replay (NDJSON and MessagePack) against Foundation's
 ## JSONDecoder and msgpack-c's bare unpack; the engines alone; the three services with keys against a bare
-## acknowledging server, crash latency under load and detection shards; detection's memory with many idle devices.
-## Each figure with its baseline from the same run, the ratio, the target and the load; also written to out/bench.json.
-bench: deps
+## acknowledging server, crash latency under load and detection shards; detection's memory with many idle devices;
+## the work counters (scripts/bench_counters.py: heap allocations and system calls a record, a batch, a feed reply,
+## an event on each hot path, on the fleet of issue 46, out/fleet.ndjson). Each figure with its baseline from the same
+## run, the ratio, the target and the load; also written to out/bench.json. `scripts/install-deps.sh bench` adds
+## Debian's linux-perf, which counts the services' system calls.
+bench:
+	@scripts/install-deps.sh bench
 	$(SWIFT) build -c release
 	@mkdir -p $(OUT)
 	@[ -f $(OUT)/bench.ndjson ] || .build/release/roadsave simulate --devices 200 --duration 60 --seed 42 --output $(OUT)/bench.ndjson
-	python3 scripts/bench.py --bin .build/release --records $(OUT)/bench.ndjson --output $(OUT)/bench.json
+	@[ -f $(OUT)/fleet.ndjson ] || .build/release/roadsave simulate --devices 200 --duration 20 --seed 7 --output $(OUT)/fleet.ndjson
+	python3 scripts/bench.py --bin .build/release --records $(OUT)/bench.ndjson --counter-records $(OUT)/fleet.ndjson \
+		--output $(OUT)/bench.json
 
 ## Trips on the real recordings (../shared/data): per dataset and mode (MobilityNet also per OS and phone sensing),
 ## the labelled legs taken for driving and the enviroCar drives measured on their moving time (scripts/quality.py;

@@ -157,12 +157,13 @@ let package = Package(
             ],
             path: "Services/CLI"),
 
-        // The benchmark behind `make bench`.
+        // The benchmark behind `make bench`, and the work counters of its paths (`counts`: ingest's batch and
+        // detection's feed reply, hence the two services' libraries).
         .executableTarget(
             name: "roadsave-bench",
             dependencies: [
                 "RoadSaveModel", "RecordCodecs", "Logging", "DetectionEngine", "Replay", "Wire", "ZeroMQ",
-                "CMessagePack",
+                "CMessagePack", "IngestService", "DetectionService", "Feeds",
             ],
             path: "Services/Bench"),
 

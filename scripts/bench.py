@@ -7,12 +7,14 @@ the issue's target is met, and the machine's load while the figure was taken, so
 compared: the ratios are the figures to compare, the absolute ones move with the load.
 
   python3 scripts/bench.py [--bin .build/release] [--records out/bench.ndjson] [--output out/bench.json]
+                           [--counter-records out/fleet.ndjson]
                            [--only NAME[,NAME...]] [-- EXTRA ARGUMENTS FOR THE SERVICES BENCHMARK]
 
 Benchmarks, in order (--only picks some): replay (decoding and replay, roadsave-bench FILE), engines (the engines
 alone on decoded records, roadsave-bench engines FILE), services (scripts/bench_services.py: the three services with
 keys against a bare server, crash latency under load, detection shards), memory (scripts/bench_memory.py: detection
-with many mostly idle devices).
+with many mostly idle devices), counters (scripts/bench_counters.py: heap allocations and system calls a record, a
+batch, a feed reply and an event on each hot path, on --counter-records).
 """
 import argparse
 import datetime
@@ -31,7 +33,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def benchmarks(args, work):
     """(name, command, figures file) of each benchmark, in the order they run."""
     bench = os.path.join(args.bin, "roadsave-bench")
-    figures = {name: os.path.join(work, f"{name}.json") for name in ("replay", "engines", "services", "memory")}
+    figures = {name: os.path.join(work, f"{name}.json")
+               for name in ("replay", "engines", "services", "memory", "counters")}
     return [
         ("replay", [bench, args.records, "--json", figures["replay"]], figures["replay"]),
         ("engines", [bench, "engines", args.records, "--json", figures["engines"]], figures["engines"]),
@@ -39,6 +42,8 @@ def benchmarks(args, work):
                       "--json", figures["services"]] + args.extra, figures["services"]),
         ("memory", [sys.executable, os.path.join(ROOT, "scripts", "bench_memory.py"), "--bin", args.bin,
                     "--json", figures["memory"]], figures["memory"]),
+        ("counters", [sys.executable, os.path.join(ROOT, "scripts", "bench_counters.py"), "--bin", args.bin,
+                      "--records", args.counter_records, "--json", figures["counters"]], figures["counters"]),
     ]
 
 
@@ -75,8 +80,11 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--bin", default=os.path.join(ROOT, ".build", "release"))
     parser.add_argument("--records", default=os.path.join(ROOT, "out", "bench.ndjson"))
+    parser.add_argument("--counter-records", default=os.path.join(ROOT, "out", "fleet.ndjson"),
+                        help="the records of the work counters (issue 46's fleet: roadsave simulate --devices 200 "
+                             "--duration 20 --seed 7)")
     parser.add_argument("--output", default=os.path.join(ROOT, "out", "bench.json"))
-    parser.add_argument("--only", help="comma-separated benchmarks to run (replay, engines, services, memory)")
+    parser.add_argument("--only", help="comma-separated benchmarks to run (replay, engines, services, memory, counters)")
     parser.add_argument("extra", nargs="*", help="after --: arguments for bench_services.py")
     args = parser.parse_args()
     only = set(args.only.split(",")) if args.only else None

@@ -220,7 +220,9 @@ class Subscriber(threading.Thread):
 # MARK: The services under `roadsave up --keys`
 
 class Up:
-    def __init__(self, binaries, directory, keys_on, metrics=False):
+    def __init__(self, binaries, directory, keys_on, metrics=False, environment=None, extra=()):
+        """`environment`: variables added to the services' (scripts/bench_counters.py preloads its allocation
+        counter with them); `extra`: more options of `roadsave up` (--webhooks URL)."""
         self.binaries = binaries
         self.directory = directory
         self.base = free_base_port(13 if metrics else 6)
@@ -233,7 +235,9 @@ class Up:
         if metrics:
             # The three metrics endpoints at P+10..P+12 (free_base_port checked them free).
             command += ["--metrics-port", str(self.base + 10)]
-        environment = dict(os.environ, ROADSAVE_APPLICATIONS="demo-app")
+        command += list(extra)
+        self.metrics_port = self.base + 10 if metrics else None
+        environment = dict(os.environ, ROADSAVE_APPLICATIONS="demo-app", **(environment or {}))
         self.log_path = os.path.join(directory, "up.log")
         self.log = open(self.log_path, "w")
         self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=self.log, env=environment, text=True)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what building and testing need and the machine lacks: Debian packages with apt-get (as root, after one
-# apt-get update). The Swift toolchain itself comes with the machine (/opt/swift).
+# apt-get update). The Swift toolchain itself comes with the machine (/opt/swift). `install-deps.sh bench`: also
+# what `make bench` alone needs.
 set -euo pipefail
 
 missing=()
@@ -15,6 +16,12 @@ for header in zmq.h:libzmq3-dev msgpack.h:libmsgpack-dev sodium.h:libsodium-dev 
     microhttpd.h:libmicrohttpd-dev; do
   [ -f "/usr/include/${header%%:*}" ] || missing+=("${header#*:}")
 done
+# The count guards of make test (scripts/bench_counters.py --check) count system calls under strace; `make bench`
+# (install-deps.sh bench) also counts the services' with perf (Debian's linux-perf).
+command -v strace >/dev/null 2>&1 || missing+=(strace)
+if [ "${1:-}" = bench ]; then
+  command -v perf >/dev/null 2>&1 || missing+=(linux-perf)
+fi
 # The report test (scripts/test_report.py) opens `roadsave report`'s page in headless Chromium through chromedriver.
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v chromedriver >/dev/null 2>&1 || missing+=(chromium-driver)

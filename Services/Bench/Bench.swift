@@ -69,6 +69,11 @@ struct Bench {
 
         A bare ROUTER that unpacks, validates and acknowledges gateway batches at once: the baseline of
         scripts/bench_services.py.
+
+               roadsave-bench engines FILE.ndjson | counts FILE.ndjson   (--help: each one's options)
+
+        The engines alone (ns a record, memory a device); the work of each hot path counted (heap allocations
+        and, under strace, system calls a record and a batch: scripts/bench_counters.py).
         """
 
     static func main() async throws {
@@ -83,6 +88,10 @@ struct Bench {
         }
         if arguments.first == "engines" {
             try EngineBench.run(arguments: Array(arguments.dropFirst()))
+            return
+        }
+        if arguments.first == "counts" {
+            try await CountsBench.run(arguments: Array(arguments.dropFirst()))
             return
         }
         guard let path = arguments.first, !path.hasPrefix("-") else {

@@ -5,31 +5,31 @@ import ZeroMQ
 
 /// One gateway message, read and validated (PROTOCOL §2 and §7): either answered at once (it cannot be read, or
 /// nothing in it is accepted), or holding accepted records that must be stored before the acknowledgement goes out.
-/// Pure: no sockets, no store, so the service decides about groups of them.
-struct GatewayBatch {
+/// Pure: no sockets, no store, so the service decides about groups of them (and `roadsave-bench counts` measures one).
+public struct GatewayBatch {
     /// The reply's routing frames: the gateway's identity, and the empty delimiter when the gateway sent one.
-    var replyPrefix: [[UInt8]]
-    var batchID: [UInt8]
+    public var replyPrefix: [[UInt8]]
+    public var batchID: [UInt8]
     /// The content type of the batch, that of its acknowledgement.
-    var contentType: ContentType
-    var acknowledgement: Acknowledgement
+    public var contentType: ContentType
+    public var acknowledgement: Acknowledgement
     /// The accepted records, in batch order.
-    var records: [SensorRecord]
+    public var records: [SensorRecord]
     /// Each accepted record's device's slot number, from `devices.admit` (nil without `devices`).
-    var slots: [Int]?
+    public var slots: [Int]?
     /// A MessagePack body and where each accepted record is in it, so the journal stores the gateway's bytes as they
     /// came (nil for JSON, or when the body's elements could not be measured: the records are then encoded).
-    var encoded: GatewayBody?
+    public var encoded: GatewayBody?
     /// Why the batch could not be read at all (then `acknowledgement` says so, and `records` is empty).
-    var unreadable: String?
+    public var unreadable: String?
     /// The batch was refused whole, unread, for its gateway's rate limit (then `acknowledgement` says so).
-    var rateLimited = false
+    public var rateLimited = false
     /// The gateway's stream and watermark (the optional fourth frame): stored with the records, or alone when the
     /// batch has none (a gateway saying how far it has come).
-    var header: GatewayBatchHeader?
+    public var header: GatewayBatchHeader?
     /// Why the batch was refused whole, unread: its connection's key is no longer listed as it was at the handshake
     /// (then `acknowledgement` says so, field `key`).
-    var keyRefused: CurveKeyRefusal?
+    public var keyRefused: CurveKeyRefusal?
 
     /// The field of the rejection (at index -1) of a batch whose gateway key is no longer listed.
     static let keyField = "key"
@@ -42,7 +42,7 @@ struct GatewayBatch {
     /// Before any of that, `rateLimit` (nil: no limit) is asked about the batch's record count (`recordCount`; 1 for
     /// a body that is not an array) and may refuse the batch whole with its acknowledgement (field `rate`).
     /// `identifiers`: the caller's cache of app and user strings (`MessagePack.decodeRecords`).
-    init(
+    public init(
         message: [[UInt8]], applications: Set<String>, maximumBatch: Int,
         key: Result<CurveAllowList.Entry, CurveKeyRefusal>? = nil,
         identifiers: IdentifierCache? = nil,
@@ -233,10 +233,10 @@ struct GatewayBatch {
     }
 
     /// The gateway's batchID as text, for the journal and the logs.
-    var batchText: String { String(decoding: batchID.prefix(200), as: UTF8.self) }
+    public var batchText: String { String(decoding: batchID.prefix(200), as: UTF8.self) }
 
     /// The acknowledgement's frames, addressed to the gateway.
-    var reply: [[UInt8]] {
+    public var reply: [[UInt8]] {
         guard !replyPrefix.isEmpty else { return [] }
         return replyPrefix + [batchID, acknowledgement.encode(as: contentType)]
     }

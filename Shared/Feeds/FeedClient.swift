@@ -24,6 +24,8 @@ public final class FeedClient {
     public private(set) var statistics = Statistics()
 
     public struct Statistics: Sendable, Equatable {
+        /// Answers taken (to the request outstanding): what a consumer's work a reply is counted by.
+        public var replies = 0
         public var resent = 0
         public var outOfSequence = 0
         public var unreadable = 0
@@ -104,6 +106,7 @@ public final class FeedClient {
                 return true
             }
             self.outstanding = nil
+            statistics.replies += 1
             onReply(parsed.header, parsed.items)
             // One answer a round of the loop: the owner's next request may be out already and answered by now, and
             // taking that answer in this same round would keep the loop for as long as the feed has a backlog, with

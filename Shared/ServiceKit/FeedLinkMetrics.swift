@@ -30,6 +30,7 @@ public enum FeedLinkMetrics {
                 })
         }
         return [
+            family("replies", "Feed answers taken (to the request outstanding).", \.replies),
             family("requests_resent", "Feed requests sent again because no answer came in time.", \.resent),
             family(
                 "replies_out_of_sequence", "Feed answers to an earlier request than the one outstanding (dropped).",

@@ -10,44 +10,8 @@ extension DetectionServing {
 
     func journalReplied(_ index: Int, _ header: FeedReplyHeader, _ items: ArraySlice<[UInt8]>) {
         guard core != nil else { return }
-        let chunks = decode(items)
+        let chunks = replyDecoder.chunks(items)
         perform(core.journalReplied(index, JournalAnswer(header), chunks: chunks, at: time, evicted: &evicted))
-    }
-
-    /// A reply's chunks, decoded; what cannot be read is logged and skipped (it was validated when it was stored).
-    private func decode(_ items: ArraySlice<[UInt8]>) -> [JournalChunkRecords] {
-        var chunks: [JournalChunkRecords] = []
-        chunks.reserveCapacity(items.count)
-        for item in items {
-            let chunk: JournalChunk
-            let decoded: DecodedBatch
-            do {
-                chunk = try JournalChunk(item: item)
-                decoded = try RecordBatch.decodeBatch(chunk.records, contentType: .msgpack, identifiers: identifiers)
-            } catch {
-                log.error("unreadable chunk in the journal: skipped", ["error": "\(error)"])
-                continue
-            }
-            var records: [SensorRecord] = []
-            records.reserveCapacity(decoded.records.count)
-            for (index, result) in decoded.records {
-                switch result {
-                case .success(let record): records.append(record)
-                case .failure(let error):
-                    log.error(
-                        "invalid record in the journal: skipped",
-                        [
-                            "index": String(index), "field": error.field,
-                            "reason": error.reason,
-                        ])
-                }
-            }
-            chunks.append(
-                JournalChunkRecords(
-                    records: records, gateway: chunk.header?.gateway, shard: chunk.shard,
-                    watermark: chunk.header?.watermark))
-        }
-        return chunks
     }
 
     func receiveCommands(_ socket: ZMQSocket) {

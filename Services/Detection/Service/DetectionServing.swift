@@ -30,8 +30,8 @@ final class DetectionServing {
     var control: ZMQSocket?
     /// The CurveZMQ authenticator of the control socket (operator keys), when the service has keys.
     var zap: ZAPHandler?
-    /// The apps' and users' strings of the journals' records, made once (`MessagePack.decodeRecords`).
-    let identifiers = IdentifierCache()
+    /// Journals' replies decoded for the core.
+    let replyDecoder: JournalReplyDecoder
     /// Devices that left memory (`--device-memory-idle`), and those leaving with the checkpoint in flight.
     var evicted = EvictedDevices()
     var evictionsInFlight: (generation: Int, devices: [DeviceID])?
@@ -56,6 +56,7 @@ final class DetectionServing {
         self.log = log
         self.platform = platform
         self.reactor = reactor
+        replyDecoder = JournalReplyDecoder(log: log)
     }
 
     /// The clocks of an input now.
