@@ -335,10 +335,11 @@ def scrape(port, names):
     return values
 
 
-def services(binaries, shim, msgpack_file, records, batch, work, use_perf, webhooks, catch_up):
+def services(binaries, shim, msgpack_file, records, events, batch, work, use_perf, webhooks, catch_up):
     """One flood of `records` (in batches of `batch`) through `roadsave up --keys` with every process's allocations
-    counted (and system calls, with perf), then optionally every event read again by catch-up. The figures of each
-    service for that flood."""
+    counted (and system calls, with perf), until the notifier has stored the `events` replay gives for them and the
+    subscriber has them; then optionally every event read again by catch-up. The figures of each service for that
+    flood."""
     import bench_services  # the same `roadsave up` harness as the services benchmark
     counters_dir = os.path.join(work, "counters-%d" % batch)
     os.makedirs(counters_dir, exist_ok=True)
@@ -379,6 +380,16 @@ def services(binaries, shim, msgpack_file, records, batch, work, use_perf, webho
             raise RuntimeError("roadsave send failed: %s" % completed.stderr[-2000:])
         send_seconds = time.monotonic() - started
         wait = up.wait_end_to_end(subscriber)
+        # Every event of the file stored (the last devices' are decided when the stream's end is read, which the
+        # positions compared above may not show yet), then the subscriber's share of them.
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            stored = scrape(ports["notify"], ["roadsave_notifier_events_stored_total"])["roadsave_notifier_events_stored_total"]
+            if stored is not None and stored - (before_metrics["notify"]["roadsave_notifier_events_stored_total"] or 0) >= events:
+                break
+            time.sleep(0.1)
+        while subscriber.events < events and time.monotonic() < deadline:
+            time.sleep(0.1)
         after = {name: read_counter_file(os.path.join(counters_dir, "%d.counts" % pid)) for name, pid in pids.items()}
         calls = {name: perf.stop() for name, perf in perfs.items()}
         after_metrics = {name: scrape(ports[name], metric_names[name]) for name in ports}
@@ -593,10 +604,13 @@ def main():
         if options.only in (None, "services"):
             msgpack_file = os.path.join(work, "records.msgpack")
             count = to_msgpack(options.records, msgpack_file)
+            replayed = subprocess.run([os.path.join(binaries, "roadsave"), "replay", options.records, "--quiet",
+                                       "--no-progress"], stdout=subprocess.PIPE, check=True)
+            events = len(replayed.stdout.splitlines())
             use_perf = perf_works()
             runs = []
             for index, batch in enumerate(int(b) for b in options.batches.split(",")):
-                runs.append(services(binaries, shim, msgpack_file, count, batch, work, use_perf,
+                runs.append(services(binaries, shim, msgpack_file, count, events, batch, work, use_perf,
                                      webhooks=index == 1, catch_up=index == 0))
             raw["services"] = runs
             print_services(runs, use_perf)

@@ -12,15 +12,27 @@ extension Journal {
     @discardableResult
     public func append(_ batches: [Batch]) throws -> ClosedRange<UInt64>? {
         let receivedAt = clock()
-        let insert = try database.statement(
-            "INSERT INTO chunks (shard, records, received_at, batch, body, gateway, watermark) VALUES (?, ?, ?, ?, ?, ?, ?)"
-        )
-        var chunks = 0
+        // Every chunk of the group first, then their rows inserted `rowsPerInsert` at a time: SQLite's work per
+        // statement (its cursors on the table and both indexes, the AUTOINCREMENT counter read and written back)
+        // is then done once for a gateway batch's 16 shards instead of once a chunk.
+        var rows: [(batch: Int, chunk: Batch.Chunk)] = []
+        for (number, batch) in batches.enumerated() {
+            for chunk in batch.chunksWithHeader(shards: shards, shard: shardFinder(batch)) {
+                rows.append((number, chunk))
+            }
+        }
+        let watermarks = batches.map { batch in
+            batch.header.flatMap { header -> Double? in
+                if case .watermark(let time) = header.progress { time } else { nil }
+            }
+        }
         var records = 0
         // Where each batch's devices' records went: (batch, the chunk's position, its record indexes or nil for all),
         // and the chunk for the tail.
-        var stored: [(batch: Int, position: UInt64, indexes: [Int]?)] = []
+        var stored: [(batch: Int, position: UInt64, indexes: ArraySlice<Int>?)] = []
+        stored.reserveCapacity(rows.count)
         var added: [JournalTail.Chunk] = []
+        added.reserveCapacity(rows.count)
         let saveDevice = try database.statement(
             """
             INSERT INTO devices (app, user, first_seen, last_seen) VALUES (?, ?, ?, ?)
@@ -31,32 +43,60 @@ extension Journal {
                 for (device, lastSeen) in devices.unsaved {
                     try saveDevice.run(device.app, device.user, receivedAt, lastSeen)
                 }
-                for (number, batch) in batches.enumerated() {
-                    let watermark = batch.header.flatMap { header -> Double? in
-                        if case .watermark(let time) = header.progress { time } else { nil }
-                    }
-                    for chunk in batch.chunksWithHeader(shards: shards, shard: shardFinder(batch)) {
-                        try insert.run(
-                            chunk.shard, chunk.count, receivedAt, batch.id, chunk.body, batch.header?.gateway,
-                            watermark)
-                        let position = UInt64(database.lastInsertRowID)
-                        stored.append((number, position, chunk.indexes))
-                        let item = batch.header.map {
-                            JournalChunk(records: chunk.body, header: $0, shard: chunk.shard).item
+                var start = 0
+                var parameters: [SQLiteValue] = []
+                // Each chunk's feed item, written once: its header, then its records, which are also the row's body
+                // (bound where they are in the item).
+                var items: [(bytes: [UInt8], body: Int)] = []
+                while start < rows.count {
+                    let count = min(Self.rowsPerInsert, rows.count - start)
+                    let insert = try database.statement(Self.insertSQL[count])
+                    items.removeAll(keepingCapacity: true)
+                    for (number, chunk) in rows[start..<start + count] {
+                        let batch = batches[number]
+                        guard let header = batch.header else {
+                            items.append((batch.body(of: chunk), 0))
+                            continue
                         }
+                        var item: [UInt8] = []
+                        item.reserveCapacity(batch.bodySize(of: chunk) + header.gateway.utf8.count + 48)
+                        JournalChunk.appendItemHeader(header, shard: chunk.shard, to: &item)
+                        let body = item.count
+                        batch.appendBody(of: chunk, to: &item)
+                        items.append((item, body))
+                    }
+                    parameters.removeAll(keepingCapacity: true)
+                    parameters.reserveCapacity(7 * count)
+                    for ((number, chunk), item) in zip(rows[start..<start + count], items) {
+                        let batch = batches[number]
+                        parameters.append(chunk.shard.sqliteValue)
+                        parameters.append(chunk.count.sqliteValue)
+                        parameters.append(receivedAt.sqliteValue)
+                        parameters.append(batch.id.sqliteValue)
+                        parameters.append(.blobSlice(item.bytes[item.body...]))
+                        parameters.append(batch.header?.gateway.sqliteValue ?? .null)
+                        parameters.append(watermarks[number].sqliteValue)
+                    }
+                    try insert.run(values: parameters)
+                    // A statement's rows take consecutive positions, in the order of its VALUES.
+                    var position = UInt64(database.lastInsertRowID) - UInt64(count)
+                    for ((number, chunk), item) in zip(rows[start..<start + count], items) {
+                        position += 1
+                        stored.append((number, position, chunk.indexes))
                         added.append(
                             JournalTail.Chunk(
-                                position: position, shard: chunk.shard, size: chunk.body.count,
-                                item: item ?? chunk.body))
-                        chunks += 1
+                                position: position, shard: chunk.shard, size: item.bytes.count - item.body,
+                                item: item.bytes))
                         records += chunk.count
                     }
+                    start += count
                 }
             }
         } catch {
             devices.rollBack()
             throw error
         }
+        let chunks = rows.count
         _ = devices.commit()
         for chunk in added { tail.add(chunk) }
         for (number, position, indexes) in stored {
@@ -70,7 +110,8 @@ extension Journal {
             } else {
                 var previous: DeviceID?
                 // A run of one device's records (gateways often send several together) is noted once.
-                for index in indexes ?? Array(batch.records.indices) where batch.records[index].device != previous {
+                for index in indexes ?? ArraySlice(batch.records.indices) where batch.records[index].device != previous
+                {
                     previous = batch.records[index].device
                     devices.noteStored(batch.records[index].device, at: position)
                 }
@@ -83,6 +124,18 @@ extension Journal {
         statistics.appendedChunks += chunks
         statistics.appendedRecords += records
         return (last - UInt64(chunks) + 1)...last
+    }
+
+    /// Most chunk rows one INSERT statement stores (a gateway batch's chunks with the default 16 shards).
+    static let rowsPerInsert = 16
+
+    /// The INSERT of `n` chunk rows, for `n` from 1 to `rowsPerInsert` (index 0 unused). OR FAIL: a statement of
+    /// several rows that fails keeps what it had inserted (the transaction is rolled back whole then: `append`
+    /// stores all of a group or none of it), so SQLite keeps no statement journal for it, which it would write to a
+    /// temporary file (opened and removed each commit) or, in memory, copy the 64 KiB pages into in 1 KiB pieces.
+    static let insertSQL: [String] = (0...rowsPerInsert).map { count in
+        "INSERT OR FAIL INTO chunks (shard, records, received_at, batch, body, gateway, watermark) VALUES "
+            + Array(repeating: "(?, ?, ?, ?, ?, ?, ?)", count: max(count, 1)).joined(separator: ", ")
     }
 
     /// The shard of each of `batch`'s records, by index: from their slots, else worked out from their devices.

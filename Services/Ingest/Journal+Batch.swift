@@ -29,57 +29,99 @@ extension Journal {
             self.slots = slots
         }
 
-        /// `chunks(shards:shard:)`, with an empty chunk for every shard the records left out when the batch has a
-        /// header: a gateway's watermark concerns every shard.
-        func chunksWithHeader(shards: Int, shard: (Int) -> Int) -> [(
-            shard: Int, count: Int, body: [UInt8], indexes: [Int]?
-        )] {
-            let filled = chunks(shards: shards, shard: shard)
-            guard header != nil, filled.count < shards else { return filled }
-            var byShard: [Int: (shard: Int, count: Int, body: [UInt8], indexes: [Int]?)] = [:]
-            for chunk in filled { byShard[chunk.shard] = chunk }
-            return (0..<shards).map { byShard[$0] ?? ($0, 0, MessagePackFraming.arrayHeader(0), []) }
+        /// One chunk of the batch: its shard, its records' indexes in `records` (nil: all of them, in order).
+        struct Chunk {
+            var shard: Int
+            var indexes: ArraySlice<Int>?
+            var count: Int
         }
 
-        /// The chunk bodies of this batch, one per shard it has records of, in shard order: (shard, records, body,
-        /// the indexes of its records in `records`, nil for all of them). `shard` gives the shard of the record at
-        /// an index.
-        func chunks(shards: Int, shard: (Int) -> Int) -> [(shard: Int, count: Int, body: [UInt8], indexes: [Int]?)] {
+        /// `chunks(shards:shard:)`, with an empty chunk for every shard the records left out when the batch has a
+        /// header: a gateway's watermark concerns every shard.
+        func chunksWithHeader(shards: Int, shard: (Int) -> Int) -> [Chunk] {
+            let filled = chunks(shards: shards, shard: shard)
+            guard header != nil, filled.count < shards else { return filled }
+            // `filled` is in shard order: the shards it lacks get an empty chunk in their place.
+            var all: [Chunk] = []
+            all.reserveCapacity(shards)
+            var next = filled.startIndex
+            for shard in 0..<shards {
+                if next < filled.endIndex, filled[next].shard == shard {
+                    all.append(filled[next])
+                    next += 1
+                } else {
+                    all.append(Chunk(shard: shard, indexes: [], count: 0))
+                }
+            }
+            return all
+        }
+
+        /// The chunks of this batch, one per shard it has records of, in shard order. `shard` gives the shard of
+        /// the record at an index.
+        func chunks(shards: Int, shard: (Int) -> Int) -> [Chunk] {
             guard !records.isEmpty else { return [] }
             let firstShard = shards > 1 ? shard(0) : 0
-            let oneShard = shards == 1 || records.indices.dropFirst().allSatisfy { shard($0) == firstShard }
-            if oneShard {
-                let body: [UInt8]
-                if let encoded {
-                    body =
-                        encoded.isWholeBody
-                        ? encoded.body : MessagePackFraming.array(of: encoded.ranges, in: encoded.body)
-                } else {
-                    body = RecordBatch.encodeBatch(records, as: .msgpack)
-                }
-                return [(firstShard, records.count, body, nil)]
+            if shards == 1 || records.indices.dropFirst().allSatisfy({ shard($0) == firstShard }) {
+                return [Chunk(shard: firstShard, indexes: nil, count: records.count)]
             }
-            // Several shards: each gets the records of its devices, in batch order.
-            var byShard = [[Int]](repeating: [], count: shards)
-            var used: [Int] = []
+            // Several shards: each gets the records of its devices, in batch order. The indexes are sorted by shard
+            // in one array (a counting sort) that the chunks share.
+            var starts = [Int](repeating: 0, count: shards + 1)
+            for index in records.indices { starts[shard(index) + 1] += 1 }
+            for next in 0..<shards { starts[next + 1] += starts[next] }
+            var order = [Int](repeating: 0, count: records.count)
+            var filled = starts
             for index in records.indices {
                 let shard = shard(index)
-                if byShard[shard].isEmpty { used.append(shard) }
-                byShard[shard].append(index)
+                order[filled[shard]] = index
+                filled[shard] += 1
             }
-            return used.sorted().map { shard in
-                let indexes = byShard[shard]
-                let body: [UInt8]
-                if let encoded {
-                    var ranges: [Range<Int>] = []
-                    ranges.reserveCapacity(indexes.count)
-                    for index in indexes { ranges.append(encoded.ranges[index]) }
-                    body = MessagePackFraming.array(of: ranges, in: encoded.body)
+            var chunks: [Chunk] = []
+            for shard in 0..<shards where starts[shard + 1] > starts[shard] {
+                let indexes = order[starts[shard]..<starts[shard + 1]]
+                chunks.append(Chunk(shard: shard, indexes: indexes, count: indexes.count))
+            }
+            return chunks
+        }
+
+        /// The body of `chunk` (a MessagePack array of its records: the gateway's own bytes when it sent
+        /// MessagePack, else encoded here) appended to `bytes`.
+        func appendBody(of chunk: Chunk, to bytes: inout [UInt8]) {
+            guard let encoded else {
+                let chosen = chunk.indexes.map { $0.map { records[$0] } } ?? records
+                bytes += RecordBatch.encodeBatch(chosen, as: .msgpack)
+                return
+            }
+            guard let indexes = chunk.indexes else {
+                if encoded.isWholeBody {
+                    bytes += encoded.body
                 } else {
-                    body = RecordBatch.encodeBatch(indexes.map { records[$0] }, as: .msgpack)
+                    MessagePackFraming.appendArray(of: nil, ranges: encoded.ranges, in: encoded.body, to: &bytes)
                 }
-                return (shard, indexes.count, body, indexes)
+                return
             }
+            MessagePackFraming.appendArray(of: indexes, ranges: encoded.ranges, in: encoded.body, to: &bytes)
+        }
+
+        /// About the bytes of `chunk`'s body (exactly, for a gateway's MessagePack; 0 when it is to be encoded).
+        func bodySize(of chunk: Chunk) -> Int {
+            guard let encoded else { return 0 }
+            guard let indexes = chunk.indexes else { return encoded.body.count + 5 }
+            return encoded.ranges.withUnsafeBufferPointer { ranges in
+                indexes.withUnsafeBufferPointer { indexes in
+                    var size = 5
+                    for index in 0..<indexes.count { size += ranges[indexes[index]].count }
+                    return size
+                }
+            }
+        }
+
+        /// The body of `chunk` as an array of its own: the gateway's body itself when it is the chunk's whole.
+        func body(of chunk: Chunk) -> [UInt8] {
+            if chunk.indexes == nil, let encoded, encoded.isWholeBody { return encoded.body }
+            var body: [UInt8] = []
+            appendBody(of: chunk, to: &body)
+            return body
         }
     }
 }

@@ -20,6 +20,8 @@ public final class SQLiteDatabase {
 
     /// `SQLITE_TRANSIENT`: SQLite copies bound values before the call returns.
     static let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+    /// SQLITE_STATIC: the bound bytes stay where they are until the statement is reset (`SQLiteStatement.run`).
+    static let staticData: sqlite3_destructor_type? = nil
 
     /// Opens (creating if needed) the database at `path`. `pageSize` (bytes, a power of two from 512 to 65536) is
     /// taken by a database created here; one that exists keeps the size it was made with.
@@ -100,12 +102,13 @@ public final class SQLiteDatabase {
             defer { transactionDepth -= 1 }
             return try body()
         }
-        try execute("BEGIN IMMEDIATE")
+        // Prepared once and kept, as any statement: sqlite3_exec would parse them again every transaction.
+        try statement("BEGIN IMMEDIATE").run()
         transactionDepth = 1
         do {
             let value = try body()
             transactionDepth = 0
-            try execute("COMMIT")
+            try statement("COMMIT").run()
             return value
         } catch {
             transactionDepth = 0

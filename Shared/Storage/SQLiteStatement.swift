@@ -1,5 +1,13 @@
 import CSQLite
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// A prepared statement, kept by its database and reused (parsing SQL per row would cost more than the row).
 /// Like its database, it belongs to one thread.
 public final class SQLiteStatement {
@@ -23,9 +31,17 @@ public final class SQLiteStatement {
     }
 
     public func run(_ parameters: [SQLiteBindable]) throws(StorageError) {
-        try bind(parameters)
-        defer { reset() }
-        while try step() {}
+        try bound(parameters.count, { parameters[$0].sqliteValue }) { () throws(StorageError) in
+            while try step() {}
+        }
+    }
+
+    /// `run` with the values themselves: an array of `SQLiteValue` holds each inline, where an array of
+    /// `SQLiteBindable` boxes those larger than three words (a slice of bytes) one by one.
+    public func run(values: [SQLiteValue]) throws(StorageError) {
+        try bound(values.count, { values[$0] }) { () throws(StorageError) in
+            while try step() {}
+        }
     }
 
     /// Runs a query and calls `row` for each result row, in order.
@@ -43,11 +59,78 @@ public final class SQLiteStatement {
 
     /// The first row's first column as an integer, or nil when there is no row or it is NULL.
     public func integer(_ parameters: SQLiteBindable...) throws(StorageError) -> Int64? {
-        try bind(parameters)
-        defer { reset() }
-        guard try step() else { return nil }
-        let row = SQLiteRow(handle: handle)
-        return row.isNull(0) ? nil : row.integer(0)
+        try bound(parameters.count, { parameters[$0].sqliteValue }) { () throws(StorageError) -> Int64? in
+            guard try step() else { return nil }
+            let row = SQLiteRow(handle: handle)
+            return row.isNull(0) ? nil : row.integer(0)
+        }
+    }
+
+    /// Runs `body` with `parameters` bound where they are (SQLITE_STATIC: SQLite neither copies a text nor a blob
+    /// into memory of its own, which for a journal chunk was a copy of its every record), then resets the
+    /// statement and clears the bindings before those bytes may go.
+    private func bound<T>(
+        _ count: Int, _ parameter: (Int) -> SQLiteValue, _ body: () throws(StorageError) -> T
+    ) throws(StorageError) -> T {
+        sqlite3_clear_bindings(handle)
+        defer {
+            reset()
+            sqlite3_clear_bindings(handle)
+        }
+        return try bind(count, parameter, from: 0) { () -> Result<T, StorageError> in
+            do throws(StorageError) {
+                return .success(try body())
+            } catch {
+                return .failure(error)
+            }
+        }.get()
+    }
+
+    /// Binds the parameters from `offset` on, each inside the scope of its bytes, and runs `body` inside them all.
+    private func bind<T>(
+        _ count: Int, _ parameter: (Int) -> SQLiteValue, from offset: Int, _ body: () -> Result<T, StorageError>
+    ) -> Result<T, StorageError> {
+        guard offset < count else { return body() }
+        let index = Int32(offset + 1)
+        let result: Int32
+        switch parameter(offset) {
+        case .integer(let value): result = sqlite3_bind_int64(handle, index, value)
+        case .real(let value): result = sqlite3_bind_double(handle, index, value)
+        case .null: result = sqlite3_bind_null(handle, index)
+        case .text(var value):
+            return value.withUTF8 { utf8 in
+                // Up to a NUL, as a C string would have been (and a non-null pointer for an empty one, or SQLite
+                // stores NULL).
+                var length = utf8.count
+                if let base = utf8.baseAddress, let nul = memchr(base, 0, utf8.count) {
+                    length = UnsafeRawPointer(nul) - UnsafeRawPointer(base)
+                }
+                let bound = sqlite3_bind_text(
+                    handle, index,
+                    UnsafeRawPointer(utf8.baseAddress ?? UnsafePointer(bitPattern: 1)!)
+                        .assumingMemoryBound(to: CChar.self), Int32(length), SQLiteDatabase.staticData)
+                guard bound == SQLITE_OK else { return .failure(database.error(bound, sql: sql)) }
+                return bind(count, parameter, from: offset + 1, body)
+            }
+        case .blob(let bytes):
+            return bytes.withUnsafeBytes { bindBlob($0, index, count, parameter, offset, body) }
+        case .blobSlice(let bytes):
+            return bytes.withUnsafeBytes { bindBlob($0, index, count, parameter, offset, body) }
+        }
+        guard result == SQLITE_OK else { return .failure(database.error(result, sql: sql)) }
+        return bind(count, parameter, from: offset + 1, body)
+    }
+
+    private func bindBlob<T>(
+        _ buffer: UnsafeRawBufferPointer, _ index: Int32, _ count: Int, _ parameter: (Int) -> SQLiteValue,
+        _ offset: Int, _ body: () -> Result<T, StorageError>
+    ) -> Result<T, StorageError> {
+        // A zero-length blob still needs a non-null pointer, or SQLite stores NULL.
+        let bound = sqlite3_bind_blob(
+            handle, index, buffer.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(buffer.count),
+            SQLiteDatabase.staticData)
+        guard bound == SQLITE_OK else { return .failure(database.error(bound, sql: sql)) }
+        return bind(count, parameter, from: offset + 1, body)
     }
 
     private func bind(_ parameters: [SQLiteBindable]) throws(StorageError) {
@@ -62,6 +145,12 @@ public final class SQLiteStatement {
             case .blob(let bytes):
                 result = bytes.withUnsafeBytes { buffer in
                     // A zero-length blob still needs a non-null pointer, or SQLite stores NULL.
+                    sqlite3_bind_blob(
+                        handle, index, buffer.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(buffer.count),
+                        SQLiteDatabase.transient)
+                }
+            case .blobSlice(let bytes):
+                result = bytes.withUnsafeBytes { buffer in
                     sqlite3_bind_blob(
                         handle, index, buffer.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(buffer.count),
                         SQLiteDatabase.transient)

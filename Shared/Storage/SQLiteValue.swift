@@ -4,6 +4,8 @@ public enum SQLiteValue: Sendable, Equatable {
     case real(Double)
     case text(String)
     case blob([UInt8])
+    /// Part of an array's bytes, bound where they are (a journal chunk's records inside its feed item).
+    case blobSlice(ArraySlice<UInt8>)
     case null
 }
 
@@ -21,6 +23,7 @@ extension UInt64: SQLiteBindable {
 extension Double: SQLiteBindable { public var sqliteValue: SQLiteValue { .real(self) } }
 extension String: SQLiteBindable { public var sqliteValue: SQLiteValue { .text(self) } }
 extension Array: SQLiteBindable where Element == UInt8 { public var sqliteValue: SQLiteValue { .blob(self) } }
+extension ArraySlice: SQLiteBindable where Element == UInt8 { public var sqliteValue: SQLiteValue { .blobSlice(self) } }
 extension Bool: SQLiteBindable { public var sqliteValue: SQLiteValue { .integer(self ? 1 : 0) } }
 extension Optional: SQLiteBindable where Wrapped: SQLiteBindable {
     public var sqliteValue: SQLiteValue { self?.sqliteValue ?? .null }

@@ -82,26 +82,38 @@ public struct GatewayBatchHeader: Sendable, Equatable {
         guard case .string(let gateway) = gatewayValue else {
             throw RecordError(field: "header.gateway", reason: "expected a string, found \(gatewayValue.typeName)")
         }
-        guard !gateway.isEmpty, gateway.utf8.count <= maximumGatewayBytes else {
-            throw RecordError(
-                field: "header.gateway", reason: "must be 1 to \(maximumGatewayBytes) bytes, got \(gateway.utf8.count)")
-        }
+        try check(gateway: gateway)
+        let end: Bool
         switch document["end"] {
         case nil, .null?, .bool(false)?:
-            break
+            end = false
         case .bool(true)?:
-            return GatewayBatchHeader(gateway: gateway, progress: .end)
+            end = true
         case let other?:
             throw RecordError(field: "header.end", reason: "expected true or false, found \(other.typeName)")
         }
-        guard let watermarkValue = document["watermark"] else {
+        var watermark: Double?
+        if !end, let watermarkValue = document["watermark"] {
+            guard case .number(let number) = watermarkValue else {
+                throw RecordError(
+                    field: "header.watermark",
+                    reason: "expected a number (seconds since 1970), found \(watermarkValue.typeName)")
+            }
+            watermark = number
+        }
+        return try checked(gateway: gateway, end: end, watermark: watermark)
+    }
+
+    /// The header of a gateway's stream name and its promise, read from a map whichever way: the gateway 1 to
+    /// `maximumGatewayBytes` bytes, and `end`, or else a watermark within the times records may have.
+    public static func checked(gateway: String, end: Bool, watermark: Double?) throws(RecordError)
+        -> GatewayBatchHeader
+    {
+        try check(gateway: gateway)
+        if end { return GatewayBatchHeader(gateway: gateway, progress: .end) }
+        guard let watermark else {
             throw RecordError(
                 field: "header.watermark", reason: "missing: a header carries a watermark or \"end\": true")
-        }
-        guard case .number(let watermark) = watermarkValue else {
-            throw RecordError(
-                field: "header.watermark",
-                reason: "expected a number (seconds since 1970), found \(watermarkValue.typeName)")
         }
         guard watermark.isFinite, watermark >= 0, watermark <= RecordDecoding.latestTime else {
             throw RecordError(
@@ -109,5 +121,12 @@ public struct GatewayBatchHeader: Sendable, Equatable {
                 reason: "\(watermark) is not a time between 1970 and 2100 in seconds since 1970")
         }
         return GatewayBatchHeader(gateway: gateway, progress: .watermark(watermark))
+    }
+
+    private static func check(gateway: String) throws(RecordError) {
+        guard !gateway.isEmpty, gateway.utf8.count <= maximumGatewayBytes else {
+            throw RecordError(
+                field: "header.gateway", reason: "must be 1 to \(maximumGatewayBytes) bytes, got \(gateway.utf8.count)")
+        }
     }
 }

@@ -1,5 +1,13 @@
 import RecordCodecs
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// One item of sensor-ingest's journal feed: the records one gateway batch had for one shard, and the batch's
 /// header (`GatewayBatchHeader`) when the gateway sent one.
 ///
@@ -23,28 +31,151 @@ public struct JournalChunk: Sendable, Equatable {
         self.shard = shard
     }
 
-    /// The feed item.
+    /// The feed item: written in one array, the header's members (those of `GatewayBatchHeader.value`, in its
+    /// order), the shard, and the records after them.
     public var item: [UInt8] {
         guard let header else { return records }
-        var members: [(String, JSONValue)]
-        guard case .object(let headerMembers) = header.value else { return records }
-        members = headerMembers + [("shard", .number(Double(shard)))]
-        var item = [0x80 | UInt8(members.count + 1)]
-        for (key, value) in members {
-            item += MessagePack.encode(.string(key))
-            item += MessagePack.encode(value)
-        }
-        item += MessagePack.encode(.string("records"))
+        var item: [UInt8] = []
+        item.reserveCapacity(records.count + header.gateway.utf8.count + 48)
+        Self.appendItemHeader(header, shard: shard, to: &item)
         item += records
         return item
     }
 
+    /// The start of a feed item with a header, up to where its records go (the key `records`): a writer that has the
+    /// records' bytes elsewhere appends them next, and the item is whole (sensor-ingest writes a chunk's records
+    /// straight after it, and stores them from there).
+    public static func appendItemHeader(_ header: GatewayBatchHeader, shard: Int, to item: inout [UInt8]) {
+        Packer.append(to: &item) { packer in
+            packer.packMapHeader(4)
+            packer.pack("gateway")
+            packer.pack(header.gateway)
+            switch header.progress {
+            case .watermark(let time):
+                packer.pack("watermark")
+                packer.packNumber(time)
+            case .end:
+                packer.pack("end")
+                packer.pack(true)
+            }
+            packer.pack("shard")
+            packer.packNumber(Double(shard))
+            packer.pack("records")
+        }
+    }
+
+    /// Where a feed item's parts are, read in place: its records (a range of the item's bytes), its header and its
+    /// shard. For a reader that decodes the records where they are instead of copying them out (detection), with
+    /// the gateway's name taken from `identifiers`. The common shape (the members `JournalChunk.item` writes, in any
+    /// order, with unknown ones skipped) is read without building a document; anything else goes through
+    /// `init(item:)`, whose errors it throws.
+    public static func parts(of item: UnsafeRawBufferPointer, identifiers: IdentifierCache) throws(WireError) -> (
+        records: Range<Int>, header: GatewayBatchHeader?, shard: Int
+    ) {
+        guard let base = item.baseAddress?.assumingMemoryBound(to: UInt8.self), item.count > 0,
+            (0x80...0x8F).contains(base[0])
+        else { return (0..<item.count, nil, 0) }
+        if let parts = inPlace(base, count: item.count, identifiers: identifiers) { return parts }
+        return try read(Array(item))
+    }
+
+    /// `parts(of:identifiers:)` for the common shape; nil for anything else.
+    private static func inPlace(_ bytes: UnsafePointer<UInt8>, count: Int, identifiers: IdentifierCache) -> (
+        records: Range<Int>, header: GatewayBatchHeader?, shard: Int
+    )? {
+        var offset = 1
+        var gateway: String?
+        var watermark: Double?
+        var end: Bool?
+        var shard: Int?
+        var records: Range<Int>?
+        func string(_ at: inout Int) -> (UnsafePointer<UInt8>, Int)? {
+            guard at < count else { return nil }
+            let length: Int
+            switch bytes[at] {
+            case 0xA0...0xBF: (length, at) = (Int(bytes[at] & 0x1F), at + 1)
+            case 0xD9 where at + 1 < count: (length, at) = (Int(bytes[at + 1]), at + 2)
+            default: return nil
+            }
+            guard at + length <= count else { return nil }
+            defer { at += length }
+            return (bytes + at, length)
+        }
+        func number(_ at: inout Int) -> Double? {
+            guard at < count else { return nil }
+            let type = bytes[at]
+            func bigEndian(_ width: Int) -> UInt64? {
+                guard at + 1 + width <= count else { return nil }
+                var value: UInt64 = 0
+                for index in 1...width { value = value << 8 | UInt64(bytes[at + index]) }
+                at += 1 + width
+                return value
+            }
+            switch type {
+            case 0x00...0x7F:
+                at += 1
+                return Double(type)
+            case 0xCC: return bigEndian(1).map(Double.init)
+            case 0xCD: return bigEndian(2).map(Double.init)
+            case 0xCE: return bigEndian(4).map(Double.init)
+            case 0xCF: return bigEndian(8).map(Double.init)
+            case 0xCB: return bigEndian(8).map { Double(bitPattern: $0) }
+            default: return nil
+            }
+        }
+        for _ in 0..<Int(bytes[0] & 0x0F) {
+            guard records == nil, let (key, length) = string(&offset), offset < count else { return nil }
+            func named(_ name: StaticString) -> Bool {
+                length == name.utf8CodeUnitCount && memcmp(key, name.utf8Start, length) == 0
+            }
+            if named("records") {
+                guard case .complete(let size) = MessagePack.extent(bytes + offset, count: count - offset) else {
+                    return nil
+                }
+                records = offset..<offset + size
+                offset += size
+            } else if named("gateway") {
+                guard gateway == nil, let (text, size) = string(&offset),
+                    let name = identifiers.string(text, size, ascii: false)
+                else { return nil }
+                gateway = name
+            } else if named("watermark") {
+                guard watermark == nil, let value = number(&offset) else { return nil }
+                watermark = value
+            } else if named("end") {
+                guard end == nil, bytes[offset] == 0xC2 || bytes[offset] == 0xC3 else { return nil }
+                end = bytes[offset] == 0xC3
+                offset += 1
+            } else if named("shard") {
+                guard shard == nil, let value = number(&offset), value < 1_048_576, value == value.rounded() else {
+                    return nil
+                }
+                shard = Int(value)
+            } else {
+                // A member this reader does not know: the header's readers ignore it.
+                guard case .complete(let size) = MessagePack.extent(bytes + offset, count: count - offset) else {
+                    return nil
+                }
+                offset += size
+            }
+        }
+        guard offset == count, let records, let gateway,
+            let header = try? GatewayBatchHeader.checked(gateway: gateway, end: end ?? false, watermark: watermark)
+        else { return nil }
+        return (records, header, shard ?? 0)
+    }
+
     /// Reads a feed item: a bare array of records, or a header map ending with them.
     public init(item: [UInt8]) throws(WireError) {
-        guard let first = item.first, (0x80...0x8F).contains(first) else {
-            self.init(records: item, header: nil)
-            return
-        }
+        let (records, header, shard) = try Self.read(item)
+        self.init(records: header == nil ? item : Array(item[records]), header: header, shard: shard)
+    }
+
+    /// The item's parts, each member decoded as a document (what `parts(of:identifiers:)` falls back to).
+    private static func read(_ item: [UInt8]) throws(WireError) -> (
+        records: Range<Int>, header: GatewayBatchHeader?, shard: Int
+    ) {
+        guard let first = item.first, (0x80...0x8F).contains(first) else { return (0..<item.count, nil, 0) }
         var members: [(String, JSONValue)] = []
         var records: Range<Int>?
         var shard = 0
@@ -79,7 +210,7 @@ public struct JournalChunk: Sendable, Equatable {
         } catch {
             throw WireError(.unexpectedShape, "a journal chunk's header: \(error)", offset: 0)
         }
-        self.init(records: Array(item[records]), header: header, shard: shard)
+        return (records, header, shard)
     }
 
     /// The range of the object at `offset`, which then moves past it.

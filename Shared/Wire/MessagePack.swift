@@ -87,59 +87,76 @@ public enum MessagePack {
     static func decodeRecords(_ buffer: UnsafeRawBufferPointer, _ maximumCount: Int, _ identifiers: IdentifierCache)
         -> Result<[Result<SensorRecord, RecordError>], WireError>
     {
+        var results: [Result<SensorRecord, RecordError>] = []
         do throws(WireError) {
-            let bytes = try Document.check(buffer)
-            let count: Int
-            var offset: Int
-            switch bytes[0] {
-            case 0x90...0x9F: (count, offset) = (Int(bytes[0] & 0x0F), 1)
-            case 0xDC: (count, offset) = (Int(Scan.be16(bytes + 1)), 3)
-            case 0xDD: (count, offset) = (Int(Scan.be32(bytes + 1)), 5)
-            default:
-                throw WireError(
-                    .unexpectedShape, "a batch must be an array of records, found \(Scan.describe(bytes[0]))",
-                    offset: 0)
-            }
-            guard count <= maximumCount else {
-                throw WireError(
-                    .tooLarge, "a batch of \(count) records; at most \(maximumCount) are accepted", offset: 0)
-            }
-            var results: [Result<SensorRecord, RecordError>] = []
-            results.reserveCapacity(count)
-            guard count > 0 else { return .success(results) }
-            guard let zone = msgpack_zone_new(4096) else {
-                throw WireError(.tooLarge, "out of memory for a \(buffer.count)-byte document")
-            }
-            defer { msgpack_zone_free(zone) }
-            let walker = Walker(base: UnsafeRawPointer(bytes))
-            let chars = UnsafeRawPointer(bytes).assumingMemoryBound(to: CChar.self)
-            for _ in 0..<count {
-                // The fast path: the scanner reads a plain record in place (into fields of its own: it only sets
-                // the members it meets).
-                var fields = RecordFields()
-                if case .record(let length) = MessagePackRecordScanner.scan(
-                    bytes + offset, count: buffer.count - offset,
-                    into: &fields, identifiers: identifiers)
-                {
-                    offset += length
-                    do throws(RecordError) {
-                        results.append(.success(try RecordDecoding.record(from: fields)))
-                    } catch {
-                        results.append(.failure(error))
-                    }
-                    continue
-                }
-                var element = msgpack_object()
-                let status = msgpack_unpack(chars, buffer.count, &offset, zone, &element)
-                guard status == MSGPACK_UNPACK_SUCCESS || status == MSGPACK_UNPACK_EXTRA_BYTES else {
-                    throw WireError(.malformed, "not MessagePack (msgpack-c refused it)", offset: offset)
-                }
-                results.append(walker.record(element))
-                msgpack_zone_clear(zone)
+            try forEachRecord(buffer, maximumCount: maximumCount, identifiers: identifiers) { count in
+                results.reserveCapacity(count)
+            } _: { _, result in
+                results.append(result)
             }
             return .success(results)
         } catch {
             return .failure(error)
+        }
+    }
+
+    /// Reads a batch (an array of records) element by element, as `decodeRecords` does, handing each element's
+    /// record or error to `body` with its index, in order, after `count` has been told how many there are; nothing
+    /// is collected, so a reader that keeps only the records (detection, of its journal's chunks) allocates no array
+    /// of results. msgpack-c's zone is made only for an element the scanner cannot read in place.
+    public static func forEachRecord(
+        _ buffer: UnsafeRawBufferPointer, maximumCount: Int = Limits.maximumCount, identifiers: IdentifierCache,
+        count: (Int) -> Void = { _ in },
+        _ body: (Int, Result<SensorRecord, RecordError>) -> Void
+    ) throws(WireError) {
+        let bytes = try Document.check(buffer)
+        let total: Int
+        var offset: Int
+        switch bytes[0] {
+        case 0x90...0x9F: (total, offset) = (Int(bytes[0] & 0x0F), 1)
+        case 0xDC: (total, offset) = (Int(Scan.be16(bytes + 1)), 3)
+        case 0xDD: (total, offset) = (Int(Scan.be32(bytes + 1)), 5)
+        default:
+            throw WireError(
+                .unexpectedShape, "a batch must be an array of records, found \(Scan.describe(bytes[0]))",
+                offset: 0)
+        }
+        guard total <= maximumCount else {
+            throw WireError(.tooLarge, "a batch of \(total) records; at most \(maximumCount) are accepted", offset: 0)
+        }
+        count(total)
+        guard total > 0 else { return }
+        var zone: UnsafeMutablePointer<msgpack_zone>?
+        defer { if let zone { msgpack_zone_free(zone) } }
+        let walker = Walker(base: UnsafeRawPointer(bytes))
+        let chars = UnsafeRawPointer(bytes).assumingMemoryBound(to: CChar.self)
+        for index in 0..<total {
+            // The fast path: the scanner reads a plain record in place (into fields of its own: it only sets the
+            // members it meets).
+            var fields = RecordFields()
+            if case .record(let length) = MessagePackRecordScanner.scan(
+                bytes + offset, count: buffer.count - offset,
+                into: &fields, identifiers: identifiers)
+            {
+                offset += length
+                do throws(RecordError) {
+                    body(index, .success(try RecordDecoding.record(from: fields)))
+                } catch {
+                    body(index, .failure(error))
+                }
+                continue
+            }
+            if zone == nil { zone = msgpack_zone_new(4096) }
+            guard let zone else {
+                throw WireError(.tooLarge, "out of memory for a \(buffer.count)-byte document")
+            }
+            var element = msgpack_object()
+            let status = msgpack_unpack(chars, buffer.count, &offset, zone, &element)
+            guard status == MSGPACK_UNPACK_SUCCESS || status == MSGPACK_UNPACK_EXTRA_BYTES else {
+                throw WireError(.malformed, "not MessagePack (msgpack-c refused it)", offset: offset)
+            }
+            body(index, walker.record(element))
+            msgpack_zone_clear(zone)
         }
     }
 
@@ -166,11 +183,11 @@ public enum MessagePack {
         withPacker(capacity: 256) { packer in packer.pack(value) }
     }
 
-    /// Runs `body` with a packer over a fresh `msgpack_sbuffer` and returns the bytes written.
+    /// Runs `body` with a packer and returns the bytes written (room for `capacity` made first).
     static func withPacker(capacity: Int, _ body: (inout Packer) -> Void) -> [UInt8] {
-        var packer = Packer(capacity: capacity)
-        defer { packer.release() }
-        body(&packer)
-        return packer.bytes()
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(capacity)
+        Packer.append(to: &bytes, body)
+        return bytes
     }
 }

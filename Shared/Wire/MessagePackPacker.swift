@@ -1,44 +1,30 @@
 import CMessagePack
 import RecordCodecs
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
-/// A `msgpack_packer` writing into a `msgpack_sbuffer`, both on the heap (the packer keeps a pointer to the buffer).
-/// Call `release()` when done.
+/// A `msgpack_packer` appending to a Swift array (`MessagePack.append(to:_:)`): msgpack-c's encoding rules, without a
+/// buffer of its own to allocate and copy out.
 struct Packer {
-    private let buffer: UnsafeMutablePointer<msgpack_sbuffer>
     private let packer: UnsafeMutablePointer<msgpack_packer>
 
-    init(capacity: Int) {
-        buffer = .allocate(capacity: 1)
-        // msgpack_sbuffer_write grows `data` with realloc, so a first block from malloc is what it expects.
-        let size = max(capacity, 16)
-        buffer.initialize(
-            to: msgpack_sbuffer(
-                size: 0, data: malloc(size)?.assumingMemoryBound(to: CChar.self),
-                alloc: size))
-        if buffer.pointee.data == nil { buffer.pointee.alloc = 0 }
-        packer = .allocate(capacity: 1)
-        packer.initialize(to: msgpack_packer())
-        msgpack_packer_init(packer, buffer, msgpack_sbuffer_write)
+    fileprivate init(packer: UnsafeMutablePointer<msgpack_packer>) {
+        self.packer = packer
     }
 
-    func release() {
-        free(buffer.pointee.data)
-        buffer.deallocate()
-        packer.deallocate()
-    }
-
-    func bytes() -> [UInt8] {
-        let count = buffer.pointee.size
-        guard count > 0, let data = buffer.pointee.data else { return [] }
-        return [UInt8](UnsafeRawBufferPointer(start: data, count: count))
+    /// Runs `body` with a packer whose output is appended to `bytes`.
+    static func append(to bytes: inout [UInt8], _ body: (inout Packer) -> Void) {
+        withUnsafeMutablePointer(to: &bytes) { target in
+            var raw = msgpack_packer()
+            msgpack_packer_init(&raw, UnsafeMutableRawPointer(target)) { data, buffer, count in
+                guard let data, let buffer, count > 0 else { return 0 }
+                data.assumingMemoryBound(to: [UInt8].self).pointee.append(
+                    contentsOf: UnsafeRawBufferPointer(start: buffer, count: count))
+                return 0
+            }
+            withUnsafeMutablePointer(to: &raw) { pointer in
+                var packer = Packer(packer: pointer)
+                body(&packer)
+            }
+        }
     }
 
     func pack(_ value: JSONValue) {

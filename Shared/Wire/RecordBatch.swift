@@ -19,8 +19,17 @@ public enum ContentType: String, Sendable, CaseIterable {
         }
     }
 
-    /// From the `contentType` frame's bytes; `nil` when they are not UTF-8 or not a known type.
+    /// From the `contentType` frame's bytes; `nil` when they are not UTF-8 or not a known type. The canonical names,
+    /// what nearly every gateway sends, are recognised without making a string.
     public init?(frame: some Collection<UInt8>) {
+        if frame.elementsEqual(Self.msgpack.rawValue.utf8) {
+            self = .msgpack
+            return
+        }
+        if frame.elementsEqual(Self.json.rawValue.utf8) {
+            self = .json
+            return
+        }
         guard frame.count <= 256, let text = String(validating: Array(frame), as: UTF8.self) else { return nil }
         self.init(parsing: text)
     }

@@ -29,9 +29,9 @@ import Wire
     }
 
     static func chunks(_ batch: GatewayBatch, shards: Int) throws -> [(shard: Int, count: Int, body: [UInt8])] {
-        Journal.Batch(id: batch.batchText, records: batch.records, encoded: batch.encoded)
-            .chunks(shards: shards) { DeviceShard.of(batch.records[$0].device, shards: shards) }
-            .map { ($0.shard, $0.count, $0.body) }
+        let stored = Journal.Batch(id: batch.batchText, records: batch.records, encoded: batch.encoded)
+        return stored.chunks(shards: shards) { DeviceShard.of(batch.records[$0].device, shards: shards) }
+            .map { ($0.shard, $0.count, stored.body(of: $0)) }
     }
 
     @Test func aWhollyAcceptedBodyIsStoredAsItCame() throws {

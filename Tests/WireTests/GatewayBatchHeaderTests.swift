@@ -92,4 +92,83 @@ import Wire
         let noRecords = MessagePack.encode(.object([("gateway", .string("g")), ("end", .bool(true))]))
         #expect(throws: WireError.self) { try JournalChunk(item: noRecords) }
     }
+
+    /// The item as it was written before it was written in place: each member encoded as a document.
+    static func itemAsDocuments(_ chunk: JournalChunk) -> [UInt8] {
+        guard let header = chunk.header, case .object(let members) = header.value else { return chunk.records }
+        var item = [0x80 | UInt8(members.count + 2)]
+        for (key, value) in members + [("shard", .number(Double(chunk.shard)))] {
+            item += MessagePack.encode(.string(key)) + MessagePack.encode(value)
+        }
+        return item + MessagePack.encode(.string("records")) + chunk.records
+    }
+
+    @Test func anItemIsWrittenByteForByteAsItsMembersEncodedOneByOne() {
+        for header in [
+            GatewayBatchHeader(gateway: "gw-1", progress: .watermark(1_772_433_001.5)),
+            GatewayBatchHeader(gateway: "gw-1", progress: .watermark(1_772_433_001)),
+            GatewayBatchHeader(gateway: String(repeating: "g", count: 200), progress: .end),
+        ] {
+            for shard in [0, 11, 200, 70_000] {
+                let chunk = JournalChunk(records: Self.records, header: header, shard: shard)
+                #expect(chunk.item == Self.itemAsDocuments(chunk))
+            }
+        }
+    }
+
+    /// What detection reads in place must be what the document reading gives, for every item, and the same error
+    /// for one that is not right.
+    @Test func readingInPlaceAgreesWithReadingTheDocument() throws {
+        let identifiers = IdentifierCache()
+        func parts(_ item: [UInt8]) throws -> JournalChunk {
+            let (range, header, shard) = try item.withUnsafeBytes {
+                try JournalChunk.parts(of: $0, identifiers: identifiers)
+            }
+            return JournalChunk(records: Array(item[range]), header: header, shard: shard)
+        }
+        var items = [Self.records]
+        for header in [
+            GatewayBatchHeader(gateway: "gw-1", progress: .watermark(1_772_433_001.5)),
+            GatewayBatchHeader(gateway: "gateway-with-a-long-name-0123456789", progress: .watermark(7)),
+            GatewayBatchHeader(gateway: "g", progress: .end),
+        ] {
+            items.append(JournalChunk(records: Self.records, header: header, shard: 5).item)
+        }
+        // Members in another order, an unknown one, a float shard, an integer watermark, `end` false.
+        items.append(
+            MessagePack.encode(
+                .object([
+                    ("shard", .number(3)), ("extra", .array([.number(1)])), ("watermark", .number(12.5)),
+                    ("gateway", .string("gw")), ("records", .array([])),
+                ])))
+        items.append(
+            [0x84] + MessagePack.encode(.string("gateway")) + MessagePack.encode(.string("gw"))
+                + MessagePack.encode(.string("end")) + [0xC2] + MessagePack.encode(.string("watermark"))
+                + MessagePack.encode(.number(9)) + MessagePack.encode(.string("records")) + Self.records)
+        items.append(
+            [0x84] + MessagePack.encode(.string("gateway")) + MessagePack.encode(.string("gw"))
+                + MessagePack.encode(.string("watermark")) + MessagePack.encode(.number(4))
+                + MessagePack.encode(.string("shard")) + [0xCB, 0x40, 0x08, 0, 0, 0, 0, 0, 0]
+                + MessagePack.encode(.string("records")) + Self.records)
+        for item in items {
+            #expect(try parts(item) == JournalChunk(item: item))
+        }
+        // Items that are not right: the same error either way.
+        let bad: [[UInt8]] = [
+            MessagePack.encode(.object([("gateway", .string("g")), ("end", .bool(true))])),
+            MessagePack.encode(.object([("gateway", .string("")), ("end", .bool(true)), ("records", .array([]))])),
+            MessagePack.encode(
+                .object([("gateway", .string("g")), ("watermark", .number(-1)), ("records", .array([]))])),
+            MessagePack.encode(.object([("watermark", .number(1)), ("records", .array([]))])),
+            MessagePack.encode(.object([("gateway", .string("g")), ("shard", .number(-2)), ("records", .array([]))])),
+        ]
+        for item in bad {
+            #expect(throws: WireError.self) { try parts(item) }
+            var inPlace = ""
+            var document = ""
+            do { _ = try parts(item) } catch { inPlace = "\(error)" }
+            do { _ = try JournalChunk(item: item) } catch { document = "\(error)" }
+            #expect(inPlace == document)
+        }
+    }
 }

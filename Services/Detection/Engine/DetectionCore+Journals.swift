@@ -177,18 +177,27 @@ extension DetectionCore {
         evicted: inout some EvictedDeviceStore, into actions: inout [DetectionCoreAction]
     ) {
         for chunk in chunks {
-            let stream = chunk.gateway.map { Self.streamName(feed: feed, shard: chunk.shard, gateway: $0) }
+            let stream = chunk.gateway.map { streamName(feed: feed, shard: chunk.shard, gateway: $0) }
             for record in chunk.records {
                 counts.recordsRead += 1
                 if !evicted.isEmpty { bringBack(record.device, evicted: &evicted, into: &actions) }
                 perform(fleet.receive(record, from: stream, now: now), into: &actions)
             }
             if let stream, let gateway = chunk.gateway, let watermark = chunk.watermark,
-                fleet.watermarkRead(stream: stream, watermark: watermark, now: now)
+                fleet.watermarkRead(stream: stream, watermark: watermark, now: now), !stalledGatewaysWarned.isEmpty
             {
                 stalledGatewaysWarned.remove(Self.gatewayName(feed: feed, gateway: gateway))
             }
         }
+    }
+
+    /// `streamName(feed:shard:gateway:)`, kept per shard: a reply's chunks name the same few streams again and again,
+    /// and the name would otherwise be made for each.
+    private mutating func streamName(feed: String, shard: Int, gateway: String) -> String {
+        if let known = streamNames[shard], known.gateway == gateway, known.feed == feed { return known.name }
+        let name = Self.streamName(feed: feed, shard: shard, gateway: gateway)
+        streamNames[shard] = (feed, gateway, name)
+        return name
     }
 
     /// Detection hears its journals again (it started, or a journal answers after an outage): the time it could

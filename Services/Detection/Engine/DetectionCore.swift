@@ -165,6 +165,8 @@ public struct DetectionCore: Sendable {
     /// Gateways whose stalled watermark was logged, until one of their streams moves: a gateway's batches are cut
     /// into a stream per shard, and each stream's hold runs out on its own, but the operator is told once a gateway.
     var stalledGatewaysWarned: Set<String> = []
+    /// The name of the stream each shard's chunks came from last (`streamName(feed:shard:gateway:)`).
+    var streamNames: [Int: (feed: String, gateway: String, name: String)] = [:]
 
     /// A core that starts from a checkpoint (`fleet` as it held it, `checkpointInput`, `checkpointPositions`) and
     /// the inputs stored after it (`recovery`, the last stored being `lastInput`), reading `journalEndpoints`.

@@ -20,34 +20,41 @@ public struct JournalReplyDecoder {
         var chunks: [JournalChunkRecords] = []
         chunks.reserveCapacity(items.count)
         for item in items {
-            let chunk: JournalChunk
-            let decoded: DecodedBatch
-            do {
-                chunk = try JournalChunk(item: item)
-                decoded = try RecordBatch.decodeBatch(chunk.records, contentType: .msgpack, identifiers: identifiers)
-            } catch {
-                log.error("unreadable chunk in the journal: skipped", ["error": "\(error)"])
-                continue
+            item.withUnsafeBytes { bytes in
+                if let chunk = chunk(bytes) { chunks.append(chunk) }
             }
-            var records: [SensorRecord] = []
-            records.reserveCapacity(decoded.records.count)
-            for (index, result) in decoded.records {
+        }
+        return chunks
+    }
+
+    /// One chunk read where it is: its header in place (`JournalChunk.parts`), its records decoded straight into
+    /// the array the core takes (`MessagePack.forEachRecord`), nothing copied. Nil when it cannot be read.
+    private func chunk(_ item: UnsafeRawBufferPointer) -> JournalChunkRecords? {
+        var records: [SensorRecord] = []
+        let header: GatewayBatchHeader?
+        let shard: Int
+        do {
+            let parts = try JournalChunk.parts(of: item, identifiers: identifiers)
+            (header, shard) = (parts.header, parts.shard)
+            try MessagePack.forEachRecord(
+                UnsafeRawBufferPointer(rebasing: item[parts.records]), maximumCount: RecordBatch.maximumRecords,
+                identifiers: identifiers
+            ) { count in
+                records.reserveCapacity(count)
+            } _: { index, result in
                 switch result {
                 case .success(let record): records.append(record)
                 case .failure(let error):
                     log.error(
                         "invalid record in the journal: skipped",
-                        [
-                            "index": String(index), "field": error.field,
-                            "reason": error.reason,
-                        ])
+                        ["index": String(index), "field": error.field, "reason": error.reason])
                 }
             }
-            chunks.append(
-                JournalChunkRecords(
-                    records: records, gateway: chunk.header?.gateway, shard: chunk.shard,
-                    watermark: chunk.header?.watermark))
+        } catch {
+            log.error("unreadable chunk in the journal: skipped", ["error": "\(error)"])
+            return nil
         }
-        return chunks
+        return JournalChunkRecords(
+            records: records, gateway: header?.gateway, shard: shard, watermark: header?.watermark)
     }
 }
