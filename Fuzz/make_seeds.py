@@ -73,6 +73,9 @@ SEEDS = {
         "request-min": b"\x00" + mp({"id": 0, "after": 0, "max": 1}),
         "header": b"\x01" + mp({"id": 1, "feed": "f-1", "after": 10, "to": 12, "head": 99}),
         "header-error": b"\x01" + mp({"id": 2, "feed": "f-2", "after": 0, "to": 0, "head": 0, "error": "another feed"}),
+        "request-pack": b"\x00" + mp({"id": 3, "after": 1, "max": 256, "pack": True}),
+        "header-packed": b"\x01" + mp({"id": 3, "feed": "f-1", "after": 1, "to": 3, "head": 9, "packed": True}),
+        "packed-items": b"\x03" + b"\xdd\x00\x00\x00\x02" + b"\xc4\x01\x90" + b"\xc4\x00",
     },
     "event_body": {
         "start": mp({"event": "tripDidStart", "app": "a", "user": "u", "tripID": "t-1", "startDate": 1718708242.5}),

@@ -335,23 +335,28 @@ def scrape(port, names):
     return values
 
 
-def services(binaries, shim, msgpack_file, records, events, batch, work, use_perf, webhooks, catch_up):
+def services(binaries, shim, msgpack_file, records, events, batch, work, use_perf, webhooks, catch_up,
+             checkpoints=True):
     """One flood of `records` (in batches of `batch`) through `roadsave up --keys` with every process's allocations
     counted (and system calls, with perf), until the notifier has stored the `events` replay gives for them and the
     subscriber has them; then optionally every event read again by catch-up. The figures of each service for that
     flood."""
     import bench_services  # the same `roadsave up` harness as the services benchmark
-    counters_dir = os.path.join(work, "counters-%d" % batch)
+    name = "%d%s" % (batch, "" if checkpoints else "-nocheckpoints")
+    counters_dir = os.path.join(work, "counters-" + name)
     os.makedirs(counters_dir, exist_ok=True)
     environment = {"LD_PRELOAD": shim, "ROADSAVE_ALLOC_COUNTER_FILE": os.path.join(counters_dir, "%p.counts")}
+    if not checkpoints:
+        # Detection's checkpoints come every 2 s whatever the load: held off, what remains is its work on records.
+        environment["ROADSAVE_CHECKPOINT_INTERVAL"] = "3600"
     receiver = WebhookReceiver() if webhooks else None
     extra = ["--webhooks", receiver.url] if receiver else []
     if receiver:
         environment["ROADSAVE_WEBHOOK_SECRET"] = "bench-counters-secret"
-    os.makedirs(os.path.join(work, "up-%d" % batch), exist_ok=True)
-    up = bench_services.Up(binaries, os.path.join(work, "up-%d" % batch), True, metrics=True,
+    os.makedirs(os.path.join(work, "up-" + name), exist_ok=True)
+    up = bench_services.Up(binaries, os.path.join(work, "up-" + name), True, metrics=True,
                            environment=environment, extra=extra)
-    result = {"batch": batch, "records": records}
+    result = {"batch": batch, "records": records, "checkpoints": checkpoints, "webhooks": bool(webhooks)}
     try:
         subscriber = bench_services.Subscriber(up.endpoint["publish"], up.subscriber)
         subscriber.start()
@@ -363,8 +368,13 @@ def services(binaries, shim, msgpack_file, records, events, batch, work, use_per
                                    "roadsave_notifier_webhook_deliveries_total"],
                         "ingest": ["roadsave_ingest_batches_total", "roadsave_ingest_journal_commits_total"]}
         ports = {"ingest": port, "detect": port + 1, "notify": port + 2}
+        # What each service allocates idle (timers, heartbeats, held feed requests, metrics), a second.
+        idle_start = {name: read_counter_file(os.path.join(counters_dir, "%d.counts" % pid)) for name, pid in pids.items()}
+        time.sleep(2.0)
         before_metrics = {name: scrape(ports[name], metric_names[name]) for name in ports}
         before = {name: read_counter_file(os.path.join(counters_dir, "%d.counts" % pid)) for name, pid in pids.items()}
+        result["idlePerSecond"] = {name: (before[name][0] - idle_start[name][0]) / 2.0
+                                   for name in pids if before.get(name) and idle_start.get(name)}
         perfs = {name: PerfCount(pid, counters_dir, name) for name, pid in pids.items()} if use_perf else {}
         # roadsave send, counted as a whole process (its own counter file and perf around it).
         send_counts = os.path.join(counters_dir, "send.counts")
@@ -380,6 +390,7 @@ def services(binaries, shim, msgpack_file, records, events, batch, work, use_per
             raise RuntimeError("roadsave send failed: %s" % completed.stderr[-2000:])
         send_seconds = time.monotonic() - started
         wait = up.wait_end_to_end(subscriber)
+        result["floodSeconds"] = time.monotonic() - started
         # Every event of the file stored (the last devices' are decided when the stream's end is read, which the
         # positions compared above may not show yet), then the subscriber's share of them.
         deadline = time.monotonic() + 60
@@ -389,6 +400,8 @@ def services(binaries, shim, msgpack_file, records, events, batch, work, use_per
                 break
             time.sleep(0.1)
         while subscriber.events < events and time.monotonic() < deadline:
+            time.sleep(0.1)
+        while receiver and receiver.posts < events and time.monotonic() < deadline:
             time.sleep(0.1)
         after = {name: read_counter_file(os.path.join(counters_dir, "%d.counts" % pid)) for name, pid in pids.items()}
         calls = {name: perf.stop() for name, perf in perfs.items()}
@@ -409,13 +422,7 @@ def services(binaries, shim, msgpack_file, records, events, batch, work, use_per
         result["send"] = {"allocations": sent[0] if sent else None, "syscalls": perf_value(send_perf) if use_perf else None,
                           "batches": -(-records // batch)}
         if receiver:
-            deadline = time.monotonic() + 60
-            events = delta_metrics["notify"]["roadsave_notifier_events_stored_total"]
-            while receiver.posts < events and time.monotonic() < deadline:
-                time.sleep(0.1)
-            after_hooks = read_counter_file(os.path.join(counters_dir, "%d.counts" % pids["notify"]))
             result["webhookPosts"] = receiver.posts
-            result["notify"]["allocationsWithWebhooks"] = after_hooks[0] - before["notify"][0] if after_hooks else None
         if catch_up:
             events = int(delta_metrics["notify"]["roadsave_notifier_events_stored_total"])
             notify_counts = os.path.join(counters_dir, "%d.counts" % pids["notify"])
@@ -449,20 +456,24 @@ def print_services(runs, use_perf):
         records = run["records"]
         replies = run["metrics"]["detect"]["roadsave_detection_feed_replies_total"]
         events = run["metrics"]["notify"]["roadsave_notifier_events_stored_total"]
-        print("  batches of %d records (%d records, %d batches, %d detection feed replies, %d events; send %.1f s)"
-              % (run["batch"], records, batches, replies or 0, events or 0, run["sendSeconds"]))
+        notes = ([] if run.get("checkpoints", True) else ["detection's checkpoints held off"]) + (
+            ["a webhook"] if run.get("webhooks") else [])
+        print("  batches of %d records%s (%d records, %d batches, %d detection feed replies, %d events; send %.1f s,"
+              " until the subscriber had all %.1f s)"
+              % (run["batch"], " with " + " and ".join(notes) if notes else "", records, batches, replies or 0,
+                 events or 0, run["sendSeconds"], run.get("floodSeconds", float("nan"))))
         ingest, detect, notify, send = run["ingest"], run["detect"], run["notify"], run["send"]
+        idle = run.get("idlePerSecond", {})
         print("    ingest     allocations %s a record, %s a batch; system calls %s a batch, %s a record"
               % (per(ingest["allocations"], records), per(ingest["allocations"], batches),
                  per(ingest["syscalls"], batches), per(ingest["syscalls"], records)))
         print("    detection  allocations %s a record, %s a feed reply; system calls %s a feed reply, %s a record"
               % (per(detect["allocations"], records), per(detect["allocations"], replies),
                  per(detect["syscalls"], replies), per(detect["syscalls"], records)))
-        print("    notifier   allocations %s an event (stored and delivered live); system calls %s an event"
-              % (per(notify["allocations"], events), per(notify["syscalls"], events)))
-        if "allocationsWithWebhooks" in notify:
-            print("    notifier   with a webhook: allocations %s an event (%d posts)"
-                  % (per(notify["allocationsWithWebhooks"], events), run.get("webhookPosts", 0)))
+        print("    notifier   allocations %s an event (stored, delivered live%s), of which idle work %.0f a second;"
+              " system calls %s an event"
+              % (per(notify["allocations"], events), " and by webhook" if run.get("webhooks") else "",
+                 idle.get("notify", float("nan")), per(notify["syscalls"], events)))
         if "catchUp" in run:
             catch = run["catchUp"]
             print("    notifier   by catch-up: allocations %s an event, system calls %s an event (%d events read)"
@@ -470,6 +481,8 @@ def print_services(runs, use_perf):
                      catch["events"]))
         print("    send       allocations %s a record, %s a batch; system calls %s a batch"
               % (per(send["allocations"], records), per(send["allocations"], batches), per(send["syscalls"], batches)))
+        print("    idle       allocations a second: %s" % ", ".join(
+            "%s %.0f" % (name, value) for name, value in sorted(idle.items())))
 
 
 def service_figures(runs):
@@ -484,29 +497,29 @@ def service_figures(runs):
 
     for run in runs:
         b, records, batches = run["batch"], run["records"], run["send"]["batches"]
+        if not run.get("checkpoints", True):
+            b = "%d, checkpoints held off, a webhook" % b
         replies = run["metrics"]["detect"]["roadsave_detection_feed_replies_total"]
         events = run["metrics"]["notify"]["roadsave_notifier_events_stored_total"]
-        add("counters ingest allocations a record (batches of %d)" % b, per(run["ingest"]["allocations"], records),
+        add("counters ingest allocations a record (batches of %s)" % b, per(run["ingest"]["allocations"], records),
             "allocations")
-        add("counters ingest system calls a batch (batches of %d)" % b, per(run["ingest"]["syscalls"], batches), "calls")
-        add("counters detection allocations a record (batches of %d)" % b, per(run["detect"]["allocations"], records),
+        add("counters ingest system calls a batch (batches of %s)" % b, per(run["ingest"]["syscalls"], batches), "calls")
+        add("counters detection allocations a record (batches of %s)" % b, per(run["detect"]["allocations"], records),
             "allocations")
-        add("counters detection system calls a feed reply (batches of %d)" % b, per(run["detect"]["syscalls"], replies),
+        add("counters detection system calls a feed reply (batches of %s)" % b, per(run["detect"]["syscalls"], replies),
             "calls")
-        add("counters detection system calls a record (batches of %d)" % b, per(run["detect"]["syscalls"], records),
+        add("counters detection system calls a record (batches of %s)" % b, per(run["detect"]["syscalls"], records),
             "calls")
-        add("counters notifier allocations an event live (batches of %d)" % b, per(run["notify"]["allocations"], events),
+        add("counters notifier allocations an event live (batches of %s)" % b, per(run["notify"]["allocations"], events),
             "allocations")
-        add("counters send allocations a record (batches of %d)" % b, per(run["send"]["allocations"], records),
+        add("counters send allocations a record (batches of %s)" % b, per(run["send"]["allocations"], records),
             "allocations")
-        add("counters send system calls a batch (batches of %d)" % b, per(run["send"]["syscalls"], batches), "calls")
+        add("counters send system calls a batch (batches of %s)" % b, per(run["send"]["syscalls"], batches), "calls")
         if "catchUp" in run:
             catch = run["catchUp"]
             add("counters notifier allocations an event by catch-up", per(catch["allocations"], catch["events"]),
                 "allocations")
-        if "allocationsWithWebhooks" in run["notify"]:
-            add("counters notifier allocations an event with a webhook",
-                per(run["notify"]["allocationsWithWebhooks"], events), "allocations")
+
     return figures
 
 
@@ -609,9 +622,13 @@ def main():
             events = len(replayed.stdout.splitlines())
             use_perf = perf_works()
             runs = []
-            for index, batch in enumerate(int(b) for b in options.batches.split(",")):
+            batches = [int(b) for b in options.batches.split(",")]
+            for index, batch in enumerate(batches):
                 runs.append(services(binaries, shim, msgpack_file, count, events, batch, work, use_perf,
-                                     webhooks=index == 1, catch_up=index == 0))
+                                     webhooks=False, catch_up=index == 0))
+            # The notifier with a webhook, and detection with its checkpoints held off.
+            runs.append(services(binaries, shim, msgpack_file, count, events, batches[-1], work, use_perf,
+                                 webhooks=True, catch_up=False, checkpoints=False))
             raw["services"] = runs
             print_services(runs, use_perf)
             figures += service_figures(runs)

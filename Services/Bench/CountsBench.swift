@@ -262,7 +262,7 @@ enum CountsBench {
             let reply = measured ? try regions.read.measure(read) : try read()
             let answer = JournalAnswer(feed: journal.feedID, after: position, to: reply.to, head: journal.head)
             let apply = {
-                let chunks = decoder.chunks(reply.items[...])
+                let chunks = decoder.chunks(FeedItems(frames: reply.items[...]))
                 perform(core.journalReplied(0, answer, chunks: chunks, at: time, evicted: &evicted))
             }
             if measured { regions.detection.measure(apply) } else { apply() }

@@ -17,7 +17,7 @@ public final class FeedClient {
     private let log: Log
     private var nextID: UInt64 = 1
     private var outstanding: (request: FeedRequest, sentAt: Double)?
-    private let onReply: (FeedReplyHeader, ArraySlice<[UInt8]>) -> Void
+    private let onReply: (FeedReplyHeader, FeedItems) -> Void
     private var resendTimer: TimerID?
     /// What the link has been through, for /metrics: requests sent again for want of an answer, answers that were
     /// not to the request outstanding (to one sent before it: out of sequence, dropped), and unreadable answers.
@@ -42,7 +42,7 @@ public final class FeedClient {
     public init(
         loop: ReactorLoop, endpoint: String, log: Log, maximumFrameBytes: Int64? = nil,
         curve: CurveClientKeys? = nil,
-        onReply: @escaping (FeedReplyHeader, ArraySlice<[UInt8]>) -> Void
+        onReply: @escaping (FeedReplyHeader, FeedItems) -> Void
     ) throws {
         self.endpoint = endpoint
         self.loop = loop
@@ -93,7 +93,7 @@ public final class FeedClient {
         socket.drain(
             limit: 1000, failed: { log.error("feed socket failed", ["endpoint": endpoint, "error": "\($0)"]) }
         ) { frames in
-            let parsed: (header: FeedReplyHeader, items: ArraySlice<[UInt8]>)
+            let parsed: (header: FeedReplyHeader, items: FeedItems)
             do {
                 parsed = try FeedReplyHeader.parse(frames)
             } catch {

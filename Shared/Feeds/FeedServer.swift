@@ -96,7 +96,20 @@ public final class FeedServer {
         let head = source.head
         func reply(_ header: FeedReplyHeader, _ items: [[UInt8]] = []) -> Bool {
             do {
-                if try !socket.send([identity] + header.frames(items: items), dontWait: true) {
+                let sent: Bool
+                if request.pack, !items.isEmpty, FeedItems.fitsPacked(items, maxBytes: request.maxBytes) {
+                    // The items in one frame, written where libzmq keeps it (`FeedItems`). A lone item above
+                    // `maxBytes` goes as a frame of its own, so that a client's frame limit holds as before.
+                    var header = header
+                    header.packed = true
+                    sent = try socket.send(
+                        [identity, FeedReplyHeader.frame, header.encoded], lastOfSize: FeedItems.packedSize(items),
+                        dontWait: true
+                    ) { FeedItems.writePacked(items, into: $0) }
+                } else {
+                    sent = try socket.send([identity] + header.frames(items: items), dontWait: true)
+                }
+                if !sent {
                     log.warning("feed consumer gone before its reply", ["consumer": request.consumer])
                 }
             } catch {

@@ -159,17 +159,24 @@ struct JSONStreamKeyedContainer<Key: CodingKey>: KeyedEncodingContainerProtocol 
     }
 }
 
+/// Three words, so that the `any UnkeyedEncodingContainer` it is returned as holds it in place: a fourth boxed it on
+/// the heap, once for every fix of a GPS track in a checkpoint.
 struct JSONStreamUnkeyedContainer: UnkeyedEncodingContainer {
     let writer: JSONStreamWriter
-    let identity: Int
-    let index: Int
+    private let identity32: Int32
+    private let index32: Int32
     private(set) var count = 0
     var codingPath: [any CodingKey] { [] }
 
+    var identity: Int { Int(identity32) }
+    var index: Int { Int(index32) }
+
     init(writer: JSONStreamWriter, identity: Int, index: Int) {
         self.writer = writer
-        self.identity = identity
-        self.index = index
+        // A depth or identity beyond Int32 (never, for a checkpoint) only fails the encoding, which falls back.
+        identity32 = Int32(clamping: identity)
+        index32 = Int32(clamping: index)
+        if Int(identity32) != identity || Int(index32) != index { writer.failed = true }
     }
 
     private mutating func element() -> Bool {

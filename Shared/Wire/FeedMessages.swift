@@ -6,9 +6,11 @@ import RoadSaveModel
 /// slow consumer falls behind on the server's disk, never in anybody's memory, and nothing can be dropped between
 /// them. Requests are idempotent: a lost request or reply is simply asked again.
 ///
-/// Frames: request `["fetch", FeedRequest]`, reply `["feed", FeedReplyHeader, item, item, …]`; both maps are
-/// MessagePack with the keys below. Positions count from 1; 0 means "before the first item".
-/// A reply header's keys: `id`, `feed`, `after`, `to`, `head`, and when they apply `error`, `watched`, `deletedThrough`.
+/// Frames: request `["fetch", FeedRequest]`, reply `["feed", FeedReplyHeader, item, item, …]`, or, for a request
+/// with `pack` to a server that knows it, `["feed", FeedReplyHeader, items]` with the header's `packed` set and the
+/// items in one frame (`FeedItems`); both maps are MessagePack with the keys below. Positions count from 1; 0
+/// means "before the first item". A reply header's keys: `id`, `feed`, `after`, `to`, `head`, and when they apply
+/// `error`, `watched`, `deletedThrough`, `packed`.
 public struct FeedRequest: Sendable, Equatable {
     public static let frame: [UInt8] = Array("fetch".utf8)
 
@@ -40,12 +42,18 @@ public struct FeedRequest: Sendable, Equatable {
     public var watch: [DeviceID]
     /// Most devices in `watch`.
     public static let maximumWatched = 1024
+    /// The items wanted in one frame (`FeedItems`), not a frame each: a reply of hundreds of small items is then
+    /// one message to encrypt, send and receive, read in a few system calls instead of one per 8 KiB (key `pack`;
+    /// a server that does not know it answers a frame an item, which the client reads as ever). A client that asks
+    /// must accept a frame of `maxBytes` plus 5 bytes an item and 5 (`FeedItems.fitsPacked`).
+    public var pack: Bool
 
     public init(
         id: UInt64, feed: String?, after: UInt64, through: UInt64? = nil, maxItems: Int = 256,
         maxBytes: Int = 4 << 20, acknowledged: UInt64, consumer: String, shard: Int? = nil, shards: Int? = nil,
-        waitMilliseconds: Int = 1000, watch: [DeviceID] = []
+        waitMilliseconds: Int = 1000, watch: [DeviceID] = [], pack: Bool = false
     ) {
+        self.pack = pack
         self.id = id
         self.feed = feed
         self.after = after
@@ -75,6 +83,7 @@ public struct FeedRequest: Sendable, Equatable {
         if !watch.isEmpty {
             members.append(("watch", .array(watch.map { .array([.string($0.app), .string($0.user)]) })))
         }
+        if pack { members.append(("pack", .bool(true))) }
         return [Self.frame, MessagePack.encode(.object(members))]
     }
 
@@ -103,6 +112,7 @@ public struct FeedRequest: Sendable, Equatable {
             throw WireError(.unexpectedShape, "shard \(shard) is not below shards \(shards)", path: "shard")
         }
         watch = try map.devices("watch", maximum: Self.maximumWatched)
+        pack = try map.flag("pack")
     }
 }
 
@@ -133,11 +143,15 @@ public struct FeedReplyHeader: Sendable, Equatable {
     /// after `after` that the consumer never read are gone, and it should say so; absent otherwise (key
     /// `deletedThrough`).
     public var deletedThrough: UInt64?
+    /// The items follow in one frame (`FeedItems`), as the request asked (`FeedRequest.pack`); set only when there
+    /// are items (key `packed`).
+    public var packed: Bool
 
     public init(
         id: UInt64, feed: String, after: UInt64, to: UInt64, head: UInt64, error: String? = nil,
-        watched: [UInt64] = [], deletedThrough: UInt64? = nil
+        watched: [UInt64] = [], deletedThrough: UInt64? = nil, packed: Bool = false
     ) {
+        self.packed = packed
         self.id = id
         self.feed = feed
         self.after = after
@@ -148,8 +162,14 @@ public struct FeedReplyHeader: Sendable, Equatable {
         self.deletedThrough = deletedThrough
     }
 
-    /// The reply's frames: this header, then one frame per item.
+    /// The reply's frames: this header, then one frame per item (the header must not say `packed`: a packed
+    /// reply's items go in one frame, `FeedItems.packedFrame`).
     public func frames(items: [[UInt8]]) -> [[UInt8]] {
+        [Self.frame, encoded] + items
+    }
+
+    /// The header's map.
+    public var encoded: [UInt8] {
         var members: [(String, JSONValue)] = [
             ("id", .number(Double(id))), ("feed", .string(feed)), ("after", .number(Double(after))),
             ("to", .number(Double(to))), ("head", .number(Double(head))),
@@ -157,13 +177,12 @@ public struct FeedReplyHeader: Sendable, Equatable {
         if let error { members.append(("error", .string(error))) }
         if !watched.isEmpty { members.append(("watched", .array(watched.map { .number(Double($0)) }))) }
         if let deletedThrough { members.append(("deletedThrough", .number(Double(deletedThrough)))) }
-        return [Self.frame, MessagePack.encode(.object(members))] + items
+        if packed { members.append(("packed", .bool(true))) }
+        return MessagePack.encode(.object(members))
     }
 
-    /// Reads a reply (after the routing prefix): the header and the items.
-    public static func parse(_ frames: [[UInt8]]) throws(WireError) -> (
-        header: FeedReplyHeader, items: ArraySlice<[UInt8]>
-    ) {
+    /// Reads a reply (after the routing prefix): the header and the items, a frame each or packed in one.
+    public static func parse(_ frames: [[UInt8]]) throws(WireError) -> (header: FeedReplyHeader, items: FeedItems) {
         guard frames.count >= 2, frames[0] == frame else {
             throw WireError(
                 .frameCount, "a feed reply is the frames [\"feed\", header, items…]; got \(frames.count) frames")
@@ -174,8 +193,163 @@ public struct FeedReplyHeader: Sendable, Equatable {
             to: try map.position("to"), head: try map.position("head"),
             error: try map.optionalString("error"),
             watched: try map.positions("watched", maximum: FeedRequest.maximumWatched),
-            deletedThrough: try map.optionalPosition("deletedThrough"))
-        return (header, frames[2...])
+            deletedThrough: try map.optionalPosition("deletedThrough"), packed: try map.flag("packed"))
+        guard header.packed else { return (header, FeedItems(frames: frames[2...])) }
+        guard frames.count == 3 else {
+            throw WireError(
+                .frameCount, "a packed feed reply is the frames [\"feed\", header, items]; got \(frames.count) frames")
+        }
+        return (header, try FeedItems(packed: frames[2]))
+    }
+}
+
+/// A feed reply's items: a frame each, or packed in one frame (`FeedRequest.pack`): a MessagePack array of `bin`
+/// objects, one an item, so that any bytes can be an item and each is found by measuring, not copying. Each item
+/// is a slice of the frame it came in.
+public struct FeedItems: RandomAccessCollection, Sendable {
+    private let frames: ArraySlice<[UInt8]>
+    private let packed: [UInt8]
+    private let ranges: [Range<Int>]
+    private let isPacked: Bool
+
+    /// Items a frame each.
+    public init(frames: ArraySlice<[UInt8]>) {
+        self.frames = frames
+        packed = []
+        ranges = []
+        isPacked = false
+    }
+
+    /// Items packed in one frame (`packedFrame`); throws when the frame is not an array of `bin`s that ends with it.
+    public init(packed frame: [UInt8]) throws(WireError) {
+        frames = []
+        packed = frame
+        isPacked = true
+        ranges = try frame.withUnsafeBufferPointer { (bytes) throws(WireError) -> [Range<Int>] in
+            func length(at offset: Int, width: Int) throws(WireError) -> Int {
+                guard offset + width <= bytes.count else {
+                    throw WireError(.truncated, "a packed feed reply ends inside a length", offset: offset)
+                }
+                var value = 0
+                for index in 0..<width { value = value << 8 | Int(bytes[offset + index]) }
+                return value
+            }
+            guard let first = bytes.first else { throw WireError(.truncated, "an empty packed feed reply", offset: 0) }
+            var offset: Int
+            let count: Int
+            switch first {
+            case 0x90...0x9F: (count, offset) = (Int(first & 0x0F), 1)
+            case 0xDC: (count, offset) = (try length(at: 1, width: 2), 3)
+            case 0xDD: (count, offset) = (try length(at: 1, width: 4), 5)
+            default: throw WireError(.unexpectedShape, "a packed feed reply must be an array of bins", offset: 0)
+            }
+            // Every item takes at least two bytes: a count claiming more than the frame holds is not believed.
+            guard count <= (bytes.count - offset) / 2 else {
+                throw WireError(.truncated, "a packed feed reply claims \(count) items", offset: 0)
+            }
+            var ranges: [Range<Int>] = []
+            ranges.reserveCapacity(count)
+            for _ in 0..<count {
+                guard offset < bytes.count else {
+                    throw WireError(.truncated, "a packed feed reply ends before its items", offset: offset)
+                }
+                let size: Int
+                switch bytes[offset] {
+                case 0xC4: (size, offset) = (try length(at: offset + 1, width: 1), offset + 2)
+                case 0xC5: (size, offset) = (try length(at: offset + 1, width: 2), offset + 3)
+                case 0xC6: (size, offset) = (try length(at: offset + 1, width: 4), offset + 5)
+                default:
+                    throw WireError(.unexpectedShape, "a packed feed reply's item must be a bin", offset: offset)
+                }
+                guard size <= bytes.count - offset else {
+                    throw WireError(.truncated, "a packed feed reply ends inside an item", offset: offset)
+                }
+                ranges.append(offset..<offset + size)
+                offset += size
+            }
+            guard offset == bytes.count else {
+                throw WireError(.unexpectedShape, "bytes after a packed feed reply's items", offset: offset)
+            }
+            return ranges
+        }
+    }
+
+    public var startIndex: Int { 0 }
+    public var endIndex: Int { isPacked ? ranges.count : frames.count }
+
+    public subscript(position: Int) -> ArraySlice<UInt8> {
+        isPacked ? packed[ranges[position]] : frames[frames.startIndex + position][...]
+    }
+
+    /// Whether a server packs `items` for a request that asked (`FeedRequest.pack`): when their bytes are within
+    /// the request's `maxBytes`. A reply larger than that (one item above it, which a server sends alone) goes a
+    /// frame an item, so that a packed frame is never above `maxBytes` plus 5 bytes an item and 5.
+    public static func fitsPacked(_ items: [[UInt8]], maxBytes: Int) -> Bool {
+        var bytes = 0
+        for item in items {
+            bytes += item.count
+            if bytes > maxBytes { return false }
+        }
+        return true
+    }
+
+    /// The size of `items` packed in one frame.
+    public static func packedSize(_ items: [[UInt8]]) -> Int {
+        var size = 5
+        for item in items { size += binHeaderSize(item.count) + item.count }
+        return size
+    }
+
+    /// Writes `items` packed (an array of `bin`s) into `buffer`, which holds exactly `packedSize(items)` bytes; the
+    /// bytes written.
+    @discardableResult
+    public static func writePacked(_ items: [[UInt8]], into buffer: UnsafeMutableRawBufferPointer) -> Int {
+        var offset = 0
+        func put(_ byte: UInt8) {
+            buffer[offset] = byte
+            offset += 1
+        }
+        func put(_ value: Int, width: Int) {
+            for shift in stride(from: (width - 1) * 8, through: 0, by: -8) {
+                put(UInt8(truncatingIfNeeded: value >> shift))
+            }
+        }
+        put(0xDD)
+        put(items.count, width: 4)
+        for item in items {
+            switch item.count {
+            case ..<256:
+                put(0xC4)
+                put(item.count, width: 1)
+            case ..<65_536:
+                put(0xC5)
+                put(item.count, width: 2)
+            default:
+                put(0xC6)
+                put(item.count, width: 4)
+            }
+            item.withUnsafeBytes { bytes in
+                guard let base = bytes.baseAddress, bytes.count > 0 else { return }
+                (buffer.baseAddress! + offset).copyMemory(from: base, byteCount: bytes.count)
+            }
+            offset += item.count
+        }
+        return offset
+    }
+
+    /// `items` packed in one frame of their own (what `writePacked` writes, as an array).
+    public static func packedFrame(_ items: [[UInt8]]) -> [UInt8] {
+        [UInt8](unsafeUninitializedCapacity: packedSize(items)) { buffer, count in
+            count = writePacked(items, into: UnsafeMutableRawBufferPointer(buffer))
+        }
+    }
+
+    private static func binHeaderSize(_ count: Int) -> Int {
+        switch count {
+        case ..<256: 2
+        case ..<65_536: 3
+        default: 5
+        }
     }
 }
 
@@ -258,6 +432,15 @@ private struct FeedFields {
             throw WireError(.unexpectedShape, "\(key) holds \(elements.count) entries, at most \(maximum)", path: key)
         }
         return elements
+    }
+
+    /// An optional flag: true only when the member is `true`.
+    func flag(_ key: String) throws(WireError) -> Bool {
+        guard let member = value[key], member != .null else { return false }
+        guard case .bool(let flag) = member else {
+            throw WireError(.unexpectedShape, "\(key) must be true or false, found \(member.typeName)", path: key)
+        }
+        return flag
     }
 
     func count(_ key: String, range: ClosedRange<Int>) throws(WireError) -> Int {

@@ -67,8 +67,8 @@ public struct JournalChunk: Sendable, Equatable {
     /// Where a feed item's parts are, read in place: its records (a range of the item's bytes), its header and its
     /// shard. For a reader that decodes the records where they are instead of copying them out (detection), with
     /// the gateway's name taken from `identifiers`. The common shape (the members `JournalChunk.item` writes, in any
-    /// order, with unknown ones skipped) is read without building a document; anything else goes through
-    /// `init(item:)`, whose errors it throws.
+    /// order) is read without building a document; anything else (an unknown member, another encoding of a number)
+    /// is read as `init(item:)` reads it, whose errors it throws.
     public static func parts(of item: UnsafeRawBufferPointer, identifiers: IdentifierCache) throws(WireError) -> (
         records: Range<Int>, header: GatewayBatchHeader?, shard: Int
     ) {
@@ -115,10 +115,10 @@ public struct JournalChunk: Sendable, Equatable {
             case 0x00...0x7F:
                 at += 1
                 return Double(type)
-            case 0xCC: return bigEndian(1).map(Double.init)
-            case 0xCD: return bigEndian(2).map(Double.init)
-            case 0xCE: return bigEndian(4).map(Double.init)
-            case 0xCF: return bigEndian(8).map(Double.init)
+            case 0xCC: return bigEndian(1).map { Double($0) }
+            case 0xCD: return bigEndian(2).map { Double($0) }
+            case 0xCE: return bigEndian(4).map { Double($0) }
+            case 0xCF: return bigEndian(8).map { Double($0) }
             case 0xCB: return bigEndian(8).map { Double(bitPattern: $0) }
             default: return nil
             }
@@ -147,16 +147,15 @@ public struct JournalChunk: Sendable, Equatable {
                 end = bytes[offset] == 0xC3
                 offset += 1
             } else if named("shard") {
-                guard shard == nil, let value = number(&offset), value < 1_048_576, value == value.rounded() else {
+                guard shard == nil, let value = number(&offset), value >= 0, value < 1_048_576,
+                    value == value.rounded()
+                else {
                     return nil
                 }
                 shard = Int(value)
             } else {
-                // A member this reader does not know: the header's readers ignore it.
-                guard case .complete(let size) = MessagePack.extent(bytes + offset, count: count - offset) else {
-                    return nil
-                }
-                offset += size
+                // A member this reader does not know (the header's readers ignore it, once it reads as a document).
+                return nil
             }
         }
         guard offset == count, let records, let gateway,

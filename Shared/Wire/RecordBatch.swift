@@ -1,6 +1,14 @@
 import RecordCodecs
 import RoadSaveModel
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// The content types of a gateway batch (PROTOCOL §7), as they appear in the batch's `contentType` frame.
 public enum ContentType: String, Sendable, CaseIterable {
     case json = "application/json"
@@ -22,16 +30,23 @@ public enum ContentType: String, Sendable, CaseIterable {
     /// From the `contentType` frame's bytes; `nil` when they are not UTF-8 or not a known type. The canonical names,
     /// what nearly every gateway sends, are recognised without making a string.
     public init?(frame: some Collection<UInt8>) {
-        if frame.elementsEqual(Self.msgpack.rawValue.utf8) {
-            self = .msgpack
-            return
-        }
-        if frame.elementsEqual(Self.json.rawValue.utf8) {
-            self = .json
+        if let known = frame.withContiguousStorageIfAvailable(Self.canonical), let known {
+            self = known
             return
         }
         guard frame.count <= 256, let text = String(validating: Array(frame), as: UTF8.self) else { return nil }
         self.init(parsing: text)
+    }
+
+    private static let canonicalFrames = allCases.map { ($0, $0.frame) }
+
+    /// The content type whose canonical name these bytes are, compared as bytes.
+    private static func canonical(_ bytes: UnsafeBufferPointer<UInt8>) -> ContentType? {
+        for (type, name) in canonicalFrames where name.count == bytes.count {
+            let equal = name.withUnsafeBufferPointer { memcmp($0.baseAddress!, bytes.baseAddress!, bytes.count) == 0 }
+            if equal { return type }
+        }
+        return nil
     }
 
     /// The frame to send: the canonical name.

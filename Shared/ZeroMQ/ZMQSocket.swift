@@ -202,6 +202,43 @@ public final class ZMQSocket {
         return true
     }
 
+    /// Sends `frames`, then a last frame of `size` bytes that `write` fills where libzmq keeps it (no array made and
+    /// copied again): one multipart message, as `send(_:dontWait:)` sends it, with the same result.
+    @discardableResult
+    public func send(
+        _ frames: [[UInt8]], lastOfSize size: Int, dontWait: Bool = false,
+        writing write: (UnsafeMutableRawBufferPointer) -> Void
+    ) throws(ZMQError) -> Bool {
+        let handle = try open("zmq_send")
+        guard !frames.isEmpty else {
+            throw ZMQError(code: EINVAL, operation: "zmq_send(no frames)")
+        }
+        // The last frame is made first: once the first frame is accepted, nothing may stop the message half sent.
+        guard zmq_msg_init_size(message, size) == 0 else { throw ZMQError.last("zmq_msg_init_size(\(size))") }
+        write(UnsafeMutableRawBufferPointer(start: zmq_msg_data(message), count: size))
+        for (index, frame) in frames.enumerated() {
+            var flags: Int32 = ZMQ_SNDMORE
+            if index == 0 && dontWait { flags |= ZMQ_DONTWAIT }
+            while true {
+                let rc = frame.withUnsafeBytes { zmq_send(handle, $0.baseAddress, $0.count, flags) }
+                if rc >= 0 { break }
+                let code = zmq_errno()
+                if code == EINTR { continue }
+                if code == EAGAIN && index > 0 { continue }
+                zmq_msg_close(message)
+                if code == EAGAIN { return false }
+                throw ZMQError(code: code, operation: "zmq_send(\(type) frame \(index + 1) of \(frames.count + 1))")
+            }
+        }
+        while zmq_msg_send(message, handle, 0) < 0 {
+            let code = zmq_errno()
+            if code == EINTR || code == EAGAIN { continue }
+            zmq_msg_close(message)
+            throw ZMQError(code: code, operation: "zmq_msg_send(\(type) frame \(frames.count + 1))")
+        }
+        return true
+    }
+
     /// Sends the UTF-8 bytes of `frames` as one multipart message (see `send(_:dontWait:)` for the result).
     @discardableResult
     public func send(_ frames: [String], dontWait: Bool = false) throws(ZMQError) -> Bool {

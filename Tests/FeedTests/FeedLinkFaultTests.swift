@@ -28,7 +28,7 @@ private final class Answers: @unchecked Sendable { // guarded by `lock`
     private let lock = NSLock()
     private var all: [[String]] = []
 
-    func append(_ items: ArraySlice<[UInt8]>) {
+    func append(_ items: FeedItems) {
         lock.lock()
         all.append(items.map { String(decoding: $0, as: UTF8.self) })
         lock.unlock()

@@ -36,7 +36,7 @@ private final class Replies: @unchecked Sendable { // guarded by `lock`
     private let lock = NSLock()
     private var all: [(FeedReplyHeader, [String])] = []
 
-    func append(_ header: FeedReplyHeader, _ items: ArraySlice<[UInt8]>) {
+    func append(_ header: FeedReplyHeader, _ items: FeedItems) {
         lock.lock()
         all.append((header, items.map { String(decoding: $0, as: UTF8.self) }))
         lock.unlock()
@@ -133,6 +133,97 @@ struct FeedTests {
         #expect(acknowledged == [1], "first contact is not an acknowledgement; the second request is")
     }
 
+    @Test("a request that asks for its items packed gets the same items in one frame, and an empty reply unpacked")
+    func packedReply() async throws {
+        let items = ["", "a", String(repeating: "b", count: 300), String(repeating: "c", count: 70_000)]
+        let rig = try Rig(items: items)
+        defer { rig.stop() }
+        try await rig.fetch(
+            FeedRequest(id: 0, feed: "feed-A", after: 0, maxItems: 10, acknowledged: 0, consumer: "t", pack: true))
+        #expect(await rig.waitForReplies(1))
+        #expect(rig.replies.list[0].items == items && rig.replies.list[0].header.packed)
+        try await rig.fetch(
+            FeedRequest(
+                id: 0, feed: "feed-A", after: 4, maxItems: 10, acknowledged: 0, consumer: "t", waitMilliseconds: 0,
+                pack: true))
+        #expect(await rig.waitForReplies(2))
+        #expect(rig.replies.list[1].items.isEmpty && !rig.replies.list[1].header.packed)
+    }
+
+    @Test(
+        "on the wire: no pack, a frame an item (as every server did); pack, one frame; a lone item above maxBytes, its own frame"
+    )
+    func packedOnlyWhenAsked() async throws {
+        let long = String(repeating: "c", count: 100)
+        let rig = try Rig(items: ["a", "bb", long])
+        defer { rig.stop() }
+        let endpoint = try await rig.run { loop in loop.value(String.self)! }
+        // A consumer as the test writes it, frames read as they come.
+        let dealer = try ZMQSocket(rig.context, .dealer)
+        defer { dealer.close() }
+        try dealer.setReceiveTimeout(milliseconds: 10_000)
+        try dealer.connect(endpoint)
+        func frames(after: UInt64, maxBytes: Int = 4 << 20, pack: Bool) throws -> [[UInt8]] {
+            let request = FeedRequest(
+                id: 1, feed: "feed-A", after: after, maxBytes: maxBytes, acknowledged: 0, consumer: "t",
+                waitMilliseconds: 0, pack: pack)
+            try dealer.send(request.frames())
+            return try dealer.receive() ?? []
+        }
+        let plain = try frames(after: 0, pack: false)
+        #expect(plain.count == 5 && plain[2...].map { String(decoding: $0, as: UTF8.self) } == ["a", "bb", long])
+        #expect(try !FeedReplyHeader.parse(plain).header.packed)
+        let packed = try frames(after: 0, pack: true)
+        #expect(packed.count == 3 && packed[2] == FeedItems.packedFrame(["a", "bb", long].map { Array($0.utf8) }))
+        #expect(try FeedReplyHeader.parse(packed).header.packed)
+        // maxBytes 10: the source sends the 100-byte item alone (above the limit), and the server as a frame.
+        let alone = try frames(after: 2, maxBytes: 10, pack: true)
+        #expect(alone.count == 3 && alone[2] == Array(long.utf8))
+        #expect(try !FeedReplyHeader.parse(alone).header.packed)
+    }
+
+    @Test("a client that asks for packed items reads a server that does not know pack, a frame an item")
+    func oldServerAnswersFrames() async throws {
+        let rig = try Rig(items: [], startServer: false)
+        defer { rig.stop() }
+        let endpoint = try await rig.run { loop in loop.value(String.self)! }
+        // A server as one before `pack` was: it ignores the key and answers a frame an item.
+        let router = try ZMQSocket(rig.context, .router)
+        defer { router.close() }
+        try router.setReceiveTimeout(milliseconds: 10_000)
+        try router.bind(endpoint)
+        try await rig.fetch(
+            FeedRequest(id: 0, feed: "old", after: 0, maxItems: 10, acknowledged: 0, consumer: "t", pack: true))
+        let asked = try #require(try router.receive())
+        let request = try FeedRequest(frames: Array(asked.dropFirst()))
+        #expect(request.pack)
+        let header = FeedReplyHeader(id: request.id, feed: "old", after: 0, to: 2, head: 2)
+        try router.send([asked[0]] + header.frames(items: [Array("x".utf8), Array("yy".utf8)]))
+        #expect(await rig.waitForReplies(1))
+        #expect(rig.replies.list[0].items == ["x", "yy"] && !rig.replies.list[0].header.packed)
+    }
+
+    @Test("packed items read back whatever their sizes; a packed frame that is not one is an error, not a crash")
+    func packedItems() throws {
+        let items: [[UInt8]] = [
+            [], [1], Array(repeating: 2, count: 255), Array(repeating: 3, count: 256),
+            Array(repeating: 4, count: 65_536),
+        ]
+        let frame = FeedItems.packedFrame(items)
+        #expect(frame.count == FeedItems.packedSize(items))
+        #expect(try FeedItems(packed: frame).map { Array($0) } == items)
+        let header = FeedReplyHeader(id: 1, feed: "f", after: 0, to: 5, head: 5, packed: true)
+        let parsed = try FeedReplyHeader.parse([FeedReplyHeader.frame, header.encoded, frame])
+        #expect(parsed.header == header && parsed.items.map { Array($0) } == items)
+        #expect(throws: WireError.self) { try FeedReplyHeader.parse([FeedReplyHeader.frame, header.encoded]) }
+        for cut in 0..<min(frame.count, 600) {
+            #expect(throws: WireError.self) { try FeedItems(packed: Array(frame.prefix(cut))) }
+        }
+        #expect(throws: WireError.self) { try FeedItems(packed: frame + [0]) }
+        #expect(throws: WireError.self) { try FeedItems(packed: [0x91, 0xA1, 0x61]) }
+        #expect(throws: WireError.self) { try FeedItems(packed: [0xDD, 0xFF, 0xFF, 0xFF, 0xFF, 0xC4, 0]) }
+    }
+
     @Test("limits and the through bound cut the reply")
     func limits() async throws {
         let rig = try Rig(items: (1...10).map { "i\($0)" })
@@ -221,6 +312,9 @@ struct FeedTests {
             id: 7, feed: "f", after: 3, through: 9, maxItems: 5, maxBytes: 1000, acknowledged: 2,
             consumer: "detection shard 1/2", shard: 1, shards: 2, waitMilliseconds: 250)
         #expect(try FeedRequest(frames: request.frames()) == request)
+        var packing = request
+        packing.pack = true
+        #expect(try FeedRequest(frames: packing.frames()) == packing)
         let header = FeedReplyHeader(id: 7, feed: "f", after: 3, to: 5, head: 11, error: "x")
         let parsed = try FeedReplyHeader.parse(header.frames(items: [[1], [2]]))
         #expect(parsed.header == header && parsed.items.count == 2)

@@ -97,7 +97,7 @@ import ZeroMQ
                 }
             }
             side.feed = try FeedClient(loop: loop, endpoint: recordsEndpoint, log: Records.quiet) { header, items in
-                observed.add(Observed.Reply(header: header, items: Array(items), at: MonotonicClock.now()))
+                observed.add(Observed.Reply(header: header, items: items.map { Array($0) }, at: MonotonicClock.now()))
             }
         }
     }

@@ -161,6 +161,14 @@ import Wire
                 .object([("gateway", .string("g")), ("watermark", .number(-1)), ("records", .array([]))])),
             MessagePack.encode(.object([("watermark", .number(1)), ("records", .array([]))])),
             MessagePack.encode(.object([("gateway", .string("g")), ("shard", .number(-2)), ("records", .array([]))])),
+            // What the fuzzer found (journal_chunk): a shard far below zero, a watermark as a uint64 beyond the
+            // times, a key that is not UTF-8.
+            Array(Data(base64Encoded: "hKVzaGFyZMvcaWRAK8zQYwA9pGg=")!),
+            [0x84] + MessagePack.encode(.string("gateway")) + MessagePack.encode(.string("gw-1"))
+                + MessagePack.encode(.string("watermark")) + [0xCF, 0x41, 0x0A, 0x00, 0x5A, 0x04, 0x20, 0x00, 0x00]
+                + MessagePack.encode(.string("shard")) + [3] + MessagePack.encode(.string("records")) + Self.records,
+            [0x84, 0xA2, 0xFF, 0xFE, 0x01] + MessagePack.encode(.string("gateway")) + MessagePack.encode(.string("g"))
+                + MessagePack.encode(.string("end")) + [0xC3] + MessagePack.encode(.string("records")) + Self.records,
         ]
         for item in bad {
             #expect(throws: WireError.self) { try parts(item) }

@@ -8,7 +8,7 @@ import ZeroMQ
 extension DetectionServing {
     // MARK: Inputs to the core
 
-    func journalReplied(_ index: Int, _ header: FeedReplyHeader, _ items: ArraySlice<[UInt8]>) {
+    func journalReplied(_ index: Int, _ header: FeedReplyHeader, _ items: FeedItems) {
         guard core != nil else { return }
         let chunks = replyDecoder.chunks(items)
         perform(core.journalReplied(index, JournalAnswer(header), chunks: chunks, at: time, evicted: &evicted))

@@ -29,7 +29,7 @@ final class JournalReader {
     /// With `curve` the link to ingest is a CurveZMQ client (detection's own key pair, ingest's public key).
     init(
         loop: ReactorLoop, endpoint: String, consumer: String, shard: (index: Int, count: Int)?,
-        curve: CurveClientKeys? = nil, log: Log, onReply: @escaping (FeedReplyHeader, ArraySlice<[UInt8]>) -> Void
+        curve: CurveClientKeys? = nil, log: Log, onReply: @escaping (FeedReplyHeader, FeedItems) -> Void
     ) throws {
         self.endpoint = endpoint
         self.consumer = consumer
@@ -45,7 +45,7 @@ final class JournalReader {
             id: 0, feed: fetch.feed, after: fetch.after, through: fetch.through,
             maxItems: Self.maximumItems, maxBytes: Self.maximumBytes, acknowledged: fetch.checkpointed,
             consumer: consumer, shard: shard?.index, shards: shard?.count,
-            waitMilliseconds: Self.waitMilliseconds)
+            waitMilliseconds: Self.waitMilliseconds, pack: true)
         request.watch = fetch.watch
         if fetch.through != nil {
             request.maxItems = 1_000_000

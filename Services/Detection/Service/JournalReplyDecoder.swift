@@ -16,7 +16,7 @@ public struct JournalReplyDecoder {
         self.log = log
     }
 
-    public func chunks(_ items: ArraySlice<[UInt8]>) -> [JournalChunkRecords] {
+    public func chunks(_ items: FeedItems) -> [JournalChunkRecords] {
         var chunks: [JournalChunkRecords] = []
         chunks.reserveCapacity(items.count)
         for item in items {

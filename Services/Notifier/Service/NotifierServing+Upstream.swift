@@ -14,7 +14,7 @@ extension NotifierServing {
             FeedRequest(
                 id: 0, feed: upstream.feed, after: upstream.position, maxItems: Self.fetchSize,
                 acknowledged: upstream.position, consumer: "notifier",
-                waitMilliseconds: Int(configuration.heartbeatInterval * 1000)))
+                waitMilliseconds: Int(configuration.heartbeatInterval * 1000), pack: true))
     }
 
     private func fetchLater(_ upstream: UpstreamFeed, loop: ReactorLoop) {
@@ -26,7 +26,7 @@ extension NotifierServing {
     }
 
     func replied(
-        _ upstream: UpstreamFeed, loop: ReactorLoop, header: FeedReplyHeader, items: ArraySlice<[UInt8]>
+        _ upstream: UpstreamFeed, loop: ReactorLoop, header: FeedReplyHeader, items: FeedItems
     ) {
         if case .answersAgain(let unanswered) = upstream.hearing.answered(at: loop.now) {
             log.info(
@@ -69,7 +69,7 @@ extension NotifierServing {
         events.reserveCapacity(items.count)
         for (offset, item) in items.enumerated() {
             do {
-                events.append((try EventBody.decode(item), item))
+                events.append((try EventBody.decode(item), Array(item)))
             } catch {
                 // It can never be read: waiting for it would stop every later event. Said loudly, with its place.
                 log.error(
