@@ -238,7 +238,12 @@ public struct GatewayBatch {
     /// The acknowledgement's frames, addressed to the gateway.
     public var reply: [[UInt8]] {
         guard !replyPrefix.isEmpty else { return [] }
-        return replyPrefix + [batchID, acknowledgement.encode(as: contentType)]
+        var frames: [[UInt8]] = []
+        frames.reserveCapacity(replyPrefix.count + 2) // one array made, not two
+        frames += replyPrefix
+        frames.append(batchID)
+        frames.append(acknowledgement.encode(as: contentType))
+        return frames
     }
 
     /// How long a gateway is asked to wait before sending again a batch the journal could not store.

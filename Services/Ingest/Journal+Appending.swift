@@ -16,23 +16,23 @@ extension Journal {
         // statement (its cursors on the table and both indexes, the AUTOINCREMENT counter read and written back)
         // is then done once for a gateway batch's 16 shards instead of once a chunk.
         var rows: [(batch: Int, chunk: Batch.Chunk)] = []
+        // A batch with a header has a chunk for every shard: the array made once for that, not grown row by row.
+        rows.reserveCapacity(batches.count * shards)
         for (number, batch) in batches.enumerated() {
             for chunk in batch.chunksWithHeader(shards: shards, shard: shardFinder(batch)) {
                 rows.append((number, chunk))
             }
         }
-        let watermarks = batches.map { batch in
+        func watermark(_ batch: Batch) -> Double? {
             batch.header.flatMap { header -> Double? in
                 if case .watermark(let time) = header.progress { time } else { nil }
             }
         }
         var records = 0
-        // Where each batch's devices' records went: (batch, the chunk's position, its record indexes or nil for all),
-        // and the chunk for the tail.
-        var stored: [(batch: Int, position: UInt64, indexes: ArraySlice<Int>?)] = []
+        // Where each batch's devices' records went: (batch, its record indexes or nil for all, and the chunk for the
+        // tail, which has its position).
+        var stored: [(batch: Int, indexes: ArraySlice<Int>?, chunk: JournalTail.Chunk)] = []
         stored.reserveCapacity(rows.count)
-        var added: [JournalTail.Chunk] = []
-        added.reserveCapacity(rows.count)
         let saveDevice = try database.statement(
             """
             INSERT INTO devices (app, user, first_seen, last_seen) VALUES (?, ?, ?, ?)
@@ -48,6 +48,7 @@ extension Journal {
                 // Each chunk's feed item, written once: its header, then its records, which are also the row's body
                 // (bound where they are in the item).
                 var items: [(bytes: [UInt8], body: Int)] = []
+                items.reserveCapacity(min(Self.rowsPerInsert, rows.count))
                 while start < rows.count {
                     let count = min(Self.rowsPerInsert, rows.count - start)
                     let insert = try database.statement(Self.insertSQL[count])
@@ -75,18 +76,20 @@ extension Journal {
                         parameters.append(batch.id.sqliteValue)
                         parameters.append(.blobSlice(item.bytes[item.body...]))
                         parameters.append(batch.header?.gateway.sqliteValue ?? .null)
-                        parameters.append(watermarks[number].sqliteValue)
+                        parameters.append(watermark(batch).sqliteValue)
                     }
                     try insert.run(values: parameters)
                     // A statement's rows take consecutive positions, in the order of its VALUES.
                     var position = UInt64(database.lastInsertRowID) - UInt64(count)
                     for ((number, chunk), item) in zip(rows[start..<start + count], items) {
                         position += 1
-                        stored.append((number, position, chunk.indexes))
-                        added.append(
-                            JournalTail.Chunk(
-                                position: position, shard: chunk.shard, size: item.bytes.count - item.body,
-                                item: item.bytes))
+                        stored.append(
+                            (
+                                number, chunk.indexes,
+                                JournalTail.Chunk(
+                                    position: position, shard: chunk.shard, size: item.bytes.count - item.body,
+                                    item: item.bytes)
+                            ))
                         records += chunk.count
                     }
                     start += count
@@ -98,8 +101,9 @@ extension Journal {
         }
         let chunks = rows.count
         _ = devices.commit()
-        for chunk in added { tail.add(chunk) }
-        for (number, position, indexes) in stored {
+        for (_, _, chunk) in stored { tail.add(chunk) }
+        for (number, indexes, chunk) in stored {
+            let position = chunk.position
             let batch = batches[number]
             if let slots = batch.slots {
                 if let indexes {

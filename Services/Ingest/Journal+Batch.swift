@@ -39,47 +39,43 @@ extension Journal {
         /// `chunks(shards:shard:)`, with an empty chunk for every shard the records left out when the batch has a
         /// header: a gateway's watermark concerns every shard.
         func chunksWithHeader(shards: Int, shard: (Int) -> Int) -> [Chunk] {
-            let filled = chunks(shards: shards, shard: shard)
-            guard header != nil, filled.count < shards else { return filled }
-            // `filled` is in shard order: the shards it lacks get an empty chunk in their place.
-            var all: [Chunk] = []
-            all.reserveCapacity(shards)
-            var next = filled.startIndex
-            for shard in 0..<shards {
-                if next < filled.endIndex, filled[next].shard == shard {
-                    all.append(filled[next])
-                    next += 1
-                } else {
-                    all.append(Chunk(shard: shard, indexes: [], count: 0))
-                }
-            }
-            return all
+            chunks(shards: shards, shard: shard, everyShard: header != nil)
         }
 
-        /// The chunks of this batch, one per shard it has records of, in shard order. `shard` gives the shard of
-        /// the record at an index.
-        func chunks(shards: Int, shard: (Int) -> Int) -> [Chunk] {
-            guard !records.isEmpty else { return [] }
+        /// The chunks of this batch, one per shard it has records of (`everyShard`: one per shard, empty where it
+        /// has none), in shard order. `shard` gives the shard of the record at an index.
+        func chunks(shards: Int, shard: (Int) -> Int, everyShard: Bool = false) -> [Chunk] {
+            let every = everyShard && shards > 1
+            guard !records.isEmpty else {
+                return everyShard ? (0..<shards).map { Chunk(shard: $0, indexes: [], count: 0) } : []
+            }
             let firstShard = shards > 1 ? shard(0) : 0
             if shards == 1 || records.indices.dropFirst().allSatisfy({ shard($0) == firstShard }) {
-                return [Chunk(shard: firstShard, indexes: nil, count: records.count)]
+                let all = Chunk(shard: firstShard, indexes: nil, count: records.count)
+                guard every else { return [all] }
+                return (0..<shards).map { $0 == firstShard ? all : Chunk(shard: $0, indexes: [], count: 0) }
             }
             // Several shards: each gets the records of its devices, in batch order. The indexes are sorted by shard
-            // in one array (a counting sort) that the chunks share.
-            var starts = [Int](repeating: 0, count: shards + 1)
-            for index in records.indices { starts[shard(index) + 1] += 1 }
-            for next in 0..<shards { starts[next + 1] += starts[next] }
-            var order = [Int](repeating: 0, count: records.count)
-            var filled = starts
+            // (a counting sort) into one array that the chunks share, after the `shards + 1` counters that first say
+            // where each shard's indexes start, then, as they are placed, where they end: one allocation for both.
+            var sorted = [Int](repeating: 0, count: shards + 1 + records.count)
+            for index in records.indices { sorted[shard(index) + 1] += 1 }
+            sorted[0] = shards + 1
+            for next in 0..<shards { sorted[next + 1] += sorted[next] }
             for index in records.indices {
                 let shard = shard(index)
-                order[filled[shard]] = index
-                filled[shard] += 1
+                sorted[sorted[shard]] = index
+                sorted[shard] += 1
             }
             var chunks: [Chunk] = []
-            for shard in 0..<shards where starts[shard + 1] > starts[shard] {
-                let indexes = order[starts[shard]..<starts[shard + 1]]
-                chunks.append(Chunk(shard: shard, indexes: indexes, count: indexes.count))
+            chunks.reserveCapacity(shards) // made once, not grown chunk by chunk
+            var start = shards + 1
+            for shard in 0..<shards {
+                let end = sorted[shard]
+                if end > start || every {
+                    chunks.append(Chunk(shard: shard, indexes: sorted[start..<end], count: end - start))
+                }
+                start = end
             }
             return chunks
         }

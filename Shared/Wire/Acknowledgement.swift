@@ -107,8 +107,17 @@ public struct Acknowledgement: Equatable, Sendable {
 
     public func encode(as contentType: ContentType) -> [UInt8] {
         switch contentType {
-        case .json: JSONText.bytes(value)
-        case .msgpack: MessagePack.encode(value)
+        case .json: return JSONText.bytes(value)
+        case .msgpack:
+            // The answer to nearly every batch, all of it accepted: the bytes `value` packs to, without building it.
+            guard rejected.isEmpty, retryAfterMs == nil else { return MessagePack.encode(value) }
+            return MessagePack.withPacker(capacity: 32) { packer in
+                packer.packMapHeader(2)
+                packer.pack("accepted")
+                packer.packNumber(Double(accepted))
+                packer.pack("rejected")
+                packer.packArrayHeader(0)
+            }
         }
     }
 

@@ -7,14 +7,15 @@ public struct GatewayFrames {
     public var replyPrefix: [[UInt8]]
     /// The frames after the routing ones: `[batchID, contentType, body]` or `[batchID, contentType, body, header]`
     /// when the message is well formed (`isWellFormed`).
-    public var parts: [[UInt8]]
+    public var parts: ArraySlice<[UInt8]>
 
     public init(message: [[UInt8]]) {
         replyPrefix = Array(message.prefix(1))
-        var rest = Array(message.dropFirst())
+        // A slice of the message, not a copy of it (one allocation less a gateway batch).
+        var rest = message.dropFirst()
         // A REQ client's empty delimiter: [delimiter, batchID, contentType, body (, header)]. A DEALER sends none, and
         // four frames from it are a batch with a header.
-        if rest.count == 5 || (rest.count == 4 && rest[0].isEmpty), rest[0].isEmpty {
+        if rest.count == 5 || (rest.count == 4 && rest.first!.isEmpty), rest.first!.isEmpty {
             replyPrefix.append([])
             rest.removeFirst()
         }
@@ -25,8 +26,10 @@ public struct GatewayFrames {
     /// The gateway's batch ID (empty when the message has no frame for it).
     public var batchID: [UInt8] { parts.first ?? [] }
     /// The content type's frame and the body (only when `isWellFormed`).
-    public var contentType: [UInt8] { parts[1] }
-    public var body: [UInt8] { parts[2] }
+    public var contentType: [UInt8] { parts[parts.startIndex + 1] }
+    public var body: [UInt8] { parts[parts.startIndex + 2] }
     /// The header frame (`GatewayBatchHeader`), nil when absent or empty.
-    public var header: [UInt8]? { parts.count == 4 && !parts[3].isEmpty ? parts[3] : nil }
+    public var header: [UInt8]? {
+        parts.count == 4 && !parts[parts.startIndex + 3].isEmpty ? parts[parts.startIndex + 3] : nil
+    }
 }

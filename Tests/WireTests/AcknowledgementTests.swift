@@ -28,6 +28,14 @@ struct AcknowledgementTests {
                 == [0x82, 0xA8] + Array("accepted".utf8) + [0x07, 0xA8] + Array("rejected".utf8) + [0x90])
     }
 
+    @Test("the all-accepted answer, packed without its document, is the bytes the document packs to")
+    func allAcceptedPackedDirectly() {
+        for accepted in [0, 7, 127, 128, 255, 256, 65_535, 65_536, 10_000_000, Int(Int32.max) + 1] {
+            let ack = Acknowledgement(accepted: accepted)
+            #expect(ack.encode(as: .msgpack) == MessagePack.encode(ack.value), "accepted \(accepted)")
+        }
+    }
+
     @Test(arguments: ContentType.allCases)
     func roundTrips(_ contentType: ContentType) throws {
         #expect(try Acknowledgement.decode(Self.ack.encode(as: contentType), contentType: contentType) == Self.ack)
