@@ -45,7 +45,8 @@ public struct FeedRequest: Sendable, Equatable {
     /// The items wanted in one frame (`FeedItems`), not a frame each: a reply of hundreds of small items is then
     /// one message to encrypt, send and receive, read in a few system calls instead of one per 8 KiB (key `pack`;
     /// a server that does not know it answers a frame an item, which the client reads as ever). A client that asks
-    /// must accept a frame of `maxBytes` plus 5 bytes an item and 5 (`FeedItems.fitsPacked`).
+    /// must accept a frame of `maxBytes` plus 5 bytes an item and 5 (`FeedItems.fitsPacked`); a server may answer a
+    /// larger reply a frame an item all the same (ours: above `FeedServer.maximumPackedBytes`).
     public var pack: Bool
 
     public init(

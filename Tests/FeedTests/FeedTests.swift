@@ -151,11 +151,12 @@ struct FeedTests {
     }
 
     @Test(
-        "on the wire: no pack, a frame an item (as every server did); pack, one frame; a lone item above maxBytes, its own frame"
+        "on the wire: no pack, a frame an item (as every server did); pack, one frame; above maxBytes or the packing limit, frames"
     )
     func packedOnlyWhenAsked() async throws {
         let long = String(repeating: "c", count: 100)
-        let rig = try Rig(items: ["a", "bb", long])
+        let large = String(repeating: "d", count: FeedServer.maximumPackedBytes / 2 + 1)
+        let rig = try Rig(items: ["a", "bb", long, large, large])
         defer { rig.stop() }
         let endpoint = try await rig.run { loop in loop.value(String.self)! }
         // A consumer as the test writes it, frames read as they come.
@@ -163,9 +164,10 @@ struct FeedTests {
         defer { dealer.close() }
         try dealer.setReceiveTimeout(milliseconds: 10_000)
         try dealer.connect(endpoint)
-        func frames(after: UInt64, maxBytes: Int = 4 << 20, pack: Bool) throws -> [[UInt8]] {
+        func frames(after: UInt64, maxItems: Int = 3, maxBytes: Int = 4 << 20, pack: Bool) throws -> [[UInt8]] {
             let request = FeedRequest(
-                id: 1, feed: "feed-A", after: after, maxBytes: maxBytes, acknowledged: 0, consumer: "t",
+                id: 1, feed: "feed-A", after: after, maxItems: maxItems, maxBytes: maxBytes, acknowledged: 0,
+                consumer: "t",
                 waitMilliseconds: 0, pack: pack)
             try dealer.send(request.frames())
             return try dealer.receive() ?? []
@@ -176,10 +178,14 @@ struct FeedTests {
         let packed = try frames(after: 0, pack: true)
         #expect(packed.count == 3 && packed[2] == FeedItems.packedFrame(["a", "bb", long].map { Array($0.utf8) }))
         #expect(try FeedReplyHeader.parse(packed).header.packed)
-        // maxBytes 10: the source sends the 100-byte item alone (above the limit), and the server as a frame.
-        let alone = try frames(after: 2, maxBytes: 10, pack: true)
+        // maxBytes 10: a source sends the 100-byte item alone (above the limit), and the server as a frame.
+        let alone = try frames(after: 2, maxItems: 1, maxBytes: 10, pack: true)
         #expect(alone.count == 3 && alone[2] == Array(long.utf8))
         #expect(try !FeedReplyHeader.parse(alone).header.packed)
+        // Within maxBytes but above the server's packing limit: a frame an item.
+        let big = try frames(after: 3, pack: true)
+        #expect(big.count == 4 && big[2] == Array(large.utf8) && big[3] == Array(large.utf8))
+        #expect(try !FeedReplyHeader.parse(big).header.packed)
     }
 
     @Test("a client that asks for packed items reads a server that does not know pack, a frame an item")
