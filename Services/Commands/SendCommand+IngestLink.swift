@@ -174,6 +174,8 @@ extension SendCommand {
                             "batch": entry.batchID, "lines": entry.batch.lineRange,
                             "attempt": "\(entry.attempt)/\(options.attempts)",
                         ])
+                case .refused:
+                    continue
                 }
                 inFlight[id] = entry
             }
