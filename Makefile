@@ -32,7 +32,7 @@ demo-replay: build
 ## processes and time them run one at a time after the others, so a busy 2-core machine can't make them flaky.
 ## Last, `roadsave report` end to end: its page in headless Chromium and its GeoJSON against RFC 7946. First,
 ## deploy/kubernetes against the Kubernetes 1.28 and newest schemas (scripts/check-kubernetes.sh, kubernetes-validate).
-PROCESS_TESTS := IntegrationTests|^CommandTests\.|CLITests|DetectionServiceTests|NotifierSinkTests
+PROCESS_TESTS := IntegrationTests|^CommandTests\.|^ClientTests\.|CLITests|DetectionServiceTests|NotifierSinkTests
 test: deps lint
 	scripts/check-kubernetes.sh
 	Fuzz/fuzz.sh run $(FUZZ_SMOKE_SECONDS)

@@ -55,7 +55,7 @@ struct RoadSaveCommand {
         case "notify": status = NotifyCommand.run(rest)
         case "up": status = UpCommand.run(rest)
         case "send": status = SendCommand.run(rest)
-        case "tail": status = TailCommand.run(rest)
+        case "tail": status = await TailCommand.run(rest)
         case "ctl": status = ControlCommand.run(rest)
         case "keygen": status = KeygenCommand.run(rest)
         case "-h", "--help", "help":

@@ -1,8 +1,9 @@
-/// When `roadsave tail` reads the catch-up endpoint because its live connection was renewed (PROTOCOL §7, "What a
-/// live subscriber may miss"): a value, fed the subscriber socket's handshakes and the clock, that says what to ask.
-/// At the first handshake, with nothing known yet, the head (tail starts from there); at every later one, what came
-/// after the last position seen, at once and once more a second later (for an event published between that answer
-/// and the renewed subscription taking effect at the notifier).
+/// When a subscriber (`RoadSaveSubscriber`, and `roadsave tail` on it) reads the catch-up endpoint because its live
+/// connection was renewed (PROTOCOL §7, "What a live subscriber may miss"): a value, fed the subscriber socket's
+/// handshakes and the clock, that says what to ask. At the first handshake, with nothing known yet, the head (the
+/// subscription starts from there); at every later one, what came after the last position seen, at once and once
+/// more a second later (for an event published between that answer and the renewed subscription taking effect at the
+/// notifier).
 struct ReconnectCatchUp: Equatable {
     enum Request: Equatable {
         /// The newest position now (`started(fromHead:)` with the answer).
@@ -14,7 +15,8 @@ struct ReconnectCatchUp: Equatable {
     /// The second catch-up after a handshake, in seconds.
     static let again = 1.0
 
-    /// Where catching up starts while nothing has been seen: `--since`'s end, or the head at the first connection.
+    /// Where catching up starts while nothing has been seen: where the caller resumed, or the head at the first
+    /// connection.
     private(set) var baseline: UInt64?
     private(set) var handshakes = 0
     /// When the catch-ups asked for are due (monotonic seconds), earliest first.
@@ -23,7 +25,7 @@ struct ReconnectCatchUp: Equatable {
     /// The catch-up endpoint did not answer: reconnects are not caught up.
     private(set) var gaveUp = false
 
-    /// `known`: the position tail has read up to already (after `--since`), nil when it starts from now.
+    /// `known`: the position read up to already (a resumed subscription's catch-up), nil when it starts from now.
     init(known: UInt64?) {
         baseline = known
     }
@@ -39,7 +41,7 @@ struct ReconnectCatchUp: Equatable {
         }
     }
 
-    /// What to ask the catch-up endpoint at `now`, with `seen` the highest position printed or passed over; nil for
+    /// What to ask the catch-up endpoint at `now`, with `seen` the highest position delivered or passed over; nil for
     /// nothing. A request returned is taken as done.
     mutating func due(at now: Double, seen: UInt64?) -> Request? {
         guard !gaveUp else { return nil }

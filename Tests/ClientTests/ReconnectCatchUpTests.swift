@@ -1,6 +1,6 @@
 import Testing
 
-@testable import ServiceCommands
+@testable import RoadSaveClient
 
 /// `roadsave tail`'s catch-ups around reconnects (issue 36): the head at the first connection when it starts from
 /// now, what came after the last position seen at every later handshake, at once and again a second later.
