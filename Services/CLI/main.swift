@@ -54,7 +54,7 @@ struct RoadSaveCommand {
         case "detect": status = DetectCommand.run(rest)
         case "notify": status = NotifyCommand.run(rest)
         case "up": status = UpCommand.run(rest)
-        case "send": status = SendCommand.run(rest)
+        case "send": status = await SendCommand.run(rest)
         case "tail": status = await TailCommand.run(rest)
         case "ctl": status = ControlCommand.run(rest)
         case "keygen": status = KeygenCommand.run(rest)

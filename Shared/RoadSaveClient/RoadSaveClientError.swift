@@ -26,8 +26,11 @@ public enum RoadSaveClientError: Error, Sendable, Hashable, CustomStringConverti
     /// Nothing is lost: resume from the last position handled once it answers.
     case catchUpUnreachable(endpoint: String, seconds: Double)
     /// A batch got no acknowledgement after all its attempts: the ingest is down or unreachable, or it does not take
-    /// this gateway's keys. The batches acknowledged before are stored; the others may be sent again.
-    case notAcknowledged(endpoint: String, batch: String, records: Int, attempts: Int, timeout: Double)
+    /// this gateway's keys (a plaintext gateway, or another server key). `records` are the numbers of its first and
+    /// last record (nil for the header that ends the stream), `count` how many it has. The batches acknowledged
+    /// before are stored (their receipts say which); the others may be sent again.
+    case notAcknowledged(
+        endpoint: String, batch: String, records: ClosedRange<Int>?, count: Int, attempts: Int, timeout: Double)
     /// A ZeroMQ call failed (a socket could not be made or connected): the text is libzmq's.
     case connectionFailed(endpoint: String, reason: String)
     /// The client was closed, or the task awaiting it cancelled, before the work was done.
@@ -51,9 +54,12 @@ public enum RoadSaveClientError: Error, Sendable, Hashable, CustomStringConverti
             return "catch-up from \(endpoint): \(reason)"
         case .catchUpUnreachable(let endpoint, let seconds):
             return "no answer from the catch-up endpoint \(endpoint) within \(Self.seconds(seconds)) s"
-        case .notAcknowledged(let endpoint, let batch, let records, let attempts, let timeout):
-            return "batch \(batch) (\(records) record\(records == 1 ? "" : "s")) not acknowledged by \(endpoint) "
-                + "after \(attempts) attempt\(attempts == 1 ? "" : "s") of \(Self.seconds(timeout)) s"
+        case .notAcknowledged(let endpoint, let batch, let records, let count, let attempts, let timeout):
+            let numbers = records.map {
+                $0.count == 1 ? "record \($0.lowerBound), " : "records \($0.lowerBound)–\($0.upperBound), "
+            }
+            return "batch \(batch) (\(numbers ?? "")\(count) record\(count == 1 ? "" : "s")) not acknowledged by "
+                + "\(endpoint) after \(attempts) attempt\(attempts == 1 ? "" : "s") of \(Self.seconds(timeout)) s"
         case .connectionFailed(let endpoint, let reason):
             return "\(endpoint): \(reason)"
         case .closed:
