@@ -291,7 +291,9 @@ final class IngestLink {
             inFlight[message[0]] = nil
             order.removeAll { $0 == message[0] }
             // Answered: stored, or given up on (what was refused is not sent again), so not still to come.
-            if let number = entry.number { watermark?.acknowledged(batch: number) }
+            // The header that ends the stream carries no records: no receipt.
+            guard let number = entry.number else { continue }
+            watermark?.acknowledged(batch: number)
             completed.append(receipt(of: entry, ack: ack))
         }
     }

@@ -60,16 +60,16 @@ public struct RoadSaveSubscriber: Sendable {
 
     /// Delivers the events after `position` (nil: from now) to `delegate` as its methods (`tripDidStart`,
     /// `tripDidEnd`, `crashDetected`, `crashDidFollowUp`, `tripWasScored`), in the caller's isolation (a main-actor
-    /// delegate is called on the main actor), and hands each event's position to `handled` after its method returned:
-    /// store it to resume from. Returns when the calling task is cancelled; throws as `deliveries(after:)` does.
-    /// Events of a notifier that publishes the legacy format reach no delegate method (their positions still reach
-    /// `handled`).
+    /// delegate is called on the main actor), and hands each delivery to `handled` after its method returned: store
+    /// its `position` to resume from (its `event.device` is the device the method was about). Returns when the calling
+    /// task is cancelled; throws as `deliveries(after:)` does. Events of a notifier that publishes the legacy format
+    /// reach no delegate method (they still reach `handled`).
     nonisolated(nonsending) public func run(
-        after position: UInt64?, delegate: some RoadSaveDelegate, handled: (UInt64) -> Void = { _ in }
+        after position: UInt64?, delegate: some RoadSaveDelegate, handled: (Delivery) -> Void = { _ in }
     ) async throws(RoadSaveClientError) {
         for try await delivery in deliveries(after: position) {
             delivery.event?.deliver(to: delegate)
-            handled(delivery.position)
+            handled(delivery)
         }
     }
 }
