@@ -14,7 +14,8 @@ import ZeroMQ
 /// `GatewayBatcher`), and the calls async code posts to it (`EngineInbox`), each answered through an `EngineReply`.
 /// Between calls the thread goes on taking acknowledgements, sending again what is due and sending headers alone.
 /// A call that fails (a batch out of attempts, a refused key) leaves the gateway failed: every later call gets the
-/// same error. The engine never touches Swift's cooperative pool.
+/// same error. `finish` ends the thread once answered (later calls get `closed`). The engine never touches Swift's
+/// cooperative pool.
 final class GatewayEngine: Sendable {
     enum Call: Sendable {
         case add([GatewayItem], EngineReply<[RoadSaveGateway.Receipt]>)
@@ -114,6 +115,8 @@ final class GatewayEngine: Sendable {
                     reply.resume(.failure(failure))
                 } else {
                     reply.resume(.success(links.takeCompleted()))
+                    // The stream is over: nothing more goes out (a later header would speak for an ended stream).
+                    if case .finish = call { return }
                 }
             }
             if failure == nil {

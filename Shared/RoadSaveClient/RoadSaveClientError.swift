@@ -36,6 +36,7 @@ public enum RoadSaveClientError: Error, Sendable, Hashable, CustomStringConverti
     /// The client was closed, or the task awaiting it cancelled, before the work was done.
     case closed
 
+    /// What went wrong and what to do about it, in one line.
     public var description: String {
         switch self {
         case .invalidConfiguration(let text):

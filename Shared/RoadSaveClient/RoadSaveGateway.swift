@@ -72,8 +72,8 @@ public final class RoadSaveGateway: Sendable {
     }
 
     /// Sends what is left, waits for every acknowledgement, and ends the stream (with watermarks: a last header says
-    /// it is over, unless `Watermarks.endsStream` is false); returns the receipts not returned yet. The gateway may
-    /// be given more records afterwards only as a new stream (another gateway).
+    /// it is over, unless `Watermarks.endsStream` is false); returns the receipts not returned yet. The gateway is
+    /// closed then: later calls throw `closed` (more records are a new stream, another gateway's).
     public func finish() async throws(RoadSaveClientError) -> [Receipt] {
         try await call { .finish($0) }
     }
