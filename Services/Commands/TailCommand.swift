@@ -28,8 +28,9 @@ public enum TailCommand {
         connected are not seen. Each event carries its position in the notifier's stream; a position seen already
         (the notifier publishes again what it was not sure it had published before a crash) is not printed twice.
         Whenever the connection is renewed (a notifier restart, a network blip, a reload of subscriber keys), what
-        was published meanwhile is read from the catch-up endpoint, so nothing is missed (a catch-up that fails is
-        said once, and tail goes on live).
+        was published meanwhile is read from the catch-up endpoint, so nothing is missed (one left unanswered is
+        asked again, live events held meanwhile, for about a minute and a half; one that fails is said once, and tail
+        goes on live).
 
         Options:
           --endpoint URL      the notifier's subscriber endpoint (default tcp://127.0.0.1:5554)
@@ -80,8 +81,9 @@ public enum TailCommand {
         } catch {
             throw CommandExit(1, "\(error)")
         }
-        // A catch-up that fails after a reconnect is said once, and tail goes on live (the library's own way is to
-        // end the subscription: a caller resumes from its position; a person watching a terminal would rather not).
+        // A catch-up that fails after a reconnect (refused, or unanswered six times) is said once, and tail goes on
+        // live (the library's own way is to end the subscription: a caller resumes from its position; a person
+        // watching a terminal would rather not).
         let deliveries = subscriber.deliveries(
             from: options.since, reconnectCatchUpFailure: .goesOnLive,
             notices: { notice in Self.log(notice, options: options, log: log) })
@@ -148,10 +150,17 @@ public enum TailCommand {
             log.info("reconnected: catching up", ["after": String(after)])
         case .caughtUp(let to, let head):
             log.debug("caught up", ["to": String(to), "head": String(head)])
+        case .reconnectCatchUpUnanswered(let error, let retryCount):
+            // Said once a run of them, then only every tenth: a notifier down for minutes is not a log flood.
+            guard retryCount == 1 || retryCount % 10 == 0 else { return }
+            log.warning(
+                "catching up after a reconnect got no answer: asking again, live events held until it answers",
+                ["endpoint": options.catchUpEndpoint, "error": "\(error)", "tries": String(retryCount)])
         case .reconnectCatchUpFailed(let error):
             log.warning(
-                "catching up after a reconnect failed: events published while tail reconnects may be missed "
-                    + "(not tried again)", ["endpoint": options.catchUpEndpoint, "error": "\(error)"])
+                "catching up after a reconnect failed (refused, or no answer six times in a row): events published "
+                    + "while tail reconnected may be missed (not tried again)",
+                ["endpoint": options.catchUpEndpoint, "error": "\(error)"])
         case .skippedMessage(let frames):
             log.warning("message that is not [topic, body, position] skipped", ["frames": String(frames)])
         }

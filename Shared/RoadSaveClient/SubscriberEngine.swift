@@ -10,7 +10,8 @@ import ZeroMQ
 /// - resuming from a position: subscribed first (what is published meanwhile waits in the socket, its queue
 ///   unbounded then), the past read from the catch-up endpoint, then live, dropping positions already delivered;
 /// - on every (re)connection handshake of the live socket, what came after the last position seen, at once and once
-///   more a second later (`ReconnectCatchUp`);
+///   more a second later, asked again while the endpoint does not answer, live events held meanwhile
+///   (`ReconnectCatchUp`);
 /// - a jump in the live positions (the first live event, or any with no filter) filled from the catch-up endpoint;
 /// - a live endpoint that refuses a key the catch-up endpoint takes: followed by catch-up long-polls instead.
 ///
@@ -122,9 +123,12 @@ final class SubscriberEngine {
         var reconnects = ReconnectCatchUp(known: start == nil ? nil : seen)
         while let (socket, watch) = live {
             if stopped { return }
+            // While a reconnect's catch-up is owed, live events wait in the socket: they come after it.
+            let holding = reconnects.holdsLive
             let ready: [ZMQPollEvents]
             do {
-                ready = try ZMQPoller.poll([ZMQPollItem(socket), ZMQPollItem(watch.reader)], timeoutMilliseconds: 100)
+                let items = holding ? [ZMQPollItem(watch.reader)] : [ZMQPollItem(watch.reader), ZMQPollItem(socket)]
+                ready = try ZMQPoller.poll(items, timeoutMilliseconds: 100)
             } catch {
                 throw .connectionFailed(
                     endpoint: settings.endpoint, reason: "subscription to \(settings.endpoint) failed: \(error)")
@@ -154,7 +158,7 @@ final class SubscriberEngine {
             if let due = reconnects.due(at: MonotonicClock.now(), seen: seen) {
                 guard try catchUpAfterReconnect(due, client: &catchUp, reconnects: &reconnects) else { return }
             }
-            guard ready[0].contains(.readable) else { continue }
+            guard !holding, !reconnects.holdsLive, ready[1].contains(.readable) else { continue }
             while let message = try receive(socket) {
                 guard message.count >= 3, let position = UInt64(String(decoding: message[2], as: UTF8.self)) else {
                     notify(.skippedMessage(frames: message.count))
@@ -193,9 +197,16 @@ final class SubscriberEngine {
                 return true
             case .after(let position):
                 notify(.catchingUp(after: position))
-                return try read(client!, after: .position(position), before: nil)
+                guard try read(client!, after: .position(position), before: nil) else { return false }
+                reconnects.caughtUp()
+                return true
             }
         } catch {
+            // A link still failing, a notifier restarting: asked again, live events held until it answers.
+            if case .catchUpUnreachable = error, case .after = due, reconnects.unanswered(at: MonotonicClock.now()) {
+                notify(.reconnectCatchUpUnanswered(error, retryCount: reconnects.unansweredInARow))
+                return true
+            }
             notify(.reconnectCatchUpFailed(error))
             guard settings.reconnectCatchUpFailure == .goesOnLive else { throw error }
             reconnects.giveUp()

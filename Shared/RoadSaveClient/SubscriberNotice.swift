@@ -14,8 +14,11 @@ package enum SubscriberNotice: Sendable, Equatable {
     case catchingUp(after: UInt64)
     /// A catch-up reply was read up to `to`.
     case caughtUp(to: UInt64, head: UInt64)
-    /// Catching up after a reconnect failed; with `ReconnectCatchUpFailure.goesOnLive` the subscription goes on live
-    /// without catching up again.
+    /// Catching up after a reconnect got no answer (`catchUpUnreachable`): asked again after a pause, live events held
+    /// until it answers; `retryCount` in a row so far.
+    case reconnectCatchUpUnanswered(RoadSaveClientError, retryCount: Int)
+    /// The catch-up endpoint refused catching up after a reconnect; with `ReconnectCatchUpFailure.goesOnLive` the
+    /// subscription goes on live without catching up again.
     case reconnectCatchUpFailed(RoadSaveClientError)
     /// A live message that is not `[topic, body, position]` was skipped.
     case skippedMessage(frames: Int)

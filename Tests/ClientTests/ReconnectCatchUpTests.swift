@@ -37,7 +37,7 @@ import Testing
         #expect(plan.due(at: 3, seen: 7) == .after(7))
     }
 
-    @Test func anEndpointThatDoesNotAnswerIsNotAskedAgain() {
+    @Test func anEndpointThatRefusedIsNotAskedAgain() {
         var plan = ReconnectCatchUp(known: nil)
         plan.connected(at: 0)
         #expect(plan.due(at: 0, seen: nil) == .head)
@@ -45,5 +45,58 @@ import Testing
         plan.connected(at: 4)
         #expect(plan.due(at: 4, seen: 9) == nil)
         #expect(plan.due(at: 6, seen: 9) == nil)
+    }
+}
+
+/// A catch-up after a reconnect that the endpoint leaves unanswered (issue 43's loss drill): asked again after
+/// pauses of 1, 2, 4, 8, 8 s, live events held until one is answered, the caller's way after six.
+@Suite struct ReconnectCatchUpRetryTests {
+    @Test func anUnansweredCatchUpIsAskedAgainWithLiveEventsHeldUntilItIsAnswered() {
+        var plan = ReconnectCatchUp(known: 12)
+        plan.connected(at: 0)
+        plan.connected(at: 10)
+        #expect(plan.due(at: 10, seen: 20) == .after(20))
+        #expect(!plan.holdsLive)
+        #expect(plan.unanswered(at: 20) == true)
+        #expect(plan.holdsLive)
+        #expect(plan.due(at: 20.5, seen: 20) == nil)
+        #expect(plan.due(at: 21, seen: 20) == .after(20))
+        #expect(plan.unanswered(at: 31) == true)
+        #expect(plan.due(at: 32.9, seen: 20) == nil)
+        #expect(plan.due(at: 33, seen: 20) == .after(20))
+        plan.caughtUp()
+        #expect(!plan.holdsLive)
+        #expect(plan.unansweredInARow == 0)
+        #expect(plan.due(at: 100, seen: 25) == nil)
+    }
+
+    @Test func pausesDoubleToTheLongestThenTheCallersWayApplies() {
+        var plan = ReconnectCatchUp(known: 3)
+        plan.connected(at: 0)
+        plan.connected(at: 1)
+        #expect(plan.due(at: 1, seen: 3) == .after(3))
+        var now = 1.0
+        for pause in [1.0, 2, 4, 8, 8] {
+            #expect(plan.unanswered(at: now) == true)
+            #expect(plan.due(at: now + pause - 0.01, seen: 3) == nil, "pause \(pause)")
+            now += pause
+            #expect(plan.due(at: now, seen: 3) == .after(3), "pause \(pause)")
+        }
+        #expect(plan.unansweredInARow == ReconnectCatchUp.unansweredLimit - 1)
+        #expect(plan.unanswered(at: now) == false)
+        plan.giveUp()
+        #expect(!plan.holdsLive)
+        #expect(plan.due(at: now + 100, seen: 3) == nil)
+    }
+
+    @Test func aReconnectWhileHeldAsksAgainAtOnce() {
+        var plan = ReconnectCatchUp(known: 0)
+        plan.connected(at: 0)
+        plan.connected(at: 5)
+        #expect(plan.due(at: 5, seen: 9) == .after(9))
+        #expect(plan.unanswered(at: 15) == true)
+        plan.connected(at: 15.5)
+        #expect(plan.holdsLive)
+        #expect(plan.due(at: 15.5, seen: 9) == .after(9))
     }
 }
