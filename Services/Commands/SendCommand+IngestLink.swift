@@ -75,7 +75,8 @@ extension SendCommand {
             let socket = try ZMQSocket(context, .dealer, linger: 0, sendTimeout: options.timeoutMilliseconds)
             self.socket = socket
             try options.keys?.apply(to: socket)
-            try socket.setLinkTimings(options.link)
+            // A batch is one frame, and may take long on a slow uplink: ingest is asked to wait for it.
+            try socket.setLinkTimings(options.link.sendingLargeFrames)
             watch = try ConnectionWatch(socket, context: context, name: "send")
             try socket.connect(endpoint)
             gatewayName = options.gatewayName ?? runID
