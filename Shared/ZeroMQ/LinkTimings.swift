@@ -28,12 +28,13 @@ public struct LinkTimings: Sendable, Equatable {
     /// (`ZMQ_HEARTBEAT_TTL`): the heartbeat timeout, unless this end sends large frames (`sendingLargeFrames`).
     public var peerTimeout: Double
 
-    /// The defaults, chosen for the targets of docs/operating.md ("Links"): a dead link found within 6 s (a PING at
-    /// most a second after the last traffic, then 5 s), traffic again within about 2 s of a heal. A PING is 10 bytes
+    /// The defaults, chosen for the targets of docs/operating.md ("Links"): a dead link found within 4 s (a PING at
+    /// most a second after the last traffic, then 3 s: the Paranoid Pirate's three missed heartbeats), traffic again within a few seconds of a heal (an attempt to
+    /// connect at least every second, a handshake caught by the failing link given up after 3 s). A PING is 10 bytes
     /// (a few more with CURVE) once a second per connection.
     public static let standard = LinkTimings(
-        heartbeatInterval: 1, heartbeatTimeout: 5, connectTimeout: 2, reconnectInterval: 0.1,
-        reconnectIntervalMaximum: 2)
+        heartbeatInterval: 1, heartbeatTimeout: 3, connectTimeout: 2, reconnectInterval: 0.1,
+        reconnectIntervalMaximum: 1)
 
     public init(
         heartbeatInterval: Double, heartbeatTimeout: Double, connectTimeout: Double, reconnectInterval: Double = 0.1,
@@ -50,6 +51,12 @@ public struct LinkTimings: Sendable, Equatable {
     /// The longest a dead connection goes unnoticed: the last traffic, a PING at most an interval later, then the
     /// timeout.
     public var deadLinkNoticedWithin: Double { heartbeatInterval + heartbeatTimeout }
+
+    /// Seconds a new connection may take to finish its ZMTP greeting and CURVE handshake (a few round trips and
+    /// the server's key check) before it is given up and made anew (`ZMQ_HANDSHAKE_IVL`): the connect timeout and a
+    /// heartbeat interval. A handshake caught by a failing link then costs at most that after the link heals, where
+    /// waiting for TCP's backed-off retransmission could cost many seconds more.
+    public var handshakeTimeout: Double { connectTimeout + heartbeatInterval }
 
     /// libzmq counts a connection alive only when a whole frame arrives, and a PING waits behind a frame being sent:
     /// a frame that takes longer than the timeout to cross the link would have its connection dropped, then be sent
@@ -90,7 +97,7 @@ extension ZMQSocket {
         try setOption(
             ZMQ_RECONNECT_IVL_MAX, milliseconds(timings.reconnectIntervalMaximum), name: "ZMQ_RECONNECT_IVL_MAX")
         // A connection made while the link was failing may hang in its ZMTP greeting or CURVE handshake, where
-        // heartbeats do not run yet: it is given up as a silent one is, not after libzmq's 30 s.
-        try setHandshakeTimeout(milliseconds: milliseconds(timings.heartbeatTimeout))
+        // heartbeats do not run yet: it is given up soon and made anew, not after libzmq's 30 s.
+        try setHandshakeTimeout(milliseconds: milliseconds(timings.handshakeTimeout))
     }
 }
