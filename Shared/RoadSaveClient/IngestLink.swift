@@ -61,7 +61,8 @@ final class IngestLink {
         let socket = try ZMQSocket(context, .dealer, linger: 0, sendTimeout: settings.timeoutMilliseconds)
         self.socket = socket
         if let keys = settings.keys { try socket.setCurveClient(keys) }
-        try socket.setLinkTimings(settings.link)
+        // A batch is one frame, and may take long on a slow uplink: ingest is asked to wait for it.
+        try socket.setLinkTimings(settings.link.sendingLargeFrames)
         watch = try ConnectionWatch(socket, context: context, name: "gateway")
         try socket.connect(endpoint)
         streamName = settings.watermarks?.streamName ?? runID

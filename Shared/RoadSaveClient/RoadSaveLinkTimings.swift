@@ -16,8 +16,8 @@ public struct RoadSaveLinkTimings: Sendable, Hashable {
     /// Longest pause in seconds between attempts to connect again (from 0.1 s, doubled after each failure): 0.1 to 600.
     public var reconnectMaximum: Double
 
-    /// The services' defaults: heartbeats every second, a dead connection dropped within 6 s, traffic again within
-    /// about 2 s of the link coming back.
+    /// The services' defaults: heartbeats every second, a dead connection dropped within 4 s of its last traffic,
+    /// traffic again within a few seconds of the link coming back.
     public static let standard = RoadSaveLinkTimings(
         heartbeat: LinkTimings.standard.heartbeatInterval, timeout: LinkTimings.standard.heartbeatTimeout,
         connectTimeout: LinkTimings.standard.connectTimeout,
