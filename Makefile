@@ -6,7 +6,7 @@ export PATH := $(PATH):/opt/swift/usr/bin
 OUT := out
 BIN := .build/debug/roadsave
 
-.PHONY: deps build test lint format demo demo-replay bench up clean fuzz fuzz-smoke quality report-picture container-test swarm-test partition-test
+.PHONY: deps build test lint format demo demo-replay bench up clean fuzz fuzz-smoke quality report-picture container-test swarm-test partition-test docs
 
 deps:
 	@scripts/install-deps.sh
@@ -34,22 +34,33 @@ demo-replay: build
 ## processes and time them run one at a time after the others, so a busy 2-core machine can't make them flaky.
 ## Last, `roadsave report` end to end: its page in headless Chromium and its GeoJSON against RFC 7946. First,
 ## deploy/kubernetes against the Kubernetes 1.28 and newest schemas (scripts/check-kubernetes.sh, kubernetes-validate).
-PROCESS_TESTS := IntegrationTests|^CommandTests\.|CLITests|DetectionServiceTests|NotifierSinkTests
+## Examples/AlertingService, a package of its own on the client library (its own .build: about 20 s from nothing, a
+## few seconds after), is built before the tests: ClientTests runs it against `roadsave up`. The library's API
+## reference is made by docc (scripts/client-docs.sh, its warnings as errors).
+PROCESS_TESTS := IntegrationTests|^CommandTests\.|^ClientTests\.|CLITests|DetectionServiceTests|NotifierSinkTests
 test: deps lint
 	scripts/check-kubernetes.sh
 	Fuzz/fuzz.sh run $(FUZZ_SMOKE_SECONDS)
 	$(SWIFT) build --build-tests
 	python3 scripts/bench_counters.py --bin $(dir $(BIN)) --check
+	$(SWIFT) build --package-path Examples/AlertingService
+	scripts/client-docs.sh
 	$(SWIFT) test --skip-build --skip '$(PROCESS_TESTS)'
 	$(SWIFT) test --skip-build --no-parallel --filter '$(PROCESS_TESTS)'
 	python3 scripts/test_report.py --roadsave $(BIN)
 	python3 scripts/bench_services.py --bin $(dir $(BIN)) --records 3000 --devices 50 --batch 200 --probes 5 \
 		--flood-seconds 1 --skip-shards --skip-restart --client send --check
 
+## The client library's API reference (RoadSaveClient), made offline by the toolchain's docc from the module's
+## symbol graph: .build/docs/RoadSaveClient (serve it, e.g. python3 -m http.server -d .build/docs/RoadSaveClient,
+## and open /documentation/roadsaveclient).
+docs: deps
+	scripts/client-docs.sh
+
 ## The house style (.swift-format, swift format as the toolchain ships it): `make lint` fails on any file that
 ## `make format` would change, or on a rule the configuration enables, and when docs/contributing.md's graph of the
 ## targets no longer matches Package.swift (scripts/dependency-graph.py); `make test` runs it first.
-SWIFT_SOURCES := Package.swift Shared Services Tests Fuzz
+SWIFT_SOURCES := Package.swift Shared Services Tests Fuzz Examples
 lint:
 	$(SWIFT) format lint --strict --recursive --parallel $(SWIFT_SOURCES)
 	python3 scripts/dependency-graph.py --check docs/contributing.md
@@ -126,4 +137,4 @@ report-picture: deps
 	python3 scripts/test_report.py --roadsave $(BIN) --screenshot docs/report.png
 
 clean:
-	rm -rf .build $(OUT)
+	rm -rf .build Examples/AlertingService/.build $(OUT)

@@ -10,6 +10,8 @@ let package = Package(
         .executable(name: "roadsave-ingest", targets: ["roadsave-ingest"]),
         .executable(name: "roadsave-detect", targets: ["roadsave-detect"]),
         .executable(name: "roadsave-notify", targets: ["roadsave-notify"]),
+        // The Swift client library for other packages: `.product(name: "RoadSaveClient", package: "RoadSave")`.
+        .library(name: "RoadSaveClient", targets: ["RoadSaveClient"]),
     ],
     targets: [
         // What the rest builds on and that is not about any one library: the one lock (`Locked`), the one monotonic
@@ -59,6 +61,12 @@ let package = Package(
         .target(name: "Wire", dependencies: ["RoadSaveModel", "RecordCodecs", "CMessagePack"], path: "Shared/Wire"),
         // Pull feeds between the services: a consumer asks for the items after a position; nothing can be dropped.
         .target(name: "Feeds", dependencies: ["RoadSaveModel", "Logging", "Wire", "ZeroMQ"], path: "Shared/Feeds"),
+        // The client library (a product): `RoadSaveSubscriber` and `RoadSaveGateway`, the engines of `roadsave tail`
+        // and `roadsave send`. No service module, no logging: what a package outside this repository links.
+        .target(
+            name: "RoadSaveClient",
+            dependencies: ["RoadSaveModel", "RecordCodecs", "Wire", "ZeroMQ", "GatewayKit", "SystemKit"],
+            path: "Shared/RoadSaveClient"),
 
         // Detection: the pure, deterministic trip and crash engines and the per-device session.
         .target(
@@ -108,7 +116,7 @@ let package = Package(
             dependencies: [
                 "IngestService", "DetectionService", "NotifierService", "ServiceKit", "Metrics", "Wire", "ZeroMQ",
                 "RoadSaveModel", "RecordCodecs", "Logging", "CommandSettings", "CProcessControl", "Storage",
-                "TerminalProgress", "GatewayKit", "SystemKit",
+                "TerminalProgress", "GatewayKit", "SystemKit", "RoadSaveClient",
             ],
             path: "Services/Commands"),
         .executableTarget(
@@ -253,6 +261,15 @@ let package = Package(
                 "RoadSaveTestKit",
             ],
             path: "Tests/CommandTests"),
+        // The client library against the services as processes over real ZeroMQ on loopback (resuming, restarts, key
+        // reloads, refusals), and its values (the catch-up plan, filters).
+        .testTarget(
+            name: "ClientTests",
+            dependencies: [
+                "RoadSaveClient", "roadsave", "roadsave-ingest", "roadsave-detect", "roadsave-notify",
+                "RoadSaveTestKit",
+            ],
+            path: "Tests/ClientTests"),
         // The three services as separate processes on loopback, driven by clients that are not the project's code
         // (Python with pyzmq and msgpack); also the container files checked against the executables.
         .testTarget(

@@ -29,7 +29,6 @@ TARGETS=(msgpack_value record_batch json_value record_json acknowledgement contr
 extra_sources() {
     case "$1" in
         gateway_batch) echo "$ROOT/Services/Ingest/GatewayBatch.swift $ROOT/Services/Ingest/GatewayBody.swift" ;;
-        catch_up_request) echo "$ROOT/Services/Notifier/Service/CatchUpRequest.swift" ;;
         *) ;;
     esac
 }

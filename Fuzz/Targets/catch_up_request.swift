@@ -1,5 +1,4 @@
-// CatchUpRequest(json:) (the notifier's catch-up endpoint) on arbitrary bytes. CatchUpRequest.swift is compiled into
-// this target (the NotifierService module would bring sockets and SQLite).
+// CatchUpRequest(json:) (the notifier's catch-up endpoint, read in Wire) on arbitrary bytes.
 // Properties: max stays within 1…maximumMax, waitMs within 0…maximumWait, and a request read is written and read
 // again to an equal one.
 import Wire

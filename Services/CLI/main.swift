@@ -54,8 +54,8 @@ struct RoadSaveCommand {
         case "detect": status = DetectCommand.run(rest)
         case "notify": status = NotifyCommand.run(rest)
         case "up": status = UpCommand.run(rest)
-        case "send": status = SendCommand.run(rest)
-        case "tail": status = TailCommand.run(rest)
+        case "send": status = await SendCommand.run(rest)
+        case "tail": status = await TailCommand.run(rest)
         case "ctl": status = ControlCommand.run(rest)
         case "keygen": status = KeygenCommand.run(rest)
         case "-h", "--help", "help":

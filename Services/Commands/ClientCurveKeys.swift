@@ -1,4 +1,5 @@
 import CommandSettings
+import RoadSaveClient
 import ServiceKit
 import ZeroMQ
 
@@ -10,6 +11,8 @@ struct ClientCurveKeys: Sendable, Equatable {
     var publicKey: String
     var secretKey: String
     var serverPublicKey: String
+    /// The two files, for the client library (`send` and `tail`), which reads them again.
+    var files: RoadSaveKeys
 
     static let flags: Set<String> = ["--key", "--server-key"]
 
@@ -38,7 +41,8 @@ struct ClientCurveKeys: Sendable, Equatable {
                 let server = try CurveKeyPair.readPublic(serverKeyPath)
                 return ClientCurveKeys(
                     name: pair.name, publicKey: pair.publicKey, secretKey: pair.secretKey!,
-                    serverPublicKey: server.publicKey)
+                    serverPublicKey: server.publicKey,
+                    files: RoadSaveKeys(secretKeyFile: keyPath, serverPublicKeyFile: serverKeyPath))
             } catch {
                 throw .usage("\(error)")
             }

@@ -189,6 +189,31 @@ enum ClientCommand {
         }
     }
 
+    /// `run`, for a command whose body is async (those built on the client library, whose calls suspend).
+    static func run<Options: ClientCommandOptions>(
+        _ name: String, usage: String, signals: [Int32]? = [SIGTERM, SIGINT],
+        options read: () throws -> Options,
+        body: (Options, Log) async throws(CommandExit) -> Int32
+    ) async -> Int32 {
+        let options: Options
+        do {
+            options = try readOptions(read)
+        } catch {
+            return Console.fail(name, error)
+        }
+        if options.help {
+            print(usage)
+            return 0
+        }
+        if let signals { SignalFlag.install(signals) }
+        signal(SIGPIPE, SIG_IGN)
+        do {
+            return try await body(options, Log(category: name, minimumLevel: options.logLevel))
+        } catch {
+            return Console.fail(name, error)
+        }
+    }
+
     /// Reads options: the shared parser's errors and any other error while reading are usage errors (exit 2);
     /// a `CommandExit` keeps its own status.
     static func readOptions<Options>(_ read: () throws -> Options) throws(CommandExit) -> Options {

@@ -1,6 +1,7 @@
 import CommandSettings
 import GatewayKit
 import Logging
+import RoadSaveClient
 import ServiceKit
 import TerminalProgress
 import Wire
@@ -114,6 +115,24 @@ extension SendCommand {
             if let text = parsed.string("--log-level") { logLevel = try LogLevelSetting.parse(text) }
             keys = try ClientCurveKeys.parse(parsed)
             link = try ClientLinkTimings.parse(parsed)
+        }
+
+        /// What the gateway is made with.
+        var configuration: RoadSaveGateway.Configuration {
+            RoadSaveGateway.Configuration(
+                endpoints: endpoints, keys: keys?.files, format: format == .json ? .json : .messagePack,
+                batchSize: batch, window: window, timeout: timeout, attempts: attempts,
+                watermarks: watermarks
+                    ? RoadSaveGateway.Watermarks(
+                        maximumDisorder: maximumDisorder, streamName: gatewayName, endsStream: end) : nil,
+                pace: realtime ? .recordTimes : rate.map { .recordsPerSecond($0) }, link: RoadSaveLinkTimings(link))
+        }
+
+        /// The lines (or records) of the numbers `first…last`, as the messages name them.
+        func lineRange(_ numbers: ClosedRange<Int>?) -> String {
+            guard let numbers else { return "no \(numberName)s" }
+            return numbers.count == 1
+                ? "\(numberName) \(numbers.lowerBound)" : "\(numberName)s \(numbers.lowerBound)–\(numbers.upperBound)"
         }
     }
 }

@@ -1,51 +1,72 @@
-import GatewayKit
 import Logging
-import RoadSaveModel
-import ServiceKit
-import SystemKit
+import RoadSaveClient
 import TerminalProgress
 import Wire
-import ZeroMQ
-
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#elseif canImport(Darwin)
-    import Darwin
-#endif
 
 extension SendCommand {
-    /// Reads records into batches, one being built for each ingest (a record goes to its device's, `IngestRoute`),
-    /// paces them, and hands each to the gateway, which keeps up to --window of them awaiting acknowledgement on
-    /// each link.
+    /// Reads the file's records and hands them to the gateway in groups (whatever has been read when the reader would
+    /// wait for more, so records written to a pipe as they come go on at once), and counts what the receipts say,
+    /// reporting rejections with the file's line numbers.
     struct Sender {
         let options: Options
-        let gateway: Gateway
+        let gateway: RoadSaveGateway
         let log: Log
         private(set) var totals = Totals()
         /// The same counts for each ingest, by its index in --endpoint (`invalid` and `behindWatermark` stay 0).
         private(set) var totalsByIngest: [Totals]
-        /// The batch being built for each ingest.
-        private var batches: [Batch] = []
-        private var validCount = 0
-        private var firstTime: Double?
-        private let start = MonotonicClock.now()
-        /// Paced batches are cut when their records span more than this (seconds of pace).
-        static let paceGranularity = 0.25
+        /// Records handed over at most in one group.
+        static let group = 256
 
-        init(options: Options, gateway: Gateway, log: Log) {
+        init(options: Options, gateway: RoadSaveGateway, log: Log) {
             self.options = options
             self.gateway = gateway
             self.log = log
             totalsByIngest = Array(repeating: Totals(), count: options.endpoints.count)
-            batches = (0..<options.endpoints.count).map { _ in newBatch() }
         }
 
-        private func newBatch() -> Batch {
-            var batch = Batch()
-            batch.noun = options.numberName
-            return batch
+        /// Hands every valid record of `input` to the gateway and reports the invalid ones. Returns why the file could
+        /// not be read to its end, if so (a MessagePack file truncated, or with bytes that start no record: the
+        /// reason names record and byte). Each record read is counted on `progress`.
+        mutating func send(
+            _ input: Input, progress: inout ProgressMeter
+        ) async throws(CommandExit) -> RecordFileReader.Failure? {
+            let reader = input.reader
+            var items: [GatewayItem] = []
+            items.reserveCapacity(Self.group)
+            while let (number, item) = reader.next() {
+                progress.advance(at: reader.position)
+                switch item {
+                case .record(let record):
+                    items.append(
+                        GatewayItem(record: record, number: number, messagePack: reader.lastRecordBytes.map(Array.init))
+                    )
+                case .invalid(let error):
+                    invalid(error, number: number)
+                }
+                if items.count >= Self.group || (reader.unreadBytes == 0 && !items.isEmpty) {
+                    try await hand(items)
+                    items.removeAll(keepingCapacity: true)
+                }
+            }
+            if !items.isEmpty { try await hand(items) }
+            return reader.failure
+        }
+
+        private mutating func hand(_ items: [GatewayItem]) async throws(CommandExit) {
+            do {
+                for receipt in try await gateway.send(items: items) { account(receipt) }
+            } catch {
+                throw exit(error)
+            }
+        }
+
+        /// Sends what is left and waits for every acknowledgement, then ends the streams.
+        mutating func finish() async throws(CommandExit) {
+            do {
+                for receipt in try await gateway.finish() { account(receipt) }
+            } catch {
+                throw exit(error)
+            }
         }
 
         mutating func invalid(_ error: RecordError, number: Int) {
@@ -53,151 +74,68 @@ extension SendCommand {
             Console.err("\(options.numberName) \(number): \(error.field): \(error.reason) (not sent)")
         }
 
-        mutating func take(_ record: SensorRecord, raw: UnsafeBufferPointer<UInt8>?, number: Int) throws(CommandExit) {
-            let due = dueTime(of: record)
-            validCount += 1
-            // A paced batch of any ingest is cut once it spans the granularity, so that no ingest's records wait for
-            // the next record of one of its own devices.
-            if let due { try flush(where: { due - ($0.firstDue ?? due) > Self.paceGranularity }) }
-            let ingest = options.route.index(of: record.device)
-            if batches[ingest].isEmpty {
-                batches[ingest].firstDue = due
-                if raw != nil { batches[ingest].raw.reserveCapacity(options.batch * 128) }
-            }
-            batches[ingest].lastDue = due.map { max($0, batches[ingest].lastDue ?? $0) }
-            if !gateway.noteRead(record.t, for: ingest) {
-                totals.behindWatermark += 1
-                if totals.behindWatermark <= Self.behindWatermarkReports {
-                    Console.err(
-                        "\(options.numberName) \(number): t: \(ISO8601.string(fromSeconds: record.t)) is behind the watermark already sent (the input is more out of order than --max-disorder \(JSONText.number(options.maximumDisorder)) s): applied if its device sent nothing newer before it (a phone's uploaded buffer), else too late"
-                    )
-                }
-            }
-            batches[ingest].devices.insert(record.device)
-            batches[ingest].records.append(record)
-            batches[ingest].lines.append(number)
-            if let raw { batches[ingest].raw.append(contentsOf: raw) }
-            if batches[ingest].records.count >= options.batch { try flush(ingest) }
-        }
-
-        /// Records behind the watermark reported one by one; the rest are counted in the summary.
-        static let behindWatermarkReports = 20
-
-        /// Sends what is left and waits for every acknowledgement.
-        mutating func finish() throws(CommandExit) {
-            try flush(where: { _ in true })
-            do {
-                try gateway.finish()
-            } catch {
-                countCompleted()
-                throw error
-            }
-            countCompleted()
-            if totals.behindWatermark > Self.behindWatermarkReports {
-                Console.err(
-                    "roadsave send: \(totals.behindWatermark) \(options.numberName)s behind the watermark already sent (--max-disorder)"
+        /// The gateway's error as the command says it, with the file's line numbers.
+        private func exit(_ error: RoadSaveClientError) -> CommandExit {
+            switch error {
+            case .notAcknowledged(let endpoint, let batch, let records, let count, let attempts, let timeout):
+                return CommandExit(
+                    1,
+                    "batch \(batch) (\(options.lineRange(records)), \(count) record\(count == 1 ? "" : "s")) not acknowledged by \(endpoint) after \(attempts) attempt\(attempts == 1 ? "" : "s") of \(JSONText.number(timeout)) s"
                 )
+            case .closed where SignalFlag.signal != 0:
+                let waiting = gateway.oldestUnacknowledged.map { " before \(options.lineRange($0)) were acknowledged" }
+                return CommandExit(1, "interrupted by \(SignalFlag.name(SignalFlag.signal))\(waiting ?? "")")
+            default:
+                return CommandExit(1, "\(error)")
             }
-        }
-
-        /// Seconds after the start at which the record is due, for --rate and --realtime.
-        private mutating func dueTime(of record: SensorRecord) -> Double? {
-            if let rate = options.rate { return Double(validCount) / rate }
-            if options.realtime {
-                let first = firstTime ?? record.t
-                firstTime = first
-                return max(0, record.t - first)
-            }
-            return nil
-        }
-
-        /// Sends the batches being built for which `cut` holds, the one due first first (in the order of the
-        /// ingests when not paced).
-        private mutating func flush(where cut: (Batch) -> Bool) throws(CommandExit) {
-            let chosen = batches.indices.filter { !batches[$0].isEmpty && cut(batches[$0]) }
-            let byDue = chosen.sorted { (batches[$0].firstDue ?? 0, $0) < (batches[$1].firstDue ?? 0, $1) }
-            for ingest in byDue { try flush(ingest) }
-        }
-
-        private mutating func flush(_ ingest: Int) throws(CommandExit) {
-            guard !batches[ingest].isEmpty else { return }
-            let current = batches[ingest]
-            batches[ingest] = newBatch()
-            let number = totals.batches + 1
-            // From now on the batch is one the watermark waits for, also while it waits for its time.
-            gateway.seal(number, for: ingest)
-            if let due = current.lastDue {
-                let wait = start + due - MonotonicClock.now()
-                if wait > 5 {
-                    log.info("waiting for the records' time", ["seconds": JSONText.number((wait * 10).rounded() / 10)])
-                }
-                // Acknowledgements are taken while waiting.
-                do {
-                    try gateway.wait(until: start + due, before: current)
-                } catch {
-                    countCompleted()
-                    throw error
-                }
-            }
-            totals.batches = number
-            totalsByIngest[ingest].batches += 1
-            do {
-                try gateway.submit(current, number: number, to: ingest)
-            } catch {
-                countCompleted()
-                throw error
-            }
-            countCompleted()
-        }
-
-        /// Counts the acknowledgements the gateway took: after each call, and also when the call threw (what was
-        /// acknowledged is in a journal, and the summary says so).
-        private mutating func countCompleted() {
-            for completion in gateway.takeCompleted() { account(completion) }
         }
 
         /// Counts an acknowledgement and reports its rejections with the file's line numbers.
-        private mutating func account(_ completion: Completion) {
-            let (ack, batch, batchID) = (completion.acknowledgement, completion.batch, completion.batchID)
-            totals.sent += batch.records.count
-            totals.resent += completion.attempts - 1
-            totals.accepted += ack.accepted
-            totalsByIngest[completion.ingest].sent += batch.records.count
-            totalsByIngest[completion.ingest].resent += completion.attempts - 1
-            totalsByIngest[completion.ingest].accepted += ack.accepted
+        mutating func account(_ receipt: RoadSaveGateway.Receipt) {
+            let numbers = receipt.numbers
+            let lineRange = options.lineRange(numbers.first.map { first in first...max(first, numbers.last!) })
+            totals.sent += receipt.records
+            totals.resent += receipt.attempts - 1
+            totals.accepted += receipt.accepted
+            totalsByIngest[receipt.ingest].sent += receipt.records
+            totalsByIngest[receipt.ingest].resent += receipt.attempts - 1
+            totalsByIngest[receipt.ingest].accepted += receipt.accepted
             var rejectedIndexes = Set<Int>()
-            for rejection in ack.rejected {
+            for rejection in receipt.rejections {
                 if rejection.index == -1 {
                     // The batch could not be read at all: every record of it is refused.
                     Console.err(
-                        "\(batch.lineRange): batch \(batchID) refused: \(rejection.field): \(rejection.reason) (rejected by sensor-ingest)"
+                        "\(lineRange): batch \(receipt.batchID) refused: \(rejection.field): \(rejection.reason) (rejected by sensor-ingest)"
                     )
-                    rejectedIndexes.formUnion(batch.records.indices)
-                } else if batch.lines.indices.contains(rejection.index) {
+                    rejectedIndexes.formUnion(numbers.indices)
+                } else if let number = rejection.number {
                     Console.err(
-                        "\(batch.noun) \(batch.lines[rejection.index]): \(rejection.field): \(rejection.reason) (rejected by sensor-ingest)"
+                        "\(options.numberName) \(number): \(rejection.field): \(rejection.reason) (rejected by sensor-ingest)"
                     )
                     rejectedIndexes.insert(rejection.index)
                 } else {
                     log.warning(
                         "acknowledgement names a record the batch does not have",
-                        ["batch": batchID, "index": String(rejection.index), "records": String(batch.records.count)])
+                        [
+                            "batch": receipt.batchID, "index": String(rejection.index),
+                            "records": String(receipt.records),
+                        ])
                 }
             }
             totals.rejected += rejectedIndexes.count
-            totalsByIngest[completion.ingest].rejected += rejectedIndexes.count
-            if ack.accepted + rejectedIndexes.count != batch.records.count {
+            totalsByIngest[receipt.ingest].rejected += rejectedIndexes.count
+            if receipt.accepted + rejectedIndexes.count != receipt.records {
                 log.warning(
                     "acknowledgement does not add up",
                     [
-                        "batch": batchID, "records": String(batch.records.count), "accepted": String(ack.accepted),
-                        "rejected": String(rejectedIndexes.count),
+                        "batch": receipt.batchID, "records": String(receipt.records),
+                        "accepted": String(receipt.accepted), "rejected": String(rejectedIndexes.count),
                     ])
             }
             log.debug(
                 "batch acknowledged",
                 [
-                    "batch": batchID, "lines": batch.lineRange, "accepted": String(ack.accepted),
+                    "batch": receipt.batchID, "lines": lineRange, "accepted": String(receipt.accepted),
                     "rejected": String(rejectedIndexes.count),
                 ])
         }

@@ -1,10 +1,8 @@
-import GatewayKit
 import Logging
-import RoadSaveModel
-import ServiceKit
+import RoadSaveClient
+import SystemKit
 import TerminalProgress
 import Wire
-import ZeroMQ
 
 #if canImport(Glibc)
     import Glibc
@@ -16,10 +14,10 @@ import ZeroMQ
 
 /// `roadsave send FILE.ndjson`: a device gateway on the command line (PROTOCOL §7, gateway batch).
 ///
-/// Fully synchronous on the calling thread: one DEALER socket per ingest of --endpoint, all polled at once
-/// (`zmq_poll` in steps of at most 100 ms while an acknowledgement is awaited, so SIGINT/SIGTERM are noticed),
-/// `ZMQ_SNDTIMEO` so a dead or full ingest cannot freeze a send, and `ZMQ_LINGER` 0 so the exit never waits for
-/// unsent batches (DESIGN-NOTES pitfalls 4 and 5).
+/// The gateway is the client library's (`RoadSaveGateway`: batches per ingest, the window, acknowledgements,
+/// re-sends, rate and store pauses, watermarks, pacing, on a thread of its own that polls every ingest's socket in
+/// steps of at most 100 ms, so SIGINT/SIGTERM are noticed); this command reads and checks the file, hands the records
+/// on, prints what the receipts say with the file's line numbers, the progress line and the summary.
 public enum SendCommand {
     public static let usage = """
         Usage: roadsave send FILE [options]
@@ -93,57 +91,69 @@ public enum SendCommand {
         the error names the record and byte), 2 for bad options or an unreadable file.
         """
 
-    public static func run(_ arguments: [String]) -> Int32 {
-        ClientCommand.run("send", usage: usage, options: { try Options(arguments) }) { options, log in
-            send(options, log: log)
+    public static func run(_ arguments: [String]) async -> Int32 {
+        await ClientCommand.run("send", usage: usage, options: { try Options(arguments) }) {
+            (options: Options, log: Log) async throws(CommandExit) -> Int32 in
+            await send(options, log: log)
         }
     }
 
     /// Sends the file; a failure before the first connection is the exit status, after it the summary is printed too.
-    static func send(_ options: Options, log: Log) -> Int32 {
+    static func send(_ options: Options, log: Log) async -> Int32 {
         var failure: CommandExit?
-        var gateway: Gateway?
+        var gateway: RoadSaveGateway?
         var sender: Sender?
         var progress = ProgressMeter.off()
-        do {
+        let notices = Notices(options: options, log: log)
+        do throws(CommandExit) {
             // Opened before connecting, so an unreadable file is exit 2 without a socket.
             let input = try Input(options: options)
             progress = ProgressMeter.standardError(
-                label: "send", total: input.size, turnedOff: !options.progress,
+                label: "send", total: input.reader.size, turnedOff: !options.progress,
                 writesStandardOutput: false)
-            let connected = try Gateway(options: options, log: log)
+            let connected: RoadSaveGateway
+            do {
+                connected = try RoadSaveGateway(
+                    options.configuration,
+                    interruption: { SignalFlag.signal != 0 ? SignalFlag.signal : nil },
+                    notices: { notices.log($0) })
+            } catch {
+                throw CommandExit(1, "cannot connect to \(options.endpoints[0]): \(error)")
+            }
             gateway = connected
             var running = Sender(options: options, gateway: connected, log: log)
             defer { sender = running }
-            let damage = try input.forEach(progress: &progress) { record, raw, number throws(CommandExit) in
-                try running.take(record, raw: raw, number: number)
-            } invalid: { error, number in
-                running.invalid(error, number: number)
-            }
+            let damage = try await running.send(input, progress: &progress)
             // What was read before damage in the file is still sent and acknowledged; then the damage is the error.
-            try running.finish()
+            try await running.finish()
             if let damage { throw CommandExit(1, "\(damage)") }
-        } catch let error as CommandExit {
+        } catch {
             if gateway == nil { return Console.fail("send", error) }
             failure = error
-        } catch {
-            failure = CommandExit(1, "\(error)")
         }
         progress.finish()
-        gateway?.close()
-        let totals = sender?.totals ?? Totals()
+        if let gateway, var last = sender {
+            // Acknowledgements taken before a failure count too: what was acknowledged is in a journal.
+            for receipt in await gateway.takeReceipts() { last.account(receipt) }
+            sender = last
+            gateway.close()
+        }
+        var totals = sender?.totals ?? Totals()
+        let counts = gateway?.batchCounts ?? (total: 0, byIngest: [])
+        totals.batches = counts.total
+        totals.behindWatermark = notices.behindWatermark
         Console.out(
             "sent \(totals.sent), accepted \(totals.accepted), rejected \(totals.rejected), batches \(totals.batches)")
-        if let gateway, let sender, gateway.links.count > 1 {
-            for link in gateway.links {
-                let own = sender.totalsByIngest[link.index]
+        if let sender, options.endpoints.count > 1 {
+            for (index, endpoint) in options.endpoints.enumerated() {
+                let own = sender.totalsByIngest[index]
                 log.info(
                     "finished with ingest",
                     [
-                        "endpoint": link.endpoint, "sent": String(own.sent),
+                        "endpoint": endpoint, "sent": String(own.sent),
                         "accepted": String(own.accepted), "rejected": String(own.rejected),
-                        "batches": String(own.batches), "resent": String(own.resent),
-                        "rateLimited": String(link.rateRefusals),
+                        "batches": String(counts.byIngest.indices.contains(index) ? counts.byIngest[index] : 0),
+                        "resent": String(own.resent), "rateLimited": String(notices.rateRefusals(endpoint)),
                     ])
             }
         }
@@ -153,8 +163,13 @@ public enum SendCommand {
                 "sent": String(totals.sent), "accepted": String(totals.accepted),
                 "rejected": String(totals.rejected), "batches": String(totals.batches),
                 "invalid": String(totals.invalid), "resent": String(totals.resent),
-                "rateLimited": String(gateway?.rateRefusals ?? 0),
+                "rateLimited": String(notices.rateRefusals(nil)),
             ])
+        if totals.behindWatermark > Notices.behindWatermarkReports {
+            Console.err(
+                "roadsave send: \(totals.behindWatermark) \(options.numberName)s behind the watermark already sent (--max-disorder)"
+            )
+        }
         if totals.invalid > 0 {
             let noun = options.numberName
             Console.err("roadsave send: \(totals.invalid) \(noun)\(totals.invalid == 1 ? "" : "s") not sent (invalid)")
@@ -167,7 +182,7 @@ public enum SendCommand {
 
     /// The records of FILE, NDJSON or MessagePack, each checked as sensor-ingest will check it.
     struct Input {
-        private let reader: RecordFileReader
+        let reader: RecordFileReader
 
         init(options: Options) throws(CommandExit) {
             do {
@@ -175,28 +190,6 @@ public enum SendCommand {
             } catch {
                 throw CommandExit.usage("\(error)")
             }
-        }
-
-        /// The file's size in bytes, when it is a regular file.
-        var size: Int? { reader.size }
-
-        /// Each valid record with its MessagePack bytes when the input was MessagePack (nil for NDJSON), and its
-        /// line or record number; each invalid one's error. Returns why the file could not be read to its end, if
-        /// so (a MessagePack file truncated, or with bytes that start no record: the reason names record and byte).
-        /// Each record read is counted on `progress`, with the bytes of the file it has reached.
-        func forEach(
-            progress: inout ProgressMeter,
-            _ body: (SensorRecord, UnsafeBufferPointer<UInt8>?, Int) throws(CommandExit) -> Void,
-            invalid: (RecordError, Int) -> Void
-        ) throws(CommandExit) -> RecordFileReader.Failure? {
-            while let (number, item) = reader.next() {
-                progress.advance(at: reader.position)
-                switch item {
-                case .record(let record): try body(record, reader.lastRecordBytes, number)
-                case .invalid(let error): invalid(error, number)
-                }
-            }
-            return reader.failure
         }
     }
 
@@ -209,44 +202,5 @@ public enum SendCommand {
         var resent = 0
         /// Records read below a watermark already promised (the input more out of order than --max-disorder).
         var behindWatermark = 0
-    }
-
-    /// A batch on its way: the records and the file line each came from (ack indexes map back to them).
-    struct Batch {
-        var records: [SensorRecord] = []
-        var lines: [Int] = []
-        /// What `lines` count: "line" (NDJSON) or "record" (MessagePack).
-        var noun = "line"
-        /// The records' MessagePack bytes as read (MessagePack input), concatenated: the body is these under an
-        /// array header, not an encoding of `records`.
-        var raw: [UInt8] = []
-        /// Seconds after the start when its first / last record is due (pacing), nil when not paced.
-        var firstDue: Double?
-        var lastDue: Double?
-        /// The devices it has records of: a batch found lost goes before any new batch of one of them.
-        var devices: Set<DeviceID> = []
-
-        var isEmpty: Bool { records.isEmpty }
-
-        var lineRange: String {
-            guard let first = lines.first, let last = lines.last else { return "no \(noun)s" }
-            return first == last ? "\(noun) \(first)" : "\(noun)s \(first)–\(last)"
-        }
-
-        /// The batch's body in `format`.
-        func body(_ format: ContentType) -> [UInt8] {
-            guard format == .msgpack, !raw.isEmpty else { return RecordBatch.encodeBatch(records, as: format) }
-            return MessagePackFraming.arrayHeader(records.count) + raw
-        }
-    }
-
-    /// What came back for a batch: its acknowledgement, and the sends it took.
-    struct Completion {
-        var batch: Batch
-        var batchID: String
-        var acknowledgement: Acknowledgement
-        var attempts: Int
-        /// The index in --endpoint of the ingest that answered.
-        var ingest: Int
     }
 }

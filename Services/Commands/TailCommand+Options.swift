@@ -1,6 +1,6 @@
 import CommandSettings
 import Logging
-import NotifierService
+import RoadSaveClient
 import ServiceKit
 import Wire
 import ZeroMQ
@@ -103,37 +103,19 @@ extension TailCommand {
             link = try ClientLinkTimings.parse(parsed)
         }
 
-        /// The subscription prefixes; ZeroMQ matches prefixes only, so `accepts` checks the whole topic.
-        var prefixes: [String] {
-            if let topic { return [topic] }
-            let names = events.isEmpty ? TailCommand.eventNames : events
-            return names.map { name in
-                guard let app else { return name + "." }
-                guard let user else { return "\(name).\(app)." }
-                return "\(name).\(app).\(user)"
-            }
+        /// The filter of the options (`--topic`, or `--event`, `--app`, `--user`), checked by the library too.
+        var filter: RoadSaveSubscriber.Filter {
+            if let topic { return .topicPrefix(topic) }
+            return RoadSaveSubscriber.Filter(
+                events: Set(events.compactMap(RoadSaveSubscriber.EventKind.init(rawValue:))), application: app,
+                user: user)
         }
 
-        /// Whether every event is asked for (then the live positions have no jumps unless something was missed).
-        var takesEverything: Bool { topic == nil && events.isEmpty && app == nil && user == nil }
-
-        /// The catch-up prefix: the subscription's, when there is one (other filters are applied by `accepts`).
-        var catchUpPrefix: String? {
-            prefixes.count == 1 ? prefixes[0] : nil
-        }
-
-        /// Whether a received topic is one asked for (`app-1` must not take `app-10`, `user-9` not `user-90`).
-        func accepts(_ topic: String) -> Bool {
-            if let prefix = self.topic { return topic.hasPrefix(prefix) }
-            let names = events.isEmpty ? TailCommand.eventNames : events
-            return names.contains { name in
-                switch (app, user) {
-                case (let app?, let user?): topic == "\(name).\(app).\(user)"
-                case (let app?, nil): topic.hasPrefix("\(name).\(app).")
-                case (nil, let user?): topic.hasPrefix(name + ".") && topic.hasSuffix("." + user)
-                case (nil, nil): topic.hasPrefix(name + ".")
-                }
-            }
+        /// What the subscriber is made with.
+        var configuration: RoadSaveSubscriber.Configuration {
+            RoadSaveSubscriber.Configuration(
+                endpoint: endpoint, catchUpEndpoint: catchUpEndpoint, keys: keys?.files, filter: filter,
+                link: RoadSaveLinkTimings(link), followsByCatchUpOnly: viaCatchUp)
         }
     }
 }

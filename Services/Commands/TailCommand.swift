@@ -1,11 +1,7 @@
 import Logging
-import NotifierService
-import RecordCodecs
-import RoadSaveModel
-import ServiceKit
+import RoadSaveClient
 import SystemKit
 import Wire
-import ZeroMQ
 
 #if canImport(Glibc)
     import Glibc
@@ -16,10 +12,10 @@ import ZeroMQ
 #endif
 
 /// `roadsave tail`: subscribes to the notifier (PROTOCOL §7, events: frames `[<event>.<app>.<user>, JSON, position]`)
-/// and prints each event body as one NDJSON line. With `--since` it first catches up from the notifier's catch-up
-/// endpoint (`CatchUpRequest`), having subscribed before, and drops live positions already printed: no gap, no
-/// duplicate. On every reconnect it catches up the same way (`ReconnectCatchUp`). Synchronous on the calling
-/// thread: `zmq_poll` in steps of at most 100 ms, between which the SIGINT/SIGTERM flag and the deadline are checked.
+/// and prints each event body as one NDJSON line. The subscription is the client library's (`RoadSaveSubscriber`:
+/// with `--since` it first catches up from the notifier's catch-up endpoint, having subscribed before, and drops live
+/// positions already delivered; on every reconnect it catches up the same way); this command parses the options,
+/// prints, logs the library's notices, and ends on SIGINT/SIGTERM, `--timeout` or `--count` (checked every 100 ms).
 public enum TailCommand {
     /// The events the notifier publishes (PROTOCOL §3).
     static let eventNames = RoadSaveEvent.names
@@ -32,8 +28,9 @@ public enum TailCommand {
         connected are not seen. Each event carries its position in the notifier's stream; a position seen already
         (the notifier publishes again what it was not sure it had published before a crash) is not printed twice.
         Whenever the connection is renewed (a notifier restart, a network blip, a reload of subscriber keys), what
-        was published meanwhile is read from the catch-up endpoint, so nothing is missed (a catch-up that fails is
-        said once, and tail goes on live).
+        was published meanwhile is read from the catch-up endpoint, so nothing is missed (one left unanswered is
+        asked again, live events held meanwhile, for about a minute and a half; one that fails is said once, and tail
+        goes on live).
 
         Options:
           --endpoint URL      the notifier's subscriber endpoint (default tcp://127.0.0.1:5554)
@@ -69,263 +66,122 @@ public enum TailCommand {
         unknown eventID, a position older than the retention window), 2 for bad options.
         """
 
-    public static func run(_ arguments: [String]) -> Int32 {
-        ClientCommand.run("tail", usage: usage, options: { try Options(arguments) }) {
-            (options: Options, log: Log) throws(CommandExit) -> Int32 in
-            do throws(CommandExit) {
-                try follow(options, log: log)
-            } catch  where error.status == 0 {
-                // a signal during a catch-up request
-            }
+    public static func run(_ arguments: [String]) async -> Int32 {
+        await ClientCommand.run("tail", usage: usage, options: { try Options(arguments) }) {
+            (options: Options, log: Log) async throws(CommandExit) -> Int32 in
+            try await follow(options, log: log)
             return 0
         }
     }
 
-    static func follow(_ options: Options, log: Log) throws(CommandExit) {
-        if options.viaCatchUp { return try followViaCatchUp(options, log: log) }
-        let context: ZMQContext
-        let socket: ZMQSocket
-        let watch: ConnectionWatch
+    static func follow(_ options: Options, log: Log) async throws(CommandExit) {
+        let subscriber: RoadSaveSubscriber
         do {
-            context = try ZMQContext()
-            socket = try ZMQSocket(context, .sub, linger: 0)
-            // While catching up, live events wait in the socket: none may be dropped for a full queue.
-            if options.since != nil { try socket.setReceiveHighWaterMark(0) }
-            for prefix in options.prefixes { try socket.subscribe(prefix) }
-            try options.keys?.apply(to: socket)
-            // Heartbeats: a connection that went silent (a cut link, a NAT that forgot it) is dropped and made anew,
-            // and what was published meanwhile is caught up (below), instead of waiting on a dead one.
-            try socket.setLinkTimings(options.link)
-            // Its handshakes: on each reconnect what was published meanwhile is read from the catch-up endpoint.
-            watch = try ConnectionWatch(socket, context: context, name: "tail")
-            try socket.connect(options.endpoint)
+            subscriber = try RoadSaveSubscriber(options.configuration)
         } catch {
-            throw CommandExit(1, "cannot subscribe to \(options.endpoint): \(error)")
+            throw CommandExit(1, "\(error)")
         }
-        var catchUp: CatchUpClient?
-        defer {
-            catchUp?.close()
-            watch.close()
-            socket.close()
-            context.terminate()
-        }
-        log.info(
-            "subscribed",
-            [
-                "endpoint": options.endpoint,
-                "topics": options.topic == nil
-                    ? (options.events.isEmpty ? "every event" : options.events.joined(separator: ","))
-                    : "raw prefix",
-                "user": options.user ?? "any",
-            ])
-        let deadline = options.timeout.map { MonotonicClock.now() + $0 }
-        var printer = Printer(options: options)
-        if let since = options.since {
-            do {
-                catchUp = try CatchUpClient(
-                    context: context, endpoint: options.catchUpEndpoint, keys: options.keys, link: options.link)
+        // A catch-up that fails after a reconnect (refused, or unanswered six times) is said once, and tail goes on
+        // live (the library's own way is to end the subscription: a caller resumes from its position; a person
+        // watching a terminal would rather not).
+        let deliveries = subscriber.deliveries(
+            from: options.since, reconnectCatchUpFailure: .goesOnLive,
+            notices: { notice in Self.log(notice, options: options, log: log) })
+        let printed = Locked(0)
+        let printing = Task { () -> RoadSaveClientError? in
+            var printer = Printer(options: options, printed: printed)
+            do throws(RoadSaveClientError) {
+                for try await delivery in deliveries {
+                    guard printer.print(position: delivery.position, body: delivery.json) else { return nil }
+                }
+                return nil
             } catch {
-                throw CommandExit(1, "cannot connect to the catch-up endpoint \(options.catchUpEndpoint): \(error)")
-            }
-            // Subscribed first: whatever is published from now on waits in the socket while the past is read.
-            guard try catchUp!.read(after: since, before: nil, into: &printer, options: options, log: log) else {
-                return
+                return error
             }
         }
-        var firstLive = true
-        var reconnects = ReconnectCatchUp(known: options.since == nil ? nil : printer.seen)
-        while true {
-            guard let wait = waitOrStop(upTo: 0.1, deadline: deadline, printer: printer, options: options, log: log)
-            else {
-                return
-            }
-            let ready: [ZMQPollEvents]
-            do {
-                ready = try ZMQPoller.poll(
-                    [ZMQPollItem(socket), ZMQPollItem(watch.reader)],
-                    timeoutMilliseconds: max(1, Int((wait * 1000).rounded(.up))))
-            } catch {
-                throw CommandExit(1, "subscription to \(options.endpoint) failed: \(error)")
-            }
-            for change in watch.changes() where change == .established {
-                reconnects.connected(at: MonotonicClock.now())
-            }
-            if let due = reconnects.due(at: MonotonicClock.now(), seen: printer.seen) {
-                guard
-                    try catchUpAfterReconnect(
-                        due, client: &catchUp, context: context, reconnects: &reconnects,
-                        printer: &printer, options: options, log: log)
-                else { return }
-            }
-            guard ready.first?.contains(.readable) == true else { continue }
-            while let message = try receive(socket, endpoint: options.endpoint) {
-                guard message.count >= 2 else {
-                    log.warning("message that is not [topic, body] skipped", ["frames": String(message.count)])
-                    continue
-                }
-                let topic = String(decoding: message[0], as: UTF8.self)
-                let position = message.count >= 3 ? UInt64(String(decoding: message[2], as: UTF8.self)) : nil
-                if let position {
-                    if let seen = printer.seen, position <= seen { continue }
-                    // A jump: events between may have been missed (published before the subscription took effect,
-                    // or lost with a notifier that crashed): the catch-up endpoint has them.
-                    if let catchUp, let seen = printer.seen, position > seen + 1, firstLive || options.takesEverything {
-                        guard
-                            try catchUp.read(
-                                after: .position(seen), before: position, into: &printer, options: options,
-                                log: log)
-                        else { return }
-                    }
-                    firstLive = false
-                }
-                guard options.accepts(topic) else {
-                    if let position { printer.skip(position) }
-                    continue
-                }
-                guard printer.print(position: position, body: line(message[1])) else { return }
-            }
-        }
-    }
-
-    /// What `ReconnectCatchUp` asked for: the head at the first connection, or what came after a position (a
-    /// reconnect). A catch-up that fails (the endpoint does not answer, or refuses) is said once and not tried
-    /// again: tail goes on live. False when tail should end.
-    static func catchUpAfterReconnect(
-        _ due: ReconnectCatchUp.Request, client: inout CatchUpClient?, context: ZMQContext,
-        reconnects: inout ReconnectCatchUp, printer: inout Printer, options: Options,
-        log: Log
-    ) throws(CommandExit) -> Bool {
-        do throws(CommandExit) {
-            if client == nil {
-                do {
-                    client = try CatchUpClient(
-                        context: context, endpoint: options.catchUpEndpoint, keys: options.keys, link: options.link)
-                } catch {
-                    throw CommandExit(1, "\(error)")
-                }
-            }
-            switch due {
-            case .head:
-                reconnects.started(fromHead: try client!.head())
-                return true
-            case .after(let position):
-                log.info("reconnected: catching up", ["after": String(position)])
-                return try client!.read(
-                    after: .position(position), before: nil, into: &printer, options: options, log: log)
-            }
-        } catch  where error.status == 0 {
-            return false // a signal during the request
-        } catch {
-            log.warning(
-                "catching up after a reconnect failed: events published while tail reconnects may be missed "
-                    + "(not tried again)", ["endpoint": options.catchUpEndpoint, "error": error.message])
-            reconnects.giveUp()
-            return true
-        }
-    }
-
-    /// `--via-catch-up`: catch-up long-polls, one after the other, each from the position the last one reached.
-    static func followViaCatchUp(_ options: Options, log: Log) throws(CommandExit) {
-        let context: ZMQContext
-        let catchUp: CatchUpClient
-        do {
-            context = try ZMQContext()
-            catchUp = try CatchUpClient(
-                context: context, endpoint: options.catchUpEndpoint, keys: options.keys, link: options.link)
-        } catch {
-            throw CommandExit(1, "cannot connect to the catch-up endpoint \(options.catchUpEndpoint): \(error)")
-        }
-        defer {
-            catchUp.close()
-            context.terminate()
+        let done = Locked(false)
+        Task {
+            _ = await printing.value
+            done.withLock { $0 = true }
         }
         let deadline = options.timeout.map { MonotonicClock.now() + $0 }
-        var printer = Printer(options: options)
-        var start: CatchUpRequest.Start
-        if let since = options.since {
-            start = since
-        } else {
-            // From now: nothing stored before tail started is printed.
-            let head = try catchUp.head()
-            printer.skip(head)
-            start = .position(head)
-        }
-        log.info("following by catch-up", ["endpoint": options.catchUpEndpoint, "after": "\(start)"])
-        while true {
-            guard
-                let wait = waitOrStop(
-                    upTo: Double(CatchUpClient.longPollMilliseconds) / 1000, deadline: deadline,
-                    printer: printer, options: options, log: log)
-            else { return }
-            guard
-                try catchUp.read(
-                    after: start, before: nil, into: &printer, options: options, log: log,
-                    waitMilliseconds: max(1, Int((wait * 1000).rounded(.up))))
-            else { return }
-            start = .position(printer.seen ?? 0)
-        }
-    }
-
-    /// How long the next wait may be (`maximum`, less when the deadline is nearer), or nil when tail must stop: a
-    /// signal came or the --timeout deadline has passed (each logged). Both ways of following ask it every round.
-    static func waitOrStop(
-        upTo maximum: Double, deadline: Double?, printer: Printer, options: Options,
-        log: Log
-    ) -> Double? {
-        if SignalFlag.signal != 0 {
-            log.info("stopping", ["signal": SignalFlag.name(SignalFlag.signal), "events": String(printer.printed)])
-            return nil
-        }
-        guard let deadline else { return maximum }
-        let left = deadline - MonotonicClock.now()
-        if left <= 0 {
-            if let count = options.count {
+        while !done.withLock({ $0 }) {
+            if SignalFlag.signal != 0 {
                 log.info(
-                    "timeout before the count was reached", ["events": String(printer.printed), "count": String(count)])
+                    "stopping",
+                    ["signal": SignalFlag.name(SignalFlag.signal), "events": String(printed.withLock { $0 })])
+                printing.cancel()
+                break
             }
-            return nil
+            if let deadline, MonotonicClock.now() >= deadline {
+                if let count = options.count {
+                    log.info(
+                        "timeout before the count was reached",
+                        ["events": String(printed.withLock { $0 }), "count": String(count)])
+                }
+                printing.cancel()
+                break
+            }
+            try? await Task.sleep(nanoseconds: 100_000_000)
         }
-        return min(maximum, left)
+        if let error = await printing.value { throw CommandExit(1, "\(error)") }
     }
 
-    /// What has been printed: the count, and the highest position printed or passed over.
+    /// The library's notices as tail's log lines.
+    static func log(_ notice: SubscriberNotice, options: Options, log: Log) {
+        switch notice {
+        case .subscribed(let endpoint):
+            log.info(
+                "subscribed",
+                [
+                    "endpoint": endpoint,
+                    "topics": options.topic == nil
+                        ? (options.events.isEmpty ? "every event" : options.events.joined(separator: ","))
+                        : "raw prefix",
+                    "user": options.user ?? "any",
+                ])
+        case .followingByCatchUp(let endpoint, let after):
+            log.info("following by catch-up", ["endpoint": endpoint, "after": "\(after)"])
+        case .liveKeyRefused(let endpoint, let status):
+            log.warning(
+                "the live endpoint refused this key (a key limited to applications, where the notifier's libzmq is "
+                    + "older than 4.3.5): following by catch-up instead", ["endpoint": endpoint, "status": "\(status)"])
+        case .catchingUp(let after):
+            log.info("reconnected: catching up", ["after": String(after)])
+        case .caughtUp(let to, let head):
+            log.debug("caught up", ["to": String(to), "head": String(head)])
+        case .reconnectCatchUpUnanswered(let error, let retryCount):
+            // Said once a run of them, then only every tenth: a notifier down for minutes is not a log flood.
+            guard retryCount == 1 || retryCount % 10 == 0 else { return }
+            log.warning(
+                "catching up after a reconnect got no answer: asking again, live events held until it answers",
+                ["endpoint": options.catchUpEndpoint, "error": "\(error)", "tries": String(retryCount)])
+        case .reconnectCatchUpFailed(let error):
+            log.warning(
+                "catching up after a reconnect failed (refused, or no answer six times in a row): events published "
+                    + "while tail reconnected may be missed (not tried again)",
+                ["endpoint": options.catchUpEndpoint, "error": "\(error)"])
+        case .skippedMessage(let frames):
+            log.warning("message that is not [topic, body, position] skipped", ["frames": String(frames)])
+        }
+    }
+
+    /// What has been printed: the count, shared with the loop that watches signals and the deadline.
     struct Printer {
         let options: Options
-        var printed = 0
-        var seen: UInt64?
+        let printed: Locked<Int>
 
         /// Prints one event; false when tail should end (standard output closed, or the count reached).
-        mutating func print(position: UInt64?, body: String) -> Bool {
-            if let position { skip(position) }
-            let text =
-                options.showPosition ? "{\"position\":\(position.map(String.init) ?? "null"),\"event\":\(body)}" : body
+        mutating func print(position: UInt64, body: String) -> Bool {
+            let text = options.showPosition ? "{\"position\":\(position),\"event\":\(body)}" : body
             // Standard output closed (`tail | head -1`): nobody is reading any more.
             guard Console.out(text) else { return false }
-            printed += 1
-            if let count = options.count, printed >= count { return false }
+            let count = printed.withLock { count -> Int in
+                count += 1
+                return count
+            }
+            if let limit = options.count, count >= limit { return false }
             return true
         }
-
-        mutating func skip(_ position: UInt64) {
-            seen = max(seen ?? 0, position)
-        }
-    }
-
-    private static func receive(_ socket: ZMQSocket, endpoint: String) throws(CommandExit) -> [[UInt8]]? {
-        do {
-            return try socket.receive(dontWait: true)
-        } catch {
-            throw CommandExit(1, "subscription to \(endpoint) failed: \(error)")
-        }
-    }
-
-    /// The body as one NDJSON line: as published (compact JSON), or re-written compactly if it spans lines.
-    static func line(_ body: [UInt8]) -> String {
-        var bytes = body[...]
-        while let last = bytes.last, last == 0x0A || last == 0x0D || last == 0x20 { bytes = bytes.dropLast() }
-        if bytes.contains(0x0A) || bytes.contains(0x0D), let value = try? JSONParser.parse(Array(bytes)) {
-            return JSONText.encode(value)
-        }
-        return String(decoding: bytes, as: UTF8.self)
     }
 }

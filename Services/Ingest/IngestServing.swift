@@ -89,6 +89,8 @@ final class IngestServing {
             gateways, role: .gateway, keys: configuration.curve, handler: &zap, loop: loop,
             reactor: reactor, log: log, clients: "gateways",
             fields: ["gateways": configuration.gatewayEndpoint])
+        // Gateways send batches as single frames, over uplinks that may be slow: one still arriving is no dead link.
+        try gateways.setLinkTimings(configuration.linkTimings.receivingLargeFrames)
         try gateways.setReceiveHighWaterMark(Self.gatewayQueueLimit)
         try gateways.setSendTimeout(milliseconds: 1000)
         try gateways.setMaximumMessageSize(configuration.maximumMessageBytes)

@@ -29,10 +29,7 @@ extension AaltoConverter {
         let withActivity = samples.filter { !$0.activities.isEmpty }
         let hasClassifier = !withActivity.isEmpty
         records.append(
-            SensorRecord(
-                device: device, t: start,
-                payload: .capabilities(
-                    DeviceCapabilities(activityAvailable: hasClassifier, pedometerAvailable: false))))
+            SensorRecord.capabilities(of: device, at: start, activity: hasClassifier, pedometer: false))
         derived.append(
             "capabilities: activityAvailable \(hasClassifier) ("
                 + (hasClassifier

@@ -136,10 +136,7 @@ public enum CBSConverter {
         var notes: [String] = []
 
         records.append(
-            SensorRecord(
-                device: device, t: first.t,
-                payload: .capabilities(
-                    DeviceCapabilities(activityAvailable: deriveActivity, pedometerAvailable: false))))
+            SensorRecord.capabilities(of: device, at: first.t, activity: deriveActivity, pedometer: false))
         derived.append(
             "capabilities: activityAvailable \(deriveActivity) ("
                 + (deriveActivity

@@ -200,3 +200,12 @@ func fileStem(_ name: String) -> String {
     }
     return String(stem)
 }
+
+extension SensorRecord {
+    /// A converted recording's first record: what the phone could sense, as of its first reading.
+    static func capabilities(of device: DeviceID, at t: Double, activity: Bool, pedometer: Bool) -> SensorRecord {
+        SensorRecord(
+            device: device, t: t,
+            payload: .capabilities(DeviceCapabilities(activityAvailable: activity, pedometerAvailable: pedometer)))
+    }
+}

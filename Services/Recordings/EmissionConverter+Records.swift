@@ -24,10 +24,7 @@ extension EmissionConverter {
 
         let hasClassifier = !day.activities.isEmpty
         records.append(
-            SensorRecord(
-                device: device, t: start,
-                payload: .capabilities(
-                    DeviceCapabilities(activityAvailable: hasClassifier, pedometerAvailable: false))))
+            SensorRecord.capabilities(of: device, at: start, activity: hasClassifier, pedometer: false))
         derived.append(
             "capabilities: activityAvailable \(hasClassifier) ("
                 + (hasClassifier

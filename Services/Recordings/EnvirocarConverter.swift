@@ -139,10 +139,7 @@ public enum EnvirocarConverter: RecordingBytesConverter {
         var notes: [String] = []
 
         records.append(
-            SensorRecord(
-                device: device, t: first.t,
-                payload: .capabilities(
-                    DeviceCapabilities(activityAvailable: false, pedometerAvailable: false))))
+            SensorRecord.capabilities(of: device, at: first.t, activity: false, pedometer: false))
         derived.append(
             "capabilities: activityAvailable false, pedometerAvailable false (the enviroCar app records no "
                 + "activity classifier output and no steps), so trips start on GPS alone")

@@ -61,9 +61,7 @@ public enum EscooterConverter {
         let device = DeviceID(app: app, user: user ?? userID(from: "escooter-" + fileStem(fileName)))
         let cut = cutImpacts(log.samples, device: device)
         var records = [
-            SensorRecord(
-                device: device, t: first.t,
-                payload: .capabilities(DeviceCapabilities(activityAvailable: true, pedometerAvailable: false))),
+            SensorRecord.capabilities(of: device, at: first.t, activity: true, pedometer: false),
             SensorRecord(device: device, t: first.t, payload: .activity(ActivityObservation(.cycling, .high))),
         ]
         records += cut.records

@@ -52,9 +52,7 @@ extension GoTrackConverter {
         var notes: [String] = []
 
         records.append(
-            SensorRecord(
-                device: device, t: points.first!.t,
-                payload: .capabilities(DeviceCapabilities(activityAvailable: false, pedometerAvailable: false))))
+            SensorRecord.capabilities(of: device, at: points.first!.t, activity: false, pedometer: false))
         derived.append(
             "capabilities: activityAvailable false, pedometerAvailable false (Go!Track records positions only), so "
                 + "trips start on GPS alone")

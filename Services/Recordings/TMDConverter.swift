@@ -153,10 +153,7 @@ public enum TMDConverter {
 
         let hasPedometer = !log.stepCounts.isEmpty
         records.append(
-            SensorRecord(
-                device: device, t: start,
-                payload: .capabilities(
-                    DeviceCapabilities(activityAvailable: true, pedometerAvailable: hasPedometer))))
+            SensorRecord.capabilities(of: device, at: start, activity: true, pedometer: hasPedometer))
         derived.append(
             "capabilities: activityAvailable true (the logger recorded Google activity recognition), "
                 + "pedometerAvailable \(hasPedometer) (" + (hasPedometer ? "the file has" : "the file has no")

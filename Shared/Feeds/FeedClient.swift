@@ -130,6 +130,9 @@ public final class FeedClient {
                 outstanding = (request, loop.now)
                 statistics.resent += 1
                 send(request)
+            case .refused:
+                // The upstream's refusal is logged there; this end goes on asking, as before refusals were watched.
+                continue
             }
         }
     }

@@ -1,33 +1,16 @@
 import CommandSettings
 import Foundation
 import Logging
+import ZeroMQ
 
 /// Checks of ZeroMQ endpoints given in configuration, so a typo is reported at start, not as a bind error later.
 public enum Endpoint {
-    /// `connecting`: the endpoint is one to connect to, so `*` is no host or port.
+    /// `connecting`: the endpoint is one to connect to, so `*` is no host or port (`ZMQEndpoint`, the one check).
     public static func validate(
         _ endpoint: String, flag: String,
         connecting: Bool = false
     ) throws(CommandLineOptions.UsageError) -> String {
-        let schemes = ["tcp://", "ipc://", "inproc://"]
-        guard let scheme = schemes.first(where: { endpoint.hasPrefix($0) }) else {
-            throw .init(
-                "\(flag): \"\(endpoint)\" is not a ZeroMQ endpoint (tcp://HOST:PORT, ipc://PATH or inproc://NAME)")
-        }
-        let rest = endpoint.dropFirst(scheme.count)
-        guard !rest.isEmpty else { throw .init("\(flag): \"\(endpoint)\" has no address") }
-        if scheme == "tcp://" {
-            guard let colon = rest.lastIndex(of: ":"), !rest[..<colon].isEmpty else {
-                throw .init("\(flag): \"\(endpoint)\" needs HOST:PORT")
-            }
-            if connecting, rest[..<colon] == "*" {
-                throw .init("\(flag): \"\(endpoint)\": a client needs a host to connect to, not *")
-            }
-            let port = rest[rest.index(after: colon)...]
-            guard (port == "*" && !connecting) || (Int(port).map { (1...65535).contains($0) } ?? false) else {
-                throw .init("\(flag): \"\(endpoint)\" has no valid port")
-            }
-        }
+        if let problem = ZMQEndpoint.problem(endpoint, connecting: connecting) { throw .init("\(flag): \(problem)") }
         return endpoint
     }
 

@@ -77,12 +77,7 @@ public enum EventBody {
                 let detailCount = info.details.map { 5 + ($0.tripID == nil ? 0 : 1) } ?? 0
                 packer.packMapHeader(9 + details.count + detailCount)
                 packEventHead(event, packer)
-                packer.pack("crashID")
-                packer.pack(info.crashID)
-                packer.pack("confidence")
-                packer.pack(info.confidence.rawValue)
-                packer.pack("detectedAt")
-                packer.pack(double: info.detectedAt)
+                packCrashHead(crashID: info.crashID, confidence: info.confidence, detectedAt: info.detectedAt, packer)
                 // nil when the device never reported a position: unknown, never a made-up 0,0.
                 packer.pack("latitude")
                 if let latitude = info.latitude { packer.pack(double: latitude) } else { packer.packNil() }
@@ -124,12 +119,7 @@ public enum EventBody {
                 .compactMap { key, value in value.map { (key, $0) } }
                 packer.packMapHeader(12 + known.count)
                 packEventHead(event, packer)
-                packer.pack("crashID")
-                packer.pack(info.crashID)
-                packer.pack("confidence")
-                packer.pack(info.confidence.rawValue)
-                packer.pack("detectedAt")
-                packer.pack(double: info.detectedAt)
+                packCrashHead(crashID: info.crashID, confidence: info.confidence, detectedAt: info.detectedAt, packer)
                 packer.pack("observedUntil")
                 packer.pack(double: info.observedUntil)
                 packer.pack("outcome")
@@ -205,6 +195,18 @@ public enum EventBody {
             ("positionAccuracy", details.positionAccuracy), ("positionAge", details.positionAge),
         ]
         .compactMap { key, value in value.map { (key, $0) } }
+    }
+
+    /// Which crash, how sure, when: the keys both crash events start with after the event's head.
+    private static func packCrashHead(
+        crashID: String, confidence: CrashConfidence, detectedAt: Double, _ packer: Packer
+    ) {
+        packer.pack("crashID")
+        packer.pack(crashID)
+        packer.pack("confidence")
+        packer.pack(confidence.rawValue)
+        packer.pack("detectedAt")
+        packer.pack(double: detectedAt)
     }
 
     private static func packEventHead(_ event: RoadSaveEvent, _ packer: Packer) {

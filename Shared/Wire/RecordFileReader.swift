@@ -39,6 +39,9 @@ public final class RecordFileReader {
     public var position: Int { consumed + start }
     /// The input's size in bytes when it is a regular file (standard input redirected from one included), else nil.
     public let size: Int?
+    /// Bytes read from the file and not yet returned as records: when none are left, the next `next()` reads the file
+    /// (and waits, on a pipe, for its writer), so a reader that hands records on in groups hands over what it has.
+    public var unreadBytes: Int { filled - start }
     /// The bytes of the record `next()` returned last, as they are in a MessagePack file (nil for NDJSON): valid
     /// until the next call of `next()`. `roadsave send` passes them on without encoding the record again.
     public var lastRecordBytes: UnsafeBufferPointer<UInt8>? {

@@ -5,12 +5,13 @@ import SystemKit
     import Glibc
 #endif
 
-/// The connections of a client socket, made visible without a reactor (`roadsave send` runs on its own thread):
-/// libzmq's monitor says when the connection to the peer ends and when a new one has finished its handshake. A
-/// gateway learns from it that what it sent on a connection that died will get no answer on it (the peer went down,
-/// or the link), and sends it again on the next connection at once, not when each batch's timeout runs out.
+/// The connections of a client socket, made visible without a reactor (the client library's engines run on threads
+/// of their own): libzmq's monitor says when the connection to the peer ends, when a new one has finished its
+/// handshake, and when the server refused this client's key at the handshake. A gateway learns from it that what it
+/// sent on a connection that died will get no answer on it (the peer went down, or the link), and sends it again on
+/// the next connection at once, not when each batch's timeout runs out; a subscriber, that it must catch up.
 ///
-/// Owned by the thread of the socket it watches: read it with `events()` when its `reader` is readable.
+/// Owned by the thread of the socket it watches: read it with `changes()` when its `reader` is readable.
 public final class ConnectionWatch {
     /// What the watch reports.
     public enum Change: Sendable, Equatable {
@@ -18,6 +19,10 @@ public final class ConnectionWatch {
         case lost
         /// A connection finished its handshake: sending goes through again.
         case established
+        /// The server refused this client's key at the handshake (CurveZMQ: its ZAP handler, with this status, as 400
+        /// for a key its allow-list does not admit). libzmq tries again after its reconnect interval, so a refused key
+        /// is refused again and again: what to do about it is the client's to decide.
+        case refused(status: UInt32)
     }
 
     public let reader: ZMQSocket
@@ -33,7 +38,8 @@ public final class ConnectionWatch {
             return count
         }
         let endpoint = "inproc://roadsave.watch.\(name).\(serial)"
-        if zmq_socket_monitor(raw, endpoint, ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_HANDSHAKE_SUCCEEDED) != 0 {
+        let events = ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_HANDSHAKE_SUCCEEDED | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH
+        if zmq_socket_monitor(raw, endpoint, events) != 0 {
             throw ZMQError.last("zmq_socket_monitor(\(name))")
         }
         reader = try ZMQSocket(context, .pair, linger: 0)
@@ -47,6 +53,7 @@ public final class ConnectionWatch {
             switch event.kind {
             case .disconnected: changes.append(.lost)
             case .handshakeSucceeded: changes.append(.established)
+            case .handshakeFailedAuth: changes.append(.refused(status: event.value))
             default: break
             }
         }

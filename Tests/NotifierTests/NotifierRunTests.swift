@@ -5,6 +5,7 @@ import RoadSaveModel
 import RoadSaveTestKit
 import Storage
 import Testing
+import Wire
 
 @testable import NotifierService
 

@@ -10,7 +10,7 @@ import SystemKit
 /// in both directions, on every connection, without closing any (no FIN, no RST: to both ends the connection stays
 /// ESTABLISHED and simply goes quiet, as behind a cut cable or a failed route); new connections wait unanswered.
 /// `heal()` carries again what waited, nothing lost. `forget()` is a NAT or load balancer that forgot its idle
-/// connections: they never carry again, silently, while new ones do. No root needed (the partition drill, `make
+/// connections: they never carry again, silently, while new ones do. `throttle(bytesPerSecond:)` makes a slow link. No root needed (the partition drill, `make
 /// partition-test`, does the same with TUN devices between network namespaces).
 public final class LinkRelay: @unchecked Sendable {
     private enum Mode { case carrying, cut }
@@ -26,7 +26,7 @@ public final class LinkRelay: @unchecked Sendable {
     public let port: Int
     private let target: Int
     private let listener: Int32
-    private let state = Locked((mode: Mode.carrying, forgetNow: false, stop: false))
+    private let state = Locked((mode: Mode.carrying, forgetNow: false, stop: false, bytesPerSecond: 0.0))
     private var thread: Thread?
 
     /// Starts relaying `127.0.0.1:port` (a free port picked here) to `127.0.0.1:target`.
@@ -71,6 +71,9 @@ public final class LinkRelay: @unchecked Sendable {
     /// The connections there are now never carry again (a NAT forgot them); new ones do.
     public func forget() { state.withLock { $0.forgetNow = true } }
 
+    /// Carries at most about `bytesPerSecond` each way on each connection (0: as fast as it can): a slow link.
+    public func throttle(bytesPerSecond: Double) { state.withLock { $0.bytesPerSecond = bytesPerSecond } }
+
     /// Closes every connection and the listener.
     public func stop() {
         state.withLock { $0.stop = true }
@@ -114,11 +117,13 @@ public final class LinkRelay: @unchecked Sendable {
             close(listener)
         }
         while true {
-            let (mode, forgetNow, stop) = state.withLock { state in
+            let (mode, forgetNow, stop, bytesPerSecond) = state.withLock { state in
                 let snapshot = state
                 state.forgetNow = false
                 return snapshot
             }
+            // Throttled: one chunk each way every fiftieth of a second.
+            let chunk = bytesPerSecond > 0 ? max(1, Int(bytesPerSecond / 50)) : buffer.count
             if stop { return }
             if forgetNow { for index in connections.indices { connections[index].forgotten = true } }
             let carrying = mode == .carrying
@@ -134,6 +139,7 @@ public final class LinkRelay: @unchecked Sendable {
                 }
             }
             _ = poll(&items, nfds_t(items.count), 20)
+            if bytesPerSecond > 0 { usleep(20_000) }
             guard carrying else { continue }
             if items[0].revents & Int16(POLLIN) != 0 {
                 let accepted = accept(listener, nil, nil)
@@ -153,7 +159,7 @@ public final class LinkRelay: @unchecked Sendable {
                 let fd = connections[owner.connection].fds[side]
                 if revents & Int16(POLLIN | POLLHUP | POLLERR) != 0, connections[owner.connection].pending[side].isEmpty
                 {
-                    let count = read(fd, &buffer, buffer.count)
+                    let count = read(fd, &buffer, min(buffer.count, chunk))
                     if count > 0 {
                         connections[owner.connection].pending[side] = Array(buffer[0..<count])
                     } else if count == 0 || (errno != EAGAIN && errno != EINTR) {

@@ -28,16 +28,16 @@ HANDSHAKE_EVENTS = zmq.EVENT_HANDSHAKE_SUCCEEDED | zmq.EVENT_CONNECTED
 
 # How a dead connection is noticed (docs/operating.md, "Links"): a connection whose peer vanished without a word (a cut
 # link, a NAT or load balancer that forgot it while no event came) stays open for up to fifteen minutes unless ZMTP
-# heartbeats find it. With these, it is dropped within about 6 s, made anew as soon as the link carries again, and the
+# heartbeats find it. With these, it is dropped within about 4 s, made anew as soon as the link carries again, and the
 # handshake of the new one starts a catch-up: the next crash alert arrives live. The services' own defaults.
 LINK_OPTIONS = {
     zmq.HEARTBEAT_IVL: 1000,  # ms between PINGs
-    zmq.HEARTBEAT_TIMEOUT: 5000,  # ms without anything back after a PING: the connection is dead
-    zmq.HEARTBEAT_TTL: 5000,  # asks the notifier to drop it too after as long without a PING
+    zmq.HEARTBEAT_TIMEOUT: 3000,  # ms without anything back after a PING: the connection is dead
+    zmq.HEARTBEAT_TTL: 3000,  # asks the notifier to drop it too after as long without a PING
     zmq.CONNECT_TIMEOUT: 2000,  # ms one attempt to connect may take
     zmq.RECONNECT_IVL: 100,  # first pause before connecting again
-    zmq.RECONNECT_IVL_MAX: 2000,  # longest pause, after failures
-    zmq.HANDSHAKE_IVL: 5000,  # a handshake that hangs (the link failed during it) is given up
+    zmq.RECONNECT_IVL_MAX: 1000,  # longest pause, after failures
+    zmq.HANDSHAKE_IVL: 3000,  # a handshake that hangs (the link failed during it) is given up
 }
 
 

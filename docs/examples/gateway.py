@@ -43,11 +43,12 @@ def main():
 
     socket = zmq.Context().socket(zmq.DEALER)
     socket.setsockopt(zmq.LINGER, 0)
-    # A link that dies without a word (docs/operating.md, "Links") is found by ZMTP heartbeats within about 6 s and
+    # A link that dies without a word (docs/operating.md, "Links") is found by ZMTP heartbeats within about 4 s and
     # made anew as soon as it carries again; the batches sent on the dead one are sent again after --timeout. The
-    # services' own defaults, in milliseconds.
-    for option, value in {zmq.HEARTBEAT_IVL: 1000, zmq.HEARTBEAT_TIMEOUT: 5000, zmq.HEARTBEAT_TTL: 5000,
-                          zmq.CONNECT_TIMEOUT: 2000, zmq.RECONNECT_IVL_MAX: 2000, zmq.HANDSHAKE_IVL: 5000}.items():
+    # services' own defaults, in milliseconds; the TTL asks ingest to wait 120 s for a batch on a slow uplink (libzmq
+    # counts a connection alive only when a whole frame arrives).
+    for option, value in {zmq.HEARTBEAT_IVL: 1000, zmq.HEARTBEAT_TIMEOUT: 3000, zmq.HEARTBEAT_TTL: 120000,
+                          zmq.CONNECT_TIMEOUT: 2000, zmq.RECONNECT_IVL_MAX: 1000, zmq.HANDSHAKE_IVL: 3000}.items():
         socket.setsockopt(option, value)
     if args.key:  # CurveZMQ: this gateway's pair, and sensor-ingest's public key
         public, secret = zmq.auth.load_certificate(args.key)

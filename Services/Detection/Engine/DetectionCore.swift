@@ -50,7 +50,7 @@ public struct DetectionCore: Sendable {
         public init(
             fleet: DeviceFleet.Options = .init(), checkpointInterval: Double = 2, deviceMemoryIdle: Double = 3600,
             silentJournalGrace: Double = 10, journalSilenceLimit: Double = Options.defaultJournalSilenceLimit,
-            journalSilentAfter: Double = 6, dataDirectory: String = "", shard: String = "all"
+            journalSilentAfter: Double = 4, dataDirectory: String = "", shard: String = "all"
         ) {
             self.fleet = fleet
             self.checkpointInterval = checkpointInterval

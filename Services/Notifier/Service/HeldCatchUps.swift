@@ -1,3 +1,4 @@
+import Wire
 import ZeroMQ
 
 /// Catch-up long-polls (`waitMs`) that found nothing for their key, waiting for an event, in the order they came, at

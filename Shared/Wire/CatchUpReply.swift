@@ -1,5 +1,4 @@
 import RecordCodecs
-import Wire
 
 /// A catch-up reply as a client reads it (the grammar is on `CatchUpRequest`).
 public struct CatchUpReply: Sendable, Equatable {

@@ -1,5 +1,4 @@
 import RecordCodecs
-import Wire
 
 /// A catch-up request: a subscriber that was away asks the notifier for the events it missed.
 ///
