@@ -63,7 +63,7 @@ struct JSONObjectWriterTests {
         #expect(writer.finish() == #"{"x":null}"#)
     }
 
-    @Test(arguments: [1e15, -1e15, 1e20, 1.5e300, 5e-324, 1e-7, 123_456_789_012_345.67])
+    @Test(arguments: [1e15, -1e15, 1e20, 1.5e300, Double.leastNonzeroMagnitude, 1e-7, 123_456_789_012_345.67])
     func largeAndTinyNumbersStayValidJSON(value: Double) throws {
         let text = JSONObjectWriter.number(value, decimals: 0)
         guard case .number(let parsed) = try JSONParser.parse(text) else {
