@@ -38,19 +38,9 @@ enum CountsBench {
         """
 
     static func run(arguments: [String]) async throws {
-        if arguments.contains("--help") || arguments.contains("-h") {
-            print(usage)
-            return
-        }
-        func value(of flag: String) -> String? {
-            guard let index = arguments.firstIndex(of: flag), index + 1 < arguments.count else { return nil }
-            return arguments[index + 1]
-        }
-        guard let path = arguments.first, !path.hasPrefix("-") else {
-            FileHandle.standardError.write(Data((usage + "\n").utf8))
-            exit(2)
-        }
-        let only = value(of: "--only").map { Set($0.split(separator: ",").map(String.init)) }
+        guard let options = BenchArguments.read(arguments, usage: usage) else { return }
+        let path = options.path
+        let only = options.value(of: "--only").map { Set($0.split(separator: ",").map(String.init)) }
         func wanted(_ name: String) -> Bool {
             let path = name.replacingOccurrences(of: " ", with: "-")
             return only.map { $0.contains { path.hasPrefix($0) } } ?? true
@@ -141,7 +131,7 @@ enum CountsBench {
                             Double($0) / Double(max(1, region.batches)))
                     } ?? "   unavailable"))
         }
-        if let jsonPath = value(of: "--json") {
+        if let jsonPath = options.value(of: "--json") {
             let body = "[\n" + regions.map(\.json).joined(separator: ",\n") + "\n]\n"
             try Data(body.utf8).write(to: URL(fileURLWithPath: jsonPath))
         }

@@ -20,21 +20,11 @@ enum EngineBench {
         """
 
     static func run(arguments: [String]) throws {
-        if arguments.contains("--help") || arguments.contains("-h") {
-            print(usage)
-            return
-        }
-        func value(of flag: String) -> String? {
-            guard let index = arguments.firstIndex(of: flag), index + 1 < arguments.count else { return nil }
-            return arguments[index + 1]
-        }
-        guard let path = arguments.first, !path.hasPrefix("-") else {
-            FileHandle.standardError.write(Data((usage + "\n").utf8))
-            exit(2)
-        }
-        let runs = max(1, value(of: "--runs").flatMap(Int.init) ?? 3)
-        let deviceCount = max(1, value(of: "--devices").flatMap(Int.init) ?? 10_000)
-        let jsonPath = value(of: "--json")
+        guard let options = BenchArguments.read(arguments, usage: usage) else { return }
+        let path = options.path
+        let runs = max(1, options.value(of: "--runs").flatMap(Int.init) ?? 3)
+        let deviceCount = max(1, options.value(of: "--devices").flatMap(Int.init) ?? 10_000)
+        let jsonPath = options.value(of: "--json")
 
         guard let data = FileManager.default.contents(atPath: path) else {
             FileHandle.standardError.write(Data("roadsave-bench: cannot read \(path)\n".utf8))

@@ -170,20 +170,13 @@ enum ClientCommand {
         options read: () throws -> Options,
         body: (Options, Log) throws(CommandExit) -> Int32
     ) -> Int32 {
-        let options: Options
-        do {
-            options = try readOptions(read)
-        } catch {
-            return Console.fail(name, error)
+        let (options, log): (Options, Log)
+        switch prepare(name, usage: usage, signals: signals, options: read) {
+        case .finished(let status): return status
+        case .ready(let ready, let readyLog): (options, log) = (ready, readyLog)
         }
-        if options.help {
-            print(usage)
-            return 0
-        }
-        if let signals { SignalFlag.install(signals) }
-        signal(SIGPIPE, SIG_IGN)
         do {
-            return try body(options, Log(category: name, minimumLevel: options.logLevel))
+            return try body(options, log)
         } catch {
             return Console.fail(name, error)
         }
@@ -195,23 +188,41 @@ enum ClientCommand {
         options read: () throws -> Options,
         body: (Options, Log) async throws(CommandExit) -> Int32
     ) async -> Int32 {
+        let (options, log): (Options, Log)
+        switch prepare(name, usage: usage, signals: signals, options: read) {
+        case .finished(let status): return status
+        case .ready(let ready, let readyLog): (options, log) = (ready, readyLog)
+        }
+        do {
+            return try await body(options, log)
+        } catch {
+            return Console.fail(name, error)
+        }
+    }
+
+    /// What `run` does before the body: the options read (or their error said), `--help` printed, the signals set.
+    private enum Prepared<Options> {
+        case ready(Options, Log)
+        /// Nothing to run: the exit status.
+        case finished(Int32)
+    }
+
+    private static func prepare<Options: ClientCommandOptions>(
+        _ name: String, usage: String, signals: [Int32]?, options read: () throws -> Options
+    ) -> Prepared<Options> {
         let options: Options
         do {
             options = try readOptions(read)
         } catch {
-            return Console.fail(name, error)
+            return .finished(Console.fail(name, error))
         }
         if options.help {
             print(usage)
-            return 0
+            return .finished(0)
         }
         if let signals { SignalFlag.install(signals) }
         signal(SIGPIPE, SIG_IGN)
-        do {
-            return try await body(options, Log(category: name, minimumLevel: options.logLevel))
-        } catch {
-            return Console.fail(name, error)
-        }
+        return .ready(options, Log(category: name, minimumLevel: options.logLevel))
     }
 
     /// Reads options: the shared parser's errors and any other error while reading are usage errors (exit 2);
