@@ -11,42 +11,6 @@ import RoadSaveTestKit
 
 typealias Child = ChildProcess
 
-/// The fake detection outbox feed (`Tests/IntegrationTests/Support/event_feed.py`): the events of a list, at a rate,
-/// all at once, or one at each `resume()`.
-final class EventFeed {
-    static let script = TestPaths.target("IntegrationTests").appendingPathComponent("Support/event_feed.py")
-    let child: Child
-    let port: Int
-    private let file: URL
-
-    init(_ events: [[String: Any]], rate: Double = 0, paused: Bool = false, step: Bool = false) async throws {
-        let data = try JSONSerialization.data(withJSONObject: events)
-        file = try temporaryFile(String(decoding: data, as: UTF8.self), suffix: ".events.json")
-        let child = try Child.python(
-            Self.script,
-            ["--events", file.path, "--rate", String(rate)] + (paused ? ["--paused"] : []) + (step ? ["--step"] : []),
-            name: "event feed")
-        self.child = child
-        guard await eventually(timeout: 10, { !child.stdout.isEmpty || !child.isRunning }),
-            let first = child.stdout.first, let port = Int(first.text)
-        else {
-            child.kill()
-            throw TestFailure("the event feed did not start\n\(child.tail())")
-        }
-        self.port = port
-    }
-
-    var endpoint: String { Ports.tcp(port) }
-
-    /// Starts a paused feed; releases one more event of a stepped one.
-    func resume() { child.signal(SIGUSR1) }
-
-    func kill() {
-        child.kill()
-        try? FileManager.default.removeItem(at: file)
-    }
-}
-
 /// `roadsave-notify` on a data directory and ports of its own, reading `feed`; killed and started again at will.
 final class Notifier {
     let data = FileManager.default.temporaryDirectory.appendingPathComponent("roadsave-client-\(UUID().uuidString)")

@@ -60,45 +60,6 @@ struct NotifierDurabilityTests {
         return events.map(key).filter { seen.insert($0).inserted }
     }
 
-    final class Feed {
-        let child: Child
-        let port: Int
-        let file: URL
-
-        /// `paused`: nothing is served until `resume()`; `step`: one more event at each `resume()`.
-        init(_ events: [[String: Any]], rate: Double = 0, paused: Bool = false, step: Bool = false) async throws {
-            let data = try JSONSerialization.data(withJSONObject: events)
-            file = try temporaryFile(String(decoding: data, as: UTF8.self), suffix: ".events.json")
-            let child = try Child.python(
-                "event_feed.py",
-                ["--events", file.path, "--rate", String(rate)]
-                    + (paused ? ["--paused"] : []) + (step ? ["--step"] : []), name: "event feed")
-            self.child = child
-            guard await eventually(timeout: 10, { !child.stdout.isEmpty || !child.isRunning }),
-                let first = child.stdout.first, let port = Int(first.text)
-            else {
-                child.kill()
-                throw TestFailure("the event feed did not start\n\(child.tail())")
-            }
-            self.port = port
-        }
-
-        var endpoint: String { "tcp://127.0.0.1:\(port)" }
-
-        /// Starts the events of a paused feed (at its rate from now); releases the next event of a stepped one.
-        func resume() { child.signal(SIGUSR1) }
-
-        /// The last position the notifier acknowledged (0 before any).
-        var acknowledged: Int {
-            child.jsonLines.compactMap { ($0.value as? [String: Any])?.number("ack") }.last.map { Int($0) } ?? 0
-        }
-
-        func kill() {
-            child.kill()
-            try? FileManager.default.removeItem(at: file)
-        }
-    }
-
     /// `roadsave-notify` with a data directory, a PUB and a catch-up endpoint of its own.
     final class Notifier {
         let data: String
@@ -107,7 +68,7 @@ struct NotifierDurabilityTests {
         let environment: [String: String]
         private(set) var runs: [Child] = []
 
-        init(feed: Feed, extra: [String] = [], environment: [String: String] = [:]) {
+        init(feed: EventFeed, extra: [String] = [], environment: [String: String] = [:]) {
             data =
                 FileManager.default.temporaryDirectory.appendingPathComponent("roadsave-notify-\(UUID().uuidString)")
                 .path
@@ -168,7 +129,7 @@ struct NotifierDurabilityTests {
     @Test func webhookReceiverDownFirstGetsEverythingLaterInOrderPerDevice() async throws {
         try await withPipelineSlot {
             let events = Self.fleet(devices: 6, journeys: 3)
-            let feed = try await Feed(events)
+            let feed = try await EventFeed(events)
             defer { feed.kill() }
             let receiverPort = Ports.reserve(1)[0]
             let secret = "durability-secret-\(UUID().uuidString.prefix(8))"
@@ -240,7 +201,7 @@ struct NotifierDurabilityTests {
 
             let events = Self.fleet(devices: 8, journeys: 7, duplicates: 12)
             let expected = Self.distinctKeys(events)
-            let feed = try await Feed(events, rate: 50)
+            let feed = try await EventFeed(events, rate: 50)
             defer { feed.kill() }
             let ndjson = FileManager.default.temporaryDirectory.appendingPathComponent(
                 "roadsave-it-\(UUID().uuidString).ndjson")

@@ -10,7 +10,7 @@ import Testing
 /// catch-up request made with a given key; a key's allow-list line changed while it has a connection open, and that
 /// connection.
 final class KeyedNotifier {
-    let feed: NotifierDurabilityTests.Feed
+    let feed: EventFeed
     let notifier: NotifierDurabilityTests.Notifier
     let events: [[String: Any]]
 
@@ -21,7 +21,7 @@ final class KeyedNotifier {
         allowList: String
     ) async throws {
         self.events = events
-        feed = try await NotifierDurabilityTests.Feed(events, rate: rate, paused: paused, step: step)
+        feed = try await EventFeed(events, rate: rate, paused: paused, step: step)
         notifier = NotifierDurabilityTests.Notifier(
             feed: feed,
             extra: [
