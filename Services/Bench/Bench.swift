@@ -288,6 +288,18 @@ struct Bench {
     static func replay(_ path: String, _ format: RecordFileFormat, events: inout Int, devices: inout Int) async
         -> Double
     {
+        let whole = await replayWhole(path, format, category: "bench")
+        events = whole.events
+        devices = whole.devices
+        return Double(whole.lines) / whole.seconds
+    }
+
+    /// `roadsave replay`'s work on a file, what the timed and the counted benchmarks both run: every record read,
+    /// decoded, ordered per device and run through the engines, the events encoded as JSON (and discarded).
+    /// `seconds`: the replay itself, from the first record read (the file opened before) to the engines finished.
+    static func replayWhole(_ path: String, _ format: RecordFileFormat, category: String) async
+        -> (lines: Int, events: Int, devices: Int, seconds: Double)
+    {
         let reader: RecordFileReader
         do {
             reader = try RecordFileReader(path: path, format: format)
@@ -295,17 +307,15 @@ struct Bench {
             failBench("\(error)")
         }
         var eventCount = 0
-        let replayer = Replayer(platform: EmbeddedPlatform(), log: Log(category: "bench", minimumLevel: .error)) {
+        let replayer = Replayer(platform: EmbeddedPlatform(), log: Log(category: category, minimumLevel: .error)) {
             event in
             eventCount += event.json().utf8.count > 0 ? 1 : 0
         }
         let start = DispatchTime.now().uptimeNanoseconds
         await ReplayCommand.replay(reader, into: replayer)
         await replayer.finish()
-        let time = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+        let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
         if let failure = reader.failure { failBench(failure.description) }
-        events = eventCount
-        devices = replayer.summary.devices
-        return Double(replayer.summary.lines) / time
+        return (replayer.summary.lines, eventCount, replayer.summary.devices, seconds)
     }
 }

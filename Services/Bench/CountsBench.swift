@@ -139,22 +139,9 @@ enum CountsBench {
 
     static func name(_ contentType: ContentType) -> String { contentType == .msgpack ? "msgpack" : "json" }
 
-    /// `roadsave replay`'s work on a file: every record read, decoded, ordered and run through the engines, the
-    /// events encoded as JSON lines (not written). The records read.
+    /// `roadsave replay`'s work on a file (`Bench.replayWhole`). The records read.
     static func replay(_ file: String, _ format: RecordFileFormat) async -> Int {
-        let reader: RecordFileReader
-        do {
-            reader = try RecordFileReader(path: file, format: format)
-        } catch {
-            failBench("\(error)")
-        }
-        var bytes = 0
-        let replayer = Replayer(platform: EmbeddedPlatform(), log: Log(category: "counts", minimumLevel: .error)) {
-            bytes += $0.json().utf8.count
-        }
-        await ReplayCommand.replay(reader, into: replayer)
-        await replayer.finish()
-        return replayer.summary.lines
+        await Bench.replayWhole(file, format, category: "counts").lines
     }
 
     static func engines(_ records: [SensorRecord]) -> Int {
