@@ -80,6 +80,7 @@ DISTANCE_STOP = 300.0
 # how walking reads on a pedometer, not fitted on any recording.
 FITTED_ON = {
     "gpsLostWhileMoving": {"CBS", "enviroCar"},
+    "coarsePositionsAboard": {"Helsinki", "MobilityNet"},
     "railSpeed": {"CBS"},
     "stationStops": {"CBS", "MobilityNet"},
     "stepsWhileMoving": set(),

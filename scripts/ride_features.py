@@ -26,8 +26,12 @@ FIELDS = ["duration_s", "distance_m", "fix_interval_p50_s", "speed_p50", "speed_
           # the steps, how soon walking follows the stop, and the first automotive report after the start.
           "walk_reports_before", "still_reports_before", "last_walk_before_s", "steps_before",
           "walk_reports_after", "still_reports_after", "first_walk_after_s", "steps_after", "walk_after_m",
-          "first_automotive_after_start_s", "from_previous_trip_m", "since_previous_trip_s"]
+          "first_automotive_after_start_s", "from_previous_trip_m", "since_previous_trip_s",
+          # The fixes' reported accuracy (hacc): its median while moving, the share of moving fixes coarser than
+          # COARSE metres (a phone under ground reports network positions), and its median in the BEFORE seconds.
+          "hacc_p50_moving", "share_coarse_moving", "hacc_p50_before"]
 AROUND = 600.0            # s: how far before and after a ride "around it" looks
+COARSE = 25.0             # m: a fix less accurate than this is not a clear sky's GPS
 
 
 def haversine(lat1, lon1, lat2, lon2):
@@ -139,10 +143,16 @@ def features(records, start, end, previous_end=None):
         out["gaps_still"] = sum(1 for _, s in gaps if s < MOVING_SPEED)
         out["longest_gap_s"] = max((dt for dt, _ in gaps), default=0.0)
         out["longest_gap_moving_s"] = max((dt for dt, s in gaps if s >= MOVING_SPEED), default=0.0)
+        accuracies = [f[4] for f, s in zip(fixes, v) if s >= MOVING_SPEED and f[4]]
+        if accuracies:
+            out["hacc_p50_moving"] = statistics.median(accuracies)
+            out["share_coarse_moving"] = sum(a > COARSE for a in accuracies) / len(accuracies)
     # The walk and wait before: how long the device had stayed within STAY metres of where the window begins, and
     # how far it came from in the BEFORE seconds before that.
     before = fixes_of([r for r in records if start - BEFORE <= r["t"] < start])
     anchor = fixes[0] if fixes else (before[-1] if before else None)
+    if any(f[4] for f in before):
+        out["hacc_p50_before"] = statistics.median(f[4] for f in before if f[4])
     if before and anchor:
         near = lambda fix: haversine(fix[1], fix[2], anchor[1], anchor[2]) <= STAY
         index = len(before)

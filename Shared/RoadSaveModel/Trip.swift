@@ -52,6 +52,9 @@ public enum TransportReason: String, Sendable, Codable, CaseIterable {
     case tooShort
     /// GPS was lost for a minute or more while the phone travelled at vehicle speed: underground.
     case gpsLostWhileMoving
+    /// Most of the ride's positions were coarse (network positions) although the phone's were sharp in the minutes
+    /// before it: under ground, or in a train's carriage; a car's windows let GPS through.
+    case coarsePositionsAboard
     /// Minutes at speeds cars do not hold (`RideProfile.railSpeed`).
     case railSpeed
     /// Two or more stops of a station's length, each after minutes at 90 km/h and straight back to it: a train.

@@ -62,13 +62,13 @@ struct MobilityNetTripTests {
         #expect(cars.count == 33)
         #expect(cars.filter(\.takenForDriving).count >= 24, "car legs found")
         #expect(cars.allSatisfy { !$0.judgedTransit }, "no car leg judged public transport")
-        // Public transport on phones with location: 28 of 133 today (12 of 27 and 15 of 29 on high accuracy). It was
+        // Public transport on phones with location: 27 of 133 today (12 of 27 and 14 of 29 on high accuracy). It was
         // 13 until issue 44, which stopped taking where a ride on public transport ended for where no car of the
         // device stands (`boardedAwayFromCar`): that took a drive after a morning of buses for a bus ride, and the
-        // next legs of a journey here.
+        // next legs of a journey here; then 28, until `coarsePositionsAboard` caught a train on network positions.
         let transit = legs.filter { Self.transit.contains($0.leg.mode) && !$0.phoneRun.config.hasPrefix("POWER") }
         #expect(transit.count == 133)
-        #expect(transit.filter(\.takenForDriving).count <= 28, "transit legs taken for driving")
+        #expect(transit.filter(\.takenForDriving).count <= 27, "transit legs taken for driving")
         // Bicycles, e-bikes and e-scooters: at most one driving trip (today one bike-share e-bike leg on an iPhone,
         // 7–8 m/s for 17 minutes, which the same change no longer takes for a bus ride).
         let wheels = legs.filter { Self.twoWheels.contains($0.leg.mode) }

@@ -177,13 +177,14 @@ public struct DeviceSession: Sendable, Codable {
         switch record.payload {
         case .location(let fix):
             var measurement = FixMeasurement()
-            guard
-                case .success(let accepted) = gps.accept(
-                    fix, at: record.t, settings: _settings,
-                    keepingFrom: gpsHistoryCutoff(at: record.t),
-                    pendingImpact: crashes.oldestPendingImpact,
-                    measurement: &measurement)
-            else { break }
+            let filtered = gps.accept(
+                fix, at: record.t, settings: _settings,
+                keepingFrom: gpsHistoryCutoff(at: record.t),
+                pendingImpact: crashes.oldestPendingImpact,
+                measurement: &measurement)
+            // A position too coarse to use still says the phone had no clear sky on the ride (under ground).
+            if case .failure(.poorAccuracy) = filtered, tripsActive { trips.coarseFixRejected() }
+            guard case .success(let accepted) = filtered else { break }
             acceptedFix = accepted
             if accepted.isMovement { steps.movementSeen() }
             if tripsActive, let event = trips.fixAccepted(accepted, measurement: measurement, context: tripContext) {

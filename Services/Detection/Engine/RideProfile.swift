@@ -4,6 +4,8 @@ import RoadSaveModel
 /// public transport (`TransportMode`). A phone on a bus, tram or train reads like one in a car to the activity
 /// classifier (automotive) and to GPS (vehicle speeds); what differs is the shape of the ride as a whole:
 /// - underground stretches: GPS lost for a minute or more while the phone kept travelling at vehicle speed (metro);
+/// - coarse positions for much of the ride from a phone whose positions were sharp before it: under ground, or in a
+///   train's carriage (network positions, tens of metres out), where a car's windows let GPS through;
 /// - speeds cars do not hold for minutes (intercity trains), and stops at stations between fast runs;
 /// - steps counted while the vehicle moves (a passenger walking in the aisle; a driver cannot);
 /// - a wait of minutes where the ride began, after walking there: a stop, not a parked car;
@@ -22,6 +24,14 @@ struct RideProfile: Sendable, Equatable, Codable {
     /// Gaps that make a ride underground, or the share of the ride one gap must cover.
     static let undergroundGapsNeeded = 2
     static let undergroundShare = 0.2
+    /// A fix less accurate than this is a network position, not a GPS fix under open sky (a phone's GPS reads 3–10 m).
+    static let coarseAccuracy = 25.0
+    /// The share of the ride's fixes that must be coarse, with at least `coarseFixesNeeded` of them, from a phone
+    /// whose positions before the ride had a median accuracy of `sharpAccuracyBefore` or better (a phone that reports
+    /// coarse positions everywhere, at a low accuracy setting or indoors, says nothing by them).
+    static let coarseShare = 0.4
+    static let coarseFixesNeeded = 5
+    static let sharpAccuracyBefore = 15.0
     /// 151 km/h: trains hold it for minutes; a car that does so for `railSpeedDuration` is rare enough to accept.
     static let railSpeed = 42.0
     static let railSpeedDuration = 120.0
@@ -64,6 +74,14 @@ struct RideProfile: Sendable, Equatable, Codable {
     /// How far from where the device's car stands (`TripEngine`'s `parkedCar`) the ride began
     /// (`Whereabouts.distanceFromCar`); nil when it had no such place that day, or was not seen before the ride.
     var distanceFromCarObserved: Double?
+    /// The median accuracy of the phone's positions in the minutes before the ride (`Whereabouts.medianAccuracy`);
+    /// nil when too few were seen.
+    var accuracyBeforeObserved: Double?
+    /// The ride's fixes coarser than `coarseAccuracy` (optional: rides checkpointed before they were counted count
+    /// none, and then show no such sign).
+    private(set) var coarseFixes: Int?
+    /// Fixes of the ride the GPS filter rejected as too coarse (counted in `coarseFixes` too).
+    private(set) var rejectedFixes: Int?
     private(set) var undergroundGaps = 0
     /// The seconds those gaps lasted (optional: rides checkpointed before it was kept count none).
     private(set) var undergroundSeconds: Double?
@@ -91,6 +109,7 @@ struct RideProfile: Sendable, Equatable, Codable {
             last = fix
             first = first ?? fix.t
             fixes += 1
+            if fix.accuracy > Self.coarseAccuracy { coarseFixes = (coarseFixes ?? 0) + 1 }
         }
         if let last, let first, fixes >= 2 {
             let gap = fix.t - last.t
@@ -153,6 +172,14 @@ struct RideProfile: Sendable, Equatable, Codable {
         }
     }
 
+    /// A fix of the ride too coarse for the GPS filter (`DetectionSettings.maximumHorizontalAccuracy`): coarse, and
+    /// one of the ride's fixes for the share.
+    mutating func coarseFixRejected() {
+        guard first != nil else { return }
+        coarseFixes = (coarseFixes ?? 0) + 1
+        rejectedFixes = (rejectedFixes ?? 0) + 1
+    }
+
     /// Steps the pedometer counted at `t`: walking while the vehicle moves is a passenger's.
     mutating func stepsCounted(_ count: Int, at t: Double) {
         guard let last, let speed = last.speed, speed >= Self.vehicleSpeed, t - last.t <= 10 else { return }
@@ -201,6 +228,12 @@ struct RideProfile: Sendable, Equatable, Codable {
         {
             signs.append(.gpsLostWhileMoving)
         }
+        if let before = accuracyBeforeObserved, before <= Self.sharpAccuracyBefore, let coarse = coarseFixes,
+            coarse >= Self.coarseFixesNeeded,
+            Double(coarse) >= Self.coarseShare * Double(fixes + (rejectedFixes ?? 0))
+        {
+            signs.append(.coarsePositionsAboard)
+        }
         if railSpeedSeconds >= Self.railSpeedDuration { signs.append(.railSpeed) }
         if stationStops >= Self.minimumStationStops { signs.append(.stationStops) }
         if stepsWhileMoving >= Self.stepsWhileMovingThreshold { signs.append(.stepsWhileMoving) }
@@ -220,7 +253,7 @@ struct RideProfile: Sendable, Equatable, Codable {
     /// What a sign says the ride was taken in: a passenger's signs say rail above urban speeds.
     private func mode(decidedBy sign: TransportReason) -> TransportMode {
         switch sign {
-        case .gpsLostWhileMoving, .railSpeed, .stationStops: .rail
+        case .gpsLostWhileMoving, .coarsePositionsAboard, .railSpeed, .stationStops: .rail
         case .stepsWhileMoving, .boardedAfterWaiting, .boardedAwayFromCar:
             sustainedTopSpeed >= Self.urbanTopSpeed ? .rail : .bus
         case .regularDwellStops: .bus

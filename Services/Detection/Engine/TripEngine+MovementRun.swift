@@ -42,11 +42,12 @@ extension TripEngine {
                 return LeadIn(
                     start: leadIn.start, last: last, lastMovement: lastMovement,
                     distance: leadIn.distance + leadIn.last.distance(to: start) + odometer.distance,
-                    heldSpeed: peak.continuing(leadIn.heldSpeed))
+                    heldSpeed: peak.continuing(leadIn.heldSpeed), accuracyBefore: leadIn.accuracyBefore)
             }
             guard maximumSpeed >= settings.startSpeed, odometer.distance >= Self.leadInDistance else { return nil }
             return LeadIn(
-                start: start, last: last, lastMovement: lastMovement, distance: odometer.distance, heldSpeed: peak)
+                start: start, last: last, lastMovement: lastMovement, distance: odometer.distance, heldSpeed: peak,
+                accuracyBefore: ride.accuracyBeforeObserved)
         }
 
         /// Notes a fix's speed against the held-speed start of devices without a classifier: the stretch must cover,
@@ -94,6 +95,9 @@ extension TripEngine {
         var distance: Double
         /// Optional: lead-ins of checkpoints before it have none.
         var heldSpeed: HeldSpeed?
+        /// How sharp the phone's positions were before the first of these runs (`RideProfile.accuracyBeforeObserved`):
+        /// a later run's minutes before are this ride's own fixes.
+        var accuracyBefore: Double?
     }
 
     /// A phone that sleeps its GPS while it stands still (Android does) wakes it only minutes after moving off: the

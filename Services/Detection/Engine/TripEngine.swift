@@ -128,6 +128,7 @@ struct TripEngine: Sendable, Codable {
                 let silence = previousIdleFix.flatMap { fix.t - $0.t >= WakeUp.silence ? ($0, fix) : nil }
                 started.ride.boardingWaitObserved = whereabouts.waitAfterWalking(
                     departure: fix.t, silentlyFrom: silence)
+                started.ride.accuracyBeforeObserved = whereabouts.medianAccuracy(before: fix.t)
                 if let broken = run?.read({ $0.asLeadIn(settings: settings) }) { brokenRun = OutOfLine(broken) }
                 if let lead = brokenRun?.value, fix.t - lead.lastMovement <= settings.stopDelay {
                     started.leadIn = lead
@@ -157,6 +158,15 @@ struct TripEngine: Sendable, Codable {
     mutating func activityChanged(context: TripContext) -> RoadSaveEvent? {
         guard trip == nil, let last = run?.read({ $0.odometer.last }) else { return nil }
         return startIfEvidenceSuffices(at: last, context: context)
+    }
+
+    /// A fix too coarse for the GPS filter came during the ride in progress, if any: counted among its coarse ones.
+    mutating func coarseFixRejected() {
+        if trip != nil {
+            trip!.modify { $0.ride.coarseFixRejected() }
+        } else if run != nil {
+            run!.modify { $0.ride.coarseFixRejected() }
+        }
     }
 
     /// The pedometer counted `newSteps` at `t`, `stepsSinceMovement` since the last movement. Past the threshold the
@@ -283,6 +293,7 @@ struct TripEngine: Sendable, Codable {
     private mutating func start(_ run: MovementRun) -> RoadSaveEvent {
         var startDate = run.start.t
         var startFix = run.start
+        var ride = run.ride
         var odometer = run.odometer
         var heldSpeed = run.heldSpeed ?? HeldSpeed()
         if let leadIn = run.leadIn {
@@ -290,13 +301,13 @@ struct TripEngine: Sendable, Codable {
             startFix = leadIn.start
             odometer.addLeadIn(leadIn.distance + leadIn.last.distance(to: run.start))
             heldSpeed = heldSpeed.continuing(leadIn.heldSpeed)
+            ride.accuracyBeforeObserved = leadIn.accuracyBefore
         } else if let wakeUp = run.wakeUp {
             // The phone left from where it lay before the silence.
             startDate = wakeUp.estimatedDeparture
             startFix = wakeUp.before
             odometer.addLeadIn(wakeUp.before.distance(to: run.start))
         }
-        var ride = run.ride
         if let car = parkedCar?.value {
             ride.distanceFromCarObserved = whereabouts.distanceFromCar(
                 car, departure: startDate, firstMoving: run.start)

@@ -6,6 +6,8 @@ struct Whereabouts: Sendable, Equatable, Codable {
         var t: Double
         var latitude: Double
         var longitude: Double
+        /// The fix's horizontal accuracy, metres (nil in samples checkpointed before it was kept).
+        var accuracy: Double? = nil
 
         func distance(to other: Sample) -> Double {
             Geo.distance(latitude, longitude, other.latitude, other.longitude)
@@ -34,7 +36,7 @@ struct Whereabouts: Sendable, Equatable, Codable {
         if let last = lastSampleTime.isNaN ? samples.last?.t : lastSampleTime, fix.t - last < Self.sampleInterval {
             return
         }
-        samples.append(Sample(t: fix.t, latitude: fix.latitude, longitude: fix.longitude))
+        samples.append(Sample(t: fix.t, latitude: fix.latitude, longitude: fix.longitude, accuracy: fix.accuracy))
         lastSampleTime = fix.t
         // Everything older than the window goes, also after a silence: a place hours ago says nothing of a walk.
         if let keep = samples.firstIndex(where: { fix.t - $0.t <= Self.window }), keep > 0 {
@@ -71,6 +73,19 @@ struct Whereabouts: Sendable, Equatable, Codable {
     /// The index of the last sample from before the vehicle got going at `departure`.
     private func placeIndex(before departure: Double) -> Int? {
         samples.lastIndex(where: { $0.t <= departure - Self.departureLag })
+    }
+
+    /// Samples needed to say how sharp the phone's positions were before a departure.
+    static let accuracySamplesNeeded = 3
+
+    /// The median accuracy of the samples from before the vehicle got going at `departure` (metres): how sharp the
+    /// phone's positions were where it walked and waited. Nil with fewer than `accuracySamplesNeeded` samples.
+    func medianAccuracy(before departure: Double) -> Double? {
+        guard let last = placeIndex(before: departure) else { return nil }
+        let accuracies = samples[...last].compactMap(\.accuracy).sorted()
+        guard accuracies.count >= Self.accuracySamplesNeeded else { return nil }
+        let middle = accuracies.count / 2
+        return accuracies.count % 2 == 1 ? accuracies[middle] : (accuracies[middle - 1] + accuracies[middle]) / 2
     }
 
     /// A vehicle that left while the phone's GPS slept averaged no less than this, stops included: the departure
