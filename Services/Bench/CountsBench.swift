@@ -34,6 +34,8 @@ enum CountsBench {
                                           temporary journal, fsync'd) and the acknowledgement
           ingest feed read N              the journal read for detection's next reply after each batch
           detection feed reply N          detection's work on that reply: the shell's decoding and the core's apply
+          checkpoint device               a checkpoint of every device after the batches of 100 (its "records"
+                                          are devices): each state's JSON row, compressed, as detection writes it
         --json FILE writes one object per path: path, records, batches, allocations (null when unavailable).
         """
 
@@ -109,14 +111,14 @@ enum CountsBench {
         }
         for size in [100, 1000]
         where wanted("ingest batch \(size)") || wanted("ingest feed read \(size)")
-            || wanted("detection feed reply \(size)")
+            || wanted("detection feed reply \(size)") || (size == 100 && wanted("checkpoint device"))
         {
             try pipeline(
                 records, batchSize: size, directory: work + "/journal-\(size)",
                 regions: (
                     region("ingest batch \(size)"), region("ingest feed read \(size)"),
                     region("detection feed reply \(size)")
-                ))
+                ), checkpoint: size == 100 && wanted("checkpoint device") ? region("checkpoint device") : nil)
         }
 
         print(
@@ -157,7 +159,7 @@ enum CountsBench {
     /// measured (devices admitted for the first time, the journal's first pages).
     static func pipeline(
         _ records: [SensorRecord], batchSize: Int, directory: String,
-        regions: (ingest: Region, read: Region, detection: Region)
+        regions: (ingest: Region, read: Region, detection: Region), checkpoint: Region? = nil
     ) throws {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let log = Log(category: "counts", minimumLevel: .error)
@@ -251,6 +253,16 @@ enum CountsBench {
             }
         }
         precondition(core.counts.recordsRead == records.count, "detection read \(core.counts.recordsRead) records")
+        // A checkpoint of every device as the fleet stands at the end (the first ten once before: the rows'
+        // dictionary is made from the first).
+        if let checkpoint {
+            var fleet = core.fleet
+            let states = fleet.takeChangedDevices().compactMap { fleet.deviceState($0) }
+            let encoder = CheckpointRowEncoder()
+            _ = try encoder.encode(fleet.sharedState, states: Array(states.prefix(10)))
+            try checkpoint.measure { _ = try encoder.encode(fleet.sharedState, states: states) }
+            checkpoint.add(records: states.count, batches: 1)
+        }
     }
 }
 

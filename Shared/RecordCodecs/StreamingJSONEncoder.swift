@@ -15,27 +15,36 @@ public struct StreamingJSONEncoder {
     public struct Unsupported: Error {}
 
     private let reused: JSONReusedEncoding?
+    /// The writer of an encoder that is for one thread, kept from one value to the next: its buffers stay grown.
+    private let kept: JSONStreamWriter?
 
     public init() {
         reused = nil
+        kept = nil
     }
 
     /// Values of `type` equal to the last one this encoder wrote are copied from its bytes, not encoded again: for
     /// a value that many others hold (an application's settings, in each of its devices' states: half a state's
-    /// bytes). Such an encoder is for one thread.
+    /// bytes). Such an encoder is for one thread, and keeps its buffers from one value to the next (a checkpoint
+    /// encodes thousands of states, each a few KB: growing a new buffer for each was most of the allocations left
+    /// once the states' own containers were arrays).
     public init<Reused: Encodable & Equatable>(reusing type: Reused.Type) {
-        reused = JSONReusedEncodingOf<Reused>()
+        let reused = JSONReusedEncodingOf<Reused>()
+        self.reused = reused
+        kept = JSONStreamWriter(reused: reused)
     }
 
     public func encode<Value: Encodable>(_ value: Value) throws -> [UInt8] {
-        let writer = JSONStreamWriter(reused: reused)
+        let writer = kept ?? JSONStreamWriter(reused: reused)
+        writer.reset()
         let encoder = JSONStreamEncoder(writer: writer, depth: 0)
         try encoder.encodeValue(value)
         writer.close(toDepth: 0)
         guard !writer.failed else { throw Unsupported() }
-        // Many results are kept at once (a checkpoint's rows until written): none with a grown buffer's spare half.
+        // Many results are kept at once (a checkpoint's rows until written): none with a grown buffer's spare half,
+        // and none that is the kept writer's buffer.
         let bytes = writer.bytes
-        return bytes.capacity - bytes.count > 256 ? Array(bytes[...]) : bytes
+        return kept != nil || bytes.capacity - bytes.count > 256 ? Array(bytes[...]) : bytes
     }
 }
 
@@ -67,6 +76,16 @@ final class JSONStreamWriter {
     deinit {
         state.deinitialize(count: 1)
         state.deallocate()
+    }
+
+    /// Empty, for the next value; the buffers keep their capacity.
+    func reset() {
+        state.pointee.bytes.removeAll(keepingCapacity: true)
+        state.pointee.closers.removeAll(keepingCapacity: true)
+        state.pointee.hasElements.removeAll(keepingCapacity: true)
+        state.pointee.identities.removeAll(keepingCapacity: true)
+        state.pointee.nextIdentity = 0
+        state.pointee.failed = false
     }
 
     var bytes: [UInt8] { state.pointee.bytes }

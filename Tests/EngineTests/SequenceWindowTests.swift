@@ -14,6 +14,7 @@ import Testing
         // Skipped over (3, 6) or never reached (8): not taken.
         for seq in [3, 6, 8, 1_000] as [UInt64] { #expect(!window.contains(seq)) }
         #expect(window.values == [0, 1, 2, 4, 5, 7])
+        #expect(window.runs == [0, 3, 4, 2, 7, 1], "first value and count of each run")
     }
 
     @Test func aValueFurtherBehindThanTheWindowIsForgotten() {
@@ -22,6 +23,7 @@ import Testing
         #expect(window.contains(150) && window.contains(249))
         #expect(!window.contains(149), "100 values are remembered: 150…249")
         #expect(window.values == Array(150..<250))
+        #expect(window.runs == [150, 100])
     }
 
     @Test func theRingDoesNotConfuseAValueWithOneARingOlder() {

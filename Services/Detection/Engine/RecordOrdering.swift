@@ -224,38 +224,41 @@ public struct RecordOrdering: Sendable {
 
 extension RecordOrdering: Codable {
     private enum CodingKeys: String, CodingKey {
-        case options, buffer, newest, released, suspect, sequenceRuns
+        case options, buffer, bufferDevice, bufferRecords, newest, released, suspect, sequenceRuns
     }
 
-    /// Written compactly and in a stable order: only the live part of the buffer, and the remembered `seq` values as
-    /// runs of consecutive numbers `[first, count, first, count, …]`, ascending (a gateway numbers a device's records
-    /// consecutively, so they are usually one run). Checkpoints written before the `SequenceWindow` hold the values
-    /// in arrival order: both are read by taking the values in the order written, which rebuilds the same window.
+    /// Written compactly and in a stable order: only the live part of the buffer (its device once, each record an
+    /// array: `CheckpointedRecord`), and the remembered `seq` values as runs of consecutive numbers
+    /// `[first, count, first, count, …]`, ascending (a gateway numbers a device's records consecutively, so they are
+    /// usually one run). Checkpoints written before hold the buffer as records (`buffer`), read too; those written
+    /// before the `SequenceWindow` hold the values in arrival order: both are read by taking the values in the order
+    /// written, which rebuilds the same window.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(options, forKey: .options)
-        try container.encode(buffered, forKey: .buffer)
+        // The buffer's records are the device's: its identity once, and each record as an array.
+        let records = buffered
+        if let device = records.first?.device, records.allSatisfy({ $0.device == device }) {
+            try container.encode(device, forKey: .bufferDevice)
+            try container.encode(records.map(CheckpointedRecord.init), forKey: .bufferRecords)
+        } else {
+            try container.encode(records, forKey: .buffer)
+        }
         try container.encodeIfPresent(newest, forKey: .newest)
         try container.encodeIfPresent(released, forKey: .released)
         try container.encodeIfPresent(suspect, forKey: .suspect)
-        let values = sequences.values
-        var runs: [UInt64] = []
-        var index = 0
-        while index < values.count {
-            let first = values[index]
-            var count: UInt64 = 1
-            while index + Int(count) < values.count, values[index + Int(count)] == first + count { count += 1 }
-            runs.append(first)
-            runs.append(count)
-            index += Int(count)
-        }
-        try container.encode(runs, forKey: .sequenceRuns)
+        try container.encode(sequences.runs, forKey: .sequenceRuns)
     }
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         options = try container.decode(Options.self, forKey: .options)
-        let buffered = try container.decode([SensorRecord].self, forKey: .buffer)
+        let buffered =
+            if let device = try container.decodeIfPresent(DeviceID.self, forKey: .bufferDevice) {
+                try container.decode([CheckpointedRecord].self, forKey: .bufferRecords).map { $0.record(of: device) }
+            } else {
+                try container.decode([SensorRecord].self, forKey: .buffer)
+            }
         count = buffered.count
         if count > 0 {
             var size = 8

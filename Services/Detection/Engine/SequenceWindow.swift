@@ -57,16 +57,38 @@ struct SequenceWindow: Sendable, Equatable {
 
     /// The remembered values, ascending.
     var values: [UInt64] {
-        guard let highest else { return [] }
-        let lowest = highest - min(highest, UInt64(size - 1))
         var values: [UInt64] = []
-        var value = lowest
+        forEachRun { first, count in values.append(contentsOf: first..<first + count) }
+        return values
+    }
+
+    /// The remembered values as runs of consecutive ones, `[first, count, first, count, …]`, ascending: a gateway
+    /// numbers a device's records consecutively, so they are usually one run (two numbers, where the values would
+    /// be up to `size`; checkpoints hold them so).
+    var runs: [UInt64] {
+        var runs: [UInt64] = []
+        forEachRun { first, count in
+            runs.append(first)
+            runs.append(count)
+        }
+        return runs
+    }
+
+    private func forEachRun(_ body: (_ first: UInt64, _ count: UInt64) -> Void) {
+        guard let highest else { return }
+        var value = highest - min(highest, UInt64(size - 1))
+        var runStart: UInt64?
         while true {
-            if bit(value) { values.append(value) }
+            if bit(value) {
+                if runStart == nil { runStart = value }
+            } else if let start = runStart {
+                body(start, value - start)
+                runStart = nil
+            }
             if value == highest { break }
             value += 1
         }
-        return values
+        if let start = runStart { body(start, highest - start + 1) }
     }
 
     private func bit(_ value: UInt64) -> Bool {

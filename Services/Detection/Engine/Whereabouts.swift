@@ -9,8 +9,43 @@ struct Whereabouts: Sendable, Equatable, Codable {
         /// The fix's horizontal accuracy, metres (nil in samples checkpointed before it was kept).
         var accuracy: Double? = nil
 
+        init(t: Double, latitude: Double, longitude: Double, accuracy: Double? = nil) {
+            self.t = t
+            self.latitude = latitude
+            self.longitude = longitude
+            self.accuracy = accuracy
+        }
+
         func distance(to other: Sample) -> Double {
             Geo.distance(latitude, longitude, other.latitude, other.longitude)
+        }
+
+        private enum CodingKeys: String, CodingKey { case t, latitude, longitude, accuracy }
+
+        /// Written as `[t, latitude, longitude]`, then `accuracy` when known: a device holds up to 24 and a
+        /// checkpoint writes them all, and an object costs its encoder an allocation where an array costs none.
+        /// Checkpoints written before hold objects, read too.
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.unkeyedContainer()
+            try container.encode(t)
+            try container.encode(latitude)
+            try container.encode(longitude)
+            if let accuracy { try container.encode(accuracy) }
+        }
+
+        init(from decoder: any Decoder) throws {
+            guard var container = try? decoder.unkeyedContainer() else {
+                let keyed = try decoder.container(keyedBy: CodingKeys.self)
+                t = try keyed.decode(Double.self, forKey: .t)
+                latitude = try keyed.decode(Double.self, forKey: .latitude)
+                longitude = try keyed.decode(Double.self, forKey: .longitude)
+                accuracy = try keyed.decodeIfPresent(Double.self, forKey: .accuracy)
+                return
+            }
+            t = try container.decode(Double.self)
+            latitude = try container.decode(Double.self)
+            longitude = try container.decode(Double.self)
+            accuracy = container.isAtEnd ? nil : try container.decode(Double.self)
         }
     }
 

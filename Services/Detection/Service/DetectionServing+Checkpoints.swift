@@ -95,7 +95,7 @@ extension DetectionServing {
 
     /// Encodes a checkpoint (off the reactor thread). `markedOnly`: devices leaving memory whose stored row is
     /// current; each carries a way to encode its state, for a row that turns out to be missing.
-    private static func encode(
+    static func encode(
         _ shared: FleetSharedState, states: [FleetDeviceState], leaving: [EvictedState],
         markedOnly: [EvictedState], rows: DeviceRowCodec
     ) throws -> Encoded {
