@@ -19,7 +19,8 @@ Paths (in-process, exact, timing-independent; what --check guards against script
   replay from MessagePack and NDJSON (reading, decoding, ordering, engines, events encoded), the engines alone,
   the codecs (a gateway batch decoded, MessagePack and JSON; encoded), sensor-ingest's batch (validation, the
   journal's append on a temporary journal, the acknowledgement) for batches of 100 and 1,000 records, detection's
-  feed reply (the shell's decoding and the core's apply of a reply as ingest serves it).
+  feed reply (the shell's decoding and the core's apply of a reply as ingest serves it), and a checkpoint of every
+  device after the batches of 100 (`checkpoint-device`: its "records" are devices, each state's JSON row compressed).
 Paths measured from outside, under load (timing-dependent: batches and replies form as the load goes; --check
   runs none of them): each service through `roadsave up --keys` fed by `roadsave send` with batches of 100 and
   of 1,000 records (ingest a gateway batch and a record, detection a feed reply and a record, the notifier an event

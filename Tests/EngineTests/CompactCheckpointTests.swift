@@ -16,7 +16,8 @@ import Testing
             device: device, seq: 1, t: 1_000.25,
             payload: .location(
                 LocationFix(latitude: 60.1, longitude: 24.9, speed: 12.5, course: 270, horizontalAccuracy: 4))),
-        SensorRecord(device: device, seq: nil, t: 1_001, payload: .location(LocationFix(latitude: -33.9, longitude: 18.4))),
+        SensorRecord(
+            device: device, seq: nil, t: 1_001, payload: .location(LocationFix(latitude: -33.9, longitude: 18.4))),
         SensorRecord(device: device, seq: 3, t: 1_002, payload: .activity(ActivityObservation(.automotive, .high))),
         SensorRecord(device: device, seq: 4, t: 1_003, payload: .steps(1_234)),
         SensorRecord(
@@ -68,7 +69,9 @@ import Testing
 
     @Test func whereaboutsSamplesAreArraysAndTheObjectsOfBeforeStillLoad() throws {
         let sample = Whereabouts.Sample(t: 1_000, latitude: 60.1, longitude: 24.9, accuracy: 4.5)
-        let data = try StreamingJSONEncoder().encode([sample, Whereabouts.Sample(t: 1_030, latitude: 60, longitude: 25)])
+        let data = try StreamingJSONEncoder().encode([
+            sample, Whereabouts.Sample(t: 1_030, latitude: 60, longitude: 25),
+        ])
         #expect(String(decoding: data, as: UTF8.self) == "[[1000,60.1,24.9,4.5],[1030,60,25]]")
         #expect(try JSONDecoder().decode([Whereabouts.Sample].self, from: Data(data))[0] == sample)
         let before = #"[{"t":1000,"latitude":60.1,"longitude":24.9}]"#

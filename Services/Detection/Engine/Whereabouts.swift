@@ -117,10 +117,20 @@ struct Whereabouts: Sendable, Equatable, Codable {
     /// phone's positions were where it walked and waited. Nil with fewer than `accuracySamplesNeeded` samples.
     func medianAccuracy(before departure: Double) -> Double? {
         guard let last = placeIndex(before: departure) else { return nil }
-        let accuracies = samples[...last].compactMap(\.accuracy).sorted()
-        guard accuracies.count >= Self.accuracySamplesNeeded else { return nil }
-        let middle = accuracies.count / 2
-        return accuracies.count % 2 == 1 ? accuracies[middle] : (accuracies[middle - 1] + accuracies[middle]) / 2
+        // On the stack: a run starts often, and its minutes before are a few dozen samples at most.
+        return withUnsafeTemporaryAllocation(of: Double.self, capacity: last + 1) { buffer in
+            var count = 0
+            for sample in samples[...last] {
+                guard let accuracy = sample.accuracy else { continue }
+                buffer[count] = accuracy
+                count += 1
+            }
+            guard count >= Self.accuracySamplesNeeded else { return nil }
+            var accuracies = UnsafeMutableBufferPointer(rebasing: buffer[..<count])
+            accuracies.sort()
+            let middle = count / 2
+            return count % 2 == 1 ? accuracies[middle] : (accuracies[middle - 1] + accuracies[middle]) / 2
+        }
     }
 
     /// A vehicle that left while the phone's GPS slept averaged no less than this, stops included: the departure
