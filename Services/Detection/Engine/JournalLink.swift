@@ -133,13 +133,18 @@ public struct JournalAnswer: Sendable, Equatable {
 /// One chunk of a journal, decoded by the shell: the records of one gateway batch for one shard, and the batch's
 /// gateway stream and watermark when it had a header.
 public struct JournalChunkRecords: Sendable, Equatable {
-    public var records: [SensorRecord]
+    /// A slice: the chunks of one reply share one array (`JournalReplyDecoder`).
+    public var records: ArraySlice<SensorRecord>
     public var gateway: String?
     public var shard: Int
     /// Nothing of the gateway's stream below this is still to come (infinity: the stream ended).
     public var watermark: Double?
 
     public init(records: [SensorRecord], gateway: String? = nil, shard: Int = 0, watermark: Double? = nil) {
+        self.init(records: records[...], gateway: gateway, shard: shard, watermark: watermark)
+    }
+
+    public init(records: ArraySlice<SensorRecord>, gateway: String? = nil, shard: Int = 0, watermark: Double? = nil) {
         self.records = records
         self.gateway = gateway
         self.shard = shard
