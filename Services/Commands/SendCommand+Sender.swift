@@ -31,25 +31,49 @@ extension SendCommand {
             _ input: Input, progress: inout ProgressMeter
         ) async throws(CommandExit) -> RecordFileReader.Failure? {
             let reader = input.reader
-            var items: [GatewayItem] = []
-            items.reserveCapacity(Self.group)
+            var group = Group()
             while let (number, item) = reader.next() {
                 progress.advance(at: reader.position)
                 switch item {
                 case .record(let record):
-                    items.append(
-                        GatewayItem(record: record, number: number, messagePack: reader.lastRecordBytes.map(Array.init))
-                    )
+                    group.add(record, number: number, messagePack: reader.lastRecordBytes)
                 case .invalid(let error):
                     invalid(error, number: number)
                 }
-                if items.count >= Self.group || (reader.unreadBytes == 0 && !items.isEmpty) {
-                    try await hand(items)
-                    items.removeAll(keepingCapacity: true)
+                if group.count >= Self.group || (reader.unreadBytes == 0 && group.count > 0) {
+                    try await hand(group.items())
+                    group = Group()
                 }
             }
-            if !items.isEmpty { try await hand(items) }
+            if group.count > 0 { try await hand(group.items()) }
             return reader.failure
+        }
+
+        /// Records read and not yet handed over. A MessagePack file's records keep their bytes as read, all of a
+        /// group's in one array, each item a slice of it: an array of its own for each record was an allocation a
+        /// record.
+        struct Group {
+            private var read: [(record: SensorRecord, number: Int, bytes: Range<Int>?)] = []
+            private var bytes: [UInt8] = []
+
+            var count: Int { read.count }
+
+            mutating func add(_ record: SensorRecord, number: Int, messagePack: UnsafeBufferPointer<UInt8>?) {
+                if read.isEmpty { read.reserveCapacity(Sender.group) }
+                guard let messagePack else {
+                    read.append((record, number, nil))
+                    return
+                }
+                if bytes.isEmpty { bytes.reserveCapacity(Sender.group * (messagePack.count + 16)) }
+                let start = bytes.count
+                bytes.append(contentsOf: messagePack)
+                read.append((record, number, start..<bytes.count))
+            }
+
+            /// The items, their bytes slices of the group's array (taken once it is complete).
+            func items() -> [GatewayItem] {
+                read.map { GatewayItem(record: $0.record, number: $0.number, messagePack: $0.bytes.map { bytes[$0] }) }
+            }
         }
 
         private mutating func hand(_ items: [GatewayItem]) async throws(CommandExit) {

@@ -10,8 +10,10 @@ struct GatewayBatch {
     /// Seconds after the start when its first / last record is due (pacing), nil when not paced.
     var firstDue: Double?
     var lastDue: Double?
-    /// The devices it has records of: a batch found lost goes before any new batch of one of them.
-    var devices: Set<DeviceID> = []
+    /// The devices it has records of: a batch found lost goes before any new batch of one of them. Made when asked
+    /// (only while a batch waits to be sent again), not kept as records come: a set grown a record at a time was
+    /// most of a batch's allocations.
+    var devices: Set<DeviceID> { Set(records.lazy.map(\.device)) }
 
     var isEmpty: Bool { records.isEmpty }
 

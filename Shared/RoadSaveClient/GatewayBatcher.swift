@@ -35,13 +35,17 @@ final class GatewayBatcher {
         let ingest = settings.route.index(of: record.device)
         if batches[ingest].isEmpty {
             batches[ingest].firstDue = due
-            if item.messagePack != nil { batches[ingest].raw.reserveCapacity(settings.batchSize * 128) }
+            // Made to size once: grown a record at a time they would move a dozen times a batch.
+            batches[ingest].records.reserveCapacity(settings.batchSize)
+            batches[ingest].numbers.reserveCapacity(settings.batchSize)
+            if let raw = item.messagePack {
+                batches[ingest].raw.reserveCapacity(settings.batchSize * max(128, raw.count + raw.count / 4))
+            }
         }
         batches[ingest].lastDue = due.map { max($0, batches[ingest].lastDue ?? $0) }
         if !links.noteRead(record.t, for: ingest) {
             settings.notify(.behindWatermark(number: item.number, t: record.t))
         }
-        batches[ingest].devices.insert(record.device)
         batches[ingest].records.append(record)
         batches[ingest].numbers.append(item.number)
         if let raw = item.messagePack { batches[ingest].raw.append(contentsOf: raw) }

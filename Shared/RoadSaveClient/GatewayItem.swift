@@ -4,9 +4,10 @@
 package struct GatewayItem: Sendable {
     package var record: SensorRecord
     package var number: Int
-    package var messagePack: [UInt8]?
+    /// A slice: `roadsave send` keeps a group's records' bytes in one array.
+    package var messagePack: ArraySlice<UInt8>?
 
-    package init(record: SensorRecord, number: Int, messagePack: [UInt8]? = nil) {
+    package init(record: SensorRecord, number: Int, messagePack: ArraySlice<UInt8>? = nil) {
         self.record = record
         self.number = number
         self.messagePack = messagePack
