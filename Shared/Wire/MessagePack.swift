@@ -100,6 +100,29 @@ public enum MessagePack {
         }
     }
 
+    /// How many records a batch (an array of records) holds, read from its array header alone; nil when it does not
+    /// begin with one. For a reader that sizes one array for several batches before it reads them (`forEachRecord`
+    /// checks the whole batch).
+    public static func recordCount(_ buffer: UnsafeRawBufferPointer) -> Int? {
+        guard let first = buffer.first else { return nil }
+        let headerSize = first == 0xDC ? 3 : first == 0xDD ? 5 : 1
+        guard buffer.count >= headerSize, let base = buffer.baseAddress else { return nil }
+        return try? arrayHeader(base.assumingMemoryBound(to: UInt8.self)).count
+    }
+
+    /// An array's element count and the offset of its first element (`bytes` holds the whole header).
+    private static func arrayHeader(_ bytes: UnsafePointer<UInt8>) throws(WireError) -> (count: Int, offset: Int) {
+        switch bytes[0] {
+        case 0x90...0x9F: return (Int(bytes[0] & 0x0F), 1)
+        case 0xDC: return (Int(Scan.be16(bytes + 1)), 3)
+        case 0xDD: return (Int(Scan.be32(bytes + 1)), 5)
+        default:
+            throw WireError(
+                .unexpectedShape, "a batch must be an array of records, found \(Scan.describe(bytes[0]))",
+                offset: 0)
+        }
+    }
+
     /// Reads a batch (an array of records) element by element, as `decodeRecords` does, handing each element's
     /// record or error to `body` with its index, in order, after `count` has been told how many there are; nothing
     /// is collected, so a reader that keeps only the records (detection, of its journal's chunks) allocates no array
@@ -110,17 +133,9 @@ public enum MessagePack {
         _ body: (Int, Result<SensorRecord, RecordError>) -> Void
     ) throws(WireError) {
         let bytes = try Document.check(buffer)
-        let total: Int
-        var offset: Int
-        switch bytes[0] {
-        case 0x90...0x9F: (total, offset) = (Int(bytes[0] & 0x0F), 1)
-        case 0xDC: (total, offset) = (Int(Scan.be16(bytes + 1)), 3)
-        case 0xDD: (total, offset) = (Int(Scan.be32(bytes + 1)), 5)
-        default:
-            throw WireError(
-                .unexpectedShape, "a batch must be an array of records, found \(Scan.describe(bytes[0]))",
-                offset: 0)
-        }
+        let header = try arrayHeader(bytes)
+        let total = header.count
+        var offset = header.offset
         guard total <= maximumCount else {
             throw WireError(.tooLarge, "a batch of \(total) records; at most \(maximumCount) are accepted", offset: 0)
         }

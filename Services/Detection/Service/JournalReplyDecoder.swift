@@ -17,44 +17,75 @@ public struct JournalReplyDecoder {
     }
 
     public func chunks(_ items: FeedItems) -> [JournalChunkRecords] {
-        // Every chunk's records in one array, each chunk a slice of it: a batch is split over the journal's shards,
-        // so a chunk holds a few records (about 6 of a gateway batch of 100 over 16 shards), and an array of its
-        // own was an allocation every few records.
-        var records: [SensorRecord] = []
-        var parts: [(records: Range<Int>, header: GatewayBatchHeader?, shard: Int)] = []
-        parts.reserveCapacity(items.count)
+        // Chunks' records share arrays of up to `slabRecords` (each chunk's header and count read first), each chunk
+        // a slice of one: a batch is split over the journal's shards, so a chunk holds a few records (about 6 of a
+        // gateway batch of 100 over 16 shards), and an array of its own was an allocation every few records. Not one
+        // array for the whole reply: a reply's records reach megabytes, and allocations that size raised
+        // detection's peak memory by 2–3 MiB (glibc's heap kept what they left).
+        var headers: [(records: Range<Int>, header: GatewayBatchHeader?, shard: Int, count: Int)?] = []
+        headers.reserveCapacity(items.count)
         for item in items {
             item.withUnsafeBytes { bytes in
-                let start = records.count
-                guard let (header, shard) = chunk(bytes, into: &records) else {
-                    records.removeSubrange(start...)
-                    return
+                do {
+                    let parts = try JournalChunk.parts(of: bytes, identifiers: identifiers)
+                    let count = MessagePack.recordCount(UnsafeRawBufferPointer(rebasing: bytes[parts.records])) ?? 0
+                    headers.append((parts.records, parts.header, parts.shard, count))
+                } catch {
+                    log.error("unreadable chunk in the journal: skipped", ["error": "\(error)"])
+                    headers.append(nil)
                 }
-                parts.append((start..<records.count, header, shard))
             }
         }
-        return parts.map { part in
-            JournalChunkRecords(
-                records: records[part.records], gateway: part.header?.gateway, shard: part.shard,
-                watermark: part.header?.watermark)
+        var slabs: [[SensorRecord]] = []
+        var slab: [SensorRecord] = []
+        var placed: [(slab: Int, records: Range<Int>)?] = []
+        placed.reserveCapacity(items.count)
+        var remaining = headers.reduce(0) { $0 + ($1?.count ?? 0) }
+        for (item, parts) in zip(items, headers) {
+            guard let parts else {
+                placed.append(nil)
+                continue
+            }
+            if slab.count + parts.count > slab.capacity {
+                if !slab.isEmpty { slabs.append(slab) }
+                slab = []
+                slab.reserveCapacity(max(parts.count, min(remaining, Self.slabRecords)))
+            }
+            remaining -= parts.count
+            item.withUnsafeBytes { bytes in
+                let start = slab.count
+                if decode(UnsafeRawBufferPointer(rebasing: bytes[parts.records]), into: &slab) {
+                    placed.append((slabs.count, start..<slab.count))
+                } else {
+                    slab.removeSubrange(start...)
+                    placed.append(nil)
+                }
+            }
         }
+        // Also when empty: chunks of no records may name it.
+        slabs.append(slab)
+        var chunks: [JournalChunkRecords] = []
+        chunks.reserveCapacity(items.count)
+        for (parts, place) in zip(headers, placed) {
+            guard let parts, let place else { continue }
+            chunks.append(
+                JournalChunkRecords(
+                    records: slabs[place.slab][place.records], gateway: parts.header?.gateway, shard: parts.shard,
+                    watermark: parts.header?.watermark))
+        }
+        return chunks
     }
 
-    /// One chunk read where it is: its header in place (`JournalChunk.parts`), its records decoded straight onto
-    /// `records` (`MessagePack.forEachRecord`), nothing copied. Nil when it cannot be read.
-    private func chunk(_ item: UnsafeRawBufferPointer, into records: inout [SensorRecord])
-        -> (header: GatewayBatchHeader?, shard: Int)?
-    {
+    /// Records a shared array holds at most (about 70 KB).
+    static let slabRecords = 512
+
+    /// A chunk's records decoded where they are (`MessagePack.forEachRecord`), onto `records`; false when the chunk
+    /// cannot be read (what it appended is then the caller's to drop).
+    private func decode(_ body: UnsafeRawBufferPointer, into records: inout [SensorRecord]) -> Bool {
         do {
-            let parts = try JournalChunk.parts(of: item, identifiers: identifiers)
             try MessagePack.forEachRecord(
-                UnsafeRawBufferPointer(rebasing: item[parts.records]), maximumCount: RecordBatch.maximumRecords,
-                identifiers: identifiers
-            ) { count in
-                // Doubling, as appending would: reserving each chunk's exact count would move the array every time.
-                let needed = records.count + count
-                if records.capacity < needed { records.reserveCapacity(max(needed, 2 * records.capacity)) }
-            } _: { index, result in
+                body, maximumCount: RecordBatch.maximumRecords, identifiers: identifiers
+            ) { index, result in
                 switch result {
                 case .success(let record): records.append(record)
                 case .failure(let error):
@@ -63,10 +94,10 @@ public struct JournalReplyDecoder {
                         ["index": String(index), "field": error.field, "reason": error.reason])
                 }
             }
-            return (parts.header, parts.shard)
+            return true
         } catch {
             log.error("unreadable chunk in the journal: skipped", ["error": "\(error)"])
-            return nil
+            return false
         }
     }
 }
