@@ -32,6 +32,19 @@ import Testing
         }
     }
 
+    /// Walk 5 minutes at 5 m, move off to 15 m/s, then `ride` (at 15 m/s), and stop.
+    static func sharpWalkThenRide(_ ride: (inout Script) -> Void) throws -> TripInfo {
+        try PassengerScenarioTests.ride { s in
+            s.accuracy = 5
+            s.activity(.walking, .high)
+            s.walk(seconds: 300)
+            s.activity(.automotive, .high)
+            s.accelerate(from: 2.5, to: 15, seconds: 8)
+            ride(&s)
+            s.accelerate(from: 15, to: 0, seconds: 8)
+        }
+    }
+
     @Test func aRideOnNetworkPositionsAfterASharpWalkIsRail() throws {
         let trip = try Self.walkAndRide(walkAccuracy: 5, rideAccuracy: 40)
         #expect(trip.transportMode == .rail && trip.transportReason == .coarsePositionsAboard)
@@ -41,12 +54,7 @@ import Testing
     @Test func positionsTooCoarseForTheFilterCountAsCoarse() throws {
         // A minute of 40 m positions, then stretches beyond the filter's 50 m (each shorter than an underground gap)
         // between sharp ones: a third of the fixes the filter keeps are coarse, over half of all the ride's are.
-        let trip = try PassengerScenarioTests.ride { s in
-            s.accuracy = 5
-            s.activity(.walking, .high)
-            s.walk(seconds: 300)
-            s.activity(.automotive, .high)
-            s.accelerate(from: 2.5, to: 15, seconds: 8)
+        let trip = try Self.sharpWalkThenRide { s in
             s.accuracy = 40
             s.drive(seconds: 60, speed: 15)
             for _ in 0..<2 {
@@ -55,7 +63,6 @@ import Testing
                 s.accuracy = 5
                 s.drive(seconds: 60, speed: 15)
             }
-            s.accelerate(from: 15, to: 0, seconds: 8)
         }
         #expect(trip.transportMode == .rail && trip.transportReason == .coarsePositionsAboard)
         #expect(trip.transportSigns == [.coarsePositionsAboard], "no gap long enough for underground")
@@ -75,18 +82,12 @@ import Testing
 
     @Test func aFewCoarseStretchesOfADriveAreNoSign() throws {
         // An urban canyon or a short tunnel: a minute of 30 m fixes in a drive of over four minutes.
-        let trip = try PassengerScenarioTests.ride { s in
-            s.accuracy = 5
-            s.activity(.walking, .high)
-            s.walk(seconds: 300)
-            s.activity(.automotive, .high)
-            s.accelerate(from: 2.5, to: 15, seconds: 8)
+        let trip = try Self.sharpWalkThenRide { s in
             s.drive(seconds: 100, speed: 15)
             s.accuracy = 30
             s.drive(seconds: 60, speed: 15)
             s.accuracy = 5
             s.drive(seconds: 100, speed: 15)
-            s.accelerate(from: 15, to: 0, seconds: 8)
         }
         #expect(trip.transportMode == .car && trip.transportSigns.isEmpty)
     }
