@@ -126,9 +126,11 @@ final class IngestLink {
 
     /// Whether a batch of one of `batch`'s devices waits to be sent again.
     private func waitsForResend(_ batch: GatewayBatch) -> Bool {
-        inFlight.values.contains {
-            ($0.resendAt != nil || $0.lost) && !$0.batch.devices.isDisjoint(with: batch.devices)
-        }
+        func waiting(_ entry: InFlight) -> Bool { entry.resendAt != nil || entry.lost }
+        // The devices' sets are made only when a batch waits, and the new batch's once.
+        guard inFlight.values.contains(where: waiting) else { return false }
+        let devices = batch.devices
+        return inFlight.values.contains { waiting($0) && !$0.batch.devices.isDisjoint(with: devices) }
     }
 
     /// The connection to sensor-ingest ended (its batches unanswered will not be answered on it), a new one is up

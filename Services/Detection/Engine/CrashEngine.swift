@@ -270,10 +270,10 @@ struct CrashEngine: Sendable, Codable {
         let settings = context.settings
         let t0 = cluster.firstImpact
         let before = context.gps.fixes(from: t0 - settings.crashSpeedWindowBefore, to: t0).compactMap(\.speed)
-        let after = context.gps.fixes(from: t0 + settings.crashSettleTime, to: t0 + settings.crashDecisionDelay)
+        var after = context.gps.fixes(from: t0 + settings.crashSettleTime, to: t0 + settings.crashDecisionDelay)
             .compactMap(\.speed)
         let speedBefore = before.max()
-        let speedAfter = median(after)
+        let speedAfter = median(sorting: &after)
         let nearby =
             Array(context.gps.fixes(from: t0 - settings.crashPositionWindow, to: t0)).last
             ?? Array(context.gps.fixes(from: t0, to: t0 + settings.crashPositionWindow)).first
@@ -348,12 +348,6 @@ struct CrashEngine: Sendable, Codable {
         return longest >= settings.freeFallMinimumDuration
     }
 
-    private func median(_ values: [Double]) -> Double? {
-        guard !values.isEmpty else { return nil }
-        let sorted = values.sorted()
-        let middle = sorted.count / 2
-        return sorted.count % 2 == 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
-    }
 }
 
 /// What the crash engine reads from the rest of the session.

@@ -162,10 +162,15 @@ struct TripEngine: Sendable, Codable {
 
     /// A fix too coarse for the GPS filter came during the ride in progress, if any: counted among its coarse ones.
     mutating func coarseFixRejected() {
+        modifyRide { $0.coarseFixRejected() }
+    }
+
+    /// Changes the ride in progress: the trip's, or the movement run's before a trip started; none without either.
+    private mutating func modifyRide(_ change: (inout RideProfile) -> Void) {
         if trip != nil {
-            trip!.modify { $0.ride.coarseFixRejected() }
+            trip!.modify { change(&$0.ride) }
         } else if run != nil {
-            run!.modify { $0.ride.coarseFixRejected() }
+            run!.modify { change(&$0.ride) }
         }
     }
 
@@ -174,11 +179,7 @@ struct TripEngine: Sendable, Codable {
     mutating func stepsCounted(_ newSteps: Int, at t: Double, stepsSinceMovement: Int, context: TripContext)
         -> [RoadSaveEvent]
     {
-        if trip != nil {
-            trip!.modify { $0.ride.stepsCounted(newSteps, at: t) }
-        } else if run != nil {
-            run!.modify { $0.ride.stepsCounted(newSteps, at: t) }
-        }
+        modifyRide { $0.stepsCounted(newSteps, at: t) }
         guard stepsSinceMovement > context.settings.stepThreshold else { return [] }
         return end(reason: .steps, settings: context.settings.behaviour)
     }

@@ -127,9 +127,7 @@ struct Whereabouts: Sendable, Equatable, Codable {
             }
             guard count >= Self.accuracySamplesNeeded else { return nil }
             var accuracies = UnsafeMutableBufferPointer(rebasing: buffer[..<count])
-            accuracies.sort()
-            let middle = count / 2
-            return count % 2 == 1 ? accuracies[middle] : (accuracies[middle - 1] + accuracies[middle]) / 2
+            return median(sorting: &accuracies)
         }
     }
 
