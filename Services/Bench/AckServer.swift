@@ -39,7 +39,7 @@ enum AckServer {
                     acknowledgement = Acknowledgement(accepted: 0, rejected: [])
                 }
             }
-            _ = try socket.send(message.replyPrefix + [message.batchID, acknowledgement.encode(as: .msgpack)])
+            _ = try socket.send(Array(message.replyPrefix) + [message.batchID, acknowledgement.encode(as: .msgpack)])
         }
     }
 }

@@ -226,8 +226,8 @@ enum CountsBench {
                     devices: ({ journal.admit($0, at: now) }, journal.refusal(forNewDeviceOf:)))
                 try journal.append([
                     Journal.Batch(
-                        id: gatewayBatch.batchText, records: gatewayBatch.records, encoded: gatewayBatch.encoded,
-                        header: gatewayBatch.header, slots: gatewayBatch.slots)
+                        gatewayBatchID: gatewayBatch.batchID[...], records: gatewayBatch.records,
+                        encoded: gatewayBatch.encoded, header: gatewayBatch.header, slots: gatewayBatch.slots)
                 ])
                 acknowledged += gatewayBatch.reply.count > 0 ? gatewayBatch.acknowledgement.accepted : 0
             }
@@ -240,8 +240,11 @@ enum CountsBench {
             let read = { try journal.read(request) }
             let reply = measured ? try regions.read.measure(read) : try read()
             let answer = JournalAnswer(feed: journal.feedID, after: position, to: reply.to, head: journal.head)
+            // The items as frames of their own, as a reply a frame an item arrives (made outside the region: the
+            // journal's items are slices of its statements' arrays, which a reply's frames never are).
+            let frames = reply.items.map { Array($0) }
             let apply = {
-                let chunks = decoder.chunks(FeedItems(frames: reply.items[...]))
+                let chunks = decoder.chunks(FeedItems(frames: frames[...]))
                 perform(core.journalReplied(0, answer, chunks: chunks, at: time, evicted: &evicted))
             }
             if measured { regions.detection.measure(apply) } else { apply() }

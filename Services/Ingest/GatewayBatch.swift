@@ -8,7 +8,7 @@ import ZeroMQ
 /// Pure: no sockets, no store, so the service decides about groups of them (and `roadsave-bench counts` measures one).
 public struct GatewayBatch {
     /// The reply's routing frames: the gateway's identity, and the empty delimiter when the gateway sent one.
-    public var replyPrefix: [[UInt8]]
+    public var replyPrefix: ArraySlice<[UInt8]>
     public var batchID: [UInt8]
     /// The content type of the batch, that of its acknowledgement.
     public var contentType: ContentType
@@ -81,7 +81,7 @@ public struct GatewayBatch {
         }
         if let frame = frames.header {
             do {
-                header = try GatewayBatchHeader.decode(frame, contentType: contentType)
+                header = try GatewayBatchHeader.decode(frame, contentType: contentType, identifiers: identifiers)
             } catch {
                 refuse(field: error.field, error.reason)
                 return
@@ -233,17 +233,25 @@ public struct GatewayBatch {
     }
 
     /// The gateway's batchID as text, for the journal and the logs.
-    public var batchText: String { String(decoding: batchID.prefix(200), as: UTF8.self) }
+    public var batchText: String { String(decoding: batchID.prefix(Self.batchTextBytes), as: UTF8.self) }
 
-    /// The acknowledgement's frames, addressed to the gateway.
+    /// The most bytes of a batchID kept as text.
+    public static let batchTextBytes = 200
+
+    /// The acknowledgement's frames, addressed to the gateway (none for a message without a routing frame).
     public var reply: [[UInt8]] {
-        guard !replyPrefix.isEmpty else { return [] }
         var frames: [[UInt8]] = []
         frames.reserveCapacity(replyPrefix.count + 2) // one array made, not two
+        appendReply(to: &frames)
+        return frames
+    }
+
+    /// `reply`'s frames appended to `frames` (an array a server keeps for every acknowledgement).
+    public func appendReply(to frames: inout [[UInt8]]) {
+        guard !replyPrefix.isEmpty else { return }
         frames += replyPrefix
         frames.append(batchID)
         frames.append(acknowledgement.encode(as: contentType))
-        return frames
     }
 
     /// How long a gateway is asked to wait before sending again a batch the journal could not store.

@@ -25,6 +25,8 @@ final class IngestServing {
     private var statistics = Statistics()
     /// Per-gateway-key token buckets (`--rate-limit`); nil without a limit.
     private var rateLimiter: GatewayRateLimiter?
+    /// The frames of the acknowledgement being sent (`send(_:on:)`).
+    private var replyFrames: [[UInt8]] = []
     /// When a rate refusal was last logged (monotonic seconds): a flood is logged once every `rateLogInterval`.
     private var lastRateLog: Double?
     private var rateRefusedSinceLog = 0
@@ -133,15 +135,18 @@ final class IngestServing {
         // Take every batch there is now (up to a bound; the reactor calls again while more wait).
         var group: [GatewayBatch] = []
         var records = 0
+        // The devices' admission, made once a round rather than once a batch (each closure that captures is an
+        // allocation); the round's batches are admitted at the time it began.
+        let now = journal.now
+        let devices = ({ journal.admit($0, at: now) }, journal.refusal(forNewDeviceOf:))
         socket.drain(limit: Self.groupBatches, failed: { log.error("gateway socket failed", ["error": "\($0)"]) }) {
             message in
             // The key's entry in force now: one removed or replaced since the handshake is refused from its next batch.
             let key = zap?.entry(for: socket.lastPeer, role: .gateway)
-            let now = journal.now
             let batch = GatewayBatch(
                 message: message, applications: configuration.applications,
                 maximumBatch: configuration.maximumBatch, key: key, identifiers: identifiers,
-                devices: ({ journal.admit($0, at: now) }, journal.refusal(forNewDeviceOf:)),
+                devices: devices,
                 rateLimit: rateLimiter == nil
                     ? nil
                     : { [self] count in
@@ -163,7 +168,7 @@ final class IngestServing {
             try journal.append(
                 group.map {
                     Journal.Batch(
-                        id: $0.batchText, records: $0.records, encoded: $0.encoded, header: $0.header,
+                        gatewayBatchID: $0.batchID[...], records: $0.records, encoded: $0.encoded, header: $0.header,
                         slots: $0.slots)
                 })
         } catch {
@@ -245,10 +250,12 @@ final class IngestServing {
     }
 
     private func send(_ batch: GatewayBatch, on socket: ZMQSocket) {
-        let reply = batch.reply
-        guard !reply.isEmpty else { return }
+        // The frames go into one array kept for every acknowledgement, emptied (keeping its room) once sent.
+        defer { replyFrames.removeAll(keepingCapacity: true) }
+        batch.appendReply(to: &replyFrames)
+        guard !replyFrames.isEmpty else { return }
         do {
-            if try !socket.send(reply, dontWait: true) {
+            if try !socket.send(replyFrames, dontWait: true) {
                 log.warning("gateway gone before its acknowledgement", ["batch": batch.batchText])
             }
         } catch {

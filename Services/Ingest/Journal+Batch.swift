@@ -6,8 +6,10 @@ import Wire
 extension Journal {
     /// The accepted records of one gateway batch.
     public struct Batch: Sendable {
-        /// The gateway's batchID, for the operator (`batch` column).
-        public var id: String?
+        /// The gateway's batchID, for the operator (`batch` column): its UTF-8, bound where the gateway's frame has it.
+        public var idUTF8: ArraySlice<UInt8>?
+        /// The gateway's batchID as text.
+        public var id: String? { idUTF8.map { String(decoding: $0, as: UTF8.self) } }
         public var records: [SensorRecord]
         /// The records' MessagePack as the gateway sent them, when it did (nil: they are encoded here).
         public var encoded: GatewayBody?
@@ -22,11 +24,22 @@ extension Journal {
         ) {
             precondition(encoded.map { $0.ranges.count == records.count } ?? true, "a range per record")
             precondition(slots.map { $0.count == records.count } ?? true, "a slot per record")
-            self.id = id
+            self.idUTF8 = id.map { Array($0.utf8)[...] }
             self.records = records
             self.encoded = encoded
             self.header = header
             self.slots = slots
+        }
+
+        /// A gateway batch's: its batchID as it came (the first 200 bytes; text the journal repairs as `batchText`
+        /// does when they are not ASCII), without making a string of it.
+        public init(
+            gatewayBatchID: ArraySlice<UInt8>, records: [SensorRecord], encoded: GatewayBody? = nil,
+            header: GatewayBatchHeader? = nil, slots: [Int]? = nil
+        ) {
+            let id = gatewayBatchID.prefix(GatewayBatch.batchTextBytes)
+            self.init(id: nil, records: records, encoded: encoded, header: header, slots: slots)
+            idUTF8 = id.allSatisfy { $0 < 0x80 } ? id : Array(String(decoding: id, as: UTF8.self).utf8)[...]
         }
 
         /// One chunk of the batch: its shard, its records' indexes in `records` (nil: all of them, in order).

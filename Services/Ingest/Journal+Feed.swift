@@ -48,7 +48,7 @@ extension Journal {
                 """)
         }
         parameters += [request.after, through, request.maxItems]
-        var items: [[UInt8]] = []
+        var items: [ArraySlice<UInt8>] = []
         var bytes = 0
         var last: UInt64?
         var full = false
@@ -57,7 +57,7 @@ extension Journal {
                 let size = Int(row.integer(1))
                 if !items.isEmpty, bytes + size > request.maxBytes { throw StopReading() }
                 if row.isNull(3) {
-                    items.append(row.blob(2))
+                    items.append(row.blob(2)[...])
                 } else {
                     let progress: GatewayBatchHeader.Progress = row.isNull(4) ? .end : .watermark(row.double(4))
                     items.append(
@@ -65,7 +65,7 @@ extension Journal {
                             records: row.blob(2),
                             header: GatewayBatchHeader(gateway: row.text(3), progress: progress),
                             shard: Int(row.integer(5))
-                        ).item)
+                        ).item[...])
                 }
                 bytes += size
                 last = row.unsigned(0)
@@ -81,7 +81,9 @@ extension Journal {
     /// a shard's consumer has then read every chunk of its shard up to there, and the other shards' chunks after its
     /// last are not its to wait for (its lag, `roadsave_detection_lag_positions`, is 0, not the positions of the
     /// other shards' chunks stored since).
-    private static func batch(items: [[UInt8]], last: UInt64?, full: Bool, request: FeedRequest, through: UInt64)
+    private static func batch(
+        items: [ArraySlice<UInt8>], last: UInt64?, full: Bool, request: FeedRequest, through: UInt64
+    )
         -> FeedBatch
     {
         var to = last ?? request.after

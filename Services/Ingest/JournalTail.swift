@@ -9,8 +9,8 @@ struct JournalTail {
         var shard: Int
         /// The records' bytes (the body), as the feed counts a reply's size.
         var size: Int
-        /// The feed item (`JournalChunk.item`).
-        var item: [UInt8]
+        /// The feed item (`JournalChunk.item`): a slice of the array its statement's chunks were written in.
+        var item: ArraySlice<UInt8>
     }
 
     /// The most bytes of items kept; the oldest go first.
@@ -69,10 +69,10 @@ struct JournalTail {
     /// from the store: at most `maxItems`, and no more than `maxBytes` of bodies unless the first alone is more. Nil
     /// unless every position from `after + 1` through `through` is held.
     func read(shard: Int?, after: UInt64, through: UInt64, maxItems: Int, maxBytes: Int)
-        -> (items: [[UInt8]], last: UInt64?, full: Bool)?
+        -> (items: [ArraySlice<UInt8>], last: UInt64?, full: Bool)?
     {
         guard let oldest, let newest, after + 1 >= oldest, through <= newest else { return nil }
-        var items: [[UInt8]] = []
+        var items: [ArraySlice<UInt8>] = []
         var bytes = 0
         var last: UInt64?
         var index = start + Int(after + 1 - oldest)

@@ -100,7 +100,7 @@ public final class FeedServer {
     ) -> Bool {
         let feed = source.feedID
         let head = source.head
-        func reply(_ header: FeedReplyHeader, _ items: [[UInt8]] = []) -> Bool {
+        func reply(_ header: FeedReplyHeader, _ items: [ArraySlice<UInt8>] = []) -> Bool {
             do {
                 let sent: Bool
                 if request.pack, !items.isEmpty,
@@ -115,7 +115,8 @@ public final class FeedServer {
                         dontWait: true
                     ) { FeedItems.writePacked(items, into: $0) }
                 } else {
-                    sent = try socket.send([identity] + header.frames(items: items), dontWait: true)
+                    // A frame an item: an item that is a whole array goes as it is, a slice of a shared one as a copy.
+                    sent = try socket.send([identity] + header.frames(items: items.map { Array($0) }), dontWait: true)
                 }
                 if !sent {
                     log.warning("feed consumer gone before its reply", ["consumer": request.consumer])

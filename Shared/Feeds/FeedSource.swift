@@ -34,12 +34,14 @@ extension FeedSource {
 
 /// Items read from a feed and the position of the last one.
 public struct FeedBatch: Sendable {
-    public var items: [[UInt8]]
+    /// The items, in position order: arrays of their own, or slices of one shared by several (the journal keeps a
+    /// statement's chunks in one array).
+    public var items: [ArraySlice<UInt8>]
     /// The consumer's next `after`: the position of the last item (the request's `after` when there is none), or a
     /// later one the read covered whole (a journal read to its head: the other shards' chunks after its last).
     public var to: UInt64
 
-    public init(items: [[UInt8]], to: UInt64) {
+    public init(items: [ArraySlice<UInt8>], to: UInt64) {
         self.items = items
         self.to = to
     }

@@ -116,6 +116,15 @@ public final class SQLiteStatement {
             return bytes.withUnsafeBytes { bindBlob($0, index, count, parameter, offset, body) }
         case .blobSlice(let bytes):
             return bytes.withUnsafeBytes { bindBlob($0, index, count, parameter, offset, body) }
+        case .textSlice(let bytes):
+            return bytes.withUnsafeBytes { buffer in
+                let bound = sqlite3_bind_text(
+                    handle, index,
+                    (buffer.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!).assumingMemoryBound(to: CChar.self),
+                    Int32(buffer.count), SQLiteDatabase.staticData)
+                guard bound == SQLITE_OK else { return .failure(database.error(bound, sql: sql)) }
+                return bind(count, parameter, from: offset + 1, body)
+            }
         }
         guard result == SQLITE_OK else { return .failure(database.error(result, sql: sql)) }
         return bind(count, parameter, from: offset + 1, body)
@@ -154,6 +163,13 @@ public final class SQLiteStatement {
                     sqlite3_bind_blob(
                         handle, index, buffer.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(buffer.count),
                         SQLiteDatabase.transient)
+                }
+            case .textSlice(let bytes):
+                result = bytes.withUnsafeBytes { buffer in
+                    sqlite3_bind_text(
+                        handle, index,
+                        (buffer.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!).assumingMemoryBound(to: CChar.self),
+                        Int32(buffer.count), SQLiteDatabase.transient)
                 }
             case .null: result = sqlite3_bind_null(handle, index)
             }

@@ -6,6 +6,8 @@ public enum SQLiteValue: Sendable, Equatable {
     case blob([UInt8])
     /// Part of an array's bytes, bound where they are (a journal chunk's records inside its feed item).
     case blobSlice(ArraySlice<UInt8>)
+    /// Text given as its UTF-8 bytes, part of an array, bound where they are (a gateway's batch ID in its frame).
+    case textSlice(ArraySlice<UInt8>)
     case null
 }
 

@@ -285,7 +285,7 @@ public struct FeedItems: RandomAccessCollection, Sendable {
     /// Whether a server packs `items` for a request that asked (`FeedRequest.pack`): when their bytes are within
     /// the request's `maxBytes`. A reply larger than that (one item above it, which a server sends alone) goes a
     /// frame an item, so that a packed frame is never above `maxBytes` plus 5 bytes an item and 5.
-    public static func fitsPacked(_ items: [[UInt8]], maxBytes: Int) -> Bool {
+    public static func fitsPacked<Item: Collection<UInt8>>(_ items: [Item], maxBytes: Int) -> Bool {
         var bytes = 0
         for item in items {
             bytes += item.count
@@ -295,16 +295,18 @@ public struct FeedItems: RandomAccessCollection, Sendable {
     }
 
     /// The size of `items` packed in one frame.
-    public static func packedSize(_ items: [[UInt8]]) -> Int {
+    public static func packedSize<Item: Collection<UInt8>>(_ items: [Item]) -> Int {
         var size = 5
         for item in items { size += binHeaderSize(item.count) + item.count }
         return size
     }
 
     /// Writes `items` packed (an array of `bin`s) into `buffer`, which holds exactly `packedSize(items)` bytes; the
-    /// bytes written.
+    /// bytes written. Items are arrays of their own or slices of a shared one (the journal's, a statement's chunks).
     @discardableResult
-    public static func writePacked(_ items: [[UInt8]], into buffer: UnsafeMutableRawBufferPointer) -> Int {
+    public static func writePacked<Item: Collection<UInt8>>(
+        _ items: [Item], into buffer: UnsafeMutableRawBufferPointer
+    ) -> Int {
         var offset = 0
         func put(_ byte: UInt8) {
             buffer[offset] = byte
@@ -329,17 +331,20 @@ public struct FeedItems: RandomAccessCollection, Sendable {
                 put(0xC6)
                 put(item.count, width: 4)
             }
-            item.withUnsafeBytes { bytes in
+            let copied: Void? = item.withContiguousStorageIfAvailable { bytes in
                 guard let base = bytes.baseAddress, bytes.count > 0 else { return }
                 (buffer.baseAddress! + offset).copyMemory(from: base, byteCount: bytes.count)
+                offset += bytes.count
             }
-            offset += item.count
+            if copied == nil {
+                for byte in item { put(byte) }
+            }
         }
         return offset
     }
 
     /// `items` packed in one frame of their own (what `writePacked` writes, as an array).
-    public static func packedFrame(_ items: [[UInt8]]) -> [UInt8] {
+    public static func packedFrame<Item: Collection<UInt8>>(_ items: [Item]) -> [UInt8] {
         [UInt8](unsafeUninitializedCapacity: packedSize(items)) { buffer, count in
             count = writePacked(items, into: UnsafeMutableRawBufferPointer(buffer))
         }

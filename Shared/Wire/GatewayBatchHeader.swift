@@ -1,6 +1,14 @@
 import RecordCodecs
 import RoadSaveModel
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// The optional fourth frame of a gateway batch, `[batchID, contentType, body, header]`: the gateway's own word on
 /// how far its stream has come in event time, so that detection orders a device's records by what the gateway
 /// still holds rather than by how long the wire has been quiet (a low watermark, as Flink, Beam and Kafka Streams
@@ -56,8 +64,12 @@ public struct GatewayBatchHeader: Sendable, Equatable {
     }
 
     /// Reads the header frame. Throws a `RecordError` whose field names the member at fault (`header`,
-    /// `header.gateway`, `header.watermark`, `header.end`).
-    public static func decode(_ frame: [UInt8], contentType: ContentType) throws(RecordError) -> GatewayBatchHeader {
+    /// `header.gateway`, `header.watermark`, `header.end`). A gateway's name comes from `identifiers` when given (the
+    /// same few names head every batch).
+    public static func decode(_ frame: [UInt8], contentType: ContentType, identifiers: IdentifierCache? = nil)
+        throws(RecordError) -> GatewayBatchHeader
+    {
+        if contentType == .msgpack, let common = try decodeCommon(frame, identifiers: identifiers) { return common }
         let document: JSONValue
         do {
             document =
@@ -69,6 +81,79 @@ public struct GatewayBatchHeader: Sendable, Equatable {
             throw RecordError(field: "header", reason: "unreadable: \(error)")
         }
         return try decode(document)
+    }
+
+    /// The header as gateways write it, read where it lies (no document, no tree: an allocation or three less a
+    /// batch): a MessagePack map of two members, `gateway` (a string) then `watermark` (a number) or `end` (true).
+    /// Nil for any other shape, which `decode` reads in full; what it returns, `decode` would.
+    static func decodeCommon(_ frame: [UInt8], identifiers: IdentifierCache?) throws(RecordError)
+        -> GatewayBatchHeader?
+    {
+        try frame.withUnsafeBufferPointer { bytes throws(RecordError) -> GatewayBatchHeader? in
+            var index = 0
+            func byte() -> UInt8? {
+                guard index < bytes.count else { return nil }
+                defer { index += 1 }
+                return bytes[index]
+            }
+            /// A string's bytes (fixstr or str8), nil for any other type.
+            func string() -> UnsafeBufferPointer<UInt8>? {
+                guard let type = byte() else { return nil }
+                let count: Int
+                switch type {
+                case 0xA0...0xBF: count = Int(type & 0x1F)
+                case 0xD9:
+                    guard let length = byte() else { return nil }
+                    count = Int(length)
+                default: return nil
+                }
+                guard index + count <= bytes.count else { return nil }
+                defer { index += count }
+                return UnsafeBufferPointer(rebasing: bytes[index..<index + count])
+            }
+            func bigEndian(_ width: Int) -> UInt64? {
+                guard index + width <= bytes.count else { return nil }
+                var value: UInt64 = 0
+                for offset in 0..<width { value = value << 8 | UInt64(bytes[index + offset]) }
+                index += width
+                return value
+            }
+            func number() -> Double? {
+                guard let type = byte() else { return nil }
+                switch type {
+                case 0x00...0x7F: return Double(type)
+                case 0xCA: return bigEndian(4).map { Double(Float(bitPattern: UInt32($0))) }
+                case 0xCB: return bigEndian(8).map { Double(bitPattern: $0) }
+                case 0xCE: return bigEndian(4).map { Double($0) }
+                case 0xCF: return bigEndian(8).map { Double($0) }
+                default: return nil
+                }
+            }
+            func equals(_ key: UnsafeBufferPointer<UInt8>, _ name: StaticString) -> Bool {
+                key.count == name.utf8CodeUnitCount && memcmp(key.baseAddress!, name.utf8Start, key.count) == 0
+            }
+            guard byte() == 0x82, let key = string(), equals(key, "gateway"), let name = string(), !name.isEmpty
+            else { return nil }
+            guard let second = string() else { return nil }
+            var end = false
+            var watermark: Double?
+            if equals(second, "watermark") {
+                guard let time = number() else { return nil }
+                watermark = time
+            } else if equals(second, "end") {
+                guard byte() == 0xC3 else { return nil }
+                end = true
+            } else {
+                return nil
+            }
+            guard index == bytes.count else { return nil }
+            let ascii = !name.contains { $0 >= 0x80 }
+            let gateway =
+                identifiers?.string(name.baseAddress!, name.count, ascii: ascii)
+                ?? (ascii ? String(decoding: name, as: UTF8.self) : String(validating: name, as: UTF8.self))
+            guard let gateway else { return nil }
+            return try checked(gateway: gateway, end: end, watermark: watermark)
+        }
     }
 
     public static func decode(_ document: JSONValue) throws(RecordError) -> GatewayBatchHeader {

@@ -4,21 +4,20 @@
 public struct GatewayFrames {
     /// The reply's routing frames: the gateway's identity, and the empty delimiter when the gateway sent one (a REQ
     /// client).
-    public var replyPrefix: [[UInt8]]
+    public var replyPrefix: ArraySlice<[UInt8]>
     /// The frames after the routing ones: `[batchID, contentType, body]` or `[batchID, contentType, body, header]`
     /// when the message is well formed (`isWellFormed`).
     public var parts: ArraySlice<[UInt8]>
 
     public init(message: [[UInt8]]) {
-        replyPrefix = Array(message.prefix(1))
-        // A slice of the message, not a copy of it (one allocation less a gateway batch).
+        // Slices of the message, not copies of it (an allocation less a gateway batch each).
         var rest = message.dropFirst()
         // A REQ client's empty delimiter: [delimiter, batchID, contentType, body (, header)]. A DEALER sends none, and
         // four frames from it are a batch with a header.
         if rest.count == 5 || (rest.count == 4 && rest.first!.isEmpty), rest.first!.isEmpty {
-            replyPrefix.append([])
             rest.removeFirst()
         }
+        replyPrefix = message[..<rest.startIndex]
         parts = rest
     }
 

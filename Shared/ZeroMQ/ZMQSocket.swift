@@ -79,6 +79,8 @@ public final class ZMQSocket {
     public private(set) var lastPeer: CurvePeer?
     /// Set by `setCurveServer` (in `ZMQSocket+Options.swift`, hence not private).
     var readsPeer = false
+    /// The frames `receive` makes room for at once.
+    static let framesReserved = 6
     /// Scratch message for `receive`, allocated once (8-byte aligned as libzmq requires).
     private let message: UnsafeMutablePointer<zmq_msg_t>
 
@@ -295,6 +297,9 @@ public final class ZMQSocket {
     ) throws(ZMQError) -> [[UInt8]]? {
         let handle = try open("zmq_msg_recv")
         var frames: [[UInt8]] = []
+        // Room for the longest message the services take (a gateway batch: routing id, delimiter and four frames),
+        // made once rather than grown twice on the way there.
+        frames.reserveCapacity(Self.framesReserved)
         // libzmq delivers multipart messages atomically: once the first frame is here the rest are too, so later frames
         // are read without DONTWAIT.
         var flags: Int32 = dontWait ? ZMQ_DONTWAIT : 0
@@ -315,10 +320,17 @@ public final class ZMQSocket {
             if frames.isEmpty { firstFrame?(message) }
             if readsPeer && peer == nil {
                 // The metadata sits on every frame from the wire (not on the routing-id frame a ROUTER adds).
+                // The property's name through `withCString` (a short string on the stack): passed as it is, Swift
+                // would copy it to the heap for every message.
                 if let name = zmq_msg_gets(message, "User-Id"),
-                    let publicKey = zmq_msg_gets(message, ZAPHandler.publicKeyProperty)
+                    let publicKey = ZAPHandler.publicKeyProperty.withCString({ zmq_msg_gets(message, $0) })
                 {
-                    peer = CurvePeer(name: String(cString: name), publicKey: String(cString: publicKey))
+                    // A connection's messages all carry the same peer: the one before is kept, not made again.
+                    if let last = lastPeer, last.matches(name: name, publicKey: publicKey) {
+                        peer = last
+                    } else {
+                        peer = CurvePeer(name: String(cString: name), publicKey: String(cString: publicKey))
+                    }
                 }
             }
             let size = zmq_msg_size(message)

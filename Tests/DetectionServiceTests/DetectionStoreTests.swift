@@ -73,8 +73,8 @@ import Wire
         return positions
     }
 
-    func eventIDs(_ items: [[UInt8]]) throws -> [String] {
-        try items.map { try EventBody.decode($0).eventID }
+    func eventIDs(_ items: [ArraySlice<UInt8>]) throws -> [String] {
+        try items.map { try EventBody.decode(Array($0)).eventID }
     }
 
     @Test func aDataDirectoryHoldsTheStateOfOneShard() throws {

@@ -16,7 +16,7 @@ private final class GrowingFeed: FeedSource {
     func read(_ request: FeedRequest) throws -> FeedBatch {
         let last = min(UInt64(items.count), request.after + UInt64(request.maxItems))
         guard last > request.after else { return FeedBatch(items: [], to: request.after) }
-        return FeedBatch(items: items[Int(request.after)..<Int(last)].map { Array($0.utf8) }, to: last)
+        return FeedBatch(items: items[Int(request.after)..<Int(last)].map { Array($0.utf8)[...] }, to: last)
     }
 
     func acknowledged(_ request: FeedRequest) {}

@@ -23,7 +23,7 @@ private final class MemoryFeed: FeedSource {
         let first = max(request.after, deleted)
         let last = min(UInt64(items.count), request.through ?? .max, first + UInt64(request.maxItems))
         guard last > first else { return FeedBatch(items: [], to: request.after) }
-        return FeedBatch(items: items[Int(first)..<Int(last)].map { Array($0.utf8) }, to: last)
+        return FeedBatch(items: items[Int(first)..<Int(last)].map { Array($0.utf8)[...] }, to: last)
     }
 
     func acknowledged(_ request: FeedRequest) { acknowledgements.append(request.acknowledged) }

@@ -67,10 +67,10 @@ enum Records {
     }
 
     /// The records in feed items (chunk bodies).
-    static func decode(_ items: some Sequence<[UInt8]>) throws -> [SensorRecord] {
+    static func decode<Item: Collection<UInt8>>(_ items: some Sequence<Item>) throws -> [SensorRecord] {
         var records: [SensorRecord] = []
         for item in items {
-            records += try RecordBatch.decodeBatch(item, contentType: .msgpack).accepted
+            records += try RecordBatch.decodeBatch(Array(item), contentType: .msgpack).accepted
         }
         return records
     }

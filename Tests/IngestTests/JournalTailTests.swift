@@ -10,7 +10,8 @@ import Wire
 @Suite struct JournalTailTests {
     static func chunk(_ position: UInt64, shard: Int = 0, size: Int = 10) -> JournalTail.Chunk {
         JournalTail.Chunk(
-            position: position, shard: shard, size: size, item: [UInt8](repeating: UInt8(position % 256), count: size))
+            position: position, shard: shard, size: size,
+            item: [UInt8](repeating: UInt8(position % 256), count: size)[...])
     }
 
     @Test func itAnswersOnlyWhatItWhollyHolds() throws {

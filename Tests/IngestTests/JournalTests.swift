@@ -73,6 +73,27 @@ import Wire
         #expect(rows == ["1 0 2 b1", "2 2 2 b1", "3 0 1 b2"])
     }
 
+    /// A gateway's batchID is stored as it came when it is ASCII (bound where its frame has it), cut to 200 bytes,
+    /// and as `batchText` repairs it otherwise.
+    @Test func aGatewaysBatchIDIsStoredAsItsText() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let journal = try open(directory)
+        let ids: [[UInt8]] = [
+            Array("gw-26141-f10fdf30-1".utf8), Array(repeating: UInt8(ascii: "x"), count: 250),
+            Array("é-lot".utf8), [0x62, 0xFF, 0x31],
+        ]
+        for id in ids {
+            try journal.append([
+                Journal.Batch(gatewayBatchID: id[...], records: Records.drive(user: userA, count: 1))
+            ])
+        }
+        let database = try SQLiteDatabase(path: journal.path)
+        var stored: [String] = []
+        try database.statement("SELECT batch FROM chunks ORDER BY position").query { row in stored.append(row.text(0)) }
+        #expect(stored == ["gw-26141-f10fdf30-1", String(repeating: "x", count: 200), "é-lot", "b\u{FFFD}1"])
+    }
+
     @Test func readsUpToThroughAndWithinTheLimits() throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
@@ -385,7 +406,7 @@ extension Journal {
         #expect(journal.head == 9, "four chunks for each batch with a header, one for the other")
         for shard in 0..<4 {
             let read = try journal.read(Requests.request(after: 0, shard: shard, shards: 4))
-            let chunks = try read.items.map { try JournalChunk(item: $0) }
+            let chunks = try read.items.map { try JournalChunk(item: Array($0)) }
             let expected = shard == 2 ? 3 : 2
             #expect(chunks.count == expected)
             #expect(chunks[0].header == Self.header && chunks[0].shard == shard)
@@ -393,7 +414,7 @@ extension Journal {
             #expect(
                 try RecordBatch.decodeBatch(chunks[0].records, contentType: .msgpack).accepted.count
                     == (shard == 2 ? 3 : 0))
-            if shard == 2 { #expect(chunks[2].header == nil && chunks[2].records == read.items[2]) }
+            if shard == 2 { #expect(chunks[2].header == nil && chunks[2].records == Array(read.items[2])) }
         }
         // The operator's view: readable columns (a NULL watermark with a gateway is the stream's end).
         let database = try SQLiteDatabase(path: journal.path)
@@ -423,6 +444,6 @@ extension Journal {
         let journal = try Journal(directory: directory.path, shards: 1, log: Records.quiet)
         try journal.append([Journal.Batch(id: "new", records: [], header: Self.header)])
         let read = try journal.read(Requests.request(after: 0))
-        #expect(try read.items.map { try JournalChunk(item: $0).header } == [nil, Self.header])
+        #expect(try read.items.map { try JournalChunk(item: Array($0)).header } == [nil, Self.header])
     }
 }

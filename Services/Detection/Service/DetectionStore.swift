@@ -358,7 +358,7 @@ final class DetectionStore: FeedSource {
     // MARK: The outbox as a feed for the notifier
 
     func read(_ request: FeedRequest) throws -> FeedBatch {
-        var items: [[UInt8]] = []
+        var items: [ArraySlice<UInt8>] = []
         var to = request.after
         var bytes = 0
         let through = request.through.map { Int64(bitPattern: $0) } ?? Int64.max
@@ -369,7 +369,7 @@ final class DetectionStore: FeedSource {
             guard items.isEmpty || bytes < request.maxBytes else { return }
             let event = row.blob(1)
             bytes += event.count
-            items.append(event)
+            items.append(event[...])
             to = row.unsigned(0)
         }
         return FeedBatch(items: items, to: to)

@@ -33,7 +33,7 @@ final class FakeEventSource: FeedSource, @unchecked Sendable {
         let start = Int(request.after)
         let end = min(items.count, start + request.maxItems)
         guard start < end else { return FeedBatch(items: [], to: request.after) }
-        return FeedBatch(items: Array(items[start..<end]), to: UInt64(end))
+        return FeedBatch(items: items[start..<end].map { $0[...] }, to: UInt64(end))
     }
 
     func acknowledged(_ request: FeedRequest) {
