@@ -124,13 +124,5 @@ extension Journal {
                 }
             }
         }
-
-        /// The body of `chunk` as an array of its own: the gateway's body itself when it is the chunk's whole.
-        func body(of chunk: Chunk) -> [UInt8] {
-            if chunk.indexes == nil, let encoded, encoded.isWholeBody { return encoded.body }
-            var body: [UInt8] = []
-            appendBody(of: chunk, to: &body)
-            return body
-        }
     }
 }

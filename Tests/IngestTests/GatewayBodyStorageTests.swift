@@ -31,7 +31,11 @@ import Wire
     static func chunks(_ batch: GatewayBatch, shards: Int) throws -> [(shard: Int, count: Int, body: [UInt8])] {
         let stored = Journal.Batch(id: batch.batchText, records: batch.records, encoded: batch.encoded)
         return stored.chunks(shards: shards) { DeviceShard.of(batch.records[$0].device, shards: shards) }
-            .map { ($0.shard, $0.count, stored.body(of: $0)) }
+            .map { chunk in
+                var body: [UInt8] = []
+                stored.appendBody(of: chunk, to: &body)
+                return (chunk.shard, chunk.count, body)
+            }
     }
 
     @Test func aWhollyAcceptedBodyIsStoredAsItCame() throws {
