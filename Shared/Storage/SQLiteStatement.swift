@@ -98,36 +98,40 @@ public final class SQLiteStatement {
         case .real(let value): result = sqlite3_bind_double(handle, index, value)
         case .null: result = sqlite3_bind_null(handle, index)
         case .text(var value):
-            return value.withUTF8 { utf8 in
-                // Up to a NUL, as a C string would have been (and a non-null pointer for an empty one, or SQLite
-                // stores NULL).
-                var length = utf8.count
-                if let base = utf8.baseAddress, let nul = memchr(base, 0, utf8.count) {
-                    length = UnsafeRawPointer(nul) - UnsafeRawPointer(base)
-                }
-                let bound = sqlite3_bind_text(
-                    handle, index,
-                    UnsafeRawPointer(utf8.baseAddress ?? UnsafePointer(bitPattern: 1)!)
-                        .assumingMemoryBound(to: CChar.self), Int32(length), SQLiteDatabase.staticData)
-                guard bound == SQLITE_OK else { return .failure(database.error(bound, sql: sql)) }
-                return bind(count, parameter, from: offset + 1, body)
-            }
+            return value.withUTF8 { bindText(UnsafeRawBufferPointer($0), index, count, parameter, offset, body) }
         case .blob(let bytes):
             return bytes.withUnsafeBytes { bindBlob($0, index, count, parameter, offset, body) }
         case .blobSlice(let bytes):
             return bytes.withUnsafeBytes { bindBlob($0, index, count, parameter, offset, body) }
         case .textSlice(let bytes):
-            return bytes.withUnsafeBytes { buffer in
-                let bound = sqlite3_bind_text(
-                    handle, index,
-                    (buffer.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!).assumingMemoryBound(to: CChar.self),
-                    Int32(buffer.count), SQLiteDatabase.staticData)
-                guard bound == SQLITE_OK else { return .failure(database.error(bound, sql: sql)) }
-                return bind(count, parameter, from: offset + 1, body)
-            }
+            return bytes.withUnsafeBytes { bindText($0, index, count, parameter, offset, body) }
         }
         guard result == SQLITE_OK else { return .failure(database.error(result, sql: sql)) }
         return bind(count, parameter, from: offset + 1, body)
+    }
+
+    private func bindText<T>(
+        _ utf8: UnsafeRawBufferPointer, _ index: Int32, _ count: Int, _ parameter: (Int) -> SQLiteValue,
+        _ offset: Int, _ body: () -> Result<T, StorageError>
+    ) -> Result<T, StorageError> {
+        let bound = Self.bindText(utf8, to: handle, at: index, destructor: SQLiteDatabase.staticData)
+        guard bound == SQLITE_OK else { return .failure(database.error(bound, sql: sql)) }
+        return bind(count, parameter, from: offset + 1, body)
+    }
+
+    /// Binds text given as UTF-8 up to a NUL, as a C string would have been (and a non-null pointer for an empty one,
+    /// or SQLite stores NULL).
+    private static func bindText(
+        _ utf8: UnsafeRawBufferPointer, to handle: OpaquePointer, at index: Int32, destructor: sqlite3_destructor_type?
+    ) -> Int32 {
+        var length = utf8.count
+        if let base = utf8.baseAddress, let nul = memchr(base, 0, utf8.count) {
+            length = UnsafeRawPointer(nul) - base
+        }
+        return sqlite3_bind_text(
+            handle, index,
+            (utf8.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!).assumingMemoryBound(to: CChar.self),
+            Int32(length), destructor)
     }
 
     private func bindBlob<T>(
@@ -165,11 +169,8 @@ public final class SQLiteStatement {
                         SQLiteDatabase.transient)
                 }
             case .textSlice(let bytes):
-                result = bytes.withUnsafeBytes { buffer in
-                    sqlite3_bind_text(
-                        handle, index,
-                        (buffer.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!).assumingMemoryBound(to: CChar.self),
-                        Int32(buffer.count), SQLiteDatabase.transient)
+                result = bytes.withUnsafeBytes {
+                    Self.bindText($0, to: handle, at: index, destructor: SQLiteDatabase.transient)
                 }
             case .null: result = sqlite3_bind_null(handle, index)
             }

@@ -73,15 +73,15 @@ import Wire
         #expect(rows == ["1 0 2 b1", "2 2 2 b1", "3 0 1 b2"])
     }
 
-    /// A gateway's batchID is stored as it came when it is ASCII (bound where its frame has it), cut to 200 bytes,
-    /// and as `batchText` repairs it otherwise.
+    /// A gateway's batchID is stored as it came when it is ASCII (bound where its frame has it), cut to 200 bytes
+    /// and at a NUL, and as `batchText` repairs it otherwise.
     @Test func aGatewaysBatchIDIsStoredAsItsText() throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let journal = try open(directory)
         let ids: [[UInt8]] = [
             Array("gw-26141-f10fdf30-1".utf8), Array(repeating: UInt8(ascii: "x"), count: 250),
-            Array("é-lot".utf8), [0x62, 0xFF, 0x31],
+            Array("é-lot".utf8), [0x62, 0xFF, 0x31], [0x61, 0x00, 0x62],
         ]
         for id in ids {
             try journal.append([
@@ -90,8 +90,14 @@ import Wire
         }
         let database = try SQLiteDatabase(path: journal.path)
         var stored: [String] = []
-        try database.statement("SELECT batch FROM chunks ORDER BY position").query { row in stored.append(row.text(0)) }
-        #expect(stored == ["gw-26141-f10fdf30-1", String(repeating: "x", count: 200), "é-lot", "b\u{FFFD}1"])
+        var bytes: [String] = []
+        try database.statement("SELECT batch, hex(batch) FROM chunks ORDER BY position").query { row in
+            stored.append(row.text(0))
+            bytes.append(row.text(1))
+        }
+        #expect(stored == ["gw-26141-f10fdf30-1", String(repeating: "x", count: 200), "é-lot", "b\u{FFFD}1", "a"])
+        // Text up to a NUL, as every text the journal binds (hex shows what reading a C string would hide).
+        #expect(bytes.last == "61")
     }
 
     @Test func readsUpToThroughAndWithinTheLimits() throws {
