@@ -81,6 +81,7 @@ DISTANCE_STOP = 300.0
 FITTED_ON = {
     "gpsLostWhileMoving": {"CBS", "enviroCar"},
     "coarsePositionsAboard": {"Helsinki", "MobilityNet"},
+    "stillWhileMoving": {"Helsinki"},
     "railSpeed": {"CBS"},
     "stationStops": {"CBS", "MobilityNet"},
     "stepsWhileMoving": set(),

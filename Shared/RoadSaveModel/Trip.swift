@@ -55,6 +55,9 @@ public enum TransportReason: String, Sendable, Codable, CaseIterable {
     /// Most of the ride's positions were coarse (network positions) although the phone's were sharp in the minutes
     /// before it: under ground, or in a train's carriage; a car's windows let GPS through.
     case coarsePositionsAboard
+    /// The phone's activity classifier called it stationary for much of the ride while the vehicle moved: a
+    /// carriage on rails runs smoothly; a car on a road shakes the phone into automotive.
+    case stillWhileMoving
     /// Minutes at speeds cars do not hold (`RideProfile.railSpeed`).
     case railSpeed
     /// Two or more stops of a station's length, each after minutes at 90 km/h and straight back to it: a train.

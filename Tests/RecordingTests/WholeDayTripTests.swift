@@ -55,26 +55,30 @@ import Testing
         // Device 2's two afternoon drives come after a morning of buses and the metro (issue 44).
         #expect(cars.allSatisfy { $0.takenForDriving }, "car legs found")
         #expect(cars.allSatisfy { !$0.judgedTransit })
-        // 17 of 97 today: 22 before `coarsePositionsAboard`, which catches metro rides on network positions.
+        // 13 of 97 today: 22 before `coarsePositionsAboard`, which catches metro rides on network positions, 17
+        // before `stillWhileMoving`, which catches metro rides the classifier called still.
         let transit = legs.filter { $0.mode != "car" }
         #expect(transit.count == 97)
-        #expect(transit.filter(\.takenForDriving).count <= 17, "transit legs taken for driving")
-        // The sign decides only rides that lie in a logged public-transport leg of their phone.
+        #expect(transit.filter(\.takenForDriving).count <= 13, "transit legs taken for driving")
+        // Each sign fitted here decides only rides that lie in a logged public-transport leg of their phone.
         var aboard = 0
+        var still = 0
         for (user, userTrips) in trips {
-            for trip in userTrips where trip.transportReason == .coarsePositionsAboard {
-                aboard += 1
+            for trip in userTrips
+            where [.coarsePositionsAboard, .stillWhileMoving].contains(trip.transportReason) {
+                if trip.transportReason == .coarsePositionsAboard { aboard += 1 } else { still += 1 }
                 // The log's times are to the minute.
                 let overlap = logged.filter { $0.user == user && $0.mode != "car" }.map {
                     max(0, min($0.end + 60, trip.endDate) - max($0.start - 60, trip.startDate))
                 }
                 #expect(
                     overlap.max() ?? 0 >= 0.5 * trip.duration,
-                    "\(user): a rail trip (coarsePositionsAboard) from \(ISO8601.string(fromSeconds: trip.startDate)) is mostly outside public transport"
+                    "\(user): a rail trip (\(trip.transportReason)) from \(ISO8601.string(fromSeconds: trip.startDate)) is mostly outside public transport"
                 )
             }
         }
         #expect(aboard >= 4, "rides judged rail by coarsePositionsAboard")
+        #expect(still >= 4, "rides judged rail by stillWhileMoving")
     }
 
     @Test(.enabled(if: SharedData.has(.gotrack), "gotrack-aracaju is not in ../shared/data: skipped"))

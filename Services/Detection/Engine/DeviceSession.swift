@@ -193,6 +193,7 @@ public struct DeviceSession: Sendable, Codable {
         case .activity(let observation):
             reportedActivity = observation
             activity.update(observation, at: record.t)
+            if tripsActive { trips.activityReported(observation.activity, at: record.t) }
             if tripsActive, let event = trips.activityChanged(context: tripContext) {
                 actions.append(.emit(event))
             }

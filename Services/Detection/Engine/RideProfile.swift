@@ -32,6 +32,12 @@ struct RideProfile: Sendable, Equatable, Codable {
     static let coarseShare = 0.4
     static let coarseFixesNeeded = 5
     static let sharpAccuracyBefore = 15.0
+    /// An activity report counts for the ride's motion when it comes this soon after a fix at vehicle speed.
+    static let reportNearFix = 30.0
+    /// The share of those reports that must say stationary, with at least `stillReportsNeeded` of them: a carriage
+    /// on rails runs smoothly enough for the classifier to call the phone still; a car on a road shakes it.
+    static let stillShare = 0.3
+    static let stillReportsNeeded = 5
     /// 151 km/h: trains hold it for minutes; a car that does so for `railSpeedDuration` is rare enough to accept.
     static let railSpeed = 42.0
     static let railSpeedDuration = 120.0
@@ -82,6 +88,10 @@ struct RideProfile: Sendable, Equatable, Codable {
     private(set) var coarseFixes: Int?
     /// Fixes of the ride the GPS filter rejected as too coarse (counted in `coarseFixes` too).
     private(set) var rejectedFixes: Int?
+    /// Activity reports while the vehicle moved, and those of them that said stationary (optional: rides checkpointed
+    /// before they were counted count none, and then show no such sign).
+    private(set) var reportsWhileMoving: Int?
+    private(set) var stillReportsWhileMoving: Int?
     private(set) var undergroundGaps = 0
     /// The seconds those gaps lasted (optional: rides checkpointed before it was kept count none).
     private(set) var undergroundSeconds: Double?
@@ -186,6 +196,16 @@ struct RideProfile: Sendable, Equatable, Codable {
         stepsWhileMoving += count
     }
 
+    /// The activity classifier reported `activity` at `t`: while the vehicle moves, a report of stationary is the
+    /// smooth ride of a train, metro or tram.
+    mutating func activityReported(_ activity: ActivityType, at t: Double) {
+        guard let last, let speed = last.speed, speed >= Self.vehicleSpeed, t - last.t <= Self.reportNearFix else {
+            return
+        }
+        reportsWhileMoving = (reportsWhileMoving ?? 0) + 1
+        if activity == .stationary { stillReportsWhileMoving = (stillReportsWhileMoving ?? 0) + 1 }
+    }
+
     /// Signs that drivers show too often to decide a ride: reported, never deciding (docs/detection.md
     /// "Passengers": a sign decides only if it takes at most 2 % of the car drives of each dataset it was not fitted
     /// on for transit). `regularDwellStops` (fitted on the travel diaries) takes 4 of enviroCar's 112 drives: town
@@ -234,6 +254,11 @@ struct RideProfile: Sendable, Equatable, Codable {
         {
             signs.append(.coarsePositionsAboard)
         }
+        if let reports = reportsWhileMoving, let still = stillReportsWhileMoving, still >= Self.stillReportsNeeded,
+            Double(still) >= Self.stillShare * Double(reports)
+        {
+            signs.append(.stillWhileMoving)
+        }
         if railSpeedSeconds >= Self.railSpeedDuration { signs.append(.railSpeed) }
         if stationStops >= Self.minimumStationStops { signs.append(.stationStops) }
         if stepsWhileMoving >= Self.stepsWhileMovingThreshold { signs.append(.stepsWhileMoving) }
@@ -253,7 +278,7 @@ struct RideProfile: Sendable, Equatable, Codable {
     /// What a sign says the ride was taken in: a passenger's signs say rail above urban speeds.
     private func mode(decidedBy sign: TransportReason) -> TransportMode {
         switch sign {
-        case .gpsLostWhileMoving, .coarsePositionsAboard, .railSpeed, .stationStops: .rail
+        case .gpsLostWhileMoving, .coarsePositionsAboard, .stillWhileMoving, .railSpeed, .stationStops: .rail
         case .stepsWhileMoving, .boardedAfterWaiting, .boardedAwayFromCar:
             sustainedTopSpeed >= Self.urbanTopSpeed ? .rail : .bus
         case .regularDwellStops: .bus

@@ -160,6 +160,11 @@ struct TripEngine: Sendable, Codable {
         return startIfEvidenceSuffices(at: last, context: context)
     }
 
+    /// The activity classifier reported `activity` at `t`: noted by the ride in progress, if any.
+    mutating func activityReported(_ activity: ActivityType, at t: Double) {
+        modifyRide { $0.activityReported(activity, at: t) }
+    }
+
     /// A fix too coarse for the GPS filter came during the ride in progress, if any: counted among its coarse ones.
     mutating func coarseFixRejected() {
         modifyRide { $0.coarseFixRejected() }
