@@ -301,6 +301,9 @@ USABLE_ACCURACY = 50.0
 # Where a found car leg's start error goes, per dataset: (seconds from the leg's start to the phone's first usable
 # fix in it, seconds from that fix to the trip's start).
 START_LATENCY = collections.defaultdict(list)
+# Whether each MobilityNet car leg with a usable fix in its first half was found, per dataset (issue 44's target for
+# these runs: a leg the phone could see in time is found).
+FOUND_WITH_EARLY_FIX = collections.defaultdict(list)
 
 
 def mobilitynet_group(os_name, config):
@@ -360,6 +363,8 @@ def mobilitynet_legs(roadsave, data, work):
         if mode == "car":
             start_error = rows[-1][5]
             first_fix = next((t for t in usable_fixes[leg["user"]] if start <= t <= end), None)
+            if first_fix is not None and first_fix <= (start + end) / 2:
+                FOUND_WITH_EARLY_FIX[dataset].append(rows[-1][3])
             if start_error is not None and first_fix is not None:
                 START_LATENCY[dataset].append((first_fix - start, start + start_error - first_fix))
         leg_signs(dataset, mode, trips[leg["user"]], start, end)
@@ -694,6 +699,10 @@ def print_start_latency():
         waking = statistics.median(p[0] for p in pairs)
         engine = statistics.median(p[1] for p in pairs)
         print(f"{dataset:<32}{len(pairs):>6}{waking:>+29.0f}{engine:>+24.0f}")
+    early = [found for founds in FOUND_WITH_EARLY_FIX.values() for found in founds]
+    print(f"car legs with a usable fix in their first half: {sum(early)} of {len(early)} found ("
+          + ", ".join(f"{d.removeprefix('MobilityNet ')} {sum(f)}/{len(f)}" for d, f in sorted(FOUND_WITH_EARLY_FIX.items()))
+          + ")")
 
 
 def table(rows):
