@@ -9,14 +9,9 @@ import Testing
 /// phone into automotive. Reports while the vehicle stands (a red light, a station) do not count.
 @Suite struct StillWhileMovingTests {
     /// Walk 5 minutes, then ride at 15 m/s in `rounds` stretches of 30 s, each after a report of `report(round)`,
-    /// and stop.
+    /// and stop (with a red light after every `standEvery` stretches, when it is above 0).
     static func ride(rounds: Int, report: (Int) -> ActivityType, standEvery: Int = 0) throws -> TripInfo {
-        try PassengerScenarioTests.ride { s in
-            s.accuracy = 5
-            s.activity(.walking, .high)
-            s.walk(seconds: 300)
-            s.activity(.automotive, .high)
-            s.accelerate(from: 2.5, to: 15, seconds: 8)
+        try CoarsePositionsAboardTests.sharpWalkThenRide { s in
             for round in 0..<rounds {
                 s.activity(report(round), .medium)
                 s.drive(seconds: 30, speed: 15)
@@ -30,7 +25,6 @@ import Testing
                     s.accelerate(from: 2.5, to: 15, seconds: 6)
                 }
             }
-            s.accelerate(from: 15, to: 0, seconds: 8)
         }
     }
 
