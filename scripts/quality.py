@@ -28,7 +28,8 @@ converted fixes (`distance_rule_trips`): what a GPS tracker's motion logic does 
 so each table shows what the engines add to it.
 
 `--json FILE` writes the figures too: one entry per dataset and mode (with the distance rule's figures under
-"distanceRule"), the enviroCar entry with its drive figures under "drives".
+"distanceRule"; MobilityNet's car entries with those of their legs that had a usable fix in the first half under
+"withUsableFixInFirstHalf"), the enviroCar entry with its drive figures under "drives".
 
 `--features FILE` writes a CSV with one row per labelled leg and per detected ride (`scripts/ride_features.py`: speed
 percentiles, time at speed, stops and their durations, accelerations, turns, GPS gaps moving or still, the walk and
@@ -790,6 +791,9 @@ def main():
     base = baseline_table(groups)
     print_baseline(base, groups, width)
     for entry in summary:
+        if entry["mode"] == "car" and entry["dataset"] in FOUND_WITH_EARLY_FIX:
+            found = FOUND_WITH_EARLY_FIX[entry["dataset"]]
+            entry["withUsableFixInFirstHalf"] = {"legs": len(found), "taken": sum(found)}
         b = base.get((entry["dataset"], entry["mode"]))
         if b:
             entry["distanceRule"] = {"legs": b["legs"], "taken": b["taken"],
