@@ -1,14 +1,6 @@
 import RecordCodecs
 import RoadSaveModel
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
 /// The optional fourth frame of a gateway batch, `[batchID, contentType, body, header]`: the gateway's own word on
 /// how far its stream has come in event time, so that detection orders a device's records by what the gateway
 /// still holds rather than by how long the wire has been quiet (a low watermark, as Flink, Beam and Kafka Streams
@@ -90,63 +82,24 @@ public struct GatewayBatchHeader: Sendable, Equatable {
         -> GatewayBatchHeader?
     {
         try frame.withUnsafeBufferPointer { bytes throws(RecordError) -> GatewayBatchHeader? in
-            var index = 0
-            func byte() -> UInt8? {
-                guard index < bytes.count else { return nil }
-                defer { index += 1 }
-                return bytes[index]
-            }
-            /// A string's bytes (fixstr or str8), nil for any other type.
-            func string() -> UnsafeBufferPointer<UInt8>? {
-                guard let type = byte() else { return nil }
-                let count: Int
-                switch type {
-                case 0xA0...0xBF: count = Int(type & 0x1F)
-                case 0xD9:
-                    guard let length = byte() else { return nil }
-                    count = Int(length)
-                default: return nil
-                }
-                guard index + count <= bytes.count else { return nil }
-                defer { index += count }
-                return UnsafeBufferPointer(rebasing: bytes[index..<index + count])
-            }
-            func bigEndian(_ width: Int) -> UInt64? {
-                guard index + width <= bytes.count else { return nil }
-                var value: UInt64 = 0
-                for offset in 0..<width { value = value << 8 | UInt64(bytes[index + offset]) }
-                index += width
-                return value
-            }
-            func number() -> Double? {
-                guard let type = byte() else { return nil }
-                switch type {
-                case 0x00...0x7F: return Double(type)
-                case 0xCA: return bigEndian(4).map { Double(Float(bitPattern: UInt32($0))) }
-                case 0xCB: return bigEndian(8).map { Double(bitPattern: $0) }
-                case 0xCE: return bigEndian(4).map { Double($0) }
-                case 0xCF: return bigEndian(8).map { Double($0) }
-                default: return nil
-                }
-            }
-            func equals(_ key: UnsafeBufferPointer<UInt8>, _ name: StaticString) -> Bool {
-                key.count == name.utf8CodeUnitCount && memcmp(key.baseAddress!, name.utf8Start, key.count) == 0
-            }
-            guard byte() == 0x82, let key = string(), equals(key, "gateway"), let name = string(), !name.isEmpty
+            guard let base = bytes.baseAddress else { return nil }
+            var cursor = MessagePackCursor(base, count: bytes.count)
+            guard cursor.byte() == 0x82, let key = cursor.string(), MessagePackCursor.equals(key, "gateway"),
+                let name = cursor.string(), !name.isEmpty
             else { return nil }
-            guard let second = string() else { return nil }
+            guard let second = cursor.string() else { return nil }
             var end = false
             var watermark: Double?
-            if equals(second, "watermark") {
-                guard let time = number() else { return nil }
+            if MessagePackCursor.equals(second, "watermark") {
+                guard let time = cursor.number() else { return nil }
                 watermark = time
-            } else if equals(second, "end") {
-                guard byte() == 0xC3 else { return nil }
+            } else if MessagePackCursor.equals(second, "end") {
+                guard cursor.byte() == 0xC3 else { return nil }
                 end = true
             } else {
                 return nil
             }
-            guard index == bytes.count else { return nil }
+            guard cursor.offset == bytes.count else { return nil }
             let ascii = !name.contains { $0 >= 0x80 }
             let gateway =
                 identifiers?.string(name.baseAddress!, name.count, ascii: ascii)

@@ -1,13 +1,5 @@
 import RecordCodecs
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
 /// One item of sensor-ingest's journal feed: the records one gateway batch had for one shard, and the batch's
 /// header (`GatewayBatchHeader`) when the gateway sent one.
 ///
@@ -83,71 +75,35 @@ public struct JournalChunk: Sendable, Equatable {
     private static func inPlace(_ bytes: UnsafePointer<UInt8>, count: Int, identifiers: IdentifierCache) -> (
         records: Range<Int>, header: GatewayBatchHeader?, shard: Int
     )? {
-        var offset = 1
+        var cursor = MessagePackCursor(bytes, count: count, offset: 1)
         var gateway: String?
         var watermark: Double?
         var end: Bool?
         var shard: Int?
         var records: Range<Int>?
-        func string(_ at: inout Int) -> (UnsafePointer<UInt8>, Int)? {
-            guard at < count else { return nil }
-            let length: Int
-            switch bytes[at] {
-            case 0xA0...0xBF: (length, at) = (Int(bytes[at] & 0x1F), at + 1)
-            case 0xD9 where at + 1 < count: (length, at) = (Int(bytes[at + 1]), at + 2)
-            default: return nil
-            }
-            guard at + length <= count else { return nil }
-            defer { at += length }
-            return (bytes + at, length)
-        }
-        func number(_ at: inout Int) -> Double? {
-            guard at < count else { return nil }
-            let type = bytes[at]
-            func bigEndian(_ width: Int) -> UInt64? {
-                guard at + 1 + width <= count else { return nil }
-                var value: UInt64 = 0
-                for index in 1...width { value = value << 8 | UInt64(bytes[at + index]) }
-                at += 1 + width
-                return value
-            }
-            switch type {
-            case 0x00...0x7F:
-                at += 1
-                return Double(type)
-            case 0xCC: return bigEndian(1).map { Double($0) }
-            case 0xCD: return bigEndian(2).map { Double($0) }
-            case 0xCE: return bigEndian(4).map { Double($0) }
-            case 0xCF: return bigEndian(8).map { Double($0) }
-            case 0xCB: return bigEndian(8).map { Double(bitPattern: $0) }
-            default: return nil
-            }
-        }
         for _ in 0..<Int(bytes[0] & 0x0F) {
-            guard records == nil, let (key, length) = string(&offset), offset < count else { return nil }
-            func named(_ name: StaticString) -> Bool {
-                length == name.utf8CodeUnitCount && memcmp(key, name.utf8Start, length) == 0
-            }
-            if named("records") {
-                guard case .complete(let size) = MessagePack.extent(bytes + offset, count: count - offset) else {
+            guard records == nil, let key = cursor.string(), let next = cursor.peek() else { return nil }
+            if MessagePackCursor.equals(key, "records") {
+                guard case .complete(let size) = MessagePack.extent(bytes + cursor.offset, count: count - cursor.offset)
+                else {
                     return nil
                 }
-                records = offset..<offset + size
-                offset += size
-            } else if named("gateway") {
-                guard gateway == nil, let (text, size) = string(&offset),
-                    let name = identifiers.string(text, size, ascii: false)
+                records = cursor.offset..<cursor.offset + size
+                cursor.offset += size
+            } else if MessagePackCursor.equals(key, "gateway") {
+                guard gateway == nil, let text = cursor.string(),
+                    let name = identifiers.string(text.baseAddress!, text.count, ascii: false)
                 else { return nil }
                 gateway = name
-            } else if named("watermark") {
-                guard watermark == nil, let value = number(&offset) else { return nil }
+            } else if MessagePackCursor.equals(key, "watermark") {
+                guard watermark == nil, let value = cursor.number() else { return nil }
                 watermark = value
-            } else if named("end") {
-                guard end == nil, bytes[offset] == 0xC2 || bytes[offset] == 0xC3 else { return nil }
-                end = bytes[offset] == 0xC3
-                offset += 1
-            } else if named("shard") {
-                guard shard == nil, let value = number(&offset), value >= 0, value < 1_048_576,
+            } else if MessagePackCursor.equals(key, "end") {
+                guard end == nil, next == 0xC2 || next == 0xC3 else { return nil }
+                end = next == 0xC3
+                cursor.offset += 1
+            } else if MessagePackCursor.equals(key, "shard") {
+                guard shard == nil, let value = cursor.number(), value >= 0, value < 1_048_576,
                     value == value.rounded()
                 else {
                     return nil
@@ -158,7 +114,7 @@ public struct JournalChunk: Sendable, Equatable {
                 return nil
             }
         }
-        guard offset == count, let records, let gateway,
+        guard cursor.offset == count, let records, let gateway,
             let header = try? GatewayBatchHeader.checked(gateway: gateway, end: end ?? false, watermark: watermark)
         else { return nil }
         return (records, header, shard ?? 0)
