@@ -275,6 +275,12 @@ class Up:
     def database(self, name, file):
         return os.path.join(self.directory, "up", name, file)
 
+    def crash_stored(self, user):
+        """Whether the notifier stored a crashDetected event of `user` (None when its store cannot be read)."""
+        count = query(self.database("notify", "notifier.sqlite"),
+                      "SELECT count(*) FROM events WHERE name = 'crashDetected' AND user = ?", (user,))
+        return None if count is None else count > 0
+
     def journal_head(self):
         return query(self.database("ingest", "journal.sqlite"), "SELECT seq FROM sqlite_sequence WHERE name = 'chunks'") or 0
 
@@ -350,7 +356,10 @@ def probe_records(user, impact_at):
 
 def measure_latency(endpoint, keys, subscriber, probes, spacing, background, strict=True):
     """Sends each probe's two batches (waiting for each acknowledgement) and returns the latencies in ms from the
-    second acknowledgement to the crashDetected event, and how many probes saw no event (or one before the ack).
+    second acknowledgement to the crashDetected event, and the probes without one after the ack: `beforeAck` (the
+    alert was read first: ingest sends the batch on to detection as it acknowledges it, and this process's two
+    threads read the ack and the alert in whichever order the interpreter runs them) and
+    `notSeenLive` (none reached the subscriber; the caller looks for it in the notifier's store).
     If the `background` load ended before the last probe the figure is not at that load: an error when `strict`,
     else a warning (`--check` judges no speed, and how long the background lasts depends on the machine's)."""
     context = zmq.Context.instance()
@@ -391,11 +400,13 @@ def measure_latency(endpoint, keys, subscriber, probes, spacing, background, str
     while time.monotonic() < deadline and any(user not in subscriber.crashes for user in acked):
         time.sleep(0.05)
     dealer.close()
-    latencies, missing = [], 0
+    latencies, missing = [], {"beforeAck": [], "notSeenLive": []}
     for user, at in acked.items():
         seen = subscriber.crashes.get(user)
-        if seen is None or seen < at:
-            missing += 1
+        if seen is None:
+            missing["notSeenLive"].append(user)
+        elif seen < at:
+            missing["beforeAck"].append(user)
         else:
             latencies.append((seen - at) * 1000)
     return sorted(latencies), missing
@@ -669,6 +680,12 @@ def main():
         loads["latency"] = load_average()
         lag_after_probes = up.journal_head() - up.detection_applied()
         up.wait_end_to_end(subscriber)
+        # A probe whose alert the subscriber did not see live is looked for in the notifier's store: the live socket
+        # drops what a slow subscriber does not take (catch-up has it), while a crash never stored is a lost alert.
+        lost = [user for user in missing["notSeenLive"] if up.crash_stored(user) is False]
+        if lost:
+            raise RuntimeError("crash alerts lost: %d of %d probes never gave a stored crashDetected (%s)"
+                               % (len(lost), options.probes, ", ".join(lost)))
 
         # Detection killed under load; up restarts it.
         restart = second_seconds = None
@@ -748,11 +765,15 @@ def main():
                 figure("cpu a record, %s" % name, value, "µs", label, floor, "ratio <= 1.5" if label else None,
                        stage="services")
         p50, p99 = percentile(latencies, 0.5), percentile(latencies, 0.99)
-        print("latency   crash alert at half load (%.0f records/s): p50 %.1f ms, p99 %.1f ms, max %.1f ms (%d probes, %d without an event after the ack); detection %d chunks behind after the probes"
-              % (half, p50, p99, latencies[-1] if latencies else float("nan"), len(latencies), missing, lag_after_probes))
+        print("latency   crash alert at half load (%.0f records/s): p50 %.1f ms, p99 %.1f ms, max %.1f ms (%d probes; "
+              "%d alerts came before the ack, %d were stored but not seen live); detection %d chunks behind after the probes"
+              % (half, p50, p99, latencies[-1] if latencies else float("nan"), len(latencies), len(missing["beforeAck"]),
+                 len(missing["notSeenLive"]), lag_after_probes))
         figure("crash alert latency p50 (half load)", p50, "ms", None, None, "<= 8", stage="latency")
         figure("crash alert latency p99 (half load)", p99, "ms", None, None, "<= 20", stage="latency")
         figure("crash alert probes", len(latencies), "probes", stage="latency")
+        figure("crash alerts before the ack", len(missing["beforeAck"]), "probes", stage="latency")
+        figure("crash alerts stored but not seen live", len(missing["notSeenLive"]), "probes", stage="latency")
         if not options.skip_restart:
             print("restart   detection SIGKILLed mid-flood: caught up %.1f s after its restart (the flood went on until %.1f s after the kill)"
                   % (restart if restart is not None else float("nan"), second_seconds))

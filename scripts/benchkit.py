@@ -66,12 +66,12 @@ def memory(pid):
     return values
 
 
-def query(path, sql):
-    """The first column of the first row of `sql` on the database at `path`, read-only; None if there is none or
-    the database cannot be read (yet)."""
+def query(path, sql, parameters=()):
+    """The first column of the first row of `sql` (with `parameters`) on the database at `path`, read-only; None if
+    there is none or the database cannot be read (yet)."""
     try:
         connection = sqlite3.connect("file:%s?mode=ro" % path, uri=True, timeout=5)
-        row = connection.execute(sql).fetchone()
+        row = connection.execute(sql, parameters).fetchone()
         connection.close()
         return row[0] if row else None
     except sqlite3.Error:
