@@ -190,8 +190,8 @@ let package = Package(
         .testTarget(
             name: "DetectionServiceTests",
             dependencies: [
-                "DetectionService", "DetectionEngine", "IngestService", "RoadSaveModel", "RecordCodecs", "Logging",
-                "Wire", "ZeroMQ", "Storage", "Feeds", "SystemKit",
+                "DetectionService", "DetectionEngine", "IngestService", "CommandSettings", "RoadSaveModel",
+                "RecordCodecs", "Logging", "Wire", "ZeroMQ", "Storage", "Feeds", "SystemKit",
             ],
             path: "Tests/DetectionServiceTests"),
         .testTarget(name: "StorageTests", dependencies: ["Storage"], path: "Tests/StorageTests"),

@@ -10,6 +10,8 @@ public struct Setting<Value: Sendable>: AnySetting {
     public let flag: String // "--gateway-endpoint"
     public let environment: String // "ROADSAVE_GATEWAY_ENDPOINT"
     public let key: String // key in a JSON config file: "gatewayEndpoint"
+    /// Keys a config file may still give this setting by, from before it was renamed (`formerly(_:)`).
+    public private(set) var formerKeys: [String] = []
     public let help: String
     /// The value's name in a command's usage line (`--platform URL`).
     public let valueName: String
@@ -39,6 +41,14 @@ public struct Setting<Value: Sendable>: AnySetting {
         parser = parse
     }
 
+    /// The same setting, also read from a config file under `keys`: names it had before it was renamed, so that
+    /// the files written for them keep working.
+    public func formerly(_ keys: String...) -> Self {
+        var renamed = self
+        renamed.formerKeys += keys
+        return renamed
+    }
+
     /// `text` as this setting's value; a mistake is an error that names the flag.
     public func parse(_ text: String) throws(CommandLineOptions.UsageError) -> Value {
         try parser(text, flag)
@@ -50,6 +60,7 @@ public protocol AnySetting: Sendable {
     var flag: String { get }
     var environment: String { get }
     var key: String { get }
+    var formerKeys: [String] { get }
     var help: String { get }
     var valueName: String { get }
     var isSecret: Bool { get }

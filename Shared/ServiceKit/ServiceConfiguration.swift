@@ -27,7 +27,7 @@ public struct ServiceConfiguration: Sendable {
         }
         var file: [String: String] = [:]
         if let path = options.string(Self.configFlag.flag) ?? environment[Self.configFlag.environment], !helpRequested {
-            file = try Self.readFile(path, known: Set(specs.map(\.key)))
+            file = try Self.readFile(path, specs: specs)
         }
         values = SettingValues(specs, options: options, environment: environment, file: file)
     }
@@ -45,9 +45,13 @@ public struct ServiceConfiguration: Sendable {
         SettingHelp.service(specs + [configFlag])
     }
 
-    private static func readFile(_ path: String, known: Set<String>) throws(CommandLineOptions.UsageError) -> [String:
-        String]
+    /// The file's settings by their keys (one given by a former key is under its key now).
+    private static func readFile(_ path: String, specs: [any AnySetting]) throws(CommandLineOptions.UsageError)
+        -> [String: String]
     {
+        let known = Set(specs.map(\.key))
+        var renamed: [String: String] = [:]
+        for spec in specs { for former in spec.formerKeys { renamed[former] = spec.key } }
         guard let data = FileManager.default.contents(atPath: path) else {
             throw .init("--config: cannot read \(path)")
         }
@@ -59,10 +63,14 @@ public struct ServiceConfiguration: Sendable {
         }
         guard case .object(let members) = value else { throw .init("--config \(path): expected a JSON object") }
         var result: [String: String] = [:]
-        for (key, member) in members {
+        for (given, member) in members {
+            let key = renamed[given] ?? given
             guard known.contains(key) else {
                 throw .init(
-                    "--config \(path): unknown setting \"\(key)\"; known: \(known.sorted().joined(separator: ", "))")
+                    "--config \(path): unknown setting \"\(given)\"; known: \(known.sorted().joined(separator: ", "))")
+            }
+            if key != given, members.contains(where: { $0.0 == key }) {
+                throw .init("--config \(path): \"\(given)\" is the former name of \"\(key)\": give one of them")
             }
             switch member {
             case .string(let text): result[key] = text

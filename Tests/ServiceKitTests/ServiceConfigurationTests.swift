@@ -73,6 +73,30 @@ import Testing
         #expect(throws: CommandLineOptions.UsageError.self) { try bad.value(Self.verbose) }
     }
 
+    @Test func aRenamedSettingIsStillReadFromFilesUnderItsFormerKey() throws {
+        let renamed = Setting<String>(
+            flag: "--data-dir", environment: "T_DATA", key: "dataDirectory", default: "d", help: "d"
+        ).formerly("dataDir")
+        let specs: [any AnySetting] = [renamed]
+        let former = try file(#"{"dataDir": "/old"}"#)
+        let current = try file(#"{"dataDirectory": "/new"}"#)
+        let both = try file(#"{"dataDir": "/old", "dataDirectory": "/new"}"#)
+        defer { for path in [former, current, both] { try? FileManager.default.removeItem(atPath: path) } }
+        let fromFormer = try ServiceConfiguration(specs: specs, arguments: ["--config", former], environment: [:])
+        #expect(try fromFormer.value(renamed) == "/old")
+        #expect(fromFormer.describe().contains("dataDirectory=/old (file)"))
+        let fromCurrent = try ServiceConfiguration(specs: specs, arguments: ["--config", current], environment: [:])
+        #expect(try fromCurrent.value(renamed) == "/new")
+        do {
+            _ = try ServiceConfiguration(specs: specs, arguments: ["--config", both], environment: [:])
+            Issue.record("a setting given under both its names was accepted")
+        } catch {
+            #expect(error.message.contains("\"dataDir\" is the former name of \"dataDirectory\""))
+        }
+        // The former key is not a second setting: --help and the description show the current one only.
+        #expect(!ServiceConfiguration.optionsHelp(specs).contains("dataDir]"))
+    }
+
     @Test func endpointsAreCheckedAtStart() throws {
         #expect(try Endpoint.validate("tcp://*:5550", flag: "--x") == "tcp://*:5550")
         #expect(try Endpoint.validate("ipc:///tmp/x", flag: "--x") == "ipc:///tmp/x")

@@ -90,9 +90,11 @@ public struct DetectionConfiguration: Sendable {
         public static let eventsEndpoint = ServiceSettings.bound(
             flag: "--events-endpoint", environment: "ROADSAVE_EVENTS_ENDPOINT", key: "eventsEndpoint",
             default: "tcp://*:5553", help: "ZeroMQ endpoint the notifier reads events from (ROUTER, pull)")
+        // "dataDir" until the key was made the one sensor-ingest and the notifier use.
         public static let dataDirectory = ServiceSettings.dataDirectory(
-            key: "dataDir", default: "roadsave-data/detect",
-            help: "directory of detection's store (checkpoint, inputs since, outbox); one per shard")
+            key: "dataDirectory", default: "roadsave-data/detect",
+            help: "directory of detection's store (checkpoint, inputs since, outbox); one per shard"
+        ).formerly("dataDir")
         public static let checkpointInterval = Setting<Double>(
             flag: "--checkpoint-interval", environment: "ROADSAVE_CHECKPOINT_INTERVAL", key: "checkpointInterval",
             default: 2, range: 0.1...3600,
