@@ -258,7 +258,7 @@ let package = Package(
             name: "CommandTests",
             dependencies: [
                 "roadsave", "ServiceCommands", "Wire", "RoadSaveModel", "RecordCodecs", "Storage", "Recordings",
-                "RoadSaveTestKit",
+                "RoadSaveTestKit", "IngestService", "DetectionService", "NotifierService", "CommandSettings",
             ],
             path: "Tests/CommandTests"),
         // The client library against the services as processes over real ZeroMQ on loopback (resuming, restarts, key

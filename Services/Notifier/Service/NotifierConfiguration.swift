@@ -83,12 +83,13 @@ public struct NotifierConfiguration: Sendable {
         public static let webhookFormat = format(
             flag: "--webhook-format", environment: "ROADSAVE_WEBHOOK_FORMAT", key: "webhookFormat",
             help: "event format of webhook bodies: current or legacy")
+        // "webhookMaximumBackoff" until the key was made to follow its flag, as the others do.
         public static let webhookMaximumBackoff = Setting<Double>(
-            flag: "--webhook-max-backoff", environment: "ROADSAVE_WEBHOOK_MAX_BACKOFF", key: "webhookMaximumBackoff",
+            flag: "--webhook-max-backoff", environment: "ROADSAVE_WEBHOOK_MAX_BACKOFF", key: "webhookMaxBackoff",
             default: 30, range: 0.05...3600,
             help:
                 "longest wait in seconds between two attempts of a webhook delivery; failed deliveries (network errors, 408, 429, 5xx) are retried without end, in order per device; other 4xx and 3xx answers are logged as dropped by the receiver and not retried"
-        )
+        ).formerly("webhookMaximumBackoff")
         public static let ndjson = Setting<String?>.text(
             flag: "--ndjson", environment: "ROADSAVE_NDJSON", key: "ndjson",
             help:
