@@ -25,8 +25,6 @@ final class IngestServing {
     private var statistics = Statistics()
     /// Per-gateway-key token buckets (`--rate-limit`); nil without a limit.
     private var rateLimiter: GatewayRateLimiter?
-    /// Crash-relevant batches first in the journal, within each group commit.
-    private var urgentOrder = UrgentBatchOrder()
     /// The frames of the acknowledgement being sent (`send(_:on:)`).
     private var replyFrames: [[UInt8]] = []
     /// When a rate refusal was last logged (monotonic seconds): a flood is logged once every `rateLogInterval`.
@@ -166,12 +164,9 @@ final class IngestServing {
         }
         guard !group.isEmpty else { return }
         statistics.largestGroup = max(statistics.largestGroup, group.count)
-        // The journal's order: batches that decide a crash alert first (`UrgentBatchOrder`); the acknowledgements
-        // still go in the order the batches came.
-        let stored = urgentOrder.journalOrder(of: group, now: now).map { $0.map { group[$0] } } ?? group
         do {
             try journal.append(
-                stored.map {
+                group.map {
                     Journal.Batch(
                         gatewayBatchID: $0.batchID[...], records: $0.records, encoded: $0.encoded, header: $0.header,
                         slots: $0.slots)
