@@ -764,12 +764,13 @@ def main():
                 label, floor = floors.get(name, (None, None))
                 figure("cpu a record, %s" % name, value, "µs", label, floor, "ratio <= 1.5" if label else None,
                        stage="services")
-        p50, p99 = percentile(latencies, 0.5), percentile(latencies, 0.99)
-        print("latency   crash alert at half load (%.0f records/s): p50 %.1f ms, p99 %.1f ms, max %.1f ms (%d probes; "
+        p50, p90, p99 = percentile(latencies, 0.5), percentile(latencies, 0.9), percentile(latencies, 0.99)
+        print("latency   crash alert at half load (%.0f records/s): p50 %.1f ms, p90 %.1f ms, p99 %.1f ms, max %.1f ms (%d probes; "
               "%d alerts came before the ack, %d were stored but not seen live); detection %d chunks behind after the probes"
-              % (half, p50, p99, latencies[-1] if latencies else float("nan"), len(latencies), len(missing["beforeAck"]),
+              % (half, p50, p90, p99, latencies[-1] if latencies else float("nan"), len(latencies), len(missing["beforeAck"]),
                  len(missing["notSeenLive"]), lag_after_probes))
         figure("crash alert latency p50 (half load)", p50, "ms", None, None, "<= 8", stage="latency")
+        figure("crash alert latency p90 (half load)", p90, "ms", stage="latency")
         figure("crash alert latency p99 (half load)", p99, "ms", None, None, "<= 20", stage="latency")
         figure("crash alert probes", len(latencies), "probes", stage="latency")
         figure("crash alerts before the ack", len(missing["beforeAck"]), "probes", stage="latency")
