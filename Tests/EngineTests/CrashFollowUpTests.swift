@@ -223,7 +223,7 @@ import Testing
     }
 
     @Test func stoppingMonitoringSendsTheFollowUpWithWhatCameUntilThen() throws {
-        let (script, impactTime) = Self.crash { s in
+        let (script, _) = Self.crash { s in
             s.activity(.stationary, .high)
             s.stand(seconds: 60)
         }

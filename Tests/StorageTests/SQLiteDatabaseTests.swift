@@ -81,7 +81,7 @@ struct SQLiteDatabaseTests {
         let path = try DataDirectory.prepare(directory + "/a/b")
         let mode = try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int
         #expect(mode == 0o700)
-        FileManager.default.createFile(atPath: directory + "/file", contents: Data())
+        #expect(FileManager.default.createFile(atPath: directory + "/file", contents: Data()))
         #expect(throws: StorageError.self) { try DataDirectory.prepare(directory + "/file") }
         #expect(DataDirectory.file("x.sqlite", in: "/d/") == "/d/x.sqlite")
     }
