@@ -82,7 +82,7 @@ public struct JournalChunk: Sendable, Equatable {
         var shard: Int?
         var records: Range<Int>?
         for _ in 0..<Int(bytes[0] & 0x0F) {
-            guard records == nil, let key = cursor.string(), let next = cursor.peek() else { return nil }
+            guard records == nil, let key = cursor.string() else { return nil }
             if MessagePackCursor.equals(key, "records") {
                 guard case .complete(let size) = MessagePack.extent(bytes + cursor.offset, count: count - cursor.offset)
                 else {
@@ -99,9 +99,8 @@ public struct JournalChunk: Sendable, Equatable {
                 guard watermark == nil, let value = cursor.number() else { return nil }
                 watermark = value
             } else if MessagePackCursor.equals(key, "end") {
-                guard end == nil, next == 0xC2 || next == 0xC3 else { return nil }
-                end = next == 0xC3
-                cursor.offset += 1
+                guard end == nil, let flag = cursor.byte(), flag == 0xC2 || flag == 0xC3 else { return nil }
+                end = flag == 0xC3
             } else if MessagePackCursor.equals(key, "shard") {
                 guard shard == nil, let value = cursor.number(), value >= 0, value < 1_048_576,
                     value == value.rounded()

@@ -27,9 +27,6 @@ struct MessagePackCursor {
         return bytes[offset]
     }
 
-    /// The next byte without moving past it.
-    func peek() -> UInt8? { offset < count ? bytes[offset] : nil }
-
     /// A string's bytes (fixstr or str8); nil for any other type.
     mutating func string() -> UnsafeBufferPointer<UInt8>? {
         guard let type = byte() else { return nil }
