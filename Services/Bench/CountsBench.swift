@@ -126,6 +126,9 @@ enum CountsBench {
                 ), checkpoint: size == 100 && wanted("checkpoint device") ? region("checkpoint device") : nil)
         }
 
+        // `paths` checks --only before any work; a region it does not list would be refused there (the count
+        // guards run the debug build, where this holds the two together).
+        assert(regions.allSatisfy { paths.contains($0.name) }, "a region missing from CountsBench.paths")
         print(
             "path                              records  batches   allocations  allocs/record  allocs/batch")
         for region in regions {
