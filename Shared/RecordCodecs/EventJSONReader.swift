@@ -19,15 +19,34 @@ public struct EventJSONError: Error, Sendable, Equatable, CustomStringConvertibl
 /// needs (the trip ID of `tripDidStart`, the end reason) and capitalises confidences: such an event is an error whose
 /// reason ends with `legacy`, the caller's words for what to do. Members the model does not keep (`eventID`,
 /// `duration`, …) are not checked; a missing or wrong one that it keeps is an error naming it. One reader for the
-/// report's `--events` and the subscriber library.
+/// report's `--events`, the subscriber library, and the MessagePack bodies that detection's outbox and the notifier's
+/// store keep (`EventBody` in Wire, read as `Form.body`).
 public enum EventJSONReader {
+    /// How the value was written.
+    public enum Form: Sendable, Equatable {
+        /// PROTOCOL §3's JSON; `legacy`: what to do about an event in the legacy format (the caller's words).
+        case json(legacy: String)
+        /// The MessagePack body (`EventBody`): every member its event has is written (`isTest`, a crash's
+        /// `positionTrusted` and `inTrip`, a crash's `latitude` and `longitude` as nil when unknown), so a missing one
+        /// is an error rather than a default (a test crash must never read as a real one); recent positions are
+        /// `[latitude, longitude, time]` triples; numbers are as detection computed them, not only finite ones.
+        case body
+    }
+
     /// The event of one JSON object.
     public static func event(from value: JSONValue, legacy: String) throws(EventJSONError) -> RoadSaveEvent {
+        try event(from: value, form: .json(legacy: legacy))
+    }
+
+    /// The event of one map, written in `form`.
+    public static func event(from value: JSONValue, form: Form) throws(EventJSONError) -> RoadSaveEvent {
         func fail(_ field: String?, _ reason: String) -> EventJSONError {
             EventJSONError(field: field, reason: reason)
         }
-        guard case .object = value else { throw fail(nil, "an event must be a JSON object, found \(value.typeName)") }
-        let fields = Fields(value: value, legacy: legacy, fail: fail)
+        guard case .object = value else {
+            throw fail(nil, "an event must be \(form == .body ? "a map" : "a JSON object"), found \(value.typeName)")
+        }
+        let fields = Fields(value: value, form: form, fail: fail)
         let name = try fields.string("event")
         let device = DeviceID(app: try fields.identifier("app"), user: try fields.identifier("user"))
         switch name {
@@ -37,9 +56,7 @@ public enum EventJSONReader {
                 body: .tripDidStart(
                     TripStartInfo(tripID: try fields.identifier("tripID"), startDate: try fields.date("startDate"))))
         case "tripDidEnd":
-            let endReason = try fields.choice(
-                "endReason", TripEndReason.self,
-                legacy: legacy)
+            let endReason = try fields.choice("endReason", TripEndReason.self)
             let mode = try fields.optionalChoice("transportMode", TransportMode.self) ?? .unknown
             let modeReason = try fields.optionalChoice("transportReason", TransportReason.self) ?? .notClassified
             let start = try fields.position("startLatitude", "startLongitude")
@@ -56,10 +73,8 @@ public enum EventJSONReader {
                         endLatitude: end?.latitude, endLongitude: end?.longitude,
                         maxSpeed: try fields.optionalNumber("maxSpeed"))))
         case "crashDetected":
-            let confidence = try fields.choice(
-                "confidence", CrashConfidence.self,
-                legacy: legacy)
-            let position = try fields.position("latitude", "longitude")
+            let confidence = try fields.choice("confidence", CrashConfidence.self)
+            let position = try fields.position("latitude", "longitude", writtenWhenUnknown: true)
             return RoadSaveEvent(
                 device: device,
                 body: .crashDetected(
@@ -67,7 +82,7 @@ public enum EventJSONReader {
                         crashID: try fields.identifier("crashID"), confidence: confidence,
                         detectedAt: try fields.date("detectedAt"),
                         latitude: position?.latitude, longitude: position?.longitude,
-                        isTest: try fields.optionalBool("isTest") ?? false, details: try fields.crashDetails())))
+                        isTest: try fields.flag("isTest"), details: try fields.crashDetails())))
         case "crashFollowUp":
             let position = try fields.position("latitude", "longitude")
             return RoadSaveEvent(
@@ -75,12 +90,10 @@ public enum EventJSONReader {
                 body: .crashFollowUp(
                     CrashFollowUpInfo(
                         crashID: try fields.identifier("crashID"),
-                        confidence: try fields.choice(
-                            "confidence", CrashConfidence.self,
-                            legacy: legacy),
+                        confidence: try fields.choice("confidence", CrashConfidence.self),
                         detectedAt: try fields.date("detectedAt"), observedUntil: try fields.date("observedUntil"),
-                        outcome: try fields.choice("outcome", CrashFollowUpOutcome.self, legacy: legacy),
-                        isTest: try fields.optionalBool("isTest") ?? false, records: try fields.count("records"),
+                        outcome: try fields.choice("outcome", CrashFollowUpOutcome.self),
+                        isTest: try fields.flag("isTest"), records: try fields.count("records"),
                         secondsOfData: try fields.number("secondsOfData"),
                         distanceMoved: try fields.optionalNumber("distanceMoved"),
                         steps: try fields.count("steps"), maxSpeedAfter: try fields.optionalNumber("maxSpeedAfter"),
@@ -107,9 +120,21 @@ public enum EventJSONReader {
     /// Typed members with errors naming them.
     private struct Fields {
         let value: JSONValue
-        /// What to do about an event in the legacy format (the caller's words).
-        let legacy: String
+        let form: Form
         let fail: (String?, String) -> EventJSONError
+
+        /// What to do about an event in the legacy format, said after an error it may explain (JSON only).
+        var legacyHint: String {
+            if case .json(let legacy) = form { " (\(legacy))" } else { "" }
+        }
+
+        /// The same form and errors, for an item of the event (`events[2]`): errors name `events[2].member`.
+        func item(_ item: JSONValue, at path: String) -> Fields {
+            let fail = fail
+            return Fields(value: item, form: form) { field, reason in
+                fail(path + (field.map { ".\($0)" } ?? ""), reason)
+            }
+        }
 
         func required(_ name: String) throws(EventJSONError) -> JSONValue {
             guard let member = value[name], member != .null else { throw fail(name, "missing") }
@@ -134,7 +159,7 @@ public enum EventJSONReader {
 
         func number(_ name: String) throws(EventJSONError) -> Double {
             let member = try required(name)
-            guard case .number(let number) = member, number.isFinite else {
+            guard case .number(let number) = member, number.isFinite || form == .body else {
                 throw fail(name, "expected a number, found \(member.typeName)")
             }
             return number
@@ -146,10 +171,13 @@ public enum EventJSONReader {
         }
 
         /// A position given as two members, or nil when both are absent or null; a coordinate out of range, or one
-        /// without the other, is an error naming it.
-        func position(_ latitudeName: String, _ longitudeName: String) throws(EventJSONError)
-            -> (latitude: Double, longitude: Double)?
+        /// without the other, is an error naming it. `writtenWhenUnknown`: a body has both members, nil when unknown.
+        func position(_ latitudeName: String, _ longitudeName: String, writtenWhenUnknown: Bool = false)
+            throws(EventJSONError) -> (latitude: Double, longitude: Double)?
         {
+            if writtenWhenUnknown, form == .body {
+                for name in [latitudeName, longitudeName] where value[name] == nil { throw fail(name, "missing") }
+            }
             let latitude = try optionalNumber(latitudeName)
             let longitude = try optionalNumber(longitudeName)
             if let latitude, !(-90...90).contains(latitude) {
@@ -184,18 +212,7 @@ public enum EventJSONReader {
                     throw fail("recentPositions", "expected an array, found \(list.typeName)")
                 }
                 for (index, item) in items.enumerated() {
-                    let entry = Fields(
-                        value: item, legacy: legacy,
-                        fail: { field, reason in
-                            fail("recentPositions[\(index)]" + (field.map { ".\($0)" } ?? ""), reason)
-                        })
-                    guard case .object = item, let position = try entry.position("latitude", "longitude") else {
-                        throw fail("recentPositions[\(index)]", "expected {\"latitude\", \"longitude\", \"time\"}")
-                    }
-                    positions.append(
-                        TimedPosition(
-                            latitude: position.latitude, longitude: position.longitude,
-                            time: try entry.date("time")))
+                    positions.append(try recentPosition(item, at: "recentPositions[\(index)]"))
                 }
             }
             let tripID: String? = value["tripID"] == nil || value["tripID"] == .null ? nil : try identifier("tripID")
@@ -206,8 +223,24 @@ public enum EventJSONReader {
                 impacts: try count("impacts"), heading: try optionalNumber("heading"),
                 positionAccuracy: try optionalNumber("positionAccuracy"),
                 positionAge: try optionalNumber("positionAge"),
-                positionTrusted: try optionalBool("positionTrusted") ?? false, recentPositions: positions,
-                inTrip: try optionalBool("inTrip") ?? false, tripID: tripID)
+                positionTrusted: try flag("positionTrusted"), recentPositions: positions, inTrip: try flag("inTrip"),
+                tripID: tripID)
+        }
+
+        /// One of a crash's recent positions: `{"latitude", "longitude", "time"}` in JSON, a triple in a body.
+        private func recentPosition(_ item: JSONValue, at path: String) throws(EventJSONError) -> TimedPosition {
+            if form == .body {
+                guard case .array(let triple) = item, triple.count == 3, case .number(let latitude) = triple[0],
+                    case .number(let longitude) = triple[1], case .number(let time) = triple[2]
+                else { throw fail(path, "expected [latitude, longitude, time]") }
+                return TimedPosition(latitude: latitude, longitude: longitude, time: time)
+            }
+            let entry = self.item(item, at: path)
+            guard case .object = item, let position = try entry.position("latitude", "longitude") else {
+                throw fail(path, "expected {\"latitude\", \"longitude\", \"time\"}")
+            }
+            return TimedPosition(
+                latitude: position.latitude, longitude: position.longitude, time: try entry.date("time"))
         }
 
         /// `tripBehaviour`'s events (the counts beside them are derived, so not read); an error names `events[i].member`.
@@ -221,24 +254,25 @@ public enum EventJSONReader {
                 guard case .object = item else {
                     throw fail("events[\(index)]", "expected an object, found \(item.typeName)")
                 }
-                let entry = Fields(
-                    value: item, legacy: legacy,
-                    fail: { field, reason in
-                        fail("events[\(index)]" + (field.map { ".\($0)" } ?? ""), reason)
-                    })
+                let entry = self.item(item, at: "events[\(index)]")
                 guard let position = try entry.position("latitude", "longitude") else {
                     throw fail("events[\(index)].latitude", "missing")
                 }
                 events.append(
                     DrivingEvent(
-                        kind: try entry.choice("kind", DrivingEventKind.self, legacy: legacy),
-                        severity: try entry.choice(
-                            "severity", DrivingEventSeverity.self, legacy: legacy),
+                        kind: try entry.choice("kind", DrivingEventKind.self),
+                        severity: try entry.choice("severity", DrivingEventSeverity.self),
                         start: try entry.date("start"), end: try entry.date("end"), peak: try entry.number("peak"),
                         startSpeed: try entry.number("startSpeed"), endSpeed: try entry.number("endSpeed"),
                         latitude: position.latitude, longitude: position.longitude, fixes: try entry.count("fixes")))
             }
             return events
+        }
+
+        /// A flag: required in a body, which always writes it; false when absent in JSON (events written before it).
+        func flag(_ name: String) throws(EventJSONError) -> Bool {
+            if form == .body { _ = try required(name) }
+            return try optionalBool(name) ?? false
         }
 
         func optionalBool(_ name: String) throws(EventJSONError) -> Bool? {
@@ -265,18 +299,18 @@ public enum EventJSONReader {
             }
         }
 
-        /// One of `T`'s names. `legacy` is said when the member is missing or capitalised, as in the legacy format.
-        func choice<T: RawRepresentable & CaseIterable>(_ name: String, _ type: T.Type, legacy: String)
-            throws(EventJSONError) -> T
+        /// One of `T`'s names. The legacy hint is said when the member is missing or capitalised, as in the legacy
+        /// format.
+        func choice<T: RawRepresentable & CaseIterable>(_ name: String, _ type: T.Type) throws(EventJSONError) -> T
         where T.RawValue == String {
-            guard value[name] != nil else { throw fail(name, "missing (\(legacy))") }
+            guard value[name] != nil else { throw fail(name, "missing" + legacyHint) }
             let text = try string(name)
             guard let choice = T(rawValue: text) else {
                 let capitalised = T(rawValue: text.lowercased()) != nil
                 throw fail(
                     name,
                     "\"\(text)\" is not one of \(T.allCases.map(\.rawValue).joined(separator: ", "))"
-                        + (capitalised ? " (\(legacy))" : ""))
+                        + (capitalised ? legacyHint : ""))
             }
             return choice
         }
@@ -289,9 +323,9 @@ public enum EventJSONReader {
                 throw fail(name, "expected an array, found \(member.typeName)")
             }
             var chosen: [T] = []
-            for item in items {
+            for (index, item) in items.enumerated() {
                 guard case .string(let text) = item, let choice = T(rawValue: text) else {
-                    throw fail(name, "holds something not one of \(T.allCases.map(\.rawValue).joined(separator: ", "))")
+                    throw fail("\(name)[\(index)]", "not one of \(T.allCases.map(\.rawValue).joined(separator: ", "))")
                 }
                 chosen.append(choice)
             }

@@ -218,110 +218,14 @@ public enum EventBody {
         packer.pack(event.device.user)
     }
 
-    /// Reads an event body (errors: the MessagePack ones, or `invalidEvent` with the field in `path`).
+    /// Reads an event body (errors: the MessagePack ones, or `invalidEvent` with the field in `path`), with the
+    /// reader of events' JSON (`EventJSONReader`, the body's form): one reader for both.
     public static func decode(_ body: some Collection<UInt8>) throws(WireError) -> RoadSaveEvent {
         let value = try MessagePack.decode(body)
-        guard case .object = value else {
-            throw WireError(.invalidEvent, "an event body must be a map, found \(value.typeName)")
-        }
-        let fields = EventFields(value: value)
-        let name = try fields.string("event")
-        let device = DeviceID(app: try fields.identifier("app"), user: try fields.identifier("user"))
-        switch name {
-        case "tripDidStart":
-            return RoadSaveEvent(
-                device: device,
-                body: .tripDidStart(
-                    TripStartInfo(tripID: try fields.identifier("tripID"), startDate: try fields.number("startDate"))))
-        case "tripDidEnd":
-            let reasonName = try fields.string("endReason")
-            guard let reason = TripEndReason(rawValue: reasonName) else {
-                throw WireError(.invalidEvent, "unknown end reason \"\(reasonName)\"", path: "endReason")
-            }
-            // Bodies stored before rides were judged have no transport fields: unknown, not classified.
-            let modeName = try fields.optionalString("transportMode") ?? TransportMode.unknown.rawValue
-            guard let mode = TransportMode(rawValue: modeName) else {
-                throw WireError(.invalidEvent, "unknown transport mode \"\(modeName)\"", path: "transportMode")
-            }
-            let modeReasonName = try fields.optionalString("transportReason") ?? TransportReason.notClassified.rawValue
-            guard let modeReason = TransportReason(rawValue: modeReasonName) else {
-                throw WireError(
-                    .invalidEvent, "unknown transport reason \"\(modeReasonName)\"", path: "transportReason")
-            }
-            return RoadSaveEvent(
-                device: device,
-                body: .tripDidEnd(
-                    TripInfo(
-                        tripID: try fields.identifier("tripID"), startDate: try fields.number("startDate"),
-                        endDate: try fields.number("endDate"), distanceMetres: try fields.number("distanceMetres"),
-                        endReason: reason, transportMode: mode, transportReason: modeReason,
-                        transportSigns: try fields.transportSigns(),
-                        startLatitude: try fields.numberIfPresent("startLatitude"),
-                        startLongitude: try fields.numberIfPresent("startLongitude"),
-                        endLatitude: try fields.numberIfPresent("endLatitude"),
-                        endLongitude: try fields.numberIfPresent("endLongitude"),
-                        maxSpeed: try fields.numberIfPresent("maxSpeed"))))
-        case "crashDetected":
-            let confidenceName = try fields.string("confidence")
-            guard let confidence = CrashConfidence(rawValue: confidenceName) else {
-                throw WireError(.invalidEvent, "unknown confidence \"\(confidenceName)\"", path: "confidence")
-            }
-            return RoadSaveEvent(
-                device: device,
-                body: .crashDetected(
-                    CrashInfo(
-                        crashID: try fields.identifier("crashID"), confidence: confidence,
-                        detectedAt: try fields.number("detectedAt"), latitude: try fields.optionalNumber("latitude"),
-                        longitude: try fields.optionalNumber("longitude"), isTest: try fields.bool("isTest"),
-                        details: try fields.crashDetails())))
-        case "crashFollowUp":
-            let confidenceName = try fields.string("confidence")
-            guard let confidence = CrashConfidence(rawValue: confidenceName) else {
-                throw WireError(.invalidEvent, "unknown confidence \"\(confidenceName)\"", path: "confidence")
-            }
-            let outcomeName = try fields.string("outcome")
-            guard let outcome = CrashFollowUpOutcome(rawValue: outcomeName) else {
-                throw WireError(.invalidEvent, "unknown outcome \"\(outcomeName)\"", path: "outcome")
-            }
-            return RoadSaveEvent(
-                device: device,
-                body: .crashFollowUp(
-                    CrashFollowUpInfo(
-                        crashID: try fields.identifier("crashID"), confidence: confidence,
-                        detectedAt: try fields.number("detectedAt"),
-                        observedUntil: try fields.number("observedUntil"), outcome: outcome,
-                        isTest: try fields.bool("isTest"), records: try fields.count("records"),
-                        secondsOfData: try fields.number("secondsOfData"),
-                        distanceMoved:
-                            try fields.numberIfPresent("distanceMoved"), steps: try fields.count("steps"),
-                        maxSpeedAfter: try fields.numberIfPresent("maxSpeedAfter"),
-                        latitude: try fields.numberIfPresent("latitude"),
-                        longitude: try fields.numberIfPresent("longitude"))))
-        case "tripBehaviour":
-            let reasonName = try fields.optionalString("unscoredReason")
-            let unscored = try reasonName.map { name throws(WireError) in
-                guard let reason = UnscoredReason(rawValue: name) else {
-                    throw WireError(.invalidEvent, "unknown reason \"\(name)\"", path: "unscoredReason")
-                }
-                return reason
-            }
-            return RoadSaveEvent(
-                device: device,
-                body: .tripBehaviour(
-                    TripBehaviour(
-                        tripID: try fields.identifier("tripID"), endDate: try fields.number("endDate"),
-                        unscored: unscored, events: try fields.drivingEvents(),
-                        distanceMetres: try fields.number("distanceMetres"),
-                        eventsPer100Kilometres: try fields.numberIfPresent("eventsPer100Kilometres"),
-                        longitudinalRMS: try fields.numberIfPresent("longitudinalRMS"),
-                        lateralRMS: try fields.numberIfPresent("lateralRMS"),
-                        eventsScore: try fields.numberIfPresent("eventsScore"),
-                        smoothnessScore: try fields.numberIfPresent("smoothnessScore"),
-                        score: try fields.numberIfPresent("score"))))
-        default:
-            throw WireError(
-                .invalidEvent, "unknown event \"\(name)\"; expected \(RoadSaveEvent.names.joined(separator: ", "))",
-                path: "event")
+        do {
+            return try EventJSONReader.event(from: value, form: .body)
+        } catch {
+            throw WireError(.invalidEvent, error.reason, path: error.field ?? "")
         }
     }
 }

@@ -80,7 +80,7 @@ struct EventFileReaderTests {
         let signed = RoadSaveEvent(device: Fixture.device, body: .tripDidEnd(info))
         #expect(try read([signed.json(.current)]) == [signed])
         let bad = signed.json(.current).replacingOccurrences(of: "\"regularDwellStops\"]", with: "\"hovercraft\"]")
-        #expect(error([bad])?.field == "transportSigns")
+        #expect(error([bad])?.field == "transportSigns[1]")
     }
 
     @Test func readsWhereATripWentAndNamesABadCoordinate() throws {

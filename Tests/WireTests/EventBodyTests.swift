@@ -351,6 +351,18 @@ struct EventBodyTests {
         #expect(missingIsTest?.code == .invalidEvent)
         #expect(missingIsTest?.path == "isTest")
         #expect(eventError(crash + [("isTest", .string("no"))])?.path == "isTest")
+        // A body always writes the flag: null is no default (a test crash must never read as a real one), while the
+        // same map read as JSON takes an absent flag for false (events written before it).
+        #expect(eventError(crash + [("isTest", .null)])?.path == "isTest")
+        #expect(
+            eventError(crash.filter { $0.0 != "latitude" } + [("isTest", .bool(false))])?.path == "latitude",
+            "a body keeps a crash's position keys, nil when unknown")
+        guard case .crashDetected(let info)? = try? EventJSONReader.event(from: .object(crash), legacy: "legacy").body
+        else {
+            Issue.record("the same crash as JSON was not read")
+            return
+        }
+        #expect(info.isTest == false)
         #expect(
             eventError(crash.map { $0.0 == "confidence" ? ($0.0, .string("none")) : $0 } + [("isTest", .bool(false))])?
                 .path == "confidence")
