@@ -1,6 +1,7 @@
 import RoadSaveModel
 
-/// Why an event's JSON could not be read: the member at fault (nil: the event as a whole) and what is wrong with it.
+/// Why an event (its JSON, or its MessagePack body) could not be read: the member at fault (nil: the event as a whole)
+/// and what is wrong with it.
 public struct EventJSONError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The member, as `confidence` or `recentPositions[0].time`; nil for the whole event.
     public var field: String?
