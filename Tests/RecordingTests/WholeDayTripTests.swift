@@ -95,6 +95,7 @@ import Testing
         #expect(cars.count == 65)
         // Held out for every sign: GPS only, cars and buses from the same phones.
         #expect(cars.allSatisfy { !$0.judgedTransit }, "no car ride judged public transport")
-        #expect(cars.filter(\.takenForDriving).count >= 39, "car rides taken for driving")
+        // 40 of 65 today, 39 before a drive that stood past the stop delay could resume (`DriveResumedTests`).
+        #expect(cars.filter(\.takenForDriving).count >= 40, "car rides taken for driving")
     }
 }

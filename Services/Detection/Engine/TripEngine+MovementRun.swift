@@ -21,6 +21,9 @@ extension TripEngine {
         var leadIn: LeadIn?
         /// When the run's first fix came after a silence that found the phone elsewhere (`WakeUp`), if it did.
         var wakeUp: WakeUp?
+        /// Where the drive this run resumes stood (`TripEngine`'s `stoodDrive`), if the run began there soon after
+        /// that trip ended.
+        var resumedDrive: Whereabouts.Sample?
         /// The fix of `lastMovement` and the speed held so far (optional: checkpoints before them have neither).
         var lastMovingFix: AcceptedFix?
         var heldSpeed: HeldSpeed?
@@ -124,7 +127,7 @@ extension TripEngine {
 extension TripEngine.MovementRun {
     private enum CodingKeys: String, CodingKey {
         case start, lastMovement, maximumSpeed, odometer, ride, heldFastFrom, heldFast, heldFastLeapt, leadIn, wakeUp
-        case lastMovingFix, heldSpeed, behaviour
+        case lastMovingFix, heldSpeed, behaviour, resumedDrive
     }
 
     init(from decoder: any Decoder) throws {
@@ -142,5 +145,6 @@ extension TripEngine.MovementRun {
         lastMovingFix = try container.decodeIfPresent(AcceptedFix.self, forKey: .lastMovingFix)
         heldSpeed = try container.decodeIfPresent(HeldSpeed.self, forKey: .heldSpeed)
         behaviour = try container.decodeIfPresent(DrivingBehaviour.self, forKey: .behaviour) ?? DrivingBehaviour()
+        resumedDrive = try container.decodeIfPresent(Whereabouts.Sample.self, forKey: .resumedDrive)
     }
 }

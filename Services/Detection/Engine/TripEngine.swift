@@ -23,6 +23,13 @@ struct TripEngine: Sendable, Codable {
     /// ride on public transport: where its car stands, or where none of its cars does (`RideProfile`'s
     /// `boardedAwayFromCar`). Out of line: most devices hold none.
     private var parkedCar: OutOfLine<Whereabouts.Sample>?
+    /// Where and when the device's last driving trip ended by the stop delay (its last moving fix): a vehicle that
+    /// stood longer than that (a jam, a queue, a level crossing) and moves on from there soon after is the same
+    /// drive going on (`MovementRun.resumedDrive`). Out of line: most devices hold none.
+    private var stoodDrive: OutOfLine<Whereabouts.Sample>?
+    /// How far from where a drive stood a run may begin and still resume it: what a car creeps in a queue, short of
+    /// where a walk of the stop delay (about 340 m) takes its driver.
+    static let resumeDistance = 300.0
     init(device: DeviceID) {
         self.device = device
     }
@@ -123,6 +130,9 @@ struct TripEngine: Sendable, Codable {
                 started.behaviour.add(fix, settings: settings.behaviour)
                 started.noteHeld(fix, after: previousIdleFix, settings: settings)
                 started.wakeUp = WakeUp(before: previousIdleFix, first: fix)
+                if let stood = stoodDrive?.value, resumes(stood, with: fix, settings: settings) {
+                    started.resumedDrive = stood
+                }
                 // A phone that fell silent where it waited (iOS stops its fixes while it stands) waited on until it
                 // could have left, wherever its first fix finds it: a wake-up's hundreds of metres, or tens.
                 let silence = previousIdleFix.flatMap { fix.t - $0.t >= WakeUp.silence ? ($0, fix) : nil }
@@ -228,6 +238,8 @@ struct TripEngine: Sendable, Codable {
         if verdict.mode.isDriving, let end = trip.lastMovingFix {
             parkedCar = OutOfLine(Whereabouts.Sample(t: end.t, latitude: end.latitude, longitude: end.longitude))
         }
+        stoodDrive =
+            verdict.mode.isDriving && reason == .stopDelay ? parkedCar : nil
         let info = TripInfo(
             tripID: trip.tripID, startDate: trip.startDate, endDate: trip.lastMovement,
             distanceMetres: trip.odometer.distance, endReason: reason,
@@ -291,9 +303,22 @@ struct TripEngine: Sendable, Codable {
                 && (run.odometer.distance / run.duration >= settings.gpsOnlyStartSpeed
                     || run.ride.sustainedTopSpeed >= settings.gpsOnlyStartPeakSpeed)
             let held = run.heldFast && netDistance >= settings.gpsOnlyStartHeldDistance
-            evidence = sustained || held
+            // A drive that stood past the stop delay and moves on from where it stood: a trip just showed a vehicle
+            // there, so the classifier's thresholds, not the stricter ones that keep walks and bicycles out.
+            let resumed =
+                run.resumedDrive != nil && run.duration >= settings.startDuration
+                && netDistance >= settings.startDistance && run.maximumSpeed >= settings.startSpeed
+            evidence = sustained || held || resumed
         }
         return evidence
+    }
+
+    /// Whether a movement run beginning with `fix` resumes the drive that stood at `stood`: it begins within the stop
+    /// delay after that trip ended (twice the stop delay after its last movement), within `resumeDistance` of it.
+    private func resumes(_ stood: Whereabouts.Sample, with fix: AcceptedFix, settings: DetectionSettings) -> Bool {
+        guard fix.t - stood.t <= 2 * settings.stopDelay else { return false }
+        return stood.distance(to: Whereabouts.Sample(t: fix.t, latitude: fix.latitude, longitude: fix.longitude))
+            <= Self.resumeDistance
     }
 
     private mutating func start(_ run: MovementRun) -> RoadSaveEvent {
@@ -326,6 +351,7 @@ struct TripEngine: Sendable, Codable {
                 lastMovingFix: run.lastMovingFix ?? run.odometer.last ?? run.start,
                 heldSpeed: heldSpeed, behaviour: run.behaviour))
         self.run = nil
+        stoodDrive = nil
         return RoadSaveEvent(device: device, body: .tripDidStart(TripStartInfo(tripID: tripID, startDate: startDate)))
     }
 }
@@ -344,7 +370,9 @@ struct TripContext {
 // device judges what it sees from now on.
 // (The `lastTripEnd` of earlier checkpoints is no longer read.)
 extension TripEngine {
-    private enum CodingKeys: String, CodingKey { case state, device, whereabouts, lastIdleFix, brokenRun, parkedCar }
+    private enum CodingKeys: String, CodingKey {
+        case state, device, whereabouts, lastIdleFix, brokenRun, parkedCar, stoodDrive
+    }
 
     init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
@@ -354,6 +382,7 @@ extension TripEngine {
         lastIdleFix = try container.decodeIfPresent(AcceptedFix.self, forKey: .lastIdleFix)
         brokenRun = try container.decodeIfPresent(LeadIn.self, forKey: .brokenRun).map(OutOfLine.init)
         parkedCar = try container.decodeIfPresent(Whereabouts.Sample.self, forKey: .parkedCar).map(OutOfLine.init)
+        stoodDrive = try container.decodeIfPresent(Whereabouts.Sample.self, forKey: .stoodDrive).map(OutOfLine.init)
         setState(state)
     }
 
@@ -366,5 +395,6 @@ extension TripEngine {
         try container.encodeIfPresent(lastIdleFix, forKey: .lastIdleFix)
         try container.encodeIfPresent(brokenRun?.value, forKey: .brokenRun)
         try container.encodeIfPresent(parkedCar?.value, forKey: .parkedCar)
+        try container.encodeIfPresent(stoodDrive?.value, forKey: .stoodDrive)
     }
 }
