@@ -243,7 +243,7 @@ enum CountsBench {
                 let gatewayBatch = GatewayBatch(
                     message: message, applications: applications, maximumBatch: RecordBatch.maximumRecords,
                     identifiers: identifiers,
-                    devices: ({ journal.admit($0, at: now) }, journal.refusal(forNewDeviceOf:)))
+                    devices: ({ journal.admit(devicesOf: $0, at: now) }, journal.refusal(forNewDeviceOf:)))
                 try journal.append([
                     Journal.Batch(
                         gatewayBatchID: gatewayBatch.batchID[...], records: gatewayBatch.records,

@@ -38,7 +38,8 @@ public struct GatewayBatch {
     /// `applications` are rejected; a batch of more than `maximumBatch` records is refused whole. With a CurveZMQ
     /// gateway `key`, records of applications the key is not listed for are rejected too (field `app`); a key the
     /// allow-list in force refuses has the batch refused whole, unread, before the rate limit (field `key`). Each valid
-    /// record's device goes to `devices` (nil: no limit), which may refuse it (field `user`, with the reason it gives).
+    /// record's device goes to `devices` (nil: no limit), asked once for the whole batch with its valid records (a slot
+    /// number for each, in order), which may refuse any (field `user`, with the reason it gives for the application).
     /// Before any of that, `rateLimit` (nil: no limit) is asked about the batch's record count (`recordCount`; 1 for
     /// a body that is not an array) and may refuse the batch whole with its acknowledgement (field `rate`).
     /// `identifiers`: the caller's cache of app and user strings (`MessagePack.decodeRecords`).
@@ -46,7 +47,7 @@ public struct GatewayBatch {
         message: [[UInt8]], applications: Set<String>, maximumBatch: Int,
         key: Result<CurveAllowList.Entry, CurveKeyRefusal>? = nil,
         identifiers: IdentifierCache? = nil,
-        devices: (admit: (DeviceID) -> Int?, refusal: (String) -> String)? = nil,
+        devices: (admit: ([SensorRecord]) -> [Int?], refusal: (String) -> String)? = nil,
         rateLimit: ((_ records: Int) -> Acknowledgement?)? = nil
     ) {
         let frames = GatewayFrames(message: message)
@@ -94,77 +95,110 @@ public struct GatewayBatch {
             header = nil
             return
         }
-        let decoded: DecodedBatch
-        do {
-            decoded = try RecordBatch.decodeBatch(frames.body, contentType: contentType, identifiers: identifiers)
-        } catch {
-            refuse("\(error)")
-            return
-        }
-        guard decoded.records.count <= maximumBatch else {
-            refuse("\(decoded.records.count) records; at most \(maximumBatch) a batch")
-            return
-        }
-        records.reserveCapacity(decoded.records.count)
-        // The element boundaries cost a pass over the bytes without decoding; nil (re-encode) if they do not add up.
-        let elementRanges = contentType == .msgpack ? MessagePackFraming.elementRanges(of: frames.body) : nil
-        let ranges = elementRanges?.count == decoded.records.count ? elementRanges : nil
+        // Each element is checked as it is decoded (a MessagePack body is read where it lies, each element's bytes
+        // measured in the same pass, so the journal stores them as they came); validation is the same for both
+        // content types (RecordDecoding), so the rejections read the same. A batch's records are mostly of one
+        // application: what was allowed for the record before is not asked again.
+        var accepted: [SensorRecord] = []
+        var acceptedIndexes: [Int] = []
         var acceptedRanges: [Range<Int>] = []
-        if ranges != nil { acceptedRanges.reserveCapacity(decoded.records.count) }
-        if devices != nil {
-            slots = []
-            slots?.reserveCapacity(decoded.records.count)
-        }
-        // Validation is the same for both content types (RecordDecoding), so the rejections read the same.
-        // A batch's records are mostly of one application and often several of one device in a row: what was
-        // allowed or admitted for the record before is not asked again.
+        var rejected: [Rejection] = []
+        var elements = 0
+        var lastEnd = 0
         var allowedApplication: String?
-        var lastAdmitted: (device: DeviceID, slot: Int)?
-        for (index, result) in decoded.records {
+        func take(_ index: Int, _ range: Range<Int>?, _ result: Result<SensorRecord, RecordError>) {
+            lastEnd = range?.upperBound ?? lastEnd
             switch result {
             case .failure(let error):
-                acknowledgement.rejected.append(Rejection(index: index, field: error.field, reason: error.reason))
+                rejected.append(Rejection(index: index, field: error.field, reason: error.reason))
             case .success(let record):
                 if record.device.app != allowedApplication {
                     // The key's limit first, so a limited key learns nothing about other applications.
                     if let entry, !entry.allows(application: record.device.app) {
-                        acknowledgement.rejected.append(
+                        rejected.append(
                             Rejection(
                                 index: index, field: "app",
                                 reason:
                                     "gateway key \"\(entry.name)\" is not allowed to send records of this application"))
-                        continue
+                        return
                     }
                     guard applications.contains(record.device.app) else {
-                        acknowledgement.rejected.append(
-                            Rejection(index: index, field: "app", reason: "unknown application"))
-                        continue
+                        rejected.append(Rejection(index: index, field: "app", reason: "unknown application"))
+                        return
                     }
                     allowedApplication = record.device.app
                 }
-                if let devices {
-                    if let lastAdmitted, lastAdmitted.device == record.device {
-                        slots?.append(lastAdmitted.slot)
-                    } else {
-                        guard let slot = devices.admit(record.device) else {
-                            acknowledgement.rejected.append(
-                                Rejection(
-                                    index: index, field: "user",
-                                    reason: devices.refusal(record.device.app)))
-                            continue
-                        }
-                        slots?.append(slot)
-                        lastAdmitted = (record.device, slot)
-                    }
-                }
-                records.append(record)
-                if let ranges { acceptedRanges.append(ranges[index]) }
+                accepted.append(record)
+                acceptedIndexes.append(index)
+                if let range { acceptedRanges.append(range) }
             }
         }
+        do {
+            switch contentType {
+            case .msgpack:
+                try frames.body.withUnsafeBytes { buffer in
+                    try MessagePack.forEachElement(
+                        buffer, maximumCount: RecordBatch.maximumRecords, identifiers: identifiers ?? IdentifierCache()
+                    ) { count in
+                        elements = count
+                        accepted.reserveCapacity(count)
+                        acceptedIndexes.reserveCapacity(count)
+                        acceptedRanges.reserveCapacity(count)
+                    } _: { index, range, result in
+                        take(index, range, result)
+                    }
+                }
+            case .json:
+                let decoded = try RecordBatch.decodeBatch(frames.body, contentType: .json, identifiers: identifiers)
+                elements = decoded.records.count
+                for (index, result) in decoded.records { take(index, nil, result) }
+            }
+        } catch {
+            refuse("\(error)")
+            return
+        }
+        guard elements <= maximumBatch else {
+            refuse("\(elements) records; at most \(maximumBatch) a batch")
+            return
+        }
+        // Admission last, once the whole batch has been read: a batch that cannot be read admits no device.
+        if let devices {
+            let numbers = accepted.isEmpty ? [] : devices.admit(accepted)
+            var slots: [Int] = []
+            slots.reserveCapacity(accepted.count)
+            var refused: [Int] = []
+            for (position, number) in numbers.enumerated() {
+                if let number {
+                    slots.append(number)
+                } else {
+                    refused.append(position)
+                    rejected.append(
+                        Rejection(
+                            index: acceptedIndexes[position], field: "user",
+                            reason: devices.refusal(accepted[position].device.app)))
+                }
+            }
+            if !refused.isEmpty {
+                // Rare (an application at its device limit): the refused records go, and the rejections are put
+                // back in the batch's order.
+                let refusedPositions = Set(refused)
+                accepted = accepted.indices.filter { !refusedPositions.contains($0) }.map { accepted[$0] }
+                if !acceptedRanges.isEmpty {
+                    acceptedRanges = acceptedRanges.indices.filter { !refusedPositions.contains($0) }.map {
+                        acceptedRanges[$0]
+                    }
+                }
+                rejected.sort { $0.index < $1.index }
+            }
+            self.slots = slots
+        }
+        records = accepted
+        acknowledgement.rejected = rejected
         acknowledgement.accepted = records.count
-        if ranges != nil, !records.isEmpty {
+        // The journal stores the gateway's bytes when every element was measured and the array is the whole body.
+        if contentType == .msgpack, !records.isEmpty, lastEnd == frames.body.count {
             encoded = GatewayBody(
-                body: frames.body, ranges: acceptedRanges, isWholeBody: records.count == decoded.records.count)
+                body: frames.body, ranges: acceptedRanges, isWholeBody: records.count == elements)
         }
     }
 

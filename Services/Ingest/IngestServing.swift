@@ -138,7 +138,7 @@ final class IngestServing {
         // The devices' admission, made once a round rather than once a batch (each closure that captures is an
         // allocation); the round's batches are admitted at the time it began.
         let now = journal.now
-        let devices = ({ journal.admit($0, at: now) }, journal.refusal(forNewDeviceOf:))
+        let devices = ({ journal.admit(devicesOf: $0, at: now) }, journal.refusal(forNewDeviceOf:))
         socket.drain(limit: Self.groupBatches, failed: { log.error("gateway socket failed", ["error": "\($0)"]) }) {
             message in
             // The key's entry in force now: one removed or replaced since the handshake is refused from its next batch.

@@ -186,6 +186,11 @@ public final class Journal: FeedSource {
         devices.admit(device, now: now ?? clock(), head: head)
     }
 
+    /// `admit` for the device of each of `records`, in order (nil where refused): a gateway batch's, asked at once.
+    public func admit(devicesOf records: [SensorRecord], at now: Double? = nil) -> [Int?] {
+        devices.admit(devicesOf: records, now: now ?? clock(), head: head)
+    }
+
     /// The journal's clock (Unix seconds): a gateway batch's records all came at one time.
     public var now: Double { clock() }
 

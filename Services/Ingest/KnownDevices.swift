@@ -93,6 +93,24 @@ struct KnownDevices {
         return number
     }
 
+    /// `admit` for the device of each of `records`, in order, at `now`: what ingest asks of a gateway batch, in one
+    /// access (not one a record). A run of one device's records (gateways often send several together) is asked once.
+    mutating func admit(devicesOf records: [SensorRecord], now: Double = 0, head: UInt64 = 0) -> [Int?] {
+        var numbers: [Int?] = []
+        numbers.reserveCapacity(records.count)
+        var previous: (device: DeviceID, number: Int?)?
+        for index in records.indices {
+            if let previous, previous.device == records[index].device {
+                numbers.append(previous.number)
+                continue
+            }
+            let number = admit(records[index].device, now: now, head: head)
+            numbers.append(number)
+            previous = (records[index].device, number)
+        }
+        return numbers
+    }
+
     @discardableResult
     private mutating func take(_ device: DeviceID, lastSeen: Double, savedLastSeen: Double, head: UInt64) -> Int {
         let slot = Slot(

@@ -132,6 +132,20 @@ public enum MessagePack {
         count: (Int) -> Void = { _ in },
         _ body: (Int, Result<SensorRecord, RecordError>) -> Void
     ) throws(WireError) {
+        try forEachElement(buffer, maximumCount: maximumCount, identifiers: identifiers, count: count) {
+            index, _, result in body(index, result)
+        }
+    }
+
+    /// `forEachRecord`, also handing `body` where each element lies in `buffer` (its bytes, from the start of the
+    /// buffer): sensor-ingest stores the accepted records' bytes as the gateway sent them, measured in the same pass
+    /// that decodes them. Trailing bytes after the array are not an element: the last range then ends before the
+    /// buffer does.
+    public static func forEachElement(
+        _ buffer: UnsafeRawBufferPointer, maximumCount: Int = Limits.maximumCount, identifiers: IdentifierCache,
+        count: (Int) -> Void = { _ in },
+        _ body: (Int, Range<Int>, Result<SensorRecord, RecordError>) -> Void
+    ) throws(WireError) {
         let bytes = try Document.check(buffer)
         let header = try arrayHeader(bytes)
         let total = header.count
@@ -153,11 +167,12 @@ public enum MessagePack {
                 bytes + offset, count: buffer.count - offset,
                 into: &fields, identifiers: identifiers)
             {
+                let range = offset..<offset + length
                 offset += length
                 do throws(RecordError) {
-                    body(index, .success(try RecordDecoding.record(from: fields)))
+                    body(index, range, .success(try RecordDecoding.record(from: fields)))
                 } catch {
-                    body(index, .failure(error))
+                    body(index, range, .failure(error))
                 }
                 continue
             }
@@ -166,11 +181,12 @@ public enum MessagePack {
                 throw WireError(.tooLarge, "out of memory for a \(buffer.count)-byte document")
             }
             var element = msgpack_object()
+            let start = offset
             let status = msgpack_unpack(chars, buffer.count, &offset, zone, &element)
             guard status == MSGPACK_UNPACK_SUCCESS || status == MSGPACK_UNPACK_EXTRA_BYTES else {
                 throw WireError(.malformed, "not MessagePack (msgpack-c refused it)", offset: offset)
             }
-            body(index, walker.record(element))
+            body(index, start..<offset, walker.record(element))
             msgpack_zone_clear(zone)
         }
     }

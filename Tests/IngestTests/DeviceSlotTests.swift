@@ -10,6 +10,21 @@ import Testing
 struct DeviceSlotTests {
     static func device(_ user: String, app: String = "app-1") -> DeviceID { DeviceID(app: app, user: user) }
 
+    @Test func aBatchsDevicesAreAdmittedInOrderEachRunOnce() {
+        // What ingest asks of a gateway batch: a slot for each record's device, in order, nil where refused.
+        var devices = KnownDevices(limit: 2, idleAge: 1000)
+        let users = ["a", "a", "b", "c", "c", "a", "b"]
+        let records = users.map {
+            SensorRecord(device: Self.device($0), t: 1, payload: .steps(1))
+        }
+        let numbers = devices.admit(devicesOf: records, now: 5)
+        #expect(numbers == [0, 0, 1, nil, nil, 0, 1])
+        #expect(devices.pending == [Self.device("a"), Self.device("b")], "admitted once each, in order")
+        // The same as asking record by record.
+        var one = KnownDevices(limit: 2, idleAge: 1000)
+        #expect(records.map { one.admit($0.device, now: 5) } == numbers)
+    }
+
     @Test func anIdleDeviceFreesItsSlotForANewOne() {
         var devices = KnownDevices(limit: 2, idleAge: 1000)
         let admitted1 = devices.admit(Self.device("a"), now: 0) != nil

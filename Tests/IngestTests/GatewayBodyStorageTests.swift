@@ -63,6 +63,50 @@ import Wire
         #expect(try Records.decode([chunk.body]) == batch.records)
     }
 
+    @Test func everyKindOfRejectionIsNamedInOrderAndOnlyTheAcceptedBytesAreKept() throws {
+        // A bad latitude, an unknown application, a device over its application's limit and trailing good records.
+        var other = Self.location(user: "u2", seq: 3)
+        if case .object(var members) = other {
+            members[1] = ("app", .string("app-2"))
+            other = .object(members)
+        }
+        let elements = [
+            Self.location(user: "u1", seq: 1), Self.location(user: "u1", seq: 2, lat: 95), other,
+            Self.location(user: "full", seq: 4), Self.location(user: "u1", seq: 5), Self.location(user: "full", seq: 6),
+        ]
+        let (message, body) = Self.message(elements)
+        var asked: [[String]] = []
+        let batch = GatewayBatch(
+            message: message, applications: [Self.app], maximumBatch: 100,
+            devices: (
+                { records in
+                    asked.append(records.map(\.device.user))
+                    return records.map { $0.device.user == "full" ? nil : 7 }
+                }, { app in "\(app) is full" }
+            ))
+        #expect(asked == [["u1", "full", "u1", "full"]], "asked once, with the valid records of known applications")
+        #expect(batch.acknowledgement.accepted == 2)
+        #expect(batch.acknowledgement.rejected.map(\.index) == [1, 2, 3, 5])
+        #expect(batch.acknowledgement.rejected.map(\.field) == ["lat", "app", "user", "user"])
+        #expect(batch.acknowledgement.rejected[2].reason == "app-1 is full")
+        #expect(batch.records.map(\.seq) == [1, 5])
+        #expect(batch.slots == [7, 7])
+        let ranges = try #require(MessagePackFraming.elementRanges(of: body))
+        #expect(batch.encoded?.ranges == [ranges[0], ranges[4]])
+        #expect(batch.encoded?.isWholeBody == false)
+        let chunk = try #require(try Self.chunks(batch, shards: 1).first)
+        #expect(try Records.decode([chunk.body]) == batch.records)
+    }
+
+    @Test func aBodyWithBytesAfterItsArrayIsRefusedAndNothingOfItKept() throws {
+        let (message, body) = Self.message((1...2).map { Self.location(user: "u1", seq: $0) })
+        var padded = message
+        padded[3] = body + [0xC0]
+        let batch = GatewayBatch(message: padded, applications: [Self.app], maximumBatch: 100)
+        #expect(batch.unreadable?.contains("after the end of the document") == true)
+        #expect(batch.records.isEmpty && batch.encoded == nil)
+    }
+
     @Test func severalShardsGetTheirDevicesRecordsInBatchOrder() throws {
         let users = [Records.user(inShard: 0, of: 2), Records.user(inShard: 1, of: 2)]
         var elements: [JSONValue] = []
