@@ -38,8 +38,9 @@ public struct GatewayBatch {
     /// `applications` are rejected; a batch of more than `maximumBatch` records is refused whole. With a CurveZMQ
     /// gateway `key`, records of applications the key is not listed for are rejected too (field `app`); a key the
     /// allow-list in force refuses has the batch refused whole, unread, before the rate limit (field `key`). Each valid
-    /// record's device goes to `devices` (nil: no limit), asked once for the whole batch with its valid records (a slot
-    /// number for each, in order), which may refuse any (field `user`, with the reason it gives for the application).
+    /// record's device goes to `devices` (nil: no limit), asked once for the whole batch with its valid records (the
+    /// slot numbers of those admitted, in order, and the indexes of those refused), which may refuse any (field
+    /// `user`, with the reason it gives for the application).
     /// Before any of that, `rateLimit` (nil: no limit) is asked about the batch's record count (`recordCount`; 1 for
     /// a body that is not an array) and may refuse the batch whole with its acknowledgement (field `rate`).
     /// `identifiers`: the caller's cache of app and user strings (`MessagePack.decodeRecords`).
@@ -47,7 +48,7 @@ public struct GatewayBatch {
         message: [[UInt8]], applications: Set<String>, maximumBatch: Int,
         key: Result<CurveAllowList.Entry, CurveKeyRefusal>? = nil,
         identifiers: IdentifierCache? = nil,
-        devices: (admit: ([SensorRecord]) -> [Int?], refusal: (String) -> String)? = nil,
+        devices: (admit: ([SensorRecord]) -> (slots: [Int], refused: [Int]), refusal: (String) -> String)? = nil,
         rateLimit: ((_ records: Int) -> Acknowledgement?)? = nil
     ) {
         let frames = GatewayFrames(message: message)
@@ -100,22 +101,28 @@ public struct GatewayBatch {
         // content types (RecordDecoding), so the rejections read the same. A batch's records are mostly of one
         // application: what was allowed for the record before is not asked again.
         var accepted: [SensorRecord] = []
+        // The batch index of each accepted record, kept only once a record has been rejected (until then it is its
+        // position): most batches reject none.
         var acceptedIndexes: [Int] = []
         var acceptedRanges: [Range<Int>] = []
         var rejected: [Rejection] = []
         var elements = 0
         var lastEnd = 0
         var allowedApplication: String?
+        func reject(_ rejection: Rejection) {
+            if rejected.isEmpty { acceptedIndexes = Array(accepted.indices) }
+            rejected.append(rejection)
+        }
         func take(_ index: Int, _ range: Range<Int>?, _ result: Result<SensorRecord, RecordError>) {
             lastEnd = range?.upperBound ?? lastEnd
             switch result {
             case .failure(let error):
-                rejected.append(Rejection(index: index, field: error.field, reason: error.reason))
+                reject(Rejection(index: index, field: error.field, reason: error.reason))
             case .success(let record):
                 if record.device.app != allowedApplication {
                     // The key's limit first, so a limited key learns nothing about other applications.
                     if let entry, !entry.allows(application: record.device.app) {
-                        rejected.append(
+                        reject(
                             Rejection(
                                 index: index, field: "app",
                                 reason:
@@ -123,13 +130,13 @@ public struct GatewayBatch {
                         return
                     }
                     guard applications.contains(record.device.app) else {
-                        rejected.append(Rejection(index: index, field: "app", reason: "unknown application"))
+                        reject(Rejection(index: index, field: "app", reason: "unknown application"))
                         return
                     }
                     allowedApplication = record.device.app
                 }
                 accepted.append(record)
-                acceptedIndexes.append(index)
+                if !rejected.isEmpty { acceptedIndexes.append(index) }
                 if let range { acceptedRanges.append(range) }
             }
         }
@@ -142,7 +149,6 @@ public struct GatewayBatch {
                     ) { count in
                         elements = count
                         accepted.reserveCapacity(count)
-                        acceptedIndexes.reserveCapacity(count)
                         acceptedRanges.reserveCapacity(count)
                     } _: { index, range, result in
                         take(index, range, result)
@@ -163,24 +169,17 @@ public struct GatewayBatch {
         }
         // Admission last, once the whole batch has been read: a batch that cannot be read admits no device.
         if let devices {
-            let numbers = accepted.isEmpty ? [] : devices.admit(accepted)
-            var slots: [Int] = []
-            slots.reserveCapacity(accepted.count)
-            var refused: [Int] = []
-            for (position, number) in numbers.enumerated() {
-                if let number {
-                    slots.append(number)
-                } else {
-                    refused.append(position)
-                    rejected.append(
-                        Rejection(
-                            index: acceptedIndexes[position], field: "user",
-                            reason: devices.refusal(accepted[position].device.app)))
-                }
-            }
+            let (slots, refused) = accepted.isEmpty ? ([Int](), [Int]()) : devices.admit(accepted)
             if !refused.isEmpty {
                 // Rare (an application at its device limit): the refused records go, and the rejections are put
                 // back in the batch's order.
+                let positionIsIndex = rejected.isEmpty
+                for position in refused {
+                    rejected.append(
+                        Rejection(
+                            index: positionIsIndex ? position : acceptedIndexes[position], field: "user",
+                            reason: devices.refusal(accepted[position].device.app)))
+                }
                 let refusedPositions = Set(refused)
                 accepted = accepted.indices.filter { !refusedPositions.contains($0) }.map { accepted[$0] }
                 if !acceptedRanges.isEmpty {

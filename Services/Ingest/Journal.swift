@@ -186,8 +186,9 @@ public final class Journal: FeedSource {
         devices.admit(device, now: now ?? clock(), head: head)
     }
 
-    /// `admit` for the device of each of `records`, in order (nil where refused): a gateway batch's, asked at once.
-    public func admit(devicesOf records: [SensorRecord], at now: Double? = nil) -> [Int?] {
+    /// `admit` for the device of each of `records`, in order: a gateway batch's, asked at once. The slot numbers of
+    /// the records admitted, and the indexes of those refused.
+    public func admit(devicesOf records: [SensorRecord], at now: Double? = nil) -> (slots: [Int], refused: [Int]) {
         devices.admit(devicesOf: records, now: now ?? clock(), head: head)
     }
 

@@ -94,21 +94,27 @@ struct KnownDevices {
     }
 
     /// `admit` for the device of each of `records`, in order, at `now`: what ingest asks of a gateway batch, in one
-    /// access (not one a record). A run of one device's records (gateways often send several together) is asked once.
-    mutating func admit(devicesOf records: [SensorRecord], now: Double = 0, head: UInt64 = 0) -> [Int?] {
-        var numbers: [Int?] = []
-        numbers.reserveCapacity(records.count)
+    /// access (not one a record). A run of one device's records (gateways often send several together) is asked
+    /// once. Returns the slot numbers of the records admitted, in order, and the indexes of those refused (empty,
+    /// and no array made, unless an application is at its limit).
+    mutating func admit(devicesOf records: [SensorRecord], now: Double = 0, head: UInt64 = 0)
+        -> (slots: [Int], refused: [Int])
+    {
+        var slots: [Int] = []
+        slots.reserveCapacity(records.count)
+        var refused: [Int] = []
         var previous: (device: DeviceID, number: Int?)?
         for index in records.indices {
+            let number: Int?
             if let previous, previous.device == records[index].device {
-                numbers.append(previous.number)
-                continue
+                number = previous.number
+            } else {
+                number = admit(records[index].device, now: now, head: head)
+                previous = (records[index].device, number)
             }
-            let number = admit(records[index].device, now: now, head: head)
-            numbers.append(number)
-            previous = (records[index].device, number)
+            if let number { slots.append(number) } else { refused.append(index) }
         }
-        return numbers
+        return (slots, refused)
     }
 
     @discardableResult

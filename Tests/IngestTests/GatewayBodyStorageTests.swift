@@ -81,7 +81,10 @@ import Wire
             devices: (
                 { records in
                     asked.append(records.map(\.device.user))
-                    return records.map { $0.device.user == "full" ? nil : 7 }
+                    return (
+                        slots: records.filter { $0.device.user != "full" }.map { _ in 7 },
+                        refused: records.indices.filter { records[$0].device.user == "full" }
+                    )
                 }, { app in "\(app) is full" }
             ))
         #expect(asked == [["u1", "full", "u1", "full"]], "asked once, with the valid records of known applications")

@@ -108,7 +108,7 @@ struct GatewayRateLimiterTests {
                 devices: (
                     { _ in
                         Issue.record("a refused batch admitted a device")
-                        return []
+                        return ([], [])
                     }, { _ in "" }
                 ),
                 rateLimit: { count in
