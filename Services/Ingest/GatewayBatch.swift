@@ -98,35 +98,93 @@ public struct GatewayBatch {
         }
         // Each element is checked as it is decoded (a MessagePack body is read where it lies, each element's bytes
         // measured in the same pass, so the journal stores them as they came); validation is the same for both
-        // content types (RecordDecoding), so the rejections read the same. A batch's records are mostly of one
-        // application: what was allowed for the record before is not asked again.
+        // content types (RecordDecoding), so the rejections read the same.
+        var intake = Intake(applications: applications, key: entry)
+        do {
+            switch contentType {
+            case .msgpack:
+                try frames.body.withUnsafeBytes { buffer in
+                    try MessagePack.forEachElement(
+                        buffer, maximumCount: RecordBatch.maximumRecords, identifiers: identifiers ?? IdentifierCache()
+                    ) { count in
+                        intake.expect(count)
+                    } _: { index, range, result in
+                        intake.take(index, range, result)
+                    }
+                }
+            case .json:
+                let decoded = try RecordBatch.decodeBatch(frames.body, contentType: .json, identifiers: identifiers)
+                intake.expect(decoded.records.count)
+                for (index, result) in decoded.records { intake.take(index, nil, result) }
+            }
+        } catch {
+            refuse("\(error)")
+            return
+        }
+        guard intake.elements <= maximumBatch else {
+            refuse("\(intake.elements) records; at most \(maximumBatch) a batch")
+            return
+        }
+        // Admission last, once the whole batch has been read: a batch that cannot be read admits no device.
+        if let devices, !intake.accepted.isEmpty {
+            let (slots, refused) = devices.admit(intake.accepted)
+            intake.refuse(refused) { devices.refusal($0) }
+            self.slots = slots
+        } else if devices != nil {
+            slots = []
+        }
+        records = intake.accepted
+        acknowledgement.rejected = intake.rejected
+        acknowledgement.accepted = records.count
+        // The journal stores the gateway's bytes when every element was measured and the array is the whole body.
+        if contentType == .msgpack, !records.isEmpty, intake.measuredEnd == frames.body.count {
+            encoded = GatewayBody(
+                body: frames.body, ranges: intake.acceptedRanges, isWholeBody: records.count == intake.elements)
+        }
+    }
+
+    /// What reading a batch's elements gathers, element by element: the records accepted (of applications the
+    /// service and the gateway's key allow), where their bytes lie, and the rejections. A batch's records are mostly
+    /// of one application: what was allowed for the record before is not asked again.
+    private struct Intake {
+        let applications: Set<String>
+        let key: CurveAllowList.Entry?
         var accepted: [SensorRecord] = []
-        // The batch index of each accepted record, kept only once a record has been rejected (until then it is its
-        // position): most batches reject none.
-        var acceptedIndexes: [Int] = []
         var acceptedRanges: [Range<Int>] = []
+        /// The batch index of each accepted record, kept only once a record has been rejected (until then it is its
+        /// position): most batches reject none.
+        var acceptedIndexes: [Int] = []
         var rejected: [Rejection] = []
         var elements = 0
-        var lastEnd = 0
+        /// Where the last element measured ends.
+        var measuredEnd = 0
         var allowedApplication: String?
-        func reject(_ rejection: Rejection) {
-            if rejected.isEmpty { acceptedIndexes = Array(accepted.indices) }
-            rejected.append(rejection)
+
+        init(applications: Set<String>, key: CurveAllowList.Entry?) {
+            self.applications = applications
+            self.key = key
         }
-        func take(_ index: Int, _ range: Range<Int>?, _ result: Result<SensorRecord, RecordError>) {
-            lastEnd = range?.upperBound ?? lastEnd
+
+        mutating func expect(_ count: Int) {
+            elements = count
+            accepted.reserveCapacity(count)
+            acceptedRanges.reserveCapacity(count)
+        }
+
+        mutating func take(_ index: Int, _ range: Range<Int>?, _ result: Result<SensorRecord, RecordError>) {
+            measuredEnd = range?.upperBound ?? measuredEnd
             switch result {
             case .failure(let error):
                 reject(Rejection(index: index, field: error.field, reason: error.reason))
             case .success(let record):
                 if record.device.app != allowedApplication {
                     // The key's limit first, so a limited key learns nothing about other applications.
-                    if let entry, !entry.allows(application: record.device.app) {
+                    if let key, !key.allows(application: record.device.app) {
                         reject(
                             Rejection(
                                 index: index, field: "app",
                                 reason:
-                                    "gateway key \"\(entry.name)\" is not allowed to send records of this application"))
+                                    "gateway key \"\(key.name)\" is not allowed to send records of this application"))
                         return
                     }
                     guard applications.contains(record.device.app) else {
@@ -140,64 +198,31 @@ public struct GatewayBatch {
                 if let range { acceptedRanges.append(range) }
             }
         }
-        do {
-            switch contentType {
-            case .msgpack:
-                try frames.body.withUnsafeBytes { buffer in
-                    try MessagePack.forEachElement(
-                        buffer, maximumCount: RecordBatch.maximumRecords, identifiers: identifiers ?? IdentifierCache()
-                    ) { count in
-                        elements = count
-                        accepted.reserveCapacity(count)
-                        acceptedRanges.reserveCapacity(count)
-                    } _: { index, range, result in
-                        take(index, range, result)
-                    }
-                }
-            case .json:
-                let decoded = try RecordBatch.decodeBatch(frames.body, contentType: .json, identifiers: identifiers)
-                elements = decoded.records.count
-                for (index, result) in decoded.records { take(index, nil, result) }
+
+        private mutating func reject(_ rejection: Rejection) {
+            if rejected.isEmpty { acceptedIndexes = Array(accepted.indices) }
+            rejected.append(rejection)
+        }
+
+        /// The accepted records at `positions` (in order) were refused admission (field `user`, for the reason
+        /// `refusal` gives for their application): they go, and the rejections are put back in the batch's order.
+        /// Rare: an application at its device limit.
+        mutating func refuse(_ positions: [Int], refusal: (String) -> String) {
+            guard !positions.isEmpty else { return }
+            let positionIsIndex = rejected.isEmpty
+            for position in positions {
+                rejected.append(
+                    Rejection(
+                        index: positionIsIndex ? position : acceptedIndexes[position], field: "user",
+                        reason: refusal(accepted[position].device.app)))
             }
-        } catch {
-            refuse("\(error)")
-            return
-        }
-        guard elements <= maximumBatch else {
-            refuse("\(elements) records; at most \(maximumBatch) a batch")
-            return
-        }
-        // Admission last, once the whole batch has been read: a batch that cannot be read admits no device.
-        if let devices {
-            let (slots, refused) = accepted.isEmpty ? ([Int](), [Int]()) : devices.admit(accepted)
-            if !refused.isEmpty {
-                // Rare (an application at its device limit): the refused records go, and the rejections are put
-                // back in the batch's order.
-                let positionIsIndex = rejected.isEmpty
-                for position in refused {
-                    rejected.append(
-                        Rejection(
-                            index: positionIsIndex ? position : acceptedIndexes[position], field: "user",
-                            reason: devices.refusal(accepted[position].device.app)))
-                }
-                let refusedPositions = Set(refused)
-                accepted = accepted.indices.filter { !refusedPositions.contains($0) }.map { accepted[$0] }
-                if !acceptedRanges.isEmpty {
-                    acceptedRanges = acceptedRanges.indices.filter { !refusedPositions.contains($0) }.map {
-                        acceptedRanges[$0]
-                    }
-                }
-                rejected.sort { $0.index < $1.index }
+            let refused = Set(positions)
+            accepted = accepted.indices.filter { !refused.contains($0) }.map { accepted[$0] }
+            if !acceptedRanges.isEmpty {
+                acceptedRanges = acceptedRanges.indices.filter { !refused.contains($0) }.map { acceptedRanges[$0] }
             }
-            self.slots = slots
-        }
-        records = accepted
-        acknowledgement.rejected = rejected
-        acknowledgement.accepted = records.count
-        // The journal stores the gateway's bytes when every element was measured and the array is the whole body.
-        if contentType == .msgpack, !records.isEmpty, lastEnd == frames.body.count {
-            encoded = GatewayBody(
-                body: frames.body, ranges: acceptedRanges, isWholeBody: records.count == elements)
+            acceptedIndexes = []
+            rejected.sort { $0.index < $1.index }
         }
     }
 
