@@ -28,6 +28,32 @@ import Wire
         ])
     }
 
+    /// Where each element of `body` lies, as ingest measures them while decoding (`MessagePack.forEachElement`); nil
+    /// when the body cannot be read.
+    static func ranges(of body: [UInt8]) -> [Range<Int>]? {
+        var ranges: [Range<Int>] = []
+        do {
+            try body.withUnsafeBytes { buffer in
+                try MessagePack.forEachElement(buffer, identifiers: IdentifierCache()) { _, range, _ in
+                    ranges.append(range)
+                }
+            }
+        } catch {
+            return nil
+        }
+        return ranges
+    }
+
+    /// Where each of `elements` lies in the body `message(elements)` makes, worked out from each one's own encoding.
+    static func encodedRanges(_ elements: [JSONValue]) -> [Range<Int>] {
+        var offset = MessagePackFraming.arrayHeader(elements.count).count
+        return elements.map { element in
+            let size = MessagePack.encode(element).count
+            defer { offset += size }
+            return offset..<offset + size
+        }
+    }
+
     static func chunks(_ batch: GatewayBatch, shards: Int) throws -> [(shard: Int, count: Int, body: [UInt8])] {
         let stored = Journal.Batch(id: batch.batchText, records: batch.records, encoded: batch.encoded)
         return stored.chunks(shards: shards) { DeviceShard.of(batch.records[$0].device, shards: shards) }
@@ -58,7 +84,7 @@ import Wire
         #expect(batch.acknowledgement.accepted == 2)
         #expect(batch.acknowledgement.rejected.map(\.index) == [1])
         let chunk = try #require(try Self.chunks(batch, shards: 1).first)
-        let ranges = try #require(MessagePackFraming.elementRanges(of: body))
+        let ranges = Self.encodedRanges(elements)
         #expect(chunk.body == [0x92] + Array(body[ranges[0]]) + Array(body[ranges[2]]))
         #expect(try Records.decode([chunk.body]) == batch.records)
     }
@@ -74,7 +100,7 @@ import Wire
             Self.location(user: "u1", seq: 1), Self.location(user: "u1", seq: 2, lat: 95), other,
             Self.location(user: "full", seq: 4), Self.location(user: "u1", seq: 5), Self.location(user: "full", seq: 6),
         ]
-        let (message, body) = Self.message(elements)
+        let (message, _) = Self.message(elements)
         var asked: [[String]] = []
         let batch = GatewayBatch(
             message: message, applications: [Self.app], maximumBatch: 100,
@@ -94,7 +120,7 @@ import Wire
         #expect(batch.acknowledgement.rejected[2].reason == "app-1 is full")
         #expect(batch.records.map(\.seq) == [1, 5])
         #expect(batch.slots == [7, 7])
-        let ranges = try #require(MessagePackFraming.elementRanges(of: body))
+        let ranges = Self.encodedRanges(elements)
         #expect(batch.encoded?.ranges == [ranges[0], ranges[4]])
         #expect(batch.encoded?.isWholeBody == false)
         let chunk = try #require(try Self.chunks(batch, shards: 1).first)
@@ -136,7 +162,7 @@ import Wire
         #expect(chunk.body == RecordBatch.encodeBatch(batch.records, as: .msgpack))
     }
 
-    @Test func framingMeasuresEveryKindOfElement() throws {
+    @Test func everyKindOfElementIsMeasuredWhereItLies() throws {
         let values: [JSONValue] = [
             .null, .bool(true), .number(1), .number(-3), .number(300), .number(70_000),
             .number(5_000_000_000), .number(-5_000_000_000), .number(0.5),
@@ -145,15 +171,19 @@ import Wire
             .object((0..<17).map { ("k\($0)", .string("v")) }),
         ]
         let body = MessagePack.encode(.array(values))
-        let ranges = try #require(MessagePackFraming.elementRanges(of: body))
+        let ranges = try #require(Self.ranges(of: body))
+        #expect(ranges == Self.encodedRanges(values))
+        // None of them is a record (each is an error, read by msgpack-c's path), and each is measured all the same.
         #expect(ranges.count == values.count)
         for (range, value) in zip(ranges, values) {
             #expect(try MessagePack.decode(Array(body[range])) == value)
         }
-        // A body cut short, or with bytes after its array, is not measured.
-        #expect(MessagePackFraming.elementRanges(of: Array(body.dropLast())) == nil)
-        #expect(MessagePackFraming.elementRanges(of: body + [0xC0]) == nil)
-        #expect(MessagePackFraming.elementRanges(of: [0xC1]) == nil)
+        #expect(ranges.first?.lowerBound == MessagePackFraming.arrayHeader(values.count).count)
+        #expect(ranges.last?.upperBound == body.count)
+        // A body cut short, or with bytes after its array, is not read.
+        #expect(Self.ranges(of: Array(body.dropLast())) == nil)
+        #expect(Self.ranges(of: body + [0xC0]) == nil)
+        #expect(Self.ranges(of: [0xC1]) == nil)
         // Headers of every size.
         for count in [0, 15, 16, 65_535, 65_536] {
             #expect(
