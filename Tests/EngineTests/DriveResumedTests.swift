@@ -34,14 +34,8 @@ import Testing
         return s
     }
 
-    static func trips(_ s: Script) -> [TripInfo] {
-        var harness = Harness()
-        harness.run(s.records)
-        return harness.tripEnds
-    }
-
     @Test func aDriveThatStoodPastTheStopDelayAndCrawlsOnIsResumed() throws {
-        let trips = Self.trips(Self.script())
+        let trips = Self.script().tripEnds
         #expect(trips.count == 2)
         #expect(trips.first?.endReason == .stopDelay)
         let crawl = try #require(trips.last)
@@ -51,18 +45,18 @@ import Testing
 
     @Test func theSameCrawlOnItsOwnStartsNoTrip() {
         // Without the drive before it, the crawl is what a bicycle does: the GPS-only thresholds keep it out.
-        #expect(Self.trips(Self.script(driveFirst: false)).isEmpty)
+        #expect(Self.script(driveFirst: false).tripEnds.isEmpty)
     }
 
     @Test func aCrawlLongAfterTheStopIsNotResumed() {
         // Ten minutes standing: more than the stop delay after the trip's end, the driver may have gone anywhere.
-        let trips = Self.trips(Self.script(standing: 600))
+        let trips = Self.script(standing: 600).tripEnds
         #expect(trips.count == 1)
     }
 
     @Test func aCrawlFromElsewhereIsNotResumed() {
         // Found 600 m from where the car stood: not the car creeping on in its queue.
-        let trips = Self.trips(Self.script(standing: 300, silence: 60, away: 600))
+        let trips = Self.script(standing: 300, silence: 60, away: 600).tripEnds
         #expect(trips.count == 1)
     }
 
@@ -70,7 +64,7 @@ import Testing
         // Stored while the car stands after its trip ended, restored by another detection: the crawl is resumed the
         // same.
         let s = Self.script()
-        let whole = Self.trips(s)
+        let whole = s.tripEnds
         let cut = try #require(whole.first?.endDate) + 280
         var first = Harness()
         first.feed(s.records.filter { $0.t <= cut })

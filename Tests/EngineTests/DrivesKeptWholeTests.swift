@@ -27,14 +27,8 @@ import Testing
         return s
     }
 
-    static func trips(_ s: Script) -> [TripInfo] {
-        var harness = Harness()
-        harness.run(s.records)
-        return harness.tripEnds
-    }
-
     @Test func aDriveThroughFiveMinutesWithoutAFixIsOneTrip() {
-        let trips = Self.trips(Self.drive(silence: 300))
+        let trips = Self.drive(silence: 300).tripEnds
         #expect(trips.count == 1)
         #expect(trips.first?.endReason == .stopDelay)
         #expect((trips.first?.distanceMetres ?? 0) > 14 * 900 * 0.9, "the silence's distance counted")
@@ -42,25 +36,25 @@ import Testing
 
     @Test func aDriveThroughAStretchOfSlowTrafficWithoutAFixIsOneTrip() {
         // 12 minutes without a fix at a third of the speed (4.7 m/s on average, jams and lights included).
-        let trips = Self.trips(Self.drive(silence: 720, share: 1.0 / 3))
+        let trips = Self.drive(silence: 720, share: 1.0 / 3).tripEnds
         #expect(trips.count == 1)
     }
 
     @Test func aCarThatParkedBeforeItsPhoneFellSilentEndsItsTrip() {
         // The phone stood still a minute before its GPS slept: the drive ended there, and the next is another.
-        let trips = Self.trips(Self.drive(silence: 300, parkFirst: true))
+        let trips = Self.drive(silence: 300, parkFirst: true).tripEnds
         #expect(trips.count == 2)
         #expect(trips.first?.endReason == .stopDelay || trips.first?.endReason == .dataGap)
     }
 
     @Test func aSilenceNoVehicleCrossesEndsTheTrip() {
         // Found only a tenth of the way a car would have gone: the vehicle did not drive on through it.
-        let trips = Self.trips(Self.drive(silence: 600, share: 0.1))
+        let trips = Self.drive(silence: 600, share: 0.1).tripEnds
         #expect(trips.count == 2)
     }
 
     @Test func aSilenceOfMoreThanAQuarterOfAnHourIsNeverBridged() {
-        let trips = Self.trips(Self.drive(silence: 1_200))
+        let trips = Self.drive(silence: 1_200).tripEnds
         #expect(trips.count == 2)
     }
 }

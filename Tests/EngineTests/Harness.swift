@@ -85,3 +85,12 @@ struct Harness {
         finish()
     }
 }
+
+extension Script {
+    /// The trips a session with the default settings ends when it is given this script's records.
+    var tripEnds: [TripInfo] {
+        var harness = Harness()
+        harness.run(records)
+        return harness.tripEnds
+    }
+}
