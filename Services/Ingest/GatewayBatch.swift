@@ -136,7 +136,8 @@ public struct GatewayBatch {
         records = intake.accepted
         acknowledgement.rejected = intake.rejected
         acknowledgement.accepted = records.count
-        // The journal stores the gateway's bytes when every element was measured and the array is the whole body.
+        // The journal stores the gateway's bytes: the elements measured end where the body does (as a body that could
+        // be read always does, bytes after its array being refused), so the ranges are all of it.
         if contentType == .msgpack, !records.isEmpty, intake.measuredEnd == frames.body.count {
             encoded = GatewayBody(
                 body: frames.body, ranges: intake.acceptedRanges, isWholeBody: records.count == intake.elements)

@@ -139,8 +139,7 @@ public enum MessagePack {
 
     /// `forEachRecord`, also handing `body` where each element lies in `buffer` (its bytes, from the start of the
     /// buffer): sensor-ingest stores the accepted records' bytes as the gateway sent them, measured in the same pass
-    /// that decodes them. Trailing bytes after the array are not an element: the last range then ends before the
-    /// buffer does.
+    /// that decodes them. (A buffer with bytes after its array is refused whole, as by every decoder here.)
     public static func forEachElement(
         _ buffer: UnsafeRawBufferPointer, maximumCount: Int = Limits.maximumCount, identifiers: IdentifierCache,
         count: (Int) -> Void = { _ in },
