@@ -4,7 +4,7 @@
 // batch is unreadable; the reply goes back to the sender's routing frames and its acknowledgement reads back equal
 // in the batch's content type. The record count the rate limit is charged (`recordCount`, read without decoding)
 // is that of the records read, whenever the batch could be read. A header (the optional fourth frame) kept is one that
-// reads back equal.
+// reads back equal. Rejections come in the batch's order, and the bytes kept for the journal read back as the records.
 import RoadSaveModel
 import Wire
 
@@ -39,6 +39,19 @@ public func fuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
         let elements = batch.records.count + batch.acknowledgement.rejected.count
         require(
             charged == elements, "the rate limit was charged \(String(describing: charged)) for \(elements) records")
+    }
+    let indexes = batch.acknowledgement.rejected.map(\.index)
+    require(indexes == indexes.sorted(), "the rejections are not in the batch's order: \(indexes)")
+    if let encoded = batch.encoded {
+        // The bytes the journal would store are exactly the records kept, in order.
+        require(
+            encoded.ranges.count == batch.records.count,
+            "\(encoded.ranges.count) ranges kept for \(batch.records.count) records")
+        let stored =
+            (try? MessagePack.decodeRecords(MessagePackFraming.array(of: encoded.ranges, in: encoded.body))) ?? []
+        require(
+            stored.count == batch.records.count && zip(stored, batch.records).allSatisfy { (try? $0.0.get()) == $0.1 },
+            "the bytes kept do not read back as the records kept")
     }
     let reply = batch.reply
     if message.isEmpty {
