@@ -4,15 +4,17 @@ the same `roadsave send` (plaintext, batches as the sender makes them, nobody re
 alternating rounds; with --compare, a second build's ingest in each round too (before and after a change).
 
   python3 scripts/bench_ingest.py [--bin .build/release] [--compare DIR] [--rounds 5] [--records 1000000]
-                                  [--devices 2000]
+                                  [--devices 2000] [--json FILE]
 
 What it isolates: the services benchmark (bench_services.py) measures ingest beside detection, the notifier and
 CurveZMQ on two shared cores; here ingest's own work a record (reading, validating, admitting, storing durably,
 acknowledging) is set against the ack-server's (receiving, reading, validating, acknowledging), one process at a
-time. Figures, not assertions: it prints each round and the medians. The flood is generated once and kept in
+time. Figures, not assertions: it prints each round and the medians (--json: ingest's median with the ack-server's as
+its baseline, make bench's format; `make bench` runs it with 3 rounds). The flood is generated once and kept in
 $TMPDIR/roadsave-bench-cache (as bench_services.py keeps its own).
 """
 import argparse
+import json
 import os
 import shutil
 import statistics
@@ -67,6 +69,7 @@ def main():
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--devices", type=int, default=2000)
+    parser.add_argument("--json", help="write the figures (make bench's format) to this file")
     options = parser.parse_args()
     for name in ["roadsave", "roadsave-bench"]:
         if not os.access(os.path.join(options.bin, name), os.X_OK):
@@ -97,6 +100,15 @@ def main():
         median = statistics.median(values)
         ratio = "" if name == "ack-server" else ", %.2f× the ack-server" % (median / bare)
         print("  %-17s %.2f µs (%.2f–%.2f)%s" % (name, median, min(values), max(values), ratio))
+    if options.json:
+        figures_out = [{
+            "figure": "ingest alone: CPU a record (median of %d rounds)" % options.rounds,
+            "value": statistics.median(figures["ingest"]), "unit": "µs/record",
+            "baseline": "the ack-server alone, the same client and flood, alternating",
+            "baselineValue": bare, "target": "ratio <= 1.5",
+        }]
+        with open(options.json, "w") as out:
+            json.dump(figures_out, out, indent=1)
 
 
 if __name__ == "__main__":
