@@ -24,16 +24,9 @@ import tempfile
 import time
 
 import bench_services
-from benchkit import free_base_port, wait_listening
+from benchkit import cpu_seconds, free_base_port, wait_listening
 
 APPLICATION = "demo-app"  # the flood's application (bench_services.generate)
-
-
-def cpu_seconds(pid):
-    """User and system CPU seconds of a running process, from /proc."""
-    with open("/proc/%d/stat" % pid) as stat:
-        fields = stat.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def measure(server, binaries, sender, flood, records, scratch):

@@ -136,9 +136,9 @@ public struct GatewayBatch {
         records = intake.accepted
         acknowledgement.rejected = intake.rejected
         acknowledgement.accepted = records.count
-        // The journal stores the gateway's bytes: the elements measured end where the body does (as a body that could
-        // be read always does, bytes after its array being refused), so the ranges are all of it.
-        if contentType == .msgpack, !records.isEmpty, intake.measuredEnd == frames.body.count {
+        // The journal stores the gateway's bytes: a body that could be read is its array and nothing after it (bytes
+        // after it are refused), so the elements measured are all of it.
+        if contentType == .msgpack, !records.isEmpty {
             encoded = GatewayBody(
                 body: frames.body, ranges: intake.acceptedRanges, isWholeBody: records.count == intake.elements)
         }
@@ -157,8 +157,6 @@ public struct GatewayBatch {
         var acceptedIndexes: [Int] = []
         var rejected: [Rejection] = []
         var elements = 0
-        /// Where the last element measured ends.
-        var measuredEnd = 0
         var allowedApplication: String?
 
         init(applications: Set<String>, key: CurveAllowList.Entry?) {
@@ -173,7 +171,6 @@ public struct GatewayBatch {
         }
 
         mutating func take(_ index: Int, _ range: Range<Int>?, _ result: Result<SensorRecord, RecordError>) {
-            measuredEnd = range?.upperBound ?? measuredEnd
             switch result {
             case .failure(let error):
                 reject(Rejection(index: index, field: error.field, reason: error.reason))
