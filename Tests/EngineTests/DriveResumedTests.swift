@@ -54,6 +54,13 @@ import Testing
         #expect(trips.count == 1)
     }
 
+    @Test func theWindowEndsTwiceTheStopDelayAfterTheDrivesLastMovement() {
+        // The drive's last moving fix is the one at 2.3 m/s as it stops; the crawl's first is its second fix
+        // (2.4 m/s), 2 s after standing ends: 1 + 477 + 2 = 480 s later is inside, a second more is not.
+        #expect(Self.script(standing: 477).tripEnds.count == 2)
+        #expect(Self.script(standing: 478).tripEnds.count == 1)
+    }
+
     @Test func aCrawlFromElsewhereIsNotResumed() {
         // Found 600 m from where the car stood: not the car creeping on in its queue.
         let trips = Self.script(standing: 300, silence: 60, away: 600).tripEnds
