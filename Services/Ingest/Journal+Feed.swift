@@ -36,7 +36,7 @@ extension Journal {
         if let shard = request.shard {
             statement = try database.statement(
                 """
-                SELECT position, length(body), body, gateway, watermark, shard FROM chunks
+                SELECT position, length(body), body, gateway, watermark, shard FROM chunks INDEXED BY \(Self.shardIndex)
                 WHERE shard = ? AND position > ? AND position <= ? ORDER BY position LIMIT ?
                 """)
             parameters.append(shard)

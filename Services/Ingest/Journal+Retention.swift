@@ -16,7 +16,7 @@ extension Journal {
     }
 
     /// Saves consumers' positions and applies the age and size rules (see `JournalRetention`). Cheap enough to run
-    /// every few seconds: the age rule finds its boundary through an index and deletes by (shard, position); the size
+    /// every few seconds: the age rule finds its boundary through an index and deletes through (position, shard); the size
     /// rule reads chunk sizes only when the journal is over its limit. A forced drop of unread records is logged as a
     /// warning and counted in `statistics`.
     @discardableResult
@@ -34,8 +34,10 @@ extension Journal {
                     "SELECT position FROM chunks WHERE received_at >= ? ORDER BY received_at LIMIT 1"
                 ).integer(now - retentionAge)
                 ?? Int64(bitPattern: head) + 1
-            let highest = try database.statement("SELECT max(position) FROM chunks WHERE shard = ? AND position <= ?")
-            let delete = try database.statement("DELETE FROM chunks WHERE shard = ? AND position <= ?")
+            let highest = try database.statement(
+                "SELECT max(position) FROM chunks INDEXED BY \(Self.shardIndex) WHERE shard = ? AND position <= ?")
+            let delete = try database.statement(
+                "DELETE FROM chunks INDEXED BY \(Self.shardIndex) WHERE shard = ? AND position <= ?")
             for shard in 0..<shards {
                 guard let acknowledged = through[shard] else { continue }
                 let limit = min(Int64(bitPattern: acknowledged), young - 1)

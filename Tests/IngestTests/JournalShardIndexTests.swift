@@ -1,0 +1,111 @@
+import Foundation
+import RoadSaveModel
+import Storage
+import Testing
+
+@testable import IngestService
+
+/// How a shard's chunks are found: an index keyed by position, then shard. A commit's rows, whatever their shards,
+/// go into the index's newest leaf; keyed by shard first, a commit wrote into one leaf a shard, each a 64 KiB page
+/// (twice the journal's own bytes once it held a few million records). Journals made with that index are upgraded.
+@Suite struct JournalShardIndexTests {
+    static let shards = 16
+    /// A user in each shard.
+    static let users = (0..<shards).map { Records.user(inShard: $0, of: shards) }
+
+    /// A gateway batch with one record in every shard.
+    static func batch(_ number: Int) -> Journal.Batch {
+        let start = 1_772_433_000 + Double(number)
+        return Journal.Batch(
+            id: "b\(number)", records: users.flatMap { Records.drive(user: $0, count: 1, start: start) })
+    }
+
+    /// Pages the next commit of one gateway batch writes to the journal's log (the log emptied first).
+    static func pagesWritten(appending batch: Journal.Batch, to journal: Journal) throws -> Int {
+        try journal.database.checkpointLog()
+        try journal.append([batch])
+        let bytes = try FileManager.default.attributesOfItem(atPath: journal.path + "-wal")[.size] as? Int ?? 0
+        // The log: a 32-byte header, then each page with a 24-byte frame header.
+        return (bytes - 32) / (Journal.pageSize + 24)
+    }
+
+    /// The index's entries are about a dozen bytes: enough batches that every shard's entries fill leaves of their own.
+    @Test func aCommitWritesOneLeafOfTheIndexWhateverItsShards() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let journal = try Journal(directory: directory.path, shards: Self.shards, log: Records.quiet)
+        defer { journal.close() }
+        for group in 0..<60 {
+            try journal.append((0..<100).map { Self.batch(group * 100 + $0) })
+        }
+        #expect(journal.head == 96_000)
+        let pages = try Self.pagesWritten(appending: Self.batch(6_000), to: journal)
+        // The table's newest leaf, the two indexes' newest leaves, the AUTOINCREMENT counter's page (4 here), and
+        // now and then a leaf that filled or a parent.
+        #expect(pages <= 6, "one batch of 16 chunks wrote \(pages) pages of \(Journal.pageSize) bytes")
+
+        // The index as journals had it: each shard's entries in a region of their own.
+        let other = try SQLiteDatabase(path: journal.path)
+        try other.execute("CREATE INDEX chunks_by_shard ON chunks (shard, position)")
+        other.close()
+        let scattered = try Self.pagesWritten(appending: Self.batch(6_001), to: journal)
+        #expect(scattered >= pages + Self.shards - 1, "the old index: \(scattered) pages against \(pages)")
+    }
+
+    @Test func aJournalWithTheShardFirstIndexIsUpgradedAndReadsTheSame() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.path + "/" + Journal.fileName
+        do {
+            let journal = try Journal(directory: directory.path, shards: Self.shards, log: Records.quiet)
+            try journal.append((0..<20).map { Self.batch($0) })
+            journal.close()
+        }
+        // As an earlier ingest left it.
+        let old = try SQLiteDatabase(path: path)
+        try old.execute(
+            "DROP INDEX \(Journal.shardIndex); CREATE INDEX chunks_by_shard ON chunks (shard, position)")
+        old.close()
+
+        // Reopened: nothing in memory, so a shard's reads come from the store, through the new index.
+        let journal = try Journal(directory: directory.path, shards: Self.shards, log: Records.quiet)
+        defer { journal.close() }
+        var indexes: [String] = []
+        try journal.database.statement("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'chunks'")
+            .query { indexes.append($0.text(0)) }
+        #expect(indexes.sorted() == ["chunks_by_position_shard", "chunks_by_time"])
+        for shard in [0, 7, 15] {
+            let read = try journal.read(
+                Requests.request(after: 3 * UInt64(Self.shards), maxItems: 5, shard: shard, shards: Self.shards))
+            // Batches 3 to 7: the shard's record of each, in order; the reply stops at its fifth chunk.
+            #expect(try Records.decode(read.items).map(\.device.user) == Array(repeating: Self.users[shard], count: 5))
+            #expect(try Records.decode(read.items).map(\.t) == (3..<8).map { 1_772_433_000 + Double($0) })
+            #expect(read.to == UInt64(7 * Self.shards + shard + 1))
+        }
+    }
+
+    @Test func retentionDeletesAShardsChunksThroughTheIndex() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let clock = TestClock(1_000_000)
+        let journal = try Journal(
+            directory: directory.path, shards: Self.shards, retentionAge: 10, log: Records.quiet,
+            clock: { clock.now })
+        defer { journal.close() }
+        try journal.append((0..<4).map { Self.batch($0) })
+        // Shard 5's reader has checkpointed its first two chunks; nobody else has read anything.
+        journal.acknowledged(
+            Requests.request(
+                after: 2 * UInt64(Self.shards), acknowledged: UInt64(Self.shards + 6), consumer: "shard-5",
+                shard: 5, shards: Self.shards))
+        clock.now += 100
+        let outcome = try journal.enforceRetention()
+        #expect(outcome.expiredChunks == 2)
+        var left: [Int64] = []
+        try journal.database.statement("SELECT position FROM chunks WHERE shard = 5 ORDER BY position").query {
+            left.append($0.integer(0))
+        }
+        #expect(left == [2 * Int64(Self.shards) + 6, 3 * Int64(Self.shards) + 6])
+        #expect(try journal.summary().chunks == 4 * Self.shards - 2)
+    }
+}
