@@ -4,14 +4,17 @@ the same `roadsave send` (plaintext, batches as the sender makes them, nobody re
 alternating rounds; with --compare, a second build's ingest in each round too (before and after a change).
 
   python3 scripts/bench_ingest.py [--bin .build/release] [--compare DIR] [--rounds 5] [--records 1000000]
-                                  [--devices 2000] [--json FILE]
+                                  [--devices 2000] [--prefill N] [--json FILE]
 
 What it isolates: the services benchmark (bench_services.py) measures ingest beside detection, the notifier and
 CurveZMQ on two shared cores; here ingest's own work a record (reading, validating, admitting, storing durably,
 acknowledging) is set against the ack-server's (receiving, reading, validating, acknowledging), one process at a
 time. Figures, not assertions: it prints each round and the medians (--json: ingest's median with the ack-server's as
 its baseline, make bench's format; `make bench` runs it with 3 rounds). The flood is generated once and kept in
-$TMPDIR/roadsave-bench-cache (as bench_services.py keeps its own).
+$TMPDIR/roadsave-bench-cache (as bench_services.py keeps its own). Beside the CPU, the bytes each ingest wrote to
+its disk a record (the journal's log and file, from /proc/PID/io): what a journal's pages cost, which CPU time on a
+shared machine hides. `--prefill N` sends the flood N times before the measured one, so that the journal is measured
+as a running service's is, holding millions of records, rather than new.
 """
 import argparse
 import json
@@ -29,8 +32,15 @@ from benchkit import cpu_seconds, free_base_port, wait_listening
 APPLICATION = "demo-app"  # the flood's application (bench_services.generate)
 
 
-def measure(server, binaries, sender, flood, records, scratch):
-    """CPU microseconds a record of `server` ("ack" or "ingest" from `binaries`) while `sender` sends `flood`."""
+def written_bytes(pid):
+    """Bytes the process has caused to be written to storage (its journal's log and file)."""
+    with open("/proc/%d/io" % pid) as handle:
+        return next(int(line.split(":")[1]) for line in handle if line.startswith("write_bytes:"))
+
+
+def measure(server, binaries, sender, flood, records, scratch, prefill=0):
+    """CPU microseconds and bytes written a record of `server` ("ack" or "ingest" from `binaries`) while `sender`
+    sends `flood`, after `prefill` floods sent to an ingest unmeasured."""
     port = free_base_port()
     gateway = "tcp://127.0.0.1:%d" % port
     directory = tempfile.mkdtemp(dir=scratch)
@@ -43,10 +53,13 @@ def measure(server, binaries, sender, flood, records, scratch):
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_listening([gateway])
-        before = cpu_seconds(process.pid)
-        subprocess.run([sender, "send", flood, "--endpoint", gateway, "--log-level", "warning"], check=True,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        return (cpu_seconds(process.pid) - before) / records * 1e6
+        send = [sender, "send", flood, "--endpoint", gateway, "--log-level", "warning"]
+        for _ in range(prefill if server == "ingest" else 0):
+            subprocess.run(send, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        before, written = cpu_seconds(process.pid), written_bytes(process.pid)
+        subprocess.run(send, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        return ((cpu_seconds(process.pid) - before) / records * 1e6,
+                (written_bytes(process.pid) - written) / records)
     finally:
         process.kill()
         process.wait()
@@ -62,6 +75,9 @@ def main():
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--devices", type=int, default=2000)
+    parser.add_argument("--prefill", type=int, default=0,
+                        help="floods sent to each ingest before the measured one (a journal holding millions of "
+                             "records, as a running service's does)")
     parser.add_argument("--json", help="write the figures (make bench's format) to this file")
     options = parser.parse_args()
     for name in ["roadsave", "roadsave-bench"]:
@@ -74,31 +90,43 @@ def main():
     runs = [("ack-server", "ack", options.bin), ("ingest", "ingest", options.bin)]
     if options.compare:
         runs.append(("ingest (compare)", "ingest", options.compare))
+    if options.prefill < 0:
+        sys.exit("bench_ingest: --prefill must be 0 or more")
     figures = {name: [] for name, _, _ in runs}
+    written = {name: [] for name, _, _ in runs}
     scratch = tempfile.mkdtemp(prefix="roadsave-bench-ingest-")
     try:
         for round_number in range(options.rounds):
             # The ingests' order alternates, so that neither always follows the other.
             order = runs if round_number % 2 == 0 else [runs[0]] + runs[:0:-1]
             for name, server, binaries in order:
-                figures[name].append(measure(server, binaries, sender, flood, records, scratch))
+                cpu, bytes_written = measure(server, binaries, sender, flood, records, scratch, options.prefill)
+                figures[name].append(cpu)
+                written[name].append(bytes_written)
             print("round %d: %s" % (round_number + 1, ", ".join(
-                "%s %.2f µs" % (name, figures[name][-1]) for name, _, _ in runs)), flush=True)
+                "%s %.2f µs %.0f B" % (name, figures[name][-1], written[name][-1]) for name, _, _ in runs)),
+                flush=True)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     bare = statistics.median(figures["ack-server"])
-    print("CPU a record, median of %d rounds (range):" % options.rounds)
+    prefilled = " (ingest's journal holding %d floods)" % options.prefill if options.prefill else ""
+    print("CPU and bytes written a record, median of %d rounds (range)%s:" % (options.rounds, prefilled))
     for name, _, _ in runs:
         values = figures[name]
         median = statistics.median(values)
         ratio = "" if name == "ack-server" else ", %.2f× the ack-server" % (median / bare)
-        print("  %-17s %.2f µs (%.2f–%.2f)%s" % (name, median, min(values), max(values), ratio))
+        print("  %-17s %.2f µs (%.2f–%.2f)%s; %.0f bytes written (%.0f–%.0f)" % (
+            name, median, min(values), max(values), ratio, statistics.median(written[name]), min(written[name]),
+            max(written[name])))
     if options.json:
         figures_out = [{
-            "figure": "ingest alone: CPU a record (median of %d rounds)" % options.rounds,
+            "figure": "ingest alone: CPU a record (median of %d rounds)%s" % (options.rounds, prefilled),
             "value": statistics.median(figures["ingest"]), "unit": "µs/record",
             "baseline": "the ack-server alone, the same client and flood, alternating",
             "baselineValue": bare, "target": "ratio <= 1.5",
+        }, {
+            "figure": "ingest alone: bytes written to disk a record (the journal's log and file)%s" % prefilled,
+            "value": statistics.median(written["ingest"]), "unit": "bytes/record",
         }]
         with open(options.json, "w") as out:
             json.dump(figures_out, out, indent=1)
