@@ -67,7 +67,6 @@ extension Journal {
                     watermark REAL
                 );
                 CREATE INDEX IF NOT EXISTS \(shardIndex) ON chunks (position, shard);
-                CREATE INDEX IF NOT EXISTS chunks_by_time ON chunks (received_at);
                 CREATE TABLE IF NOT EXISTS consumers (
                     consumer TEXT PRIMARY KEY,
                     shard INTEGER,
@@ -86,8 +85,9 @@ extension Journal {
             // Journals made before had the shard index the other way round, (shard, position): a commit wrote into
             // one of its leaves a shard, 16 pages of 64 KiB, twice the journal's own bytes once it held a few million
             // records. Keyed by position first, every commit appends to one leaf; a shard's reader skips the other
-            // shards' entries in the index, never their rows.
-            try database.execute("DROP INDEX IF EXISTS chunks_by_shard")
+            // shards' entries in the index, never their rows. They also had an index on the time a chunk came,
+            // a page a commit, which retention no longer needs (`firstPosition(receivedAtOrAfter:)`).
+            try database.execute("DROP INDEX IF EXISTS chunks_by_shard; DROP INDEX IF EXISTS chunks_by_time")
             let knewDeletions =
                 try database.integer(
                     "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'deleted_through'") == 1

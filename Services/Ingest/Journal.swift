@@ -29,7 +29,6 @@ import Wire
 ///     chunks(position INTEGER PRIMARY KEY AUTOINCREMENT, shard INTEGER NOT NULL, records INTEGER NOT NULL,
 ///            received_at REAL NOT NULL, batch TEXT, body BLOB NOT NULL)
 ///         index chunks_by_position_shard (position, shard)   what a detection shard reads
-///         index chunks_by_time (received_at)                  where retention by age starts
 ///     -- What each consumer (detection shard) has checkpointed: retention never deletes past it by age.
 ///     consumers(consumer TEXT PRIMARY KEY, shard INTEGER, shards INTEGER, acknowledged INTEGER NOT NULL,
 ///               seen_at REAL NOT NULL)
