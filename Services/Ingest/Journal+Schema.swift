@@ -9,7 +9,13 @@ extension Journal {
         var shards: Int
         var createdAt: Double
         var format: String
+        /// Indexes of an earlier version replaced when the journal was opened (logged: on a large journal, building
+        /// the new one takes seconds).
+        var replacedIndexes: [String] = []
     }
+
+    /// Indexes journals had before, dropped on open (see `prepare`).
+    static let formerIndexes = ["chunks_by_shard", "chunks_by_time"]
 
     /// A journal made before `deleted_through` recorded nothing of what retention deleted, and its chunks do not say
     /// which shard a deleted position was of. Positions are never skipped (AUTOINCREMENT; a rolled-back insert takes
@@ -53,6 +59,12 @@ extension Journal {
     /// Creates the tables on first use and reads (or, the first time, writes) `meta`, in one transaction.
     static func prepare(_ database: SQLiteDatabase, shards: Int, now: Double) throws -> Meta {
         try database.transaction {
+            var replacedIndexes: [String] = []
+            try database.statement("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'chunks'")
+                .query { row in
+                    let name = row.text(0)
+                    if formerIndexes.contains(name) { replacedIndexes.append(name) }
+                }
             try database.execute(
                 """
                 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -87,7 +99,7 @@ extension Journal {
             // records. Keyed by position first, every commit appends to one leaf; a shard's reader skips the other
             // shards' entries in the index, never their rows. They also had an index on the time a chunk came,
             // a page a commit, which retention no longer needs (`firstPosition(receivedAtOrAfter:)`).
-            try database.execute("DROP INDEX IF EXISTS chunks_by_shard; DROP INDEX IF EXISTS chunks_by_time")
+            for name in replacedIndexes { try database.execute("DROP INDEX \(name)") }
             let knewDeletions =
                 try database.integer(
                     "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'deleted_through'") == 1
@@ -122,7 +134,7 @@ extension Journal {
             if !knewDeletions { try estimateDeletedThrough(database, shards: storedShards) }
             return Meta(
                 journalID: id, shards: storedShards, createdAt: values["created_at"].flatMap { Double($0) } ?? 0,
-                format: values["format"] ?? format)
+                format: values["format"] ?? format, replacedIndexes: replacedIndexes.sorted())
         }
     }
 }

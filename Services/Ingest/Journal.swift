@@ -125,6 +125,11 @@ public final class Journal: FeedSource {
                 --data-dir (detection then reads the new journal from its start)
                 """)
         }
+        if !meta.replacedIndexes.isEmpty {
+            log.info(
+                "journal upgraded: its chunks are found by (position, shard), and by halving positions for an age",
+                ["path": path, "replacedIndexes": meta.replacedIndexes.joined(separator: ",")])
+        }
         var consumers: [String: JournalConsumer] = [:]
         try database.statement("SELECT consumer, shard, shards, acknowledged, seen_at FROM consumers").query { row in
             let consumer = JournalConsumer(

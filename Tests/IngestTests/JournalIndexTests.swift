@@ -69,6 +69,9 @@ import Testing
             DROP INDEX \(Journal.shardIndex); CREATE INDEX chunks_by_shard ON chunks (shard, position);
             CREATE INDEX chunks_by_time ON chunks (received_at)
             """)
+        // Opened, the journal's schema is upgraded once (and says so, for the log).
+        #expect(try Journal.prepare(old, shards: Self.shards, now: 0).replacedIndexes == Journal.formerIndexes)
+        #expect(try Journal.prepare(old, shards: Self.shards, now: 0).replacedIndexes == [])
         old.close()
 
         // Reopened: nothing in memory, so a shard's reads come from the store, through the new index.
