@@ -14,6 +14,8 @@ How they are counted:
   - system calls: in-process paths under `strace -f` (no privileges: it traces its own child), counting the
     measuring thread's calls between the markers `roadsave-bench counts` makes around each region; the services and
     `roadsave send` with `perf stat -e raw_syscalls:sys_enter` (root here; "unavailable" where perf cannot).
+  - bytes written: in-process paths, what the measuring thread's writes (`write`, `pwrite64`, ...) returned under
+    strace: the journal's pages, each a 64 KiB page of its log and, when the log folds, of its file.
 
 Paths (in-process, exact, timing-independent; what --check guards against scripts/counters-recorded.json):
   replay from MessagePack and NDJSON (reading, decoding, ordering, engines, events encoded), the engines alone,
@@ -27,7 +29,7 @@ Paths measured from outside, under load (timing-dependent: batches and replies f
   delivered live, by catch-up and by webhook), and `roadsave send` itself.
 
 --check (make test, on the debug build): runs the in-process paths on a small fleet it simulates itself and fails,
-naming the path, when one allocates or calls the system more than its recorded value plus the margin.
+naming the path, when one allocates, calls the system or writes more than its recorded value plus the margin.
 """
 import argparse
 import glob
@@ -139,11 +141,14 @@ def perf_value(path):
 
 MARK = re.compile(r'^(\d+)\s+.*"roadsave-counts:(begin|end):([^"]+)"')
 CALL = re.compile(r"^(\d+)\s+([a-z_0-9]+)\(")
+# The calls that write to a file or socket, and what each returned: the bytes it wrote.
+WRITES = {"write", "pwrite64", "writev", "pwritev", "pwritev2"}
+RETURNED = re.compile(r"\)\s+=\s+(\d+)\s*$")
 
 
 def strace_regions(log):
-    """System calls of the marking thread between each region's markers, summed over the region's measurements:
-    {path: {"calls": n, "byName": {call: n}}}."""
+    """System calls of the marking thread between each region's markers, and the bytes its writes wrote, summed over
+    the region's measurements: {path: {"calls": n, "byName": {call: n}, "written": bytes}}."""
     regions = {}
     open_regions = {}
     with open(log, errors="replace") as handle:
@@ -152,18 +157,22 @@ def strace_regions(log):
             if mark:
                 tid, edge, name = int(mark.group(1)), mark.group(2), mark.group(3)
                 if edge == "begin":
-                    open_regions[tid] = (name, {})
+                    open_regions[tid] = (name, {}, [0])
                 elif tid in open_regions:
-                    region, counts = open_regions.pop(tid)
-                    total = regions.setdefault(region, {"calls": 0, "byName": {}})
+                    region, counts, written = open_regions.pop(tid)
+                    total = regions.setdefault(region, {"calls": 0, "byName": {}, "written": 0})
                     total["calls"] += sum(counts.values())
+                    total["written"] += written[0]
                     for call, count in counts.items():
                         total["byName"][call] = total["byName"].get(call, 0) + count
                 continue
             call = CALL.match(line)
             if call and int(call.group(1)) in open_regions and "resumed>" not in line[:60]:
-                counts = open_regions[int(call.group(1))][1]
+                _, counts, written = open_regions[int(call.group(1))]
                 counts[call.group(2)] = counts.get(call.group(2), 0) + 1
+                returned = RETURNED.search(line) if call.group(2) in WRITES else None
+                if returned:
+                    written[0] += int(returned.group(1))
             elif "<... " in line and " resumed>" in line:
                 continue
     return regions
@@ -189,6 +198,7 @@ def inprocess(binaries, shim, records, work, syscalls=True):
         traced_region = calls.get(region["path"])
         region["syscalls"] = traced_region["calls"] if traced_region else None
         region["syscallNames"] = traced_region["byName"] if traced_region else None
+        region["written"] = traced_region["written"] if traced_region else None
     return regions, traced
 
 
@@ -208,18 +218,24 @@ def print_inprocess(regions, traced):
         if calls:
             names = sorted(region["syscallNames"].items(), key=lambda item: -item[1])
             print("  %-34s %s" % ("", ", ".join("%s %d" % item for item in names[:8])))
+        if region.get("written"):
+            print("  %-34s written: %.0f bytes a batch, %.0f a record" % (
+                "", region["written"] / max(1, batches), region["written"] / max(1, records)))
 
 
 def bounds(recorded, expected):
-    """The most allocations a record and system calls a batch a path may make: its recorded values plus the margins
-    (relative, then absolute), so that an allocation or a system call more a record fails while the small drift of a
-    dependency's update does not."""
+    """The most allocations a record, system calls a batch and bytes written a batch a path may make: its recorded
+    values plus the margins (relative, then absolute), so that an allocation or a system call more a record, or a
+    page more a commit, fails while the small drift of a dependency's update does not."""
     margin = recorded["margins"]
     allocations = expected["allocationsPerRecord"] * (1 + margin["allocationsRelative"]) + margin["allocationsPerRecord"]
     calls = None
     if expected.get("syscallsPerBatch") is not None:
         calls = expected["syscallsPerBatch"] * (1 + margin["syscallsRelative"]) + margin["syscallsPerBatch"]
-    return allocations, calls
+    written = None
+    if expected.get("writtenPerBatch") is not None:
+        written = expected["writtenPerBatch"] * (1 + margin["writtenRelative"])
+    return allocations, calls, written
 
 
 def check(regions, traced, configuration):
@@ -239,7 +255,7 @@ def check(regions, traced, configuration):
             continue
         records, batches = max(1, region["records"]), max(1, region["batches"])
         allocations = region["allocations"] / records
-        most_allocations, most_calls = bounds(recorded, expected)
+        most_allocations, most_calls, most_written = bounds(recorded, expected)
         if allocations > most_allocations:
             failures.append("%s: %.3f heap allocations a record, recorded %.3f (at most %.3f with the margins)"
                             % (path, allocations, expected["allocationsPerRecord"], most_allocations))
@@ -249,6 +265,11 @@ def check(regions, traced, configuration):
                 failures.append("%s: %.2f system calls a batch, recorded %.2f (at most %.2f with the margins): %s"
                                 % (path, calls, expected["syscallsPerBatch"], most_calls,
                                    ", ".join("%s %d" % item for item in sorted(region["syscallNames"].items()))))
+        if traced and most_written is not None and region.get("written") is not None:
+            written = region["written"] / batches
+            if written > most_written:
+                failures.append("%s: %.0f bytes written a batch, recorded %.0f (at most %.0f with the margin)"
+                                % (path, written, expected["writtenPerBatch"], most_written))
     return failures
 
 
@@ -264,6 +285,8 @@ def record(regions, traced, configuration):
                  "allocationsPerBatch": round(region["allocations"] / batches, 1)}
         if traced and region.get("syscalls") is not None:
             entry["syscallsPerBatch"] = round(region["syscalls"] / batches, 2)
+        if traced and region.get("written"):
+            entry["writtenPerBatch"] = round(region["written"] / batches)
         table[region["path"]] = entry
     recorded[configuration] = table
     write_recorded(recorded)
