@@ -29,15 +29,22 @@ extension Journal {
             try saveConsumers()
             // Chunks from position `young` on are within the retention age.
             let young = try firstPosition(receivedAtOrAfter: now - retentionAge) ?? Int64(bitPattern: head) + 1
+            // A shard's chunks are deleted oldest first, so none is left at or below what it was deleted through:
+            // each shard's range starts there, and the index walks only what came since (not, every round, the old
+            // chunks another shard's slow reader still holds).
             let highest = try database.statement(
-                "SELECT max(position) FROM chunks INDEXED BY \(Self.shardIndex) WHERE shard = ? AND position <= ?")
+                """
+                SELECT max(position) FROM chunks INDEXED BY \(Self.shardIndex)
+                WHERE position > ? AND position <= ? AND shard = ?
+                """)
             let delete = try database.statement(
-                "DELETE FROM chunks INDEXED BY \(Self.shardIndex) WHERE shard = ? AND position <= ?")
+                "DELETE FROM chunks INDEXED BY \(Self.shardIndex) WHERE position > ? AND position <= ? AND shard = ?")
             for shard in 0..<shards {
                 guard let acknowledged = through[shard] else { continue }
+                let after = Int64(bitPattern: deleted[shard])
                 let limit = min(Int64(bitPattern: acknowledged), young - 1)
-                guard limit > 0, let last = try highest.integer(shard, limit) else { continue }
-                try delete.run(shard, limit)
+                guard limit > after, let last = try highest.integer(after, limit, shard) else { continue }
+                try delete.run(after, limit, shard)
                 outcome.expiredChunks += database.changes
                 deleted[shard] = max(deleted[shard], UInt64(last))
             }

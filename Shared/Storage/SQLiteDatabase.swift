@@ -94,6 +94,13 @@ public final class SQLiteDatabase {
         return statement
     }
 
+    /// The steps SQLite's virtual machine has taken in the statements this connection keeps (`statement`), all told:
+    /// the work of queries, which, unlike their time, does not move with the machine's load. For tests that a
+    /// query's work does not grow with rows it need not read.
+    public var virtualMachineSteps: Int {
+        statements.values.reduce(0) { $0 + Int(sqlite3_stmt_status($1.handle, SQLITE_STMTSTATUS_VM_STEP, 0)) }
+    }
+
     /// Runs `body` in one transaction (BEGIN IMMEDIATE … COMMIT): all of it is stored, or none of it. Nested calls
     /// join the outer transaction.
     public func transaction<T>(_ body: () throws -> T) throws -> T {
