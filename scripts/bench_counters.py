@@ -144,6 +144,8 @@ CALL = re.compile(r"^(\d+)\s+([a-z_0-9]+)\(")
 # The calls that write to a file or socket, and what each returned: the bytes it wrote.
 WRITES = {"write", "pwrite64", "writev", "pwritev", "pwritev2"}
 RETURNED = re.compile(r"\)\s+=\s+(\d+)\s*$")
+# A call another thread's call interrupted in the log: "<unfinished ...>", then "<... pwrite64 resumed>...) = n".
+RESUMED = re.compile(r"^(\d+)\s+<\.\.\. ([a-z_0-9]+) resumed>")
 
 
 def strace_regions(log):
@@ -166,15 +168,20 @@ def strace_regions(log):
                     for call, count in counts.items():
                         total["byName"][call] = total["byName"].get(call, 0) + count
                 continue
+            resumed = RESUMED.match(line)
+            if resumed:
+                # Counted where it began; what it wrote is said here.
+                returned = RETURNED.search(line) if resumed.group(2) in WRITES else None
+                if returned and int(resumed.group(1)) in open_regions:
+                    open_regions[int(resumed.group(1))][2][0] += int(returned.group(1))
+                continue
             call = CALL.match(line)
-            if call and int(call.group(1)) in open_regions and "resumed>" not in line[:60]:
+            if call and int(call.group(1)) in open_regions:
                 _, counts, written = open_regions[int(call.group(1))]
                 counts[call.group(2)] = counts.get(call.group(2), 0) + 1
                 returned = RETURNED.search(line) if call.group(2) in WRITES else None
                 if returned:
                     written[0] += int(returned.group(1))
-            elif "<... " in line and " resumed>" in line:
-                continue
     return regions
 
 
