@@ -16,9 +16,9 @@ extension Journal {
     }
 
     /// Saves consumers' positions and applies the age and size rules (see `JournalRetention`). Cheap enough to run
-    /// every few seconds: the age rule finds its boundary by halving the positions and deletes through an index; the size
-    /// rule reads chunk sizes only when the journal is over its limit. A forced drop of unread records is logged as a
-    /// warning and counted in `statistics`.
+    /// every few seconds: the age rule finds its boundary by halving the positions and deletes through an index; the
+    /// size rule reads chunk sizes only when the journal is over its limit. A forced drop of unread records is logged
+    /// as a warning and counted in `statistics`.
     @discardableResult
     public func enforceRetention() throws -> RetentionOutcome {
         var outcome = RetentionOutcome()
