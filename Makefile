@@ -28,10 +28,10 @@ demo-replay: build
 	$(BIN) replay $(OUT)/morning.ndjson
 
 ## All tests: the fuzz smoke run (every libFuzzer target a few seconds on its seeds; under 2 minutes with its build),
-## the count guards (scripts/bench_counters.py --check: each hot path's heap allocations a record and system calls
-## a batch against scripts/counters-recorded.json, a few seconds), then unit, scenario, real recordings (skipped
-## without ../shared/data) and end to end. The tests that start
-## processes and time them run one at a time after the others, so a busy 2-core machine can't make them flaky.
+## the count guards (scripts/bench_counters.py --check: each hot path's heap allocations a record, system calls a
+## batch and ingest's bytes written a batch against scripts/counters-recorded.json, a few seconds), then unit,
+## scenario, real recordings (skipped without ../shared/data) and end to end. The tests that start processes and
+## time them run one at a time after the others, so a busy 2-core machine can't make them flaky.
 ## Last, `roadsave report` end to end: its page in headless Chromium and its GeoJSON against RFC 7946. First,
 ## deploy/kubernetes against the Kubernetes 1.28 and newest schemas (scripts/check-kubernetes.sh, kubernetes-validate).
 ## Examples/AlertingService, a package of its own on the client library (its own .build: about 20 s from nothing, a
