@@ -33,9 +33,18 @@ APPLICATION = "demo-app"  # the flood's application (bench_services.generate)
 
 
 def written_bytes(pid):
-    """Bytes the process has caused to be written to storage (its journal's log and file)."""
-    with open("/proc/%d/io" % pid) as handle:
-        return next(int(line.split(":")[1]) for line in handle if line.startswith("write_bytes:"))
+    """Bytes the process has caused to be written to storage (its journal's log and file); None where the kernel
+    keeps no such count (no task I/O accounting)."""
+    try:
+        with open("/proc/%d/io" % pid) as handle:
+            return next((int(line.split(":")[1]) for line in handle if line.startswith("write_bytes:")), None)
+    except OSError:
+        return None
+
+
+def amount(value):
+    """A figure that may be unknown, as printed."""
+    return "-" if value is None else "%.0f" % value
 
 
 def measure(server, binaries, sender, flood, records, scratch, prefill=0):
@@ -58,8 +67,9 @@ def measure(server, binaries, sender, flood, records, scratch, prefill=0):
             subprocess.run(send, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         before, written = cpu_seconds(process.pid), written_bytes(process.pid)
         subprocess.run(send, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        written_after = written_bytes(process.pid)
         return ((cpu_seconds(process.pid) - before) / records * 1e6,
-                (written_bytes(process.pid) - written) / records)
+                None if written is None or written_after is None else (written_after - written) / records)
     finally:
         process.kill()
         process.wait()
@@ -85,13 +95,13 @@ def main():
             sys.exit("bench_ingest: no %s in %s (swift build -c release)" % (name, options.bin))
     if options.compare and not os.access(os.path.join(options.compare, "roadsave"), os.X_OK):
         sys.exit("bench_ingest: no roadsave in %s" % options.compare)
+    if options.prefill < 0:
+        sys.exit("bench_ingest: --prefill must be 0 or more")
     flood, records = bench_services.input_file(options, "main", 0, max(1, options.records // options.devices))
     sender = os.path.join(options.bin, "roadsave")
     runs = [("ack-server", "ack", options.bin), ("ingest", "ingest", options.bin)]
     if options.compare:
         runs.append(("ingest (compare)", "ingest", options.compare))
-    if options.prefill < 0:
-        sys.exit("bench_ingest: --prefill must be 0 or more")
     figures = {name: [] for name, _, _ in runs}
     written = {name: [] for name, _, _ in runs}
     scratch = tempfile.mkdtemp(prefix="roadsave-bench-ingest-")
@@ -104,7 +114,7 @@ def main():
                 figures[name].append(cpu)
                 written[name].append(bytes_written)
             print("round %d: %s" % (round_number + 1, ", ".join(
-                "%s %.2f µs %.0f B" % (name, figures[name][-1], written[name][-1]) for name, _, _ in runs)),
+                "%s %.2f µs %s B" % (name, figures[name][-1], amount(written[name][-1])) for name, _, _ in runs)),
                 flush=True)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -115,19 +125,23 @@ def main():
         values = figures[name]
         median = statistics.median(values)
         ratio = "" if name == "ack-server" else ", %.2f× the ack-server" % (median / bare)
-        print("  %-17s %.2f µs (%.2f–%.2f)%s; %.0f bytes written (%.0f–%.0f)" % (
-            name, median, min(values), max(values), ratio, statistics.median(written[name]), min(written[name]),
-            max(written[name])))
+        known = [value for value in written[name] if value is not None]
+        bytes_written = ("%.0f bytes written (%.0f–%.0f)" % (statistics.median(known), min(known), max(known))
+                         if known else "bytes written unknown (no /proc/PID/io)")
+        print("  %-17s %.2f µs (%.2f–%.2f)%s; %s" % (name, median, min(values), max(values), ratio, bytes_written))
     if options.json:
         figures_out = [{
             "figure": "ingest alone: CPU a record (median of %d rounds)%s" % (options.rounds, prefilled),
             "value": statistics.median(figures["ingest"]), "unit": "µs/record",
             "baseline": "the ack-server alone, the same client and flood, alternating",
             "baselineValue": bare, "target": "ratio <= 1.5",
-        }, {
-            "figure": "ingest alone: bytes written to disk a record (the journal's log and file)%s" % prefilled,
-            "value": statistics.median(written["ingest"]), "unit": "bytes/record",
         }]
+        known = [value for value in written["ingest"] if value is not None]
+        if known:
+            figures_out.append({
+                "figure": "ingest alone: bytes written to disk a record (the journal's log and file)%s" % prefilled,
+                "value": statistics.median(known), "unit": "bytes/record",
+            })
         with open(options.json, "w") as out:
             json.dump(figures_out, out, indent=1)
 
