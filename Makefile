@@ -32,7 +32,8 @@ demo-replay: build
 ## batch and ingest's bytes written a batch against scripts/counters-recorded.json, a few seconds), then unit,
 ## scenario, real recordings (skipped without ../shared/data) and end to end. The tests that start processes and
 ## time them run one at a time after the others, so a busy 2-core machine can't make them flaky.
-## Last, `roadsave report` end to end: its page in headless Chromium and its GeoJSON against RFC 7946. First,
+## Then `roadsave report` end to end: its page in headless Chromium and its GeoJSON against RFC 7946; last, the
+## services' and ingest's benchmarks on a short flood each (each fails when it cannot measure; no speed is judged). First,
 ## deploy/kubernetes against the Kubernetes 1.28 and newest schemas (scripts/check-kubernetes.sh, kubernetes-validate).
 ## Examples/AlertingService, a package of its own on the client library (its own .build: about 20 s from nothing, a
 ## few seconds after), is built before the tests: ClientTests runs it against `roadsave up`. The library's API
@@ -50,6 +51,7 @@ test: deps lint
 	python3 scripts/test_report.py --roadsave $(BIN)
 	python3 scripts/bench_services.py --bin $(dir $(BIN)) --records 3000 --devices 50 --batch 200 --probes 5 \
 		--flood-seconds 1 --skip-shards --skip-restart --client send --check
+	python3 scripts/bench_ingest.py --bin $(dir $(BIN)) --records 3000 --devices 50 --rounds 1 --prefill 1
 
 ## The client library's API reference (RoadSaveClient), made offline by the toolchain's docc from the module's
 ## symbol graph: .build/docs/RoadSaveClient (serve it, e.g. python3 -m http.server -d .build/docs/RoadSaveClient,

@@ -13,7 +13,8 @@ compared: the ratios are the figures to compare, the absolute ones move with the
 Benchmarks, in order (--only picks some): replay (decoding and replay, roadsave-bench FILE), engines (the engines
 alone on decoded records, roadsave-bench engines FILE), services (scripts/bench_services.py: the three services with
 keys against a bare server, crash latency under load, detection shards), ingest (scripts/bench_ingest.py: sensor-ingest
-alone against the bare server alone), memory (scripts/bench_memory.py: detection
+alone against the bare server alone, on a new journal), ingest-prefilled (the same on a journal already holding four
+floods, as a running service's holds millions of records), memory (scripts/bench_memory.py: detection
 with many mostly idle devices), counters (scripts/bench_counters.py: heap allocations and system calls a record, a
 batch, a feed reply and an event on each hot path, on --counter-records).
 """
@@ -35,7 +36,7 @@ def benchmarks(args, work):
     """(name, command, figures file) of each benchmark, in the order they run."""
     bench = os.path.join(args.bin, "roadsave-bench")
     figures = {name: os.path.join(work, f"{name}.json")
-               for name in ("replay", "engines", "services", "ingest", "memory", "counters")}
+               for name in ("replay", "engines", "services", "ingest", "ingest-prefilled", "memory", "counters")}
     return [
         ("replay", [bench, args.records, "--json", figures["replay"]], figures["replay"]),
         ("engines", [bench, "engines", args.records, "--json", figures["engines"]], figures["engines"]),
@@ -43,6 +44,9 @@ def benchmarks(args, work):
                       "--json", figures["services"]] + args.extra, figures["services"]),
         ("ingest", [sys.executable, os.path.join(ROOT, "scripts", "bench_ingest.py"), "--bin", args.bin,
                     "--rounds", "3", "--json", figures["ingest"]], figures["ingest"]),
+        ("ingest-prefilled", [sys.executable, os.path.join(ROOT, "scripts", "bench_ingest.py"), "--bin", args.bin,
+                              "--rounds", "3", "--prefill", "4", "--json", figures["ingest-prefilled"]],
+         figures["ingest-prefilled"]),
         ("memory", [sys.executable, os.path.join(ROOT, "scripts", "bench_memory.py"), "--bin", args.bin,
                     "--json", figures["memory"]], figures["memory"]),
         ("counters", [sys.executable, os.path.join(ROOT, "scripts", "bench_counters.py"), "--bin", args.bin,
@@ -88,7 +92,8 @@ def main():
                              "--duration 20 --seed 7)")
     parser.add_argument("--output", default=os.path.join(ROOT, "out", "bench.json"))
     parser.add_argument("--only",
-                        help="comma-separated benchmarks to run (replay, engines, services, ingest, memory, counters)")
+                        help="comma-separated benchmarks to run (replay, engines, services, ingest, ingest-prefilled, "
+                             "memory, counters)")
     parser.add_argument("extra", nargs="*", help="after --: arguments for bench_services.py")
     args = parser.parse_args()
     only = set(args.only.split(",")) if args.only else None
