@@ -34,10 +34,10 @@ demo-replay: build
 ## time them run one at a time after the others, so a busy 2-core machine can't make them flaky.
 ## Then `roadsave report` end to end: its page in headless Chromium and its GeoJSON against RFC 7946; last, the
 ## services' and ingest's benchmarks on a short flood each (each fails when it cannot measure; no speed is
-## judged). First, deploy/kubernetes against the Kubernetes 1.28 and newest schemas (scripts/check-kubernetes.sh, kubernetes-validate).
-## Examples/AlertingService, a package of its own on the client library (its own .build: about 20 s from nothing, a
-## few seconds after), is built before the tests: ClientTests runs it against `roadsave up`. The library's API
-## reference is made by docc (scripts/client-docs.sh, its warnings as errors).
+## judged). First, deploy/kubernetes against the Kubernetes 1.28 and newest schemas (scripts/check-kubernetes.sh,
+## kubernetes-validate). Examples/AlertingService, a package of its own on the client library (its own .build: about
+## 20 s from nothing, a few seconds after), is built before the tests: ClientTests runs it against `roadsave up`.
+## The library's API reference is made by docc (scripts/client-docs.sh, its warnings as errors).
 PROCESS_TESTS := IntegrationTests|^CommandTests\.|^ClientTests\.|CLITests|DetectionServiceTests|NotifierSinkTests
 test: deps lint
 	scripts/check-kubernetes.sh
