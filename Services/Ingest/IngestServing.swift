@@ -109,7 +109,7 @@ final class IngestServing {
         let summary = try journal.summary()
         listening = true
         // Posting starts once the journal is open (it may read many chunks): until then /healthz says "starting".
-        self.metrics?.start(on: loop) { [self] in (metricFamilies(), notReady()) }
+        self.metrics?.start(on: loop, service: "ingest") { [self] in (metricFamilies(), notReady()) }
         log.info(
             "journal opened",
             [

@@ -1,4 +1,5 @@
 import Logging
+import Metrics
 import ZeroMQ
 
 /// What every socket that takes outside connections gets (gateways, control, subscribers, catch-up), in one line where
@@ -6,7 +7,7 @@ import ZeroMQ
 /// connection that never finishes the ZMTP handshake holds a descriptor and memory until then), and a `SocketMonitor`
 /// whose closed connections are logged with the peer address and a reason: handshake failures as warnings, other
 /// closes as info, at most `LogBudget`'s lines a minute per service and then a count. The monitors stay in the loop's
-/// values (`OutsideSockets`), where metrics read their counters.
+/// values (`OutsideSockets`), where `ServiceMetrics` reads their counters for /metrics (`families(service:)`).
 public final class OutsideSockets {
     /// `ZMQ_HANDSHAKE_IVL` of outside sockets: the greeting, a CURVE handshake and the ZAP answer take a few round
     /// trips; 5 s leaves room for slow links and frees a silent connection six times sooner than libzmq's default.
@@ -42,6 +43,45 @@ public final class OutsideSockets {
     /// Counters by socket name, for metrics.
     public var counters: [(name: String, counters: SocketMonitor.Counters)] {
         monitors.map { ($0.name, $0.counters) }
+    }
+
+    /// The monitors' counters as /metrics shows them, labelled by socket (`roadsave_<service>_connections_…`):
+    /// connections accepted and open, accepts that failed, and handshakes by outcome. A rise in failed handshakes is
+    /// a client with a wrong key or a scanner; open connections that only grow are clients that never close theirs.
+    public func families(service: String) -> [MetricFamily] {
+        let prefix = "roadsave_\(service)_connections"
+        func family(_ name: String, _ kind: MetricFamily.Kind, _ help: String, _ value: (SocketMonitor.Counters) -> Int)
+            -> MetricFamily
+        {
+            MetricFamily(
+                name: "\(prefix)_\(name)", help: help, kind: kind,
+                samples: monitors.map { .init(labels: [("socket", $0.name)], value: Double(value($0.counters))) })
+        }
+        let outcomes: [(String, (SocketMonitor.Counters) -> Int)] = [
+            ("succeeded", \.handshakesSucceeded), ("refused", \.handshakesFailedAuth),
+            ("not_finished", \.handshakesFailedNoDetail),
+        ]
+        return [
+            family("accepted_total", .counter, "Connections accepted on a socket that takes outside connections.") {
+                $0.accepted
+            },
+            family("accept_failed_total", .counter, "Accepts that failed (out of descriptors, for one).") {
+                $0.acceptFailed
+            },
+            family("open", .gauge, "Connections open now.") { $0.open },
+            MetricFamily(
+                name: "\(prefix)_handshakes_total",
+                help: "ZMTP/CURVE handshakes by outcome: succeeded, refused (by the key allow-list), not_finished "
+                    + "(timed out, the peer left, or not ZMTP).",
+                kind: .counter,
+                samples: monitors.flatMap { monitor in
+                    outcomes.map { outcome, value in
+                        .init(
+                            labels: [("socket", monitor.name), ("outcome", outcome)],
+                            value: Double(value(monitor.counters)))
+                    }
+                }),
+        ]
     }
 
     private func logClosed(_ closed: SocketMonitor.Closed, socket: String, loop: ReactorLoop) {

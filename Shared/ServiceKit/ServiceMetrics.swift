@@ -68,12 +68,17 @@ public final class ServiceMetrics: Sendable {
     }
 
     /// Posts now and every `postInterval` on `loop` what `collect` says: the service's metrics and why it is not ready
-    /// (nothing when it is). Without an endpoint nothing is collected.
-    public func start(on loop: ReactorLoop, collect: @escaping () -> (families: [MetricFamily], notReady: [String])) {
+    /// (nothing when it is), with the process's figures and those of the loop's outside sockets
+    /// (`OutsideSockets.families`, named `roadsave_<service>_connections_…`). Without an endpoint nothing is collected.
+    public func start(
+        on loop: ReactorLoop, service: String,
+        collect: @escaping () -> (families: [MetricFamily], notReady: [String])
+    ) {
         guard server != nil else { return }
-        let post = { [board, startedAt] in
+        let post = { [board, startedAt, weak loop] in
             let (families, notReady) = collect()
-            board.publish(families + ProcessMetrics.families(startedAt: startedAt), notReady: notReady)
+            let sockets = loop?.value(OutsideSockets.self)?.families(service: service) ?? []
+            board.publish(families + sockets + ProcessMetrics.families(startedAt: startedAt), notReady: notReady)
         }
         post()
         _ = loop.every(Self.postInterval, post)

@@ -13,7 +13,11 @@ import Testing
 struct BadInputMatrixTests {
     @Test func everyServiceSurvivesEveryRowAndLosesNothingAcknowledged() async throws {
         try await withPipelineSlot {
-            let services = try await Services.start()
+            // Ingest's /metrics lets the lying-length row send its header once ingest has taken the accept (whose
+            // peer address its log line names), not before: on a loaded machine the drop could come first.
+            let metrics = Ports.reserve(1)[0]
+            let services = try await Services.start(
+                Services.Options(ingestArguments: ["--metrics-endpoint", "127.0.0.1:\(metrics)"]))
             defer { services.kill() }
             let endpoints = [
                 "--gateway", services.gatewayEndpoint, "--control", services.controlEndpoint,
@@ -24,7 +28,9 @@ struct BadInputMatrixTests {
                 "bad_input.py", endpoints + ["--case", "gateway-one-frame"], name: "baseline")
             #expect(await before.waitForExit(timeout: 60) == 0, "\(before.tail())\n\(services.logs())")
 
-            let rows = try await BadInputMatrix.run("bad_input.py", endpoints, services: services, minimumCases: 30)
+            let rows = try await BadInputMatrix.run(
+                "bad_input.py", endpoints + ["--ingest-metrics", "http://127.0.0.1:\(metrics)"], services: services,
+                minimumCases: 30)
             // The baseline's probe too.
             await BadInputMatrix.checkJournal(services, probes: BadInputMatrix.acknowledgedProbes(rows) + 1)
 

@@ -97,6 +97,15 @@ struct MetricsEndpointTests {
                     - ingestBefore.value("roadsave_ingest_batch_records_sum")
                     == Double(good + bad.count))
             #expect(ingest.value("roadsave_ingest_journal_head_position") >= 1)
+            // The sender's connection, as the gateway socket's monitor counted it.
+            func gateway(_ name: String, _ labels: [String: String] = [:]) -> Double {
+                let labels = labels.merging(["socket": "gateway"]) { a, _ in a }
+                return ingest.value(name, labels) - ingestBefore.value(name, labels)
+            }
+            #expect(gateway("roadsave_ingest_connections_accepted_total") >= 1)
+            #expect(gateway("roadsave_ingest_connections_handshakes_total", ["outcome": "succeeded"]) >= 1)
+            #expect(gateway("roadsave_ingest_connections_handshakes_total", ["outcome": "not_finished"]) == 0)
+            #expect(ingest.value("roadsave_ingest_connections_accept_failed_total", ["socket": "gateway"]) == 0)
 
             let detect = try Scrape.metrics(ports[1])
             for event in ["tripDidStart", "crashDetected", "crashFollowUp", "tripDidEnd", "tripBehaviour"] {
@@ -116,12 +125,18 @@ struct MetricsEndpointTests {
             #expect(detect.value("roadsave_detection_devices", ["state": "in_memory"]) >= 2)
             #expect(detect.value("roadsave_detection_lag_seconds") == 0)
             #expect(detect.value("process_resident_memory_bytes") > 1_000_000)
+            #expect(
+                detect.samples.contains {
+                    $0.name == "roadsave_detection_connections_open" && $0.labels["socket"] == "control"
+                })
 
             let notify = try Scrape.metrics(ports[2])
             #expect(
                 notify.value("roadsave_notifier_deliveries_total", ["sink": "pub"])
                     - notifyBefore.value("roadsave_notifier_deliveries_total", ["sink": "pub"]) == 5)
             #expect(notify.value("roadsave_notifier_duplicates_dropped_total") == 0)
+            // The test's subscriber is connected.
+            #expect(notify.value("roadsave_notifier_connections_open", ["socket": "subscribers"]) >= 1)
             // The webhook's figures come from its sink a post later: wait for them.
             let webhookDelivered = try await eventually(timeout: 10) {
                 try Scrape.metrics(ports[2]).total(

@@ -118,7 +118,9 @@ final class DetectionServing {
         let actions = core.start(at: time, evicted: &evicted)
         // Posting starts once the store is loaded: until then /healthz says "starting", so a long load of many
         // devices is not taken for a stuck loop.
-        self.metrics?.start(on: loop) { [self] in (metricFamilies(now: loop.now), notReady(now: loop.now)) }
+        self.metrics?.start(on: loop, service: "detection") { [self] in
+            (metricFamilies(now: loop.now), notReady(now: loop.now))
+        }
         perform(actions)
     }
 

@@ -79,7 +79,9 @@ final class NotifierServing {
     func start(_ loop: ReactorLoop, metrics: ServiceMetrics) throws {
         self.metrics = metrics
         try setUp(loop)
-        self.metrics?.start(on: loop) { [self] in (metricFamilies(now: loop.now), notReady(now: loop.now)) }
+        self.metrics?.start(on: loop, service: "notifier") { [self] in
+            (metricFamilies(now: loop.now), notReady(now: loop.now))
+        }
     }
 
     // MARK: CurveZMQ

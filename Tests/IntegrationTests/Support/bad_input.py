@@ -3,7 +3,7 @@
 and raw sockets only (not the project's code).
 
   python3 bad_input.py --gateway tcp://127.0.0.1:P --control tcp://127.0.0.1:Q --catch-up tcp://127.0.0.1:R
-                       [--app ID] [--case NAME ...] [--seed N] [--list]
+                       [--app ID] [--case NAME ...] [--seed N] [--list] [--ingest-metrics http://HOST:PORT]
 
 For each case: the attack, then a probe of all three services on fresh sockets: a normal batch of 2 records
 (batchID "probe-<case>", user "probe-<case>") must be acknowledged with both accepted, a control command must be
@@ -13,6 +13,10 @@ answered with JSON, a catch-up request must be answered with {"head": …}. Prin
 refuses it, "no answer": the connection is dropped or the message skipped, unanswered) and "observed" what it got.
 A final line {"done": true, "cases": N, "failed": [names]}. Exit status 0 when every case met its expectation and
 every probe succeeded.
+
+With --ingest-metrics (ingest's --metrics-endpoint), the lying-length row sends its frame header only once ingest has
+taken the connection's accept (its /metrics count of gateway connections accepted has risen, with none open before):
+ingest's log names the peer of a dropped connection from that accept, and under load it could come after the drop.
 
 Keys (wrong keys, no keys, replayed CURVE handshakes) are in bad_input_curve.py, against services with CurveZMQ.
 """
@@ -28,6 +32,7 @@ import socket as rawsocket
 import struct
 import sys
 import time
+import urllib.request
 from urllib.parse import urlparse
 
 import msgpack
@@ -129,11 +134,45 @@ def gateway_oversized(options):
     return "no answer", "no answer" if ack is None else ack, ack is None
 
 
+def gateway_connections(metrics):
+    """Ingest's (accepted, open) gateway connections from its /metrics (posted every half second)."""
+    with urllib.request.urlopen(metrics.rstrip("/") + "/metrics", timeout=5) as page:
+        text = page.read().decode()
+    values = {}
+    for line in text.splitlines():
+        for name in ("accepted_total", "open"):
+            head = 'roadsave_ingest_connections_%s{socket="gateway"} ' % name
+            if line.startswith(head):
+                values[name] = float(line[len(head):])
+    return values.get("accepted_total", -1), values.get("open", -1)
+
+
+def wait_for(condition, timeout=20.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.1)
+    return False
+
+
 def gateway_lying_length(options):
     # A frame header announcing 8 GiB, then a few bytes and silence: refused at the header (over the limit).
-    # The port is reported so that the test can find the service's log line of this disconnect (its socket monitor).
+    # The port is reported so that the test can find the service's log line of this disconnect (its socket monitor),
+    # which names the peer it read when it took the accept: with --ingest-metrics the header waits for that.
+    accepted_before = None
+    if options.ingest_metrics:
+        # Every earlier connection's accept and close taken (none open), so the next accept counted is this one's.
+        quiet = wait_for(lambda: gateway_connections(options.ingest_metrics)[1] == 0)
+        accepted_before = gateway_connections(options.ingest_metrics)[0]
+        if not quiet:
+            return "connection closed", {"error": "gateway connections still open before the row"}, False
     conn = zmtp_connection(options.gateway)
     port = conn.getsockname()[1]
+    if accepted_before is not None and not wait_for(
+            lambda: gateway_connections(options.ingest_metrics)[0] > accepted_before):
+        conn.close()
+        return "connection closed", {"error": "ingest did not count the accept", "port": port}, False
     conn.sendall(b"\x03" + struct.pack(">Q", 8 << 30) + b"\x00" * 1024)
     closed = peer_closed(conn)
     conn.close()
@@ -347,6 +386,8 @@ def main():
     parser.add_argument("--case", action="append", default=None)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--list", action="store_true")
+    parser.add_argument("--ingest-metrics", dest="ingest_metrics", default=None,
+                        help="ingest's metrics URL (http://HOST:PORT): the lying-length row waits for its accept")
     return run_matrix(parser.parse_args(), CASES, probe)
 
 
