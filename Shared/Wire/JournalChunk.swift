@@ -59,8 +59,10 @@ public struct JournalChunk: Sendable, Equatable {
     /// Where a feed item's parts are, read in place: its records (a range of the item's bytes), its header and its
     /// shard. For a reader that decodes the records where they are instead of copying them out (detection), with
     /// the gateway's name taken from `identifiers`. The common shape (the members `JournalChunk.item` writes, in any
-    /// order) is read without building a document; anything else (an unknown member, another encoding of a number)
-    /// is read as `init(item:)` reads it, whose errors it throws.
+    /// order, the records last) is read without building a document, and the records are then the rest of the item,
+    /// not measured: their reader (`MessagePack.forEachStoredRecord`) refuses them if they do not end with it.
+    /// Anything else (an unknown member, another encoding of a number) is read as `init(item:)` reads it, whose
+    /// errors it throws.
     public static func parts(of item: UnsafeRawBufferPointer, identifiers: IdentifierCache) throws(WireError) -> (
         records: Range<Int>, header: GatewayBatchHeader?, shard: Int
     ) {
@@ -81,15 +83,15 @@ public struct JournalChunk: Sendable, Equatable {
         var end: Bool?
         var shard: Int?
         var records: Range<Int>?
-        for _ in 0..<Int(bytes[0] & 0x0F) {
-            guard records == nil, let key = cursor.string() else { return nil }
+        let members = Int(bytes[0] & 0x0F)
+        for member in 0..<members {
+            guard let key = cursor.string() else { return nil }
             if MessagePackCursor.equals(key, "records") {
-                guard case .complete(let size) = MessagePack.extent(bytes + cursor.offset, count: count - cursor.offset)
-                else {
-                    return nil
-                }
-                records = cursor.offset..<cursor.offset + size
-                cursor.offset += size
+                // The last member (as `item` writes it; anything else is read the general way): the records are the
+                // rest of the item, not measured here, since their reader checks that they end where the item does.
+                guard member == members - 1, cursor.offset < count else { return nil }
+                records = cursor.offset..<count
+                cursor.offset = count
             } else if MessagePackCursor.equals(key, "gateway") {
                 guard gateway == nil, let text = cursor.string(),
                     let name = identifiers.string(text.baseAddress!, text.count, ascii: false)

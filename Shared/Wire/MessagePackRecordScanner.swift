@@ -341,9 +341,14 @@ extension MessagePack {
     }
 
     /// One record the general way (the gateway batch's path: the structural scan, msgpack-c, the walk to `JSONValue`,
-    /// the validator), for what `MessagePackRecordScanner` does not take. `count` is the record's extent.
-    public static func record(_ bytes: UnsafePointer<UInt8>, count: Int) -> Result<SensorRecord, RecordError> {
-        if let error = Scan.check(bytes, count: count) {
+    /// the validator), for what `MessagePackRecordScanner` does not take. `count` is the record's extent. Byte offsets
+    /// in its errors count from `base` (the start of the batch the record is in; the record itself by default).
+    public static func record(_ bytes: UnsafePointer<UInt8>, count: Int, base: UnsafePointer<UInt8>? = nil)
+        -> Result<SensorRecord, RecordError>
+    {
+        let base = base ?? bytes
+        if var error = Scan.check(bytes, count: count) {
+            error.offset = error.offset.map { $0 + (bytes - base) }
             return .failure(RecordError(field: "(record)", reason: error.description))
         }
         guard let zone = msgpack_zone_new(4096) else {
@@ -358,6 +363,6 @@ extension MessagePack {
         guard status == MSGPACK_UNPACK_SUCCESS else {
             return .failure(RecordError(field: "(record)", reason: "not MessagePack (msgpack-c refused it)"))
         }
-        return Walker(base: UnsafeRawPointer(bytes)).record(object)
+        return Walker(base: UnsafeRawPointer(base)).record(object)
     }
 }

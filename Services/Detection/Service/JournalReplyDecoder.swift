@@ -28,7 +28,11 @@ public struct JournalReplyDecoder {
             item.withUnsafeBytes { bytes in
                 do {
                     let parts = try JournalChunk.parts(of: bytes, identifiers: identifiers)
-                    let count = MessagePack.recordCount(UnsafeRawBufferPointer(rebasing: bytes[parts.records])) ?? 0
+                    // The array's header, believed only as far as the records could be there (a damaged chunk must
+                    // not reserve gigabytes): it sizes the slab, and the decoder checks the rest.
+                    let count = min(
+                        MessagePack.recordCount(UnsafeRawBufferPointer(rebasing: bytes[parts.records])) ?? 0,
+                        parts.records.count, RecordBatch.maximumRecords)
                     headers.append((parts.records, parts.header, parts.shard, count))
                 } catch {
                     log.error("unreadable chunk in the journal: skipped", ["error": "\(error)"])
@@ -79,11 +83,12 @@ public struct JournalReplyDecoder {
     /// Records a shared array holds at most (about 70 KB).
     static let slabRecords = 512
 
-    /// A chunk's records decoded where they are (`MessagePack.forEachRecord`), onto `records`; false when the chunk
-    /// cannot be read (what it appended is then the caller's to drop).
+    /// A chunk's records decoded where they are, onto `records`; false when the chunk cannot be read (what it
+    /// appended is then the caller's to drop). `forEachStoredRecord`: ingest checked the batch whole when it stored
+    /// it, so it is not scanned whole again here; each record is still read safely.
     private func decode(_ body: UnsafeRawBufferPointer, into records: inout [SensorRecord]) -> Bool {
         do {
-            try MessagePack.forEachRecord(
+            try MessagePack.forEachStoredRecord(
                 body, maximumCount: RecordBatch.maximumRecords, identifiers: identifiers
             ) { index, result in
                 switch result {
