@@ -119,13 +119,15 @@ def main():
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     bare = statistics.median(figures["ack-server"])
+    # Rounds whose bytes written could be read (None where the kernel keeps no count).
+    known_written = {name: [value for value in values if value is not None] for name, values in written.items()}
     prefilled = " (ingest's journal holding %d floods)" % options.prefill if options.prefill else ""
     print("CPU and bytes written a record, median of %d rounds (range)%s:" % (options.rounds, prefilled))
     for name, _, _ in runs:
         values = figures[name]
         median = statistics.median(values)
         ratio = "" if name == "ack-server" else ", %.2f× the ack-server" % (median / bare)
-        known = [value for value in written[name] if value is not None]
+        known = known_written[name]
         bytes_written = ("%.0f bytes written (%.0f–%.0f)" % (statistics.median(known), min(known), max(known))
                          if known else "bytes written unknown (no /proc/PID/io)")
         print("  %-17s %.2f µs (%.2f–%.2f)%s; %s" % (name, median, min(values), max(values), ratio, bytes_written))
@@ -136,11 +138,10 @@ def main():
             "baseline": "the ack-server alone, the same client and flood, alternating",
             "baselineValue": bare, "target": "ratio <= 1.5",
         }]
-        known = [value for value in written["ingest"] if value is not None]
-        if known:
+        if known_written["ingest"]:
             figures_out.append({
                 "figure": "ingest alone: bytes written to disk a record (the journal's log and file)%s" % prefilled,
-                "value": statistics.median(known), "unit": "bytes/record",
+                "value": statistics.median(known_written["ingest"]), "unit": "bytes/record",
             })
         with open(options.json, "w") as out:
             json.dump(figures_out, out, indent=1)

@@ -50,12 +50,13 @@ public final class OutsideSockets {
     /// a client with a wrong key or a scanner; open connections that only grow are clients that never close theirs.
     public func families(service: String) -> [MetricFamily] {
         let prefix = "roadsave_\(service)_connections"
+        let counters = counters
         func family(_ name: String, _ kind: MetricFamily.Kind, _ help: String, _ value: (SocketMonitor.Counters) -> Int)
             -> MetricFamily
         {
             MetricFamily(
                 name: "\(prefix)_\(name)", help: help, kind: kind,
-                samples: monitors.map { .init(labels: [("socket", $0.name)], value: Double(value($0.counters))) })
+                samples: counters.map { .init(labels: [("socket", $0.name)], value: Double(value($0.counters))) })
         }
         let outcomes: [(String, (SocketMonitor.Counters) -> Int)] = [
             ("succeeded", \.handshakesSucceeded), ("refused", \.handshakesFailedAuth),
@@ -74,11 +75,11 @@ public final class OutsideSockets {
                 help: "ZMTP/CURVE handshakes by outcome: succeeded, refused (by the key allow-list), not_finished "
                     + "(timed out, the peer left, or not ZMTP).",
                 kind: .counter,
-                samples: monitors.flatMap { monitor in
+                samples: counters.flatMap { socket in
                     outcomes.map { outcome, value in
                         .init(
-                            labels: [("socket", monitor.name), ("outcome", outcome)],
-                            value: Double(value(monitor.counters)))
+                            labels: [("socket", socket.name), ("outcome", outcome)],
+                            value: Double(value(socket.counters)))
                     }
                 }),
         ]

@@ -104,10 +104,17 @@ public enum MessagePack {
     /// begin with one. For a reader that sizes one array for several batches before it reads them (`forEachRecord`
     /// checks the whole batch).
     public static func recordCount(_ buffer: UnsafeRawBufferPointer) -> Int? {
-        guard let first = buffer.first else { return nil }
+        try? arrayHeader(buffer).count
+    }
+
+    /// `arrayHeader(_:)` of a buffer that may be too short to hold the header (or empty): then `truncated`.
+    private static func arrayHeader(_ buffer: UnsafeRawBufferPointer) throws(WireError) -> (count: Int, offset: Int) {
+        guard let first = buffer.first, let base = buffer.baseAddress else {
+            throw WireError(.truncated, "an empty batch", offset: 0)
+        }
         let headerSize = first == 0xDC ? 3 : first == 0xDD ? 5 : 1
-        guard buffer.count >= headerSize, let base = buffer.baseAddress else { return nil }
-        return try? arrayHeader(base.assumingMemoryBound(to: UInt8.self)).count
+        guard buffer.count >= headerSize else { throw WireError(.truncated, "a batch ends in its header", offset: 0) }
+        return try arrayHeader(base.assumingMemoryBound(to: UInt8.self))
     }
 
     /// An array's element count and the offset of its first element (`bytes` holds the whole header).
@@ -159,20 +166,9 @@ public enum MessagePack {
         let walker = Walker(base: UnsafeRawPointer(bytes))
         let chars = UnsafeRawPointer(bytes).assumingMemoryBound(to: CChar.self)
         for index in 0..<total {
-            // The fast path: the scanner reads a plain record in place (into fields of its own: it only sets the
-            // members it meets).
-            var fields = RecordFields()
-            if case .record(let length) = MessagePackRecordScanner.scan(
-                bytes + offset, count: buffer.count - offset,
-                into: &fields, identifiers: identifiers)
-            {
-                let range = offset..<offset + length
+            if let (length, result) = scannedRecord(bytes + offset, count: buffer.count - offset, identifiers) {
+                body(index, offset..<offset + length, result)
                 offset += length
-                do throws(RecordError) {
-                    body(index, range, .success(try RecordDecoding.record(from: fields)))
-                } catch {
-                    body(index, range, .failure(error))
-                }
                 continue
             }
             if zone == nil { zone = msgpack_zone_new(4096) }
@@ -200,32 +196,18 @@ public enum MessagePack {
         _ buffer: UnsafeRawBufferPointer, maximumCount: Int = Limits.maximumCount, identifiers: IdentifierCache,
         _ body: (Int, Result<SensorRecord, RecordError>) -> Void
     ) throws(WireError) {
-        guard let base = buffer.baseAddress, !buffer.isEmpty else {
-            throw WireError(.truncated, "an empty batch", offset: 0)
-        }
-        let bytes = base.assumingMemoryBound(to: UInt8.self)
-        let first = bytes[0]
-        let headerSize = first == 0xDC ? 3 : first == 0xDD ? 5 : 1
-        guard buffer.count >= headerSize else { throw WireError(.truncated, "a batch ends in its header", offset: 0) }
-        let header = try arrayHeader(bytes)
+        let header = try arrayHeader(buffer)
         guard header.count <= maximumCount else {
             throw WireError(
                 .tooLarge, "a batch of \(header.count) records; at most \(maximumCount) are accepted", offset: 0)
         }
+        let bytes = buffer.baseAddress!.assumingMemoryBound(to: UInt8.self)
         var offset = header.offset
         for index in 0..<header.count {
-            var fields = RecordFields()
             let remaining = buffer.count - offset
-            if remaining > 0,
-                case .record(let length) = MessagePackRecordScanner.scan(
-                    bytes + offset, count: remaining, into: &fields, identifiers: identifiers)
-            {
+            if remaining > 0, let (length, result) = scannedRecord(bytes + offset, count: remaining, identifiers) {
+                body(index, result)
                 offset += length
-                do throws(RecordError) {
-                    body(index, .success(try RecordDecoding.record(from: fields)))
-                } catch {
-                    body(index, .failure(error))
-                }
                 continue
             }
             switch remaining > 0 ? extent(bytes + offset, count: remaining) : .incomplete {
@@ -240,6 +222,24 @@ public enum MessagePack {
         }
         guard offset == buffer.count else {
             throw WireError(.trailingBytes, "\(buffer.count - offset) bytes after the batch", offset: offset)
+        }
+    }
+
+    /// The fast path of both batch readers: the scanner reads a plain record in place (into fields of its own: it
+    /// only sets the members it meets), and the one validator makes it a record or an error. Nil where the scanner
+    /// leaves the record to the general path, or the bytes end inside it; else the record's length and result.
+    private static func scannedRecord(
+        _ bytes: UnsafePointer<UInt8>, count: Int, _ identifiers: IdentifierCache
+    ) -> (length: Int, result: Result<SensorRecord, RecordError>)? {
+        var fields = RecordFields()
+        guard
+            case .record(let length) = MessagePackRecordScanner.scan(
+                bytes, count: count, into: &fields, identifiers: identifiers)
+        else { return nil }
+        do throws(RecordError) {
+            return (length, .success(try RecordDecoding.record(from: fields)))
+        } catch {
+            return (length, .failure(error))
         }
     }
 

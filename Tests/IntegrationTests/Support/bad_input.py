@@ -163,10 +163,15 @@ def gateway_lying_length(options):
     accepted_before = None
     if options.ingest_metrics:
         # Every earlier connection's accept and close taken (none open), so the next accept counted is this one's.
-        quiet = wait_for(lambda: gateway_connections(options.ingest_metrics)[1] == 0)
-        accepted_before = gateway_connections(options.ingest_metrics)[0]
-        if not quiet:
+        last = {}
+
+        def quiet():
+            last["accepted"], open_now = gateway_connections(options.ingest_metrics)
+            return open_now == 0
+
+        if not wait_for(quiet):
             return "connection closed", {"error": "gateway connections still open before the row"}, False
+        accepted_before = last["accepted"]
     conn = zmtp_connection(options.gateway)
     port = conn.getsockname()[1]
     if accepted_before is not None and not wait_for(
