@@ -56,6 +56,40 @@ import Testing
         #expect(driver.outstanding?.feed == driver.feed && driver.outstanding?.after == 0)
     }
 
+    /// Once a reply reached the journal's head, replies are short, so that a crash stored meanwhile waits behind
+    /// little work; once more than `liveBacklog` chunks wait, long, so that round trips do not hold the reading back.
+    @Test func repliesAreShortNearTheJournalsHeadAndLongBehindIt() {
+        var driver = Self.driver()
+        #expect(driver.outstanding?.size == .live, "the journal was empty")
+        let records = Self.drive(seconds: 120)
+        let backlog = Int(JournalLink.liveBacklog)
+        var stored = 0
+        func store(_ count: Int) {
+            for _ in 0..<count {
+                driver.store([records[stored]])
+                stored += 1
+            }
+        }
+        store(3 * backlog)
+        // Each answer holds `backlog` chunks: 2, then 1, then no backlogs are left behind. Short replies only
+        // once the head was reached.
+        var sizes: [JournalReplySize?] = []
+        for _ in 0..<3 {
+            driver.answer(items: backlog)
+            sizes.append(driver.outstanding?.size)
+        }
+        #expect(sizes == [.catchUp, .catchUp, .live], "\(sizes)")
+        store(backlog + 1)
+        driver.answer(items: 1)
+        #expect(driver.outstanding?.size == .live, "still short with a backlog of \(backlog) chunks")
+        store(2)
+        driver.answer(items: 1)
+        #expect(driver.outstanding?.size == .catchUp, "one chunk more")
+        driver.answer()
+        #expect(driver.outstanding?.size == .live)
+        #expect(driver.core.counts.recordsRead == stored, "every record read once")
+    }
+
     /// The inputs stored by one run, given to a new core as its recovery, give the same events again.
     @Test func aReRunOfTheStoredInputsGivesTheSameEvents() {
         var first = Self.driver()

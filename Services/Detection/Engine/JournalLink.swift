@@ -21,6 +21,10 @@ public struct JournalLink: Sendable, Equatable {
     public private(set) var unansweredBeforeReply = 0.0
     /// The newest position in the journal, for the lag.
     public private(set) var head: UInt64 = 0
+    /// How long the replies asked for are: short once a reply reached the head, long again once more than
+    /// `liveBacklog` chunks wait (between the two, as before: a flood that detection keeps up with only just is
+    /// read in long replies, a quiet journal's small backlog in short ones).
+    public private(set) var replySize: JournalReplySize = .catchUp
     /// Devices with a decision due, asked about with every request while detection is behind.
     var watch: [DeviceID] = []
     /// What the last reply said of the devices the request asked about: the position their records end at.
@@ -76,11 +80,22 @@ public struct JournalLink: Sendable, Equatable {
         return JournalFetch(feed: nil, after: 0, through: nil, watch: [], checkpointed: checkpointed)
     }
 
-    /// The records after `position`, and where the `watch` devices' records end.
+    /// The records after `position`, and where the `watch` devices' records end (`replySize` long).
     mutating func next() -> JournalFetch {
         asked = watch
-        return JournalFetch(feed: feed, after: position, through: nil, watch: watch, checkpointed: checkpointed)
+        let backlog = head > position ? head - position : 0
+        if caughtUp || backlog == 0 {
+            replySize = .live
+        } else if backlog > Self.liveBacklog {
+            replySize = .catchUp
+        }
+        return JournalFetch(
+            feed: feed, after: position, through: nil, watch: watch, checkpointed: checkpointed, size: replySize)
     }
+
+    /// Chunks stored and not yet asked for (one chunk is one gateway batch of one shard) beyond which replies are
+    /// long again once they were short: a backlog that a few short replies clear.
+    static let liveBacklog: UInt64 = 16
 
     /// Exactly the range (after, through] again (a re-run after a restart).
     mutating func range(after: UInt64, through: UInt64) -> JournalFetch {
@@ -100,6 +115,18 @@ public struct JournalFetch: Sendable, Equatable {
     public var watch: [DeviceID]
     /// The position detection's last checkpoint reflects: ingest keeps everything after it.
     public var checkpointed: UInt64
+    /// How much one reply may hold (for `through == nil`).
+    public var size: JournalReplySize = .catchUp
+}
+
+/// How much one reply to a `JournalFetch` may hold (the shell turns it into items and bytes; `JournalLink.replySize`
+/// says which). A reply's actions go out once all of it is applied, so a crash's records wait for the chunks after
+/// them in their reply too: at the journal's head replies are short (`live`, a few milliseconds of work). Behind it
+/// (a start, a backlog after an outage or a burst), round trips are what hold the reading back, so replies are long
+/// (`catchUp`).
+public enum JournalReplySize: Sendable, Equatable {
+    case live
+    case catchUp
 }
 
 /// A journal's answer to a `JournalFetch`, as the core reads it.
