@@ -13,14 +13,16 @@ final class JournalReader {
     private let consumer: String
     private let shard: (index: Int, count: Int)?
 
-    /// Items and bytes asked for at once (the core says which, `JournalReplySize`). Near the head: a few
-    /// milliseconds of work (256 KiB is about 2,000 records), so that records stored meanwhile (a crash) do not wait
-    /// behind a long reply. Behind: enough to keep detection busy between two round trips (the next request goes
-    /// out before a reply is worked through; ingest answers between its commits), a few tens of milliseconds.
-    static func limits(_ size: JournalReplySize) -> (items: Int, bytes: Int) {
+    /// Items asked for at once, whatever the reply's size.
+    static let maximumItems = 256
+    /// Bytes asked for at once (the core says which size, `JournalReplySize`). Near the head: a few milliseconds of
+    /// work (256 KiB is about 2,000 records), so that records stored meanwhile (a crash) do not wait behind a long
+    /// reply. Behind: enough to keep detection busy between two round trips (the next request goes out before a
+    /// reply is worked through; ingest answers between its commits), a few tens of milliseconds.
+    static func maximumBytes(_ size: JournalReplySize) -> Int {
         switch size {
-        case .live: (256, 256 << 10)
-        case .catchUp: (256, 2 << 20)
+        case .live: 256 << 10
+        case .catchUp: 2 << 20
         }
     }
     /// The largest frame accepted from ingest (ZMQ_MAXMSGSIZE on the DEALER). An item is one journal chunk: the
@@ -46,10 +48,9 @@ final class JournalReader {
 
     /// Asks what the core wants: an exact range at once (a re-run), else a reply's worth after a position.
     func fetch(_ fetch: JournalFetch) {
-        let limits = Self.limits(fetch.size)
         var request = FeedRequest(
             id: 0, feed: fetch.feed, after: fetch.after, through: fetch.through,
-            maxItems: limits.items, maxBytes: limits.bytes, acknowledged: fetch.checkpointed,
+            maxItems: Self.maximumItems, maxBytes: Self.maximumBytes(fetch.size), acknowledged: fetch.checkpointed,
             consumer: consumer, shard: shard?.index, shards: shard?.count,
             waitMilliseconds: Self.waitMilliseconds, pack: true)
         request.watch = fetch.watch
