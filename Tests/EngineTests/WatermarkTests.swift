@@ -185,6 +185,46 @@ import Testing
         #expect(fleet.statistics.forcedReleases == 0)
     }
 
+    /// A device whose records its gateway's watermark released at a tick keeps no room for records while it is
+    /// quiet (a ring of 8 records, about 1 KB of a quiet device's 4 KB); its next records take one again and go
+    /// out in order as before.
+    @Test func aDeviceReleasedByTheClockKeepsNoBufferMemoryWhileQuiet() throws {
+        var fleet = DeviceFleet()
+        let now = 5000.0
+        _ = fleet.settingsFetched(app: Self.app, .fetched(Self.settings), now: now)
+        let device = DeviceID(app: Self.app, user: "quiet")
+        let t = 1_772_433_000.0
+        func fix(_ seq: UInt64, _ time: Double) -> SensorRecord {
+            SensorRecord(
+                device: device, seq: seq, t: time,
+                payload: .location(LocationFix(latitude: -33.93, longitude: 18.42, speed: 0, horizontalAccuracy: 14)))
+        }
+        _ = fleet.receive(
+            SensorRecord(device: device, seq: 0, t: t, payload: .capabilities(.full)), from: Self.stream, now: now)
+        _ = fleet.receive(fix(1, t + 0.2), from: Self.stream, now: now)
+        // No watermark yet: both wait in the reorder buffer.
+        #expect(fleet.deviceState(device)?.ordering.bufferedCount == 2)
+        #expect(fleet.deviceState(device)?.ordering.bufferCapacity ?? 0 >= 2)
+
+        fleet.watermarkRead(stream: Self.stream, watermark: t + 1, now: now)
+        _ = fleet.tick(now: now + 0.1)
+        let quiet = try #require(fleet.deviceState(device))
+        #expect(quiet.ordering.bufferedCount == 0)
+        #expect(quiet.ordering.released == t + 0.2, "both applied")
+        #expect(quiet.ordering.bufferCapacity == 0, "the emptied ring went with them")
+
+        // Heard again: buffered, then released by the next watermark, in order.
+        _ = fleet.receive(fix(3, t + 30.4), from: Self.stream, now: now + 30)
+        _ = fleet.receive(fix(2, t + 30.2), from: Self.stream, now: now + 30)
+        #expect(fleet.deviceState(device)?.ordering.bufferedCount == 2)
+        fleet.watermarkRead(stream: Self.stream, watermark: t + 30.3, now: now + 30)
+        _ = fleet.tick(now: now + 30.1)
+        let partly = try #require(fleet.deviceState(device))
+        #expect(partly.ordering.released == t + 30.2)
+        #expect(partly.ordering.bufferedCount == 1, "the newer one waits for the watermark")
+        #expect(partly.ordering.bufferCapacity > 0, "kept while it holds a record")
+    }
+
     /// A gateway that stops (paused, its link or ingest down) holds its devices: no trip ends, no crash is decided
     /// and nothing held is released while its watermark stands still, for `watermarkHold` on the shell's clock;
     /// then the clock's rules take over, said once and counted.

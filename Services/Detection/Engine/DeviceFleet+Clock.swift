@@ -127,6 +127,9 @@ extension DeviceFleet {
             while let next = devices[slot].ordering.nextReady(before: watermark) {
                 apply(next, slot: slot, into: &actions)
             }
+            // Emptied by the clock, nothing it sent is above its gateway's watermark: it keeps no room for records
+            // until its next ones (a device taking records keeps its ring, which the record path fills and empties).
+            devices[slot].ordering.releaseBufferMemoryIfEmpty()
         }
         var previous: Double?
         while let deadline = devices[slot].session.nextDeadline, deadline < watermark, deadline != previous {

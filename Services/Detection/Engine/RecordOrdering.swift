@@ -151,6 +151,18 @@ public struct RecordOrdering: Sendable {
         return removeFirst()
     }
 
+    /// Gives the buffer's memory back once nothing is buffered: room for at least 8 records (about 1 KB, a quarter
+    /// of a quiet device's state) that a device whose last records were released would otherwise keep while quiet.
+    /// For the clock's releases only: on the record path a device taking records keeps its ring between them.
+    public mutating func releaseBufferMemoryIfEmpty() {
+        guard count == 0, !ring.isEmpty else { return }
+        ring = []
+        first = 0
+    }
+
+    /// Records the buffer has room for without growing (0 once its memory was given back).
+    var bufferCapacity: Int { ring.count }
+
     /// The event time of the oldest record buffered (the one held as far in the future included), nil when none.
     public var oldestBufferedTime: Double? {
         let head = count > 0 ? ring[first]!.t : nil
