@@ -15,8 +15,9 @@ enum EngineBench {
         embedded platform's settings and evaluator, as replay does, events built and counted) and prints ns a record
         and records a second, the best of N runs (default 3), against a loop that only counts each record's device in
         a dictionary. Then measures the heap a device holds (glibc mallinfo2, N scripted devices per state, default
-        10000): idle and quiet (no trip, no pending crash, reorder buffer released), idle while still sending, and
-        mid-trip while sending. --json FILE writes the figures as a JSON list for `make bench`.
+        10000): idle and quiet (no trip, no pending crash, reorder buffer released), idle while still sending,
+        mid-trip while sending, and announced (a capabilities record and a parked fix through a gateway, released
+        by its watermark: the idle devices of detection's memory benchmark). --json FILE writes the figures as a JSON list for `make bench`.
         """
 
     static func run(arguments: [String]) throws {
@@ -99,6 +100,14 @@ enum EngineBench {
                     figure: "device memory \(state.title)", value: bytes, unit: "bytes/device",
                     baseline: "DeviceID in a dictionary", baselineValue: floor, target: "<= \(target)"))
         }
+        let (announced, check) = memoryPerAnnouncedDevice(devices: deviceCount)
+        print(
+            "memory    announced: \(formatted(announced)) bytes/device (\(check)); dictionary entry alone \(formatted(floor))"
+        )
+        figures.append(
+            BenchFigure(
+                figure: "device memory announced", value: announced, unit: "bytes/device",
+                baseline: "DeviceID in a dictionary", baselineValue: floor, target: nil))
 
         if let jsonPath {
             do {
@@ -222,6 +231,38 @@ enum EngineBench {
             bytes,
             "\(inTrip) of \(devices) in a trip, \(buffered / devices) records buffered each, \(pendingCalls) platform calls pending"
         )
+    }
+
+    /// Devices as the million idle ones of detection's memory benchmark (`bench_memory.py`): each announced through
+    /// a gateway with a capabilities record and one parked fix, released by the gateway's watermark at a tick, then
+    /// quiet until it leaves memory.
+    static func memoryPerAnnouncedDevice(devices: Int) -> (Double, String) {
+        let stream = "journal/0/gw-1"
+        var buffered = 0
+        let bytes = bytesPerDevice(devices) { devices -> EngineBenchShell in
+            var driver = EngineBenchShell()
+            let start = 1_772_433_000.0
+            for number in 0..<devices {
+                let device = scriptDevice(number)
+                let t = start + Double(number) * 0.001
+                let fix = LocationFix(
+                    latitude: -33.9 + Double(number % 100) * 0.001, longitude: 18.4 + Double(number / 100) * 0.001,
+                    speed: 0, horizontalAccuracy: 14)
+                for (seq, payload) in [(UInt64(0), SensorRecord.Payload.capabilities(.full)), (1, .location(fix))] {
+                    let record = SensorRecord(device: device, seq: seq, t: t + 0.2 * Double(seq), payload: payload)
+                    driver.perform(driver.fleet.receive(record, from: stream, now: t))
+                }
+            }
+            let end = start + Double(devices) * 0.001 + 1
+            driver.fleet.watermarkRead(stream: stream, watermark: end, now: end)
+            driver.tick(now: end)
+            for number in 0..<devices {
+                buffered += driver.fleet.deviceState(scriptDevice(number))?.ordering.bufferedCount ?? 0
+            }
+            _ = driver.fleet.takeChangedDevices()
+            return driver
+        }
+        return (bytes, "through a gateway, released by its watermark: \(buffered) records still buffered")
     }
 
     // MARK: Helpers

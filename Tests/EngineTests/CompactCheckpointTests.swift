@@ -79,6 +79,37 @@ import Testing
         #expect(old == [Whereabouts.Sample(t: 1_000, latitude: 60.1, longitude: 24.9)])
     }
 
+    /// Every idle device holds up to `Whereabouts.maximumSamples` samples: each is 32 bytes (the accuracy a Float,
+    /// NaN when unknown), its accuracy is written back as it was read, and the array holds no more room than the
+    /// samples it can keep (doubled, it held room for 32 where 21 were kept: 500 bytes of a quiet device's 4,100).
+    @Test func whereaboutsSamplesAreSmallAndTheirArrayHoldsNoSpareRoomToSpeakOf() throws {
+        #expect(MemoryLayout<Whereabouts.Sample>.stride == 32)
+        let sharp = Whereabouts.Sample(t: 1_000, latitude: 60.1, longitude: 24.9, accuracy: 3.9)
+        #expect(String(decoding: try StreamingJSONEncoder().encode(sharp), as: UTF8.self) == "[1000,60.1,24.9,3.9]")
+        #expect(sharp.accuracy.map { abs($0 - 3.9) < 1e-6 } == true)
+        let unknown = Whereabouts.Sample(t: 1_000, latitude: 60.1, longitude: 24.9)
+        #expect(unknown.accuracy == nil)
+        #expect(unknown == Whereabouts.Sample(t: 1_000, latitude: 60.1, longitude: 24.9), "no accuracy equals no accuracy")
+        #expect(unknown != sharp)
+
+        var whereabouts = Whereabouts()
+        var capacities: [Int] = []
+        var spareAtTenMinutes = 0
+        // An hour of fixes a second: a sample every 30 s, the oldest going after 12 minutes.
+        for second in 0..<3600 {
+            let fix = AcceptedFix(
+                t: Double(second), latitude: 60 + Double(second) * 1e-6, longitude: 25, speed: 0, accuracy: 5,
+                isMovement: false)
+            whereabouts.add(fix)
+            if second == 0 { #expect(whereabouts.samples.capacity == 1, "a device seen once holds room for one") }
+            capacities.append(whereabouts.samples.capacity)
+            if second == 600 { spareAtTenMinutes = whereabouts.samples.capacity - whereabouts.samples.count }
+            #expect(whereabouts.samples.count <= Whereabouts.maximumSamples)
+        }
+        #expect(capacities.max()! <= Whereabouts.maximumSamples + 1, "\(Set(capacities).sorted())")
+        #expect(spareAtTenMinutes < 4, "ten minutes in (21 samples): room for \(spareAtTenMinutes) more")
+    }
+
     @Test func anEncoderThatKeepsItsBuffersWritesEachValueAlone() throws {
         // The second value is shorter than the first: nothing of the first may be left in it.
         let encoder = StreamingJSONEncoder(reusing: DetectionSettings.self)
