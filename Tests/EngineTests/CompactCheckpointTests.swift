@@ -89,7 +89,8 @@ import Testing
         #expect(sharp.accuracy.map { abs($0 - 3.9) < 1e-6 } == true)
         let unknown = Whereabouts.Sample(t: 1_000, latitude: 60.1, longitude: 24.9)
         #expect(unknown.accuracy == nil)
-        #expect(unknown == Whereabouts.Sample(t: 1_000, latitude: 60.1, longitude: 24.9), "no accuracy equals no accuracy")
+        #expect(
+            unknown == Whereabouts.Sample(t: 1_000, latitude: 60.1, longitude: 24.9), "no accuracy equals no accuracy")
         #expect(unknown != sharp)
 
         var whereabouts = Whereabouts()
