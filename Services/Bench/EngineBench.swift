@@ -17,7 +17,8 @@ enum EngineBench {
         a dictionary. Then measures the heap a device holds (glibc mallinfo2, N scripted devices per state, default
         10000): idle and quiet (no trip, no pending crash, reorder buffer released), idle while still sending,
         mid-trip while sending, and announced (a capabilities record and a parked fix through a gateway, released
-        by its watermark: the idle devices of detection's memory benchmark). --json FILE writes the figures as a JSON list for `make bench`.
+        by its watermark: the idle devices of detection's memory benchmark). --json FILE writes the figures as a
+        JSON list for `make bench`.
         """
 
     static func run(arguments: [String]) throws {
