@@ -154,7 +154,7 @@ public struct RecordOrdering: Sendable {
     /// Gives the buffer's memory back once nothing is buffered: room for at least 8 records (about 1 KB, a quarter
     /// of a quiet device's state) that a device whose last records were released would otherwise keep while quiet.
     /// For the clock's releases only: on the record path a device taking records keeps its ring between them.
-    public mutating func releaseBufferMemoryIfEmpty() {
+    mutating func releaseBufferMemoryIfEmpty() {
         guard count == 0, !ring.isEmpty else { return }
         ring = []
         first = 0
