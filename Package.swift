@@ -203,7 +203,7 @@ let package = Package(
             name: "IngestTests",
             dependencies: [
                 "IngestService", "Storage", "Feeds", "Wire", "ZeroMQ", "RoadSaveModel", "RecordCodecs", "Logging",
-                "CommandSettings", "SystemKit",
+                "CommandSettings", "SystemKit", "GatewayKit",
             ],
             path: "Tests/IngestTests"),
         .testTarget(

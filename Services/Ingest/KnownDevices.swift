@@ -1,3 +1,4 @@
+import RecordCodecs
 import RoadSaveModel
 import Wire
 
@@ -19,9 +20,9 @@ struct KnownDevices {
     let idleAge: Double?
     /// The journal's shard count: a device's shard is worked out once, when it takes its slot.
     let shards: Int
-    /// Each device's slot number: the one hash of a device per record ingest accepts (`admit`). What follows for the
-    /// record (its shard, the position it was stored at) goes by number.
-    private var numbers: [DeviceID: Int] = [:]
+    /// Finds each device's slot number: the one hash of a device per record ingest accepts (`admit`). What follows
+    /// for the record (its shard, the position it was stored at) goes by number.
+    private var numbers = DeviceIndex()
     /// By number; nil where a slot was freed (its number is reused).
     private var slots: [Slot?] = []
     private var freeNumbers: [Int] = []
@@ -67,7 +68,7 @@ struct KnownDevices {
     /// A device known from the store (at open): known whatever the limit is now.
     /// `head`: the journal's newest position.
     mutating func load(_ device: DeviceID, lastSeen: Double = 0, head: UInt64 = 0) {
-        if let number = numbers[device] {
+        if let number = number(of: device) {
             slots[number]?.lastSeen = lastSeen
             slots[number]?.savedLastSeen = lastSeen
             slots[number]?.lastPosition = head
@@ -82,7 +83,7 @@ struct KnownDevices {
     /// records up to there). The number stands until the next `forgetIdle` or `rollBack`.
     @discardableResult
     mutating func admit(_ device: DeviceID, now: Double = 0, head: UInt64 = 0) -> Int? {
-        if let number = numbers[device] {
+        if let number = number(of: device) {
             // Changed in place: this runs for every record ingest accepts.
             if slots[number]!.seen(at: now, saveInterval: saveInterval) { seenAgain.insert(number) }
             return number
@@ -130,15 +131,23 @@ struct KnownDevices {
             number = slots.count
             slots.append(slot)
         }
-        numbers[device] = number
+        numbers.insert(device, slot: number)
         counts[device.app, default: 0] += 1
         return number
     }
 
+    /// The device's slot number, if it is known.
+    private func number(of device: DeviceID) -> Int? {
+        // Compared where they are, through the buffer: reading `slots[number]?.device` would copy (retain) the IDs.
+        slots.withUnsafeBufferPointer { slots in
+            numbers.slot(of: device) { slots[$0]?.device == device }
+        }
+    }
+
     private mutating func free(_ number: Int) {
         guard let device = slots[number]?.device else { return }
+        numbers.remove(device, slot: number)
         slots[number] = nil
-        numbers[device] = nil
         freeNumbers.append(number)
         counts[device.app, default: 0] -= 1
         if counts[device.app] == 0 { counts[device.app] = nil }
@@ -196,21 +205,24 @@ struct KnownDevices {
 
     /// Records of a known device were stored in the chunk at `position`.
     mutating func noteStored(_ device: DeviceID, at position: UInt64) {
-        if let number = numbers[device] { noteStored(slot: number, at: position) }
+        if let number = number(of: device) { noteStored(slot: number, at: position) }
     }
 
     /// The shard of the device in slot `number`.
     func shard(ofSlot number: Int) -> Int { slots[number]?.shard ?? 0 }
 
     /// No chunk after this position holds the device's records (`Slot.lastPosition`); nil for a device not known.
-    func lastPosition(_ device: DeviceID) -> UInt64? { numbers[device].flatMap { slots[$0]?.lastPosition } }
+    func lastPosition(_ device: DeviceID) -> UInt64? { number(of: device).flatMap { slots[$0]?.lastPosition } }
 
     func count(of application: String) -> Int { counts[application] ?? 0 }
 
-    func contains(_ device: DeviceID) -> Bool { numbers[device] != nil }
+    /// Devices known, of every application (tentative admissions included).
+    var count: Int { numbers.count }
+
+    func contains(_ device: DeviceID) -> Bool { number(of: device) != nil }
 
     /// When records of a known device last came.
-    func lastSeen(_ device: DeviceID) -> Double? { numbers[device].flatMap { slots[$0]?.lastSeen } }
+    func lastSeen(_ device: DeviceID) -> Double? { number(of: device).flatMap { slots[$0]?.lastSeen } }
 
     /// The rejection reason for a record of a device refused by `admit`.
     func refusal(for application: String) -> String {

@@ -1,4 +1,5 @@
 import GatewayKit
+import RecordCodecs
 import RoadSaveModel
 import Testing
 

@@ -1,3 +1,4 @@
+import GatewayKit
 import RoadSaveModel
 import Testing
 import Wire
@@ -63,5 +64,54 @@ struct KnownDevicesTests {
         #expect(devices.shard(ofSlot: c ?? -1) == DeviceShard.of(Self.device("c"), shards: 4))
         devices.noteStored(slot: c ?? -1, at: 7)
         #expect(devices.lastPosition(Self.device("c")) == 7 && devices.lastPosition(Self.device("b")) == nil)
+    }
+
+    /// Thousands of devices met, rolled back and forgotten in a seeded random order (the index grows and deletes
+    /// entries in the middle of its runs): each device is known exactly while a model says so, keeps its number
+    /// while known, and no two known devices share one.
+    @Test func devicesAreFoundByTheirNumbersThroughAdmissionsRollBacksAndForgetting() {
+        var random = SplitMix64(state: 7)
+        var devices = KnownDevices(limit: 100_000, idleAge: 100)
+        var known: [DeviceID: Int] = [:]
+        var lastSeen: [DeviceID: Double] = [:]
+        var pending: [DeviceID] = []
+        // Short (inline) and long (heap) identifiers, three applications.
+        let everyone = (0..<3000).map {
+            Self.device("user-\($0)-\(String(repeating: "x", count: $0 % 40))", app: "app-\($0 % 3)")
+        }
+        for step in 0..<60 {
+            let now = Double(step * 10)
+            for _ in 0..<200 {
+                let device = everyone[Int.random(in: 0..<everyone.count, using: &random)]
+                let number = devices.admit(device, now: now)
+                if let old = known[device] { #expect(number == old, "a known device keeps its number") }
+                if known[device] == nil, let number {
+                    pending.append(device)
+                    known[device] = number
+                }
+                lastSeen[device] = now
+            }
+            if Int.random(in: 0..<3, using: &random) == 0 {
+                devices.rollBack()
+                for device in pending {
+                    known[device] = nil
+                    lastSeen[device] = nil
+                }
+            } else {
+                _ = devices.commit()
+            }
+            pending = []
+            for device in devices.forgetIdle(now: now) {
+                #expect(known[device] != nil && now - (lastSeen[device] ?? now) > 100)
+                known[device] = nil
+                lastSeen[device] = nil
+            }
+            #expect(Set(known.values).count == known.count, "no two known devices share a number")
+            #expect(devices.count == known.count, "a device forgotten or rolled back leaves the index")
+            for device in everyone.prefix(500) {
+                #expect(devices.contains(device) == (known[device] != nil))
+            }
+        }
+        #expect(known.count > 1000)
     }
 }

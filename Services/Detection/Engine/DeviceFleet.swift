@@ -1,3 +1,4 @@
+import RecordCodecs
 import RoadSaveModel
 
 /// The per-device logic around the engines, once, for replay and the detection service: record ordering, a

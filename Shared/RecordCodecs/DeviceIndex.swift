@@ -1,41 +1,44 @@
 import RoadSaveModel
 
-/// Finds a device's slot in the fleet's `devices` array: an open-addressing hash table (linear probing) of 8-byte
-/// buckets, each the slot and 32 bits of the device's hash. The keys are not stored again: a candidate slot is
-/// confirmed against the device held in `devices` itself. Against `[DeviceID: Int]` this hashes the two identifiers'
-/// bytes in a few multiplications instead of SipHash over each, and costs 16 bytes or less a device instead of ~66.
+/// Finds a device's slot in its owner's array of devices (detection's fleet, ingest's known devices): an
+/// open-addressing hash table (linear probing) of 8-byte buckets, each the slot and 32 bits of the device's hash.
+/// The keys are not stored again: a candidate slot is confirmed against the device the owner holds there. Against
+/// `[DeviceID: Int]` this hashes the two identifiers' bytes in a few multiplications instead of SipHash over each,
+/// and costs 16 bytes or less a device instead of ~66: it runs for every record both services take.
 ///
 /// The hash is seeded per table at random, so that crafted identifiers cannot be made to collide in advance; the
 /// table is only ever probed, never iterated, so its order never reaches any output.
-struct DeviceIndex: Sendable {
+public struct DeviceIndex: Sendable {
     /// `tag << 32 | (slot + 1)`; 0 is an empty bucket. A power of two of them.
-    private var buckets: [UInt64] = []
-    private(set) var count = 0
-    private let seed: UInt64
+    @usableFromInline var buckets: [UInt64] = []
+    public private(set) var count = 0
+    @usableFromInline let seed: UInt64
 
-    init() {
+    public init() {
         seed = UInt64.random(in: 1...UInt64.max)
     }
 
-    private var mask: Int { buckets.count - 1 }
+    @inlinable var mask: Int { buckets.count - 1 }
 
     /// The bucket an entry (or a hash) starts its search from: its tag's low bits, so that an entry's home is known
     /// from the entry alone (for deletion and growth).
     private func home(_ tagged: UInt64) -> Int { Int(truncatingIfNeeded: tagged >> 32) & mask }
 
-    /// The device's slot, if it is in the table (`devices[slot].device == device` is checked).
-    func slot(of device: DeviceID, in devices: [FleetDeviceState]) -> Int? {
+    /// The device's slot, if it is in the table: `holds(slot)` says whether the owner holds `device` at a candidate
+    /// slot (the hash's 32 bits narrow the candidates to about one).
+    @inlinable
+    public func slot(of device: DeviceID, confirmedBy holds: (Int) -> Bool) -> Int? {
         guard count > 0 else { return nil }
         let tag = Self.hash(device, seed: seed) >> 32
+        let mask = mask
         var bucket = Int(truncatingIfNeeded: tag) & mask
-        // Compared where they are, through the buffer: reading `devices[slot].device` would copy (retain) the IDs.
-        return devices.withUnsafeBufferPointer { devices in
+        return buckets.withUnsafeBufferPointer { buckets in
             while true {
                 let entry = buckets[bucket]
                 if entry == 0 { return nil }
                 if entry >> 32 == tag {
                     let slot = Int(entry & 0xFFFF_FFFF) - 1
-                    if devices[slot].session.device == device { return slot }
+                    if holds(slot) { return slot }
                 }
                 bucket = (bucket + 1) & mask
             }
@@ -43,7 +46,7 @@ struct DeviceIndex: Sendable {
     }
 
     /// Adds a device that is not in the table yet.
-    mutating func insert(_ device: DeviceID, slot: Int) {
+    public mutating func insert(_ device: DeviceID, slot: Int) {
         precondition(slot < Int(UInt32.max), "too many devices for one fleet")
         if (count + 1) * 4 > buckets.count * 3 { grow() }
         put(Self.hash(device, seed: seed) & 0xFFFF_FFFF_0000_0000 | UInt64(slot + 1))
@@ -51,7 +54,7 @@ struct DeviceIndex: Sendable {
     }
 
     /// Takes out the device held at `slot`.
-    mutating func remove(_ device: DeviceID, slot: Int) {
+    public mutating func remove(_ device: DeviceID, slot: Int) {
         guard var hole = find(device, slot: slot) else { return }
         buckets[hole] = 0
         count -= 1
@@ -70,7 +73,7 @@ struct DeviceIndex: Sendable {
     }
 
     /// The device held at `old` is now at `new` (the fleet compacts its array after an eviction).
-    mutating func move(_ device: DeviceID, from old: Int, to new: Int) {
+    public mutating func move(_ device: DeviceID, from old: Int, to new: Int) {
         guard let bucket = find(device, slot: old) else { return }
         buckets[bucket] = buckets[bucket] & 0xFFFF_FFFF_0000_0000 | UInt64(new + 1)
     }
@@ -101,6 +104,7 @@ struct DeviceIndex: Sendable {
 
     // MARK: Hash
 
+    @inlinable
     static func hash(_ device: DeviceID, seed: UInt64) -> UInt64 {
         var hash = seed
         hash = mix(device.app, into: hash)
@@ -114,7 +118,8 @@ struct DeviceIndex: Sendable {
         return hash
     }
 
-    private static func mix(_ string: String, into start: UInt64) -> UInt64 {
+    @inlinable
+    static func mix(_ string: String, into start: UInt64) -> UInt64 {
         var string = string
         return string.withUTF8 { bytes in
             var hash = start ^ (UInt64(bytes.count) &* 0x9E37_79B9_7F4A_7C15)
