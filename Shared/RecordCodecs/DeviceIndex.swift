@@ -47,7 +47,7 @@ public struct DeviceIndex: Sendable {
 
     /// Adds a device that is not in the table yet.
     public mutating func insert(_ device: DeviceID, slot: Int) {
-        precondition(slot < Int(UInt32.max), "too many devices for one fleet")
+        precondition(slot < Int(UInt32.max), "too many devices for one index")
         if (count + 1) * 4 > buckets.count * 3 { grow() }
         put(Self.hash(device, seed: seed) & 0xFFFF_FFFF_0000_0000 | UInt64(slot + 1))
         count += 1
