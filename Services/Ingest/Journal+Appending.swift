@@ -19,7 +19,8 @@ extension Journal {
         // A batch with a header has a chunk for every shard: the array made once for that, not grown row by row.
         rows.reserveCapacity(batches.count * shards)
         for (number, batch) in batches.enumerated() {
-            for chunk in batch.chunksWithHeader(shards: shards, shard: shardFinder(batch)) {
+            let recordShards = self.recordShards(batch)
+            for chunk in batch.chunksWithHeader(shards: shards, shard: { recordShards[$0] }) {
                 rows.append((number, chunk))
             }
         }
@@ -111,11 +112,7 @@ extension Journal {
             let position = chunk.position
             let batch = batches[number]
             if let slots = batch.slots {
-                if let indexes {
-                    for index in indexes { devices.noteStored(slot: slots[index], at: position) }
-                } else {
-                    for slot in slots { devices.noteStored(slot: slot, at: position) }
-                }
+                devices.noteStored(slots: slots, indexes: indexes, at: position)
             } else {
                 var previous: DeviceID?
                 // A run of one device's records (gateways often send several together) is noted once.
@@ -147,10 +144,12 @@ extension Journal {
             + Array(repeating: "(?, ?, ?, ?, ?, ?, ?)", count: max(count, 1)).joined(separator: ", ")
     }
 
-    /// The shard of each of `batch`'s records, by index: from their slots, else worked out from their devices.
-    private func shardFinder(_ batch: Batch) -> (Int) -> Int {
-        if shards == 1 { return { _ in 0 } }
-        if let slots = batch.slots { return { self.devices.shard(ofSlot: slots[$0]) } }
-        return { [shards] in DeviceShard.of(batch.records[$0].device, shards: shards) }
+    /// The shard of each of `batch`'s records, by index: from their slots, else worked out from their devices. Made
+    /// once a batch: its chunks ask for a record's shard two or three times, and a lookup through `devices` from a
+    /// closure would check the journal's exclusive access each time. (With one shard nothing asks.)
+    private func recordShards(_ batch: Batch) -> [Int] {
+        if shards == 1 { return [] }
+        if let slots = batch.slots { return devices.shards(ofSlots: slots) }
+        return batch.records.map { DeviceShard.of($0.device, shards: shards) }
     }
 }

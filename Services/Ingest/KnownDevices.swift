@@ -203,6 +203,23 @@ struct KnownDevices {
         slots[number]?.lastPosition = position
     }
 
+    /// `noteStored(slot:at:)` for the slot of each record of a chunk: `numbers[index]` for each of `indexes` (nil:
+    /// every one of `numbers`). One call a chunk, so that its owner (the journal, a class) is accessed once, not
+    /// once a record.
+    mutating func noteStored(slots numbers: [Int], indexes: ArraySlice<Int>?, at position: UInt64) {
+        slots.withUnsafeMutableBufferPointer { slots in
+            numbers.withUnsafeBufferPointer { numbers in
+                guard let indexes else {
+                    for index in 0..<numbers.count { slots[numbers[index]]?.lastPosition = position }
+                    return
+                }
+                indexes.withUnsafeBufferPointer { indexes in
+                    for index in 0..<indexes.count { slots[numbers[indexes[index]]]?.lastPosition = position }
+                }
+            }
+        }
+    }
+
     /// Records of a known device were stored in the chunk at `position`.
     mutating func noteStored(_ device: DeviceID, at position: UInt64) {
         if let number = number(of: device) { noteStored(slot: number, at: position) }
@@ -210,6 +227,20 @@ struct KnownDevices {
 
     /// The shard of the device in slot `number`.
     func shard(ofSlot number: Int) -> Int { slots[number]?.shard ?? 0 }
+
+    /// The shard of the device in each of `numbers`' slots, in order: a gateway batch's records' shards, looked up
+    /// once each (its chunks need them twice) and in one call.
+    func shards(ofSlots numbers: [Int]) -> [Int] {
+        // Through the buffers, which unoptimised builds also read without a generic iterator's allocation a record.
+        slots.withUnsafeBufferPointer { slots in
+            numbers.withUnsafeBufferPointer { numbers in
+                [Int](unsafeUninitializedCapacity: numbers.count) { shards, count in
+                    for index in 0..<numbers.count { shards[index] = slots[numbers[index]]?.shard ?? 0 }
+                    count = numbers.count
+                }
+            }
+        }
+    }
 
     /// No chunk after this position holds the device's records (`Slot.lastPosition`); nil for a device not known.
     func lastPosition(_ device: DeviceID) -> UInt64? { number(of: device).flatMap { slots[$0]?.lastPosition } }

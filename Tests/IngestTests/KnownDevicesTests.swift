@@ -66,6 +66,23 @@ struct KnownDevicesTests {
         #expect(devices.lastPosition(Self.device("c")) == 7 && devices.lastPosition(Self.device("b")) == nil)
     }
 
+    /// What the journal asks once a gateway batch: its records' shards by their slots, and the chunk each device's
+    /// records went to (for a chunk of some of the batch's records, and for one of all of them).
+    @Test func aBatchsShardsAndStoredPositionsAreTheSameAsAskedSlotBySlot() {
+        var devices = KnownDevices(limit: 100, shards: 4)
+        let users = ["a", "b", "c", "d", "e", "a", "c"]
+        let numbers = users.compactMap { devices.admit(Self.device($0)) }
+        #expect(numbers.count == users.count)
+        #expect(devices.shards(ofSlots: numbers) == numbers.map { devices.shard(ofSlot: $0) })
+        #expect(Set(devices.shards(ofSlots: numbers)).count > 1, "the devices span several shards")
+        devices.noteStored(slots: numbers, indexes: [1, 3], at: 5)
+        let afterSome = ["a", "b", "c", "d", "e"].map { devices.lastPosition(Self.device($0)) }
+        #expect(afterSome == [0, 5, 0, 5, 0], "only the chunk's records' devices (b and d)")
+        devices.noteStored(slots: numbers, indexes: nil, at: 9)
+        let afterAll = ["a", "b", "c", "d", "e"].map { devices.lastPosition(Self.device($0)) }
+        #expect(afterAll == [9, 9, 9, 9, 9])
+    }
+
     /// Thousands of devices met, rolled back and forgotten in a seeded random order (the index grows and deletes
     /// entries in the middle of its runs): each device is known exactly while a model says so, keeps its number
     /// while known, and no two known devices share one.
