@@ -548,8 +548,17 @@ def print_shards(shards, records):
 # MARK: Main
 
 def build_name(binaries):
-    """What the figures are of: a debug build's are no speed to quote."""
-    return "release build" if "release" in binaries else "debug build: figures for the check only"
+    """What the figures are of: a debug build's are no speed to quote. Asked of the build itself (`roadsave-bench
+    build`), so that a build copied elsewhere to compare with is named for what it is; by its folder's name where
+    that build cannot say (one made before the subcommand)."""
+    try:
+        answer = subprocess.run([os.path.join(binaries, "roadsave-bench"), "build"], capture_output=True, text=True,
+                                timeout=30).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        answer = ""
+    if answer not in ("debug", "release"):
+        answer = "release" if "release" in binaries else "debug"
+    return "release build" if answer == "release" else "debug build: figures for the check only"
 
 
 def main():

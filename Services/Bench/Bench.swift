@@ -74,6 +74,10 @@ struct Bench {
 
         The engines alone (ns a record, memory a device); the work of each hot path counted (heap allocations
         and, under strace, system calls a record and a batch: scripts/bench_counters.py).
+
+               roadsave-bench build
+
+        Prints "debug" or "release": how these binaries were compiled (the scripts label figures with it).
         """
 
     static func main() async throws {
@@ -92,6 +96,15 @@ struct Bench {
         }
         if arguments.first == "counts" {
             try await CountsBench.run(arguments: Array(arguments.dropFirst()))
+            return
+        }
+        if arguments.first == "build" {
+            // What the benchmark scripts label their figures with: a copied build's folder need not say.
+            #if DEBUG
+                print("debug")
+            #else
+                print("release")
+            #endif
             return
         }
         guard let path = arguments.first, !path.hasPrefix("-") else {
