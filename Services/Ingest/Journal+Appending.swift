@@ -20,7 +20,8 @@ extension Journal {
         rows.reserveCapacity(batches.count * shards)
         for (number, batch) in batches.enumerated() {
             let recordShards = self.recordShards(batch)
-            for chunk in batch.chunksWithHeader(shards: shards, shard: { recordShards[$0] }) {
+            for chunk in batch.chunksWithHeader(shards: shards, shard: { recordShards.isEmpty ? 0 : recordShards[$0] })
+            {
                 rows.append((number, chunk))
             }
         }
@@ -146,7 +147,7 @@ extension Journal {
 
     /// The shard of each of `batch`'s records, by index: from their slots, else worked out from their devices. Made
     /// once a batch: its chunks ask for a record's shard two or three times, and a lookup through `devices` from a
-    /// closure would check the journal's exclusive access each time. (With one shard nothing asks.)
+    /// closure would check the journal's exclusive access each time. Empty with one shard: every record is in shard 0.
     private func recordShards(_ batch: Batch) -> [Int] {
         if shards == 1 { return [] }
         if let slots = batch.slots { return devices.shards(ofSlots: slots) }
