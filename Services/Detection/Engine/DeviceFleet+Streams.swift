@@ -2,11 +2,14 @@
 extension DeviceFleet {
     /// The watermark that orders the device now: its stream's, unless it has none (a gateway that sends no
     /// header) or that watermark has stood still for `watermarkHold` (then nil, and the clock's rules apply).
-    func governingWatermark(_ slot: Int, now: Double?) -> Double? {
-        guard let name = devices[slot].stream, let stream = streams[name],
-            !stream.isStalled(now: now, hold: options.watermarkHold)
-        else { return nil }
-        return stream.effectiveWatermark
+    mutating func governingWatermark(_ slot: Int, now: Double?) -> Double? {
+        guard let name = devices[slot].stream else { return nil }
+        if let last = lastGoverning, last.now == now, last.stream == name { return last.watermark }
+        let watermark = streams[name].flatMap { stream in
+            stream.isStalled(now: now, hold: options.watermarkHold) ? nil : stream.effectiveWatermark
+        }
+        lastGoverning = (name, now, watermark)
+        return watermark
     }
 
     /// The event time from which the device waits for its watermark: its oldest record held for ordering or its

@@ -54,7 +54,14 @@ public struct DeviceFleet: Sendable {
     var index = DeviceIndex()
     var applications: [String: FleetApplicationState] = [:]
     /// The gateways' streams the records came through, and a number for each (the wake times name streams by it).
-    var streams: [String: FleetStreamState] = [:]
+    var streams: [String: FleetStreamState] = [:] {
+        // A stream that changed may govern its devices otherwise.
+        didSet { lastGoverning = nil }
+    }
+    /// `governingWatermark`'s last answer, for the stream and clock it was for: a gateway batch's records come
+    /// through one stream one after another, and finding that stream by its name (hashing the name) cost a fortieth
+    /// of detection's work a record. Any change of `streams` forgets it.
+    var lastGoverning: (stream: String, now: Double?, watermark: Double?)?
     var streamNumbers: [String: Int32] = [:]
     var streamNames: [String] = []
     /// One copy of each application's settings for all its devices' sessions (see `SessionSettings`).
