@@ -58,12 +58,12 @@ public struct DeviceFleet: Sendable {
         // A stream that changed may govern its devices otherwise.
         didSet { lastGoverning = nil }
     }
+    var streamNumbers: [String: Int32] = [:]
+    var streamNames: [String] = []
     /// `governingWatermark`'s last answer, for the stream and clock it was for: a gateway batch's records come
     /// through one stream one after another, and finding that stream by its name (hashing the name) cost a fortieth
     /// of detection's work a record. Any change of `streams` forgets it.
     var lastGoverning: (stream: String, now: Double?, watermark: Double?)?
-    var streamNumbers: [String: Int32] = [:]
-    var streamNames: [String] = []
     /// One copy of each application's settings for all its devices' sessions (see `SessionSettings`).
     private var sharedSettings: [String: SessionSettings] = [:]
     var changed = ChangedSlots()
