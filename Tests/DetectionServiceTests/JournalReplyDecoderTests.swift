@@ -44,4 +44,52 @@ import Wire
         #expect(chunks.map(\.shard) == [0, 1, 2, 3])
         #expect(chunks.map(\.watermark) == [1_771_999_990, 1_771_999_995, 1_772_000_990, 1_772_001_990])
     }
+
+    @Test func chunksAreDecodedAGroupAtATimeIntoArraysOfAtMostTheSharedSize() throws {
+        // 20 chunks of 100 records: 2,000 records, about four shared arrays' worth, and one item that is no chunk.
+        let size = 100
+        let batches = (0..<20).map { Self.records(size, user: "u\($0)", from: 1_772_000_000 + Double($0) * 1000) }
+        var items = batches.enumerated().map { number, records in
+            Self.item(records, gateway: "gw", shard: number % 16, watermark: 1_771_999_000 + Double(number))
+        }
+        items.insert(Array("not a chunk".utf8), at: 7)
+        let reply = JournalReplyDecoder(log: Log(category: "test", minimumLevel: .error))
+            .chunks(FeedItems(frames: items[...]))
+        // Counted before any record is decoded: the item that is no chunk reads as a bare array of records, found
+        // unreadable (and skipped) only when its records are read.
+        #expect(reply.chunkCount == 21)
+        var given: [JournalChunkRecords] = [] // kept, so that no array is freed and its memory given to the next
+        // Where each chunk's records are: a group's chunks follow one another in one array.
+        var groups: [(start: UnsafePointer<SensorRecord>, records: Int)] = []
+        for chunk in reply {
+            given.append(chunk)
+            let start = try #require(chunk.records.withUnsafeBufferPointer { $0.baseAddress })
+            if let last = groups.last, last.start + last.records == start {
+                groups[groups.count - 1].records += chunk.records.count
+            } else {
+                groups.append((start, chunk.records.count))
+            }
+        }
+        #expect(given.map { Array($0.records) } == batches)
+        #expect(groups.count >= 2000 / JournalReplyDecoder.slabRecords)
+        #expect(groups.allSatisfy { $0.records <= JournalReplyDecoder.slabRecords })
+        // Read again, the reply gives the same chunks.
+        #expect(reply.map { Array($0.records) } == batches)
+    }
+
+    @Test func aChunkFoundUnreadableWhenDecodedDoesNotEndTheReply() {
+        // An array that says it holds 5 records and holds none readable, then more records than one shared array
+        // holds: the first is skipped when read, and the reply goes on to the second.
+        let large = Self.records(JournalReplyDecoder.slabRecords + 100, user: "b", from: 1_772_001_000)
+        let items: [[UInt8]] = [
+            [0x95, 0xC1, 0xC1, 0xC1, 0xC1, 0xC1],
+            Self.item(large, gateway: "gw-1", shard: 2, watermark: 1_772_000_990),
+        ]
+        let reply = JournalReplyDecoder(log: Log(category: "test", minimumLevel: .error))
+            .chunks(FeedItems(frames: items[...]))
+        #expect(reply.chunkCount == 2)
+        #expect(reply.map(\.records.count) == [large.count])
+        #expect(reply.map { Array($0.records) } == [large], "the records as sent")
+        #expect(reply.map(\.watermark) == [1_772_000_990])
+    }
 }
