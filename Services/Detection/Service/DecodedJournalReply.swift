@@ -56,8 +56,7 @@ public struct DecodedJournalReply: JournalReplyChunks {
         }
 
         /// Decodes the next chunks into one shared array: as many as fit in `slabRecords` records, and at least one
-        /// item is read.
-        /// A chunk whose records cannot be read is logged and skipped (its records, if some were, dropped).
+        /// item is read. A chunk whose records cannot be read is logged and skipped (its records, if any, dropped).
         private mutating func decodeGroup() {
             group.removeAll(keepingCapacity: true)
             given = 0
