@@ -7,7 +7,7 @@ extension DetectionCore {
 
     /// Journal `index` answered a fetch, with these chunks (decoded by the shell, in the reply's order).
     public mutating func journalReplied(
-        _ index: Int, _ answer: JournalAnswer, chunks: some JournalReplyChunks,
+        _ index: Int, _ answer: JournalAnswer, chunks: [JournalChunkRecords],
         at time: DetectionTime,
         evicted: inout some EvictedDeviceStore
     ) -> [DetectionCoreAction] {
@@ -58,7 +58,7 @@ extension DetectionCore {
             return actions
         }
         guard case .live = phase else { return actions }
-        journals[index].noteEnd(answer, items: chunks.chunkCount)
+        journals[index].noteEnd(answer, items: chunks.count)
         if journals[index].unansweredBeforeReply > options.journalHeardWithin {
             let seconds = (journals[index].unansweredBeforeReply * 10).rounded() / 10
             resumeClock(
@@ -76,7 +76,7 @@ extension DetectionCore {
         journals[index].position = answer.to
         // The next request goes out before this reply is worked through, so the journal's answer overlaps the work.
         actions.append(.fetch(journal: index, journals[index].next()))
-        guard chunks.chunkCount > 0 else { return actions }
+        guard !chunks.isEmpty else { return actions }
         counts.positionsRead += answer.to - after
         pendingInputs.append(.records(feed: answer.feed, after: after, to: answer.to, now: time.wall))
         apply(chunks, feed: answer.feed, now: time.wall, evicted: &evicted, into: &actions)
@@ -173,7 +173,7 @@ extension DetectionCore {
 
     /// A reply's chunks, each chunk's records and then its gateway's watermark.
     private mutating func apply(
-        _ chunks: some Sequence<JournalChunkRecords>, feed: String, now: Double,
+        _ chunks: [JournalChunkRecords], feed: String, now: Double,
         evicted: inout some EvictedDeviceStore, into actions: inout [DetectionCoreAction]
     ) {
         for chunk in chunks {

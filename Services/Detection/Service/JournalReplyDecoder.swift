@@ -16,48 +16,77 @@ public struct JournalReplyDecoder {
         self.log = log
     }
 
-    /// The reply's chunks, decoded as they are read (`DecodedJournalReply`). Each chunk's header and record count
-    /// are read here; an item that is no chunk is logged and skipped.
-    public func chunks(_ items: FeedItems) -> DecodedJournalReply {
-        var parts: [ChunkParts?] = []
-        parts.reserveCapacity(items.count)
+    public func chunks(_ items: FeedItems) -> [JournalChunkRecords] {
+        // Chunks' records share arrays of up to `slabRecords` (each chunk's header and count read first), each chunk
+        // a slice of one: a batch is split over the journal's shards, so a chunk holds a few records (about 6 of a
+        // gateway batch of 100 over 16 shards), and an array of its own was an allocation every few records. Not one
+        // array for the whole reply: a reply's records reach megabytes, and allocations that size raised
+        // detection's peak memory in the timed benchmark from 68 to 70–75 MiB (glibc's heap kept what they left).
+        var headers: [(records: Range<Int>, header: GatewayBatchHeader?, shard: Int, count: Int)?] = []
+        headers.reserveCapacity(items.count)
         for item in items {
             item.withUnsafeBytes { bytes in
                 do {
-                    let found = try JournalChunk.parts(of: bytes, identifiers: identifiers)
+                    let parts = try JournalChunk.parts(of: bytes, identifiers: identifiers)
                     // The array's header, believed only as far as the records could be there (a damaged chunk must
-                    // not reserve gigabytes): it sizes the shared arrays, and the decoder checks the rest.
+                    // not reserve gigabytes): it sizes the slab, and the decoder checks the rest.
                     let count = min(
-                        MessagePack.recordCount(UnsafeRawBufferPointer(rebasing: bytes[found.records])) ?? 0,
-                        found.records.count, RecordBatch.maximumRecords)
-                    parts.append(
-                        ChunkParts(records: found.records, header: found.header, shard: found.shard, count: count))
+                        MessagePack.recordCount(UnsafeRawBufferPointer(rebasing: bytes[parts.records])) ?? 0,
+                        parts.records.count, RecordBatch.maximumRecords)
+                    headers.append((parts.records, parts.header, parts.shard, count))
                 } catch {
                     log.error("unreadable chunk in the journal: skipped", ["error": "\(error)"])
-                    parts.append(nil)
+                    headers.append(nil)
                 }
             }
         }
-        return DecodedJournalReply(decoder: self, items: items, parts: parts)
+        var slabs: [[SensorRecord]] = []
+        var slab: [SensorRecord] = []
+        var placed: [(slab: Int, records: Range<Int>)?] = []
+        placed.reserveCapacity(items.count)
+        var remaining = headers.reduce(0) { $0 + ($1?.count ?? 0) }
+        for (item, parts) in zip(items, headers) {
+            guard let parts else {
+                placed.append(nil)
+                continue
+            }
+            if slab.count + parts.count > slab.capacity {
+                if !slab.isEmpty { slabs.append(slab) }
+                slab = []
+                slab.reserveCapacity(max(parts.count, min(remaining, Self.slabRecords)))
+            }
+            remaining -= parts.count
+            item.withUnsafeBytes { bytes in
+                let start = slab.count
+                if decode(UnsafeRawBufferPointer(rebasing: bytes[parts.records]), into: &slab) {
+                    placed.append((slabs.count, start..<slab.count))
+                } else {
+                    slab.removeSubrange(start...)
+                    placed.append(nil)
+                }
+            }
+        }
+        // Also when empty: chunks of no records may name it.
+        slabs.append(slab)
+        var chunks: [JournalChunkRecords] = []
+        chunks.reserveCapacity(items.count)
+        for (parts, place) in zip(headers, placed) {
+            guard let parts, let place else { continue }
+            chunks.append(
+                JournalChunkRecords(
+                    records: slabs[place.slab][place.records], gateway: parts.header?.gateway, shard: parts.shard,
+                    watermark: parts.header?.watermark))
+        }
+        return chunks
     }
 
-    /// What a chunk's item says before its records are decoded: where they are in it, its gateway's header, its
-    /// shard, and how many records its array holds.
-    struct ChunkParts {
-        var records: Range<Int>
-        var header: GatewayBatchHeader?
-        var shard: Int
-        var count: Int
-    }
-
-    /// Records a shared array holds at most (about 70 KB): a chunk holds a few records (about 6 of a gateway batch of
-    /// 100 over 16 shards), and an array a chunk was an allocation every few records.
+    /// Records a shared array holds at most (about 70 KB).
     static let slabRecords = 512
 
     /// A chunk's records decoded where they are, onto `records`; false when the chunk cannot be read (what it
     /// appended is then the caller's to drop). `forEachStoredRecord`: ingest checked the batch whole when it stored
     /// it, so it is not scanned whole again here; each record is still read safely.
-    func decode(_ body: UnsafeRawBufferPointer, into records: inout [SensorRecord]) -> Bool {
+    private func decode(_ body: UnsafeRawBufferPointer, into records: inout [SensorRecord]) -> Bool {
         do {
             try MessagePack.forEachStoredRecord(
                 body, maximumCount: RecordBatch.maximumRecords, identifiers: identifiers
