@@ -25,6 +25,11 @@ import Wire
         ).item
     }
 
+    /// The chunks the shell's decoder gives for a reply of these items (what cannot be read is logged, as errors).
+    static func chunks(_ items: [[UInt8]]) -> [JournalChunkRecords] {
+        JournalReplyDecoder(log: Log(category: "test", minimumLevel: .error)).chunks(FeedItems(frames: items[...]))
+    }
+
     @Test func everyChunkKeepsItsOwnRecordsAcrossSharedArrays() {
         // More records in all than one shared array holds, a chunk of none, and an unreadable one between.
         let first = Self.records(3, user: "a", from: 1_772_000_000)
@@ -37,8 +42,7 @@ import Wire
             Self.item(large, gateway: "gw-1", shard: 2, watermark: 1_772_000_990),
             Self.item(last, gateway: "gw-3", shard: 3, watermark: 1_772_001_990),
         ]
-        let chunks = JournalReplyDecoder(log: Log(category: "test", minimumLevel: .error))
-            .chunks(FeedItems(frames: items[...]))
+        let chunks = Self.chunks(items)
         #expect(chunks.map { Array($0.records) } == [first, [], large, last])
         #expect(chunks.map(\.gateway) == ["gw-1", "gw-2", "gw-1", "gw-3"])
         #expect(chunks.map(\.shard) == [0, 1, 2, 3])
@@ -53,8 +57,7 @@ import Wire
             Self.item(records, gateway: "gw", shard: number % 16, watermark: 1_771_999_000 + Double(number))
         }
         items.insert(Array("not a chunk".utf8), at: 7)
-        let reply = JournalReplyDecoder(log: Log(category: "test", minimumLevel: .error))
-            .chunks(FeedItems(frames: items[...]))
+        let reply = Self.chunks(items)
         // The item that is no chunk reads as a bare array of records, found unreadable and skipped.
         #expect(reply.count == 20)
         var given: [[SensorRecord]] = []
@@ -85,8 +88,7 @@ import Wire
             [0x95, 0xC1, 0xC1, 0xC1, 0xC1, 0xC1],
             Self.item(large, gateway: "gw-1", shard: 2, watermark: 1_772_000_990),
         ]
-        let reply = JournalReplyDecoder(log: Log(category: "test", minimumLevel: .error))
-            .chunks(FeedItems(frames: items[...]))
+        let reply = Self.chunks(items)
         #expect(reply.map(\.records.count) == [large.count])
         #expect(reply.map { Array($0.records) } == [large], "the records as sent")
         #expect(reply.map(\.watermark) == [1_772_000_990])
