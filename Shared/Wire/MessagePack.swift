@@ -191,10 +191,11 @@ public enum MessagePack {
     /// a twentieth of its work. Each element is still read safely, as `RecordFileReader` reads a file: in place by
     /// the bounds-checked scanner, or else measured (`extent`) and checked alone (`record(_:count:)`) before msgpack-c
     /// sees it. A body that is not one array whose elements end where the buffer does throws, after `body` may have
-    /// had some of its records: the caller drops them.
+    /// had some of its records: the caller drops them. Each result is `body`'s to keep (`consuming`): a record kept
+    /// from a borrowed one was copied first.
     public static func forEachStoredRecord(
         _ buffer: UnsafeRawBufferPointer, maximumCount: Int = Limits.maximumCount, identifiers: IdentifierCache,
-        _ body: (Int, Result<SensorRecord, RecordError>) -> Void
+        _ body: (Int, consuming Result<SensorRecord, RecordError>) -> Void
     ) throws(WireError) {
         let header = try arrayHeader(buffer)
         guard header.count <= maximumCount else {

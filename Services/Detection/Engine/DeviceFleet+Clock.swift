@@ -110,7 +110,8 @@ extension DeviceFleet {
             acted = true
             let eventNow = devices[slot].timerTime(now: now)
             var previous: Double?
-            while let deadline = devices[slot].session.nextDeadline, deadline <= eventNow, deadline != previous {
+            while let deadline = devices[slot].session.nextDeadlineInPlace(), deadline <= eventNow, deadline != previous
+            {
                 previous = deadline
                 perform(devices[slot].session.advance(to: deadline), slot: slot, into: &actions)
             }
@@ -132,7 +133,7 @@ extension DeviceFleet {
             devices[slot].ordering.releaseBufferMemoryIfEmpty()
         }
         var previous: Double?
-        while let deadline = devices[slot].session.nextDeadline, deadline < watermark, deadline != previous {
+        while let deadline = devices[slot].session.nextDeadlineInPlace(), deadline < watermark, deadline != previous {
             previous = deadline
             perform(devices[slot].session.advance(to: deadline), slot: slot, into: &actions)
         }
@@ -156,7 +157,7 @@ extension DeviceFleet {
     /// their quiet time decides nothing but when they leave memory, and a resume is no reason to write them all.
     public mutating func resumeClock(now: Double) {
         for slot in devices.indices {
-            guard let arrival = devices[slot].lastArrival, arrival < now, devices[slot].hasWorkInFlight else {
+            guard let arrival = devices[slot].lastArrival, arrival < now, devices[slot].hasWorkInFlightInPlace() else {
                 continue
             }
             devices[slot].lastArrival = now
@@ -177,7 +178,7 @@ extension DeviceFleet {
             changed.insert(slot)
             for record in devices[slot].ordering.flush() { apply(record, slot: slot, into: &actions) }
             var previous: Double?
-            while let deadline = devices[slot].session.nextDeadline, deadline != previous {
+            while let deadline = devices[slot].session.nextDeadlineInPlace(), deadline != previous {
                 previous = deadline
                 perform(devices[slot].session.advance(to: deadline), slot: slot, into: &actions)
             }

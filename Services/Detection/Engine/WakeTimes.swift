@@ -72,7 +72,7 @@ extension DeviceFleet {
         if let name = devices[slot].stream, let stream = streams[name] {
             // Ordered by its watermark: the clock has a say only once the hold runs out (a lower bound: the
             // watermark only moves later; once it has run out, every tick looks at the device).
-            guard devices[slot].hasWorkInFlight, !stream.ended else { return .infinity }
+            guard devices[slot].hasWorkInFlightInPlace(), !stream.ended else { return .infinity }
             return (stream.movedAt ?? -.infinity) + options.watermarkHold - WakeTimes.margin
         }
         var wake = Double.infinity

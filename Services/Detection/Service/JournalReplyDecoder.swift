@@ -91,7 +91,7 @@ public struct JournalReplyDecoder {
             try MessagePack.forEachStoredRecord(
                 body, maximumCount: RecordBatch.maximumRecords, identifiers: identifiers
             ) { index, result in
-                switch result {
+                switch consume result {
                 case .success(let record): records.append(record)
                 case .failure(let error):
                     log.error(
