@@ -58,18 +58,25 @@ extension DeviceFleet {
     }
 
     private mutating func refreshWakeTime(_ slot: Int) {
-        guard let name = devices[slot].stream, let number = streamNumbers[name], streams[name] != nil else {
-            wakeTimes.set(slot, wakeTime(slot), watermarkNeed: .infinity, stream: -1)
+        // The device's stream found by its name once for its state and its number (each lookup hashes the name).
+        guard let name = devices[slot].stream, let stream = streams[name] else {
+            wakeTimes.set(slot, wakeTime(slot, stream: nil), watermarkNeed: .infinity, stream: -1)
             return
         }
-        wakeTimes.set(slot, wakeTime(slot), watermarkNeed: watermarkNeed(slot) ?? .infinity, stream: number)
+        guard let number = streamNumbers[name] else {
+            wakeTimes.set(slot, wakeTime(slot, stream: stream), watermarkNeed: .infinity, stream: -1)
+            return
+        }
+        wakeTimes.set(
+            slot, wakeTime(slot, stream: stream), watermarkNeed: watermarkNeed(slot) ?? .infinity, stream: number)
     }
 
     /// The earliest clock time at which `tick` could act on the device in `slot`: its reorder buffer's release
     /// (`idleFlush` after its last arrival) or its next timer, reached when its event time run on by the clock
     /// (`FleetDeviceState.eventTime`) gets there. Minus infinity when that cannot be told (no clock known).
-    mutating func wakeTime(_ slot: Int) -> Double {
-        if let name = devices[slot].stream, let stream = streams[name] {
+    /// `stream`: the state of the device's stream, nil when it has none (or one the fleet no longer knows).
+    private mutating func wakeTime(_ slot: Int, stream: FleetStreamState?) -> Double {
+        if let stream {
             // Ordered by its watermark: the clock has a say only once the hold runs out (a lower bound: the
             // watermark only moves later; once it has run out, every tick looks at the device).
             guard devices[slot].hasWorkInFlightInPlace(), !stream.ended else { return .infinity }
