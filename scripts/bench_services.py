@@ -19,7 +19,8 @@ Prints (and with --json writes as a list of figures, see docs/benchmarks.md):
   - latency:   while `roadsave send --rate` loads the services at half the measured end-to-end capacity, probe devices
                each send a crash (drive, a 45 g impact, standing still): first the records up to 10 s after the impact,
                then those that let detection decide; the time from that second batch's acknowledgement to the
-               crashDetected event at a SUB subscriber, p50 and p99 (embedded platform);
+               crashDetected event at a SUB subscriber, p50 and p99 (embedded platform); beside them, the disk's
+               own stalls (a 4 KiB fdatasync every 20 ms, timed) and the p99 of the probes that met none;
   - restart:   detection SIGKILLed in the middle of a flood (up restarts it): seconds from its restart to "caught up
                with the journals";
   - shards:    detection alone catching up from empty stores, as a shard moved to another node rebuilds: for 1, 2
@@ -400,7 +401,8 @@ def measure_latency(endpoint, keys, subscriber, probes, spacing, background, str
     while time.monotonic() < deadline and any(user not in subscriber.crashes for user in acked):
         time.sleep(0.05)
     dealer.close()
-    latencies, missing = [], {"beforeAck": [], "notSeenLive": []}
+    missing = {"beforeAck": [], "notSeenLive": []}
+    timed = []
     for user, at in acked.items():
         seen = subscriber.crashes.get(user)
         if seen is None:
@@ -408,8 +410,64 @@ def measure_latency(endpoint, keys, subscriber, probes, spacing, background, str
         elif seen < at:
             missing["beforeAck"].append(user)
         else:
-            latencies.append((seen - at) * 1000)
-    return sorted(latencies), missing
+            timed.append((at, seen))
+    return timed, missing
+
+
+class DiskCanary(threading.Thread):
+    """A 4 KiB write and `fdatasync` every `interval` seconds to a file in `directory`, each timed: what the disk
+    itself does to a sync while the probes run. A crash alert waits for two fsyncs after its acknowledgement
+    (detection's outbox, the notifier's store), and a virtual disk that stalls every sync on it for tens of
+    milliseconds now and then stalls those too, whatever the services do; the probes that met such a stall are
+    told apart, so that a tail the disk made is not read as one the code made."""
+
+    def __init__(self, directory, interval=0.02):
+        super().__init__(daemon=True)
+        self.path = os.path.join(directory, "disk-canary")
+        self.interval = interval
+        self.syncs = []  # (start, end), monotonic seconds
+        self.stopping = threading.Event()
+
+    def run(self):
+        fd = os.open(self.path, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)
+        block, offset = b"\0" * 4096, 0
+        try:
+            while not self.stopping.is_set():
+                start = time.monotonic()
+                os.pwrite(fd, block, offset)
+                os.fdatasync(fd)
+                self.syncs.append((start, time.monotonic()))
+                offset = (offset + len(block)) % (1 << 20)
+                self.stopping.wait(self.interval)
+        finally:
+            os.close(fd)
+
+    def stop(self):
+        self.stopping.set()
+        self.join()
+
+    def stalls(self, threshold):
+        """The syncs that took longer than `threshold` seconds, as (start, end)."""
+        return [(start, end) for start, end in self.syncs if end - start > threshold]
+
+
+# A canary sync slower than this is a disk stall: alone it takes the whole of the alert's p99 target (20 ms).
+DISK_STALL = 0.020
+
+
+# A stall this long before a probe's acknowledgement still delays its alert: the gateways' batches it held up
+# reach detection as one burst, ahead of the probe's records (a tenth of a second at half load is some 20,000
+# records, 20-30 ms of detection's work).
+STALL_REACH = 0.1
+
+
+def split_by_stalls(timed, stalls):
+    """The probes' latencies (ms, sorted), and those of the probes that met none of `stalls` (ms, sorted): no
+    stall overlapped the time from `STALL_REACH` before the probe's acknowledgement to its alert."""
+    latencies = sorted((seen - at) * 1000 for at, seen in timed)
+    clear = sorted((seen - at) * 1000 for at, seen in timed
+                   if not any(start < seen and end > at - STALL_REACH for start, end in stalls))
+    return latencies, clear
 
 
 def percentile(values, fraction):
@@ -682,8 +740,15 @@ def main():
         background = run_send(tools, up.endpoint["gateway"], files["background"][0], options, up.gateway,
                               rate=half, background=True)
         time.sleep(2)
-        latencies, missing = measure_latency(up.endpoint["gateway"], up.gateway, subscriber, options.probes,
+        canary = DiskCanary(up.directory)
+        canary.start()
+        try:
+            timed, missing = measure_latency(up.endpoint["gateway"], up.gateway, subscriber, options.probes,
                                              PROBE_SPACING, background, strict=not options.check)
+        finally:
+            canary.stop()
+        stalls = canary.stalls(DISK_STALL)
+        latencies, clear_latencies = split_by_stalls(timed, stalls)
         background.send_signal(signal.SIGTERM)
         background.wait()
         loads["latency"] = load_average()
@@ -778,6 +843,18 @@ def main():
               "%d alerts came before the ack, %d were stored but not seen live); detection %d chunks behind after the probes"
               % (half, p50, p90, p99, latencies[-1] if latencies else float("nan"), len(latencies), len(missing["beforeAck"]),
                  len(missing["notSeenLive"]), lag_after_probes))
+        syncs = sorted(end - start for start, end in canary.syncs)
+        print("disk      a 4 KiB fdatasync every %.0f ms during the probes: p50 %.2f ms, max %.1f ms, %d over %.0f ms; "
+              "%d probes met one; p99 of the %d others %.1f ms"
+              % (canary.interval * 1000, percentile(syncs, 0.5) * 1000, percentile(syncs, 1.0) * 1000, len(stalls),
+                 DISK_STALL * 1000, len(latencies) - len(clear_latencies), len(clear_latencies),
+                 percentile(clear_latencies, 0.99)))
+        figure("disk fdatasync max during the probes", percentile(syncs, 1.0) * 1000, "ms", stage="latency")
+        figure("crash alert probes that met a disk stall", len(latencies) - len(clear_latencies), "probes",
+               stage="latency")
+        if clear_latencies:
+            figure("crash alert latency p99 (half load), probes that met no disk stall",
+                   percentile(clear_latencies, 0.99), "ms", stage="latency")
         figure("crash alert latency p50 (half load)", p50, "ms", None, None, "<= 8", stage="latency")
         figure("crash alert latency p90 (half load)", p90, "ms", stage="latency")
         figure("crash alert latency p99 (half load)", p99, "ms", None, None, "<= 20", stage="latency")
