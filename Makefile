@@ -52,6 +52,7 @@ test: deps lint
 	python3 scripts/bench_services.py --bin $(dir $(BIN)) --records 3000 --devices 50 --batch 200 --probes 5 \
 		--flood-seconds 1 --skip-shards --skip-restart --client send --check
 	python3 scripts/bench_ingest.py --bin $(dir $(BIN)) --records 3000 --devices 50 --rounds 1 --prefill 1
+	python3 scripts/disk_stalls.py --seconds 1
 
 ## The client library's API reference (RoadSaveClient), made offline by the toolchain's docc from the module's
 ## symbol graph: .build/docs/RoadSaveClient (serve it, e.g. python3 -m http.server -d .build/docs/RoadSaveClient,
