@@ -455,18 +455,20 @@ class DiskCanary(threading.Thread):
 DISK_STALL = 0.020
 
 
-# A stall this long before a probe's acknowledgement still delays its alert: the gateways' batches it held up
-# reach detection as one burst, ahead of the probe's records (a tenth of a second at half load is some 20,000
-# records, 20-30 ms of detection's work).
+# A stall still delays the alerts of probes acknowledged after it ended: the gateways' batches it held up reach
+# detection as one burst, ahead of the probes' records, and at half load detection has about the load's rate to
+# spare, so the burst takes about as long as the stall to clear; at least this long (a tenth of a second at half
+# load is some 20,000 records, 20-30 ms of detection's work).
 STALL_REACH = 0.1
 
 
 def split_by_stalls(timed, stalls):
     """The probes' latencies (ms, sorted), and those of the probes that met none of `stalls` (ms, sorted): no
-    stall overlapped the time from `STALL_REACH` before the probe's acknowledgement to its alert."""
+    stall overlapped the time from the probe's acknowledgement to its alert, or ended less than its own length (at
+    least `STALL_REACH`) before the acknowledgement."""
     latencies = sorted((seen - at) * 1000 for at, seen in timed)
     clear = sorted((seen - at) * 1000 for at, seen in timed
-                   if not any(start < seen and end > at - STALL_REACH for start, end in stalls))
+                   if not any(start < seen and end + max(STALL_REACH, end - start) > at for start, end in stalls))
     return latencies, clear
 
 
