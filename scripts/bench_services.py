@@ -51,8 +51,8 @@ import msgpack
 import zmq
 import zmq.auth
 
-from benchkit import (children_cpu_seconds, cpu_seconds, detection_applied, free_base_port, free_ports, load_average,
-                      memory, query, wait_listening)
+from benchkit import (TimedSyncs, children_cpu_seconds, cpu_seconds, detection_applied, free_base_port, free_ports,
+                      load_average, memory, query, wait_listening)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FLOOD = os.path.join(ROOT, "Tests", "IntegrationTests", "Support", "flood_gateway.py")
@@ -414,41 +414,13 @@ def measure_latency(endpoint, keys, subscriber, probes, spacing, background, str
     return timed, missing
 
 
-class DiskCanary(threading.Thread):
-    """A 4 KiB write and `fdatasync` every `interval` seconds to a file in `directory`, each timed: what the disk
-    itself does to a sync while the probes run. A crash alert waits for two fsyncs after its acknowledgement
-    (detection's outbox, the notifier's store), and a virtual disk that stalls every sync on it for tens of
-    milliseconds now and then stalls those too, whatever the services do; the probes that met such a stall are
-    told apart, so that a tail the disk made is not read as one the code made."""
-
-    def __init__(self, directory, interval=0.02):
-        super().__init__(daemon=True)
-        self.path = os.path.join(directory, "disk-canary")
-        self.interval = interval
-        self.syncs = []  # (start, end), monotonic seconds
-        self.stopping = threading.Event()
-
-    def run(self):
-        fd = os.open(self.path, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)
-        block, offset = b"\0" * 4096, 0
-        try:
-            while not self.stopping.is_set():
-                start = time.monotonic()
-                os.pwrite(fd, block, offset)
-                os.fdatasync(fd)
-                self.syncs.append((start, time.monotonic()))
-                offset = (offset + len(block)) % (1 << 20)
-                self.stopping.wait(self.interval)
-        finally:
-            os.close(fd)
-
-    def stop(self):
-        self.stopping.set()
-        self.join()
-
-    def stalls(self, threshold):
-        """The syncs that took longer than `threshold` seconds, as (start, end)."""
-        return [(start, end) for start, end in self.syncs if end - start > threshold]
+def disk_canary(directory):
+    """A 4 KiB write and `fdatasync` every 20 ms in `directory`, each timed (`TimedSyncs`): what the disk itself does
+    to a sync while the probes run. A crash alert waits for two fsyncs after its acknowledgement (detection's outbox,
+    the notifier's store), and a virtual disk that stalls every sync on it for tens of milliseconds now and then
+    stalls those too, whatever the services do; the probes that met such a stall are told apart, so that a tail the
+    disk made is not read as one the code made."""
+    return TimedSyncs(directory, size=4096, interval=0.02, wrap=1 << 20)
 
 
 # A canary sync slower than this is a disk stall: alone it takes the whole of the alert's p99 target (20 ms).
@@ -742,7 +714,7 @@ def main():
         background = run_send(tools, up.endpoint["gateway"], files["background"][0], options, up.gateway,
                               rate=half, background=True)
         time.sleep(2)
-        canary = DiskCanary(up.directory)
+        canary = disk_canary(up.directory)
         canary.start()
         try:
             timed, missing = measure_latency(up.endpoint["gateway"], up.gateway, subscriber, options.probes,
@@ -845,7 +817,7 @@ def main():
               "%d alerts came before the ack, %d were stored but not seen live); detection %d chunks behind after the probes"
               % (half, p50, p90, p99, latencies[-1] if latencies else float("nan"), len(latencies), len(missing["beforeAck"]),
                  len(missing["notSeenLive"]), lag_after_probes))
-        syncs = sorted(end - start for start, end in canary.syncs)
+        syncs = canary.durations()
         print("disk      a 4 KiB fdatasync every %.0f ms during the probes: p50 %.2f ms, max %.1f ms, %d over %.0f ms; "
               "%d probes met one; p99 of the %d others %.1f ms"
               % (canary.interval * 1000, percentile(syncs, 0.5) * 1000, percentile(syncs, 1.0) * 1000, len(stalls),

@@ -1,11 +1,13 @@
 """What the benchmark scripts share: free loopback ports, waiting for a listener, a process's memory, a read-only
-query of a service's SQLite store, and the machine's load."""
+query of a service's SQLite store, the machine's load, and the disk's syncs timed."""
 
 import json
 import os
 import resource
 import socket
 import sqlite3
+import tempfile
+import threading
 import time
 
 
@@ -109,3 +111,53 @@ def detection_applied(store):
     if body:
         applied = max(applied, json.loads(body)["records"]["to"])
     return applied
+
+
+class TimedSyncs(threading.Thread):
+    """Writes `size` bytes and calls `fdatasync` every `interval` seconds to a scratch file in `directory` (removed
+    when stopped), timing each sync: how the disk under the services answers the syncs their durability waits for.
+    The writes go round the first `wrap` bytes of the file."""
+
+    def __init__(self, directory, size, interval, wrap):
+        super().__init__(daemon=True)
+        self.directory, self.size, self.interval, self.wrap = directory, size, interval, wrap
+        self.syncs = []  # (start, end), monotonic seconds
+        self.stopping = threading.Event()
+        self.error = None
+
+    def run(self):
+        try:
+            handle, path = tempfile.mkstemp(prefix="disk-syncs-", dir=self.directory)
+        except OSError as error:
+            self.error = error
+            return
+        block, offset = b"\0" * self.size, 0
+        try:
+            while not self.stopping.is_set():
+                start = time.monotonic()
+                os.pwrite(handle, block, offset)
+                os.fdatasync(handle)
+                end = time.monotonic()
+                self.syncs.append((start, end))
+                offset = (offset + self.size) % self.wrap
+                self.stopping.wait(max(0.0, self.interval - (end - start)))
+        except OSError as error:
+            self.error = error
+        finally:
+            os.close(handle)
+            os.unlink(path)
+
+    def stop(self):
+        """Stops the syncs; raises what stopped them early (a full or read-only disk), if anything did."""
+        self.stopping.set()
+        self.join()
+        if self.error is not None:
+            raise RuntimeError("syncs under %s: %s" % (self.directory, self.error))
+
+    def durations(self):
+        """Each sync's seconds, sorted."""
+        return sorted(end - start for start, end in self.syncs)
+
+    def stalls(self, threshold):
+        """The syncs that took longer than `threshold` seconds, as (start, end)."""
+        return [(start, end) for start, end in self.syncs if end - start > threshold]

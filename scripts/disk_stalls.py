@@ -15,6 +15,8 @@ import sys
 import tempfile
 import time
 
+from benchkit import TimedSyncs
+
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
@@ -30,29 +32,22 @@ def main():
     if not os.path.isdir(options.directory):
         parser.error("--directory %s: no such directory" % options.directory)
 
-    handle, path = tempfile.mkstemp(prefix="disk-stalls-", dir=options.directory)
-    block, offset, syncs = b"\0" * options.size, 0, []
+    syncs = TimedSyncs(options.directory, options.size, options.interval / 1000, wrap=64 << 20)
+    syncs.start()
+    time.sleep(options.seconds)
     try:
-        end = time.monotonic() + options.seconds
-        while time.monotonic() < end:
-            start = time.monotonic()
-            os.pwrite(handle, block, offset)
-            os.fdatasync(handle)
-            syncs.append(time.monotonic() - start)
-            offset = (offset + options.size) % (64 << 20)
-            time.sleep(max(0.0, options.interval / 1000 - (time.monotonic() - start)))
-    finally:
-        os.close(handle)
-        os.unlink(path)
-    syncs.sort()
-    count = len(syncs)
+        syncs.stop()
+    except RuntimeError as error:
+        sys.exit("disk_stalls.py: %s" % error)
+    durations = syncs.durations()
+    count = len(durations)
 
     def at(fraction):
-        return syncs[min(count - 1, int(fraction * count))] * 1000
+        return durations[min(count - 1, int(fraction * count))] * 1000
 
-    stalls = sum(1 for sync in syncs if sync * 1000 > options.stall)
+    stalls = len(syncs.stalls(options.stall / 1000))
     print("%d syncs of %d bytes in %.0f s under %s: p50 %.2f ms, p99 %.2f ms, p99.9 %.2f ms, longest %.1f ms; %d over %.0f ms"
-          % (count, options.size, options.seconds, options.directory, at(0.5), at(0.99), at(0.999), syncs[-1] * 1000,
+          % (count, options.size, options.seconds, options.directory, at(0.5), at(0.99), at(0.999), durations[-1] * 1000,
              stalls, options.stall))
 
 
